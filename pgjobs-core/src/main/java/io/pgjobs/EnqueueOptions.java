@@ -1,0 +1,147 @@
+package io.pgjobs;
+
+import java.time.Duration;
+import java.time.Instant;
+
+/**
+ * Per-job options of an enqueue call; anything left unset comes from the {@link JobType}'s defaults.
+ *
+ * <pre>{@code
+ * EnqueueOptions.builder().priority(Priority.HIGH).delay(Duration.ofMinutes(5))
+ *     .idempotencyKey("order-42-receipt").context("checkout").build();
+ * }</pre>
+ *
+ * {@link Builder#build()} validates every field and throws {@link InvalidJobException} naming the field.
+ *
+ * @param queue queue, or null for the type's
+ * @param priority priority, or null for the type's
+ * @param maxAttempts at least 1, or null for the type's
+ * @param runAt earliest start, or null
+ * @param delay earliest start relative to the database's clock, or null (exclusive with {@code runAt})
+ * @param context free text for debugging, or null
+ * @param idempotencyKey key making the enqueue idempotent, or null
+ * @param timeout timeout of each attempt, or null for the type's
+ */
+public record EnqueueOptions(
+    String queue,
+    Integer priority,
+    Integer maxAttempts,
+    Instant runAt,
+    Duration delay,
+    String context,
+    String idempotencyKey,
+    Duration timeout) {
+
+  /** The most characters of a context string: {@value}. */
+  public static final int MAX_CONTEXT_LENGTH = 10_000;
+  /** The most characters of an idempotency key: {@value}. */
+  public static final int MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+  /** The most attempts a job may have: {@value}. */
+  public static final int MAX_MAX_ATTEMPTS = 1_000;
+
+  /** No overrides. */
+  public static final EnqueueOptions DEFAULTS =
+      new EnqueueOptions(null, null, null, null, null, null, null, null);
+
+  /** Validates every field. */
+  public EnqueueOptions {
+    if (queue != null) {
+      JobType.requireName("queue", queue);
+    }
+    if (maxAttempts != null && (maxAttempts < 1 || maxAttempts > MAX_MAX_ATTEMPTS)) {
+      throw new InvalidJobException(
+          "maxAttempts", "must be between 1 and " + MAX_MAX_ATTEMPTS + ", was " + maxAttempts);
+    }
+    if (runAt != null && delay != null) {
+      throw new InvalidJobException("runAt", "give either runAt or delay, not both");
+    }
+    if (delay != null && delay.isNegative()) {
+      throw new InvalidJobException("delay", "must be zero or positive, was " + delay);
+    }
+    if (context != null && context.length() > MAX_CONTEXT_LENGTH) {
+      throw new InvalidJobException(
+          "context", "must be at most " + MAX_CONTEXT_LENGTH + " characters, was " + context.length());
+    }
+    if (idempotencyKey != null
+        && (idempotencyKey.isEmpty() || idempotencyKey.length() > MAX_IDEMPOTENCY_KEY_LENGTH)) {
+      throw new InvalidJobException(
+          "idempotencyKey",
+          "must be 1 to " + MAX_IDEMPOTENCY_KEY_LENGTH + " characters, was " + idempotencyKey.length());
+    }
+    if (timeout != null) {
+      JobType.requireTimeout(timeout);
+    }
+  }
+
+  /** A new builder with nothing set. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Builder of {@link EnqueueOptions}. */
+  public static final class Builder {
+    private String queue;
+    private Integer priority;
+    private Integer maxAttempts;
+    private Instant runAt;
+    private Duration delay;
+    private String context;
+    private String idempotencyKey;
+    private Duration timeout;
+
+    private Builder() {}
+
+    /** The queue (1–255 of letters, digits, {@code _ . : - /}). */
+    public Builder queue(String queue) {
+      this.queue = queue;
+      return this;
+    }
+
+    /** The priority, any int; higher runs first. See {@link Priority}. */
+    public Builder priority(int priority) {
+      this.priority = priority;
+      return this;
+    }
+
+    /** Most attempts, 1 to {@value EnqueueOptions#MAX_MAX_ATTEMPTS}. */
+    public Builder maxAttempts(int maxAttempts) {
+      this.maxAttempts = maxAttempts;
+      return this;
+    }
+
+    /** Run no earlier than this instant. */
+    public Builder runAt(Instant runAt) {
+      this.runAt = runAt;
+      return this;
+    }
+
+    /** Run no earlier than this long after enqueueing (measured by the database's clock). */
+    public Builder delay(Duration delay) {
+      this.delay = delay;
+      return this;
+    }
+
+    /** Free text describing why the job exists, for debugging. */
+    public Builder context(String context) {
+      this.context = context;
+      return this;
+    }
+
+    /** Same key, same job: a second enqueue returns the first job (while it is kept) and creates nothing. */
+    public Builder idempotencyKey(String idempotencyKey) {
+      this.idempotencyKey = idempotencyKey;
+      return this;
+    }
+
+    /** Timeout of each attempt, overriding the type's. */
+    public Builder timeout(Duration timeout) {
+      this.timeout = timeout;
+      return this;
+    }
+
+    /** Validates and builds. */
+    public EnqueueOptions build() {
+      return new EnqueueOptions(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout);
+    }
+  }
+}

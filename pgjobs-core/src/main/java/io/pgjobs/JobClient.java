@@ -1,0 +1,322 @@
+package io.pgjobs;
+
+import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.metrics.JobMetrics;
+import io.pgjobs.schema.Migrator;
+import io.pgjobs.store.JobStore;
+import io.pgjobs.store.NewJob;
+import io.pgjobs.store.UuidV7;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import javax.sql.DataSource;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Enqueues, finds and manages jobs. Thread-safe; create one per application and share it.
+ *
+ * <pre>{@code
+ * JobClient client = JobClient.builder(dataSource).build();
+ * client.migrate();                                   // creates or updates the pgjobs schema
+ * EnqueuedJob job = client.enqueue(SEND_EMAIL, new SendEmail("a@example.com", "Hi", "Welcome"));
+ *
+ * try (Connection tx = dataSource.getConnection()) {   // in the business transaction
+ *   tx.setAutoCommit(false);
+ *   insertOrder(tx, order);
+ *   client.enqueue(tx, SEND_RECEIPT, new SendReceipt(order.id()), EnqueueOptions.DEFAULTS);
+ *   tx.commit();                                      // the job exists only if the order does
+ * }
+ * }</pre>
+ *
+ * Every mutation has a twin taking a {@link Connection}: it runs in that connection's transaction and
+ * leaves committing to the caller.
+ */
+public final class JobClient {
+  /** Schema used when none is given: {@value}. */
+  public static final String DEFAULT_SCHEMA = "pgjobs";
+
+  private final DataSource dataSource;
+  private final JobStore store;
+  private final PayloadCodec codec;
+  private final JobMetrics metrics;
+  private final Map<String, JobType<?>> knownTypes;
+
+  private JobClient(Builder builder) {
+    this.dataSource = builder.dataSource;
+    this.codec = new PayloadCodec(builder.mapper);
+    this.store = new JobStore(builder.dataSource, builder.schema, codec);
+    this.metrics = builder.metrics;
+    this.knownTypes = Map.copyOf(builder.knownTypes);
+  }
+
+  /** A builder over {@code dataSource} (use a pool, e.g. HikariCP). */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /** Creates the schema if needed and applies pending migrations; safe to call from many processes. */
+  public void migrate() {
+    Migrator.migrate(dataSource, store.schema());
+  }
+
+  /** The pgjobs schema name. */
+  public String schema() {
+    return store.schema();
+  }
+
+  /** The job types this client was told about, by name. */
+  public Map<String, JobType<?>> knownTypes() {
+    return knownTypes;
+  }
+
+  // ---------------------------------------------------------------- enqueue
+
+  /** Enqueues a job with the type's defaults. */
+  public <P> EnqueuedJob enqueue(JobType<P> type, P payload) {
+    return enqueue(type, payload, EnqueueOptions.DEFAULTS);
+  }
+
+  /** Enqueues a job; {@code options} override the type's defaults. */
+  public <P> EnqueuedJob enqueue(JobType<P> type, P payload, EnqueueOptions options) {
+    NewJob job = newJob(type, payload, options);
+    return withConnection(c -> insert(c, job));
+  }
+
+  /** Enqueues a job in the caller's transaction: it exists only if that transaction commits. */
+  public <P> EnqueuedJob enqueue(Connection connection, JobType<P> type, P payload, EnqueueOptions options) {
+    NewJob job = newJob(type, payload, options);
+    return call(() -> insert(connection, job));
+  }
+
+  /**
+   * Enqueues a job by type name with any JSON-serialisable payload (a {@code Map}, a {@code JsonNode},
+   * a record). A type this client knows (see {@link Builder#knownTypes}) gets its defaults, and the
+   * payload must read into its payload class; an unknown type is accepted with the pgjobs defaults,
+   * since another service may run it.
+   */
+  public EnqueuedJob enqueue(String type, Object payload, EnqueueOptions options) {
+    NewJob job = newJobByName(type, payload, options);
+    return withConnection(c -> insert(c, job));
+  }
+
+  /** {@link #enqueue(String, Object, EnqueueOptions)} in the caller's transaction. */
+  public EnqueuedJob enqueue(Connection connection, String type, Object payload, EnqueueOptions options) {
+    NewJob job = newJobByName(type, payload, options);
+    return call(() -> insert(connection, job));
+  }
+
+  /**
+   * Enqueues many jobs of one type in one round trip (PostgreSQL COPY), all with the same options.
+   * All or none are stored. Idempotency keys are per job and so are not accepted here.
+   *
+   * @return the new jobs' ids, in the order of {@code payloads}
+   */
+  public <P> List<UUID> enqueueAll(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+    List<NewJob> jobs = newJobs(type, payloads, options);
+    withConnection(
+        c -> {
+          store.insertAll(c, jobs);
+          return null;
+        });
+    metrics.enqueued(type.name(), jobs.size());
+    return jobs.stream().map(NewJob::id).toList();
+  }
+
+  /** {@link #enqueueAll(JobType, Collection, EnqueueOptions)} in the caller's transaction. */
+  public <P> List<UUID> enqueueAll(
+      Connection connection, JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+    List<NewJob> jobs = newJobs(type, payloads, options);
+    call(
+        () -> {
+          store.insertAll(connection, jobs);
+          return null;
+        });
+    metrics.enqueued(type.name(), jobs.size());
+    return jobs.stream().map(NewJob::id).toList();
+  }
+
+  // ---------------------------------------------------------------- read and manage
+
+  /** The job with this id, running or finished (finished jobs are kept for the retention period). */
+  public Optional<Job> get(UUID id) {
+    return call(() -> store.get(id));
+  }
+
+  /** A page of jobs matching {@code filter}, newest first. */
+  public JobPage list(JobFilter filter) {
+    return call(() -> store.list(filter));
+  }
+
+  /** Job counts per queue and state, queues in name order. */
+  public List<QueueCounts> countByQueue() {
+    return call(store::countByQueue);
+  }
+
+  /**
+   * Puts a {@code failed} or {@code cancelled} job back in the queue, due now. Its attempt count starts
+   * again from 0, so it gets its full number of attempts; its error history is kept.
+   */
+  public RetryResult retry(UUID id) {
+    return withConnection(c -> store.retry(c, id));
+  }
+
+  /** {@link #retry(UUID)} in the caller's transaction. */
+  public RetryResult retry(Connection connection, UUID id) {
+    return call(() -> store.retry(connection, id));
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private EnqueuedJob insert(Connection c, NewJob job) throws SQLException {
+    EnqueuedJob result = store.insert(c, job);
+    if (!result.replayed()) {
+      metrics.enqueued(job.type(), 1);
+    }
+    return result;
+  }
+
+  private <P> NewJob newJob(JobType<P> type, P payload, EnqueueOptions options) {
+    if (type == null) {
+      throw new InvalidJobException("type", "is required");
+    }
+    return newJob(type.name(), type, codec.encodePayload(payload), options);
+  }
+
+  private NewJob newJobByName(String typeName, Object payload, EnqueueOptions options) {
+    JobType.requireName("type", typeName);
+    JobType<?> known = knownTypes.get(typeName);
+    String json = codec.encodePayload(payload);
+    if (known != null) {
+      try {
+        codec.decode(json, known.payloadClass());
+      } catch (JacksonException e) {
+        throw new InvalidJobException(
+            "payload", "does not fit job type '" + typeName + "': " + e.getOriginalMessage(), e);
+      }
+    }
+    return newJob(typeName, known, json, options);
+  }
+
+  private <P> List<NewJob> newJobs(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+    if (type == null) {
+      throw new InvalidJobException("type", "is required");
+    }
+    Objects.requireNonNull(payloads, "payloads");
+    EnqueueOptions opts = options == null ? EnqueueOptions.DEFAULTS : options;
+    if (opts.idempotencyKey() != null) {
+      throw new InvalidJobException(
+          "idempotencyKey", "is per job; enqueueAll cannot give one key to many jobs (use enqueue)");
+    }
+    List<NewJob> jobs = new ArrayList<>(payloads.size());
+    for (P payload : payloads) {
+      jobs.add(newJob(type.name(), type, codec.encodePayload(payload), opts));
+    }
+    return jobs;
+  }
+
+  private static NewJob newJob(String name, JobType<?> type, String payloadJson, EnqueueOptions options) {
+    EnqueueOptions o = options == null ? EnqueueOptions.DEFAULTS : options;
+    Duration timeout = o.timeout();
+    return new NewJob(
+        UuidV7.generate(),
+        name,
+        o.queue() != null ? o.queue() : type != null ? type.queue() : JobType.DEFAULT_QUEUE,
+        payloadJson,
+        o.priority() != null ? o.priority() : type != null ? type.priority() : JobType.DEFAULT_PRIORITY,
+        o.maxAttempts() != null ? o.maxAttempts() : type != null ? type.maxAttempts() : JobType.DEFAULT_MAX_ATTEMPTS,
+        o.runAt(),
+        o.delay() == null ? null : o.delay().toMillis(),
+        o.context(),
+        o.idempotencyKey(),
+        timeout == null ? null : timeout.toMillis());
+  }
+
+  private <T> T withConnection(SqlFunction<T> work) {
+    try (Connection c = dataSource.getConnection()) {
+      return work.apply(c);
+    } catch (SQLException e) {
+      throw new PgJobsException("database error: " + e.getMessage(), e);
+    }
+  }
+
+  private static <T> T call(SqlSupplier<T> work) {
+    try {
+      return work.get();
+    } catch (SQLException e) {
+      throw new PgJobsException("database error: " + e.getMessage(), e);
+    }
+  }
+
+  @FunctionalInterface
+  private interface SqlFunction<T> {
+    T apply(Connection connection) throws SQLException;
+  }
+
+  @FunctionalInterface
+  private interface SqlSupplier<T> {
+    T get() throws SQLException;
+  }
+
+  /** Builder of {@link JobClient}. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private String schema = DEFAULT_SCHEMA;
+    private JsonMapper mapper = PayloadCodec.DEFAULT_MAPPER;
+    private JobMetrics metrics = JobMetrics.NONE;
+    private final Map<String, JobType<?>> knownTypes = new ConcurrentHashMap<>();
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** The pgjobs schema (default {@value JobClient#DEFAULT_SCHEMA}): lowercase letters, digits, _. */
+    public Builder schema(String schema) {
+      this.schema = schema;
+      return this;
+    }
+
+    /** The Jackson mapper for payloads and outputs (default: ignores unknown properties). */
+    public Builder jsonMapper(JsonMapper mapper) {
+      this.mapper = Objects.requireNonNull(mapper, "mapper");
+      return this;
+    }
+
+    /** Where to record enqueue counts (default: nowhere). */
+    public Builder metrics(JobMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /** Job types whose defaults and payload class apply when enqueueing by name. */
+    public Builder knownTypes(JobType<?>... types) {
+      for (JobType<?> type : types) {
+        knownTypes.put(type.name(), type);
+      }
+      return this;
+    }
+
+    /** Same, from a collection. */
+    public Builder knownTypes(Collection<? extends JobType<?>> types) {
+      types.forEach(t -> knownTypes.put(t.name(), t));
+      return this;
+    }
+
+    /**
+     * Validates and builds.
+     *
+     * @throws IllegalArgumentException if the schema name is invalid
+     */
+    public JobClient build() {
+      return new JobClient(this);
+    }
+  }
+}

@@ -1,0 +1,144 @@
+package io.pgjobs;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Which jobs {@link JobClient#list} returns, newest first, a page at a time.
+ *
+ * @param states states to include; empty for all
+ * @param types type names to include; empty for all
+ * @param queues queues to include; empty for all
+ * @param createdAfter only jobs created after this instant, or null
+ * @param createdBefore only jobs created before this instant, or null
+ * @param limit page size, 1 to {@value #MAX_LIMIT}
+ * @param cursor the {@link JobPage#nextCursor()} of the previous page, or null for the first
+ */
+public record JobFilter(
+    Set<JobState> states,
+    Set<String> types,
+    Set<String> queues,
+    Instant createdAfter,
+    Instant createdBefore,
+    int limit,
+    String cursor) {
+
+  /** Page size when none is given: {@value}. */
+  public static final int DEFAULT_LIMIT = 50;
+  /** Largest page: {@value}. */
+  public static final int MAX_LIMIT = 1000;
+
+  /** Validates. */
+  public JobFilter {
+    states = states == null ? Set.of() : Set.copyOf(states);
+    types = types == null ? Set.of() : Set.copyOf(types);
+    queues = queues == null ? Set.of() : Set.copyOf(queues);
+    if (limit < 1 || limit > MAX_LIMIT) {
+      throw new InvalidJobException("limit", "must be between 1 and " + MAX_LIMIT + ", was " + limit);
+    }
+    if (cursor != null) {
+      decodeCursor(cursor);
+    }
+  }
+
+  /** All jobs, first page of {@value #DEFAULT_LIMIT}. */
+  public static JobFilter all() {
+    return builder().build();
+  }
+
+  /** A builder with nothing set. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The id after which this page starts (exclusive), or null for the first page. */
+  public UUID after() {
+    return cursor == null ? null : decodeCursor(cursor);
+  }
+
+  /** Encodes a position as an opaque cursor. */
+  static String encodeCursor(UUID lastId) {
+    return Base64.getUrlEncoder()
+        .withoutPadding()
+        .encodeToString(("v1:" + lastId).getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static UUID decodeCursor(String cursor) {
+    try {
+      String text = new String(Base64.getUrlDecoder().decode(cursor), StandardCharsets.UTF_8);
+      if (!text.startsWith("v1:")) {
+        throw new IllegalArgumentException("bad prefix");
+      }
+      return UUID.fromString(text.substring(3));
+    } catch (IllegalArgumentException e) {
+      throw new InvalidJobException(
+          "cursor", "'" + cursor + "' is not a cursor returned by a previous page (nextCursor)");
+    }
+  }
+
+  /** Builder of {@link JobFilter}. */
+  public static final class Builder {
+    private final List<JobState> states = new ArrayList<>();
+    private final List<String> types = new ArrayList<>();
+    private final List<String> queues = new ArrayList<>();
+    private Instant createdAfter;
+    private Instant createdBefore;
+    private int limit = DEFAULT_LIMIT;
+    private String cursor;
+
+    private Builder() {}
+
+    /** Include these states. */
+    public Builder state(JobState... states) {
+      this.states.addAll(List.of(states));
+      return this;
+    }
+
+    /** Include these job types. */
+    public Builder type(String... types) {
+      this.types.addAll(List.of(types));
+      return this;
+    }
+
+    /** Include these queues. */
+    public Builder queue(String... queues) {
+      this.queues.addAll(List.of(queues));
+      return this;
+    }
+
+    /** Only jobs created after this instant. */
+    public Builder createdAfter(Instant instant) {
+      this.createdAfter = instant;
+      return this;
+    }
+
+    /** Only jobs created before this instant. */
+    public Builder createdBefore(Instant instant) {
+      this.createdBefore = instant;
+      return this;
+    }
+
+    /** Page size, 1 to {@value JobFilter#MAX_LIMIT}. */
+    public Builder limit(int limit) {
+      this.limit = limit;
+      return this;
+    }
+
+    /** Continue after the page that returned this cursor. */
+    public Builder cursor(String cursor) {
+      this.cursor = cursor;
+      return this;
+    }
+
+    /** Validates and builds. */
+    public JobFilter build() {
+      return new JobFilter(
+          Set.copyOf(states), Set.copyOf(types), Set.copyOf(queues), createdAfter, createdBefore, limit, cursor);
+    }
+  }
+}

@@ -1,0 +1,215 @@
+package io.pgjobs;
+
+import io.pgjobs.config.DurationText;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * A kind of job: a stable name (stored in every row and used to route it to its handler), the payload
+ * class (serialised as JSON with Jackson), and the defaults every job of this type gets unless the
+ * enqueue call overrides them. Share one constant between the code that enqueues and the worker:
+ *
+ * <pre>{@code
+ * public static final JobType<SendEmail> SEND_EMAIL = JobType.of("send_email", SendEmail.class);
+ * client.enqueue(SEND_EMAIL, new SendEmail("a@example.com", "Hi", "..."));
+ * worker.register(SEND_EMAIL, (ctx, email) -> mailer.send(email));
+ * }</pre>
+ *
+ * Instances are immutable; the {@code with*} methods return copies.
+ *
+ * @param <P> the payload type
+ */
+public final class JobType<P> {
+  /** Queue used when nothing else is said: {@value}. */
+  public static final String DEFAULT_QUEUE = "default";
+  /** Priority used when nothing else is said: {@link Priority#NORMAL}. */
+  public static final int DEFAULT_PRIORITY = Priority.NORMAL;
+  /** Attempts used when nothing else is said: {@value}. */
+  public static final int DEFAULT_MAX_ATTEMPTS = 3;
+  /** Timeout of one attempt when nothing else is said: 1 hour. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofHours(1);
+
+  private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
+
+  private final String name;
+  private final Class<P> payloadClass;
+  private final String queue;
+  private final int priority;
+  private final int maxAttempts;
+  private final RetryPolicy retryPolicy;
+  private final Duration timeout;
+
+  private JobType(
+      String name,
+      Class<P> payloadClass,
+      String queue,
+      int priority,
+      int maxAttempts,
+      RetryPolicy retryPolicy,
+      Duration timeout) {
+    this.name = requireName("type", name);
+    this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
+    this.queue = requireName("queue", queue);
+    this.priority = priority;
+    if (maxAttempts < 1) {
+      throw new InvalidJobException(
+          "maxAttempts", "must be at least 1, was " + maxAttempts + " (1 means no retries)");
+    }
+    this.maxAttempts = maxAttempts;
+    this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
+    this.timeout = requireTimeout(timeout);
+  }
+
+  /**
+   * A type named {@code name} with the defaults of {@code payloadClass}'s {@link JobDefaults}
+   * annotation, if any, else the pgjobs defaults.
+   */
+  public static <P> JobType<P> of(String name, Class<P> payloadClass) {
+    Objects.requireNonNull(payloadClass, "payloadClass");
+    JobDefaults defaults = payloadClass.getAnnotation(JobDefaults.class);
+    if (defaults == null) {
+      return new JobType<>(
+          name,
+          payloadClass,
+          DEFAULT_QUEUE,
+          DEFAULT_PRIORITY,
+          DEFAULT_MAX_ATTEMPTS,
+          RetryPolicy.DEFAULT,
+          DEFAULT_TIMEOUT);
+    }
+    return new JobType<>(
+        name,
+        payloadClass,
+        defaults.queue().isEmpty() ? DEFAULT_QUEUE : defaults.queue(),
+        defaults.priority() == Integer.MIN_VALUE ? DEFAULT_PRIORITY : defaults.priority(),
+        defaults.maxAttempts() == 0 ? DEFAULT_MAX_ATTEMPTS : defaults.maxAttempts(),
+        retryPolicyOf(defaults.retry(), payloadClass),
+        defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass));
+  }
+
+  /**
+   * A type whose name and defaults come from {@code payloadClass}'s {@link JobDefaults} annotation.
+   *
+   * @throws InvalidJobException if the class has no annotation or the annotation has no name
+   */
+  public static <P> JobType<P> of(Class<P> payloadClass) {
+    JobDefaults defaults = payloadClass.getAnnotation(JobDefaults.class);
+    if (defaults == null || defaults.name().isEmpty()) {
+      throw new InvalidJobException(
+          "type",
+          payloadClass.getName()
+              + " has no @JobDefaults(name = ...); give the name with JobType.of(name, payloadClass)");
+    }
+    return of(defaults.name(), payloadClass);
+  }
+
+  /** The stable name stored in each job row. */
+  public String name() {
+    return name;
+  }
+
+  /** The class the payload is read into. */
+  public Class<P> payloadClass() {
+    return payloadClass;
+  }
+
+  /** Default queue. */
+  public String queue() {
+    return queue;
+  }
+
+  /** Default priority (higher runs first). */
+  public int priority() {
+    return priority;
+  }
+
+  /** Default maximum attempts, at least 1. */
+  public int maxAttempts() {
+    return maxAttempts;
+  }
+
+  /** How long to wait between attempts. */
+  public RetryPolicy retryPolicy() {
+    return retryPolicy;
+  }
+
+  /** How long one attempt may run before it is interrupted and counted as failed. */
+  public Duration timeout() {
+    return timeout;
+  }
+
+  /** A copy with another default queue. */
+  public JobType<P> withQueue(String queue) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+  }
+
+  /** A copy with another default priority. */
+  public JobType<P> withPriority(int priority) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+  }
+
+  /** A copy with another default for maximum attempts (at least 1). */
+  public JobType<P> withMaxAttempts(int maxAttempts) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+  }
+
+  /** A copy with another retry policy. */
+  public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+  }
+
+  /** A copy with another timeout per attempt (positive). */
+  public JobType<P> withTimeout(Duration timeout) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+  }
+
+  @Override
+  public String toString() {
+    return "JobType[" + name + ", queue=" + queue + ", priority=" + priority + ", maxAttempts="
+        + maxAttempts + ", timeout=" + DurationText.format(timeout) + "]";
+  }
+
+  static String requireName(String field, String value) {
+    if (value == null) {
+      throw new InvalidJobException(field, "is required");
+    }
+    if (!NAME.matcher(value).matches()) {
+      throw new InvalidJobException(
+          field,
+          "invalid name '" + value
+              + "'; allowed: 1 to 255 characters of letters, digits and _ . : - /");
+    }
+    return value;
+  }
+
+  static Duration requireTimeout(Duration timeout) {
+    if (timeout == null || timeout.isZero() || timeout.isNegative()) {
+      throw new InvalidJobException("timeout", "must be a positive duration, was " + timeout);
+    }
+    return timeout;
+  }
+
+  private static RetryPolicy retryPolicyOf(JobDefaults.Retry retry, Class<?> owner) {
+    Duration base = parseDuration("retry.base", retry.base(), owner);
+    Duration cap = parseDuration("retry.cap", retry.cap(), owner);
+    try {
+      return switch (retry.backoff()) {
+        case FIXED -> RetryPolicy.fixed(base);
+        case LINEAR -> RetryPolicy.linear(base, cap);
+        case EXPONENTIAL -> RetryPolicy.exponential(base, cap, retry.jitter());
+        case DECORRELATED_JITTER -> RetryPolicy.decorrelatedJitter(base, cap);
+      };
+    } catch (IllegalArgumentException e) {
+      throw new InvalidJobException("retry", "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static Duration parseDuration(String field, String text, Class<?> owner) {
+    try {
+      return DurationText.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new InvalidJobException(field, "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
+    }
+  }
+}

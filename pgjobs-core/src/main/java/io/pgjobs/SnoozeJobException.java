@@ -1,0 +1,30 @@
+package io.pgjobs;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Thrown by a handler to run the job again later <em>without spending an attempt</em> (for example
+ * while a rate limit is in force). The job goes back to {@code queued} with {@code run_at = now + delay}
+ * and its attempt count is what it was before this run.
+ *
+ * <pre>{@code throw new SnoozeJobException(Duration.ofSeconds(30));}</pre>
+ */
+public class SnoozeJobException extends RuntimeException {
+  private final Duration delay;
+
+  /** @param delay how long to wait; zero or positive */
+  public SnoozeJobException(Duration delay) {
+    super("snoozed for " + delay, null, false, false);
+    Objects.requireNonNull(delay, "delay");
+    if (delay.isNegative()) {
+      throw new IllegalArgumentException("snooze delay must be zero or positive, was " + delay);
+    }
+    this.delay = delay;
+  }
+
+  /** How long the job waits before it can be claimed again. */
+  public Duration delay() {
+    return delay;
+  }
+}

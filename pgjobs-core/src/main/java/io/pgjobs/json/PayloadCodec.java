@@ -1,0 +1,78 @@
+package io.pgjobs.json;
+
+import io.pgjobs.InvalidJobException;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Turns payloads and outputs into JSON text and back. Never stores class names: the job type's name says
+ * which class a payload is read into. Unknown properties are ignored when reading, so a payload written
+ * by a newer version of a producer still runs on an older worker.
+ */
+public final class PayloadCodec {
+  /** The mapper pgjobs uses when the application gives none. */
+  public static final JsonMapper DEFAULT_MAPPER =
+      JsonMapper.builder().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
+
+  private final JsonMapper mapper;
+
+  /** A codec over {@code mapper}. */
+  public PayloadCodec(JsonMapper mapper) {
+    this.mapper = mapper;
+  }
+
+  /** The underlying mapper. */
+  public JsonMapper mapper() {
+    return mapper;
+  }
+
+  /**
+   * Writes a payload as JSON text.
+   *
+   * @throws InvalidJobException if Jackson cannot serialise it, or it is not a JSON object or array
+   */
+  public String encodePayload(Object payload) {
+    if (payload == null) {
+      throw new InvalidJobException("payload", "is required (use an empty record or Map for no data)");
+    }
+    try {
+      if (payload instanceof JsonNode node) {
+        return mapper.writeValueAsString(node);
+      }
+      return mapper.writeValueAsString(payload);
+    } catch (JacksonException e) {
+      throw new InvalidJobException(
+          "payload",
+          "cannot be written as JSON (" + payload.getClass().getName() + "): " + e.getOriginalMessage(),
+          e);
+    }
+  }
+
+  /** Writes a handler's output (null stays null). */
+  public String encodeOutput(Object output) {
+    if (output == null) {
+      return null;
+    }
+    return mapper.writeValueAsString(output);
+  }
+
+  /** Reads a payload into the type's class. */
+  public <P> P decode(String json, Class<P> type) {
+    if (type == JsonNode.class || type == Object.class) {
+      return type.cast(mapper.readTree(json));
+    }
+    return mapper.readValue(json, type);
+  }
+
+  /** Parses JSON text into a tree (null stays null). */
+  public JsonNode tree(String json) {
+    return json == null ? null : mapper.readTree(json);
+  }
+
+  /** Writes any value as JSON text. */
+  public String write(Object value) {
+    return mapper.writeValueAsString(value);
+  }
+}

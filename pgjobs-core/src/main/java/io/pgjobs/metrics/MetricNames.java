@@ -1,0 +1,34 @@
+package io.pgjobs.metrics;
+
+/**
+ * Every metric pgjobs records. The first three are the names of seed 003 so existing dashboards work.
+ *
+ * <table>
+ *   <caption>Metrics</caption>
+ *   <tr><th>name</th><th>kind</th><th>tags</th><th>meaning</th></tr>
+ *   <tr><td>{@value #JOBS_STARTED}</td><td>counter</td><td>kind</td><td>attempts started</td></tr>
+ *   <tr><td>{@value #JOBS_COMPLETED}</td><td>counter</td><td>kind, outcome</td>
+ *       <td>attempts ended; outcome is succeeded, retrying, failed, discarded, snoozed, cancelled</td></tr>
+ *   <tr><td>{@value #JOB_DURATION}</td><td>histogram (seconds)</td><td>kind, outcome</td>
+ *       <td>handler run time</td></tr>
+ *   <tr><td>{@value #JOBS_ENQUEUED}</td><td>counter</td><td>kind</td><td>jobs enqueued by this process</td></tr>
+ *   <tr><td>{@value #QUEUE_DEPTH}</td><td>gauge</td><td>queue</td><td>jobs due and waiting</td></tr>
+ * </table>
+ *
+ * Micrometer appends {@code _total} to counters in Prometheus output; the counter names below are
+ * given without it.
+ */
+public final class MetricNames {
+  /** Counter: attempts started, tag {@code kind}. Prometheus: {@code worker_jobs_started_total}. */
+  public static final String JOBS_STARTED = "worker_jobs_started";
+  /** Counter: attempts ended, tags {@code kind}, {@code outcome}. Prometheus: {@code worker_jobs_completed_total}. */
+  public static final String JOBS_COMPLETED = "worker_jobs_completed";
+  /** Histogram of handler run time in seconds, tags {@code kind}, {@code outcome}. */
+  public static final String JOB_DURATION = "worker_job_duration";
+  /** Counter: jobs enqueued, tag {@code kind}. Prometheus: {@code pgjobs_jobs_enqueued_total}. */
+  public static final String JOBS_ENQUEUED = "pgjobs_jobs_enqueued";
+  /** Gauge: due jobs waiting, tag {@code queue}. */
+  public static final String QUEUE_DEPTH = "pgjobs_queue_depth";
+
+  private MetricNames() {}
+}

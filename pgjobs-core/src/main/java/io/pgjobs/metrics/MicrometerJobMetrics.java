@@ -1,0 +1,104 @@
+package io.pgjobs.metrics;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+
+/**
+ * Records pgjobs' metrics ({@link MetricNames}) in a Micrometer registry.
+ *
+ * <pre>{@code JobWorker.builder(dataSource).metrics(new MicrometerJobMetrics(registry))}</pre>
+ */
+public final class MicrometerJobMetrics implements JobMetrics {
+  private static final long DEPTH_CACHE_NANOS = Duration.ofSeconds(5).toNanos();
+
+  private final MeterRegistry registry;
+  private final Set<String> depthQueues = ConcurrentHashMap.newKeySet();
+  private volatile Supplier<Map<String, Long>> depthSource;
+  private volatile Map<String, Long> depthCache = Map.of();
+  private volatile long depthReadAt;
+
+  /** Records into {@code registry}. */
+  public MicrometerJobMetrics(MeterRegistry registry) {
+    this.registry = registry;
+  }
+
+  @Override
+  public void enqueued(String type, int count) {
+    Counter.builder(MetricNames.JOBS_ENQUEUED)
+        .description("Jobs enqueued")
+        .tag("kind", type)
+        .register(registry)
+        .increment(count);
+  }
+
+  @Override
+  public void started(String type) {
+    Counter.builder(MetricNames.JOBS_STARTED)
+        .description("Job attempts started")
+        .tag("kind", type)
+        .register(registry)
+        .increment();
+  }
+
+  @Override
+  public void completed(String type, String outcome, Duration duration) {
+    Counter.builder(MetricNames.JOBS_COMPLETED)
+        .description("Job attempts ended, by outcome")
+        .tag("kind", type)
+        .tag("outcome", outcome)
+        .register(registry)
+        .increment();
+    Timer.builder(MetricNames.JOB_DURATION)
+        .description("Handler run time")
+        .tag("kind", type)
+        .tag("outcome", outcome)
+        .publishPercentileHistogram()
+        .register(registry)
+        .record(duration);
+  }
+
+  @Override
+  public void queueDepth(Supplier<Map<String, Long>> depthByQueue) {
+    this.depthSource = depthByQueue;
+    refreshDepth();
+  }
+
+  @Override
+  public void watchQueue(String queue) {
+    if (depthQueues.add(queue)) {
+      Gauge.builder(MetricNames.QUEUE_DEPTH, () -> depth(queue))
+          .description("Due jobs waiting to be claimed")
+          .tag("queue", queue)
+          .register(registry);
+    }
+  }
+
+  private double depth(String queue) {
+    if (System.nanoTime() - depthReadAt > DEPTH_CACHE_NANOS) {
+      refreshDepth();
+    }
+    return depthCache.getOrDefault(queue, 0L);
+  }
+
+  private void refreshDepth() {
+    Supplier<Map<String, Long>> source = depthSource;
+    if (source == null) {
+      return;
+    }
+    depthReadAt = System.nanoTime();
+    try {
+      Map<String, Long> fresh = source.get();
+      depthCache = fresh;
+      fresh.keySet().forEach(this::watchQueue);
+    } catch (RuntimeException e) {
+      // The database may be away; keep the last value rather than failing a scrape.
+    }
+  }
+}

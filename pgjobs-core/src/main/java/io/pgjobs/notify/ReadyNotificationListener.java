@@ -1,0 +1,124 @@
+package io.pgjobs.notify;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Holds one connection that LISTENs on the channel announcing ready jobs and calls back with the queue
+ * name of each notification. When the connection breaks it reconnects with backoff; after each
+ * (re)connect it calls {@code onConnected}, because notifications sent while it was away are lost and
+ * the workers should look for work at once.
+ *
+ * <p>Notifications only make workers faster: a worker that never hears one still polls.
+ */
+public final class ReadyNotificationListener implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ReadyNotificationListener.class);
+  private static final int WAIT_MILLIS = 250;
+  private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
+
+  private final DataSource dataSource;
+  private final String channel;
+  private final Consumer<String> onQueueReady;
+  private final Runnable onConnected;
+  private volatile boolean closed;
+  private volatile boolean listening;
+  private Thread thread;
+
+  /**
+   * @param channel the channel name (a plain identifier)
+   * @param onQueueReady called with the queue name of each notification
+   * @param onConnected called after each successful LISTEN
+   */
+  public ReadyNotificationListener(
+      DataSource dataSource, String channel, Consumer<String> onQueueReady, Runnable onConnected) {
+    if (!channel.matches("[a-z_][a-z0-9_]{0,62}")) {
+      throw new IllegalArgumentException("invalid channel name '" + channel + "'");
+    }
+    this.dataSource = dataSource;
+    this.channel = channel;
+    this.onQueueReady = onQueueReady;
+    this.onConnected = onConnected;
+  }
+
+  /** Starts listening on a thread of its own. */
+  public synchronized void start() {
+    if (thread != null) {
+      return;
+    }
+    thread = Thread.ofPlatform().daemon().name("pgjobs-listener-" + channel).start(this::run);
+  }
+
+  /** True while a LISTEN connection is up. */
+  public boolean isListening() {
+    return listening;
+  }
+
+  private void run() {
+    long backoffMs = 100;
+    while (!closed) {
+      try (Connection connection = dataSource.getConnection()) {
+        try (Statement st = connection.createStatement()) {
+          st.execute("LISTEN " + channel);
+        }
+        if (!connection.getAutoCommit()) {
+          connection.commit();
+        }
+        listening = true;
+        backoffMs = 100;
+        onConnected.run();
+        PGConnection pg = connection.unwrap(PGConnection.class);
+        while (!closed) {
+          PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
+          if (notifications != null) {
+            for (PGNotification n : notifications) {
+              onQueueReady.accept(n.getParameter());
+            }
+          }
+        }
+        listening = false;
+        try (Statement st = connection.createStatement()) {
+          // The connection goes back to a pool: it must not keep listening for its next user.
+          st.execute("UNLISTEN *");
+        }
+      } catch (SQLException | RuntimeException e) {
+        listening = false;
+        if (closed) {
+          break;
+        }
+        log.warn("LISTEN {} failed ({}); polling only, reconnecting in {} ms", channel, e.getMessage(), backoffMs);
+        try {
+          Thread.sleep(backoffMs);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+        backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF.toMillis());
+      }
+    }
+  }
+
+  /** Stops listening and returns the connection. */
+  @Override
+  public void close() {
+    closed = true;
+    Thread t;
+    synchronized (this) {
+      t = thread;
+    }
+    if (t != null) {
+      try {
+        t.join(Duration.ofSeconds(5));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}

@@ -1,0 +1,264 @@
+package io.pgjobs.store;
+
+import java.util.regex.Pattern;
+
+/**
+ * Every SQL statement of pgjobs-core, each readable whole. {@code {schema}} stands for the pgjobs schema
+ * name, validated as a plain identifier and substituted once when the store is built; values are always
+ * bind parameters.
+ *
+ * <p>Conventions: each state transition is one statement guarded by {@code state} and {@code attempts}
+ * (the attempt number identifies one claim: a job that was rescued and claimed again has a higher one,
+ * so a late write from the first claim changes nothing). Moves between {@code jobs} and
+ * {@code finished_jobs} are {@code DELETE ... RETURNING} feeding an {@code INSERT} in one statement.
+ */
+final class JobSql {
+  private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+
+  /** Columns shared by both job tables, in the order {@link JobRowMapper} reads them. */
+  private static final String COLUMNS =
+      """
+      id, type, queue, payload::text AS payload, priority, state, attempts, max_attempts, run_at,
+      created_at, attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+      progress_message, errors::text AS errors""";
+
+  static final String HOT_COLUMNS =
+      COLUMNS
+          + """
+          , NULL::timestamptz AS finished_at, heartbeat_at, NULL::text AS output, cancel_requested""";
+
+  static final String FINISHED_COLUMNS =
+      COLUMNS
+          + """
+          , finished_at, NULL::timestamptz AS heartbeat_at, output::text AS output, false AS cancel_requested""";
+
+  /** One job. Run at a delay of none, {@code run_at} is the database's now(). */
+  static final String INSERT =
+      """
+      INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
+                                 created_at, context, idempotency_key, timeout_ms)
+      VALUES (?, ?, ?, ?::jsonb, ?, 'queued', ?,
+              COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
+              now(), ?, ?, ?)
+      RETURNING run_at, created_at""";
+
+  /**
+   * One job with an idempotency key. The key row goes in first; ON CONFLICT DO NOTHING makes a
+   * concurrent second enqueue of the same key wait for the first transaction and then insert nothing,
+   * so exactly one job exists per key. Zero rows back means "replay": look the key up.
+   */
+  static final String INSERT_WITH_KEY =
+      """
+      WITH key AS (
+          INSERT INTO {schema}.job_keys (idempotency_key, job_id) VALUES (?, ?)
+          ON CONFLICT (idempotency_key) DO NOTHING
+          RETURNING job_id
+      )
+      INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
+                                 created_at, context, idempotency_key, timeout_ms)
+      SELECT key.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
+             COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
+             now(), ?, ?, ?
+        FROM key
+      RETURNING run_at, created_at""";
+
+  static final String FIND_KEY =
+      """
+      SELECT job_id FROM {schema}.job_keys WHERE idempotency_key = ?""";
+
+  /** Bulk insert: the columns a COPY row carries, in order (see {@link CopyRows}). */
+  static final String COPY_JOBS =
+      """
+      COPY {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at, created_at,
+                          context, timeout_ms)
+      FROM STDIN""";
+
+  /** The database clock, read once per bulk insert so COPY rows carry the server's time. */
+  static final String NOW = "SELECT clock_timestamp()";
+
+  /**
+   * The claim. The inner SELECT walks jobs_ready_idx in claim order and locks up to {@code limit} rows,
+   * skipping rows another worker holds (SKIP LOCKED), so concurrent workers never wait on or share a
+   * row. {@code attempts < max_attempts} keeps a row that somehow has no attempts left from failing the
+   * CHECK constraint and wedging the whole batch. RETURNING order is unspecified: callers sort.
+   */
+  static final String CLAIM =
+      """
+      UPDATE {schema}.jobs AS j
+         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
+             heartbeat_at = now(), locked_by = ?
+        FROM (SELECT id
+                FROM {schema}.jobs
+               WHERE state IN ('queued', 'retrying') AND queue = ? AND run_at <= now()
+                 AND attempts < max_attempts
+               ORDER BY priority DESC, run_at
+               LIMIT ?
+                 FOR UPDATE SKIP LOCKED) AS ready
+       WHERE j.id = ready.id
+      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
+                j.run_at, j.created_at, j.context, j.timeout_ms""";
+
+  /**
+   * Success of many jobs in one round trip: each (id, attempt, output) triple whose job is still running
+   * that attempt moves to finished_jobs. A triple whose job was rescued or cancelled meanwhile matches
+   * nothing and is dropped.
+   */
+  static final String SUCCEED_BATCH =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs AS j
+           USING unnest(?::uuid[], ?::int[], ?::text[]) AS c(id, attempts, output)
+           WHERE j.id = c.id AND j.attempts = c.attempts AND j.state = 'running'
+          RETURNING j.*, c.output AS result
+      )
+      INSERT INTO {schema}.finished_jobs
+             (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
+              attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+              progress_message, errors, output, finished_at)
+      SELECT id, type, queue, payload, priority, 'succeeded', attempts, max_attempts, run_at, created_at,
+             attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+             progress_message, errors, result::jsonb, now()
+        FROM done""";
+
+  /** Success of one job, in the caller's transaction (JobContext.complete). */
+  static final String SUCCEED_ONE =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND attempts = ? AND state = 'running'
+          RETURNING *
+      )
+      INSERT INTO {schema}.finished_jobs
+             (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
+              attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+              progress_message, errors, output, finished_at)
+      SELECT id, type, queue, payload, priority, 'succeeded', attempts, max_attempts, run_at, created_at,
+             attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+             progress_message, errors, ?::jsonb, now()
+        FROM done""";
+
+  /** A running attempt ends for good ({@code failed} or {@code cancelled}), its error appended. */
+  static final String FINISH_UNSUCCESSFUL =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND attempts = ? AND state = 'running'
+          RETURNING *
+      )
+      INSERT INTO {schema}.finished_jobs
+             (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
+              attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+              progress_message, errors, output, finished_at)
+      SELECT id, type, queue, payload, priority, CAST(? AS text), attempts, max_attempts, run_at,
+             created_at, attempted_at, locked_by, context, idempotency_key, timeout_ms,
+             progress_percent, progress_message, errors || ?::jsonb, NULL, now()
+        FROM done""";
+
+  /** A failed attempt with attempts left: wait {@code delay} ms, keep the error. */
+  static final String RETRY_LATER =
+      """
+      UPDATE {schema}.jobs
+         SET state = 'retrying', run_at = now() + ?::bigint * interval '1 millisecond',
+             locked_by = NULL, heartbeat_at = NULL, errors = errors || ?::jsonb
+       WHERE id = ? AND attempts = ? AND state = 'running'""";
+
+  /**
+   * Back to the queue without spending the attempt: snooze, and jobs a worker has no handler for
+   * (yet). The claim had added one; this takes it back.
+   */
+  static final String SNOOZE =
+      """
+      UPDATE {schema}.jobs
+         SET state = 'queued', attempts = attempts - 1,
+             run_at = now() + ?::bigint * interval '1 millisecond',
+             locked_by = NULL, heartbeat_at = NULL
+       WHERE id = ? AND attempts = ? AND state = 'running'""";
+
+  /**
+   * A worker that is shutting down gives a running job back, due at once. The attempt stays counted
+   * (the handler did start, and may have done part of its work) unless it was the last one: a job is
+   * never failed because its worker stopped.
+   */
+  static final String RELEASE =
+      """
+      UPDATE {schema}.jobs
+         SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
+             attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
+             errors = errors || ?::jsonb
+       WHERE id = ? AND attempts = ? AND state = 'running'""";
+
+  static final String PROGRESS =
+      """
+      UPDATE {schema}.jobs
+         SET progress_percent = ?, progress_message = ?, heartbeat_at = now()
+       WHERE id = ? AND attempts = ? AND state = 'running'""";
+
+  static final String HEARTBEAT =
+      """
+      UPDATE {schema}.jobs SET heartbeat_at = now()
+       WHERE id = ? AND attempts = ? AND state = 'running'""";
+
+  static final String IS_RUNNING =
+      """
+      SELECT 1 FROM {schema}.jobs WHERE id = ? AND attempts = ? AND state = 'running'""";
+
+  /** Both tables; at most one row exists since a move is one statement. */
+  static final String GET =
+      "SELECT " + HOT_COLUMNS + "\n  FROM {schema}.jobs WHERE id = ?\n"
+          + "UNION ALL\n"
+          + "SELECT " + FINISHED_COLUMNS + "\n  FROM {schema}.finished_jobs WHERE id = ?";
+
+  /**
+   * A failed or cancelled job goes back to the queue: attempts start again from 0 (it gets a full set
+   * of attempts), the error history is kept so earlier failures stay visible.
+   */
+  static final String RETRY_FINISHED =
+      """
+      WITH moved AS (
+          DELETE FROM {schema}.finished_jobs
+           WHERE id = ? AND state IN ('failed', 'cancelled')
+          RETURNING *
+      )
+      INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
+                                 run_at, created_at, context, idempotency_key, timeout_ms, errors)
+      SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
+             context, idempotency_key, timeout_ms, errors
+        FROM moved
+      RETURNING id""";
+
+  /** Counts per queue and state; {@code scheduled} counts queued jobs not yet due. */
+  static final String COUNT_BY_QUEUE =
+      """
+      SELECT queue, state, count(*) AS jobs,
+             count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled
+        FROM {schema}.jobs
+       GROUP BY queue, state
+      UNION ALL
+      SELECT queue, state, count(*), 0
+        FROM {schema}.finished_jobs
+       GROUP BY queue, state""";
+
+  /** Ready jobs per queue, for the queue depth gauge. */
+  static final String READY_DEPTH =
+      """
+      SELECT queue, count(*) FROM {schema}.jobs
+       WHERE state IN ('queued', 'retrying') AND run_at <= now()
+       GROUP BY queue""";
+
+  private JobSql() {}
+
+  /** Checks the schema name and substitutes it. */
+  static String forSchema(String sql, String schema) {
+    return sql.replace("{schema}", requireSchema(schema));
+  }
+
+  /** A schema name pgjobs accepts: lowercase letters, digits and underscores, not starting with a digit. */
+  static String requireSchema(String schema) {
+    if (schema == null || !SCHEMA.matcher(schema).matches()) {
+      throw new IllegalArgumentException(
+          "invalid schema name '" + schema
+              + "'; allowed: 1 to 63 of lowercase letters, digits and _, not starting with a digit");
+    }
+    return schema;
+  }
+}

@@ -1,0 +1,546 @@
+package io.pgjobs.store;
+
+import io.pgjobs.EnqueuedJob;
+import io.pgjobs.Job;
+import io.pgjobs.JobFilter;
+import io.pgjobs.JobPage;
+import io.pgjobs.JobState;
+import io.pgjobs.PgJobsException;
+import io.pgjobs.QueueCounts;
+import io.pgjobs.json.PayloadCodec;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.sql.Types;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.postgresql.PGConnection;
+import org.postgresql.copy.CopyIn;
+
+/**
+ * The seam between pgjobs and PostgreSQL: one method per operation, each one statement. Methods that take
+ * a {@link Connection} run in the caller's transaction and leave commit to the caller; the others take a
+ * connection from the data source in auto-commit mode.
+ */
+public final class JobStore {
+  private static final Set<JobState> HOT_STATES = Set.of(JobState.QUEUED, JobState.RETRYING, JobState.RUNNING);
+  private static final int COPY_CHUNK_CHARS = 1 << 20;
+
+  private final DataSource dataSource;
+  private final String schema;
+  private final PayloadCodec codec;
+  private final JobRowMapper rows;
+
+  private final String insert;
+  private final String insertWithKey;
+  private final String findKey;
+  private final String copyJobs;
+  private final String claim;
+  private final String succeedBatch;
+  private final String succeedOne;
+  private final String finishUnsuccessful;
+  private final String retryLater;
+  private final String snooze;
+  private final String release;
+  private final String progress;
+  private final String heartbeat;
+  private final String isRunning;
+  private final String get;
+  private final String retryFinished;
+  private final String countByQueue;
+  private final String readyDepth;
+
+  /**
+   * @param schema the pgjobs schema (lowercase letters, digits, underscores)
+   */
+  public JobStore(DataSource dataSource, String schema, PayloadCodec codec) {
+    this.dataSource = dataSource;
+    this.schema = JobSql.requireSchema(schema);
+    this.codec = codec;
+    this.rows = new JobRowMapper(codec);
+    this.insert = sql(JobSql.INSERT);
+    this.insertWithKey = sql(JobSql.INSERT_WITH_KEY);
+    this.findKey = sql(JobSql.FIND_KEY);
+    this.copyJobs = sql(JobSql.COPY_JOBS);
+    this.claim = sql(JobSql.CLAIM);
+    this.succeedBatch = sql(JobSql.SUCCEED_BATCH);
+    this.succeedOne = sql(JobSql.SUCCEED_ONE);
+    this.finishUnsuccessful = sql(JobSql.FINISH_UNSUCCESSFUL);
+    this.retryLater = sql(JobSql.RETRY_LATER);
+    this.snooze = sql(JobSql.SNOOZE);
+    this.release = sql(JobSql.RELEASE);
+    this.progress = sql(JobSql.PROGRESS);
+    this.heartbeat = sql(JobSql.HEARTBEAT);
+    this.isRunning = sql(JobSql.IS_RUNNING);
+    this.get = sql(JobSql.GET);
+    this.retryFinished = sql(JobSql.RETRY_FINISHED);
+    this.countByQueue = sql(JobSql.COUNT_BY_QUEUE);
+    this.readyDepth = sql(JobSql.READY_DEPTH);
+  }
+
+  /** The schema this store works in. */
+  public String schema() {
+    return schema;
+  }
+
+  /** The LISTEN channel on which inserts of ready jobs are announced; the payload is the queue. */
+  public String readyChannel() {
+    return schema + "_jobs_ready";
+  }
+
+  /** The data source. */
+  public DataSource dataSource() {
+    return dataSource;
+  }
+
+  /** The JSON codec. */
+  public PayloadCodec codec() {
+    return codec;
+  }
+
+  // ---------------------------------------------------------------- enqueue
+
+  /**
+   * Inserts one job, or finds the job its idempotency key already names.
+   *
+   * @param connection the caller's connection (its transaction, if any, decides whether the job exists)
+   */
+  public EnqueuedJob insert(Connection connection, NewJob job) throws SQLException {
+    boolean keyed = job.idempotencyKey() != null;
+    try (PreparedStatement ps = connection.prepareStatement(keyed ? insertWithKey : insert)) {
+      int i = 1;
+      if (keyed) {
+        ps.setString(i++, job.idempotencyKey());
+        ps.setObject(i++, job.id());
+      } else {
+        ps.setObject(i++, job.id());
+      }
+      ps.setString(i++, job.type());
+      ps.setString(i++, job.queue());
+      ps.setString(i++, job.payloadJson());
+      ps.setInt(i++, job.priority());
+      ps.setInt(i++, job.maxAttempts());
+      setInstant(ps, i++, job.runAt());
+      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
+      ps.setString(i++, job.context());
+      ps.setString(i++, job.idempotencyKey());
+      setLong(ps, i, job.timeoutMs());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          Job stored =
+              new Job(
+                  job.id(), job.type(), job.queue(), codec.tree(job.payloadJson()), job.priority(),
+                  JobState.QUEUED, 0, job.maxAttempts(), JobRowMapper.instant(rs, "run_at"),
+                  JobRowMapper.instant(rs, "created_at"), null, null, null, null, job.context(),
+                  job.idempotencyKey(),
+                  job.timeoutMs() == null ? null : java.time.Duration.ofMillis(job.timeoutMs()),
+                  null, null, List.of(), null, false);
+          return new EnqueuedJob(stored, false);
+        }
+      }
+    }
+    UUID original;
+    try (PreparedStatement ps = connection.prepareStatement(findKey)) {
+      ps.setString(1, job.idempotencyKey());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new PgJobsException(
+              "idempotency key '" + job.idempotencyKey() + "' conflicted but names no job; try again");
+        }
+        original = rs.getObject(1, UUID.class);
+      }
+    }
+    Job existing =
+        get(connection, original)
+            .orElseThrow(
+                () -> new PgJobsException(
+                    "idempotency key '" + job.idempotencyKey() + "' names job " + original
+                        + ", which no longer exists; try again"));
+    return new EnqueuedJob(existing, true);
+  }
+
+  /**
+   * Inserts many jobs with one COPY (jobs without idempotency keys). Delays are turned into absolute
+   * times with the database's clock, read once.
+   */
+  public void insertAll(Connection connection, List<NewJob> jobs) throws SQLException {
+    if (jobs.isEmpty()) {
+      return;
+    }
+    Instant now;
+    try (Statement st = connection.createStatement();
+        ResultSet rs = st.executeQuery(JobSql.NOW)) {
+      rs.next();
+      now = rs.getTimestamp(1).toInstant();
+    }
+    CopyIn copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(copyJobs);
+    try {
+      CopyRows rowsOut = new CopyRows();
+      for (NewJob job : jobs) {
+        Instant runAt =
+            job.runAt() != null ? job.runAt() : job.delayMs() == null ? now : now.plusMillis(job.delayMs());
+        rowsOut
+            .uuid(job.id())
+            .text(job.type())
+            .text(job.queue())
+            .text(job.payloadJson())
+            .number(job.priority())
+            .text("queued")
+            .number(job.maxAttempts())
+            .instant(runAt)
+            .instant(now)
+            .text(job.context())
+            .number(job.timeoutMs())
+            .endRow();
+        if (rowsOut.length() >= COPY_CHUNK_CHARS) {
+          byte[] chunk = rowsOut.drain();
+          copy.writeToCopy(chunk, 0, chunk.length);
+        }
+      }
+      byte[] chunk = rowsOut.drain();
+      if (chunk.length > 0) {
+        copy.writeToCopy(chunk, 0, chunk.length);
+      }
+      copy.endCopy();
+    } finally {
+      if (copy.isActive()) {
+        copy.cancelCopy();
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- running
+
+  /** Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order. */
+  public List<ClaimedJob> claim(String queue, int limit, String workerId) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(claim)) {
+      ps.setString(1, workerId);
+      ps.setString(2, queue);
+      ps.setInt(3, limit);
+      List<ClaimedJob> claimed = new ArrayList<>(limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          long timeout = rs.getLong(11);
+          claimed.add(
+              new ClaimedJob(
+                  rs.getObject(1, UUID.class),
+                  rs.getString(2),
+                  rs.getString(3),
+                  rs.getString(4),
+                  rs.getInt(5),
+                  rs.getInt(6),
+                  rs.getInt(7),
+                  rs.getTimestamp(8).toInstant(),
+                  rs.getTimestamp(9).toInstant(),
+                  rs.getString(10),
+                  rs.wasNull() ? null : timeout));
+        }
+      }
+      // RETURNING has no order: put the batch back in claim order (priority desc, run_at).
+      claimed.sort(
+          (a, b) -> a.priority() != b.priority()
+              ? Integer.compare(b.priority(), a.priority())
+              : a.runAt().compareTo(b.runAt()));
+      return claimed;
+    }
+  }
+
+  /** Writes many successes in one statement; returns how many jobs were still running their attempt. */
+  public int succeed(List<Completion> completions) throws SQLException {
+    if (completions.isEmpty()) {
+      return 0;
+    }
+    UUID[] ids = new UUID[completions.size()];
+    Integer[] attempts = new Integer[completions.size()];
+    String[] outputs = new String[completions.size()];
+    for (int i = 0; i < ids.length; i++) {
+      Completion completion = completions.get(i);
+      ids[i] = completion.id();
+      attempts[i] = completion.attempt();
+      outputs[i] = completion.outputJson();
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(succeedBatch)) {
+      Array idArray = c.createArrayOf("uuid", ids);
+      Array attemptArray = c.createArrayOf("int4", attempts);
+      Array outputArray = c.createArrayOf("text", outputs);
+      ps.setArray(1, idArray);
+      ps.setArray(2, attemptArray);
+      ps.setArray(3, outputArray);
+      return ps.executeUpdate();
+    }
+  }
+
+  /** Success of one attempt in the caller's transaction; false if the job no longer runs that attempt. */
+  public boolean succeed(Connection connection, UUID id, int attempt, String outputJson) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(succeedOne)) {
+      ps.setObject(1, id);
+      ps.setInt(2, attempt);
+      ps.setString(3, outputJson);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /**
+   * Ends a running attempt for good as {@code failed} or {@code cancelled}, appending {@code errorJson}
+   * (a JSON array of error objects, possibly empty).
+   */
+  public boolean finish(UUID id, int attempt, JobState terminal, String errorJson) throws SQLException {
+    if (terminal != JobState.FAILED && terminal != JobState.CANCELLED) {
+      throw new IllegalArgumentException("finish() ends jobs failed or cancelled, not " + terminal);
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(finishUnsuccessful)) {
+      ps.setObject(1, id);
+      ps.setInt(2, attempt);
+      ps.setString(3, terminal.value());
+      ps.setString(4, errorJson);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Schedules the next attempt after a failure, appending {@code errorJson}. */
+  public boolean retryLater(UUID id, int attempt, long delayMs, String errorJson) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(retryLater)) {
+      ps.setLong(1, delayMs);
+      ps.setString(2, errorJson);
+      ps.setObject(3, id);
+      ps.setInt(4, attempt);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Puts a running job back in the queue for {@code delayMs} without spending the attempt. */
+  public boolean snooze(UUID id, int attempt, long delayMs) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(snooze)) {
+      ps.setLong(1, delayMs);
+      ps.setObject(2, id);
+      ps.setInt(3, attempt);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Gives a running job back to the queue, due now, recording {@code errorJson} (see JobSql.RELEASE). */
+  public boolean release(UUID id, int attempt, String errorJson) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(release)) {
+      ps.setString(1, errorJson);
+      ps.setObject(2, id);
+      ps.setInt(3, attempt);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Records progress of a running attempt (and counts as a heartbeat). */
+  public boolean progress(UUID id, int attempt, int percent, String message) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(progress)) {
+      ps.setInt(1, percent);
+      ps.setString(2, message);
+      ps.setObject(3, id);
+      ps.setInt(4, attempt);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Records a heartbeat of a running attempt. */
+  public boolean heartbeat(UUID id, int attempt) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(heartbeat)) {
+      ps.setObject(1, id);
+      ps.setInt(2, attempt);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** True if the job is still running that attempt. */
+  public boolean isRunning(UUID id, int attempt) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(isRunning)) {
+      ps.setObject(1, id);
+      ps.setInt(2, attempt);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  /** The job, wherever it is. */
+  public Optional<Job> get(UUID id) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      return get(c, id);
+    }
+  }
+
+  /** The job, in the caller's connection. */
+  public Optional<Job> get(Connection connection, UUID id) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(get)) {
+      ps.setObject(1, id);
+      ps.setObject(2, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(rows.map(rs)) : Optional.empty();
+      }
+    }
+  }
+
+  /**
+   * A page of jobs, newest first (by id, which is time-ordered). Each table is asked for at most one
+   * page through its primary key, then the two are merged.
+   */
+  public JobPage list(JobFilter filter) throws SQLException {
+    boolean hot = filter.states().isEmpty() || filter.states().stream().anyMatch(HOT_STATES::contains);
+    boolean finished =
+        filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s));
+    try (Connection c = dataSource.getConnection()) {
+      List<Object> params = new ArrayList<>();
+      List<String> parts = new ArrayList<>();
+      if (hot) {
+        parts.add(listPart(c, "jobs", JobSql.HOT_COLUMNS, filter, params));
+      }
+      if (finished) {
+        parts.add(listPart(c, "finished_jobs", JobSql.FINISHED_COLUMNS, filter, params));
+      }
+      String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
+      params.add(filter.limit());
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        for (int i = 0; i < params.size(); i++) {
+          ps.setObject(i + 1, params.get(i));
+        }
+        List<Job> jobs = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            jobs.add(rows.map(rs));
+          }
+        }
+        return JobPage.of(jobs, filter.limit());
+      }
+    }
+  }
+
+  /** One table's share of a page; only whitelisted columns are named, every value is a parameter. */
+  private String listPart(Connection c, String table, String columns, JobFilter filter, List<Object> params)
+      throws SQLException {
+    List<String> where = new ArrayList<>();
+    if (!filter.states().isEmpty()) {
+      where.add("state = ANY(?)");
+      params.add(c.createArrayOf("text", filter.states().stream().map(JobState::value).toArray()));
+    }
+    if (!filter.types().isEmpty()) {
+      where.add("type = ANY(?)");
+      params.add(c.createArrayOf("text", filter.types().toArray()));
+    }
+    if (!filter.queues().isEmpty()) {
+      where.add("queue = ANY(?)");
+      params.add(c.createArrayOf("text", filter.queues().toArray()));
+    }
+    if (filter.createdAfter() != null) {
+      where.add("created_at > ?");
+      params.add(Timestamp.from(filter.createdAfter()));
+    }
+    if (filter.createdBefore() != null) {
+      where.add("created_at < ?");
+      params.add(Timestamp.from(filter.createdBefore()));
+    }
+    if (filter.after() != null) {
+      where.add("id < ?");
+      params.add(filter.after());
+    }
+    params.add(filter.limit());
+    return "(SELECT " + columns + " FROM " + schema + "." + table
+        + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
+        + " ORDER BY id DESC LIMIT ?)";
+  }
+
+  /** Counts per queue and state, every state present. */
+  public List<QueueCounts> countByQueue() throws SQLException {
+    Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
+    Map<String, Long> scheduled = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(countByQueue);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        String queue = rs.getString(1);
+        EnumMap<JobState, Long> perState =
+            counts.computeIfAbsent(
+                queue,
+                q -> {
+                  EnumMap<JobState, Long> m = new EnumMap<>(JobState.class);
+                  for (JobState s : JobState.values()) {
+                    m.put(s, 0L);
+                  }
+                  return m;
+                });
+        perState.merge(JobState.parse(rs.getString(2)), rs.getLong(3), Long::sum);
+        scheduled.merge(queue, rs.getLong(4), Long::sum);
+      }
+    }
+    List<QueueCounts> result = new ArrayList<>();
+    counts.entrySet().stream()
+        .sorted(Map.Entry.comparingByKey())
+        .forEach(e -> result.add(new QueueCounts(e.getKey(), Map.copyOf(e.getValue()), scheduled.get(e.getKey()))));
+    return result;
+  }
+
+  /** Due jobs per queue (queue depth). */
+  public Map<String, Long> readyDepth() throws SQLException {
+    Map<String, Long> depth = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(readyDepth);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        depth.put(rs.getString(1), rs.getLong(2));
+      }
+    }
+    return depth;
+  }
+
+  /** Puts a failed or cancelled job back in the queue. */
+  public io.pgjobs.RetryResult retry(Connection connection, UUID id) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(retryFinished)) {
+      ps.setObject(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          return io.pgjobs.RetryResult.RETRIED;
+        }
+      }
+    }
+    return get(connection, id).isPresent() ? io.pgjobs.RetryResult.NOT_RETRYABLE : io.pgjobs.RetryResult.NOT_FOUND;
+  }
+
+  private String sql(String template) {
+    return JobSql.forSchema(template, schema);
+  }
+
+  private static void setInstant(PreparedStatement ps, int index, Instant value) throws SQLException {
+    if (value == null) {
+      ps.setNull(index, Types.TIMESTAMP_WITH_TIMEZONE);
+    } else {
+      ps.setObject(index, java.time.OffsetDateTime.ofInstant(value, java.time.ZoneOffset.UTC));
+    }
+  }
+
+  private static void setLong(PreparedStatement ps, int index, Long value) throws SQLException {
+    if (value == null) {
+      ps.setNull(index, Types.BIGINT);
+    } else {
+      ps.setLong(index, value);
+    }
+  }
+}

@@ -1,0 +1,21 @@
+package io.pgjobs.store;
+
+import java.time.Instant;
+import java.util.UUID;
+
+/**
+ * A validated job ready to be inserted. At most one of {@code runAt} and {@code delayMs} is set; with
+ * neither the job is due at once.
+ */
+public record NewJob(
+    UUID id,
+    String type,
+    String queue,
+    String payloadJson,
+    int priority,
+    int maxAttempts,
+    Instant runAt,
+    Long delayMs,
+    String context,
+    String idempotencyKey,
+    Long timeoutMs) {}

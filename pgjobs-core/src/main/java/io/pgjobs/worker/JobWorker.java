@@ -1,0 +1,394 @@
+package io.pgjobs.worker;
+
+import io.pgjobs.JobClient;
+import io.pgjobs.JobHandler;
+import io.pgjobs.JobType;
+import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.metrics.JobMetrics;
+import io.pgjobs.notify.ReadyNotificationListener;
+import io.pgjobs.store.JobStore;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.random.RandomGenerator;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Runs jobs: claims them from the queues it serves, runs their handlers on virtual threads and records
+ * the outcomes. Any number of workers, in any number of processes, can share one database.
+ *
+ * <pre>{@code
+ * JobWorker worker = JobWorker.builder(dataSource)
+ *     .register(SEND_EMAIL, (ctx, email) -> { mailer.send(email); return null; })
+ *     .queue("default", 10)
+ *     .build();
+ * worker.start();
+ * ...
+ * worker.close();   // stop claiming, let running jobs finish within the shutdown grace
+ * }</pre>
+ *
+ * Unless queues are named, the worker serves the default queue of every registered type, each with
+ * {@value #DEFAULT_CONCURRENCY} concurrent jobs.
+ */
+public final class JobWorker implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(JobWorker.class);
+
+  /** Concurrent jobs per queue unless said otherwise: {@value}. */
+  public static final int DEFAULT_CONCURRENCY = 10;
+  /** Most jobs claimed per statement unless said otherwise: {@value}. */
+  public static final int DEFAULT_CLAIM_BATCH = 10;
+  /** How often an idle queue is polled when no notification arrives: 1 s. */
+  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
+  /** How long running jobs get to finish on {@link #close()}: 30 s. */
+  public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(30);
+  /** How long a job of a type no handler knows waits before it is failed: 5 min. */
+  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = Duration.ofMinutes(5);
+  /** Least time between two persisted progress updates of one job: 100 ms. */
+  public static final Duration DEFAULT_PROGRESS_THROTTLE = Duration.ofMillis(100);
+  /** Most successes written per statement: {@value}. */
+  public static final int DEFAULT_COMPLETION_BATCH = 1_000;
+
+  private enum Phase { NEW, RUNNING, STOPPED }
+
+  private final String workerId;
+  private final JobStore store;
+  private final Duration shutdownGrace;
+  private final boolean listen;
+  private final JobMetrics metrics;
+  private final List<QueuePoller> pollers = new ArrayList<>();
+  private final Map<String, QueuePoller> pollersByQueue = new LinkedHashMap<>();
+  private final CompletionBatcher completions;
+  private final JobRunner runner;
+  private final ExecutorService handlerThreads;
+  private final ScheduledExecutorService timers;
+  private final ReadyNotificationListener listener;
+  private Phase phase = Phase.NEW;
+
+  private JobWorker(Builder b) {
+    this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
+    this.store = new JobStore(b.dataSource, b.schema, new PayloadCodec(b.mapper));
+    this.shutdownGrace = b.shutdownGrace;
+    this.listen = b.listen;
+    this.metrics = b.metrics;
+    this.completions = new CompletionBatcher(store, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
+    this.handlerThreads =
+        Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-job-", 0).factory());
+    this.timers =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("pgjobs-timers-" + workerId).unstarted(r));
+    this.runner =
+        new JobRunner(
+            store, Map.copyOf(b.handlers), completions, timers, metrics, workerId, b.unknownTypeGrace,
+            b.progressThrottle, b.random);
+    Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
+    if (queues.isEmpty()) {
+      b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));
+    }
+    queues.forEach(
+        (queue, concurrency) -> {
+          QueuePoller poller =
+              new QueuePoller(queue, concurrency, b.claimBatch, b.pollInterval, store, runner, completions,
+                  handlerThreads, workerId);
+          pollers.add(poller);
+          pollersByQueue.put(queue, poller);
+        });
+    this.listener =
+        new ReadyNotificationListener(
+            b.dataSource,
+            store.readyChannel(),
+            queue -> {
+              QueuePoller poller = pollersByQueue.get(queue);
+              if (poller != null) {
+                poller.wake();
+              }
+            },
+            () -> pollers.forEach(QueuePoller::wake));
+  }
+
+  /** A builder over {@code dataSource}. Size its pool for the total concurrency plus a few. */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /** Starts claiming. Calling it twice does nothing; a closed worker cannot restart. */
+  public synchronized JobWorker start() {
+    if (phase != Phase.NEW) {
+      return this;
+    }
+    phase = Phase.RUNNING;
+    pollersByQueue.keySet().forEach(metrics::watchQueue);
+    metrics.queueDepth(
+        () -> {
+          try {
+            return store.readyDepth();
+          } catch (SQLException e) {
+            throw new IllegalStateException(e);
+          }
+        });
+    completions.start(workerId);
+    if (listen) {
+      listener.start();
+    }
+    pollers.forEach(QueuePoller::start);
+    log.info("worker {} started: queues {}", workerId, pollersByQueue.keySet());
+    return this;
+  }
+
+  /** This worker's id, as written to {@code locked_by}. */
+  public String workerId() {
+    return workerId;
+  }
+
+  /** The queues this worker serves. */
+  public List<String> queues() {
+    return List.copyOf(pollersByQueue.keySet());
+  }
+
+  /** Jobs running in this worker now. */
+  public int runningJobs() {
+    return runner.running().size();
+  }
+
+  /** True while the LISTEN connection is up (false when listening is off or the database is away). */
+  public boolean isListening() {
+    return listener.isListening();
+  }
+
+  /**
+   * Graceful shutdown: stops claiming at once, lets running jobs finish within the shutdown grace,
+   * then interrupts the rest and gives their jobs back to the queue (due at once, never failed because
+   * of the shutdown), writes pending successes and returns. Idempotent.
+   */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (phase == Phase.STOPPED) {
+        return;
+      }
+      boolean wasRunning = phase == Phase.RUNNING;
+      phase = Phase.STOPPED;
+      if (!wasRunning) {
+        handlerThreads.shutdownNow();
+        timers.shutdownNow();
+        return;
+      }
+    }
+    log.info("worker {} stopping: {} jobs running, grace {}", workerId, runner.running().size(), shutdownGrace);
+    pollers.forEach(QueuePoller::stop);
+    try {
+      for (QueuePoller poller : pollers) {
+        poller.awaitStopped(Duration.ofSeconds(10));
+      }
+      handlerThreads.shutdown();
+      if (!handlerThreads.awaitTermination(shutdownGrace.toMillis(), TimeUnit.MILLISECONDS)) {
+        log.warn("worker {}: {} jobs still running after the grace period; interrupting them",
+            workerId, runner.running().size());
+        runner.running().forEach(job -> job.stop(StopReason.SHUTDOWN));
+        if (!handlerThreads.awaitTermination(10, TimeUnit.SECONDS)) {
+          log.error("worker {}: jobs ignored the interrupt; they stay running and will be rescued", workerId);
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    completions.close(Duration.ofSeconds(10));
+    listener.close();
+    timers.shutdownNow();
+    log.info("worker {} stopped", workerId);
+  }
+
+  private static String defaultWorkerId() {
+    String host;
+    try {
+      host = InetAddress.getLocalHost().getHostName();
+    } catch (Exception e) {
+      host = "unknown-host";
+    }
+    long pid = ProcessHandle.current().pid();
+    String suffix = UUID.randomUUID().toString().substring(0, 8);
+    return host + ":" + pid + ":" + suffix;
+  }
+
+  /** Builder of {@link JobWorker}: every setting has a default; {@link #build()} validates all. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private String schema = JobClient.DEFAULT_SCHEMA;
+    private JsonMapper mapper = PayloadCodec.DEFAULT_MAPPER;
+    private JobMetrics metrics = JobMetrics.NONE;
+    private final Map<String, HandlerRegistration<?>> handlers = new LinkedHashMap<>();
+    private final Map<String, Integer> queues = new LinkedHashMap<>();
+    private String workerId;
+    private int claimBatch = DEFAULT_CLAIM_BATCH;
+    private int completionBatch = DEFAULT_COMPLETION_BATCH;
+    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
+    private Duration unknownTypeGrace = DEFAULT_UNKNOWN_TYPE_GRACE;
+    private Duration progressThrottle = DEFAULT_PROGRESS_THROTTLE;
+    private boolean listen = true;
+    private RandomGenerator random = new Random();
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** The pgjobs schema (default {@value JobClient#DEFAULT_SCHEMA}). */
+    public Builder schema(String schema) {
+      this.schema = schema;
+      return this;
+    }
+
+    /** Jackson mapper for payloads and outputs. */
+    public Builder jsonMapper(JsonMapper mapper) {
+      this.mapper = Objects.requireNonNull(mapper, "mapper");
+      return this;
+    }
+
+    /** Where to record metrics, e.g. {@code new MicrometerJobMetrics(registry)}. */
+    public Builder metrics(JobMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /** Runs jobs of {@code type} with {@code handler}. One handler per type name. */
+    public <P> Builder register(JobType<P> type, JobHandler<? super P> handler) {
+      Objects.requireNonNull(type, "type");
+      Objects.requireNonNull(handler, "handler");
+      if (handlers.putIfAbsent(type.name(), new HandlerRegistration<>(type, handler)) != null) {
+        throw new IllegalArgumentException("job type '" + type.name() + "' is already registered");
+      }
+      return this;
+    }
+
+    /** Serves {@code queue} with at most {@code concurrency} jobs at once (1 to 10,000). */
+    public Builder queue(String queue, int concurrency) {
+      if (queue == null || !queue.matches("[A-Za-z0-9_.:\\-/]{1,255}")) {
+        throw new IllegalArgumentException(
+            "invalid queue name '" + queue + "'; allowed: 1 to 255 of letters, digits and _ . : - /");
+      }
+      if (concurrency < 1 || concurrency > 10_000) {
+        throw new IllegalArgumentException(
+            "concurrency of queue '" + queue + "' must be between 1 and 10000, was " + concurrency);
+      }
+      queues.put(queue, concurrency);
+      return this;
+    }
+
+    /** This worker's id (default {@code host:pid:random}); at most 255 characters. */
+    public Builder workerId(String workerId) {
+      if (workerId == null || workerId.isBlank() || workerId.length() > 255) {
+        throw new IllegalArgumentException("worker id must be 1 to 255 characters, was '" + workerId + "'");
+      }
+      this.workerId = workerId;
+      return this;
+    }
+
+    /** Most jobs claimed per statement, 1 to 10,000 (default {@value JobWorker#DEFAULT_CLAIM_BATCH}). */
+    public Builder claimBatch(int claimBatch) {
+      if (claimBatch < 1 || claimBatch > 10_000) {
+        throw new IllegalArgumentException("claim batch must be between 1 and 10000, was " + claimBatch);
+      }
+      this.claimBatch = claimBatch;
+      return this;
+    }
+
+    /** Most successes written per statement, 1 to 100,000 (default {@value JobWorker#DEFAULT_COMPLETION_BATCH}). */
+    public Builder completionBatch(int completionBatch) {
+      if (completionBatch < 1 || completionBatch > 100_000) {
+        throw new IllegalArgumentException(
+            "completion batch must be between 1 and 100000, was " + completionBatch);
+      }
+      this.completionBatch = completionBatch;
+      return this;
+    }
+
+    /** Poll interval of an idle queue, 10 ms to 1 h (default 1 s). Notifications wake workers sooner. */
+    public Builder pollInterval(Duration pollInterval) {
+      this.pollInterval = between("poll interval", pollInterval, Duration.ofMillis(10), Duration.ofHours(1));
+      return this;
+    }
+
+    /** Time running jobs get on {@link JobWorker#close()}, 0 to 1 h (default 30 s). */
+    public Builder shutdownGrace(Duration shutdownGrace) {
+      this.shutdownGrace = between("shutdown grace", shutdownGrace, Duration.ZERO, Duration.ofHours(1));
+      return this;
+    }
+
+    /** How long a job of an unknown type may wait for a worker that knows it (default 5 min). */
+    public Builder unknownTypeGrace(Duration grace) {
+      this.unknownTypeGrace = between("unknown type grace", grace, Duration.ZERO, Duration.ofDays(30));
+      return this;
+    }
+
+    /** Least time between two persisted progress updates of one job (default 100 ms). */
+    public Builder progressThrottle(Duration throttle) {
+      this.progressThrottle = between("progress throttle", throttle, Duration.ZERO, Duration.ofMinutes(10));
+      return this;
+    }
+
+    /** Whether to LISTEN for new jobs (default true). Without it the worker relies on polling alone. */
+    public Builder listen(boolean listen) {
+      this.listen = listen;
+      return this;
+    }
+
+    /** Source of retry jitter (default a new {@link Random}); tests pass a seeded one. */
+    public Builder random(RandomGenerator random) {
+      this.random = Objects.requireNonNull(random, "random");
+      return this;
+    }
+
+    /** Registers every type-handler pair of {@code registrations}. */
+    public Builder registerAll(Collection<? extends Registration<?>> registrations) {
+      registrations.forEach(this::add);
+      return this;
+    }
+
+    private <P> void add(Registration<P> registration) {
+      register(registration.type(), registration.handler());
+    }
+
+    /**
+     * Validates and builds.
+     *
+     * @throws IllegalArgumentException if no handler is registered, or a setting is invalid
+     */
+    public JobWorker build() {
+      if (handlers.isEmpty()) {
+        throw new IllegalArgumentException("a worker needs at least one registered job type (register(type, handler))");
+      }
+      return new JobWorker(this);
+    }
+
+    private static Duration between(String name, Duration value, Duration min, Duration max) {
+      if (value == null || value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+        throw new IllegalArgumentException(name + " must be between " + min + " and " + max + ", was " + value);
+      }
+      return value;
+    }
+  }
+
+  /**
+   * A job type with its handler, for registering many at once (for example handlers found with
+   * {@link java.util.ServiceLoader}).
+   *
+   * @param type the job type
+   * @param handler its handler
+   */
+  public record Registration<P>(JobType<P> type, JobHandler<? super P> handler) {}
+}

@@ -1,0 +1,180 @@
+package io.pgjobs.worker;
+
+import io.pgjobs.JobContext;
+import io.pgjobs.PgJobsException;
+import io.pgjobs.store.ClaimedJob;
+import io.pgjobs.store.JobStore;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** One attempt of one job: the {@link JobContext} its handler sees, and the runtime's handle on it. */
+final class RunningJob implements JobContext {
+  private static final Logger log = LoggerFactory.getLogger(RunningJob.class);
+
+  private final ClaimedJob job;
+  private final JobStore store;
+  private final String workerId;
+  private final long progressThrottleNanos;
+
+  private volatile Thread thread;
+  private volatile StopReason stopReason;
+  private volatile boolean completedInTransaction;
+
+  private final Object progressLock = new Object();
+  private long lastProgressWrite;
+  private boolean progressPending;
+  private int pendingPercent;
+  private String pendingMessage;
+
+  RunningJob(ClaimedJob job, JobStore store, String workerId, long progressThrottleNanos) {
+    this.job = job;
+    this.store = store;
+    this.workerId = workerId;
+    this.progressThrottleNanos = progressThrottleNanos;
+  }
+
+  ClaimedJob job() {
+    return job;
+  }
+
+  void bindThread(Thread thread) {
+    this.thread = thread;
+  }
+
+  /** Asks the handler to stop: sets the flag it can poll and interrupts its thread. First reason wins. */
+  void stop(StopReason reason) {
+    if (stopReason == null) {
+      stopReason = reason;
+    }
+    Thread t = thread;
+    if (t != null) {
+      t.interrupt();
+    }
+  }
+
+  StopReason stopReason() {
+    return stopReason;
+  }
+
+  boolean completedInTransaction() {
+    return completedInTransaction;
+  }
+
+  @Override
+  public UUID jobId() {
+    return job.id();
+  }
+
+  @Override
+  public String jobType() {
+    return job.type();
+  }
+
+  @Override
+  public String queue() {
+    return job.queue();
+  }
+
+  @Override
+  public int attempt() {
+    return job.attempt();
+  }
+
+  @Override
+  public int maxAttempts() {
+    return job.maxAttempts();
+  }
+
+  @Override
+  public String context() {
+    return job.context();
+  }
+
+  @Override
+  public String workerId() {
+    return workerId;
+  }
+
+  @Override
+  public void progress(int percent, String message) {
+    if (percent < 0 || percent > 100) {
+      throw new IllegalArgumentException("progress percent must be between 0 and 100, was " + percent);
+    }
+    synchronized (progressLock) {
+      long now = System.nanoTime();
+      boolean due = percent == 100 || lastProgressWrite == 0 || now - lastProgressWrite >= progressThrottleNanos;
+      if (!due) {
+        progressPending = true;
+        pendingPercent = percent;
+        pendingMessage = message;
+        return;
+      }
+      progressPending = false;
+      lastProgressWrite = now;
+    }
+    writeProgress(percent, message);
+  }
+
+  /** Writes the last throttled progress value, if one is waiting. Called before the job ends. */
+  void flushProgress() {
+    int percent;
+    String message;
+    synchronized (progressLock) {
+      if (!progressPending) {
+        return;
+      }
+      progressPending = false;
+      percent = pendingPercent;
+      message = pendingMessage;
+    }
+    writeProgress(percent, message);
+  }
+
+  private void writeProgress(int percent, String message) {
+    try {
+      store.progress(job.id(), job.attempt(), percent, message);
+    } catch (SQLException e) {
+      // Progress is informational; a handler must not fail because it could not be shown.
+      log.warn("could not record progress of job {}: {}", job.id(), e.getMessage());
+    }
+  }
+
+  @Override
+  public void heartbeat() {
+    try {
+      store.heartbeat(job.id(), job.attempt());
+    } catch (SQLException e) {
+      log.warn("could not record heartbeat of job {}: {}", job.id(), e.getMessage());
+    }
+  }
+
+  @Override
+  public boolean isCancelled() {
+    return stopReason != null;
+  }
+
+  @Override
+  public DataSource dataSource() {
+    return store.dataSource();
+  }
+
+  @Override
+  public void complete(Connection transaction, Object output) throws SQLException {
+    if (transaction.getAutoCommit()) {
+      throw new IllegalStateException(
+          "complete(connection, output) needs a transaction: call connection.setAutoCommit(false) first");
+    }
+    flushProgress();
+    String json = store.codec().encodeOutput(output);
+    if (!store.succeed(transaction, job.id(), job.attempt(), json)) {
+      throw new PgJobsException(
+          "job " + job.id() + " attempt " + job.attempt() + " is no longer running on this worker"
+              + " (rescued or cancelled meanwhile); roll back");
+    }
+    completedInTransaction = true;
+  }
+}

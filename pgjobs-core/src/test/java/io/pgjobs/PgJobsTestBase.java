@@ -1,0 +1,87 @@
+package io.pgjobs;
+
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.testkit.TestDatabase;
+import io.pgjobs.worker.JobWorker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+
+/**
+ * Base of core's database tests: one throw-away database per test class, migrated once; job tables
+ * emptied before each test; workers started by a test are closed after it.
+ */
+public abstract class PgJobsTestBase {
+  protected static TestDatabase db;
+  protected static JobClient client;
+  private final List<JobWorker> workers = new ArrayList<>();
+
+  /** A payload with one number, for tests. */
+  public record Numbered(int n) {}
+
+  /** The type most tests use. */
+  public static final JobType<Numbered> NUMBERED = JobType.of("numbered", Numbered.class);
+
+  @BeforeAll
+  static void createDatabase() {
+    db = TestDatabase.create();
+    client = JobClient.builder(db.dataSource()).knownTypes(NUMBERED).build();
+    client.migrate();
+  }
+
+  @AfterAll
+  static void dropDatabase() {
+    if (db != null) {
+      db.close();
+    }
+  }
+
+  @BeforeEach
+  void emptyTables() {
+    db.execute("TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys");
+  }
+
+  @AfterEach
+  void closeWorkers() {
+    workers.forEach(JobWorker::close);
+    workers.clear();
+  }
+
+  /** A worker builder on the shared pool with short timings for tests. */
+  protected JobWorker.Builder worker() {
+    return JobWorker.builder(db.dataSource()).shutdownGrace(Duration.ofSeconds(2));
+  }
+
+  /** Builds, starts and remembers (for closing) a worker. */
+  protected JobWorker start(JobWorker.Builder builder) {
+    JobWorker worker = builder.build();
+    workers.add(worker);
+    return worker.start();
+  }
+
+  /** Waits (at most {@code timeout}) until the job is in {@code state}, and returns it. */
+  protected static Job awaitState(UUID id, JobState state, Duration timeout) {
+    await()
+        .atMost(timeout)
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> client.get(id).map(Job::state).orElse(null) == state);
+    return client.get(id).orElseThrow();
+  }
+
+  /** Same with 20 s. */
+  protected static Job awaitState(UUID id, JobState state) {
+    return awaitState(id, state, Duration.ofSeconds(20));
+  }
+
+  /** Counts rows of a table or any query returning one number. */
+  protected static long count(String sqlOrTable) {
+    String sql = sqlOrTable.trim().toLowerCase().startsWith("select") ? sqlOrTable : "SELECT count(*) FROM " + sqlOrTable;
+    return db.queryLong(sql);
+  }
+}
