@@ -233,7 +233,8 @@ public final class JobStore {
       List<ClaimedJob> claimed = new ArrayList<>(limit);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          long timeout = rs.getLong(11);
+          long timeoutMs = rs.getLong(11);
+          Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
           claimed.add(
               new ClaimedJob(
                   rs.getObject(1, UUID.class),
@@ -246,7 +247,7 @@ public final class JobStore {
                   rs.getTimestamp(8).toInstant(),
                   rs.getTimestamp(9).toInstant(),
                   rs.getString(10),
-                  rs.wasNull() ? null : timeout));
+                  timeout));
         }
       }
       // RETURNING has no order: put the batch back in claim order (priority desc, run_at).

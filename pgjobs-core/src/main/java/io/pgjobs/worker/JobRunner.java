@@ -119,25 +119,31 @@ final class JobRunner {
     }
     ScheduledFuture<?> timeout =
         timers.schedule(() -> attempt.stop(StopReason.TIMEOUT), timeoutOf(job, type), TimeUnit.MILLISECONDS);
+    Object output = null;
+    Throwable failure = null;
+    attempt.enterHandler();
     try {
-      Object output = registration.handler().run(attempt, payload);
+      output = registration.handler().run(attempt, payload);
+    } catch (Throwable t) {
+      failure = t;
+    } finally {
+      // From here on no stop request interrupts this thread: an interrupt during the runtime's own
+      // writes would close their connection's socket and lose the outcome.
+      attempt.leaveHandler();
       timeout.cancel(false);
-      attempt.flushProgress();
+    }
+    attempt.flushProgress();
+    if (failure == null) {
       return succeeded(attempt, output);
-    } catch (SnoozeJobException snooze) {
-      timeout.cancel(false);
-      attempt.flushProgress();
+    }
+    if (failure instanceof SnoozeJobException snooze) {
       return write(() -> store.snooze(job.id(), job.attempt(), snooze.delay().toMillis()), job, "snoozed");
-    } catch (DiscardJobException discard) {
-      timeout.cancel(false);
-      attempt.flushProgress();
+    }
+    if (failure instanceof DiscardJobException discard) {
       String errorJson = error(job, "discarded", discard, null);
       return write(() -> store.finish(job.id(), job.attempt(), JobState.FAILED, errorJson), job, "discarded");
-    } catch (Throwable failure) {
-      timeout.cancel(false);
-      attempt.flushProgress();
-      return failed(attempt, type, failure);
     }
+    return failed(attempt, type, failure);
   }
 
   private String succeeded(RunningJob attempt, Object output) {

@@ -23,6 +23,7 @@ final class RunningJob implements JobContext {
   private volatile Thread thread;
   private volatile StopReason stopReason;
   private volatile boolean completedInTransaction;
+  private boolean inHandler; // guarded by this
 
   private final Object progressLock = new Object();
   private long lastProgressWrite;
@@ -45,15 +46,31 @@ final class RunningJob implements JobContext {
     this.thread = thread;
   }
 
-  /** Asks the handler to stop: sets the flag it can poll and interrupts its thread. First reason wins. */
-  void stop(StopReason reason) {
+  /**
+   * Asks the handler to stop: sets the flag it can poll and, while the handler runs, interrupts its
+   * thread. The first reason wins.
+   */
+  synchronized void stop(StopReason reason) {
     if (stopReason == null) {
       stopReason = reason;
     }
-    Thread t = thread;
-    if (t != null) {
-      t.interrupt();
+    if (inHandler && thread != null) {
+      thread.interrupt();
     }
+  }
+
+  /** The handler starts; a stop requested before now interrupts it at once. */
+  synchronized void enterHandler() {
+    inHandler = true;
+    if (stopReason != null && thread != null) {
+      thread.interrupt();
+    }
+  }
+
+  /** The handler has returned: no interrupts from now on, and any pending one is cleared. */
+  synchronized void leaveHandler() {
+    inHandler = false;
+    Thread.interrupted();
   }
 
   StopReason stopReason() {
