@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
@@ -159,6 +160,41 @@ public final class JobClient {
   /** Job counts per queue and state, queues in name order. */
   public List<QueueCounts> countByQueue() {
     return call(store::countByQueue);
+  }
+
+  /**
+   * Cancels a job. A waiting job (queued, scheduled, retrying) ends {@code cancelled} at once; a running
+   * job gets its cancel flag set and its worker interrupts the handler, which sees
+   * {@link JobContext#isCancelled()}, and then ends it {@code cancelled}; a finished job is left alone.
+   */
+  public CancelResult cancel(UUID id) {
+    return withConnection(c -> store.cancel(c, id));
+  }
+
+  /** {@link #cancel(UUID)} in the caller's transaction. */
+  public CancelResult cancel(Connection connection, UUID id) {
+    return call(() -> store.cancel(connection, id));
+  }
+
+  /**
+   * Cancels every waiting or running job of the given types and queues in one statement (an empty set
+   * matches any). {@code states} narrows it to some of {@code queued}, {@code retrying}, {@code running}.
+   *
+   * @throws InvalidJobException if {@code states} names a finished state
+   */
+  public CancelCounts cancelAll(Set<String> types, Set<String> queues, Set<JobState> states) {
+    Set<JobState> s = states == null ? Set.of() : states;
+    for (JobState state : s) {
+      if (state.isTerminal()) {
+        throw new InvalidJobException(
+            "state", "only queued, retrying and running jobs can be cancelled, not " + state.value());
+      }
+    }
+    return withConnection(c -> store.cancelMatching(c, nonNull(types), nonNull(queues), s));
+  }
+
+  private static Set<String> nonNull(Set<String> values) {
+    return values == null ? Set.of() : values;
   }
 
   /**

@@ -111,14 +111,7 @@ final class JobSql {
            WHERE j.id = c.id AND j.attempts = c.attempts AND j.state = 'running'
           RETURNING j.*, c.output AS result
       )
-      INSERT INTO {schema}.finished_jobs
-             (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
-              attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-              progress_message, errors, output, finished_at)
-      SELECT id, type, queue, payload, priority, 'succeeded', attempts, max_attempts, run_at, created_at,
-             attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-             progress_message, errors, result::jsonb, now()
-        FROM done""";
+      """ + insertFinished("done", "'succeeded'", "errors", "result::jsonb");
 
   /** Success of one job, in the caller's transaction (JobContext.complete). */
   static final String SUCCEED_ONE =
@@ -128,14 +121,7 @@ final class JobSql {
            WHERE id = ? AND attempts = ? AND state = 'running'
           RETURNING *
       )
-      INSERT INTO {schema}.finished_jobs
-             (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
-              attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-              progress_message, errors, output, finished_at)
-      SELECT id, type, queue, payload, priority, 'succeeded', attempts, max_attempts, run_at, created_at,
-             attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-             progress_message, errors, ?::jsonb, now()
-        FROM done""";
+      """ + insertFinished("done", "'succeeded'", "errors", "?::jsonb");
 
   /** A running attempt ends for good ({@code failed} or {@code cancelled}), its error appended. */
   static final String FINISH_UNSUCCESSFUL =
@@ -145,14 +131,7 @@ final class JobSql {
            WHERE id = ? AND attempts = ? AND state = 'running'
           RETURNING *
       )
-      INSERT INTO {schema}.finished_jobs
-             (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
-              attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-              progress_message, errors, output, finished_at)
-      SELECT id, type, queue, payload, priority, CAST(? AS text), attempts, max_attempts, run_at,
-             created_at, attempted_at, locked_by, context, idempotency_key, timeout_ms,
-             progress_percent, progress_message, errors || ?::jsonb, NULL, now()
-        FROM done""";
+      """ + insertFinished("done", "CAST(? AS text)", "errors || ?::jsonb", "NULL");
 
   /** A failed attempt with attempts left: wait {@code delay} ms, keep the error. */
   static final String RETRY_LATER =
@@ -181,11 +160,15 @@ final class JobSql {
    */
   static final String RELEASE =
       """
-      UPDATE {schema}.jobs
-         SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
-             attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
-             errors = errors || ?::jsonb
-       WHERE id = ? AND attempts = ? AND state = 'running'""";
+      WITH released AS (
+          UPDATE {schema}.jobs
+             SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
+                 attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
+                 errors = errors || ?::jsonb
+           WHERE id = ? AND attempts = ? AND state = 'running'
+          RETURNING queue
+      )
+      SELECT pg_notify('{schema}_jobs_ready', queue) FROM released""";
 
   static final String PROGRESS =
       """
@@ -201,6 +184,50 @@ final class JobSql {
   static final String IS_RUNNING =
       """
       SELECT 1 FROM {schema}.jobs WHERE id = ? AND attempts = ? AND state = 'running'""";
+
+  /**
+   * Cancel one job, whatever its state, in one statement: a waiting job moves to finished_jobs as
+   * cancelled; a running one gets its flag set (a trigger NOTIFYs its worker). Both parts see the same
+   * snapshot, so at most one of them matches. Neither matching means finished, unknown, or a job that
+   * changed state under us (the caller looks and, for the last case, tries again).
+   */
+  static final String CANCEL =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND state IN ('queued', 'retrying')
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
+
+          RETURNING id
+      ), flagged AS (
+          UPDATE {schema}.jobs SET cancel_requested = true
+           WHERE id = ? AND state = 'running'
+          RETURNING id
+      )
+      SELECT (SELECT count(*) FROM moved) AS cancelled_now, (SELECT count(*) FROM flagged) AS flagged""";
+
+  /**
+   * Cancel every job matching a filter ({@code {where}} is built by JobStore from whitelisted columns,
+   * its values bound twice: once per part).
+   */
+  static final String CANCEL_MATCHING =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE state IN ('queued', 'retrying') AND {where}
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
+
+          RETURNING id
+      ), flagged AS (
+          UPDATE {schema}.jobs SET cancel_requested = true
+           WHERE state = 'running' AND NOT cancel_requested AND {where}
+          RETURNING id
+      )
+      SELECT (SELECT count(*) FROM moved) AS cancelled_now, (SELECT count(*) FROM flagged) AS flagged""";
 
   /** Both tables; at most one row exists since a move is one statement. */
   static final String GET =
@@ -244,6 +271,32 @@ final class JobSql {
       SELECT queue, count(*) FROM {schema}.jobs
        WHERE state IN ('queued', 'retrying') AND run_at <= now()
        GROUP BY queue""";
+
+  /**
+   * The second half of every move into finished_jobs: copies the rows of CTE {@code from}, with the
+   * given final state, error history and output expressions.
+   */
+  static String insertFinished(String from, String state, String errors, String output) {
+    return """
+        INSERT INTO {schema}.finished_jobs
+               (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
+                attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+                progress_message, errors, output, finished_at)
+        SELECT id, type, queue, payload, priority, %s, attempts, max_attempts, run_at, created_at,
+               attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+               progress_message, %s, %s, now()
+          FROM %s""".formatted(state, errors, output, from);
+  }
+
+  /** A JSON error entry built in SQL (rescue), in the shape of {@link io.pgjobs.JobError}. */
+  static String errorEntry(String kind, String message) {
+    return """
+        jsonb_build_array(jsonb_build_object(
+            'attempt', attempts,
+            'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'kind', '%s', 'errorClass', NULL, 'message', %s, 'stackHead', NULL, 'worker', locked_by))"""
+        .formatted(kind, message);
+  }
 
   private JobSql() {}
 

@@ -1,5 +1,7 @@
 package io.pgjobs.store;
 
+import io.pgjobs.CancelCounts;
+import io.pgjobs.CancelResult;
 import io.pgjobs.EnqueuedJob;
 import io.pgjobs.Job;
 import io.pgjobs.JobFilter;
@@ -58,6 +60,8 @@ public final class JobStore {
   private final String heartbeat;
   private final String isRunning;
   private final String get;
+  private final String cancel;
+  private final String cancelMatching;
   private final String retryFinished;
   private final String countByQueue;
   private final String readyDepth;
@@ -85,6 +89,8 @@ public final class JobStore {
     this.heartbeat = sql(JobSql.HEARTBEAT);
     this.isRunning = sql(JobSql.IS_RUNNING);
     this.get = sql(JobSql.GET);
+    this.cancel = sql(JobSql.CANCEL);
+    this.cancelMatching = sql(JobSql.CANCEL_MATCHING);
     this.retryFinished = sql(JobSql.RETRY_FINISHED);
     this.countByQueue = sql(JobSql.COUNT_BY_QUEUE);
     this.readyDepth = sql(JobSql.READY_DEPTH);
@@ -98,6 +104,11 @@ public final class JobStore {
   /** The LISTEN channel on which inserts of ready jobs are announced; the payload is the queue. */
   public String readyChannel() {
     return schema + "_jobs_ready";
+  }
+
+  /** The LISTEN channel on which cancellation of running jobs is announced; the payload is the job id. */
+  public String cancelChannel() {
+    return schema + "_jobs_cancel";
   }
 
   /** The data source. */
@@ -343,7 +354,9 @@ public final class JobStore {
       ps.setString(1, errorJson);
       ps.setObject(2, id);
       ps.setInt(3, attempt);
-      return ps.executeUpdate() == 1;
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
     }
   }
 
@@ -510,6 +523,72 @@ public final class JobStore {
       }
     }
     return depth;
+  }
+
+  /**
+   * Cancels one job: a waiting one at once, a running one by flag (its worker stops it). Tries again
+   * when the job changed state between the statement's parts.
+   */
+  public CancelResult cancel(Connection connection, UUID id) throws SQLException {
+    for (int round = 0; round < 5; round++) {
+      try (PreparedStatement ps = connection.prepareStatement(cancel)) {
+        ps.setObject(1, id);
+        ps.setObject(2, id);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (rs.getLong(1) > 0) {
+            return new CancelResult(CancelResult.Outcome.CANCELLED, JobState.CANCELLED);
+          }
+          if (rs.getLong(2) > 0) {
+            return new CancelResult(CancelResult.Outcome.PENDING_ON_WORKER, JobState.RUNNING);
+          }
+        }
+      }
+      Optional<Job> job = get(connection, id);
+      if (job.isEmpty()) {
+        return new CancelResult(CancelResult.Outcome.NOT_FOUND, null);
+      }
+      if (job.get().state().isTerminal()) {
+        return new CancelResult(CancelResult.Outcome.ALREADY_TERMINAL, job.get().state());
+      }
+      if (job.get().state() == JobState.RUNNING && job.get().cancelRequested()) {
+        return new CancelResult(CancelResult.Outcome.PENDING_ON_WORKER, JobState.RUNNING);
+      }
+      // It moved between waiting and running while we looked: go again.
+    }
+    throw new PgJobsException("job " + id + " kept changing state while being cancelled; try again");
+  }
+
+  /** Cancels every waiting or running job of the given types and queues (empty = any). */
+  public CancelCounts cancelMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+      throws SQLException {
+    List<String> where = new ArrayList<>();
+    List<Object> values = new ArrayList<>();
+    if (!types.isEmpty()) {
+      where.add("type = ANY(?)");
+      values.add(connection.createArrayOf("text", types.toArray()));
+    }
+    if (!queues.isEmpty()) {
+      where.add("queue = ANY(?)");
+      values.add(connection.createArrayOf("text", queues.toArray()));
+    }
+    if (!states.isEmpty()) {
+      where.add("state = ANY(?)");
+      values.add(connection.createArrayOf("text", states.stream().map(JobState::value).toArray()));
+    }
+    String sql = cancelMatching.replace("{where}", where.isEmpty() ? "true" : String.join(" AND ", where));
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+      int i = 1;
+      for (int part = 0; part < 2; part++) {
+        for (Object value : values) {
+          ps.setObject(i++, value);
+        }
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new CancelCounts(rs.getLong(1), rs.getLong(2));
+      }
+    }
   }
 
   /** Puts a failed or cancelled job back in the queue. */

@@ -17,6 +17,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -36,6 +37,7 @@ final class JobRunner {
   private static final Logger log = LoggerFactory.getLogger(JobRunner.class);
   private static final int STACK_HEAD_LINES = 12;
   private static final int MAX_MESSAGE_CHARS = 4_000;
+  private static final Duration OUTCOME_RETRY_WINDOW = Duration.ofSeconds(60);
 
   private final JobStore store;
   private final Map<String, HandlerRegistration<?>> handlers;
@@ -72,6 +74,16 @@ final class JobRunner {
   /** The jobs running now. */
   Set<RunningJob> running() {
     return running;
+  }
+
+  /** Stops the handler of job {@code id} if it runs here: its cancellation was asked. */
+  void cancel(UUID id) {
+    for (RunningJob job : running) {
+      if (job.job().id().equals(id)) {
+        log.info("job {} cancelled while running; stopping its handler", id);
+        job.stop(StopReason.CANCEL);
+      }
+    }
   }
 
   /** Runs {@code job} to its outcome. Never throws. */
@@ -164,6 +176,11 @@ final class JobRunner {
       return failed(attempt, null, new IllegalStateException(
           "the handler completed the job in a transaction that did not commit"), "transaction_rolled_back");
     }
+    if (attempt.stopReason() == StopReason.CANCEL) {
+      // Cancellation was asked and the handler returned (a cooperative handler returns early): the
+      // job ends cancelled, as asked, not succeeded.
+      return finish(job, JobState.CANCELLED, error(job, "cancelled", null, "cancelled while running"));
+    }
     String json;
     try {
       json = store.codec().encodeOutput(output);
@@ -245,18 +262,37 @@ final class JobRunner {
     return write(() -> store.finish(job.id(), job.attempt(), state, errorJson), job, outcome);
   }
 
-  /** Runs one outcome write; a job that is no longer ours or a database failure is logged, not thrown. */
+  /**
+   * Runs one outcome write, retrying through a database outage for up to {@link #OUTCOME_RETRY_WINDOW}.
+   * Retrying is safe: every write is guarded by state and attempt, so one that did commit before its
+   * reply was lost matches nothing the second time. A job that is no longer ours is logged, not thrown;
+   * if the window runs out the job stays 'running' and rescue returns it to the queue.
+   */
   private String write(SqlWrite write, ClaimedJob job, String outcome) {
-    try {
-      if (!write.run()) {
-        log.warn("job {} attempt {} was no longer running on this worker; its outcome '{}' was not recorded",
-            job.id(), job.attempt(), outcome);
+    long deadline = System.nanoTime() + OUTCOME_RETRY_WINDOW.toNanos();
+    long backoffMs = 50;
+    while (true) {
+      try {
+        if (!write.run()) {
+          log.warn("job {} attempt {} was no longer running on this worker; its outcome '{}' was not recorded",
+              job.id(), job.attempt(), outcome);
+        }
+        return outcome;
+      } catch (SQLException | RuntimeException e) {
+        if (System.nanoTime() > deadline) {
+          log.error("could not record outcome '{}' of job {} ({}); rescue will return it to the queue",
+              outcome, job.id(), e.getMessage());
+          return "error";
+        }
+        log.warn("recording outcome '{}' of job {} failed ({}); retrying in {} ms", outcome, job.id(), e.getMessage(), backoffMs);
+        try {
+          Thread.sleep(backoffMs);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return "error";
+        }
+        backoffMs = Math.min(backoffMs * 2, 2_000);
       }
-      return outcome;
-    } catch (SQLException | RuntimeException e) {
-      // The job stays 'running' in the database; rescue will return it to the queue.
-      log.error("could not record outcome '{}' of job {}: {}", outcome, job.id(), e.getMessage());
-      return "error";
     }
   }
 

@@ -4,9 +4,11 @@ import io.pgjobs.JobClient;
 import io.pgjobs.JobHandler;
 import io.pgjobs.JobType;
 import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.metrics.JobMetrics;
-import io.pgjobs.notify.ReadyNotificationListener;
+import io.pgjobs.notify.JobNotificationListener;
 import io.pgjobs.store.JobStore;
+import io.pgjobs.store.WorkerStore;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.sql.SQLException;
@@ -77,7 +79,9 @@ public final class JobWorker implements AutoCloseable {
   private final JobRunner runner;
   private final ExecutorService handlerThreads;
   private final ScheduledExecutorService timers;
-  private final ReadyNotificationListener listener;
+  private final JobNotificationListener listener;
+  private final WorkerHeartbeat heartbeat;
+  private final Maintenance maintenance;
   private Phase phase = Phase.NEW;
 
   private JobWorker(Builder b) {
@@ -109,16 +113,51 @@ public final class JobWorker implements AutoCloseable {
           pollersByQueue.put(queue, poller);
         });
     this.listener =
-        new ReadyNotificationListener(
+        new JobNotificationListener(
             b.dataSource,
-            store.readyChannel(),
-            queue -> {
-              QueuePoller poller = pollersByQueue.get(queue);
-              if (poller != null) {
-                poller.wake();
-              }
-            },
+            Map.of(
+                store.readyChannel(),
+                queue -> {
+                  QueuePoller poller = pollersByQueue.get(queue);
+                  if (poller != null) {
+                    poller.wake();
+                  }
+                },
+                store.cancelChannel(),
+                jobId -> {
+                  try {
+                    runner.cancel(UUID.fromString(jobId));
+                  } catch (IllegalArgumentException e) {
+                    log.warn("ignoring cancel notification with payload '{}'", jobId);
+                  }
+                }),
             () -> pollers.forEach(QueuePoller::wake));
+    WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, store.codec());
+    WorkerStore.Registration registration =
+        new WorkerStore.Registration(
+            workerId, hostName(), ProcessHandle.current().pid(), Map.copyOf(queues), List.copyOf(b.handlers.keySet()));
+    Duration heartbeatInterval =
+        b.heartbeatInterval != null ? b.heartbeatInterval : min(b.staleThreshold.dividedBy(10), Duration.ofSeconds(30));
+    if (heartbeatInterval.compareTo(b.staleThreshold) >= 0) {
+      throw new IllegalArgumentException(
+          "heartbeat interval (" + heartbeatInterval + ") must be shorter than the stale threshold ("
+              + b.staleThreshold + "), or live jobs would be rescued");
+    }
+    this.heartbeat = new WorkerHeartbeat(workerStore, registration, runner, heartbeatInterval);
+    this.maintenance =
+        b.maintenance
+            ? Maintenance.builder(b.dataSource)
+                .schema(b.schema)
+                .holderId(workerId)
+                .staleThreshold(b.staleThreshold)
+                .retention(b.retention)
+                .leaseTtl(b.leaseTtl)
+                .build()
+            : null;
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
   }
 
   /** A builder over {@code dataSource}. Size its pool for the total concurrency plus a few. */
@@ -142,8 +181,12 @@ public final class JobWorker implements AutoCloseable {
           }
         });
     completions.start(workerId);
+    heartbeat.start();
     if (listen) {
       listener.start();
+    }
+    if (maintenance != null) {
+      maintenance.start();
     }
     pollers.forEach(QueuePoller::start);
     log.info("worker {} started: queues {}", workerId, pollersByQueue.keySet());
@@ -208,21 +251,45 @@ public final class JobWorker implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     completions.close(Duration.ofSeconds(10));
+    heartbeat.stopAndDeregister();
+    if (maintenance != null) {
+      maintenance.close();
+    }
     listener.close();
     timers.shutdownNow();
     log.info("worker {} stopped", workerId);
   }
 
-  private static String defaultWorkerId() {
-    String host;
+  /**
+   * Closes this worker when the JVM shuts down (SIGTERM, SIGINT, {@code System.exit}): the graceful
+   * shutdown of {@link #close()} then runs before the process exits.
+   */
+  public JobWorker closeOnShutdown() {
+    Runtime.getRuntime().addShutdownHook(new Thread(this::close, "pgjobs-shutdown-" + workerId));
+    return this;
+  }
+
+  /** True while this worker's embedded maintenance holds the maintenance lease. */
+  public boolean isMaintenanceLeader() {
+    return maintenance != null && maintenance.isLeader();
+  }
+
+  /** Heartbeats written so far (for tests: await a heartbeat instead of sleeping). */
+  public long heartbeats() {
+    return heartbeat.beats();
+  }
+
+  private static String hostName() {
     try {
-      host = InetAddress.getLocalHost().getHostName();
+      return InetAddress.getLocalHost().getHostName();
     } catch (Exception e) {
-      host = "unknown-host";
+      return "unknown-host";
     }
-    long pid = ProcessHandle.current().pid();
+  }
+
+  private static String defaultWorkerId() {
     String suffix = UUID.randomUUID().toString().substring(0, 8);
-    return host + ":" + pid + ":" + suffix;
+    return hostName() + ":" + ProcessHandle.current().pid() + ":" + suffix;
   }
 
   /** Builder of {@link JobWorker}: every setting has a default; {@link #build()} validates all. */
@@ -242,6 +309,11 @@ public final class JobWorker implements AutoCloseable {
     private Duration progressThrottle = DEFAULT_PROGRESS_THROTTLE;
     private boolean listen = true;
     private RandomGenerator random = new Random();
+    private Duration staleThreshold = Maintenance.DEFAULT_STALE_THRESHOLD;
+    private Duration heartbeatInterval;
+    private boolean maintenance = true;
+    private Duration retention = Maintenance.DEFAULT_RETENTION;
+    private Duration leaseTtl = Maintenance.DEFAULT_LEASE_TTL;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -344,6 +416,40 @@ public final class JobWorker implements AutoCloseable {
     /** Whether to LISTEN for new jobs (default true). Without it the worker relies on polling alone. */
     public Builder listen(boolean listen) {
       this.listen = listen;
+      return this;
+    }
+
+    /**
+     * A running job whose heartbeat is older than this is rescued, 1 s to 24 h (default 5 min). Use the
+     * same value on every node. Heartbeats run every tenth of it (at most every 30 s) unless
+     * {@link #heartbeatInterval} says otherwise.
+     */
+    public Builder staleThreshold(Duration staleThreshold) {
+      this.staleThreshold = between("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
+      return this;
+    }
+
+    /** How often the worker heartbeats itself and its running jobs (default stale threshold / 10, ≤ 30 s). */
+    public Builder heartbeatInterval(Duration heartbeatInterval) {
+      this.heartbeatInterval = between("heartbeat interval", heartbeatInterval, Duration.ofMillis(100), Duration.ofHours(1));
+      return this;
+    }
+
+    /** Whether this worker takes part in maintenance (rescue, pruning, dead worker removal); default true. */
+    public Builder maintenance(boolean maintenance) {
+      this.maintenance = maintenance;
+      return this;
+    }
+
+    /** How long finished jobs are kept, when this worker does maintenance (default 24 h). */
+    public Builder retention(Duration retention) {
+      this.retention = between("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
+      return this;
+    }
+
+    /** Time to live of the maintenance lease, 1 s to 10 min (default 10 s): how fast a new leader takes over. */
+    public Builder leaseTtl(Duration leaseTtl) {
+      this.leaseTtl = between("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
       return this;
     }
 

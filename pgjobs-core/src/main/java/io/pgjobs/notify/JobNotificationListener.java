@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Map;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
@@ -12,39 +13,38 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Holds one connection that LISTENs on the channel announcing ready jobs and calls back with the queue
- * name of each notification. When the connection breaks it reconnects with backoff; after each
+ * Holds one connection that LISTENs on pgjobs' channels (jobs ready, per queue; cancellation, per job)
+ * and calls the consumer registered for the channel with each notification's payload. When the connection breaks it reconnects with backoff; after each
  * (re)connect it calls {@code onConnected}, because notifications sent while it was away are lost and
  * the workers should look for work at once.
  *
  * <p>Notifications only make workers faster: a worker that never hears one still polls.
  */
-public final class ReadyNotificationListener implements AutoCloseable {
-  private static final Logger log = LoggerFactory.getLogger(ReadyNotificationListener.class);
+public final class JobNotificationListener implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(JobNotificationListener.class);
   private static final int WAIT_MILLIS = 250;
   private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
 
   private final DataSource dataSource;
-  private final String channel;
-  private final Consumer<String> onQueueReady;
+  private final Map<String, Consumer<String>> channels;
   private final Runnable onConnected;
   private volatile boolean closed;
   private volatile boolean listening;
   private Thread thread;
 
   /**
-   * @param channel the channel name (a plain identifier)
-   * @param onQueueReady called with the queue name of each notification
+   * @param channels consumer per channel name (plain identifiers), called with each payload
    * @param onConnected called after each successful LISTEN
    */
-  public ReadyNotificationListener(
-      DataSource dataSource, String channel, Consumer<String> onQueueReady, Runnable onConnected) {
-    if (!channel.matches("[a-z_][a-z0-9_]{0,62}")) {
-      throw new IllegalArgumentException("invalid channel name '" + channel + "'");
+  public JobNotificationListener(
+      DataSource dataSource, Map<String, Consumer<String>> channels, Runnable onConnected) {
+    for (String channel : channels.keySet()) {
+      if (!channel.matches("[a-z_][a-z0-9_]{0,62}")) {
+        throw new IllegalArgumentException("invalid channel name '" + channel + "'");
+      }
     }
     this.dataSource = dataSource;
-    this.channel = channel;
-    this.onQueueReady = onQueueReady;
+    this.channels = Map.copyOf(channels);
     this.onConnected = onConnected;
   }
 
@@ -53,7 +53,7 @@ public final class ReadyNotificationListener implements AutoCloseable {
     if (thread != null) {
       return;
     }
-    thread = Thread.ofPlatform().daemon().name("pgjobs-listener-" + channel).start(this::run);
+    thread = Thread.ofPlatform().daemon().name("pgjobs-listener").start(this::run);
   }
 
   /** True while a LISTEN connection is up. */
@@ -66,7 +66,9 @@ public final class ReadyNotificationListener implements AutoCloseable {
     while (!closed) {
       try (Connection connection = dataSource.getConnection()) {
         try (Statement st = connection.createStatement()) {
-          st.execute("LISTEN " + channel);
+          for (String channel : channels.keySet()) {
+            st.execute("LISTEN " + channel);
+          }
         }
         if (!connection.getAutoCommit()) {
           connection.commit();
@@ -79,7 +81,10 @@ public final class ReadyNotificationListener implements AutoCloseable {
           PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
           if (notifications != null) {
             for (PGNotification n : notifications) {
-              onQueueReady.accept(n.getParameter());
+              Consumer<String> consumer = channels.get(n.getName());
+              if (consumer != null) {
+                consumer.accept(n.getParameter());
+              }
             }
           }
         }
@@ -93,7 +98,7 @@ public final class ReadyNotificationListener implements AutoCloseable {
         if (closed) {
           break;
         }
-        log.warn("LISTEN {} failed ({}); polling only, reconnecting in {} ms", channel, e.getMessage(), backoffMs);
+        log.warn("LISTEN {} failed ({}); polling only, reconnecting in {} ms", channels.keySet(), e.getMessage(), backoffMs);
         try {
           Thread.sleep(backoffMs);
         } catch (InterruptedException ie) {

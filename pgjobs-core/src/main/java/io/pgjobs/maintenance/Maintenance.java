@@ -1,0 +1,225 @@
+package io.pgjobs.maintenance;
+
+import io.pgjobs.JobClient;
+import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.store.WorkerStore;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Maintenance for one pgjobs schema, done by whichever node holds the maintenance lease: rescue of jobs
+ * whose worker went silent, removal of dead workers, pruning of finished jobs past retention. Start one
+ * in every process that should be able to take over; only the leader acts.
+ *
+ * <pre>{@code
+ * Maintenance maintenance = Maintenance.builder(dataSource).staleThreshold(Duration.ofMinutes(5)).build().start();
+ * }</pre>
+ *
+ * {@code JobWorker} starts one of its own unless told not to.
+ */
+public final class Maintenance implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
+
+  /** A running job with no heartbeat for this long is rescued: 5 min. */
+  public static final Duration DEFAULT_STALE_THRESHOLD = Duration.ofMinutes(5);
+  /** Finished jobs are kept this long: 24 h. */
+  public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
+  /** The maintenance lease lasts this long unless renewed: 10 s. */
+  public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
+  /** How often the pruner runs: 1 min. */
+  public static final Duration DEFAULT_PRUNE_INTERVAL = Duration.ofMinutes(1);
+
+  private final LeaderElector elector;
+  private final List<MaintenanceTask> tasks;
+  private final long[] nextRun;
+  private final Semaphore wake = new Semaphore(0);
+  private final AtomicLong passes = new AtomicLong();
+  private volatile boolean stopping;
+  private Thread thread;
+
+  private Maintenance(Builder b) {
+    WorkerStore store = new WorkerStore(b.dataSource, b.schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    Duration rescueInterval =
+        b.rescueInterval != null ? b.rescueInterval : min(b.staleThreshold.dividedBy(2), Duration.ofSeconds(30));
+    this.elector = new LeaderElector(store, b.holderId, b.leaseTtl);
+    this.tasks =
+        List.of(
+            new StaleJobRescuer(store, b.staleThreshold, rescueInterval),
+            new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
+            new FinishedJobPruner(store, b.retention, b.pruneInterval));
+    this.nextRun = new long[tasks.size()];
+  }
+
+  /** A builder over {@code dataSource}. */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /** Starts competing for the lease and, when leading, running the tasks. */
+  public synchronized Maintenance start() {
+    if (thread == null && !stopping) {
+      thread = Thread.ofPlatform().daemon().name("pgjobs-maintenance").start(this::run);
+    }
+    return this;
+  }
+
+  /** True while this node holds the maintenance lease. */
+  public boolean isLeader() {
+    return elector.isLeader();
+  }
+
+  /** How many rounds of tasks this node has run as leader (a test hook: await it instead of sleeping). */
+  public long passes() {
+    return passes.get();
+  }
+
+  private void run() {
+    long nextRenew = 0;
+    while (!stopping) {
+      long now = System.nanoTime();
+      if (now - nextRenew >= 0) {
+        boolean leading = elector.renew();
+        nextRenew = now + elector.renewInterval().toNanos();
+        if (!leading) {
+          java.util.Arrays.fill(nextRun, 0L);
+        }
+      }
+      if (elector.isLeader()) {
+        boolean ran = false;
+        for (int i = 0; i < tasks.size(); i++) {
+          MaintenanceTask task = tasks.get(i);
+          if (nextRun[i] == 0L || now - nextRun[i] >= 0) {
+            try {
+              task.run();
+            } catch (Exception e) {
+              log.warn("maintenance task {} failed: {}", task.name(), e.getMessage());
+            }
+            nextRun[i] = System.nanoTime() + task.interval().toNanos();
+            ran = true;
+          }
+        }
+        if (ran) {
+          passes.incrementAndGet();
+        }
+      }
+      long sleepNanos = nextRenew - System.nanoTime();
+      if (elector.isLeader()) {
+        for (long next : nextRun) {
+          sleepNanos = Math.min(sleepNanos, next - System.nanoTime());
+        }
+      }
+      try {
+        if (sleepNanos > 0 && wake.tryAcquire(sleepNanos, TimeUnit.NANOSECONDS)) {
+          wake.drainPermits();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    elector.resign();
+  }
+
+  /** Stops, and gives the lease up so another node takes over at once. */
+  @Override
+  public void close() {
+    Thread t;
+    synchronized (this) {
+      stopping = true;
+      t = thread;
+    }
+    wake.release();
+    if (t != null) {
+      try {
+        t.join(Duration.ofSeconds(10));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
+  }
+
+  /** Builder of {@link Maintenance}; {@link #build()} validates every setting. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private String schema = JobClient.DEFAULT_SCHEMA;
+    private String holderId = "maintenance-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
+    private Duration staleThreshold = DEFAULT_STALE_THRESHOLD;
+    private Duration rescueInterval;
+    private Duration retention = DEFAULT_RETENTION;
+    private Duration pruneInterval = DEFAULT_PRUNE_INTERVAL;
+    private Duration leaseTtl = DEFAULT_LEASE_TTL;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** The pgjobs schema. */
+    public Builder schema(String schema) {
+      this.schema = schema;
+      return this;
+    }
+
+    /** The name this node holds the lease under (default {@code maintenance-<pid>-<random>}). */
+    public Builder holderId(String holderId) {
+      if (holderId == null || holderId.isBlank() || holderId.length() > 255) {
+        throw new IllegalArgumentException("holder id must be 1 to 255 characters, was '" + holderId + "'");
+      }
+      this.holderId = holderId;
+      return this;
+    }
+
+    /** Running jobs silent this long are rescued, 1 s to 24 h (default 5 min). Use one value on every node. */
+    public Builder staleThreshold(Duration staleThreshold) {
+      this.staleThreshold = between("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
+      return this;
+    }
+
+    /** How often the leader looks for stale jobs (default half the stale threshold, at most 30 s). */
+    public Builder rescueInterval(Duration rescueInterval) {
+      this.rescueInterval = between("rescue interval", rescueInterval, Duration.ofMillis(100), Duration.ofHours(1));
+      return this;
+    }
+
+    /** Finished jobs older than this are deleted, 1 s to 3650 d (default 24 h). */
+    public Builder retention(Duration retention) {
+      this.retention = between("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
+      return this;
+    }
+
+    /** How often the pruner runs, 1 s to 1 d (default 1 min). */
+    public Builder pruneInterval(Duration pruneInterval) {
+      this.pruneInterval = between("prune interval", pruneInterval, Duration.ofSeconds(1), Duration.ofDays(1));
+      return this;
+    }
+
+    /** How long the maintenance lease lasts unless renewed, 1 s to 10 min (default 10 s). */
+    public Builder leaseTtl(Duration leaseTtl) {
+      this.leaseTtl = between("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /** Validates and builds. */
+    public Maintenance build() {
+      return new Maintenance(this);
+    }
+
+    static Duration between(String name, Duration value, Duration min, Duration max) {
+      if (value == null || value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+        throw new IllegalArgumentException(name + " must be between " + min + " and " + max + ", was " + value);
+      }
+      return value;
+    }
+  }
+}
