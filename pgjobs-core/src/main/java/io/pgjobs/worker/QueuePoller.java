@@ -122,6 +122,10 @@ final class QueuePoller {
         errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
         continue;
       }
+      // A full batch means more is probably waiting: from now on a finishing job wakes this loop.
+      // Set before the jobs start, or a fast job could finish before anyone listens for it.
+      boolean full = jobs.size() == limit;
+      moreExpected = full;
       for (ClaimedJob job : jobs) {
         slots.acquireUninterruptibly(); // never blocks: only this thread takes slots, and it counted them
         try {
@@ -141,9 +145,7 @@ final class QueuePoller {
           log.warn("could not start job {}: {}", job.id(), e.toString());
         }
       }
-      if (jobs.size() == limit) {
-        moreExpected = true; // a full batch: there is probably more; claim again as soon as slots free
-      } else {
+      if (!full) {
         await(pollInterval.toMillis());
       }
     }

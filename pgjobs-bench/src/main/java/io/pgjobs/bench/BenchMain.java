@@ -1,0 +1,68 @@
+package io.pgjobs.bench;
+
+import io.pgjobs.config.DatabaseUrl;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * {@code run-bench --workload W1|W2|W3|W4|all --runs N [--out FILE] [--scale S]}: runs the workloads
+ * against the database of {@code DATABASE_URL} (default {@value DatabaseUrl#DEFAULT}), prints a table of
+ * medians and ratios, and appends one JSON object per run to FILE.
+ */
+public final class BenchMain {
+  private BenchMain() {}
+
+  public static void main(String[] args) throws Exception {
+    String workload = "all";
+    int runs = 3;
+    Path out = null;
+    double scale = 1.0;
+    try {
+      for (int i = 0; i < args.length; i++) {
+        switch (args[i]) {
+          case "--workload" -> workload = value(args, ++i);
+          case "--runs" -> runs = Integer.parseInt(value(args, ++i));
+          case "--out" -> out = Path.of(value(args, ++i));
+          case "--scale" -> scale = Double.parseDouble(value(args, ++i));
+          case "--help", "-h" -> {
+            System.out.println("usage: run-bench [--workload W1|W2|W3|W4|all] [--runs N] [--out FILE] [--scale S]");
+            return;
+          }
+          default -> throw new IllegalArgumentException("unknown option '" + args[i] + "'; see --help");
+        }
+      }
+      Workload[] workloads = Workload.parse(workload);
+      DatabaseUrl database = DatabaseUrl.parse(System.getenv().getOrDefault("DATABASE_URL", DatabaseUrl.DEFAULT));
+      JsonMapper json = JsonMapper.builder().build();
+      Path outFile = out;
+      List<BenchResult> results = new BenchRunner(database, scale, System.err).run(workloads, runs, r -> {
+        if (outFile != null) {
+          try {
+            Files.writeString(outFile, json.writeValueAsString(r) + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+          } catch (IOException e) {
+            throw new IllegalStateException("cannot write " + outFile + ": " + e.getMessage(), e);
+          }
+        }
+      });
+      PrintWriter stdout = new PrintWriter(System.out, true);
+      stdout.println();
+      stdout.print(Report.table(results));
+      stdout.flush();
+    } catch (IllegalArgumentException e) {
+      System.err.println("run-bench: " + e.getMessage());
+      System.exit(2);
+    }
+  }
+
+  private static String value(String[] args, int i) {
+    if (i >= args.length) {
+      throw new IllegalArgumentException("option " + args[i - 1] + " needs a value");
+    }
+    return args[i];
+  }
+}

@@ -1,0 +1,115 @@
+package io.pgjobs.bench;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.pgjobs.config.DatabaseUrl;
+import java.io.PrintStream;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.function.Consumer;
+
+/**
+ * Runs workloads {@code runs} times, each run in fresh schemas that are dropped afterwards, pgjobs and
+ * the raw reference back to back so both see the same machine state.
+ */
+public final class BenchRunner {
+  private final DatabaseUrl database;
+  private final double scale;
+  private final PrintStream progress;
+
+  /**
+   * @param scale 1 for the DESIGN.md sizes; smaller for smoke runs
+   * @param progress where progress lines go
+   */
+  public BenchRunner(DatabaseUrl database, double scale, PrintStream progress) {
+    if (!(scale > 0 && scale <= 1)) {
+      throw new IllegalArgumentException("scale must be in (0, 1], was " + scale);
+    }
+    this.database = database;
+    this.scale = scale;
+    this.progress = progress;
+  }
+
+  /** Runs every workload {@code runs} times; each result goes to {@code sink} as soon as it exists. */
+  public List<BenchResult> run(Workload[] workloads, int runs, Consumer<BenchResult> sink) throws Exception {
+    if (runs < 1 || runs > 100) {
+      throw new IllegalArgumentException("runs must be between 1 and 100, was " + runs);
+    }
+    database.createDatabaseIfMissing();
+    List<BenchResult> results = new ArrayList<>();
+    Consumer<BenchResult> collect = r -> {
+      results.add(r);
+      sink.accept(r);
+      progress.printf("  %-3s %-6s %-32s run %d: %s%n", r.workload(), r.system(), r.variant(), r.run(), Report.figure(r));
+    };
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(database.jdbcUrl());
+    config.setDataSourceProperties(database.properties());
+    config.setMaximumPoolSize(30);
+    try (HikariDataSource ds = new HikariDataSource(config)) {
+      for (Workload w : workloads) {
+        int jobs = w.jobs(scale);
+        for (int run = 1; run <= runs; run++) {
+          progress.printf("%s %s: %d jobs, run %d of %d%n", w, w.title(), jobs, run, runs);
+          runOnce(ds, w, run, jobs, collect);
+        }
+      }
+    }
+    return results;
+  }
+
+  private void runOnce(HikariDataSource ds, Workload w, int run, int jobs, Consumer<BenchResult> out) throws Exception {
+    String suffix = UUID.randomUUID().toString().substring(0, 8);
+    String pgSchema = "bench_pgjobs_" + suffix;
+    String rawSchema = "bench_raw_" + suffix;
+    try {
+      PgJobsWorkloads pgjobs = new PgJobsWorkloads(ds, pgSchema);
+      RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
+      switch (w) {
+        case W1 -> {
+          out.accept(raw.w1Copy(run, jobs));
+          raw.truncate();
+          out.accept(raw.w1MultiRow(run, jobs));
+          out.accept(pgjobs.w1(run, jobs));
+        }
+        case W2 -> {
+          out.accept(raw.w2(run, jobs));
+          out.accept(pgjobs.w2(run, jobs));
+        }
+        case W3 -> {
+          out.accept(raw.w3(run, jobs, 1000, RawSqlWorkloads.Finish.DELETE));
+          raw.truncate();
+          out.accept(raw.w3(run, jobs, 1000, RawSqlWorkloads.Finish.MOVE));
+          raw.truncate();
+          out.accept(raw.w3(run, jobs, 100, RawSqlWorkloads.Finish.UPDATE_DONE));
+          raw.truncate();
+          out.accept(pgjobs.w3(run, jobs, "default settings (concurrency 10, batch 10)", 10, 10));
+          if (System.getenv("PGJOBS_BENCH_SWEEP") != null) {
+            for (String spec : System.getenv("PGJOBS_BENCH_SWEEP").split(",")) {
+              String[] cb = spec.split("x");
+              int concurrency = Integer.parseInt(cb[0]);
+              int batch = Integer.parseInt(cb[1]);
+              out.accept(pgjobs.w3(run, jobs, "concurrency " + concurrency + ", batch " + batch, concurrency, batch));
+            }
+          }
+        }
+        case W4 -> {
+          out.accept(raw.w4(run, jobs));
+          out.accept(pgjobs.w4(run, jobs));
+        }
+      }
+    } finally {
+      try (Connection c = ds.getConnection();
+          Statement st = c.createStatement()) {
+        st.execute("DROP SCHEMA IF EXISTS " + pgSchema + " CASCADE");
+        st.execute("DROP SCHEMA IF EXISTS " + rawSchema + " CASCADE");
+      } catch (SQLException e) {
+        progress.println("could not drop bench schemas: " + e.getMessage());
+      }
+    }
+  }
+}
