@@ -24,6 +24,7 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.random.RandomGenerator;
 import javax.sql.DataSource;
@@ -93,9 +94,13 @@ public final class JobWorker implements AutoCloseable {
     this.completions = new CompletionBatcher(store, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
     this.handlerThreads =
         Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-job-", 0).factory());
-    this.timers =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> Thread.ofPlatform().daemon().name("pgjobs-timers-" + workerId).unstarted(r));
+    ScheduledThreadPoolExecutor timerPool =
+        new ScheduledThreadPoolExecutor(
+            1, r -> Thread.ofPlatform().daemon().name("pgjobs-timers-" + workerId).unstarted(r));
+    // Every job schedules its timeout and cancels it when done; without this, cancelled timeouts
+    // (1 h by default) would pile up in the queue until they expire.
+    timerPool.setRemoveOnCancelPolicy(true);
+    this.timers = timerPool;
     this.runner =
         new JobRunner(
             store, Map.copyOf(b.handlers), completions, timers, metrics, workerId, b.unknownTypeGrace,
