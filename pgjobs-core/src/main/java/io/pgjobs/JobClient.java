@@ -6,6 +6,7 @@ import io.pgjobs.schema.Migrator;
 import io.pgjobs.store.JobStore;
 import io.pgjobs.store.NewJob;
 import io.pgjobs.store.UuidV7;
+import io.pgjobs.store.WorkerStore;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -47,6 +48,7 @@ public final class JobClient {
 
   private final DataSource dataSource;
   private final JobStore store;
+  private final WorkerStore workerStore;
   private final PayloadCodec codec;
   private final JobMetrics metrics;
   private final Map<String, JobType<?>> knownTypes;
@@ -55,6 +57,7 @@ public final class JobClient {
     this.dataSource = builder.dataSource;
     this.codec = new PayloadCodec(builder.mapper);
     this.store = new JobStore(builder.dataSource, builder.schema, codec);
+    this.workerStore = new WorkerStore(builder.dataSource, builder.schema, codec);
     this.metrics = builder.metrics;
     this.knownTypes = Map.copyOf(builder.knownTypes);
   }
@@ -208,6 +211,55 @@ public final class JobClient {
   /** {@link #retry(UUID)} in the caller's transaction. */
   public RetryResult retry(Connection connection, UUID id) {
     return call(() -> store.retry(connection, id));
+  }
+
+  /**
+   * Pauses a queue: workers stop claiming from it at their next claim (running jobs go on). Jobs can
+   * still be enqueued to it.
+   */
+  public void pauseQueue(String queue) {
+    JobType.requireName("queue", queue);
+    call(() -> {
+      store.setQueuePaused(queue, true);
+      return null;
+    });
+  }
+
+  /** Resumes a paused queue and wakes its workers. */
+  public void resumeQueue(String queue) {
+    JobType.requireName("queue", queue);
+    call(() -> {
+      store.setQueuePaused(queue, false);
+      return null;
+    });
+  }
+
+  /** Every queue that has jobs or was paused: counts, oldest due job's age, paused flag. */
+  public List<QueueInfo> queues() {
+    return call(store::queues);
+  }
+
+  /** Jobs finished per minute during the last {@code window} (1 min to 7 d), by type, queue and state. */
+  public List<MinuteStats> statsPerMinute(Duration window) {
+    if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0 || window.compareTo(Duration.ofDays(7)) > 0) {
+      throw new InvalidJobException("window", "must be between 1 minute and 7 days, was " + window);
+    }
+    return call(() -> store.statsPerMinute(window));
+  }
+
+  /** The registered workers (live or not yet removed), with their heartbeats and running job counts. */
+  public List<WorkerInfo> workers() {
+    return call(workerStore::list);
+  }
+
+  /** The channel on which job events are announced (see {@link io.pgjobs.events.JobEventListener}). */
+  public String eventsChannel() {
+    return store.eventsChannel();
+  }
+
+  /** The data source this client uses. */
+  public DataSource dataSource() {
+    return dataSource;
   }
 
   // ---------------------------------------------------------------- internals

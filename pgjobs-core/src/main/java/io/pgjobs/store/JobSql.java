@@ -80,7 +80,9 @@ final class JobSql {
    * The claim. The inner SELECT walks jobs_ready_idx in claim order and locks up to {@code limit} rows,
    * skipping rows another worker holds (SKIP LOCKED), so concurrent workers never wait on or share a
    * row. {@code attempts < max_attempts} keeps a row that somehow has no attempts left from failing the
-   * CHECK constraint and wedging the whole batch. RETURNING order is unspecified: callers sort.
+   * CHECK constraint and wedging the whole batch. A paused queue yields nothing (the NOT EXISTS is
+   * uncorrelated, so PostgreSQL evaluates it once per statement). RETURNING order is unspecified:
+   * callers sort.
    */
   static final String CLAIM =
       """
@@ -91,6 +93,7 @@ final class JobSql {
                 FROM {schema}.jobs
                WHERE state IN ('queued', 'retrying') AND queue = ? AND run_at <= now()
                  AND attempts < max_attempts
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                ORDER BY priority DESC, run_at
                LIMIT ?
                  FOR UPDATE SKIP LOCKED) AS ready
@@ -170,11 +173,21 @@ final class JobSql {
       )
       SELECT pg_notify('{schema}_jobs_ready', queue) FROM released""";
 
+  /** Progress of a running attempt; announced on the job events channel for live views. */
   static final String PROGRESS =
       """
-      UPDATE {schema}.jobs
-         SET progress_percent = ?, progress_message = ?, heartbeat_at = now()
-       WHERE id = ? AND attempts = ? AND state = 'running'""";
+      WITH p AS (
+          UPDATE {schema}.jobs
+             SET progress_percent = ?, progress_message = ?, heartbeat_at = now()
+           WHERE id = ? AND attempts = ? AND state = 'running'
+          RETURNING id, type, queue, attempts, progress_percent, left(progress_message, 1000) AS message
+      )
+      SELECT pg_notify('{schema}_job_events', json_build_object(
+                 'op', 'progress', 'count', 1,
+                 'jobs', json_build_array(json_build_object(
+                     'id', id, 'state', 'running', 'type', type, 'queue', queue, 'attempts', attempts,
+                     'progress', progress_percent, 'message', message)))::text)
+        FROM p""";
 
   static final String HEARTBEAT =
       """
@@ -264,6 +277,54 @@ final class JobSql {
       SELECT queue, state, count(*), 0
         FROM {schema}.finished_jobs
        GROUP BY queue, state""";
+
+  /** Pause or resume a queue (upsert). */
+  static final String SET_QUEUE_PAUSED =
+      """
+      INSERT INTO {schema}.queues (name, paused, updated_at) VALUES (?, ?, now())
+      ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now()""";
+
+  /** Wakes the workers of a queue (after a resume). */
+  static final String NOTIFY_READY =
+      """
+      SELECT pg_notify('{schema}_jobs_ready', ?)""";
+
+  /**
+   * Every queue that has jobs or a pause row: counts per state, scheduled count, age of the oldest due
+   * job, paused flag. The hot table is grouped whole (it is small by design); finished jobs are counted
+   * per queue and state.
+   */
+  static final String QUEUE_OVERVIEW =
+      """
+      WITH hot AS (
+          SELECT queue, state, count(*) AS jobs,
+                 count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled,
+                 min(run_at) FILTER (WHERE state IN ('queued', 'retrying') AND run_at <= now()) AS oldest_due
+            FROM {schema}.jobs GROUP BY queue, state
+      ), done AS (
+          SELECT queue, state, count(*) AS jobs, 0::bigint AS scheduled, NULL::timestamptz AS oldest_due
+            FROM {schema}.finished_jobs GROUP BY queue, state
+      ), all_counts AS (
+          SELECT * FROM hot UNION ALL SELECT * FROM done
+      ), names AS (
+          SELECT queue AS name FROM all_counts UNION SELECT name FROM {schema}.queues
+      )
+      SELECT n.name, c.state, COALESCE(c.jobs, 0), COALESCE(c.scheduled, 0),
+             EXTRACT(EPOCH FROM now() - c.oldest_due) * 1000 AS oldest_due_ms,
+             COALESCE(q.paused, false) AS paused
+        FROM names n
+        LEFT JOIN all_counts c ON c.queue = n.name
+        LEFT JOIN {schema}.queues q ON q.name = n.name
+       ORDER BY n.name""";
+
+  /** Jobs finished per minute over a window, by type, queue and final state. */
+  static final String STATS_PER_MINUTE =
+      """
+      SELECT date_trunc('minute', finished_at) AS minute, type, queue, state, count(*)
+        FROM {schema}.finished_jobs
+       WHERE finished_at >= now() - ?::bigint * interval '1 millisecond'
+       GROUP BY 1, 2, 3, 4
+       ORDER BY 1, 2, 3, 4""";
 
   /** Ready jobs per queue, for the queue depth gauge. */
   static final String READY_DEPTH =

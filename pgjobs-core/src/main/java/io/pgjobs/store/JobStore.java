@@ -7,6 +7,8 @@ import io.pgjobs.Job;
 import io.pgjobs.JobFilter;
 import io.pgjobs.JobPage;
 import io.pgjobs.JobState;
+import io.pgjobs.MinuteStats;
+import io.pgjobs.QueueInfo;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.QueueCounts;
 import io.pgjobs.json.PayloadCodec;
@@ -65,6 +67,10 @@ public final class JobStore {
   private final String retryFinished;
   private final String countByQueue;
   private final String readyDepth;
+  private final String setQueuePaused;
+  private final String notifyReady;
+  private final String queueOverview;
+  private final String statsPerMinute;
 
   /**
    * @param schema the pgjobs schema (lowercase letters, digits, underscores)
@@ -94,6 +100,10 @@ public final class JobStore {
     this.retryFinished = sql(JobSql.RETRY_FINISHED);
     this.countByQueue = sql(JobSql.COUNT_BY_QUEUE);
     this.readyDepth = sql(JobSql.READY_DEPTH);
+    this.setQueuePaused = sql(JobSql.SET_QUEUE_PAUSED);
+    this.notifyReady = sql(JobSql.NOTIFY_READY);
+    this.queueOverview = sql(JobSql.QUEUE_OVERVIEW);
+    this.statsPerMinute = sql(JobSql.STATS_PER_MINUTE);
   }
 
   /** The schema this store works in. */
@@ -109,6 +119,11 @@ public final class JobStore {
   /** The LISTEN channel on which cancellation of running jobs is announced; the payload is the job id. */
   public String cancelChannel() {
     return schema + "_jobs_cancel";
+  }
+
+  /** The LISTEN channel of job events (state changes and progress, one notification per statement). */
+  public String eventsChannel() {
+    return schema + "_job_events";
   }
 
   /** The data source. */
@@ -240,7 +255,8 @@ public final class JobStore {
         PreparedStatement ps = c.prepareStatement(claim)) {
       ps.setString(1, workerId);
       ps.setString(2, queue);
-      ps.setInt(3, limit);
+      ps.setString(3, queue);
+      ps.setInt(4, limit);
       List<ClaimedJob> claimed = new ArrayList<>(limit);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -368,7 +384,9 @@ public final class JobStore {
       ps.setString(2, message);
       ps.setObject(3, id);
       ps.setInt(4, attempt);
-      return ps.executeUpdate() == 1;
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
     }
   }
 
@@ -510,6 +528,87 @@ public final class JobStore {
         .sorted(Map.Entry.comparingByKey())
         .forEach(e -> result.add(new QueueCounts(e.getKey(), Map.copyOf(e.getValue()), scheduled.get(e.getKey()))));
     return result;
+  }
+
+  /** Pauses or resumes a queue; a resumed queue's workers are woken in the same transaction. */
+  public void setQueuePaused(String queue, boolean paused) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      boolean autoCommit = c.getAutoCommit();
+      c.setAutoCommit(false);
+      try (PreparedStatement ps = c.prepareStatement(setQueuePaused)) {
+        ps.setString(1, queue);
+        ps.setBoolean(2, paused);
+        ps.executeUpdate();
+        if (!paused) {
+          try (PreparedStatement wake = c.prepareStatement(notifyReady)) {
+            wake.setString(1, queue);
+            wake.execute();
+          }
+        }
+        c.commit();
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(autoCommit);
+      }
+    }
+  }
+
+  /** Every known queue with counts per state, oldest due job's age and paused flag, by name. */
+  public List<QueueInfo> queues() throws SQLException {
+    Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
+    Map<String, Long> scheduled = new LinkedHashMap<>();
+    Map<String, Long> oldestDueMs = new LinkedHashMap<>();
+    Map<String, Boolean> paused = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(queueOverview);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        String queue = rs.getString(1);
+        EnumMap<JobState, Long> perState = counts.computeIfAbsent(queue, q -> zeroCounts());
+        String state = rs.getString(2);
+        if (state != null) {
+          perState.merge(JobState.parse(state), rs.getLong(3), Long::sum);
+        }
+        scheduled.merge(queue, rs.getLong(4), Long::sum);
+        double oldest = rs.getDouble(5);
+        if (!rs.wasNull()) {
+          oldestDueMs.merge(queue, (long) oldest, Math::max);
+        }
+        paused.put(queue, rs.getBoolean(6));
+      }
+    }
+    List<QueueInfo> result = new ArrayList<>();
+    counts.forEach((queue, perState) -> result.add(new QueueInfo(
+        queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L),
+        oldestDueMs.containsKey(queue) ? java.time.Duration.ofMillis(oldestDueMs.get(queue)) : null,
+        paused.getOrDefault(queue, false))));
+    return result;
+  }
+
+  /** Jobs finished per minute over the last {@code window}, by type, queue and final state. */
+  public List<MinuteStats> statsPerMinute(java.time.Duration window) throws SQLException {
+    List<MinuteStats> stats = new ArrayList<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(statsPerMinute)) {
+      ps.setLong(1, window.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          stats.add(new MinuteStats(rs.getTimestamp(1).toInstant(), rs.getString(2), rs.getString(3),
+              JobState.parse(rs.getString(4)), rs.getLong(5)));
+        }
+      }
+    }
+    return stats;
+  }
+
+  private static EnumMap<JobState, Long> zeroCounts() {
+    EnumMap<JobState, Long> m = new EnumMap<>(JobState.class);
+    for (JobState s : JobState.values()) {
+      m.put(s, 0L);
+    }
+    return m;
   }
 
   /** Due jobs per queue (queue depth). */
