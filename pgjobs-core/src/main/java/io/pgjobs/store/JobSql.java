@@ -73,8 +73,13 @@ final class JobSql {
                           context, timeout_ms)
       FROM STDIN""";
 
-  /** The database clock, read once per bulk insert so COPY rows carry the server's time. */
-  static final String NOW = "SELECT clock_timestamp()";
+  /**
+   * The database's transaction time, read once per bulk insert so COPY rows carry the server's time.
+   * It must be {@code now()}, as in {@link #INSERT}: in a caller's transaction {@code clock_timestamp()}
+   * is later than the {@code now()} the notify trigger compares {@code run_at} with, so a bulk enqueue
+   * in a transaction would look "not yet due" to the trigger and wake no worker.
+   */
+  static final String NOW = "SELECT now()";
 
   /**
    * The claim. The inner SELECT walks jobs_ready_idx in claim order and locks up to {@code limit} rows,

@@ -1,0 +1,144 @@
+package io.pgjobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.pgjobs.worker.JobWorker;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.UUID;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Acceptance 7: bulk enqueue. 100,000 jobs go in with one call (one COPY) and all run; a bulk enqueue
+ * in the caller's transaction is all-or-nothing with that transaction; idempotency keys are refused.
+ */
+class BulkEnqueueTest extends PgJobsTestBase {
+  private static final int MANY = 100_000;
+
+  @Test
+  void hundredThousandJobsEnqueuedInOneCallAreStoredAtOnceAndAllRunToSuccess() throws Exception {
+    List<Numbered> payloads = numbered(MANY);
+
+    List<UUID> ids = client.enqueueAll(NUMBERED, payloads, EnqueueOptions.DEFAULTS);
+
+    assertThat(ids).hasSize(MANY);
+    assertThat(new HashSet<>(ids)).as("distinct ids").hasSize(MANY);
+    assertThat(count("pgjobs.jobs")).as("jobs stored by the time enqueueAll returns").isEqualTo(MANY);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'queued' AND attempts = 0"))
+        .isEqualTo(MANY);
+    assertThat(storedInPayloadOrder(ids))
+        .as("jobs whose id is the one returned at their payload's position")
+        .isEqualTo(MANY);
+
+    try (HikariDataSource pool = db.newDataSource(10)) {
+      JobWorker worker =
+          start(
+              JobWorker.builder(pool)
+                  .queue(JobType.DEFAULT_QUEUE, 50)
+                  .claimBatch(100)
+                  .shutdownGrace(Duration.ofSeconds(10))
+                  .register(NUMBERED, (ctx, p) -> null));
+
+      await("all " + MANY + " jobs succeeded")
+          .atMost(Duration.ofMinutes(8))
+          .pollInterval(Duration.ofSeconds(1))
+          .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == MANY);
+      worker.close();
+    }
+
+    assertThat(count("pgjobs.jobs")).as("jobs left in the hot table").isZero();
+    assertThat(count("pgjobs.finished_jobs")).isEqualTo(MANY);
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts <> 1")).isZero();
+  }
+
+  @Test
+  void bulkEnqueueInCallersTransactionThatRollsBackStoresNothing() throws Exception {
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<UUID> ids = client.enqueueAll(tx, NUMBERED, numbered(1_000), EnqueueOptions.DEFAULTS);
+      assertThat(ids).hasSize(1_000);
+      assertThat(countIn(tx, "SELECT count(*) FROM pgjobs.jobs"))
+          .as("visible inside the transaction")
+          .isEqualTo(1_000);
+      assertThat(count("pgjobs.jobs")).as("visible outside before commit").isZero();
+      tx.rollback();
+    }
+
+    assertThat(count("pgjobs.jobs")).isZero();
+    assertThat(count("pgjobs.finished_jobs")).isZero();
+  }
+
+  @Test
+  void bulkEnqueueInCallersTransactionIsStoredWhenItCommits() throws Exception {
+    List<UUID> ids;
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      ids = client.enqueueAll(tx, NUMBERED, numbered(1_000), EnqueueOptions.DEFAULTS);
+      assertThat(count("pgjobs.jobs")).as("visible outside before commit").isZero();
+      tx.commit();
+    }
+
+    assertThat(count("pgjobs.jobs")).isEqualTo(1_000);
+    assertThat(storedInPayloadOrder(ids)).isEqualTo(1_000);
+  }
+
+  @Test
+  void bulkEnqueueWithIdempotencyKeyIsRejectedAndStoresNothing() throws Exception {
+    EnqueueOptions keyed = EnqueueOptions.builder().idempotencyKey("one-key-for-many").build();
+
+    assertThatThrownBy(() -> client.enqueueAll(NUMBERED, numbered(10), keyed))
+        .isInstanceOf(InvalidJobException.class)
+        .satisfies(e -> assertThat(((InvalidJobException) e).field()).isEqualTo("idempotencyKey"));
+
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      assertThatThrownBy(() -> client.enqueueAll(tx, NUMBERED, numbered(10), keyed))
+          .isInstanceOf(InvalidJobException.class)
+          .satisfies(e -> assertThat(((InvalidJobException) e).field()).isEqualTo("idempotencyKey"));
+      tx.commit();
+    }
+
+    assertThat(count("pgjobs.jobs")).isZero();
+    assertThat(count("pgjobs.job_keys")).isZero();
+    assertThat(count("pgjobs.finished_jobs")).isZero();
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private static List<Numbered> numbered(int count) {
+    return IntStream.range(0, count).mapToObj(Numbered::new).toList();
+  }
+
+  /** How many stored jobs have, as payload {@code n}, the position of their id in {@code ids}. */
+  private static long storedInPayloadOrder(List<UUID> ids) throws SQLException {
+    try (Connection c = db.dataSource().getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM pgjobs.jobs j"
+                    + " JOIN unnest(?::uuid[]) WITH ORDINALITY AS r(id, position) ON r.id = j.id"
+                    + " WHERE (j.payload ->> 'n')::bigint = r.position - 1")) {
+      ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  private static long countIn(Connection c, String sql) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql);
+        ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+}
