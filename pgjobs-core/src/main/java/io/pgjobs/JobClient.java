@@ -208,6 +208,24 @@ public final class JobClient {
     return withConnection(c -> store.retry(c, id));
   }
 
+  /**
+   * Puts every {@code failed} or {@code cancelled} job of the given types and queues back in the queue
+   * in one statement (an empty set matches any), as {@link #retry(UUID)} does for one.
+   *
+   * @param states some of {@code failed}, {@code cancelled}; empty for both
+   * @return how many jobs were queued again
+   * @throws InvalidJobException if {@code states} names another state
+   */
+  public long retryAll(Set<String> types, Set<String> queues, Set<JobState> states) {
+    Set<JobState> s = states == null ? Set.of() : states;
+    for (JobState state : s) {
+      if (state != JobState.FAILED && state != JobState.CANCELLED) {
+        throw new InvalidJobException("state", "only failed and cancelled jobs can be retried, not " + state.value());
+      }
+    }
+    return withConnection(c -> store.retryMatching(c, nonNull(types), nonNull(queues), s));
+  }
+
   /** {@link #retry(UUID)} in the caller's transaction. */
   public RetryResult retry(Connection connection, UUID id) {
     return call(() -> store.retry(connection, id));
@@ -276,6 +294,9 @@ public final class JobClient {
     if (type == null) {
       throw new InvalidJobException("type", "is required");
     }
+    if (payload != null) {
+      type.validate(payload);
+    }
     return newJob(type.name(), type, codec.encodePayload(payload), options);
   }
 
@@ -284,12 +305,14 @@ public final class JobClient {
     JobType<?> known = knownTypes.get(typeName);
     String json = codec.encodePayload(payload);
     if (known != null) {
+      Object decoded;
       try {
-        codec.decode(json, known.payloadClass());
+        decoded = codec.decode(json, known.payloadClass());
       } catch (JacksonException e) {
         throw new InvalidJobException(
             "payload", "does not fit job type '" + typeName + "': " + e.getOriginalMessage(), e);
       }
+      known.validateUnchecked(decoded);
     }
     return newJob(typeName, known, json, options);
   }
@@ -306,6 +329,9 @@ public final class JobClient {
     }
     List<NewJob> jobs = new ArrayList<>(payloads.size());
     for (P payload : payloads) {
+      if (payload != null) {
+        type.validate(payload);
+      }
       jobs.add(newJob(type.name(), type, codec.encodePayload(payload), opts));
     }
     return jobs;

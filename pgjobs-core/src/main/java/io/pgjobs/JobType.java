@@ -39,6 +39,7 @@ public final class JobType<P> {
   private final int maxAttempts;
   private final RetryPolicy retryPolicy;
   private final Duration timeout;
+  private final PayloadValidator<? super P> validator;
 
   private JobType(
       String name,
@@ -47,7 +48,8 @@ public final class JobType<P> {
       int priority,
       int maxAttempts,
       RetryPolicy retryPolicy,
-      Duration timeout) {
+      Duration timeout,
+      PayloadValidator<? super P> validator) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -59,6 +61,7 @@ public final class JobType<P> {
     this.maxAttempts = maxAttempts;
     this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
     this.timeout = requireTimeout(timeout);
+    this.validator = Objects.requireNonNull(validator, "validator");
   }
 
   /**
@@ -76,7 +79,8 @@ public final class JobType<P> {
           DEFAULT_PRIORITY,
           DEFAULT_MAX_ATTEMPTS,
           RetryPolicy.DEFAULT,
-          DEFAULT_TIMEOUT);
+          DEFAULT_TIMEOUT,
+          p -> java.util.List.of());
     }
     return new JobType<>(
         name,
@@ -85,7 +89,8 @@ public final class JobType<P> {
         defaults.priority() == Integer.MIN_VALUE ? DEFAULT_PRIORITY : defaults.priority(),
         defaults.maxAttempts() == 0 ? DEFAULT_MAX_ATTEMPTS : defaults.maxAttempts(),
         retryPolicyOf(defaults.retry(), payloadClass),
-        defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass));
+        defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass),
+        p -> java.util.List.of());
   }
 
   /**
@@ -141,27 +146,49 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
   }
 
   /** A copy with another timeout per attempt (positive). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+  }
+
+  /** A copy that checks payloads with {@code validator} before they are stored. */
+  public JobType<P> withValidator(PayloadValidator<? super P> validator) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+  }
+
+  /**
+   * Checks a payload with this type's validator.
+   *
+   * @throws InvalidPayloadException listing every problem
+   */
+  public void validate(P payload) {
+    java.util.List<PayloadValidator.FieldProblem> problems = validator.validate(payload);
+    if (problems != null && !problems.isEmpty()) {
+      throw new InvalidPayloadException(name, problems);
+    }
+  }
+
+  /** Same, for a payload of unchecked type (read by name from JSON). */
+  void validateUnchecked(Object payload) {
+    validate(payloadClass.cast(payload));
   }
 
   @Override

@@ -271,6 +271,20 @@ final class JobSql {
         FROM moved
       RETURNING id""";
 
+  /** Every failed or cancelled job matching {@code {where}} back to the queue, as RETRY_FINISHED does. */
+  static final String RETRY_MATCHING =
+      """
+      WITH moved AS (
+          DELETE FROM {schema}.finished_jobs
+           WHERE state IN ('failed', 'cancelled') AND {where}
+          RETURNING *
+      )
+      INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
+                                 run_at, created_at, context, idempotency_key, timeout_ms, errors)
+      SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
+             context, idempotency_key, timeout_ms, errors
+        FROM moved""";
+
   /** Counts per queue and state; {@code scheduled} counts queued jobs not yet due. */
   static final String COUNT_BY_QUEUE =
       """

@@ -67,6 +67,7 @@ public final class JobStore {
   private final String retryFinished;
   private final String countByQueue;
   private final String readyDepth;
+  private final String retryMatching;
   private final String setQueuePaused;
   private final String notifyReady;
   private final String queueOverview;
@@ -100,6 +101,7 @@ public final class JobStore {
     this.retryFinished = sql(JobSql.RETRY_FINISHED);
     this.countByQueue = sql(JobSql.COUNT_BY_QUEUE);
     this.readyDepth = sql(JobSql.READY_DEPTH);
+    this.retryMatching = sql(JobSql.RETRY_MATCHING);
     this.setQueuePaused = sql(JobSql.SET_QUEUE_PAUSED);
     this.notifyReady = sql(JobSql.NOTIFY_READY);
     this.queueOverview = sql(JobSql.QUEUE_OVERVIEW);
@@ -687,6 +689,32 @@ public final class JobStore {
         rs.next();
         return new CancelCounts(rs.getLong(1), rs.getLong(2));
       }
+    }
+  }
+
+  /** Puts every failed or cancelled job of the given types, queues and states back in the queue. */
+  public long retryMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+      throws SQLException {
+    List<String> where = new ArrayList<>();
+    List<Object> values = new ArrayList<>();
+    if (!types.isEmpty()) {
+      where.add("type = ANY(?)");
+      values.add(connection.createArrayOf("text", types.toArray()));
+    }
+    if (!queues.isEmpty()) {
+      where.add("queue = ANY(?)");
+      values.add(connection.createArrayOf("text", queues.toArray()));
+    }
+    if (!states.isEmpty()) {
+      where.add("state = ANY(?)");
+      values.add(connection.createArrayOf("text", states.stream().map(JobState::value).toArray()));
+    }
+    String sql = retryMatching.replace("{where}", where.isEmpty() ? "true" : String.join(" AND ", where));
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+      for (int i = 0; i < values.size(); i++) {
+        ps.setObject(i + 1, values.get(i));
+      }
+      return ps.executeUpdate();
     }
   }
 
