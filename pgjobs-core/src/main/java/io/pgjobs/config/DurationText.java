@@ -66,6 +66,19 @@ public final class DurationText {
     return total;
   }
 
+  /**
+   * Checks that a configured duration lies in {@code [min, max]}.
+   *
+   * @throws IllegalArgumentException naming the setting, the value and the allowed range
+   */
+  public static Duration requireBetween(String setting, Duration value, Duration min, Duration max) {
+    if (value == null || value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+      throw new IllegalArgumentException(setting + " must be between " + format(min) + " and " + format(max)
+          + ", was " + (value == null ? "nothing" : format(value)));
+    }
+    return value;
+  }
+
   /** Formats a duration in the shortest of the forms {@link #parse} accepts ({@code 1h30m}, {@code 250ms}). */
   public static String format(Duration duration) {
     long ms = duration.toMillis();

@@ -3,6 +3,7 @@ package io.pgjobs.maintenance;
 import io.pgjobs.JobClient;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.WorkerStore;
+import io.pgjobs.config.DurationText;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -182,31 +183,31 @@ public final class Maintenance implements AutoCloseable {
 
     /** Running jobs silent this long are rescued, 1 s to 24 h (default 5 min). Use one value on every node. */
     public Builder staleThreshold(Duration staleThreshold) {
-      this.staleThreshold = between("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
+      this.staleThreshold = DurationText.requireBetween("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
       return this;
     }
 
     /** How often the leader looks for stale jobs (default half the stale threshold, at most 30 s). */
     public Builder rescueInterval(Duration rescueInterval) {
-      this.rescueInterval = between("rescue interval", rescueInterval, Duration.ofMillis(100), Duration.ofHours(1));
+      this.rescueInterval = DurationText.requireBetween("rescue interval", rescueInterval, Duration.ofMillis(100), Duration.ofHours(1));
       return this;
     }
 
     /** Finished jobs older than this are deleted, 1 s to 3650 d (default 24 h). */
     public Builder retention(Duration retention) {
-      this.retention = between("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
+      this.retention = DurationText.requireBetween("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
       return this;
     }
 
     /** How often the pruner runs, 1 s to 1 d (default 1 min). */
     public Builder pruneInterval(Duration pruneInterval) {
-      this.pruneInterval = between("prune interval", pruneInterval, Duration.ofSeconds(1), Duration.ofDays(1));
+      this.pruneInterval = DurationText.requireBetween("prune interval", pruneInterval, Duration.ofSeconds(1), Duration.ofDays(1));
       return this;
     }
 
     /** How long the maintenance lease lasts unless renewed, 1 s to 10 min (default 10 s). */
     public Builder leaseTtl(Duration leaseTtl) {
-      this.leaseTtl = between("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
+      this.leaseTtl = DurationText.requireBetween("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
       return this;
     }
 
@@ -215,11 +216,5 @@ public final class Maintenance implements AutoCloseable {
       return new Maintenance(this);
     }
 
-    static Duration between(String name, Duration value, Duration min, Duration max) {
-      if (value == null || value.compareTo(min) < 0 || value.compareTo(max) > 0) {
-        throw new IllegalArgumentException(name + " must be between " + min + " and " + max + ", was " + value);
-      }
-      return value;
-    }
   }
 }

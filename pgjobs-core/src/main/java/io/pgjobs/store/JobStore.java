@@ -663,21 +663,8 @@ public final class JobStore {
   /** Cancels every waiting or running job of the given types and queues (empty = any). */
   public CancelCounts cancelMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
       throws SQLException {
-    List<String> where = new ArrayList<>();
     List<Object> values = new ArrayList<>();
-    if (!types.isEmpty()) {
-      where.add("type = ANY(?)");
-      values.add(connection.createArrayOf("text", types.toArray()));
-    }
-    if (!queues.isEmpty()) {
-      where.add("queue = ANY(?)");
-      values.add(connection.createArrayOf("text", queues.toArray()));
-    }
-    if (!states.isEmpty()) {
-      where.add("state = ANY(?)");
-      values.add(connection.createArrayOf("text", states.stream().map(JobState::value).toArray()));
-    }
-    String sql = cancelMatching.replace("{where}", where.isEmpty() ? "true" : String.join(" AND ", where));
+    String sql = cancelMatching.replace("{where}", matching(connection, types, queues, states, values));
     try (PreparedStatement ps = connection.prepareStatement(sql)) {
       int i = 1;
       for (int part = 0; part < 2; part++) {
@@ -695,8 +682,24 @@ public final class JobStore {
   /** Puts every failed or cancelled job of the given types, queues and states back in the queue. */
   public long retryMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
       throws SQLException {
-    List<String> where = new ArrayList<>();
     List<Object> values = new ArrayList<>();
+    String sql = retryMatching.replace("{where}", matching(connection, types, queues, states, values));
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+      for (int i = 0; i < values.size(); i++) {
+        ps.setObject(i + 1, values.get(i));
+      }
+      return ps.executeUpdate();
+    }
+  }
+
+  /**
+   * The condition of a bulk operation: whitelisted columns only, each value appended to {@code values}
+   * as a bound array. {@code true} when nothing narrows it.
+   */
+  private static String matching(
+      Connection connection, Set<String> types, Set<String> queues, Set<JobState> states, List<Object> values)
+      throws SQLException {
+    List<String> where = new ArrayList<>();
     if (!types.isEmpty()) {
       where.add("type = ANY(?)");
       values.add(connection.createArrayOf("text", types.toArray()));
@@ -709,13 +712,7 @@ public final class JobStore {
       where.add("state = ANY(?)");
       values.add(connection.createArrayOf("text", states.stream().map(JobState::value).toArray()));
     }
-    String sql = retryMatching.replace("{where}", where.isEmpty() ? "true" : String.join(" AND ", where));
-    try (PreparedStatement ps = connection.prepareStatement(sql)) {
-      for (int i = 0; i < values.size(); i++) {
-        ps.setObject(i + 1, values.get(i));
-      }
-      return ps.executeUpdate();
-    }
+    return where.isEmpty() ? "true" : String.join(" AND ", where);
   }
 
   /** Puts a failed or cancelled job back in the queue. */

@@ -12,6 +12,7 @@ import io.pgjobs.store.WorkerStore;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.sql.SQLException;
+import io.pgjobs.config.DurationText;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -396,25 +397,25 @@ public final class JobWorker implements AutoCloseable {
 
     /** Poll interval of an idle queue, 10 ms to 1 h (default 1 s). Notifications wake workers sooner. */
     public Builder pollInterval(Duration pollInterval) {
-      this.pollInterval = between("poll interval", pollInterval, Duration.ofMillis(10), Duration.ofHours(1));
+      this.pollInterval = DurationText.requireBetween("poll interval", pollInterval, Duration.ofMillis(10), Duration.ofHours(1));
       return this;
     }
 
     /** Time running jobs get on {@link JobWorker#close()}, 0 to 1 h (default 30 s). */
     public Builder shutdownGrace(Duration shutdownGrace) {
-      this.shutdownGrace = between("shutdown grace", shutdownGrace, Duration.ZERO, Duration.ofHours(1));
+      this.shutdownGrace = DurationText.requireBetween("shutdown grace", shutdownGrace, Duration.ZERO, Duration.ofHours(1));
       return this;
     }
 
     /** How long a job of an unknown type may wait for a worker that knows it (default 5 min). */
     public Builder unknownTypeGrace(Duration grace) {
-      this.unknownTypeGrace = between("unknown type grace", grace, Duration.ZERO, Duration.ofDays(30));
+      this.unknownTypeGrace = DurationText.requireBetween("unknown type grace", grace, Duration.ZERO, Duration.ofDays(30));
       return this;
     }
 
     /** Least time between two persisted progress updates of one job (default 100 ms). */
     public Builder progressThrottle(Duration throttle) {
-      this.progressThrottle = between("progress throttle", throttle, Duration.ZERO, Duration.ofMinutes(10));
+      this.progressThrottle = DurationText.requireBetween("progress throttle", throttle, Duration.ZERO, Duration.ofMinutes(10));
       return this;
     }
 
@@ -430,13 +431,13 @@ public final class JobWorker implements AutoCloseable {
      * {@link #heartbeatInterval} says otherwise.
      */
     public Builder staleThreshold(Duration staleThreshold) {
-      this.staleThreshold = between("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
+      this.staleThreshold = DurationText.requireBetween("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
       return this;
     }
 
     /** How often the worker heartbeats itself and its running jobs (default stale threshold / 10, ≤ 30 s). */
     public Builder heartbeatInterval(Duration heartbeatInterval) {
-      this.heartbeatInterval = between("heartbeat interval", heartbeatInterval, Duration.ofMillis(100), Duration.ofHours(1));
+      this.heartbeatInterval = DurationText.requireBetween("heartbeat interval", heartbeatInterval, Duration.ofMillis(100), Duration.ofHours(1));
       return this;
     }
 
@@ -448,13 +449,13 @@ public final class JobWorker implements AutoCloseable {
 
     /** How long finished jobs are kept, when this worker does maintenance (default 24 h). */
     public Builder retention(Duration retention) {
-      this.retention = between("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
+      this.retention = DurationText.requireBetween("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
       return this;
     }
 
     /** Time to live of the maintenance lease, 1 s to 10 min (default 10 s): how fast a new leader takes over. */
     public Builder leaseTtl(Duration leaseTtl) {
-      this.leaseTtl = between("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
+      this.leaseTtl = DurationText.requireBetween("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
       return this;
     }
 
@@ -486,12 +487,6 @@ public final class JobWorker implements AutoCloseable {
       return new JobWorker(this);
     }
 
-    private static Duration between(String name, Duration value, Duration min, Duration max) {
-      if (value == null || value.compareTo(min) < 0 || value.compareTo(max) > 0) {
-        throw new IllegalArgumentException(name + " must be between " + min + " and " + max + ", was " + value);
-      }
-      return value;
-    }
   }
 
   /**
