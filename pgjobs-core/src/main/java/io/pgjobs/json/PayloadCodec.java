@@ -4,6 +4,7 @@ import io.pgjobs.InvalidJobException;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.SerializationFeature;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -12,9 +13,16 @@ import tools.jackson.databind.json.JsonMapper;
  * by a newer version of a producer still runs on an older worker.
  */
 public final class PayloadCodec {
-  /** The mapper pgjobs uses when the application gives none. */
+  /**
+   * The mapper pgjobs uses when the application gives none. It fails on objects with no properties
+   * (Jackson 3 would write them as {@code {}}, silently losing a payload's data); empty records and maps
+   * are still written as {@code {}}.
+   */
   public static final JsonMapper DEFAULT_MAPPER =
-      JsonMapper.builder().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
+      JsonMapper.builder()
+          .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+          .enable(SerializationFeature.FAIL_ON_EMPTY_BEANS)
+          .build();
 
   private final JsonMapper mapper;
 

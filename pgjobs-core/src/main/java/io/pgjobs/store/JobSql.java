@@ -13,7 +13,11 @@ import java.util.regex.Pattern;
  * {@code finished_jobs} are {@code DELETE ... RETURNING} feeding an {@code INSERT} in one statement.
  */
 final class JobSql {
-  private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+  /**
+   * At most 52 characters: the schema's notification channel, {@code <schema>_jobs_ready}, must fit in
+   * PostgreSQL's 63-byte identifier limit, or every insert's pg_notify fails with "channel name too long".
+   */
+  private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,51}");
 
   /** Columns shared by both job tables, in the order {@link JobRowMapper} reads them. */
   private static final String COLUMNS =
@@ -390,7 +394,7 @@ final class JobSql {
     if (schema == null || !SCHEMA.matcher(schema).matches()) {
       throw new IllegalArgumentException(
           "invalid schema name '" + schema
-              + "'; allowed: 1 to 63 of lowercase letters, digits and _, not starting with a digit");
+              + "'; allowed: 1 to 52 of lowercase letters, digits and _, not starting with a digit");
     }
     return schema;
   }
