@@ -392,7 +392,7 @@ public final class JobClient {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     }
 
-    /** The pgjobs schema (default {@value JobClient#DEFAULT_SCHEMA}): lowercase letters, digits, _. */
+    /** The pgjobs schema (default {@value JobClient#DEFAULT_SCHEMA}): 1 to 51 lowercase letters, digits, _. */
     public Builder schema(String schema) {
       this.schema = schema;
       return this;

@@ -26,11 +26,16 @@ public final class DurationText {
     }
     String value = text.trim();
     if (value.startsWith("P") || value.startsWith("p")) {
+      Duration parsed;
       try {
-        return Duration.parse(value);
+        parsed = Duration.parse(value);
       } catch (RuntimeException e) {
         throw new IllegalArgumentException("invalid duration '" + text + "'; " + ALLOWED);
       }
+      if (parsed.isNegative()) {
+        throw new IllegalArgumentException("negative duration '" + text + "'; " + ALLOWED);
+      }
+      return parsed;
     }
     Matcher matcher = PART.matcher(value);
     Duration total = Duration.ZERO;

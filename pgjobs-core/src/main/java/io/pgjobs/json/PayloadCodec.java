@@ -39,7 +39,10 @@ public final class PayloadCodec {
   /**
    * Writes a payload as JSON text.
    *
-   * @throws InvalidJobException if Jackson cannot serialise it, or it is not a JSON object or array
+   * Any JSON value is allowed (an object is usual; {@code JobType<String>} stores a string).
+   *
+   * @throws InvalidJobException if it is null, or Jackson cannot serialise it (including a bean with no
+   *     properties, which would otherwise be stored as an empty object and lose its data)
    */
   public String encodePayload(Object payload) {
     if (payload == null) {

@@ -14,10 +14,11 @@ import java.util.regex.Pattern;
  */
 final class JobSql {
   /**
-   * At most 52 characters: the schema's notification channel, {@code <schema>_jobs_ready}, must fit in
-   * PostgreSQL's 63-byte identifier limit, or every insert's pg_notify fails with "channel name too long".
+   * At most 51 characters: the schema's notification channels, the longest being
+   * {@code <schema>_jobs_cancel}, must fit in PostgreSQL's 63-byte identifier limit, or pg_notify and
+   * LISTEN fail with "channel name too long".
    */
-  private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,51}");
+  private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,50}");
 
   /** Columns shared by both job tables, in the order {@link JobRowMapper} reads them. */
   private static final String COLUMNS =
@@ -394,7 +395,7 @@ final class JobSql {
     if (schema == null || !SCHEMA.matcher(schema).matches()) {
       throw new IllegalArgumentException(
           "invalid schema name '" + schema
-              + "'; allowed: 1 to 52 of lowercase letters, digits and _, not starting with a digit");
+              + "'; allowed: 1 to 51 of lowercase letters, digits and _, not starting with a digit");
     }
     return schema;
   }
