@@ -2,21 +2,42 @@ package io.pgjobs.cli;
 
 import io.pgjobs.Job;
 import io.pgjobs.JobError;
+import io.pgjobs.JobState;
 import io.pgjobs.config.DurationText;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
+import tools.jackson.core.JsonGenerator;
+import tools.jackson.databind.SerializationContext;
 import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.module.SimpleModule;
+import tools.jackson.databind.ser.std.StdSerializer;
 import tools.jackson.databind.json.JsonMapper;
 
 /** How jobs look on the terminal: a table for lists, labelled lines for one job, or JSON. */
 final class JobFormat {
   /** JSON for {@code --json}: ISO instants, durations as ISO-8601. */
-  static final JsonMapper JSON = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+  static final JsonMapper JSON =
+      JsonMapper.builder()
+          .enable(SerializationFeature.INDENT_OUTPUT)
+          .addModule(new SimpleModule("pgjobs-cli").addSerializer(JobState.class, new StateSerializer()))
+          .build();
 
   private JobFormat() {}
+
+  /** Writes states as the API and the database name them: {@code queued}, {@code running}, ... */
+  private static final class StateSerializer extends StdSerializer<JobState> {
+    StateSerializer() {
+      super(JobState.class);
+    }
+
+    @Override
+    public void serialize(JobState state, JsonGenerator gen, SerializationContext context) {
+      gen.writeString(state.value());
+    }
+  }
 
   /** A table with one row per job. */
   static void table(PrintWriter out, List<Job> jobs) {

@@ -143,6 +143,7 @@ public final class ResizeImageJob {
     stopIfCancelled(ctx);
     ctx.progress(70, "writing " + target.getFileName());
     long bytes = write(resized, format, target);
+    ctx.progress(100, "wrote " + target.getFileName() + " (" + bytes + " bytes)");
     return Map.of("target", target.toString(), "width", resized.getWidth(), "height", resized.getHeight(),
         "format", format, "bytes", bytes);
   }

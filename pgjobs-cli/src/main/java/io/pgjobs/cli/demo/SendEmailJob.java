@@ -128,6 +128,7 @@ public final class SendEmailJob {
       }
       throw e;
     }
+    ctx.progress(100, "sent");
     return Map.of("messageId", messageId, "to", email.to().strip());
   }
 }
