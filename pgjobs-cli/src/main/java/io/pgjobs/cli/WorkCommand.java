@@ -44,7 +44,7 @@ final class WorkCommand extends Subcommand {
     Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
     try {
       if (db.created()) {
-        out().println("created database " + db.url().database());
+        announce(settings, "created database " + db.url().database());
       }
       db.migrate();
       JobWorker.Builder builder =
@@ -66,12 +66,7 @@ final class WorkCommand extends Subcommand {
               + "; job types "
               + registrations.stream().map(r -> r.type().name()).collect(Collectors.joining(","))
               + ". Stop with SIGTERM or Ctrl-C.";
-      if (settings.logFormat() == Settings.LogFormat.PLAIN) {
-        out().println(banner);
-        out().flush();
-      } else {
-        log.info(banner);
-      }
+      announce(settings, banner);
       try {
         stopped.await(); // the shutdown hook of closeOnShutdown() stops the worker; the JVM then exits
       } finally {
@@ -81,6 +76,16 @@ final class WorkCommand extends Subcommand {
     } finally {
       // Reached only when the wait is interrupted (in-process use): the JVM's shutdown does not return here.
       db.close();
+    }
+  }
+
+  /** Tells the operator: on stdout next to plain logs, or as a log event when logs are JSON (one format per stream). */
+  private void announce(Settings settings, String message) {
+    if (settings.logFormat() == Settings.LogFormat.PLAIN) {
+      out().println(message);
+      out().flush();
+    } else {
+      log.info(message);
     }
   }
 

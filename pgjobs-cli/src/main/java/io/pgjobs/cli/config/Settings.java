@@ -185,9 +185,9 @@ public final class Settings {
               durationAllowed("1s", "3650d"), "how long finished jobs are kept",
               text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofDays(3650), "1s", "3650d")),
           new Definition(SMTP_HOST, "--smtp-host", List.of("PGJOBS_SMTP_HOST"), "localhost", "`localhost`",
-              "a host name or IP address", "SMTP server of the `send_email` demo kind", Settings::parseHost),
+              "a host name or IP address", "SMTP server of the `send_email` demo kind (`work`)", Settings::parseHost),
           new Definition(SMTP_PORT, "--smtp-port", List.of("PGJOBS_SMTP_PORT"), "25", "25",
-              "an integer from 1 to 65535", "its port", text -> parseInt(text, 1, 65_535)),
+              "an integer from 1 to 65535", "port of that SMTP server", text -> parseInt(text, 1, 65_535)),
           new Definition(SMTP_FROM, "--smtp-from", List.of("PGJOBS_SMTP_FROM"), "pgjobs@localhost",
               "`pgjobs@localhost`", "an e-mail address (`name@host`)", "sender address of `send_email`",
               Settings::parseEmail),
@@ -195,13 +195,13 @@ public final class Settings {
               durationAllowed("100ms", "10m"), "connect and response timeout of `webhook_delivery`",
               text -> parseDuration(text, Duration.ofMillis(100), Duration.ofMinutes(10), "100ms", "10m")),
           new Definition(HOST, "--host", List.of("PGJOBS_HOST"), "127.0.0.1", "`127.0.0.1`",
-              "a host name or IP address (`0.0.0.0` for every interface)", "address the HTTP API listens on",
+              "a host name or IP address (`0.0.0.0` for every interface)", "address the HTTP API listens on (`serve`, `demo`)",
               Settings::parseHost),
           new Definition(PORT, "--port", List.of("PGJOBS_PORT"), "8080", "8080",
-              "an integer from 0 to 65535 (0: any free port)", "port of the HTTP API", text -> parseInt(text, 0, 65_535)),
+              "an integer from 0 to 65535 (0: any free port)", "port of the HTTP API (`serve`, `demo`)", text -> parseInt(text, 0, 65_535)),
           new Definition(API_TOKENS, "--api-tokens", List.of("PGJOBS_API_TOKENS"), null, "none (no authentication)",
               "comma-separated tokens, each 16–256 visible ASCII characters other than `,`",
-              "bearer tokens the HTTP API accepts", Settings::parseTokens));
+              "bearer tokens the HTTP API accepts (`serve`, `demo`)", Settings::parseTokens));
 
   private static final Map<String, Definition> BY_NAME =
       DEFINITIONS.stream().collect(Collectors.toMap(Definition::name, d -> d, (a, b) -> a, LinkedHashMap::new));
