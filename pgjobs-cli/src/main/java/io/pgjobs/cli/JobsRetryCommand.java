@@ -1,0 +1,43 @@
+package io.pgjobs.cli;
+
+import io.pgjobs.RetryResult;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code pgjobs jobs retry ID}: puts a failed or cancelled job back in the queue with a full set of
+ * attempts (its error history is kept). Any other job, or an unknown one, exits 1.
+ */
+@Command(
+    name = "retry",
+    mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
+    description = {
+      "Put a failed or cancelled job back in the queue.",
+      "The job is due at once and gets a full set of attempts; its error history is kept."
+          + " Exits 1 if the job is in another state or does not exist."
+    })
+final class JobsRetryCommand extends Subcommand {
+  @Parameters(index = "0", paramLabel = "ID", description = "The job's id (a UUID).")
+  UUID id;
+
+  @Override
+  public Integer call() {
+    try (Database db = Database.open(settings(Map.of()), false, List.of())) {
+      RetryResult result = db.client().retry(id);
+      switch (result) {
+        case RETRIED -> out().println("job " + id + " queued again");
+        case NOT_FOUND -> throw new CommandFailedException("job " + id + " not found");
+        case NOT_RETRYABLE -> {
+          String state = db.client().get(id).map(j -> j.state().value()).orElse("unknown");
+          throw new CommandFailedException(
+              "job " + id + " is " + state + "; only failed and cancelled jobs can be retried");
+        }
+      }
+    }
+    return PgJobsCommand.OK;
+  }
+}

@@ -1,0 +1,37 @@
+package io.pgjobs.cli;
+
+import io.pgjobs.Job;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code pgjobs jobs show ID}: every field of one job, its error history included. */
+@Command(
+    name = "show",
+    mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
+    description = "Show one job: state, attempts, payload, output, progress and every attempt's error.")
+final class JobsShowCommand extends Subcommand {
+  @Parameters(index = "0", paramLabel = "ID", description = "The job's id (a UUID).")
+  UUID id;
+
+  @Option(names = "--json", description = "Print the job as JSON.")
+  boolean json;
+
+  @Override
+  public Integer call() {
+    try (Database db = Database.open(settings(Map.of()), false, List.of())) {
+      Job job = db.client().get(id).orElseThrow(() -> new CommandFailedException(
+          "job " + id + " not found (finished jobs are pruned after the retention period)"));
+      if (json) {
+        out().println(JobFormat.JSON.writeValueAsString(job));
+      } else {
+        JobFormat.details(out(), job);
+      }
+    }
+    return PgJobsCommand.OK;
+  }
+}

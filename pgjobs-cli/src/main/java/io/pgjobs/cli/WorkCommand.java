@@ -1,0 +1,101 @@
+package io.pgjobs.cli;
+
+import io.pgjobs.cli.config.Settings;
+import io.pgjobs.worker.JobWorker;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+
+/**
+ * {@code pgjobs work}: runs a worker until the process is told to stop (SIGTERM or Ctrl-C), then shuts
+ * down gracefully: it stops claiming, lets running jobs finish within the shutdown grace and gives the
+ * rest back to the queue. It runs the built-in demo kinds plus every handler a
+ * {@link io.pgjobs.worker.JobRegistrations} provider on the class path offers. The database and schema
+ * are created or migrated first.
+ */
+@Command(
+    name = "work",
+    mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
+    description = {
+      "Run jobs until SIGTERM or Ctrl-C, then stop gracefully.",
+      "Runs the demo kinds send_email, resize_image, summarize_text and webhook_delivery, and every handler"
+          + " offered on the class path (META-INF/services/io.pgjobs.worker.JobRegistrations)."
+          + " Creates the database and migrates the schema first. On SIGTERM it stops claiming, lets running"
+          + " jobs finish within the shutdown grace and gives the rest back to the queue."
+    })
+final class WorkCommand extends Subcommand {
+  private static final Logger log = LoggerFactory.getLogger(WorkCommand.class);
+
+  @Mixin WorkerOptions options = new WorkerOptions();
+
+  private final CountDownLatch stopped = new CountDownLatch(1);
+
+  @Override
+  public Integer call() throws InterruptedException {
+    Settings settings = settings(options.flags());
+    List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
+    Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
+    try {
+      if (db.created()) {
+        announce(settings, "created database " + db.url().database());
+      }
+      db.migrate();
+      JobWorker.Builder builder =
+          JobWorker.builder(db.dataSource())
+              .schema(settings.schema())
+              .registerAll(registrations)
+              .claimBatch(settings.claimBatch())
+              .pollInterval(settings.pollInterval())
+              .shutdownGrace(settings.shutdownGrace())
+              .staleThreshold(settings.staleThreshold())
+              .retention(settings.retention());
+      Map<String, Integer> queues = queues(settings, registrations);
+      queues.forEach(builder::queue);
+      JobWorker worker = builder.build();
+      worker.closeOnShutdown().start();
+      String banner =
+          "worker " + worker.workerId() + " running on " + db.url() + ": queues "
+              + queues.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(","))
+              + "; job types "
+              + registrations.stream().map(r -> r.type().name()).collect(Collectors.joining(","))
+              + ". Stop with SIGTERM or Ctrl-C.";
+      announce(settings, banner);
+      try {
+        stopped.await(); // the shutdown hook of closeOnShutdown() stops the worker; the JVM then exits
+      } finally {
+        worker.close();
+      }
+      return PgJobsCommand.OK;
+    } finally {
+      // Reached only when the wait is interrupted (in-process use): the JVM's shutdown does not return here.
+      db.close();
+    }
+  }
+
+  /** Tells the operator: on stdout next to plain logs, or as a log event when logs are JSON (one format per stream). */
+  private void announce(Settings settings, String message) {
+    if (settings.logFormat() == Settings.LogFormat.PLAIN) {
+      out().println(message);
+      out().flush();
+    } else {
+      log.info(message);
+    }
+  }
+
+  /** The queues to serve: those named, else each registered type's queue, with the concurrency setting. */
+  static Map<String, Integer> queues(Settings settings, List<JobWorker.Registration<?>> registrations) {
+    if (!settings.queues().isEmpty()) {
+      return settings.queues();
+    }
+    Map<String, Integer> queues = new LinkedHashMap<>();
+    registrations.forEach(r -> queues.putIfAbsent(r.type().queue(), settings.concurrency()));
+    return queues;
+  }
+}

@@ -1,0 +1,623 @@
+package io.pgjobs.cli.config;
+
+import io.pgjobs.config.DatabaseUrl;
+import io.pgjobs.config.DurationText;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.function.Function;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * Every setting of the {@code pgjobs} command, where it comes from, and its validation. One immutable
+ * instance per command run.
+ *
+ * <p>Precedence, highest first: a command-line flag, then the environment, then the config file
+ * ({@code --config FILE} or {@code PGJOBS_CONFIG}; Java properties with the setting names below as
+ * keys), then the default. An empty environment variable or file entry counts as unset. Every value is
+ * validated; an invalid one fails with {@link InvalidSettingException} naming where it came from, the
+ * value, what was wrong and what is allowed.
+ *
+ * <table>
+ *   <caption>Settings</caption>
+ *   <tr><th>setting (file key)</th><th>flag</th><th>environment</th><th>default</th><th>allowed</th></tr>
+ *   <tr><td>config</td><td>--config</td><td>PGJOBS_CONFIG</td><td>none</td><td>a readable Java
+ *       properties file</td></tr>
+ *   <tr><td>database_url</td><td>--database-url</td><td>DATABASE_URL, then PGJOBS_DATABASE_URL</td>
+ *       <td>postgresql://postgres@127.0.0.1:5432/pgjobs</td><td>postgres://, postgresql:// or
+ *       jdbc:postgresql:// URL</td></tr>
+ *   <tr><td>schema</td><td>--schema</td><td>PGJOBS_SCHEMA</td><td>pgjobs</td><td>1–63 of lowercase
+ *       letters, digits, _; not starting with a digit</td></tr>
+ *   <tr><td>pool_size</td><td>--pool-size</td><td>PGJOBS_POOL_SIZE</td><td>20</td><td>2–1000</td></tr>
+ *   <tr><td>log_format</td><td>--log-format</td><td>PGJOBS_LOG_FORMAT, then LOG_FORMAT</td><td>plain</td>
+ *       <td>plain, json</td></tr>
+ *   <tr><td>queues</td><td>--queues</td><td>PGJOBS_QUEUES</td><td>the queues of the registered job
+ *       types</td><td>queue[=concurrency],...</td></tr>
+ *   <tr><td>concurrency</td><td>--concurrency</td><td>PGJOBS_CONCURRENCY</td><td>10</td><td>1–10000</td></tr>
+ *   <tr><td>claim_batch</td><td>--claim-batch</td><td>PGJOBS_CLAIM_BATCH</td><td>10</td><td>1–10000</td></tr>
+ *   <tr><td>poll_interval</td><td>--poll-interval</td><td>PGJOBS_POLL_INTERVAL</td><td>1s</td><td>10ms–1h</td></tr>
+ *   <tr><td>shutdown_grace</td><td>--shutdown-grace</td><td>PGJOBS_SHUTDOWN_GRACE</td><td>30s</td><td>0s–1h</td></tr>
+ *   <tr><td>stale_threshold</td><td>--stale-threshold</td><td>PGJOBS_STALE_THRESHOLD</td><td>5m</td><td>1s–24h</td></tr>
+ *   <tr><td>retention</td><td>--retention</td><td>PGJOBS_RETENTION</td><td>24h</td><td>1s–3650d</td></tr>
+ *   <tr><td>smtp_host</td><td>--smtp-host</td><td>PGJOBS_SMTP_HOST</td><td>localhost</td><td>host name or IP</td></tr>
+ *   <tr><td>smtp_port</td><td>--smtp-port</td><td>PGJOBS_SMTP_PORT</td><td>25</td><td>1–65535</td></tr>
+ *   <tr><td>smtp_from</td><td>--smtp-from</td><td>PGJOBS_SMTP_FROM</td><td>pgjobs@localhost</td><td>an e-mail address</td></tr>
+ *   <tr><td>webhook_timeout</td><td>--webhook-timeout</td><td>PGJOBS_WEBHOOK_TIMEOUT</td><td>10s</td><td>100ms–10m</td></tr>
+ *   <tr><td>host</td><td>--host</td><td>PGJOBS_HOST</td><td>127.0.0.1</td><td>host name or IP to listen on</td></tr>
+ *   <tr><td>port</td><td>--port</td><td>PGJOBS_PORT</td><td>8080</td><td>0–65535 (0: any free port)</td></tr>
+ *   <tr><td>api_tokens</td><td>--api-tokens</td><td>PGJOBS_API_TOKENS</td><td>none (no authentication)</td>
+ *       <td>comma-separated tokens of 16–256 visible characters</td></tr>
+ * </table>
+ *
+ * The same table, generated from {@link #DEFINITIONS}, is in the README ({@link #markdownTable()}); a
+ * test keeps the two equal.
+ */
+public final class Settings {
+
+  /** Where a value came from. */
+  public enum Source {
+    /** A command-line flag. */
+    FLAG,
+    /** An environment variable. */
+    ENVIRONMENT,
+    /** The config file. */
+    CONFIG_FILE,
+    /** The built-in default. */
+    DEFAULT
+  }
+
+  /** How logs are written. */
+  public enum LogFormat {
+    /** One human-readable line per event. */
+    PLAIN,
+    /** One JSON object per line (logstash-logback-encoder), MDC fields included. */
+    JSON
+  }
+
+  /**
+   * One setting.
+   *
+   * @param name the name, also the config file key
+   * @param flag the command-line flag
+   * @param environment the environment variables, highest precedence first
+   * @param defaultText the default as text, or null for none
+   * @param defaultDescription how the default reads in documentation
+   * @param allowed what values are allowed, for messages and documentation
+   * @param description what the setting does
+   * @param parser turns text into the value, or throws {@link IllegalArgumentException} saying what
+   *     was wrong
+   */
+  public record Definition(
+      String name,
+      String flag,
+      List<String> environment,
+      String defaultText,
+      String defaultDescription,
+      String allowed,
+      String description,
+      Function<String, Object> parser) {}
+
+  /**
+   * One resolved value.
+   *
+   * @param value the parsed value, or null when unset with no default
+   * @param text the text it was parsed from, or null
+   * @param source where it came from
+   * @param origin the flag, environment variable or file it came from ({@code default} for defaults)
+   */
+  public record Value(Object value, String text, Source source, String origin) {}
+
+  public static final String CONFIG = "config";
+  public static final String DATABASE_URL = "database_url";
+  public static final String SCHEMA = "schema";
+  public static final String POOL_SIZE = "pool_size";
+  public static final String LOG_FORMAT = "log_format";
+  public static final String QUEUES = "queues";
+  public static final String CONCURRENCY = "concurrency";
+  public static final String CLAIM_BATCH = "claim_batch";
+  public static final String POLL_INTERVAL = "poll_interval";
+  public static final String SHUTDOWN_GRACE = "shutdown_grace";
+  public static final String STALE_THRESHOLD = "stale_threshold";
+  public static final String RETENTION = "retention";
+  public static final String SMTP_HOST = "smtp_host";
+  public static final String SMTP_PORT = "smtp_port";
+  public static final String SMTP_FROM = "smtp_from";
+  public static final String WEBHOOK_TIMEOUT = "webhook_timeout";
+  public static final String HOST = "host";
+  public static final String PORT = "port";
+  public static final String API_TOKENS = "api_tokens";
+
+  private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+  private static final Pattern QUEUE_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
+  private static final Pattern HOST_NAME =
+      Pattern.compile("[A-Za-z0-9]([A-Za-z0-9\\-.]{0,252}[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
+  private static final Pattern EMAIL = Pattern.compile("[^@\\s<>,;\"]+@[A-Za-z0-9]([A-Za-z0-9\\-.]*[A-Za-z0-9])?");
+  private static final Pattern TOKEN = Pattern.compile("[\\x21-\\x2b\\x2d-\\x7e]{16,256}");
+
+  /** Every setting, in documentation order. */
+  public static final List<Definition> DEFINITIONS =
+      List.of(
+          new Definition(CONFIG, "--config", List.of("PGJOBS_CONFIG"), null, "none",
+              "a readable Java properties file", "a file with more settings (keys are the setting names)",
+              text -> Path.of(text)),
+          new Definition(DATABASE_URL, "--database-url", List.of("DATABASE_URL", "PGJOBS_DATABASE_URL"),
+              DatabaseUrl.DEFAULT, "`" + DatabaseUrl.DEFAULT + "`",
+              "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`",
+              "the PostgreSQL database", DatabaseUrl::parse),
+          new Definition(SCHEMA, "--schema", List.of("PGJOBS_SCHEMA"), "pgjobs", "`pgjobs`",
+              "1–63 of lowercase letters, digits and _, not starting with a digit",
+              "the schema holding pgjobs' tables", Settings::parseSchema),
+          new Definition(POOL_SIZE, "--pool-size", List.of("PGJOBS_POOL_SIZE"), "20", "20",
+              "an integer from 2 to 1000", "most database connections of this process",
+              text -> parseInt(text, 2, 1000)),
+          new Definition(LOG_FORMAT, "--log-format", List.of("PGJOBS_LOG_FORMAT", "LOG_FORMAT"), "plain",
+              "`plain`", "`plain` or `json`", "log lines as text or as JSON objects (to stderr)",
+              Settings::parseLogFormat),
+          new Definition(QUEUES, "--queues", List.of("PGJOBS_QUEUES"), null,
+              "the queues of the registered job types",
+              "comma-separated `queue` or `queue=concurrency` (queue: 1–255 of letters, digits, `_ . : - /`;"
+                  + " concurrency 1–10000)",
+              "queues `work` serves; a queue without `=N` gets `concurrency`", Settings::parseQueues),
+          new Definition(CONCURRENCY, "--concurrency", List.of("PGJOBS_CONCURRENCY"), "10", "10",
+              "an integer from 1 to 10000", "jobs run at once per queue", text -> parseInt(text, 1, 10_000)),
+          new Definition(CLAIM_BATCH, "--claim-batch", List.of("PGJOBS_CLAIM_BATCH"), "10", "10",
+              "an integer from 1 to 10000", "most jobs claimed per statement", text -> parseInt(text, 1, 10_000)),
+          new Definition(POLL_INTERVAL, "--poll-interval", List.of("PGJOBS_POLL_INTERVAL"), "1s", "`1s`",
+              durationAllowed("10ms", "1h"), "how often an idle queue is polled (NOTIFY wakes workers sooner)",
+              text -> parseDuration(text, Duration.ofMillis(10), Duration.ofHours(1), "10ms", "1h")),
+          new Definition(SHUTDOWN_GRACE, "--shutdown-grace", List.of("PGJOBS_SHUTDOWN_GRACE"), "30s", "`30s`",
+              durationAllowed("0s", "1h"), "time running jobs get to finish on SIGTERM",
+              text -> parseDuration(text, Duration.ZERO, Duration.ofHours(1), "0s", "1h")),
+          new Definition(STALE_THRESHOLD, "--stale-threshold", List.of("PGJOBS_STALE_THRESHOLD"), "5m", "`5m`",
+              durationAllowed("1s", "24h"), "a running job without heartbeat this long is rescued",
+              text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofHours(24), "1s", "24h")),
+          new Definition(RETENTION, "--retention", List.of("PGJOBS_RETENTION"), "24h", "`24h`",
+              durationAllowed("1s", "3650d"), "how long finished jobs are kept",
+              text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofDays(3650), "1s", "3650d")),
+          new Definition(SMTP_HOST, "--smtp-host", List.of("PGJOBS_SMTP_HOST"), "localhost", "`localhost`",
+              "a host name or IP address", "SMTP server of the `send_email` demo kind (`work`)", Settings::parseHost),
+          new Definition(SMTP_PORT, "--smtp-port", List.of("PGJOBS_SMTP_PORT"), "25", "25",
+              "an integer from 1 to 65535", "port of that SMTP server", text -> parseInt(text, 1, 65_535)),
+          new Definition(SMTP_FROM, "--smtp-from", List.of("PGJOBS_SMTP_FROM"), "pgjobs@localhost",
+              "`pgjobs@localhost`", "an e-mail address (`name@host`)", "sender address of `send_email`",
+              Settings::parseEmail),
+          new Definition(WEBHOOK_TIMEOUT, "--webhook-timeout", List.of("PGJOBS_WEBHOOK_TIMEOUT"), "10s", "`10s`",
+              durationAllowed("100ms", "10m"), "connect and response timeout of `webhook_delivery`",
+              text -> parseDuration(text, Duration.ofMillis(100), Duration.ofMinutes(10), "100ms", "10m")),
+          new Definition(HOST, "--host", List.of("PGJOBS_HOST"), "127.0.0.1", "`127.0.0.1`",
+              "a host name or IP address (`0.0.0.0` for every interface)", "address the HTTP API listens on (`serve`, `demo`)",
+              Settings::parseHost),
+          new Definition(PORT, "--port", List.of("PGJOBS_PORT"), "8080", "8080",
+              "an integer from 0 to 65535 (0: any free port)", "port of the HTTP API (`serve`, `demo`)", text -> parseInt(text, 0, 65_535)),
+          new Definition(API_TOKENS, "--api-tokens", List.of("PGJOBS_API_TOKENS"), null, "none (no authentication)",
+              "comma-separated tokens, each 16–256 visible ASCII characters other than `,`",
+              "bearer tokens the HTTP API accepts (`serve`, `demo`)", Settings::parseTokens));
+
+  private static final Map<String, Definition> BY_NAME =
+      DEFINITIONS.stream().collect(Collectors.toMap(Definition::name, d -> d, (a, b) -> a, LinkedHashMap::new));
+
+  private final Map<String, Value> values;
+
+  private Settings(Map<String, Value> values) {
+    this.values = Collections.unmodifiableMap(values);
+  }
+
+  /**
+   * Resolves every setting.
+   *
+   * @param flags values given as command-line flags, by setting name (null values are ignored)
+   * @param environment the process environment
+   * @throws InvalidSettingException naming the offending flag, variable or file entry and what is allowed
+   */
+  public static Settings resolve(Map<String, String> flags, Map<String, String> environment) {
+    Map<String, String> given = new LinkedHashMap<>();
+    flags.forEach(
+        (name, text) -> {
+          if (!BY_NAME.containsKey(name)) {
+            throw new IllegalArgumentException("no setting named " + name);
+          }
+          if (text != null) {
+            given.put(name, text);
+          }
+        });
+    Map<String, Value> values = new LinkedHashMap<>();
+    // The config file is itself a setting (flag or environment), read first.
+    Value config = fromFlagOrEnvironment(BY_NAME.get(CONFIG), given, environment);
+    values.put(CONFIG, config != null ? config : new Value(null, null, Source.DEFAULT, "default"));
+    Map<String, String> file = config == null ? Map.of() : readFile(config);
+    String fileName = config == null ? null : config.text();
+    for (Definition def : DEFINITIONS) {
+      if (def.name().equals(CONFIG)) {
+        continue;
+      }
+      Value value = fromFlagOrEnvironment(def, given, environment);
+      if (value == null && file.containsKey(def.name())) {
+        value = parse(def, file.get(def.name()), Source.CONFIG_FILE, "config file " + fileName);
+      }
+      if (value == null) {
+        value =
+            def.defaultText() == null
+                ? new Value(null, null, Source.DEFAULT, "default")
+                : new Value(def.parser().apply(def.defaultText()), def.defaultText(), Source.DEFAULT, "default");
+      }
+      values.put(def.name(), value);
+    }
+    return new Settings(values);
+  }
+
+  /** Settings from the defaults, overridden by {@code values} (setting name to text), as if given as flags. */
+  public static Settings of(Map<String, String> values) {
+    return resolve(values, Map.of());
+  }
+
+  /** The definition of a setting. */
+  public static Definition definition(String name) {
+    Definition def = BY_NAME.get(name);
+    if (def == null) {
+      throw new IllegalArgumentException("no setting named " + name);
+    }
+    return def;
+  }
+
+  private static Value fromFlagOrEnvironment(Definition def, Map<String, String> flags, Map<String, String> env) {
+    String flag = flags.get(def.name());
+    if (flag != null) {
+      if (flag.isBlank()) {
+        throw new InvalidSettingException(
+            def.name(), Source.FLAG, "option " + def.flag() + " is empty; allowed: " + plain(def.allowed()));
+      }
+      return parse(def, flag, Source.FLAG, def.flag());
+    }
+    for (String variable : def.environment()) {
+      String text = env.get(variable);
+      if (text != null && !text.isBlank()) {
+        return parse(def, text, Source.ENVIRONMENT, variable);
+      }
+    }
+    return null;
+  }
+
+  private static Value parse(Definition def, String text, Source source, String origin) {
+    String trimmed = text.strip();
+    try {
+      return new Value(def.parser().apply(trimmed), trimmed, source, origin);
+    } catch (IllegalArgumentException e) {
+      String shown = def.name().equals(DATABASE_URL) || def.name().equals(API_TOKENS) ? "(hidden)" : "'" + trimmed + "'";
+      String where =
+          switch (source) {
+            case FLAG -> "invalid value " + shown + " for option " + origin;
+            case ENVIRONMENT -> "invalid value " + shown + " in environment variable " + origin;
+            case CONFIG_FILE -> "invalid value " + shown + " for " + def.name() + " in " + origin;
+            case DEFAULT -> "invalid default " + shown + " for " + def.name();
+          };
+      throw new InvalidSettingException(
+          def.name(), source,
+          where + " (setting " + def.name() + "): " + reason(e) + "; allowed: " + plain(def.allowed()), e);
+    }
+  }
+
+  private static String reason(IllegalArgumentException e) {
+    String message = e.getMessage() == null ? "not allowed" : e.getMessage();
+    int allowed = message.indexOf("; allowed:");
+    return allowed < 0 ? message : message.substring(0, allowed);
+  }
+
+  private static Map<String, String> readFile(Value config) {
+    Path path = (Path) config.value();
+    Properties properties = new Properties();
+    try (Reader reader = Files.newBufferedReader(path)) {
+      properties.load(reader);
+    } catch (IOException | IllegalArgumentException e) {
+      throw new InvalidSettingException(
+          CONFIG, config.source(),
+          "cannot read config file " + path + " (from " + config.origin() + "): " + describe(e)
+              + "; allowed: a readable Java properties file with keys " + String.join(", ", fileKeys()));
+    }
+    Map<String, String> entries = new LinkedHashMap<>();
+    for (String key : new TreeSet<>(properties.stringPropertyNames())) {
+      String name = key.strip();
+      if (!BY_NAME.containsKey(name) || name.equals(CONFIG)) {
+        throw new InvalidSettingException(
+            name, Source.CONFIG_FILE,
+            "unknown setting '" + key + "' in config file " + path + "; allowed keys: " + String.join(", ", fileKeys()));
+      }
+      String text = properties.getProperty(key);
+      if (text != null && !text.isBlank()) {
+        entries.put(name, text);
+      }
+    }
+    return entries;
+  }
+
+  private static String describe(Exception e) {
+    if (e instanceof java.nio.file.NoSuchFileException) {
+      return "no such file";
+    }
+    if (e instanceof java.nio.file.AccessDeniedException) {
+      return "permission denied";
+    }
+    return e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+  }
+
+  private static String plain(String markdown) {
+    return markdown.replace("`", "");
+  }
+
+  private static List<String> fileKeys() {
+    return DEFINITIONS.stream().map(Definition::name).filter(n -> !n.equals(CONFIG)).toList();
+  }
+
+  // ---------------------------------------------------------------- typed access
+
+  /** A resolved value with its source. */
+  public Value value(String name) {
+    definition(name);
+    return values.get(name);
+  }
+
+  /** Every resolved value, in documentation order. */
+  public Map<String, Value> values() {
+    return values;
+  }
+
+  /** The config file, or null. */
+  public Path configFile() {
+    return (Path) values.get(CONFIG).value();
+  }
+
+  /** The database. */
+  public DatabaseUrl databaseUrl() {
+    return (DatabaseUrl) values.get(DATABASE_URL).value();
+  }
+
+  /** The pgjobs schema. */
+  public String schema() {
+    return (String) values.get(SCHEMA).value();
+  }
+
+  /** Most connections in this process's pool. */
+  public int poolSize() {
+    return (Integer) values.get(POOL_SIZE).value();
+  }
+
+  /** How logs are written. */
+  public LogFormat logFormat() {
+    return (LogFormat) values.get(LOG_FORMAT).value();
+  }
+
+  /**
+   * The queues to serve with their concurrency; empty when none were named (then the queues of the
+   * registered types are served, each with {@link #concurrency()}).
+   */
+  public Map<String, Integer> queues() {
+    @SuppressWarnings("unchecked")
+    Map<String, Integer> named = (Map<String, Integer>) values.get(QUEUES).value();
+    if (named == null) {
+      return Map.of();
+    }
+    Map<String, Integer> queues = new LinkedHashMap<>();
+    named.forEach((queue, concurrency) -> queues.put(queue, concurrency != null ? concurrency : concurrency()));
+    return Collections.unmodifiableMap(queues);
+  }
+
+  /** Jobs run at once per queue. */
+  public int concurrency() {
+    return (Integer) values.get(CONCURRENCY).value();
+  }
+
+  /** Most jobs claimed per statement. */
+  public int claimBatch() {
+    return (Integer) values.get(CLAIM_BATCH).value();
+  }
+
+  /** Poll interval of an idle queue. */
+  public Duration pollInterval() {
+    return (Duration) values.get(POLL_INTERVAL).value();
+  }
+
+  /** Time running jobs get on shutdown. */
+  public Duration shutdownGrace() {
+    return (Duration) values.get(SHUTDOWN_GRACE).value();
+  }
+
+  /** Heartbeat age after which a running job is rescued. */
+  public Duration staleThreshold() {
+    return (Duration) values.get(STALE_THRESHOLD).value();
+  }
+
+  /** How long finished jobs are kept. */
+  public Duration retention() {
+    return (Duration) values.get(RETENTION).value();
+  }
+
+  /** SMTP server host. */
+  public String smtpHost() {
+    return (String) values.get(SMTP_HOST).value();
+  }
+
+  /** SMTP server port. */
+  public int smtpPort() {
+    return (Integer) values.get(SMTP_PORT).value();
+  }
+
+  /** Sender address. */
+  public String smtpFrom() {
+    return (String) values.get(SMTP_FROM).value();
+  }
+
+  /** Connect and response timeout of webhook deliveries. */
+  public Duration webhookTimeout() {
+    return (Duration) values.get(WEBHOOK_TIMEOUT).value();
+  }
+
+  /** Address the HTTP API listens on. */
+  public String host() {
+    return (String) values.get(HOST).value();
+  }
+
+  /** Port of the HTTP API (0: any free port). */
+  public int port() {
+    return (Integer) values.get(PORT).value();
+  }
+
+  /** Tokens the HTTP API accepts; empty for no authentication. */
+  @SuppressWarnings("unchecked")
+  public List<String> apiTokens() {
+    Object tokens = values.get(API_TOKENS).value();
+    return tokens == null ? List.of() : (List<String>) tokens;
+  }
+
+  /** The value as shown to people: the database password and API tokens hidden. */
+  public String shown(String name) {
+    Value value = value(name);
+    if (value.value() == null) {
+      return "(none)";
+    }
+    return switch (name) {
+      case DATABASE_URL -> value.value().toString();
+      case API_TOKENS -> apiTokens().size() + " token(s)";
+      case QUEUES -> queues().entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(","));
+      default -> value.text();
+    };
+  }
+
+  // ---------------------------------------------------------------- documentation
+
+  /** The settings table in Markdown, as in the README's "CLI and environment" section. */
+  public static String markdownTable() {
+    StringBuilder out = new StringBuilder();
+    out.append("| setting (config file key) | flag | environment | default | allowed | what it does |\n");
+    out.append("|---|---|---|---|---|---|\n");
+    for (Definition def : DEFINITIONS) {
+      out.append("| `").append(def.name()).append("` | `").append(def.flag()).append("` | ")
+          .append(def.environment().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", then ")))
+          .append(" | ").append(def.defaultDescription())
+          .append(" | ").append(def.allowed())
+          .append(" | ").append(def.description())
+          .append(" |\n");
+    }
+    return out.toString();
+  }
+
+  /** A one-line description for a flag's help: what it does, its default and its variable. */
+  public static String helpText(String name) {
+    Definition def = definition(name);
+    String what = plain(def.description());
+    return Character.toUpperCase(what.charAt(0)) + what.substring(1) + ". Default: " + plain(def.defaultDescription())
+        + ". Environment: " + String.join(", then ", def.environment()) + ". Allowed: "
+        + plain(def.allowed()) + ".";
+  }
+
+  // ---------------------------------------------------------------- parsers
+
+  private static String durationAllowed(String min, String max) {
+    return "a duration from " + min + " to " + max + ", written like `500ms`, `5s`, `10m`, `1h` or `1h30m`";
+  }
+
+  static int parseInt(String text, int min, int max) {
+    int value;
+    try {
+      value = Integer.parseInt(text.strip());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("not an integer");
+    }
+    if (value < min || value > max) {
+      throw new IllegalArgumentException("out of range");
+    }
+    return value;
+  }
+
+  static Duration parseDuration(String text, Duration min, Duration max, String minText, String maxText) {
+    Duration value;
+    try {
+      value = DurationText.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("not a duration");
+    }
+    if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+      throw new IllegalArgumentException("out of range (" + minText + " to " + maxText + ")");
+    }
+    return value;
+  }
+
+  private static String parseSchema(String text) {
+    if (!SCHEMA_NAME.matcher(text).matches()) {
+      throw new IllegalArgumentException("not a schema name");
+    }
+    return text;
+  }
+
+  private static LogFormat parseLogFormat(String text) {
+    return switch (text.strip().toLowerCase(java.util.Locale.ROOT)) {
+      case "plain", "text" -> LogFormat.PLAIN;
+      case "json" -> LogFormat.JSON;
+      default -> throw new IllegalArgumentException("unknown log format");
+    };
+  }
+
+  private static Map<String, Integer> parseQueues(String text) {
+    Map<String, Integer> queues = new LinkedHashMap<>();
+    for (String part : text.split(",", -1)) {
+      String item = part.strip();
+      if (item.isEmpty()) {
+        throw new IllegalArgumentException("empty queue name");
+      }
+      String[] kv = item.split("=", 2);
+      String queue = kv[0].strip();
+      if (!QUEUE_NAME.matcher(queue).matches()) {
+        throw new IllegalArgumentException("invalid queue name '" + queue + "'");
+      }
+      Integer concurrency = null;
+      if (kv.length == 2) {
+        try {
+          concurrency = parseInt(kv[1], 1, 10_000);
+        } catch (IllegalArgumentException e) {
+          throw new IllegalArgumentException("concurrency '" + kv[1].strip() + "' of queue '" + queue + "' is " + e.getMessage());
+        }
+      }
+      if (queues.containsKey(queue)) {
+        throw new IllegalArgumentException("queue '" + queue + "' is named twice");
+      }
+      queues.put(queue, concurrency);
+    }
+    return Collections.unmodifiableMap(queues);
+  }
+
+  private static String parseHost(String text) {
+    if (!HOST_NAME.matcher(text).matches()) {
+      throw new IllegalArgumentException("not a host name or IP address");
+    }
+    return text;
+  }
+
+  private static String parseEmail(String text) {
+    if (!EMAIL.matcher(text).matches()) {
+      throw new IllegalArgumentException("not an e-mail address");
+    }
+    return text;
+  }
+
+  private static List<String> parseTokens(String text) {
+    List<String> tokens = new ArrayList<>();
+    for (String part : text.split(",", -1)) {
+      String token = part.strip();
+      if (!TOKEN.matcher(token).matches()) {
+        throw new IllegalArgumentException(
+            token.isEmpty() ? "empty token" : "token " + (tokens.size() + 1) + " has " + token.length()
+                + " characters or characters other than visible ASCII");
+      }
+      tokens.add(token);
+    }
+    return List.copyOf(tokens);
+  }
+}

@@ -1,0 +1,36 @@
+package io.pgjobs.cli.demo;
+
+import io.pgjobs.JobType;
+import io.pgjobs.cli.config.Settings;
+import io.pgjobs.worker.JobWorker;
+import java.util.List;
+
+/**
+ * The four demo job kinds of seed 003, doing the real thing: {@code send_email} (SMTP),
+ * {@code resize_image} ({@code javax.imageio}), {@code summarize_text} (extractive summary) and
+ * {@code webhook_delivery} (signed HTTP POST). Each validates its payload, so an enqueue with a bad
+ * payload fails with an {@link io.pgjobs.InvalidPayloadException} listing the fields.
+ *
+ * <pre>{@code
+ * JobClient client = JobClient.builder(dataSource).knownTypes(DemoJobs.types()).build();
+ * JobWorker worker = JobWorker.builder(dataSource).registerAll(DemoJobs.registrations(settings)).build();
+ * }</pre>
+ */
+public final class DemoJobs {
+  private DemoJobs() {}
+
+  /** The four job types, for {@code JobClient.Builder.knownTypes} (defaults and payload validation). */
+  public static List<JobType<?>> types() {
+    return List.of(SendEmailJob.TYPE, ResizeImageJob.TYPE, SummarizeTextJob.TYPE, WebhookDeliveryJob.TYPE);
+  }
+
+  /** The four types with their handlers, configured from {@code settings} (SMTP server, webhook timeout). */
+  public static List<JobWorker.Registration<?>> registrations(Settings settings) {
+    return List.of(
+        new SendEmailJob(settings.smtpHost(), settings.smtpPort(), settings.smtpFrom(), SendEmailJob.SMTP_TIMEOUT)
+            .registration(),
+        new ResizeImageJob().registration(),
+        new SummarizeTextJob().registration(),
+        new WebhookDeliveryJob(settings.webhookTimeout()).registration());
+  }
+}

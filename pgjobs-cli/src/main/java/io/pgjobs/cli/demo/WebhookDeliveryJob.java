@@ -1,0 +1,181 @@
+package io.pgjobs.cli.demo;
+
+import io.pgjobs.DiscardJobException;
+import io.pgjobs.JobContext;
+import io.pgjobs.JobType;
+import io.pgjobs.PayloadValidator.FieldProblem;
+import io.pgjobs.worker.JobWorker;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.security.InvalidKeyException;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The {@code webhook_delivery} demo kind: POSTs a body to a URL, signed with
+ * {@value #SIGNATURE_HEADER}: the lowercase hex HMAC-SHA256 of the body's UTF-8 bytes keyed with the
+ * secret. The receiver recomputes it to check the sender and the body.
+ *
+ * <p>Payload {@code {"url": "https://...", "body": "{...}", "secret": "..."}}; output
+ * {@code {"status": 200}}. Outcomes: 2xx succeeds; 5xx, 408, 429, a timeout or a connection failure
+ * fails the attempt (retried with backoff); any other answer (3xx — redirects are not followed — or 4xx)
+ * fails the job at once ({@link DiscardJobException}). Each request also carries
+ * {@value #JOB_ID_HEADER} and {@value #ATTEMPT_HEADER}, so a receiver can drop a repeated delivery.
+ */
+public final class WebhookDeliveryJob {
+  /**
+   * The payload.
+   *
+   * @param url http or https URL
+   * @param body the request body (sent as {@code application/json} if it is JSON, else as text)
+   * @param secret the HMAC key
+   */
+  public record WebhookDelivery(String url, String body, String secret) {}
+
+  /** The signature header: {@value}. */
+  public static final String SIGNATURE_HEADER = "X-Signature-SHA256";
+  /** The header carrying the job id: {@value}. */
+  public static final String JOB_ID_HEADER = "X-Pgjobs-Job-Id";
+  /** The header carrying the attempt number: {@value}. */
+  public static final String ATTEMPT_HEADER = "X-Pgjobs-Attempt";
+  /** Longest body: {@value} characters. */
+  public static final int MAX_BODY = 1_000_000;
+
+  /** The job type, with payload validation. */
+  public static final JobType<WebhookDelivery> TYPE =
+      JobType.of("webhook_delivery", WebhookDelivery.class).withValidator(WebhookDeliveryJob::validate);
+
+  private static final JsonMapper JSON = JsonMapper.builder().build();
+
+  private final HttpClient http;
+  private final Duration timeout;
+
+  /** A deliverer whose connections and responses time out after {@code timeout}. */
+  public WebhookDeliveryJob(Duration timeout) {
+    this.timeout = Objects.requireNonNull(timeout, "timeout");
+    this.http =
+        HttpClient.newBuilder()
+            .connectTimeout(timeout)
+            .followRedirects(HttpClient.Redirect.NEVER)
+            .version(HttpClient.Version.HTTP_1_1)
+            .build();
+  }
+
+  /** The type with this deliverer as handler. */
+  public JobWorker.Registration<WebhookDelivery> registration() {
+    return new JobWorker.Registration<>(TYPE, this::run);
+  }
+
+  /** Checks the payload: an absolute http(s) URL with a host, a body, a non-empty secret. */
+  public static List<FieldProblem> validate(WebhookDelivery job) {
+    if (job == null) {
+      return PayloadProblems.missingPayload("url, body and secret");
+    }
+    PayloadProblems problems = new PayloadProblems();
+    if (problems.text("url", job.url(), 2048, true)) {
+      try {
+        URI uri = new URI(job.url().strip());
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+        if (!scheme.equals("http") && !scheme.equals("https")) {
+          problems.add("url", "must be an http or https URL, was '" + job.url() + "'");
+        } else if (uri.getHost() == null) {
+          problems.add("url", "must name a host, was '" + job.url() + "'");
+        }
+      } catch (URISyntaxException e) {
+        problems.add("url", "is not a URL: " + e.getReason());
+      }
+    }
+    if (job.body() == null) {
+      problems.add("body", "is required (a string; may be empty)");
+    } else if (job.body().length() > MAX_BODY) {
+      problems.add("body", "must be at most " + MAX_BODY + " characters, was " + job.body().length());
+    }
+    if (job.secret() == null || job.secret().isEmpty()) {
+      problems.add("secret", "is required (the HMAC-SHA256 key)");
+    } else if (job.secret().length() > 1024) {
+      problems.add("secret", "must be at most 1024 characters, was " + job.secret().length());
+    }
+    return problems.list();
+  }
+
+  /** The lowercase hex HMAC-SHA256 of {@code body} (UTF-8) keyed with {@code secret} (UTF-8). */
+  public static String signature(String secret, String body) {
+    try {
+      Mac mac = Mac.getInstance("HmacSHA256");
+      mac.init(new SecretKeySpec(secret.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
+      return HexFormat.of().formatHex(mac.doFinal(body.getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException | InvalidKeyException e) {
+      throw new IllegalStateException("HmacSHA256 is not available", e);
+    }
+  }
+
+  /** Delivers the webhook. */
+  Object run(JobContext ctx, WebhookDelivery job) throws IOException, InterruptedException {
+    if (!validate(job).isEmpty()) {
+      throw new DiscardJobException("invalid payload: " + validate(job));
+    }
+    URI uri = URI.create(job.url().strip());
+    HttpRequest request =
+        HttpRequest.newBuilder(uri)
+            .timeout(timeout)
+            .header("Content-Type", isJson(job.body()) ? "application/json" : "text/plain; charset=utf-8")
+            .header(SIGNATURE_HEADER, signature(job.secret(), job.body()))
+            .header(JOB_ID_HEADER, ctx.jobId().toString())
+            .header(ATTEMPT_HEADER, String.valueOf(ctx.attempt()))
+            .POST(HttpRequest.BodyPublishers.ofString(job.body(), StandardCharsets.UTF_8))
+            .build();
+    HttpResponse<InputStream> response;
+    try {
+      response = http.send(request, HttpResponse.BodyHandlers.ofInputStream());
+    } catch (HttpTimeoutException e) {
+      throw new IOException("webhook " + uri + " did not answer within " + timeout.toMillis() + " ms", e);
+    }
+    int status = response.statusCode();
+    String head = head(response.body());
+    if (status >= 200 && status < 300) {
+      return Map.of("status", status);
+    }
+    String message = "webhook " + uri + " answered " + status + (head.isEmpty() ? "" : ": " + head);
+    if (status >= 500 || status == 408 || status == 429) {
+      throw new IOException(message + " (will retry)");
+    }
+    throw new DiscardJobException(message + " (not retried)");
+  }
+
+  private static boolean isJson(String body) {
+    String t = body.strip();
+    if (!(t.startsWith("{") || t.startsWith("["))) {
+      return false;
+    }
+    try {
+      JSON.readTree(t);
+      return true;
+    } catch (JacksonException e) {
+      return false;
+    }
+  }
+
+  /** The first 200 characters of a response body, on one line. */
+  private static String head(InputStream body) throws IOException {
+    try (InputStream in = body) {
+      byte[] bytes = in.readNBytes(200);
+      return new String(bytes, StandardCharsets.UTF_8).replaceAll("\\s+", " ").strip();
+    }
+  }
+}

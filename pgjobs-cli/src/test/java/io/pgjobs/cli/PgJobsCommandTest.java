@@ -1,0 +1,407 @@
+package io.pgjobs.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pgjobs.Job;
+import io.pgjobs.JobClient;
+import io.pgjobs.JobState;
+import io.pgjobs.Priority;
+import io.pgjobs.cli.demo.DemoJobs;
+import io.pgjobs.config.DatabaseUrl;
+import io.pgjobs.testkit.TestDatabase;
+import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The commands run in-process against a real database: output, effects and exit codes. */
+class PgJobsCommandTest {
+  static TestDatabase db;
+  static JobClient client;
+  static Map<String, String> env;
+
+  @BeforeAll
+  static void createDatabase() {
+    db = TestDatabase.create();
+    client = JobClient.builder(db.dataSource()).knownTypes(DemoJobs.types()).build();
+    env = Map.of("DATABASE_URL", db.jdbcUrl());
+    assertThat(run("migrate").exitCode()).isZero();
+  }
+
+  @AfterAll
+  static void dropDatabase() {
+    if (db != null) {
+      db.close();
+    }
+  }
+
+  @BeforeEach
+  void emptyTables() {
+    db.execute("TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys, pgjobs.workers, pgjobs.leases");
+  }
+
+  static CommandRun run(String... args) {
+    return CommandRun.of(env, args);
+  }
+
+  private static Job job(UUID id) {
+    return client.get(id).orElseThrow();
+  }
+
+  // ---------------------------------------------------------------- migrate
+
+  @Test
+  void migrateCreatesAMissingDatabaseAndItsSchemaAndIsThenUpToDate() throws Exception {
+    String name = "pgjobs_cli_migrate_" + UUID.randomUUID().toString().substring(0, 8);
+    String url = "postgresql://postgres@127.0.0.1:5432/" + name;
+    try {
+      CommandRun first = CommandRun.of(Map.of("DATABASE_URL", url), "migrate");
+      assertThat(first.exitCode()).as(first.toString()).isZero();
+      assertThat(first.out()).contains("created database " + name).contains("schema 'pgjobs' migrated");
+
+      try (Connection c = DatabaseUrl.parse(url).connect();
+          Statement st = c.createStatement();
+          ResultSet rs = st.executeQuery("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'pgjobs'"
+              + " AND table_name IN ('jobs', 'finished_jobs')")) {
+        rs.next();
+        assertThat(rs.getInt(1)).isEqualTo(2);
+      }
+
+      CommandRun again = CommandRun.of(Map.of("DATABASE_URL", url), "migrate", "--schema", "pgjobs");
+      assertThat(again.exitCode()).as(again.toString()).isZero();
+      assertThat(again.out()).doesNotContain("created database").contains("schema 'pgjobs' is up to date");
+    } finally {
+      db.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+    }
+  }
+
+  @Test
+  void migrateIntoAnotherSchemaGivenByTheEnvironment() {
+    CommandRun migrate = CommandRun.of(Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_SCHEMA", "tenant_a"), "migrate");
+
+    assertThat(migrate.exitCode()).as(migrate.toString()).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'tenant_a'"))
+        .isPositive();
+  }
+
+  // ---------------------------------------------------------------- enqueue and jobs
+
+  @Test
+  void enqueuePrintsTheNewJobAndShowPrintsEveryField() {
+    CommandRun enqueue = run("enqueue", "summarize_text", "--payload", "{\"text\":\"One. Two.\",\"sentences\":1}",
+        "--queue", "texts", "--priority", "high", "--max-attempts", "7", "--context", "from a test");
+
+    assertThat(enqueue.exitCode()).as(enqueue.toString()).isZero();
+    UUID id = enqueue.firstId();
+    assertThat(enqueue.out()).startsWith("enqueued job " + id + " (type summarize_text, queue texts, priority 75,");
+    Job job = job(id);
+    assertThat(job.state()).isEqualTo(JobState.QUEUED);
+    assertThat(job.priority()).isEqualTo(Priority.HIGH);
+    assertThat(job.maxAttempts()).isEqualTo(7);
+    assertThat(job.context()).isEqualTo("from a test");
+
+    CommandRun show = run("jobs", "show", id.toString());
+    assertThat(show.exitCode()).as(show.toString()).isZero();
+    assertThat(show.out())
+        .contains("id:              " + id)
+        .contains("type:            summarize_text")
+        .contains("queue:           texts")
+        .contains("state:           queued")
+        .contains("attempts:        0 of 7")
+        .contains("context:         from a test")
+        .contains("payload:         {\"text\":\"One. Two.\",\"sentences\":1}");
+
+    CommandRun json = run("jobs", "show", id.toString(), "--json");
+    assertThat(json.out()).contains("\"id\" : \"" + id + "\"").contains("\"state\" : \"queued\"");
+  }
+
+  @Test
+  void enqueueWithDelayOrRunAtSchedulesTheJob() {
+    UUID delayed = run("enqueue", "report", "--delay", "10m", "-q").firstId();
+    Instant at = Instant.parse("2031-02-03T04:05:06Z");
+    UUID timed = run("enqueue", "report", "--run-at", "2031-02-03T05:05:06+01:00", "-q").firstId();
+
+    assertThat(job(delayed).isScheduled()).isTrue();
+    assertThat(job(delayed).runAt()).isAfter(Instant.now().plus(Duration.ofMinutes(9)));
+    assertThat(job(timed).runAt()).isEqualTo(at);
+    assertThat(run("jobs", "show", timed.toString()).out()).contains("state:           queued (scheduled)");
+  }
+
+  @Test
+  void enqueueWithTheSameIdempotencyKeyReturnsTheFirstJob() {
+    CommandRun first = run("enqueue", "report", "--idempotency-key", "nightly-2031-01-01");
+    CommandRun second = run("enqueue", "report", "--idempotency-key", "nightly-2031-01-01");
+
+    assertThat(second.exitCode()).isZero();
+    assertThat(second.firstId()).isEqualTo(first.firstId());
+    assertThat(second.out()).contains("already exists for idempotency key 'nightly-2031-01-01'")
+        .contains("nothing new was enqueued");
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs")).isEqualTo(1);
+  }
+
+  @Test
+  void enqueueCountEnqueuesInBulkWithAProgressLine() {
+    CommandRun bulk = run("enqueue", "summarize_text", "--payload", "{\"text\":\"Hello.\",\"sentences\":1}",
+        "--count", "2500", "--priority", "-5");
+
+    assertThat(bulk.exitCode()).as(bulk.toString()).isZero();
+    assertThat(bulk.out())
+        .contains("enqueued 1000 of 2500 (40%)")
+        .contains("enqueued 2000 of 2500 (80%)")
+        .contains("enqueued 2500 of 2500 (100%)")
+        .contains("enqueued 2500 jobs of type summarize_text");
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE type = 'summarize_text' AND priority = -5"))
+        .isEqualTo(2500);
+  }
+
+  @Test
+  void enqueueRejectsAnInvalidDemoPayloadWithExit2ListingEveryField() {
+    CommandRun bad = run("enqueue", "send_email", "--payload", "{\"to\":\"nobody\",\"subject\":\"\"}");
+
+    assertThat(bad.exitCode()).isEqualTo(2);
+    assertThat(bad.err())
+        .contains("invalid --payload for job type 'send_email':")
+        .contains("to: must be an e-mail address (name@host), was 'nobody'")
+        .contains("subject: must not be blank")
+        .contains("body: is required");
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs")).isZero();
+  }
+
+  @Test
+  void listShowsJobsNewestFirstFiltersThemAndPrintsACursorForTheNextPage() {
+    UUID a = run("enqueue", "report", "-q").firstId();
+    UUID b = run("enqueue", "report", "-q", "--queue", "other").firstId();
+    UUID c = run("enqueue", "summarize_text", "-q", "--payload", "{\"text\":\"Hi.\",\"sentences\":1}").firstId();
+    run("jobs", "cancel", b.toString());
+
+    CommandRun all = run("jobs", "list");
+    assertThat(all.exitCode()).isZero();
+    assertThat(all.out().lines().toList()).hasSize(4);
+    assertThat(all.out().lines().findFirst().orElseThrow()).startsWith("ID").contains("TYPE", "QUEUE", "STATE", "ATTEMPTS");
+    assertThat(all.out().indexOf(c.toString())).isLessThan(all.out().indexOf(b.toString()));
+    assertThat(all.out().indexOf(b.toString())).isLessThan(all.out().indexOf(a.toString()));
+
+    CommandRun page = run("jobs", "list", "--limit", "2");
+    assertThat(page.out()).contains(c.toString(), b.toString()).doesNotContain(a.toString());
+    String cursor = page.out().lines().filter(l -> l.startsWith("next page: --cursor ")).findFirst().orElseThrow()
+        .substring("next page: --cursor ".length());
+    CommandRun next = run("jobs", "list", "--limit", "2", "--cursor", cursor);
+    assertThat(next.out()).contains(a.toString()).doesNotContain(c.toString());
+
+    assertThat(run("jobs", "list", "--state", "cancelled").out()).contains(b.toString()).doesNotContain(a.toString());
+    assertThat(run("jobs", "list", "--type", "summarize_text").out()).contains(c.toString()).doesNotContain(a.toString());
+    assertThat(run("jobs", "list", "--queue", "other,nothing").out()).contains(b.toString()).doesNotContain(c.toString());
+    assertThat(run("jobs", "list", "--state", "failed").out()).isEqualTo("no jobs\n");
+    assertThat(run("jobs", "list", "--json").out()).contains("\"nextCursor\" : null").contains(a.toString());
+  }
+
+  @Test
+  void cancelOfAWaitingJobExits0AndOfAFinishedOneExits1() {
+    UUID id = run("enqueue", "report", "-q").firstId();
+
+    CommandRun cancel = run("jobs", "cancel", id.toString());
+    assertThat(cancel.exitCode()).isZero();
+    assertThat(cancel.out()).isEqualTo("job " + id + " cancelled\n");
+    assertThat(job(id).state()).isEqualTo(JobState.CANCELLED);
+
+    CommandRun again = run("jobs", "cancel", id.toString());
+    assertThat(again.exitCode()).isEqualTo(1);
+    assertThat(again.err()).isEqualTo("pgjobs jobs cancel: job " + id + " has already finished (cancelled); nothing to cancel\n");
+  }
+
+  @Test
+  void retryOfACancelledJobQueuesItAgainAndOfAQueuedOneExits1() {
+    UUID id = run("enqueue", "report", "-q").firstId();
+    CommandRun queued = run("jobs", "retry", id.toString());
+    assertThat(queued.exitCode()).isEqualTo(1);
+    assertThat(queued.err()).contains("job " + id + " is queued; only failed and cancelled jobs can be retried");
+
+    run("jobs", "cancel", id.toString());
+    CommandRun retry = run("jobs", "retry", id.toString());
+    assertThat(retry.exitCode()).isZero();
+    assertThat(retry.out()).isEqualTo("job " + id + " queued again\n");
+    assertThat(job(id).state()).isEqualTo(JobState.QUEUED);
+  }
+
+  @Test
+  void anUnknownJobIdExits1WithAClearMessage() {
+    UUID unknown = UUID.randomUUID();
+    for (String command : new String[] {"show", "cancel", "retry"}) {
+      CommandRun r = run("jobs", command, unknown.toString());
+      assertThat(r.exitCode()).as(r.toString()).isEqualTo(1);
+      assertThat(r.err()).startsWith("pgjobs jobs " + command + ": job " + unknown + " not found");
+      assertThat(r.err().lines().count()).isEqualTo(1);
+    }
+  }
+
+  // ---------------------------------------------------------------- failures and usage errors
+
+  @Test
+  void anUnreachableDatabaseExits1WithOneLineAndNoStackTrace() throws Exception {
+    int closedPort;
+    try (ServerSocket socket = new ServerSocket(0)) {
+      closedPort = socket.getLocalPort();
+    }
+    for (String[] args : new String[][] {{"migrate"}, {"jobs", "list"}, {"enqueue", "report"}}) {
+      CommandRun r = CommandRun.of(Map.of("DATABASE_URL", "postgres://postgres@127.0.0.1:" + closedPort + "/x"), args);
+      assertThat(r.exitCode()).as(r.toString()).isEqualTo(1);
+      assertThat(r.err().lines().toList()).singleElement().satisfies(line -> assertThat(line)
+          .contains("cannot connect to the database at jdbc:postgresql://127.0.0.1:" + closedPort + "/x")
+          .doesNotContain("Exception", "\tat "));
+    }
+  }
+
+  @Test
+  void aMissingDatabaseTellsToRunMigrate() {
+    CommandRun r = CommandRun.of(Map.of("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/pgjobs_cli_nowhere"),
+        "jobs", "list");
+    assertThat(r.exitCode()).isEqualTo(1);
+    assertThat(r.err()).contains("database \"pgjobs_cli_nowhere\" does not exist (run 'pgjobs migrate' to create it)");
+  }
+
+  @Test
+  void helpAndVersionExit0() {
+    CommandRun help = run("--help");
+    assertThat(help.exitCode()).isZero();
+    assertThat(help.out()).contains("Usage: pgjobs", "migrate", "work", "enqueue", "jobs", "Exit codes: 0 ok");
+    for (String[] args : new String[][] {{"work", "--help"}, {"enqueue", "--help"}, {"jobs", "list", "--help"},
+        {"jobs", "show", "--help"}, {"jobs", "cancel", "--help"}, {"jobs", "retry", "--help"}, {"migrate", "--help"}}) {
+      CommandRun r = run(args);
+      assertThat(r.exitCode()).as(String.join(" ", args)).isZero();
+      assertThat(r.out()).contains("Usage: pgjobs " + String.join(" ", args).replace(" --help", ""));
+    }
+    assertThat(run("work", "--help").out()).contains("--concurrency=<n>", "Environment: PGJOBS_CONCURRENCY");
+    CommandRun version = run("--version");
+    assertThat(version.exitCode()).isZero();
+    assertThat(version.out()).startsWith("pgjobs 0.");
+    assertThat(run("jobs", "--version").out()).isEqualTo(version.out());
+  }
+
+  @Test
+  void badFlagsExit2WithAClearMessage() {
+    assertUsage(run(), "pgjobs: a command is required.");
+    assertUsage(run("frobnicate"), "pgjobs: Unmatched argument at index 0: 'frobnicate'");
+    assertUsage(run("jobs", "list", "--bogus"), "pgjobs jobs list: Unknown option: '--bogus'");
+    assertUsage(run("enqueue"), "pgjobs enqueue: Missing required parameter: 'TYPE'");
+    assertUsage(run("enqueue", "x", "--max-attempts", "many"), "Invalid value for option '--max-attempts': 'many' is not an int");
+    assertUsage(run("enqueue", "x", "--max-attempts", "0"), "invalid --max-attempts: maxAttempts: must be between 1 and 1000, was 0");
+    assertUsage(run("enqueue", "x", "--delay", "5x"), "Invalid value for option '--delay': invalid duration '5x'");
+    assertUsage(run("enqueue", "x", "--run-at", "tomorrow"), "'tomorrow' is not an ISO-8601 time");
+    assertUsage(run("enqueue", "x", "--delay", "1s", "--run-at", "2031-01-01T00:00:00Z"), "give either runAt or delay, not both");
+    assertUsage(run("enqueue", "x", "--payload", "{not json"), "--payload is not valid JSON");
+    assertUsage(run("enqueue", "x", "--payload", "[1,2]"), "--payload must be a JSON object");
+    assertUsage(run("enqueue", "x", "--priority", "urgent"), "invalid --priority 'urgent'; allowed: an integer or critical, high, normal, low, background");
+    assertUsage(run("enqueue", "x", "--count", "0"), "--count must be between 1 and 10000000, was 0");
+    assertUsage(run("enqueue", "x", "--count", "2", "--idempotency-key", "k"), "cannot be used with --count 2");
+    assertUsage(run("enqueue", "bad name!"), "invalid TYPE: type: invalid name 'bad name!'");
+    assertUsage(run("jobs", "show", "not-a-uuid"), "Invalid value for positional parameter at index 0 (ID): cannot convert 'not-a-uuid' to UUID");
+    assertUsage(run("jobs", "list", "--limit", "0"), "invalid --limit: limit: must be between 1 and 1000, was 0");
+    assertUsage(run("jobs", "list", "--state", "done"), "invalid --state: unknown job state 'done'; allowed: queued, running, retrying, succeeded, failed, cancelled");
+    assertUsage(run("jobs", "list", "--cursor", "zzz"), "is not a cursor returned by a previous page");
+    assertUsage(run("jobs"), "pgjobs jobs: a subcommand is required");
+    assertUsage(run("work", "--concurrency", "0"), "invalid value '0' for option --concurrency (setting concurrency): out of range; allowed: an integer from 1 to 10000");
+    assertUsage(run("work", "--queues", "a=1,,b"), "invalid value 'a=1,,b' for option --queues (setting queues): empty queue name");
+    assertUsage(run("migrate", "--database-url", "mysql://x/y"), "invalid value (hidden) for option --database-url (setting database_url): unsupported database URL 'mysql://x/y'");
+  }
+
+  private static void assertUsage(CommandRun r, String message) {
+    assertThat(r.exitCode()).as(r.toString()).isEqualTo(2);
+    assertThat(r.err()).as(r.toString()).contains(message);
+    assertThat(r.err()).doesNotContain("\tat ");
+  }
+
+  @Test
+  void badEnvironmentValuesExit2NamingTheVariableAndWhatIsAllowed() {
+    CommandRun concurrency = CommandRun.of(Map.of("PGJOBS_CONCURRENCY", "abc"), "work");
+    assertThat(concurrency.exitCode()).isEqualTo(2);
+    assertThat(concurrency.err()).startsWith(
+        "pgjobs work: invalid value 'abc' in environment variable PGJOBS_CONCURRENCY (setting concurrency): not an integer;"
+            + " allowed: an integer from 1 to 10000\n");
+
+    CommandRun stale = CommandRun.of(Map.of("PGJOBS_STALE_THRESHOLD", "5x"), "work");
+    assertThat(stale.exitCode()).isEqualTo(2);
+    assertThat(stale.err()).startsWith(
+        "pgjobs work: invalid value '5x' in environment variable PGJOBS_STALE_THRESHOLD (setting stale_threshold):"
+            + " not a duration; allowed: a duration from 1s to 24h, written like 500ms, 5s, 10m, 1h or 1h30m\n");
+
+    for (Map.Entry<String, String> bad : Map.of(
+            "PGJOBS_PORT", "http", "PGJOBS_POLL_INTERVAL", "1ms", "PGJOBS_SMTP_FROM", "nobody", "LOG_FORMAT", "xml",
+            "PGJOBS_API_TOKENS", "short", "PGJOBS_SCHEMA", "Bad-Schema", "DATABASE_URL", "redis://cache:6379")
+        .entrySet()) {
+      CommandRun r = CommandRun.of(Map.of(bad.getKey(), bad.getValue()), "settings");
+      assertThat(r.exitCode()).as(bad.toString()).isEqualTo(2);
+      assertThat(r.err()).as(bad.toString()).contains("environment variable " + bad.getKey() + " (setting ", "; allowed: ");
+    }
+  }
+
+  @Test
+  void aBadConfigFileExits2() throws Exception {
+    java.nio.file.Path file = java.nio.file.Files.createTempFile("pgjobs", ".properties");
+    try {
+      java.nio.file.Files.writeString(file, "concurency=5\n");
+      CommandRun typo = CommandRun.of(Map.of("PGJOBS_CONFIG", file.toString()), "settings");
+      assertThat(typo.exitCode()).isEqualTo(2);
+      assertThat(typo.err()).contains("unknown setting 'concurency' in config file " + file + "; allowed keys: database_url,");
+
+      java.nio.file.Files.writeString(file, "retention=forever\n");
+      CommandRun value = CommandRun.of(Map.of(), "settings", "--config", file.toString());
+      assertThat(value.exitCode()).isEqualTo(2);
+      assertThat(value.err()).contains("invalid value 'forever' for retention in config file " + file
+          + " (setting retention): not a duration; allowed: a duration from 1s to 3650d");
+    } finally {
+      java.nio.file.Files.delete(file);
+    }
+    CommandRun missing = CommandRun.of(Map.of(), "settings", "--config", "/nonexistent/pgjobs.properties");
+    assertThat(missing.exitCode()).isEqualTo(2);
+    assertThat(missing.err()).contains("cannot read config file /nonexistent/pgjobs.properties (from --config): no such file");
+  }
+
+  @Test
+  void flagsBeatTheEnvironmentWhichBeatsTheConfigFileWhichBeatsDefaults() throws Exception {
+    java.nio.file.Path file = java.nio.file.Files.createTempFile("pgjobs", ".properties");
+    try {
+      java.nio.file.Files.writeString(file, String.join("\n",
+          "concurrency=3", "claim_batch=4", "poll_interval=250ms", "smtp_host=mail.from-file.test", ""));
+      Map<String, String> environment = Map.of(
+          "PGJOBS_CONFIG", file.toString(), "PGJOBS_CONCURRENCY", "20", "PGJOBS_CLAIM_BATCH", "30");
+
+      CommandRun r = CommandRun.of(environment, "settings", "--concurrency", "7");
+
+      assertThat(r.exitCode()).as(r.toString()).isZero();
+      assertThat(r.out())
+          .containsPattern("concurrency +7 +\\[--concurrency]")
+          .containsPattern("claim_batch +30 +\\[PGJOBS_CLAIM_BATCH]")
+          .containsPattern("poll_interval +250ms +\\[config file " + java.util.regex.Pattern.quote(file.toString()) + "]")
+          .containsPattern("smtp_host +mail.from-file.test +\\[config file ")
+          .containsPattern("shutdown_grace +30s +\\[default]")
+          .containsPattern("database_url +jdbc:postgresql://127.0.0.1:5432/pgjobs \\(user postgres\\) +\\[default]");
+    } finally {
+      java.nio.file.Files.delete(file);
+    }
+  }
+
+  @Test
+  void databaseUrlComesFromTheFlagThenDatabaseUrlThenPgjobsDatabaseUrl() {
+    Map<String, String> both = Map.of(
+        "DATABASE_URL", "postgres://app:secret@db.example:6543/app",
+        "PGJOBS_DATABASE_URL", "postgresql://other@elsewhere/other");
+    CommandRun fromEnv = CommandRun.of(both, "settings");
+    assertThat(fromEnv.out())
+        .containsPattern("database_url +jdbc:postgresql://db.example:6543/app \\(user app\\) +\\[DATABASE_URL]")
+        .doesNotContain("secret");
+    CommandRun fallback = CommandRun.of(Map.of("PGJOBS_DATABASE_URL", "postgresql://other@elsewhere/other"), "settings");
+    assertThat(fallback.out()).containsPattern("database_url +jdbc:postgresql://elsewhere:5432/other .*\\[PGJOBS_DATABASE_URL]");
+    CommandRun flag = CommandRun.of(both, "--database-url", "jdbc:postgresql://flag-host:5432/flagdb", "settings");
+    assertThat(flag.out()).containsPattern("database_url +jdbc:postgresql://flag-host:5432/flagdb +\\[--database-url]");
+    assertThat(flag.out().toLowerCase(Locale.ROOT)).contains("api_tokens");
+  }
+}

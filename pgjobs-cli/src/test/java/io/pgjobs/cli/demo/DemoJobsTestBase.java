@@ -1,0 +1,70 @@
+package io.pgjobs.cli.demo;
+
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.Job;
+import io.pgjobs.JobClient;
+import io.pgjobs.JobState;
+import io.pgjobs.cli.config.Settings;
+import io.pgjobs.testkit.TestDatabase;
+import io.pgjobs.worker.JobWorker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+
+/**
+ * Base of the demo kinds' end-to-end tests: a throw-away database per class, a client that knows the
+ * demo types, and real {@link JobWorker}s running {@link DemoJobs#registrations}.
+ */
+abstract class DemoJobsTestBase {
+  static TestDatabase db;
+  static JobClient client;
+  private final List<JobWorker> workers = new ArrayList<>();
+
+  @BeforeAll
+  static void createDatabase() {
+    db = TestDatabase.create();
+    client = JobClient.builder(db.dataSource()).knownTypes(DemoJobs.types()).build();
+    client.migrate();
+  }
+
+  @AfterAll
+  static void dropDatabase() {
+    if (db != null) {
+      db.close();
+    }
+  }
+
+  @AfterEach
+  void closeWorkers() {
+    workers.forEach(JobWorker::close);
+    workers.clear();
+  }
+
+  /** Starts a worker running the demo kinds configured with {@code settings} (setting name to text). */
+  JobWorker startWorker(Map<String, String> settings) {
+    JobWorker worker =
+        JobWorker.builder(db.dataSource())
+            .registerAll(DemoJobs.registrations(Settings.of(settings)))
+            .queue("default", 4)
+            .pollInterval(Duration.ofMillis(100))
+            .shutdownGrace(Duration.ofSeconds(5))
+            .build();
+    workers.add(worker);
+    return worker.start();
+  }
+
+  /** Waits until the job is in {@code state} (30 s at most) and returns it. */
+  static Job awaitState(UUID id, JobState state) {
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(25))
+        .until(() -> client.get(id).map(Job::state).orElse(null) == state);
+    return client.get(id).orElseThrow();
+  }
+}
