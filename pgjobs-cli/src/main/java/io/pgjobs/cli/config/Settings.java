@@ -36,7 +36,7 @@ import java.util.stream.Collectors;
  *   <tr><td>database_url</td><td>--database-url</td><td>DATABASE_URL, then PGJOBS_DATABASE_URL</td>
  *       <td>postgresql://postgres@127.0.0.1:5432/pgjobs</td><td>postgres://, postgresql:// or
  *       jdbc:postgresql:// URL</td></tr>
- *   <tr><td>schema</td><td>--schema</td><td>PGJOBS_SCHEMA</td><td>pgjobs</td><td>1–63 of lowercase
+ *   <tr><td>schema</td><td>--schema</td><td>PGJOBS_SCHEMA</td><td>pgjobs</td><td>1–51 of lowercase
  *       letters, digits, _; not starting with a digit</td></tr>
  *   <tr><td>pool_size</td><td>--pool-size</td><td>PGJOBS_POOL_SIZE</td><td>20</td><td>2–1000</td></tr>
  *   <tr><td>log_format</td><td>--log-format</td><td>PGJOBS_LOG_FORMAT, then LOG_FORMAT</td><td>plain</td>
@@ -137,7 +137,7 @@ public final class Settings {
   public static final String PORT = "port";
   public static final String API_TOKENS = "api_tokens";
 
-  private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+  private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,50}");
   private static final Pattern QUEUE_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
   private static final Pattern HOST_NAME =
       Pattern.compile("[A-Za-z0-9]([A-Za-z0-9\\-.]{0,252}[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
@@ -155,7 +155,7 @@ public final class Settings {
               "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`",
               "the PostgreSQL database", DatabaseUrl::parse),
           new Definition(SCHEMA, "--schema", List.of("PGJOBS_SCHEMA"), "pgjobs", "`pgjobs`",
-              "1–63 of lowercase letters, digits and _, not starting with a digit",
+              "1–51 of lowercase letters, digits and _, not starting with a digit",
               "the schema holding pgjobs' tables", Settings::parseSchema),
           new Definition(POOL_SIZE, "--pool-size", List.of("PGJOBS_POOL_SIZE"), "20", "20",
               "an integer from 2 to 1000", "most database connections of this process",

@@ -120,7 +120,7 @@ class SettingsTest {
         "(setting queues): concurrency '0' of queue 'emails' is out of range");
     assertInvalid(Map.of("queues", "a,a"), Map.of(), "queue 'a' is named twice");
     assertInvalid(Map.of("queues", "bad queue"), Map.of(), "invalid queue name 'bad queue'");
-    assertInvalid(Map.of("schema", "1abc"), Map.of(), "not a schema name; allowed: 1–63 of lowercase letters");
+    assertInvalid(Map.of("schema", "1abc"), Map.of(), "not a schema name; allowed: 1–51 of lowercase letters");
     assertInvalid(Map.of("smtp_host", "mail server"), Map.of(), "not a host name or IP address");
     assertInvalid(Map.of("api_tokens", "0123456789abcdef,"), Map.of(), "empty token");
     assertInvalid(Map.of("log_format", "yaml"), Map.of(), "unknown log format; allowed: plain or json");
