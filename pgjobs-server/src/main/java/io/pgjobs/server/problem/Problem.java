@@ -1,6 +1,7 @@
 package io.pgjobs.server.problem;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import java.util.List;
 import java.util.Map;
@@ -26,7 +27,7 @@ public record Problem(
     String instance,
     String requestId,
     List<FieldError> errors,
-    @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, Object> extensions) {
+    @JsonIgnore Map<String, Object> extensions) {
 
   /** The media type of problem documents. */
   public static final String MEDIA_TYPE = "application/problem+json";
