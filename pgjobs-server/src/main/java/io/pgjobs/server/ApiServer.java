@@ -3,6 +3,7 @@ package io.pgjobs.server;
 import io.javalin.Javalin;
 import io.javalin.http.Context;
 import io.javalin.http.HandlerType;
+import io.javalin.http.HttpResponseException;
 import io.javalin.http.staticfiles.Location;
 import io.javalin.json.JavalinJackson3;
 import io.javalin.router.Endpoint;
@@ -152,6 +153,7 @@ public final class ApiServer implements AutoCloseable {
       cfg.jetty.host = host;
       cfg.jetty.port = requestedPort;
       cfg.http.maxRequestSize = maxBodyBytes;
+      cfg.http.prefer405over404 = true;
       cfg.jsonMapper(new JavalinJackson3(json, true));
       cfg.staticFiles.enableWebjars();
       cfg.staticFiles.add(sf -> {
@@ -167,6 +169,8 @@ public final class ApiServer implements AutoCloseable {
       cfg.routes.before(this::beforeRequest);
       cfg.routes.beforeMatched(this::authorize);
       cfg.routes.exception(Exception.class, (e, ctx) -> problems.respond(ctx, e));
+      // Javalin registers its own handler for HttpResponseException (404, 405, 413); take it over.
+      cfg.routes.exception(HttpResponseException.class, (e, ctx) -> problems.respond(ctx, e));
       cfg.requestLogger.http(this::afterRequest);
 
       Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
