@@ -4,6 +4,7 @@ import io.javalin.config.RoutesConfig;
 import io.javalin.http.Context;
 import io.javalin.http.sse.SseClient;
 import io.pgjobs.server.problem.ApiProblem;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -111,10 +112,11 @@ public final class Routes {
     }
     if (body instanceof Reply.Text text) {
       ctx.contentType(text.contentType());
-      ctx.result(text.text());
+      ctx.result(text.text().getBytes(StandardCharsets.UTF_8));
     } else {
+      // JSON is UTF-8 by definition (RFC 8259); write bytes so no default charset gets in the way.
       ctx.contentType("application/json");
-      ctx.result(json.writeValueAsString(body));
+      ctx.result(json.writeValueAsBytes(body));
     }
   }
 }

@@ -38,7 +38,7 @@ public final class OpenApiDocs {
   /** Registers {@code /openapi.json}, {@code /openapi.yaml} and {@code /docs}. */
   public void register(Routes routes) {
     routes.get("/openapi.json", ctx -> Reply.text("application/json", json));
-    routes.get("/openapi.yaml", ctx -> Reply.text("application/yaml", yaml));
+    routes.get("/openapi.yaml", ctx -> Reply.text("application/yaml; charset=utf-8", yaml));
     routes.get("/docs", ctx -> Reply.text("text/html; charset=utf-8", docsPage));
   }
 

@@ -47,7 +47,7 @@ public final class ProblemMapper {
       ctx.header("WWW-Authenticate", "Bearer realm=\"pgjobs\"");
     }
     ctx.contentType(Problem.MEDIA_TYPE);
-    ctx.result(json.writeValueAsString(problem));
+    ctx.result(json.writeValueAsBytes(problem));
   }
 
   /** The problem document for {@code error}. Internal errors are logged here. */
