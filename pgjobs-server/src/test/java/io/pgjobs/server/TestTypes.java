@@ -27,4 +27,9 @@ final class TestTypes {
   });
 
   static final JobType<Task> TASK = JobType.of("task", Task.class);
+
+  /** A type whose validator fails with an internal error, to see that such errors are not echoed. */
+  static final JobType<Task> EXPLOSIVE = JobType.of("explosive", Task.class).withValidator(task -> {
+    throw new IllegalStateException("secret internals: password=hunter2");
+  });
 }
