@@ -107,7 +107,7 @@ public final class ApiServer implements AutoCloseable {
   private final List<String> corsOrigins;
   private final PrometheusMeterRegistry registry;
   private final JsonMapper json = ApiJson.mapper();
-  private final ProblemMapper problems = new ProblemMapper(json);
+  private final ProblemMapper problems;
   private final ExecutorService handlerThreads =
       Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-api-", 0).factory());
   private final EventHub events;
@@ -125,6 +125,7 @@ public final class ApiServer implements AutoCloseable {
     this.tokens = t;
     this.requestTimeout = b.requestTimeout;
     this.maxBodyBytes = b.maxBodyBytes;
+    this.problems = new ProblemMapper(json, b.maxBodyBytes);
     this.corsOrigins = List.copyOf(b.corsOrigins);
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.events = new EventHub(client.dataSource(), client.eventsChannel(), json, SSE_PING);

@@ -28,10 +28,12 @@ public final class ProblemMapper {
   private static final Logger log = LoggerFactory.getLogger(ProblemMapper.class);
 
   private final JsonMapper json;
+  private final long maxBodyBytes;
 
-  /** Writes problems with {@code json} (the server's snake_case mapper). */
-  public ProblemMapper(JsonMapper json) {
+  /** Writes problems with {@code json} (the server's snake_case mapper); {@code maxBodyBytes} is named in 413s. */
+  public ProblemMapper(JsonMapper json, long maxBodyBytes) {
     this.json = json;
+    this.maxBodyBytes = maxBodyBytes;
   }
 
   /** Answers {@code ctx} with the problem {@code error} stands for. */
@@ -66,7 +68,7 @@ public final class ProblemMapper {
       return from(ApiProblem.invalidField(field, reason), instance, requestId);
     }
     if (error instanceof HttpResponseException e) {
-      return from(httpProblem(e, what), instance, requestId);
+      return from(e.getStatus() == 413 ? ApiProblem.tooLarge(maxBodyBytes) : httpProblem(e, what), instance, requestId);
     }
     if (error instanceof JacksonException e) {
       return from(ApiProblem.malformedJson("the request body is not valid JSON: " + e.getOriginalMessage()),
@@ -92,8 +94,6 @@ public final class ProblemMapper {
     return switch (status) {
       case 404 -> ApiProblem.notFound("no route for " + what);
       case 405 -> ApiProblem.http(405, "method-not-allowed", "Method not allowed", "method not allowed: " + what);
-      case 413 -> ApiProblem.http(413, "body-too-large", "Request body too large",
-          "the request body is larger than the limit");
       default -> ApiProblem.http(status, "http-" + status, e.getMessage(), e.getMessage());
     };
   }
