@@ -257,6 +257,14 @@ public final class JobClient {
     return call(store::queues);
   }
 
+  /**
+   * Due jobs waiting to be claimed, per queue (queued or retrying with {@code run_at} passed): the
+   * queue depth a gauge reports. Queues with no due job are absent.
+   */
+  public Map<String, Long> queueDepth() {
+    return call(store::readyDepth);
+  }
+
   /** Jobs finished per minute during the last {@code window} (1 min to 7 d), by type, queue and state. */
   public List<MinuteStats> statsPerMinute(Duration window) {
     if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0 || window.compareTo(Duration.ofDays(7)) > 0) {

@@ -1,0 +1,535 @@
+package io.pgjobs.server;
+
+import io.javalin.Javalin;
+import io.javalin.http.Context;
+import io.javalin.http.HandlerType;
+import io.javalin.http.HttpResponseException;
+import io.javalin.http.staticfiles.Location;
+import io.javalin.json.JavalinJackson3;
+import io.javalin.router.Endpoint;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.pgjobs.JobClient;
+import io.pgjobs.server.api.DeadLettersApi;
+import io.pgjobs.server.api.EventsApi;
+import io.pgjobs.server.api.HealthApi;
+import io.pgjobs.server.api.JobsApi;
+import io.pgjobs.server.api.MetricsApi;
+import io.pgjobs.server.api.QueuesApi;
+import io.pgjobs.server.api.Routes;
+import io.pgjobs.server.api.StatsApi;
+import io.pgjobs.server.api.WorkersApi;
+import io.pgjobs.server.events.EventHub;
+import io.pgjobs.server.openapi.OpenApiDocs;
+import io.pgjobs.server.problem.ApiProblem;
+import io.pgjobs.server.problem.ProblemMapper;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The pgjobs HTTP API: jobs, queues, workers, statistics, dead letters, live events, OpenAPI document
+ * and Swagger UI, Prometheus metrics and health, on Javalin with handlers on virtual threads.
+ *
+ * <pre>{@code
+ * ApiServer server = ApiServer.builder(client)
+ *     .port(8080)
+ *     .tokens(Map.of(adminToken, ApiServer.Scope.ADMIN, readToken, ApiServer.Scope.READ))
+ *     .meterRegistry(registry)              // shared with the workers of this process
+ *     .build()
+ *     .start();
+ * ...
+ * server.close();
+ * }</pre>
+ *
+ * Every error is an {@code application/problem+json} document. Every response carries
+ * {@code X-Request-Id} (the caller's, or a new one), which is also the {@code request_id} of every log
+ * line written while the request runs.
+ */
+public final class ApiServer implements AutoCloseable {
+  /** Host when none is given: {@value}. */
+  public static final String DEFAULT_HOST = "0.0.0.0";
+  /** Port when none is given: {@value}. */
+  public static final int DEFAULT_PORT = 8080;
+  /** Request timeout when none is given: 30 s. */
+  public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
+  /** Largest request body when none is given: {@value} bytes (1 MiB). */
+  public static final long DEFAULT_MAX_BODY_BYTES = 1_048_576;
+  /** Header carrying the request id, in and out: {@value}. */
+  public static final String REQUEST_ID_HEADER = "X-Request-Id";
+  /** MDC key of the request id: {@value}. */
+  public static final String REQUEST_ID_MDC = "request_id";
+
+  private static final Logger log = LoggerFactory.getLogger(ApiServer.class);
+  private static final Logger access = LoggerFactory.getLogger("io.pgjobs.server.access");
+  private static final Pattern REQUEST_ID = Pattern.compile("[A-Za-z0-9._:\\-]{1,128}");
+  private static final Duration SSE_PING = Duration.ofSeconds(15);
+  private static final String ATTR_REQUEST_ID = "request_id";
+
+  /** What a token may do. */
+  public enum Scope {
+    /** GET and HEAD requests only: read jobs, queues, workers, stats, events, metrics. */
+    READ,
+    /** Everything, including enqueue, cancel, retry, pause and resume. */
+    ADMIN
+  }
+
+  private final JobClient client;
+  private final String host;
+  private final int requestedPort;
+  private final boolean acceptUnknownTypes;
+  private final Map<byte[], Scope> tokens;
+  private final Duration requestTimeout;
+  private final long maxBodyBytes;
+  private final List<String> corsOrigins;
+  private final PrometheusMeterRegistry registry;
+  private final JsonMapper json = ApiJson.mapper();
+  private final ProblemMapper problems;
+  private final ExecutorService handlerThreads =
+      Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-api-", 0).factory());
+  private final EventHub events;
+  private final List<AutoCloseable> binders = new ArrayList<>();
+  private Javalin app;
+  private boolean closed;
+
+  private ApiServer(Builder b) {
+    this.client = b.client;
+    this.host = b.host;
+    this.requestedPort = b.port;
+    this.acceptUnknownTypes = b.acceptUnknownTypes;
+    Map<byte[], Scope> t = new LinkedHashMap<>();
+    b.tokens.forEach((token, scope) -> t.put(token.getBytes(StandardCharsets.UTF_8), scope));
+    this.tokens = t;
+    this.requestTimeout = b.requestTimeout;
+    this.maxBodyBytes = b.maxBodyBytes;
+    this.problems = new ProblemMapper(json, b.maxBodyBytes);
+    this.corsOrigins = List.copyOf(b.corsOrigins);
+    this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    this.events = new EventHub(client.dataSource(), client.eventsChannel(), json, SSE_PING);
+  }
+
+  /** A builder for a server over {@code client}; the known job types are {@code client.knownTypes()}. */
+  public static Builder builder(JobClient client) {
+    return new Builder(client);
+  }
+
+  /**
+   * Starts listening.
+   *
+   * @throws IllegalStateException if already started or closed, or the port cannot be bound
+   */
+  public synchronized ApiServer start() {
+    if (app != null || closed) {
+      throw new IllegalStateException("an ApiServer can be started once");
+    }
+    bindJvmMetrics();
+    QueuesApi queues = new QueuesApi(client);
+    OpenApiDocs docs = new OpenApiDocs();
+    app = Javalin.create(cfg -> {
+      cfg.concurrency.useVirtualThreads = true;
+      cfg.startup.showJavalinBanner = false;
+      cfg.jetty.host = host;
+      cfg.jetty.port = requestedPort;
+      cfg.http.maxRequestSize = maxBodyBytes;
+      cfg.http.prefer405over404 = true;
+      cfg.jsonMapper(new JavalinJackson3(json, true));
+      cfg.staticFiles.enableWebjars();
+      cfg.staticFiles.add(sf -> {
+        sf.hostedPath = "/";
+        sf.directory = "/io/pgjobs/server/dashboard";
+        sf.location = Location.CLASSPATH;
+      });
+      cfg.staticFiles.add(sf -> {
+        sf.hostedPath = "/dashboard";
+        sf.directory = "/io/pgjobs/server/dashboard";
+        sf.location = Location.CLASSPATH;
+      });
+      cfg.routes.before(this::beforeRequest);
+      cfg.routes.beforeMatched(this::authorize);
+      cfg.routes.exception(Exception.class, (e, ctx) -> problems.respond(ctx, e));
+      // Javalin registers its own handler for HttpResponseException (404, 405, 413); take it over.
+      cfg.routes.exception(HttpResponseException.class, (e, ctx) -> problems.respond(ctx, e));
+      cfg.requestLogger.http(this::afterRequest);
+
+      Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
+      new JobsApi(client, acceptUnknownTypes).register(routes);
+      queues.register(routes);
+      new WorkersApi(client).register(routes);
+      new StatsApi(client).register(routes);
+      new DeadLettersApi(client).register(routes);
+      new EventsApi(client, events, queues).register(routes);
+      new HealthApi(client).register(routes);
+      new MetricsApi(registry, client).register(routes);
+      docs.register(routes);
+    });
+    try {
+      app.start();
+    } catch (RuntimeException e) {
+      closeQuietly();
+      throw new IllegalStateException("cannot start the API server on " + host + ":" + requestedPort + ": " + e.getMessage(), e);
+    }
+    events.start();
+    log.info("pgjobs API listening on http://{}:{} (auth {}, CORS {})", host, port(),
+        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
+    return this;
+  }
+
+  /** The port the server listens on (the bound one when 0 was asked for). */
+  public int port() {
+    if (app == null) {
+      throw new IllegalStateException("the server is not started");
+    }
+    return app.port();
+  }
+
+  /** The base URI for a client on this machine ({@code http://127.0.0.1:port}). */
+  public URI localUri() {
+    String h = host.equals("0.0.0.0") || host.equals("::") ? "127.0.0.1" : host;
+    return URI.create("http://" + (h.contains(":") ? "[" + h + "]" : h) + ":" + port());
+  }
+
+  /** The registry {@code /metrics} shows. */
+  public PrometheusMeterRegistry meterRegistry() {
+    return registry;
+  }
+
+  /** Every route the server answers, as {@code "GET /jobs/{id}"}, in registration order. */
+  public List<String> routes() {
+    if (app == null) {
+      throw new IllegalStateException("the server is not started");
+    }
+    return app.unsafe.internalRouter.allHttpHandlers().stream()
+        .map(p -> p.endpoint)
+        .filter(e -> e.method.isHttpMethod())
+        .map(e -> e.method.name() + " " + e.path)
+        .toList();
+  }
+
+  /** Stops the server: ends event streams, stops listening and waits for running requests briefly. */
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    closeQuietly();
+    log.info("pgjobs API stopped");
+  }
+
+  private void closeQuietly() {
+    events.close();
+    if (app != null) {
+      try {
+        app.stop();
+      } catch (RuntimeException e) {
+        log.warn("stopping the HTTP server failed: {}", e.toString());
+      }
+    }
+    handlerThreads.shutdownNow();
+    try {
+      handlerThreads.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (AutoCloseable binder : binders) {
+      try {
+        binder.close();
+      } catch (Exception e) {
+        log.debug("closing a metrics binder failed: {}", e.toString());
+      }
+    }
+  }
+
+  private void bindJvmMetrics() {
+    new ClassLoaderMetrics().bindTo(registry);
+    new JvmMemoryMetrics().bindTo(registry);
+    JvmGcMetrics gc = new JvmGcMetrics();
+    gc.bindTo(registry);
+    binders.add(gc);
+    new JvmThreadMetrics().bindTo(registry);
+    new ProcessorMetrics().bindTo(registry);
+    new UptimeMetrics().bindTo(registry);
+  }
+
+  // ---------------------------------------------------------------- request pipeline
+
+  /** Request id, CORS, and the body size limit (before any routing). */
+  private void beforeRequest(Context ctx) {
+    String requestId = ctx.header(REQUEST_ID_HEADER);
+    if (requestId == null || !REQUEST_ID.matcher(requestId).matches()) {
+      requestId = UUID.randomUUID().toString();
+    }
+    ctx.attribute(ATTR_REQUEST_ID, requestId);
+    ctx.header(REQUEST_ID_HEADER, requestId);
+    MDC.put(REQUEST_ID_MDC, requestId);
+    if (cors(ctx)) {
+      return;
+    }
+    long length = ctx.req().getContentLengthLong();
+    if (length > maxBodyBytes) {
+      throw ApiProblem.tooLarge(maxBodyBytes);
+    }
+  }
+
+  /** CORS for the configured origins only; answers preflight requests. Returns true when answered. */
+  private boolean cors(Context ctx) {
+    String origin = ctx.header("Origin");
+    if (origin == null || corsOrigins.isEmpty()) {
+      return false;
+    }
+    boolean any = corsOrigins.contains("*");
+    if (!any && !corsOrigins.contains(origin.toLowerCase(Locale.ROOT))) {
+      return false;
+    }
+    ctx.header("Access-Control-Allow-Origin", any ? "*" : origin);
+    ctx.header("Vary", "Origin");
+    ctx.header("Access-Control-Expose-Headers", REQUEST_ID_HEADER + ", Location, Idempotent-Replayed");
+    if (ctx.method() == HandlerType.OPTIONS && ctx.header("Access-Control-Request-Method") != null) {
+      ctx.header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      ctx.header("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, " + REQUEST_ID_HEADER);
+      ctx.header("Access-Control-Max-Age", "600");
+      ctx.status(204);
+      ctx.skipRemainingHandlers();
+      return true;
+    }
+    return false;
+  }
+
+  /** Bearer-token auth for matched routes (static assets, docs and health are open). */
+  private void authorize(Context ctx) {
+    if (tokens.isEmpty()) {
+      return;
+    }
+    Endpoint endpoint = ctx.endpoints().matchedHttpEndpoint();
+    if (endpoint == null || isOpen(endpoint.path)) {
+      return;
+    }
+    String header = ctx.header("Authorization");
+    if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      throw ApiProblem.unauthorized("this server needs a bearer token: send Authorization: Bearer <token>");
+    }
+    Scope scope = scopeOf(header.substring(7).trim());
+    if (scope == null) {
+      throw ApiProblem.unauthorized("the bearer token is not valid");
+    }
+    boolean read = ctx.method() == HandlerType.GET || ctx.method() == HandlerType.HEAD;
+    if (!read && scope != Scope.ADMIN) {
+      throw ApiProblem.forbidden("a READ token may only read (GET); " + ctx.method() + " " + endpoint.path
+          + " needs an ADMIN token");
+    }
+  }
+
+  private static boolean isOpen(String path) {
+    return path.startsWith("/health/") || path.equals("/openapi.json") || path.equals("/openapi.yaml")
+        || path.equals("/docs");
+  }
+
+  /** The token's scope, or null; compares every token in constant time. */
+  private Scope scopeOf(String token) {
+    byte[] given = token.getBytes(StandardCharsets.UTF_8);
+    Scope found = null;
+    for (Map.Entry<byte[], Scope> e : tokens.entrySet()) {
+      if (MessageDigest.isEqual(e.getKey(), given)) {
+        found = e.getValue();
+      }
+    }
+    return found;
+  }
+
+  /** Access log line and the HTTP request timer. */
+  private void afterRequest(Context ctx, Float millis) {
+    Object requestId = ctx.attribute(ATTR_REQUEST_ID);
+    if (requestId != null) {
+      MDC.put(REQUEST_ID_MDC, requestId.toString());
+    }
+    try {
+      Endpoint endpoint = ctx.endpoints().lastHttpEndpoint();
+      int status = ctx.statusCode();
+      String uri = endpoint != null && !endpoint.path.isEmpty() && !endpoint.path.equals("*") ? endpoint.path
+          : status == 404 ? "NOT_FOUND" : "static";
+      long nanos = (long) (millis * 1_000_000L);
+      Timer.builder("http.server.requests")
+          .description("HTTP requests served by the pgjobs API")
+          .tag("method", ctx.method().name())
+          .tag("uri", uri)
+          .tag("status", Integer.toString(status))
+          .tag("outcome", outcome(status))
+          .register(registry)
+          .record(nanos, TimeUnit.NANOSECONDS);
+      if (uri.startsWith("/health/") || uri.equals("/metrics")) {
+        access.debug("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
+      } else {
+        access.info("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
+      }
+    } finally {
+      MDC.remove(REQUEST_ID_MDC);
+    }
+  }
+
+  private static String outcome(int status) {
+    if (status < 200) {
+      return "INFORMATIONAL";
+    } else if (status < 300) {
+      return "SUCCESS";
+    } else if (status < 400) {
+      return "REDIRECTION";
+    } else if (status < 500) {
+      return "CLIENT_ERROR";
+    }
+    return "SERVER_ERROR";
+  }
+
+  // ---------------------------------------------------------------- builder
+
+  /** Builder of {@link ApiServer}; {@link #build()} validates every setting. */
+  public static final class Builder {
+    private static final Pattern ORIGIN = Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
+    private static final Duration MIN_TIMEOUT = Duration.ofMillis(10);
+    private static final Duration MAX_TIMEOUT = Duration.ofHours(1);
+    private static final long MAX_MAX_BODY_BYTES = 1L << 30;
+
+    private final JobClient client;
+    private String host = DEFAULT_HOST;
+    private int port = DEFAULT_PORT;
+    private boolean acceptUnknownTypes;
+    private Map<String, Scope> tokens = Map.of();
+    private Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
+    private long maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
+    private List<String> corsOrigins = List.of();
+    private PrometheusMeterRegistry registry;
+
+    private Builder(JobClient client) {
+      this.client = Objects.requireNonNull(client, "client");
+    }
+
+    /** Address to bind (default {@value ApiServer#DEFAULT_HOST}: every interface). */
+    public Builder host(String host) {
+      this.host = host;
+      return this;
+    }
+
+    /** Port, 0 to 65535 (default {@value ApiServer#DEFAULT_PORT}); 0 picks a free one, see {@link ApiServer#port()}. */
+    public Builder port(int port) {
+      this.port = port;
+      return this;
+    }
+
+    /**
+     * Whether {@code POST /jobs} accepts job types the client does not know (default false: 422 listing
+     * the known types). Another service's workers may run such jobs.
+     */
+    public Builder acceptUnknownTypes(boolean acceptUnknownTypes) {
+      this.acceptUnknownTypes = acceptUnknownTypes;
+      return this;
+    }
+
+    /**
+     * Bearer tokens and what each may do. Empty (the default) turns authentication off. Tokens are at
+     * least 16 characters without white space.
+     */
+    public Builder tokens(Map<String, Scope> tokens) {
+      this.tokens = tokens == null ? null : new LinkedHashMap<>(tokens);
+      return this;
+    }
+
+    /** Longest a request may take before it is answered 504, 10 ms to 1 h (default 30 s). Event streams are exempt. */
+    public Builder requestTimeout(Duration requestTimeout) {
+      this.requestTimeout = requestTimeout;
+      return this;
+    }
+
+    /** Largest request body in bytes, 1 to 1 GiB (default 1 MiB); larger ones get 413. */
+    public Builder maxBodyBytes(long maxBodyBytes) {
+      this.maxBodyBytes = maxBodyBytes;
+      return this;
+    }
+
+    /**
+     * Origins allowed to call the API from a browser ({@code https://ops.example.com}, or {@code *}).
+     * Empty (the default) sends no CORS headers at all.
+     */
+    public Builder corsOrigins(List<String> corsOrigins) {
+      this.corsOrigins = corsOrigins == null ? null : new ArrayList<>(corsOrigins);
+      return this;
+    }
+
+    /**
+     * The registry {@code /metrics} shows; pass the one the workers of this process record to
+     * ({@code new MicrometerJobMetrics(registry)}). Default: a new one.
+     */
+    public Builder meterRegistry(PrometheusMeterRegistry registry) {
+      this.registry = Objects.requireNonNull(registry, "meterRegistry");
+      return this;
+    }
+
+    /**
+     * Validates every setting and builds a server (not yet started).
+     *
+     * @throws IllegalArgumentException naming the setting, the value and what is allowed
+     */
+    public ApiServer build() {
+      if (host == null || host.isBlank()) {
+        throw new IllegalArgumentException("host must be a host name or IP address, was '" + host + "'");
+      }
+      if (port < 0 || port > 65_535) {
+        throw new IllegalArgumentException("port must be between 0 and 65535 (0 = any free port), was " + port);
+      }
+      if (tokens == null) {
+        throw new IllegalArgumentException("tokens must not be null (use an empty map to turn authentication off)");
+      }
+      for (Map.Entry<String, Scope> e : tokens.entrySet()) {
+        String token = e.getKey();
+        if (token == null || token.length() < 16 || !token.chars().noneMatch(Character::isWhitespace)) {
+          throw new IllegalArgumentException(
+              "every token must be at least 16 characters without white space; got one of "
+                  + (token == null ? "null" : token.length() + " characters"));
+        }
+        if (e.getValue() == null) {
+          throw new IllegalArgumentException("every token needs a scope (READ or ADMIN)");
+        }
+      }
+      if (requestTimeout == null || requestTimeout.compareTo(MIN_TIMEOUT) < 0 || requestTimeout.compareTo(MAX_TIMEOUT) > 0) {
+        throw new IllegalArgumentException("requestTimeout must be between 10ms and 1h, was " + requestTimeout);
+      }
+      if (maxBodyBytes < 1 || maxBodyBytes > MAX_MAX_BODY_BYTES) {
+        throw new IllegalArgumentException("maxBodyBytes must be between 1 and " + MAX_MAX_BODY_BYTES + ", was " + maxBodyBytes);
+      }
+      if (corsOrigins == null) {
+        throw new IllegalArgumentException("corsOrigins must not be null (use an empty list to turn CORS off)");
+      }
+      List<String> origins = new ArrayList<>();
+      for (String origin : corsOrigins) {
+        if (origin == null || !(origin.equals("*") || ORIGIN.matcher(origin).matches())) {
+          throw new IllegalArgumentException("every CORS origin must be scheme://host[:port] (http or https, no path) or *, was '"
+              + origin + "'");
+        }
+        origins.add(origin.toLowerCase(Locale.ROOT));
+      }
+      corsOrigins = origins;
+      return new ApiServer(this);
+    }
+  }
+}

@@ -1,0 +1,133 @@
+package io.pgjobs.server.api;
+
+import io.javalin.http.Context;
+import io.pgjobs.Job;
+import io.pgjobs.JobClient;
+import io.pgjobs.JobError;
+import io.pgjobs.JobFilter;
+import io.pgjobs.JobPage;
+import io.pgjobs.JobState;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.UUID;
+
+/**
+ * {@code /dead-letters}: failed jobs grouped by type and the first line of their last error, newest
+ * failures first within a group. Computed by reading failed jobs page by page, at most
+ * {@value #MAX_SCANNED} of them (the newest).
+ */
+public final class DeadLettersApi {
+  /** Most failed jobs read per request: {@value}. */
+  static final int MAX_SCANNED = 10_000;
+  /** Job ids listed per group: {@value}. */
+  static final int SAMPLE_IDS = 5;
+
+  private final JobClient client;
+
+  /** Serves {@code client}'s dead letters. */
+  public DeadLettersApi(JobClient client) {
+    this.client = client;
+  }
+
+  /** Registers the route. */
+  public void register(Routes routes) {
+    routes.get("/dead-letters", this::deadLetters);
+  }
+
+  private Reply deadLetters(Context ctx) {
+    List<String> types = QueryParams.list(ctx, "type");
+    List<String> queues = QueryParams.list(ctx, "queue");
+    Map<String, Group> groups = new LinkedHashMap<>();
+    int scanned = 0;
+    String cursor = null;
+    boolean truncated = false;
+    do {
+      int limit = Math.min(JobFilter.MAX_LIMIT, MAX_SCANNED - scanned);
+      JobPage page = client.list(JobFilter.builder()
+          .state(JobState.FAILED)
+          .type(types.toArray(String[]::new))
+          .queue(queues.toArray(String[]::new))
+          .limit(limit)
+          .cursor(cursor)
+          .build());
+      for (Job job : page.jobs()) {
+        String error = firstLine(job);
+        groups.computeIfAbsent(job.type() + "\u0000" + error, k -> new Group(job.type(), error)).add(job);
+      }
+      scanned += page.jobs().size();
+      cursor = page.nextCursor();
+      if (cursor != null && scanned >= MAX_SCANNED) {
+        truncated = true;
+        break;
+      }
+    } while (cursor != null);
+    List<DeadLetterGroupView> views = groups.values().stream()
+        .sorted(Comparator.comparingLong((Group g) -> g.count).reversed().thenComparing(g -> g.type))
+        .map(Group::view)
+        .toList();
+    return Reply.ok(new DeadLettersView(views, scanned, truncated));
+  }
+
+  private static String firstLine(Job job) {
+    List<JobError> errors = job.errors();
+    if (errors.isEmpty() || errors.get(errors.size() - 1).message() == null) {
+      return "(no error recorded)";
+    }
+    String message = errors.get(errors.size() - 1).message().strip();
+    int newline = message.indexOf('\n');
+    String line = newline < 0 ? message : message.substring(0, newline).strip();
+    return line.length() > 500 ? line.substring(0, 500) : line;
+  }
+
+  private static final class Group {
+    final String type;
+    final String error;
+    long count;
+    Instant latest;
+    final TreeSet<String> queues = new TreeSet<>();
+    final List<UUID> sample = new ArrayList<>();
+
+    Group(String type, String error) {
+      this.type = type;
+      this.error = error;
+    }
+
+    void add(Job job) {
+      count++;
+      queues.add(job.queue());
+      if (job.finishedAt() != null && (latest == null || job.finishedAt().isAfter(latest))) {
+        latest = job.finishedAt();
+      }
+      if (sample.size() < SAMPLE_IDS) {
+        sample.add(job.id());
+      }
+    }
+
+    DeadLetterGroupView view() {
+      return new DeadLetterGroupView(type, error, count, List.copyOf(queues), latest, List.copyOf(sample));
+    }
+  }
+
+  /**
+   * Failed jobs of one type with the same first error line.
+   *
+   * @param error first line of the last attempt's error message
+   * @param latestFailedAt when the newest of them failed
+   * @param jobIds up to five of them, newest first
+   */
+  public record DeadLetterGroupView(
+      String type, String error, long count, List<String> queues, Instant latestFailedAt, List<UUID> jobIds) {}
+
+  /**
+   * The dead letters.
+   *
+   * @param scanned failed jobs read
+   * @param truncated true when more failed jobs exist than were read
+   */
+  public record DeadLettersView(List<DeadLetterGroupView> groups, long scanned, boolean truncated) {}
+}

@@ -1,0 +1,55 @@
+package io.pgjobs.server.api;
+
+import io.pgjobs.JobClient;
+import io.pgjobs.server.problem.ApiProblem;
+import java.sql.Connection;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code /health/live} (the process answers) and {@code /health/ready} (it can reach the database).
+ * Both are open even when tokens are configured.
+ */
+public final class HealthApi {
+  private static final Logger log = LoggerFactory.getLogger(HealthApi.class);
+  private static final int DATABASE_CHECK_SECONDS = 2;
+
+  private final JobClient client;
+
+  /** Checks {@code client}'s database. */
+  public HealthApi(JobClient client) {
+    this.client = client;
+  }
+
+  /** Registers the routes. */
+  public void register(Routes routes) {
+    routes.get("/health/live", ctx -> Reply.ok(new HealthView("up", Map.of())));
+    routes.get("/health/ready", ctx -> ready());
+  }
+
+  private Reply ready() {
+    String problem = databaseProblem();
+    if (problem != null) {
+      log.warn("not ready: {}", problem);
+      throw ApiProblem.unavailable("the database is unavailable: " + problem);
+    }
+    return Reply.ok(new HealthView("up", Map.of("database", "up")));
+  }
+
+  private String databaseProblem() {
+    try (Connection c = client.dataSource().getConnection()) {
+      return c.isValid(DATABASE_CHECK_SECONDS) ? null : "the connection did not answer within " + DATABASE_CHECK_SECONDS + " s";
+    } catch (Exception e) {
+      return "cannot connect (" + e.getClass().getSimpleName() + ")";
+    }
+  }
+
+  /**
+   * Health.
+   *
+   * @param status {@code up}
+   * @param checks each dependency checked, with its status
+   */
+  public record HealthView(String status, Map<String, String> checks) {}
+}

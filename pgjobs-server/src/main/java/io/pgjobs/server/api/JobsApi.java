@@ -1,0 +1,339 @@
+package io.pgjobs.server.api;
+
+import io.javalin.http.Context;
+import io.pgjobs.CancelCounts;
+import io.pgjobs.CancelResult;
+import io.pgjobs.EnqueueOptions;
+import io.pgjobs.EnqueuedJob;
+import io.pgjobs.Job;
+import io.pgjobs.JobClient;
+import io.pgjobs.JobError;
+import io.pgjobs.JobFilter;
+import io.pgjobs.JobPage;
+import io.pgjobs.JobState;
+import io.pgjobs.InvalidJobException;
+import io.pgjobs.RetryResult;
+import io.pgjobs.server.problem.ApiProblem;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.JsonNodeFactory;
+
+/**
+ * {@code /jobs}: enqueue (with idempotency keys), dispatch by type, list, get, cancel and retry, one
+ * at a time or by filter.
+ */
+public final class JobsApi {
+  /** Longest delay accepted: 10 years in milliseconds. */
+  static final long MAX_DELAY_MS = Duration.ofDays(3650).toMillis();
+  /** Longest per-attempt timeout accepted: 30 days in milliseconds. */
+  static final long MAX_TIMEOUT_MS = Duration.ofDays(30).toMillis();
+  /** Header carrying the idempotency key of an enqueue. */
+  public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
+
+  private static final List<String> OPTION_FIELDS =
+      List.of("queue", "priority", "run_at", "delay_ms", "max_attempts", "context", "timeout_ms");
+  private static final Set<String> ENQUEUE_FIELDS = fields("type", "kind", "payload");
+  private static final Set<String> DISPATCH_FIELDS = fields("args");
+  private static final Set<String> BULK_FIELDS = new LinkedHashSet<>(List.of("types", "queues", "states"));
+
+  private final JobClient client;
+  private final boolean acceptUnknownTypes;
+
+  /** Serves {@code client}'s jobs. */
+  public JobsApi(JobClient client, boolean acceptUnknownTypes) {
+    this.client = client;
+    this.acceptUnknownTypes = acceptUnknownTypes;
+  }
+
+  private static Set<String> fields(String... first) {
+    Set<String> s = new LinkedHashSet<>(List.of(first));
+    s.addAll(OPTION_FIELDS);
+    return s;
+  }
+
+  /** Registers the routes. */
+  public void register(Routes routes) {
+    routes.post("/jobs", ctx -> enqueue(ctx, routes));
+    routes.post("/jobs/{type}/dispatch", ctx -> dispatch(ctx, routes));
+    routes.get("/jobs", this::list);
+    routes.post("/jobs/cancel", ctx -> cancelAll(ctx, routes));
+    routes.post("/jobs/retry", ctx -> retryAll(ctx, routes));
+    routes.get("/jobs/{id}", this::get);
+    routes.post("/jobs/{id}/cancel", this::cancel);
+    routes.post("/jobs/{id}/retry", this::retry);
+  }
+
+  // ---------------------------------------------------------------- enqueue
+
+  private Reply enqueue(Context ctx, Routes routes) {
+    JsonBody body = JsonBody.read(ctx, routes.json(), ENQUEUE_FIELDS);
+    String type = body.text("type", false, 255);
+    String kind = body.text("kind", false, 255);
+    if (body.has("type") && body.has("kind")) {
+      body.reject("kind", "is a synonym of type; give one of them, not both");
+    } else if (type == null && kind == null) {
+      body.reject("type", "is required");
+    }
+    String typeName = type != null ? type : kind;
+    JsonNode payload = body.any("payload", true);
+    return enqueue(ctx, body, typeName, payload, type != null || kind == null ? "type" : "kind");
+  }
+
+  private Reply dispatch(Context ctx, Routes routes) {
+    String type = ctx.pathParam("type");
+    JsonBody body = JsonBody.read(ctx, routes.json(), DISPATCH_FIELDS);
+    JsonNode args = body.any("args", false);
+    return enqueue(ctx, body, type, args == null ? JsonNodeFactory.instance.objectNode() : args, "type");
+  }
+
+  private Reply enqueue(Context ctx, JsonBody body, String type, JsonNode payload, String typeField) {
+    EnqueueOptions options = options(ctx, body);
+    body.done();
+    if (!acceptUnknownTypes && !client.knownTypes().containsKey(type)) {
+      throw ApiProblem.unknownType(type, knownTypes());
+    }
+    EnqueuedJob result;
+    try {
+      result = client.enqueue(type, payload, options);
+    } catch (InvalidJobException e) {
+      if ("type".equals(e.field()) && !"type".equals(typeField)) {
+        throw ApiProblem.invalidField(typeField, e.getMessage().substring("type: ".length()));
+      }
+      throw e;
+    }
+    JobView view = JobView.of(result.job());
+    if (result.replayed()) {
+      return Reply.ok(view).withHeader("Idempotent-Replayed", "true");
+    }
+    return Reply.created(view).withHeader("Location", "/jobs/" + view.id());
+  }
+
+  private List<String> knownTypes() {
+    return client.knownTypes().keySet().stream().sorted().toList();
+  }
+
+  private static EnqueueOptions options(Context ctx, JsonBody body) {
+    EnqueueOptions.Builder b = EnqueueOptions.builder();
+    String queue = body.text("queue", false, 255);
+    if (queue != null) {
+      b.queue(queue);
+    }
+    Integer priority = body.priority("priority");
+    if (priority != null) {
+      b.priority(priority);
+    }
+    Instant runAt = body.instant("run_at");
+    Long delayMs = body.integer("delay_ms", 0, MAX_DELAY_MS);
+    if (body.has("run_at") && body.has("delay_ms") && runAt != null && delayMs != null) {
+      body.reject("delay_ms", "give either run_at or delay_ms, not both");
+    } else {
+      if (runAt != null) {
+        b.runAt(runAt);
+      }
+      if (delayMs != null) {
+        b.delay(Duration.ofMillis(delayMs));
+      }
+    }
+    Long maxAttempts = body.integer("max_attempts", 1, EnqueueOptions.MAX_MAX_ATTEMPTS);
+    if (maxAttempts != null) {
+      b.maxAttempts(maxAttempts.intValue());
+    }
+    String context = body.text("context", false, EnqueueOptions.MAX_CONTEXT_LENGTH);
+    if (context != null) {
+      b.context(context);
+    }
+    Long timeoutMs = body.integer("timeout_ms", 1, MAX_TIMEOUT_MS);
+    if (timeoutMs != null) {
+      b.timeout(Duration.ofMillis(timeoutMs));
+    }
+    String key = ctx.header(IDEMPOTENCY_KEY);
+    if (key != null) {
+      if (key.isBlank() || key.length() > EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH) {
+        body.reject(IDEMPOTENCY_KEY, "must be 1 to " + EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH
+            + " characters, was " + key.length());
+      } else {
+        b.idempotencyKey(key);
+      }
+    }
+    body.done();
+    return b.build();
+  }
+
+  // ---------------------------------------------------------------- read
+
+  private Reply list(Context ctx) {
+    JobFilter.Builder filter = JobFilter.builder();
+    for (String state : QueryParams.list(ctx, "state")) {
+      try {
+        filter.state(JobState.parse(state));
+      } catch (IllegalArgumentException e) {
+        throw ApiProblem.badField("state", e.getMessage());
+      }
+    }
+    filter.type(QueryParams.list(ctx, "type").toArray(String[]::new));
+    filter.queue(QueryParams.list(ctx, "queue").toArray(String[]::new));
+    filter.createdAfter(QueryParams.instant(ctx, "created_after"));
+    filter.createdBefore(QueryParams.instant(ctx, "created_before"));
+    filter.limit(QueryParams.integer(ctx, "limit", JobFilter.DEFAULT_LIMIT, 1, JobFilter.MAX_LIMIT));
+    String cursor = QueryParams.single(ctx, "cursor");
+    JobFilter built;
+    try {
+      built = filter.cursor(cursor).build();
+    } catch (InvalidJobException e) {
+      throw ApiProblem.badField(e.field(), e.getMessage().substring(e.field().length() + 2));
+    }
+    JobPage page = client.list(built);
+    return Reply.ok(new JobPageView(page.jobs().stream().map(JobView::of).toList(), page.nextCursor()));
+  }
+
+  private Reply get(Context ctx) {
+    UUID id = QueryParams.uuid(ctx, "id");
+    return Reply.ok(JobView.of(find(id)));
+  }
+
+  private Job find(UUID id) {
+    return client.get(id).orElseThrow(() -> ApiProblem.notFound("no job with id " + id));
+  }
+
+  // ---------------------------------------------------------------- cancel and retry
+
+  private Reply cancel(Context ctx) {
+    UUID id = QueryParams.uuid(ctx, "id");
+    CancelResult result = client.cancel(id);
+    return switch (result.outcome()) {
+      case CANCELLED -> Reply.ok(JobView.of(find(id)));
+      case PENDING_ON_WORKER -> Reply.of(202, JobView.of(find(id)));
+      case ALREADY_TERMINAL -> throw ApiProblem.conflict("already-finished", "Job already finished",
+          "job " + id + " is already " + result.state().value() + "; only queued, retrying and running jobs can be cancelled",
+          result.state().value());
+      case NOT_FOUND -> throw ApiProblem.notFound("no job with id " + id);
+    };
+  }
+
+  private Reply retry(Context ctx) {
+    UUID id = QueryParams.uuid(ctx, "id");
+    RetryResult result = client.retry(id);
+    return switch (result) {
+      case RETRIED -> Reply.ok(JobView.of(find(id)));
+      case NOT_RETRYABLE -> {
+        Optional<Job> job = client.get(id);
+        String state = job.map(j -> j.state().value()).orElse(null);
+        throw ApiProblem.conflict("not-retryable", "Job not retryable",
+            "job " + id + " is " + state + "; only failed and cancelled jobs can be retried", state);
+      }
+      case NOT_FOUND -> throw ApiProblem.notFound("no job with id " + id);
+    };
+  }
+
+  private record BulkFilter(Set<String> types, Set<String> queues, Set<JobState> states) {}
+
+  private static BulkFilter bulkFilter(Context ctx, Routes routes) {
+    JsonBody body = JsonBody.read(ctx, routes.json(), BULK_FIELDS);
+    List<String> types = body.strings("types");
+    List<String> queues = body.strings("queues");
+    List<String> stateNames = body.strings("states");
+    Set<JobState> states = new HashSet<>();
+    for (int i = 0; i < stateNames.size(); i++) {
+      try {
+        states.add(JobState.parse(stateNames.get(i)));
+      } catch (IllegalArgumentException e) {
+        body.reject("states[" + i + "]", e.getMessage());
+      }
+    }
+    body.done();
+    return new BulkFilter(new HashSet<>(types), new HashSet<>(queues), states);
+  }
+
+  private Reply cancelAll(Context ctx, Routes routes) {
+    BulkFilter f = bulkFilter(ctx, routes);
+    try {
+      CancelCounts counts = client.cancelAll(f.types(), f.queues(), f.states());
+      return Reply.ok(new CancelCountsView(counts.cancelled(), counts.pendingOnWorker()));
+    } catch (InvalidJobException e) {
+      throw ApiProblem.invalidField("states", e.getMessage().substring(e.field().length() + 2));
+    }
+  }
+
+  private Reply retryAll(Context ctx, Routes routes) {
+    BulkFilter f = bulkFilter(ctx, routes);
+    try {
+      return Reply.ok(new RetryCountsView(client.retryAll(f.types(), f.queues(), f.states())));
+    } catch (InvalidJobException e) {
+      throw ApiProblem.invalidField("states", e.getMessage().substring(e.field().length() + 2));
+    }
+  }
+
+  // ---------------------------------------------------------------- views
+
+  /**
+   * A job as the API shows it.
+   *
+   * @param scheduled true for a queued job whose run_at is in the future
+   * @param timeoutMs per-attempt timeout override, or null for the type's
+   * @param progress last reported progress, or null
+   * @param errors every failed attempt, oldest first
+   */
+  public record JobView(
+      UUID id,
+      String type,
+      String queue,
+      JsonNode payload,
+      int priority,
+      String state,
+      boolean scheduled,
+      int attempts,
+      int maxAttempts,
+      Instant runAt,
+      Instant createdAt,
+      Instant attemptedAt,
+      Instant finishedAt,
+      String lockedBy,
+      Instant heartbeatAt,
+      String context,
+      String idempotencyKey,
+      Long timeoutMs,
+      ProgressView progress,
+      List<ErrorView> errors,
+      JsonNode output,
+      boolean cancelRequested) {
+
+    /** The view of {@code job}. */
+    public static JobView of(Job job) {
+      List<ErrorView> errors = new ArrayList<>();
+      for (JobError e : job.errors()) {
+        errors.add(new ErrorView(e.attempt(), e.at(), e.kind(), e.errorClass(), e.message(), e.stackHead(), e.worker()));
+      }
+      ProgressView progress = job.progressPercent() == null && job.progressMessage() == null
+          ? null : new ProgressView(job.progressPercent(), job.progressMessage());
+      return new JobView(job.id(), job.type(), job.queue(), job.payload(), job.priority(), job.state().value(),
+          job.isScheduled(), job.attempts(), job.maxAttempts(), job.runAt(), job.createdAt(), job.attemptedAt(),
+          job.finishedAt(), job.lockedBy(), job.heartbeatAt(), job.context(), job.idempotencyKey(),
+          job.timeout() == null ? null : job.timeout().toMillis(), progress, List.copyOf(errors), job.output(),
+          job.cancelRequested());
+    }
+  }
+
+  /** Last reported progress: percent 0–100 and message, either may be null. */
+  public record ProgressView(Integer percent, String message) {}
+
+  /** One failed attempt. */
+  public record ErrorView(
+      int attempt, Instant at, String kind, String errorClass, String message, String stackHead, String worker) {}
+
+  /** A page of jobs, newest first; {@code nextCursor} is null on the last page. */
+  public record JobPageView(List<JobView> jobs, String nextCursor) {}
+
+  /** What a bulk cancel did. */
+  public record CancelCountsView(long cancelled, long pendingOnWorker) {}
+
+  /** What a bulk retry did. */
+  public record RetryCountsView(long retried) {}
+}

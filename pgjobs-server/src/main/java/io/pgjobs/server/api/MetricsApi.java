@@ -1,0 +1,65 @@
+package io.pgjobs.server.api;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.pgjobs.JobClient;
+import io.pgjobs.metrics.MetricNames;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code /metrics}: the registry in Prometheus text format. The registry may be shared with workers in
+ * the same process, whose {@code worker_*} metrics then appear here too. Before each scrape the queue
+ * depth gauge ({@value MetricNames#QUEUE_DEPTH}) is refreshed from the database, at most once a second.
+ */
+public final class MetricsApi {
+  /** Content type of the Prometheus text format 0.0.4. */
+  public static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+  private static final Logger log = LoggerFactory.getLogger(MetricsApi.class);
+  private static final long DEPTH_REFRESH_NANOS = 1_000_000_000L;
+
+  private final PrometheusMeterRegistry registry;
+  private final JobClient client;
+  private final Map<String, Long> depth = new ConcurrentHashMap<>();
+  private volatile long depthReadAt = System.nanoTime() - DEPTH_REFRESH_NANOS;
+
+  /** Scrapes {@code registry}; reads queue depth through {@code client}. */
+  public MetricsApi(PrometheusMeterRegistry registry, JobClient client) {
+    this.registry = registry;
+    this.client = client;
+  }
+
+  /** Registers the route. */
+  public void register(Routes routes) {
+    routes.get("/metrics", ctx -> {
+      refreshDepth();
+      return Reply.text(PROMETHEUS_TEXT, registry.scrape());
+    });
+  }
+
+  private void refreshDepth() {
+    long now = System.nanoTime();
+    if (now - depthReadAt < DEPTH_REFRESH_NANOS) {
+      return;
+    }
+    depthReadAt = now;
+    Map<String, Long> fresh;
+    try {
+      fresh = client.queueDepth();
+    } catch (RuntimeException e) {
+      log.warn("queue depth not refreshed: {}", e.getMessage());
+      return;
+    }
+    depth.replaceAll((queue, old) -> 0L);
+    fresh.forEach((queue, n) -> {
+      if (depth.put(queue, n) == null) {
+        Gauge.builder(MetricNames.QUEUE_DEPTH, depth, m -> m.getOrDefault(queue, 0L))
+            .description("Due jobs waiting to be claimed")
+            .tag("queue", queue)
+            .register(registry);
+      }
+    });
+  }
+}

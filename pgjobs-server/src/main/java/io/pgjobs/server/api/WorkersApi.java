@@ -1,0 +1,41 @@
+package io.pgjobs.server.api;
+
+import io.pgjobs.JobClient;
+import io.pgjobs.WorkerInfo;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+
+/** {@code /workers}: registered worker processes with their heartbeats and running job counts. */
+public final class WorkersApi {
+  private final JobClient client;
+
+  /** Serves {@code client}'s workers. */
+  public WorkersApi(JobClient client) {
+    this.client = client;
+  }
+
+  /** Registers the route. */
+  public void register(Routes routes) {
+    routes.get("/workers", ctx -> Reply.ok(new WorkerListView(client.workers().stream().map(WorkerView::of).toList())));
+  }
+
+  /**
+   * One worker process.
+   *
+   * @param queues the queues it serves, with their concurrency
+   * @param jobTypes the job types it can run
+   * @param runningJobs jobs it runs now
+   */
+  public record WorkerView(
+      String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes, Instant startedAt,
+      Instant lastHeartbeat, long runningJobs) {
+    static WorkerView of(WorkerInfo w) {
+      return new WorkerView(w.id(), w.host(), w.pid(), w.queues(), w.jobTypes(), w.startedAt(), w.lastHeartbeat(),
+          w.runningJobs());
+    }
+  }
+
+  /** Every registered worker. */
+  public record WorkerListView(List<WorkerView> workers) {}
+}

@@ -1,0 +1,217 @@
+package io.pgjobs.server.events;
+
+import io.javalin.http.sse.SseClient;
+import io.pgjobs.events.JobEvent;
+import io.pgjobs.events.JobEventBatch;
+import io.pgjobs.events.JobEventListener;
+import java.time.Duration;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Fans job events from one {@link JobEventListener} (one LISTEN connection per server) out to the
+ * event stream subscribers. Each subscriber has a bounded queue and a virtual thread that writes to
+ * its connection, so a slow client never holds up the listener or the others; a client that falls
+ * {@value #QUEUE_CAPACITY} events behind is disconnected (it reconnects and gets a fresh snapshot).
+ *
+ * <p>Every subscriber first gets a {@code snapshot} event. After the listener reconnects (events may
+ * have been lost while it was away), or when a statement changed more jobs than its notification
+ * lists, every subscriber gets a {@code resync} event followed by a fresh {@code snapshot}.
+ * A comment line every ping interval detects closed connections.
+ */
+public final class EventHub implements AutoCloseable {
+  /** Events a subscriber may fall behind before it is disconnected: {@value}. */
+  static final int QUEUE_CAPACITY = 10_000;
+
+  private static final Logger log = LoggerFactory.getLogger(EventHub.class);
+
+  private final JobEventListener listener;
+  private final JsonMapper json;
+  private final Duration pingInterval;
+  private final Set<Subscription> subscriptions = ConcurrentHashMap.newKeySet();
+  private final AtomicInteger connects = new AtomicInteger();
+  private final AtomicLong sequence = new AtomicLong();
+  private final ScheduledExecutorService pinger =
+      Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon().name("pgjobs-sse-ping").unstarted(r));
+  private volatile boolean closed;
+
+  /**
+   * @param dataSource where to LISTEN
+   * @param channel the job events channel ({@code JobClient.eventsChannel()})
+   * @param json writes event data
+   * @param pingInterval how often idle connections get a comment line
+   */
+  public EventHub(DataSource dataSource, String channel, JsonMapper json, Duration pingInterval) {
+    this.listener = new JobEventListener(dataSource, channel);
+    this.json = json;
+    this.pingInterval = pingInterval;
+  }
+
+  /** Starts listening. */
+  public void start() {
+    listener.subscribe(this::onBatch);
+    listener.onReconnect(this::onConnected);
+    listener.start();
+    long ms = pingInterval.toMillis();
+    pinger.scheduleAtFixedRate(() -> subscriptions.forEach(s -> s.offer(Outgoing.PING)), ms, ms, TimeUnit.MILLISECONDS);
+  }
+
+  /** True while the LISTEN connection is up. */
+  public boolean isListening() {
+    return listener.isListening();
+  }
+
+  /** Subscribers connected now. */
+  public int subscribers() {
+    return subscriptions.size();
+  }
+
+  /**
+   * Streams events matching {@code filter} to {@code client}, starting with {@code snapshot}'s value.
+   * The caller must have called {@link SseClient#keepAlive()}.
+   */
+  public void subscribe(SseClient client, EventFilter filter, Supplier<Object> snapshot) {
+    Subscription s = new Subscription(client, filter, snapshot);
+    if (closed) {
+      client.close();
+      return;
+    }
+    subscriptions.add(s);
+    client.onClose(s::stop);
+    Thread.ofVirtual().name("pgjobs-sse-" + s.id).start(s::run);
+  }
+
+  private void onBatch(JobEventBatch batch) {
+    for (JobEvent event : batch.events()) {
+      long id = sequence.incrementAndGet();
+      for (Subscription s : subscriptions) {
+        if (s.filter.matches(event)) {
+          s.offer(new Outgoing(event.kind(), EventView.of(event), id, null));
+        }
+      }
+    }
+    if (batch.truncated()) {
+      subscriptions.forEach(s -> s.offer(Outgoing.resync("truncated")));
+    }
+  }
+
+  private void onConnected() {
+    if (connects.incrementAndGet() > 1) {
+      log.info("job events listener reconnected; sending resync to {} subscribers", subscriptions.size());
+      subscriptions.forEach(s -> s.offer(Outgoing.resync("reconnected")));
+    }
+  }
+
+  /** Stops listening and ends every stream. */
+  @Override
+  public void close() {
+    closed = true;
+    pinger.shutdownNow();
+    subscriptions.forEach(Subscription::stop);
+    listener.close();
+  }
+
+  /**
+   * The data of a {@code state} or {@code progress} event.
+   *
+   * @param progress percent, for progress events
+   * @param message progress message, for progress events
+   */
+  public record EventView(
+      UUID jobId, String state, String type, String queue, int attempts, Integer progress, String message) {
+    static EventView of(JobEvent e) {
+      return new EventView(e.jobId(), e.state().value(), e.type(), e.queue(), e.attempts(), e.progress(), e.message());
+    }
+  }
+
+  /** The data of a {@code resync} event. */
+  public record ResyncView(String reason) {}
+
+  private record Outgoing(String event, Object data, long id, String resyncReason) {
+    static final Outgoing PING = new Outgoing(null, null, 0, null);
+    static final Outgoing STOP = new Outgoing(null, null, -1, null);
+
+    static Outgoing resync(String reason) {
+      return new Outgoing("resync", null, 0, reason);
+    }
+  }
+
+  private final class Subscription {
+    private static final AtomicLong IDS = new AtomicLong();
+
+    final long id = IDS.incrementAndGet();
+    final SseClient client;
+    final EventFilter filter;
+    final Supplier<Object> snapshot;
+    final BlockingQueue<Outgoing> queue = new ArrayBlockingQueue<>(QUEUE_CAPACITY + 1);
+    final AtomicBoolean stopped = new AtomicBoolean();
+
+    Subscription(SseClient client, EventFilter filter, Supplier<Object> snapshot) {
+      this.client = client;
+      this.filter = filter;
+      this.snapshot = snapshot;
+    }
+
+    void offer(Outgoing out) {
+      if (stopped.get()) {
+        return;
+      }
+      if (queue.remainingCapacity() <= 1 || !queue.offer(out)) {
+        log.warn("event stream subscriber {} fell {} events behind; disconnecting it", id, QUEUE_CAPACITY);
+        stop();
+      }
+    }
+
+    void stop() {
+      if (stopped.compareAndSet(false, true)) {
+        queue.clear();
+        queue.offer(Outgoing.STOP);
+      }
+    }
+
+    void run() {
+      try {
+        sendSnapshot();
+        while (!client.terminated()) {
+          Outgoing out = queue.take();
+          if (out == Outgoing.STOP) {
+            break;
+          } else if (out == Outgoing.PING) {
+            client.sendComment("ping");
+          } else if (out.resyncReason() != null) {
+            client.sendEvent("resync", json.writeValueAsString(new ResyncView(out.resyncReason())));
+            sendSnapshot();
+          } else {
+            client.sendEvent(out.event(), json.writeValueAsString(out.data()), Long.toString(out.id()));
+          }
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (RuntimeException e) {
+        log.warn("event stream subscriber {} failed: {}", id, e.toString());
+      } finally {
+        stopped.set(true);
+        subscriptions.remove(this);
+        client.close();
+      }
+    }
+
+    private void sendSnapshot() {
+      client.sendEvent("snapshot", json.writeValueAsString(snapshot.get()));
+    }
+  }
+}

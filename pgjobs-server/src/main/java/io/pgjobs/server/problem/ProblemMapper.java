@@ -1,0 +1,146 @@
+package io.pgjobs.server.problem;
+
+import io.javalin.http.Context;
+import io.javalin.http.HttpResponseException;
+import io.pgjobs.InvalidJobException;
+import io.pgjobs.InvalidPayloadException;
+import io.pgjobs.PayloadValidator;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The one place where exceptions become {@code application/problem+json} responses. Problems the
+ * client caused say precisely what was wrong; anything else is logged with the request id and
+ * answered with a generic 500 (or 503 when the database is away) whose text never echoes the
+ * exception.
+ */
+public final class ProblemMapper {
+  /** Prefix of every problem type URI. */
+  public static final String TYPE_PREFIX = "urn:pgjobs:problem:";
+
+  private static final Logger log = LoggerFactory.getLogger(ProblemMapper.class);
+
+  private final JsonMapper json;
+  private final long maxBodyBytes;
+
+  /** Writes problems with {@code json} (the server's snake_case mapper); {@code maxBodyBytes} is named in 413s. */
+  public ProblemMapper(JsonMapper json, long maxBodyBytes) {
+    this.json = json;
+    this.maxBodyBytes = maxBodyBytes;
+  }
+
+  /** Answers {@code ctx} with the problem {@code error} stands for. */
+  public void respond(Context ctx, Throwable error) {
+    Problem problem = toProblem(error, ctx.path(), requestId(ctx), ctx.method() + " " + ctx.path());
+    write(ctx, problem);
+  }
+
+  /** Writes a problem document as the response. */
+  public void write(Context ctx, Problem problem) {
+    ctx.status(problem.status());
+    if (problem.status() == 401) {
+      ctx.header("WWW-Authenticate", "Bearer realm=\"pgjobs\"");
+    }
+    ctx.contentType(Problem.MEDIA_TYPE);
+    ctx.result(json.writeValueAsBytes(problem));
+  }
+
+  /** The problem document for {@code error}. Internal errors are logged here. */
+  public Problem toProblem(Throwable error, String instance, String requestId, String what) {
+    if (error instanceof ApiProblem p) {
+      return new Problem(p.type(), p.title(), p.status(), p.getMessage(), instance, requestId, p.errors(),
+          p.extensions());
+    }
+    if (error instanceof InvalidPayloadException e) {
+      List<Problem.FieldError> errors = e.problems().stream().map(ProblemMapper::payloadError).toList();
+      return from(ApiProblem.validation(stripField(e), errors), instance, requestId);
+    }
+    if (error instanceof InvalidJobException e) {
+      String field = apiField(e.field());
+      String reason = stripField(e);
+      return from(ApiProblem.invalidField(field, reason), instance, requestId);
+    }
+    if (error instanceof HttpResponseException e) {
+      return from(e.getStatus() == 413 ? ApiProblem.tooLarge(maxBodyBytes) : httpProblem(e, what), instance, requestId);
+    }
+    if (error instanceof JacksonException e) {
+      return from(ApiProblem.malformedJson("the request body is not valid JSON: " + e.getOriginalMessage()),
+          instance, requestId);
+    }
+    if (isDatabaseDown(error)) {
+      log.error("{} failed: database unavailable: {}", what, error.toString());
+      return from(ApiProblem.unavailable("the database is unavailable; try again later"), instance, requestId);
+    }
+    log.error("{} failed", what, error);
+    return new Problem(TYPE_PREFIX + "internal-error", "Internal server error", 500,
+        "the server failed to handle the request; the server log has the details under request id " + requestId,
+        instance, requestId, null, null);
+  }
+
+  private static Problem from(ApiProblem p, String instance, String requestId) {
+    return new Problem(p.type(), p.title(), p.status(), p.getMessage(), instance, requestId, p.errors(),
+        p.extensions());
+  }
+
+  private static ApiProblem httpProblem(HttpResponseException e, String what) {
+    int status = e.getStatus();
+    return switch (status) {
+      case 404 -> ApiProblem.notFound("no route for " + what);
+      case 405 -> ApiProblem.http(405, "method-not-allowed", "Method not allowed", "method not allowed: " + what);
+      default -> ApiProblem.http(status, "http-" + status, e.getMessage(), e.getMessage());
+    };
+  }
+
+  private static Problem.FieldError payloadError(PayloadValidator.FieldProblem p) {
+    String field = p.field() == null || p.field().isEmpty() ? "payload"
+        : p.field().startsWith("payload") ? p.field() : "payload." + p.field();
+    return new Problem.FieldError(field, p.reason());
+  }
+
+  /** The message of an {@link InvalidJobException} without its leading {@code field: }. */
+  private static String stripField(InvalidJobException e) {
+    String message = e.getMessage();
+    String prefix = e.field() + ": ";
+    return message.startsWith(prefix) ? message.substring(prefix.length()) : message;
+  }
+
+  private static final Map<String, String> CORE_FIELDS = Map.of(
+      "maxAttempts", "max_attempts",
+      "runAt", "run_at",
+      "delay", "delay_ms",
+      "timeout", "timeout_ms",
+      "idempotencyKey", "Idempotency-Key");
+
+  /** The API's name of a core field (core uses Java names, the API snake_case). */
+  static String apiField(String coreField) {
+    String mapped = CORE_FIELDS.get(coreField);
+    if (mapped != null) {
+      return mapped;
+    }
+    return coreField.replaceAll("([a-z0-9])([A-Z])", "$1_$2").toLowerCase(Locale.ROOT);
+  }
+
+  private static boolean isDatabaseDown(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof SQLTransientConnectionException) {
+        return true;
+      }
+      if (t instanceof SQLException sql && sql.getSQLState() != null && sql.getSQLState().startsWith("08")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static String requestId(Context ctx) {
+    Object id = ctx.attribute("request_id");
+    return id == null ? null : id.toString();
+  }
+}

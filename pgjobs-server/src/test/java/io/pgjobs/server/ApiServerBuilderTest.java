@@ -1,0 +1,42 @@
+package io.pgjobs.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.pgjobs.JobClient;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+
+class ApiServerBuilderTest {
+  static final JobClient CLIENT = JobClient.builder(new PGSimpleDataSource()).build();
+
+  @Test
+  void buildRejectsEveryInvalidSettingNamingItAndWhatIsAllowed() {
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).port(70_000).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("port").hasMessageContaining("65535");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).host(" ").build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("host");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).requestTimeout(Duration.ZERO).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("requestTimeout");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).maxBodyBytes(0).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBodyBytes");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).tokens(Map.of("short", ApiServer.Scope.ADMIN)).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at least 16 characters");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).corsOrigins(List.of("ops.example.com/path")).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("CORS origin");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).tokens(null).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tokens");
+  }
+
+  @Test
+  void defaultsAreValidAndPortIsOnlyKnownOnceStarted() {
+    ApiServer server = ApiServer.builder(CLIENT).build();
+    assertThatThrownBy(server::port).isInstanceOf(IllegalStateException.class);
+    assertThat(ApiServer.DEFAULT_PORT).isEqualTo(8080);
+    assertThat(ApiServer.DEFAULT_MAX_BODY_BYTES).isEqualTo(1_048_576);
+    server.close();
+  }
+}

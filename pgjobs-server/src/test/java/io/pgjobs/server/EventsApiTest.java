@@ -1,0 +1,125 @@
+package io.pgjobs.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.server.SseSubscriber.Event;
+import io.pgjobs.worker.JobWorker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+
+class EventsApiTest {
+  static final Duration WAIT = Duration.ofSeconds(60);
+  static ApiTestSupport api;
+
+  @BeforeAll
+  static void start() {
+    api = ApiTestSupport.start();
+  }
+
+  @AfterAll
+  static void stop() {
+    api.close();
+  }
+
+  private static String uniqueQueue() {
+    return "ev" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  @Test
+  void subscriberOfAJobGetsItsSnapshotThenProgressUpdatesAndFinalStateInOrder() throws Exception {
+    String queue = uniqueQueue();
+    String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"p\"},\"queue\":\"" + queue + "\"}")
+        .json().path("id").asString();
+
+    try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events?job_id=" + id))) {
+      assertThat(events.status()).isEqualTo(200);
+      Event snapshot = events.next(WAIT);
+      assertThat(snapshot.name()).isEqualTo("snapshot");
+      assertThat(snapshot.json().path("job").path("id").asString()).isEqualTo(id);
+      assertThat(snapshot.json().path("job").path("state").asString()).isEqualTo("queued");
+
+      try (JobWorker worker = JobWorker.builder(api.db.dataSource())
+          .register(TestTypes.TASK, (ctx, task) -> {
+            ctx.progress(10, "Schritt eins – größer");
+            ctx.progress(50, "half");
+            ctx.progress(90, "almost");
+            return null;
+          })
+          .queue(queue, 1)
+          .progressThrottle(Duration.ZERO)
+          .build()
+          .start()) {
+        List<String> seen = new ArrayList<>();
+        List<JsonNode> data = new ArrayList<>();
+        while (!seen.contains("state:succeeded")) {
+          Event e = events.next(WAIT);
+          JsonNode d = e.json();
+          assertThat(d.path("job_id").asString()).isEqualTo(id);
+          data.add(d);
+          seen.add(e.name().equals("progress") ? "progress:" + d.path("progress").asInt() : e.name() + ":" + d.path("state").asString());
+        }
+        assertThat(seen).containsExactly("state:running", "progress:10", "progress:50", "progress:90", "state:succeeded");
+        assertThat(data.get(1).path("message").asString()).isEqualTo("Schritt eins – größer");
+        assertThat(data.get(1).path("type").asString()).isEqualTo("task");
+        assertThat(data.get(1).path("queue").asString()).isEqualTo(queue);
+      }
+    }
+  }
+
+  @Test
+  void streamFilteredByQueueStartsWithTheQueueOverviewAndSkipsOtherQueues() throws Exception {
+    String mine = uniqueQueue();
+    String other = uniqueQueue();
+    api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"before\"},\"queue\":\"" + mine + "\"}");
+
+    try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events?queue=" + mine + "&type=task"))) {
+      Event snapshot = events.next(WAIT);
+      assertThat(snapshot.name()).isEqualTo("snapshot");
+      JsonNode queues = snapshot.json().path("queues");
+      assertThat(queues.size()).isEqualTo(1);
+      assertThat(queues.get(0).path("name").asString()).isEqualTo(mine);
+      assertThat(queues.get(0).path("counts").path("queued").asLong()).isEqualTo(1);
+
+      api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"},\"queue\":\"" + other + "\"}");
+      api.post("/jobs", "{\"type\":\"send_email\",\"payload\":{\"to\":\"a@b.c\",\"subject\":\"s\"},\"queue\":\"" + mine + "\"}");
+      String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"mine\"},\"queue\":\"" + mine + "\"}")
+          .json().path("id").asString();
+
+      Event state = events.next("state", WAIT);
+      assertThat(state.json().path("job_id").asString()).isEqualTo(id);
+      assertThat(state.json().path("state").asString()).isEqualTo("queued");
+      assertThat(state.id()).isNotBlank();
+    }
+  }
+
+  @Test
+  void whenTheListenerReconnectsSubscribersGetResyncAndAFreshSnapshot() throws Exception {
+    try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events"))) {
+      assertThat(events.next(WAIT).name()).isEqualTo("snapshot");
+      await().atMost(WAIT).until(() -> api.db.queryLong(
+          "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'") > 0);
+
+      api.db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+          + "WHERE datname = current_database() AND query LIKE 'LISTEN %'");
+
+      Event resync = events.next("resync", WAIT);
+      assertThat(resync.json().path("reason").asString()).isEqualTo("reconnected");
+      Event snapshot = events.next(WAIT);
+      assertThat(snapshot.name()).isEqualTo("snapshot");
+      assertThat(snapshot.json().has("queues")).isTrue();
+
+      String queue = uniqueQueue();
+      String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"after\"},\"queue\":\"" + queue + "\"}")
+          .json().path("id").asString();
+      await().atMost(WAIT).untilAsserted(() ->
+          assertThat(events.next("state", WAIT).json().path("job_id").asString()).isEqualTo(id));
+    }
+  }
+}
