@@ -1,35 +1,126 @@
 package io.pgjobs.cli;
 
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.pgjobs.cli.config.Settings;
+import io.pgjobs.maintenance.Maintenance;
+import io.pgjobs.metrics.MicrometerJobMetrics;
+import io.pgjobs.server.ApiServer;
+import io.pgjobs.worker.JobWorker;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
- * {@code pgjobs serve}: the HTTP API, OpenAPI document, dashboard and {@code /metrics}. Hidden until the
- * {@code pgjobs-server} module is part of the build.
- *
- * <p>To wire it: depend on {@code pgjobs-server}, open the database as {@link WorkCommand} does
- * ({@code Database.open(settings, true, JobKinds.types(settings))}, then {@code migrate()}), and start
- * {@code ApiServer.builder(db.client()).host(settings.host()).port(settings.port())
- * .tokens(settings.apiTokens()).meterRegistry(registry).build().start()}; then wait as {@code work} does
- * (the JVM's shutdown hook stops the server).
+ * {@code pgjobs serve}: the HTTP API, OpenAPI document, Swagger UI, dashboard and {@code /metrics}; with
+ * {@code --with-workers} also a worker for every registered job type in the same process. The process
+ * takes part in maintenance either way. Runs until SIGTERM or Ctrl-C.
  */
 @Command(
     name = "serve",
-    hidden = true,
     mixinStandardHelpOptions = true,
     versionProvider = VersionProvider.class,
-    description = "Run the HTTP API (needs the pgjobs-server module).")
+    description = {
+      "Run the HTTP API (and, with --with-workers, a worker) until SIGTERM or Ctrl-C.",
+      "API tokens: 'read:<token>' may only read, 'admin:<token>' or a bare token may do everything."
+    })
 final class ServeCommand extends Subcommand {
   @Mixin ServerOptions server = new ServerOptions();
+  @Mixin WorkerOptions worker = new WorkerOptions();
+
+  @Option(names = "--with-workers", description = "Also run a worker for every registered job type in this process.")
+  boolean withWorkers;
 
   @Override
-  public Integer call() {
-    Map<String, String> flags = new LinkedHashMap<>(server.flags());
-    settings(flags); // validates --host, --port, --api-tokens and their variables now
-    throw new CommandFailedException(
-        "'pgjobs serve' is not available in this build: the HTTP server module (pgjobs-server) is not part of it yet");
+  public Integer call() throws InterruptedException {
+    Map<String, String> flags = new LinkedHashMap<>(worker.flags());
+    flags.putAll(server.flags());
+    Settings settings = settings(flags);
+    return run(this, settings, withWorkers, null);
+  }
+
+  /** Starts the API (and maybe a worker) on {@code settings}' database and waits; shared with {@code demo}. */
+  static int run(Subcommand command, Settings settings, boolean withWorkers, Runnable afterStart)
+      throws InterruptedException {
+    List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
+    Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
+    if (db.created()) {
+      command.out().println("created database " + db.url().database());
+    }
+    db.migrate();
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    ApiServer api =
+        ApiServer.builder(db.client())
+            .host(settings.host())
+            .port(settings.port())
+            .tokens(tokens(settings.apiTokens()))
+            .meterRegistry(registry)
+            .build()
+            .start();
+    JobWorker jobWorker = null;
+    Maintenance maintenance = null;
+    if (withWorkers) {
+      jobWorker = WorkCommand.worker(settings, db, registrations, new MicrometerJobMetrics(registry));
+      jobWorker.start();
+    } else {
+      maintenance =
+          Maintenance.builder(db.dataSource())
+              .schema(settings.schema())
+              .staleThreshold(settings.staleThreshold())
+              .retention(settings.retention())
+              .build()
+              .start();
+    }
+    JobWorker startedWorker = jobWorker;
+    Maintenance startedMaintenance = maintenance;
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      if (startedWorker != null) {
+        startedWorker.close();
+      }
+      if (startedMaintenance != null) {
+        startedMaintenance.close();
+      }
+      api.close();
+      db.close();
+      stopped.countDown();
+    }, "pgjobs-serve-shutdown"));
+    String base = "http://" + displayHost(settings.host()) + ":" + api.port();
+    command.out().println("pgjobs API on " + db.url() + (withWorkers ? " with workers" : "") + ":");
+    command.out().println("  dashboard   " + base + "/");
+    command.out().println("  API docs    " + base + "/docs");
+    command.out().println("  OpenAPI     " + base + "/openapi.json");
+    command.out().println("  metrics     " + base + "/metrics");
+    command.out().println("  events      " + base + "/events");
+    command.out().println("Stop with SIGTERM or Ctrl-C.");
+    command.out().flush();
+    if (afterStart != null) {
+      afterStart.run();
+    }
+    stopped.await();
+    return PgJobsCommand.OK;
+  }
+
+  private static String displayHost(String host) {
+    return host.equals("0.0.0.0") || host.equals("::") ? "127.0.0.1" : host;
+  }
+
+  /** {@code read:<token>} is read-only; {@code admin:<token>} or a bare token is admin. */
+  static Map<String, ApiServer.Scope> tokens(List<String> tokens) {
+    Map<String, ApiServer.Scope> scoped = new LinkedHashMap<>();
+    for (String token : tokens) {
+      if (token.startsWith("read:")) {
+        scoped.put(token.substring(5), ApiServer.Scope.READ);
+      } else if (token.startsWith("admin:")) {
+        scoped.put(token.substring(6), ApiServer.Scope.ADMIN);
+      } else {
+        scoped.put(token, ApiServer.Scope.ADMIN);
+      }
+    }
+    return scoped;
   }
 }

@@ -1,6 +1,7 @@
 package io.pgjobs.cli;
 
 import io.pgjobs.cli.config.Settings;
+import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.worker.JobWorker;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,18 +48,8 @@ final class WorkCommand extends Subcommand {
         announce(settings, "created database " + db.url().database());
       }
       db.migrate();
-      JobWorker.Builder builder =
-          JobWorker.builder(db.dataSource())
-              .schema(settings.schema())
-              .registerAll(registrations)
-              .claimBatch(settings.claimBatch())
-              .pollInterval(settings.pollInterval())
-              .shutdownGrace(settings.shutdownGrace())
-              .staleThreshold(settings.staleThreshold())
-              .retention(settings.retention());
       Map<String, Integer> queues = queues(settings, registrations);
-      queues.forEach(builder::queue);
-      JobWorker worker = builder.build();
+      JobWorker worker = worker(settings, db, registrations, JobMetrics.NONE);
       worker.closeOnShutdown().start();
       String banner =
           "worker " + worker.workerId() + " running on " + db.url() + ": queues "
@@ -87,6 +78,23 @@ final class WorkCommand extends Subcommand {
     } else {
       log.info(message);
     }
+  }
+
+  /** A worker configured from {@code settings}, not yet started (shared with {@code serve} and {@code demo}). */
+  static JobWorker worker(
+      Settings settings, Database db, List<JobWorker.Registration<?>> registrations, JobMetrics metrics) {
+    JobWorker.Builder builder =
+        JobWorker.builder(db.dataSource())
+            .schema(settings.schema())
+            .registerAll(registrations)
+            .metrics(metrics)
+            .claimBatch(settings.claimBatch())
+            .pollInterval(settings.pollInterval())
+            .shutdownGrace(settings.shutdownGrace())
+            .staleThreshold(settings.staleThreshold())
+            .retention(settings.retention());
+    queues(settings, registrations).forEach(builder::queue);
+    return builder.build();
   }
 
   /** The queues to serve: those named, else each registered type's queue, with the concurrency setting. */
