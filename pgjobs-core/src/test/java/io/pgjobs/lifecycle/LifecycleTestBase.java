@@ -1,0 +1,73 @@
+package io.pgjobs.lifecycle;
+
+import io.pgjobs.Job;
+import io.pgjobs.JobError;
+import io.pgjobs.PgJobsTestBase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Base of the lifecycle (fault-tolerance) tests: the per-class database of {@link PgJobsTestBase}, the
+ * {@code effects} table emptied before each test, worker JVMs killed after it, and row-level helpers.
+ */
+abstract class LifecycleTestBase extends PgJobsTestBase {
+  @RegisterExtension final WorkerProcesses processes = new WorkerProcesses();
+
+  @BeforeEach
+  void emptyEffects() {
+    db.execute(Lifecycle.EFFECTS_DDL, "TRUNCATE effects");
+  }
+
+  /** The job's state as stored: from {@code pgjobs.jobs} or {@code pgjobs.finished_jobs}; null if in neither. */
+  static String storedState(UUID id) {
+    return queryString(
+        "SELECT state FROM pgjobs.jobs WHERE id = ? UNION ALL SELECT state FROM pgjobs.finished_jobs WHERE id = ?",
+        id, id);
+  }
+
+  /** Which table holds the job: {@code jobs}, {@code finished_jobs}, or null. */
+  static String tableOf(UUID id) {
+    return queryString(
+        "SELECT 'jobs' FROM pgjobs.jobs WHERE id = ? UNION ALL SELECT 'finished_jobs' FROM pgjobs.finished_jobs WHERE id = ?",
+        id, id);
+  }
+
+  /** {@code cancel_requested} of a job in {@code pgjobs.jobs}; null if it is not there. */
+  static Boolean cancelRequested(UUID id) {
+    String value = queryString("SELECT cancel_requested::text FROM pgjobs.jobs WHERE id = ?", id);
+    return value == null ? null : Boolean.valueOf(value);
+  }
+
+  /** The kinds of the job's error entries, oldest first. */
+  static List<String> errorKinds(UUID id) {
+    return errors(id).stream().map(JobError::kind).toList();
+  }
+
+  static List<JobError> errors(UUID id) {
+    return client.get(id).map(Job::errors).orElseThrow(() -> new AssertionError("no job " + id));
+  }
+
+  static Job job(UUID id) {
+    return client.get(id).orElseThrow(() -> new AssertionError("no job " + id));
+  }
+
+  static String queryString(String sql, Object... params) {
+    try (Connection c = db.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString(1) : null;
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e.getMessage(), e);
+    }
+  }
+}
