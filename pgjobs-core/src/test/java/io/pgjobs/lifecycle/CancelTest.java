@@ -240,12 +240,7 @@ class CancelTest extends LifecycleTestBase {
 
   @Test
   void flaggedJobWhoseWorkerDiedEndsCancelledWhenRescued() {
-    UUID id = UUID.randomUUID();
-    db.execute(
-        "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
-            + " created_at, attempted_at, locked_by, heartbeat_at) VALUES ('" + id + "', 'numbered', 'default',"
-            + " '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', 'dead-worker',"
-            + " now() - interval '1 minute')");
+    UUID id = plantStaleRunningJob("dead-worker");
 
     assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
     assertThat(cancelRequested(id)).isTrue();

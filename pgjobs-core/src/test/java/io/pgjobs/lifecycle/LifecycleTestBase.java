@@ -57,6 +57,20 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
     return client.get(id).orElseThrow(() -> new AssertionError("no job " + id));
   }
 
+  /**
+   * Inserts a job as a worker that died would have left it: running, locked by {@code lockedBy}, its
+   * last heartbeat a minute ago, on attempt 1 of 3.
+   */
+  static UUID plantStaleRunningJob(String lockedBy) {
+    UUID id = UUID.randomUUID();
+    db.execute(
+        "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
+            + " created_at, attempted_at, locked_by, heartbeat_at) VALUES ('" + id + "', 'numbered', 'default',"
+            + " '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', '" + lockedBy + "',"
+            + " now() - interval '1 minute')");
+    return id;
+  }
+
   static String queryString(String sql, Object... params) {
     try (Connection c = db.dataSource().getConnection();
         PreparedStatement ps = c.prepareStatement(sql)) {
