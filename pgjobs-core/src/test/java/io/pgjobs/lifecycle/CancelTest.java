@@ -239,6 +239,31 @@ class CancelTest extends LifecycleTestBase {
   }
 
   @Test
+  void workerThatMissesTheNotificationStopsTheJobWhenItsHeartbeatSeesTheFlag() {
+    JobType<Numbered> type = type("cancel_not_listening");
+    AtomicBoolean interrupted = new AtomicBoolean();
+    // No LISTEN connection: the cancel flag reaches this worker only through its heartbeat's reply.
+    start(worker().listen(false).heartbeatInterval(Duration.ofMillis(200)).register(type, (ctx, p) -> {
+      handlersStarted.incrementAndGet();
+      try {
+        Thread.sleep(60_000);
+      } catch (InterruptedException e) {
+        interrupted.set(true);
+        throw e;
+      }
+      return null;
+    }));
+    UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
+    await().atMost(LONG).until(() -> handlersStarted.get() == 1);
+
+    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+
+    awaitState(id, JobState.CANCELLED, Duration.ofSeconds(10));
+    assertThat(interrupted).isTrue();
+    assertThat(errorKinds(id)).containsExactly("cancelled");
+  }
+
+  @Test
   void flaggedJobWhoseWorkerDiedEndsCancelledWhenRescued() {
     UUID id = plantStaleRunningJob("dead-worker");
 

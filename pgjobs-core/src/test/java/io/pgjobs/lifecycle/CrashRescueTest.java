@@ -118,6 +118,9 @@ class CrashRescueTest extends LifecycleTestBase {
             .staleThreshold(Duration.ofSeconds(2))
             .heartbeatInterval(Duration.ofMillis(200))
             .leaseTtl(Duration.ofSeconds(2)));
+    // Registered before start() returns, with what it serves.
+    assertThat(count("SELECT count(*) FROM pgjobs.workers WHERE id = 'crash-alive' AND pid = "
+        + ProcessHandle.current().pid() + " AND job_types @> '[\"lifecycle_work\"]' AND queues ->> 'default' = '10'")).isEqualTo(1);
     await().atMost(LONG).until(worker::isMaintenanceLeader);
     UUID id = client.enqueue(Lifecycle.WORK, Work.blockingFirstAttempt(Duration.ofSeconds(7))).job().id();
     awaitState(id, JobState.RUNNING, LONG);
@@ -128,6 +131,8 @@ class CrashRescueTest extends LifecycleTestBase {
         .until(() -> count("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id
             + "' AND state = 'running' AND heartbeat_at > attempted_at + interval '3 seconds'") == 1);
     assertThat(worker.heartbeats()).isGreaterThan(beatsBefore);
+    assertThat(count("SELECT count(*) FROM pgjobs.workers WHERE id = 'crash-alive'"
+        + " AND last_heartbeat > started_at + interval '2 seconds'")).as("the worker's own heartbeat").isEqualTo(1);
     assertThat(count("SELECT count(*) FROM pgjobs.workers WHERE id = 'crash-alive'"
         + " AND last_heartbeat > now() - interval '2 seconds'")).isEqualTo(1);
 

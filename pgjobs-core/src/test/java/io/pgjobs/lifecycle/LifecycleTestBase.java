@@ -1,5 +1,7 @@
 package io.pgjobs.lifecycle;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import io.pgjobs.Job;
 import io.pgjobs.JobError;
 import io.pgjobs.PgJobsTestBase;
@@ -9,6 +11,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.ToLongFunction;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -69,6 +72,33 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
             + " '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', '" + lockedBy + "',"
             + " now() - interval '1 minute')");
     return id;
+  }
+
+  /**
+   * The end state of a run of {@code jobs} {@link Lifecycle#WORK} jobs through crashes or outages: all
+   * succeeded, none left in {@code pgjobs.jobs}, each ran its effect at least once and at most once per
+   * attempt, and no attempt ran twice. {@code count} runs a query returning one number.
+   */
+  static void assertCompleteRun(ToLongFunction<String> count, long jobs) {
+    assertThat(count.applyAsLong("SELECT count(*) FROM pgjobs.finished_jobs"))
+        .as("finished jobs (each exactly once: id is the primary key)").isEqualTo(jobs);
+    assertThat(count.applyAsLong("SELECT count(*) FROM pgjobs.jobs")).as("nothing stuck running or waiting").isZero();
+    assertThat(count.applyAsLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'"))
+        .as("jobs not succeeded").isZero();
+    assertThat(count.applyAsLong("""
+        SELECT count(*) FROM pgjobs.finished_jobs f
+         WHERE NOT EXISTS (SELECT 1 FROM effects e WHERE e.job_id = f.id)"""))
+        .as("jobs whose handler never got to its effect").isZero();
+    assertThat(count.applyAsLong("""
+        SELECT count(*) FROM pgjobs.finished_jobs f
+         WHERE (SELECT count(*) FROM effects e WHERE e.job_id = f.id) > f.attempts"""))
+        .as("jobs with more effects than attempts").isZero();
+    assertThat(count.applyAsLong("""
+        SELECT count(*) FROM (SELECT job_id, attempt FROM effects GROUP BY job_id, attempt HAVING count(*) > 1) d"""))
+        .as("attempts that ran their effect twice").isZero();
+    assertThat(count.applyAsLong("""
+        SELECT count(*) FROM effects e WHERE NOT EXISTS (SELECT 1 FROM pgjobs.finished_jobs f WHERE f.id = e.job_id)"""))
+        .as("effects of unknown jobs").isZero();
   }
 
   static String queryString(String sql, Object... params) {
