@@ -15,6 +15,7 @@ import io.pgjobs.JobHandler;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.RetryPolicy;
+import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -261,6 +262,57 @@ class CancelTest extends LifecycleTestBase {
     awaitState(id, JobState.CANCELLED, Duration.ofSeconds(10));
     assertThat(interrupted).isTrue();
     assertThat(errorKinds(id)).containsExactly("cancelled");
+  }
+
+  /**
+   * A worker that has not yet heard of a cancellation (no LISTEN, next heartbeat 30 s away) and whose
+   * attempt then fails by itself: the failure must not put the cancelled job back in the queue.
+   */
+  @Test
+  void attemptThatFailsBeforeItsWorkerHearsOfTheCancellationEndsCancelledNotRetrying() {
+    JobType<Numbered> type = type("cancel_then_fail").withRetryPolicy(RetryPolicy.fixed(Duration.ZERO));
+    JobWorker worker =
+        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).register(type, (ctx, p) -> {
+          handlersStarted.incrementAndGet();
+          release.await();
+          throw new IllegalStateException("failed by itself");
+        }));
+    UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
+    await().atMost(LONG).until(() -> handlersStarted.get() == 1);
+    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+
+    release.countDown();
+
+    await().atMost(LONG).until(() -> !"running".equals(storedState(id)));
+    assertThat(storedState(id)).as("a job whose cancellation was asked is not retried").isEqualTo("cancelled");
+    assertThat(handlersStarted).as("and never runs again").hasValue(1);
+    assertThat(worker.runningJobs()).isZero();
+  }
+
+  /**
+   * Same, when the worker shuts down: the release back to the queue must not undo the cancellation.
+   */
+  @Test
+  void jobCancelledBeforeItsWorkerHearsOfItIsNotReleasedToTheQueueOnShutdown() {
+    JobType<Numbered> type = type("cancel_then_shutdown");
+    JobWorker worker =
+        start(worker()
+            .listen(false)
+            .heartbeatInterval(Duration.ofSeconds(30))
+            .shutdownGrace(Duration.ZERO)
+            .register(type, (ctx, p) -> {
+              handlersStarted.incrementAndGet();
+              Thread.sleep(60_000);
+              return null;
+            }));
+    UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
+    await().atMost(LONG).until(() -> handlersStarted.get() == 1);
+    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+
+    worker.close();
+
+    assertThat(storedState(id)).as("a job whose cancellation was asked is not released to the queue")
+        .isEqualTo("cancelled");
   }
 
   @Test
