@@ -118,7 +118,7 @@ class CancelTest extends LifecycleTestBase {
         }));
     UUID succeeded = enqueue(ok, EnqueueOptions.DEFAULTS);
     UUID failed = enqueue(discard, EnqueueOptions.DEFAULTS);
-    UUID cancelled = enqueue(type("cancel_done_cancelled"), EnqueueOptions.DEFAULTS);
+    UUID cancelled = enqueue(type("cancel_done_cancelled"), EnqueueOptions.builder().queue("unserved").build());
     assertThat(client.cancel(cancelled).outcome()).isEqualTo(Outcome.CANCELLED);
     Job succeededBefore = awaitState(succeeded, JobState.SUCCEEDED);
     Job failedBefore = awaitState(failed, JobState.FAILED);
