@@ -286,6 +286,8 @@ class CancelTest extends LifecycleTestBase {
     await().atMost(LONG).until(() -> !"running".equals(storedState(id)));
     assertThat(storedState(id)).as("a job whose cancellation was asked is not retried").isEqualTo("cancelled");
     assertThat(handlersStarted).as("and never runs again").hasValue(1);
+    assertThat(tableOf(id)).isEqualTo("finished_jobs");
+    assertThat(errorKinds(id)).as("the attempt's own failure is kept").containsExactly("error");
     assertThat(worker.runningJobs()).isZero();
   }
 
@@ -313,6 +315,8 @@ class CancelTest extends LifecycleTestBase {
 
     assertThat(storedState(id)).as("a job whose cancellation was asked is not released to the queue")
         .isEqualTo("cancelled");
+    assertThat(tableOf(id)).isEqualTo("finished_jobs");
+    assertThat(errorKinds(id)).containsExactly("shutdown");
   }
 
   @Test
