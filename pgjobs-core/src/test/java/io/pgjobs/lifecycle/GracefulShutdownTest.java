@@ -48,6 +48,7 @@ class GracefulShutdownTest extends LifecycleTestBase {
     boolean exited = WorkerProcesses.awaitExit(doomed, Duration.ofSeconds(15));
     Duration took = Duration.ofNanos(System.nanoTime() - terminatedAt);
 
+    System.out.printf("SIGTERM: worker process exited after %d ms (grace 2 s)%n", took.toMillis());
     assertThat(exited).as("worker process exited within 15 s of SIGTERM").isTrue();
     assertThat(took).as("it waited for the 2 s grace first").isGreaterThanOrEqualTo(Duration.ofMillis(1_900));
     // At once, with no rescue involved: every interrupted job is waiting again, due now, unlocked.

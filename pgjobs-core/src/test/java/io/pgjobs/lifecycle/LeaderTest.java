@@ -84,9 +84,11 @@ class LeaderTest extends LifecycleTestBase {
     assertThat(leader.passes()).as("the leader runs the tasks").isPositive();
     assertThat(follower.passes()).as("the follower does not").isZero();
 
+    long closedAt = System.nanoTime();
     leader.close();
 
     await("the follower takes over").atMost(Duration.ofSeconds(5)).until(follower::isLeader);
+    System.out.printf("leader closed: follower leads after %d ms%n", (System.nanoTime() - closedAt) / 1_000_000);
     assertThat(leader.isLeader()).isFalse();
     assertThat(leaseHolder()).isEqualTo(followerId);
     UUID stale = plantStaleRunningJob("ghost-worker");
@@ -111,6 +113,7 @@ class LeaderTest extends LifecycleTestBase {
         .atMost(Duration.ofSeconds(10))
         .until(follower::isLeader);
     Duration takeover = Duration.ofNanos(System.nanoTime() - cutAt);
+    System.out.printf("leader cut off: follower leads after %d ms%n", takeover.toMillis());
     assertThat(takeover).as("within the TTL plus one renew interval, and some slack").isLessThan(Duration.ofSeconds(6));
     await("the cut-off node stops acting as leader").atMost(Duration.ofSeconds(5)).until(() -> !leader.isLeader());
     assertThat(leaseHolder()).isEqualTo(followerId);
@@ -135,7 +138,9 @@ class LeaderTest extends LifecycleTestBase {
     leaderProcess.kill();
 
     await("the standby takes over").atMost(Duration.ofSeconds(15)).until(standby::isLeader);
-    assertThat(Duration.ofNanos(System.nanoTime() - killedAt)).isLessThan(Duration.ofSeconds(6));
+    Duration takeover = Duration.ofNanos(System.nanoTime() - killedAt);
+    System.out.printf("leader process killed: standby leads after %d ms%n", takeover.toMillis());
+    assertThat(takeover).isLessThan(Duration.ofSeconds(6));
     assertThat(leaseHolder()).isEqualTo("standby");
     awaitRescued(abandoned, "leader-jvm");
     assertThat(errors(abandoned)).extracting(JobError::attempt).containsExactly(1);
