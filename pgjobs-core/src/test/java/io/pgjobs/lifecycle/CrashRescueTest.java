@@ -110,26 +110,26 @@ class CrashRescueTest extends LifecycleTestBase {
 
   @Test
   void longJobOfALiveWorkerIsKeptAliveByHeartbeatsAndNotRescued() {
-    // The worker leads maintenance itself, with a 2 s stale threshold; its job runs 7 s.
+    // The worker leads maintenance itself, with a 3 s stale threshold; its job runs 8 s.
     JobWorker worker =
         start(worker()
             .workerId("crash-alive")
             .register(Lifecycle.WORK, Lifecycle.handler("crash-alive", true))
-            .staleThreshold(Duration.ofSeconds(2))
+            .staleThreshold(Duration.ofSeconds(3))
             .heartbeatInterval(Duration.ofMillis(200))
             .leaseTtl(Duration.ofSeconds(2)));
     // Registered before start() returns, with what it serves.
     assertThat(count("SELECT count(*) FROM pgjobs.workers WHERE id = 'crash-alive' AND pid = "
         + ProcessHandle.current().pid() + " AND job_types @> '[\"lifecycle_work\"]' AND queues ->> 'default' = '10'")).isEqualTo(1);
     await().atMost(LONG).until(worker::isMaintenanceLeader);
-    UUID id = client.enqueue(Lifecycle.WORK, Work.blockingFirstAttempt(Duration.ofSeconds(7))).job().id();
+    UUID id = client.enqueue(Lifecycle.WORK, Work.blockingFirstAttempt(Duration.ofSeconds(8))).job().id();
     awaitState(id, JobState.RUNNING, LONG);
     long beatsBefore = worker.heartbeats();
 
     await("heartbeat_at renewed well past the stale threshold while the job runs")
         .atMost(LONG)
         .until(() -> count("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id
-            + "' AND state = 'running' AND heartbeat_at > attempted_at + interval '3 seconds'") == 1);
+            + "' AND state = 'running' AND heartbeat_at > attempted_at + interval '4 seconds'") == 1);
     assertThat(worker.heartbeats()).isGreaterThan(beatsBefore);
     assertThat(count("SELECT count(*) FROM pgjobs.workers WHERE id = 'crash-alive'"
         + " AND last_heartbeat > started_at + interval '2 seconds'")).as("the worker's own heartbeat").isEqualTo(1);

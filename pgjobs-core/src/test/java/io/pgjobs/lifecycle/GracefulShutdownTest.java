@@ -91,7 +91,7 @@ class GracefulShutdownTest extends LifecycleTestBase {
             .register(Lifecycle.WORK, Lifecycle.handler("shutdown-in-grace", true))
             .queue("default", 1)
             .shutdownGrace(Duration.ofSeconds(15)));
-    UUID running = enqueue(Work.blockingFirstAttempt(Duration.ofSeconds(3)), 3);
+    UUID running = enqueue(Work.blockingFirstAttempt(Duration.ofSeconds(5)), 3);
     awaitState(running, JobState.RUNNING, LONG);
     UUID waiting = enqueue(Work.QUICK, 3); // the worker's one slot is taken: this one waits
 
@@ -100,7 +100,7 @@ class GracefulShutdownTest extends LifecycleTestBase {
     Duration took = Duration.ofNanos(System.nanoTime() - closing);
 
     assertThat(took).as("close returns once the running job is done, not after the whole grace")
-        .isLessThan(Duration.ofSeconds(12));
+        .isLessThan(Duration.ofSeconds(13));
     Job done = job(running);
     assertThat(done.state()).isEqualTo(JobState.SUCCEEDED);
     assertThat(done.attempts()).isEqualTo(1);

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
  * a new one within the lease's time to live when the old one goes away, which then does the rescuing.
  */
 class LeaderTest extends LifecycleTestBase {
-  private static final Duration TTL = Duration.ofSeconds(2);
+  /** Renewed every second: two seconds of slack before a busy machine makes a lease lapse. */
+  private static final Duration TTL = Duration.ofSeconds(3);
   private static final Duration LONG = Duration.ofSeconds(30);
 
   private final List<Maintenance> nodes = new ArrayList<>();
@@ -114,7 +115,7 @@ class LeaderTest extends LifecycleTestBase {
         .until(follower::isLeader);
     Duration takeover = Duration.ofNanos(System.nanoTime() - cutAt);
     System.out.printf("leader cut off: follower leads after %d ms%n", takeover.toMillis());
-    assertThat(takeover).as("within the TTL plus one renew interval, and some slack").isLessThan(Duration.ofSeconds(6));
+    assertThat(takeover).as("within the TTL plus one renew interval, and some slack").isLessThan(Duration.ofSeconds(8));
     await("the cut-off node stops acting as leader").atMost(Duration.ofSeconds(5)).until(() -> !leader.isLeader());
     assertThat(leaseHolder()).isEqualTo(followerId);
     UUID stale = plantStaleRunningJob("ghost-worker");
@@ -124,7 +125,7 @@ class LeaderTest extends LifecycleTestBase {
   @Test
   void killedLeaderProcessIsReplacedAndItsAbandonedJobIsRescued() {
     WorkerProcess leaderProcess =
-        processes.start("leader-jvm", db.jdbcUrl(), "concurrency=2", "staleMs=2000", "leaseTtlMs=2000", "heartbeatMs=200");
+        processes.start("leader-jvm", db.jdbcUrl(), "concurrency=2", "staleMs=2000", "leaseTtlMs=3000", "heartbeatMs=200");
     await().atMost(LONG).until(() -> "leader-jvm".equals(leaseHolder()));
     UUID abandoned = client.enqueue(Lifecycle.WORK, Work.blockingFirstAttempt(Duration.ofSeconds(60))).job().id();
     await().atMost(LONG).until(() -> "running".equals(storedState(abandoned)));
@@ -140,7 +141,7 @@ class LeaderTest extends LifecycleTestBase {
     await("the standby takes over").atMost(Duration.ofSeconds(15)).until(standby::isLeader);
     Duration takeover = Duration.ofNanos(System.nanoTime() - killedAt);
     System.out.printf("leader process killed: standby leads after %d ms%n", takeover.toMillis());
-    assertThat(takeover).isLessThan(Duration.ofSeconds(6));
+    assertThat(takeover).as("within its 3 s lease plus one renew interval, and some slack").isLessThan(Duration.ofSeconds(8));
     assertThat(leaseHolder()).isEqualTo("standby");
     awaitRescued(abandoned, "leader-jvm");
     assertThat(errors(abandoned)).extracting(JobError::attempt).containsExactly(1);
