@@ -146,13 +146,28 @@ final class JobSql {
       )
       """ + insertFinished("done", "CAST(? AS text)", "errors || ?::jsonb", "NULL");
 
-  /** A failed attempt with attempts left: wait {@code delay} ms, keep the error. */
+  /**
+   * A failed attempt with attempts left: wait {@code delay} ms, keep the error. A job whose cancellation
+   * was asked meanwhile (its worker had not yet heard) ends cancelled instead of running again.
+   */
   static final String RETRY_LATER =
       """
-      UPDATE {schema}.jobs
-         SET state = 'retrying', run_at = now() + ?::bigint * interval '1 millisecond',
-             locked_by = NULL, heartbeat_at = NULL, errors = errors || ?::jsonb
-       WHERE id = ? AND attempts = ? AND state = 'running'""";
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND attempts = ? AND state = 'running' AND cancel_requested
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL") + """
+
+          RETURNING id
+      ), retried AS (
+          UPDATE {schema}.jobs
+             SET state = 'retrying', run_at = now() + ?::bigint * interval '1 millisecond',
+                 locked_by = NULL, heartbeat_at = NULL, errors = errors || ?::jsonb
+           WHERE id = ? AND attempts = ? AND state = 'running' AND NOT cancel_requested
+          RETURNING id
+      )
+      SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM retried)""";
 
   /**
    * Back to the queue without spending the attempt: snooze, and jobs a worker has no handler for
@@ -169,19 +184,29 @@ final class JobSql {
   /**
    * A worker that is shutting down gives a running job back, due at once. The attempt stays counted
    * (the handler did start, and may have done part of its work) unless it was the last one: a job is
-   * never failed because its worker stopped.
+   * never failed because its worker stopped. A job whose cancellation was asked ends cancelled instead.
    */
   static final String RELEASE =
       """
-      WITH released AS (
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND attempts = ? AND state = 'running' AND cancel_requested
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL") + """
+
+          RETURNING id
+      ), released AS (
           UPDATE {schema}.jobs
              SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
                  attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
                  errors = errors || ?::jsonb
-           WHERE id = ? AND attempts = ? AND state = 'running'
+           WHERE id = ? AND attempts = ? AND state = 'running' AND NOT cancel_requested
           RETURNING queue
       )
-      SELECT pg_notify('{schema}_jobs_ready', queue) FROM released""";
+      SELECT 1 FROM (SELECT pg_notify('{schema}_jobs_ready', queue) FROM released) AS woken
+      UNION ALL
+      SELECT 1 FROM moved""";
 
   /** Progress of a running attempt; announced on the job events channel for live views. */
   static final String PROGRESS =

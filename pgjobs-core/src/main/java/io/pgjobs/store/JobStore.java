@@ -342,15 +342,24 @@ public final class JobStore {
     }
   }
 
-  /** Schedules the next attempt after a failure, appending {@code errorJson}. */
+  /**
+   * Schedules the next attempt after a failure, appending {@code errorJson}; a job whose cancellation was
+   * asked ends cancelled instead.
+   */
   public boolean retryLater(UUID id, int attempt, long delayMs, String errorJson) throws SQLException {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(retryLater)) {
-      ps.setLong(1, delayMs);
-      ps.setString(2, errorJson);
-      ps.setObject(3, id);
-      ps.setInt(4, attempt);
-      return ps.executeUpdate() == 1;
+      ps.setObject(1, id);
+      ps.setInt(2, attempt);
+      ps.setString(3, errorJson);
+      ps.setLong(4, delayMs);
+      ps.setString(5, errorJson);
+      ps.setObject(6, id);
+      ps.setInt(7, attempt);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1) == 1;
+      }
     }
   }
 
@@ -369,9 +378,12 @@ public final class JobStore {
   public boolean release(UUID id, int attempt, String errorJson) throws SQLException {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(release)) {
-      ps.setString(1, errorJson);
-      ps.setObject(2, id);
-      ps.setInt(3, attempt);
+      ps.setObject(1, id);
+      ps.setInt(2, attempt);
+      ps.setString(3, errorJson);
+      ps.setString(4, errorJson);
+      ps.setObject(5, id);
+      ps.setInt(6, attempt);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
       }
