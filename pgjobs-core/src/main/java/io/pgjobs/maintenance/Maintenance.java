@@ -83,7 +83,7 @@ public final class Maintenance implements AutoCloseable {
   }
 
   private void run() {
-    long nextRenew = 0;
+    long nextRenew = System.nanoTime(); // nanoTime may be negative: never compare it with 0
     while (!stopping) {
       long now = System.nanoTime();
       if (now - nextRenew >= 0) {

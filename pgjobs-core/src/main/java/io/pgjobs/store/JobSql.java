@@ -171,15 +171,28 @@ final class JobSql {
 
   /**
    * Back to the queue without spending the attempt: snooze, and jobs a worker has no handler for
-   * (yet). The claim had added one; this takes it back.
+   * (yet). The claim had added one; this takes it back. A job whose cancellation was asked meanwhile
+   * ends cancelled instead.
    */
   static final String SNOOZE =
       """
-      UPDATE {schema}.jobs
-         SET state = 'queued', attempts = attempts - 1,
-             run_at = now() + ?::bigint * interval '1 millisecond',
-             locked_by = NULL, heartbeat_at = NULL
-       WHERE id = ? AND attempts = ? AND state = 'running'""";
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND attempts = ? AND state = 'running' AND cancel_requested
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
+
+          RETURNING id
+      ), snoozed AS (
+          UPDATE {schema}.jobs
+             SET state = 'queued', attempts = attempts - 1,
+                 run_at = now() + ?::bigint * interval '1 millisecond',
+                 locked_by = NULL, heartbeat_at = NULL
+           WHERE id = ? AND attempts = ? AND state = 'running' AND NOT cancel_requested
+          RETURNING id
+      )
+      SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM snoozed)""";
 
   /**
    * A worker that is shutting down gives a running job back, due at once. The attempt stays counted

@@ -367,10 +367,15 @@ public final class JobStore {
   public boolean snooze(UUID id, int attempt, long delayMs) throws SQLException {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(snooze)) {
-      ps.setLong(1, delayMs);
-      ps.setObject(2, id);
-      ps.setInt(3, attempt);
-      return ps.executeUpdate() == 1;
+      ps.setObject(1, id);
+      ps.setInt(2, attempt);
+      ps.setLong(3, delayMs);
+      ps.setObject(4, id);
+      ps.setInt(5, attempt);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1) == 1;
+      }
     }
   }
 

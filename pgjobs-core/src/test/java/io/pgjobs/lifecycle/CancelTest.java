@@ -15,6 +15,7 @@ import io.pgjobs.JobHandler;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.RetryPolicy;
+import io.pgjobs.SnoozeJobException;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -288,6 +289,29 @@ class CancelTest extends LifecycleTestBase {
     assertThat(handlersStarted).as("and never runs again").hasValue(1);
     assertThat(tableOf(id)).isEqualTo("finished_jobs");
     assertThat(errorKinds(id)).as("the attempt's own failure is kept").containsExactly("error");
+    assertThat(worker.runningJobs()).isZero();
+  }
+
+  /** Same, when the handler snoozes: the snooze must not put the cancelled job back in the queue. */
+  @Test
+  void jobThatSnoozesBeforeItsWorkerHearsOfTheCancellationEndsCancelledNotQueued() {
+    JobType<Numbered> type = type("cancel_then_snooze");
+    JobWorker worker =
+        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).register(type, (ctx, p) -> {
+          handlersStarted.incrementAndGet();
+          release.await();
+          throw new SnoozeJobException(Duration.ZERO);
+        }));
+    UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
+    await().atMost(LONG).until(() -> handlersStarted.get() == 1);
+    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+
+    release.countDown();
+
+    await().atMost(LONG).until(() -> !"running".equals(storedState(id)));
+    assertThat(storedState(id)).as("a job whose cancellation was asked is not snoozed").isEqualTo("cancelled");
+    assertThat(handlersStarted).as("and never runs again").hasValue(1);
+    assertThat(tableOf(id)).isEqualTo("finished_jobs");
     assertThat(worker.runningJobs()).isZero();
   }
 
