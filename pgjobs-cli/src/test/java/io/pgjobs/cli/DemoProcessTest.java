@@ -1,0 +1,80 @@
+package io.pgjobs.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.testkit.JvmProcess;
+import io.pgjobs.testkit.TestDatabase;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The README's run command, {@code pgjobs demo}, as a real process: it creates the schema, serves the
+ * API, and its sample stream runs jobs of all four demo kinds to success (real SMTP to its in-process
+ * sink, real image files, a signed webhook to its own receiver).
+ */
+class DemoProcessTest {
+  private static final Pattern DASHBOARD = Pattern.compile("dashboard\\s+(http://\\S+?)/\\s");
+  private static final List<String> KINDS = List.of("send_email", "resize_image", "summarize_text", "webhook_delivery");
+
+  private TestDatabase db;
+  private JvmProcess demo;
+
+  @BeforeEach
+  void createDatabase() {
+    db = TestDatabase.create();
+  }
+
+  @AfterEach
+  void stop() {
+    if (demo != null) {
+      demo.close();
+    }
+    db.close();
+  }
+
+  @Test
+  void demoServesTheApiAndRunsJobsOfAllFourKindsToSuccess() throws Exception {
+    demo = JvmProcess.start("pgjobs-demo", Main.class,
+        List.of("demo", "--port", "0", "--interval", "300ms", "--samples", "3"),
+        Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_SHUTDOWN_GRACE", "1s"));
+
+    String base = await().atMost(Duration.ofSeconds(90)).until(() -> {
+      Matcher m = DASHBOARD.matcher(demo.output());
+      return m.find() ? m.group(1) : null;
+    }, url -> url != null || !demo.process().isAlive());
+    assertThat(base).as("demo printed its URLs; output:%n%s", demo.output()).isNotNull();
+
+    HttpClient http = HttpClient.newHttpClient();
+    JsonMapper json = JsonMapper.builder().build();
+    for (String kind : KINDS) {
+      await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(250)).untilAsserted(() -> {
+        HttpResponse<String> response = http.send(
+            HttpRequest.newBuilder(URI.create(base + "/jobs?state=succeeded&type=" + kind + "&limit=5")).build(),
+            HttpResponse.BodyHandlers.ofString());
+        assertThat(response.statusCode()).as("GET /jobs for %s; demo output:%n%s", kind, demo.output()).isEqualTo(200);
+        JsonNode jobs = json.readTree(response.body()).path("jobs");
+        assertThat(jobs.size()).as("succeeded %s jobs; demo output:%n%s", kind, demo.output()).isPositive();
+      });
+    }
+    HttpResponse<String> docs = http.send(HttpRequest.newBuilder(URI.create(base + "/openapi.json")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(docs.statusCode()).isEqualTo(200);
+
+    demo.terminate();
+    assertThat(demo.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS))
+        .as("demo stops on SIGTERM; output:%n%s", demo.output()).isTrue();
+  }
+}
