@@ -40,6 +40,7 @@ import picocli.CommandLine.Spec;
       SettingsCommand.class,
       ServeCommand.class,
       DemoCommand.class,
+      BenchCommand.class,
       CommandLine.HelpCommand.class
     },
     footerHeading = "%n",

@@ -310,6 +310,12 @@ class PgJobsCommandTest {
     assertUsage(run("jobs"), "pgjobs jobs: a subcommand is required");
     assertUsage(run("work", "--concurrency", "0"), "invalid value '0' for option --concurrency (setting concurrency): out of range; allowed: an integer from 1 to 10000");
     assertUsage(run("work", "--queues", "a=1,,b"), "invalid value 'a=1,,b' for option --queues (setting queues): empty queue name");
+    assertUsage(run("bench", "--workload", "W9"), "unknown workload 'W9'; allowed: W1, W2, W3, W4, all");
+    assertUsage(run("bench", "--runs", "0"), "--runs must be between 1 and 100, was 0");
+    assertUsage(run("bench", "--scale", "2"), "--scale must be greater than 0 and at most 1, was 2.0");
+    assertUsage(run("demo", "--interval", "fast"), "invalid duration 'fast'");
+    assertUsage(run("demo", "--samples", "-2"), "--samples must be -1 (no end) or a number of rounds, was -2");
+    assertUsage(run("serve", "--port", "70000"), "--port");
     assertUsage(run("migrate", "--database-url", "mysql://x/y"), "invalid value (hidden) for option --database-url (setting database_url): unsupported database URL 'mysql://x/y'");
   }
 
