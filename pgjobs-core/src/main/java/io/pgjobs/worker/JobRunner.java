@@ -49,6 +49,14 @@ final class JobRunner {
   private final long progressThrottleNanos;
   private final RandomGenerator random;
   private final Set<RunningJob> running = ConcurrentHashMap.newKeySet();
+  /** Cancel notifications for jobs not (yet) running here; bounded, oldest dropped first. */
+  private final Map<UUID, Boolean> earlyCancels =
+      new java.util.LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<UUID, Boolean> eldest) {
+          return size() > 10_000;
+        }
+      };
 
   JobRunner(
       JobStore store,
@@ -76,13 +84,30 @@ final class JobRunner {
     return running;
   }
 
-  /** Stops the handler of job {@code id} if it runs here: its cancellation was asked. */
+  /**
+   * Stops the handler of job {@code id} if it runs here: its cancellation was asked. A notification can
+   * overtake the job it names (claimed, not yet started on its thread): such ids are remembered for a
+   * while, and {@link #run} stops the job as soon as it starts.
+   */
   void cancel(UUID id) {
+    boolean found = false;
     for (RunningJob job : running) {
       if (job.job().id().equals(id)) {
+        found = true;
         log.info("job {} cancelled while running; stopping its handler", id);
         job.stop(StopReason.CANCEL);
       }
+    }
+    if (!found) {
+      synchronized (earlyCancels) {
+        earlyCancels.put(id, Boolean.TRUE);
+      }
+    }
+  }
+
+  private boolean cancelledBeforeStart(UUID id) {
+    synchronized (earlyCancels) {
+      return earlyCancels.remove(id) != null;
     }
   }
 
@@ -91,6 +116,9 @@ final class JobRunner {
     RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
+    if (cancelledBeforeStart(job.id())) {
+      attempt.stop(StopReason.CANCEL);
+    }
     MDC.put("job_id", job.id().toString());
     MDC.put("job_type", job.type());
     MDC.put("attempt", Integer.toString(job.attempt()));

@@ -137,7 +137,7 @@ public final class JobWorker implements AutoCloseable {
                     log.warn("ignoring cancel notification with payload '{}'", jobId);
                   }
                 }),
-            () -> pollers.forEach(QueuePoller::wake));
+            this::listenerConnected);
     WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, store.codec());
     WorkerStore.Registration registration =
         new WorkerStore.Registration(
@@ -160,6 +160,18 @@ public final class JobWorker implements AutoCloseable {
                 .leaseTtl(b.leaseTtl)
                 .build()
             : null;
+  }
+
+  /**
+   * The listener has (re)connected: notifications sent while it was away are lost. Look for work at
+   * once, and heartbeat at once: the heartbeat's reply carries the cancel flags a lost notification
+   * would have announced.
+   */
+  private void listenerConnected() {
+    pollers.forEach(QueuePoller::wake);
+    if (heartbeat != null) {
+      heartbeat.beatSoon();
+    }
   }
 
   private static Duration min(Duration a, Duration b) {

@@ -42,6 +42,11 @@ final class WorkerHeartbeat {
     thread = Thread.ofPlatform().daemon().name("pgjobs-heartbeat-" + registration.id()).start(this::run);
   }
 
+  /** Beats as soon as possible (after the listener reconnects: cancel notifications may have been missed). */
+  void beatSoon() {
+    wake.release();
+  }
+
   /** Heartbeats written so far (a test hook). */
   long beats() {
     return beats;
