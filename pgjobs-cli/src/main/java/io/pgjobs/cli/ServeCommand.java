@@ -53,6 +53,10 @@ final class ServeCommand extends Subcommand {
     }
     db.migrate();
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    if (db.dataSource() instanceof com.zaxxer.hikari.HikariDataSource pool) {
+      // Connection pool metrics (hikaricp_connections_*) next to the API's and the workers'.
+      pool.setMetricRegistry(registry);
+    }
     ApiServer api =
         ApiServer.builder(db.client())
             .host(settings.host())

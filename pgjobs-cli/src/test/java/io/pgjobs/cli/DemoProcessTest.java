@@ -69,6 +69,10 @@ class DemoProcessTest {
         assertThat(jobs.size()).as("succeeded %s jobs; demo output:%n%s", kind, demo.output()).isPositive();
       });
     }
+    HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(metrics.body()).as("worker, pool and HTTP metrics in one scrape")
+        .contains("worker_jobs_completed_total{", "worker_job_duration_seconds", "hikaricp_connections");
     HttpResponse<String> docs = http.send(HttpRequest.newBuilder(URI.create(base + "/openapi.json")).build(),
         HttpResponse.BodyHandlers.ofString());
     assertThat(docs.statusCode()).isEqualTo(200);
