@@ -87,6 +87,10 @@ public final class BenchRunner {
           raw.truncate();
           out.accept(raw.w3(run, jobs, 100, RawSqlWorkloads.Finish.UPDATE_DONE));
           raw.truncate();
+          // The same design and batch size as pgjobs' defaults, single-threaded: the honest peer of the
+          // default-settings row.
+          out.accept(raw.w3(run, jobs, 10, RawSqlWorkloads.Finish.MOVE));
+          raw.truncate();
           out.accept(pgjobs.w3(run, jobs, "default settings (concurrency 10, batch 10)", 10, 10));
           if (System.getenv("PGJOBS_BENCH_SWEEP") != null) {
             for (String spec : System.getenv("PGJOBS_BENCH_SWEEP").split(",")) {
