@@ -55,8 +55,3 @@ CREATE TRIGGER jobs_events_update
 CREATE TRIGGER finished_jobs_events_insert
     AFTER INSERT ON finished_jobs REFERENCING NEW TABLE AS changed_new
     FOR EACH STATEMENT EXECUTE FUNCTION notify_job_events();
-
--- Belt and braces for idempotency: job_keys is the guarantee (it outlives the job's move between
--- tables); this partial unique index makes a second live job with the same key impossible even for a
--- row written around pgjobs.
-CREATE UNIQUE INDEX jobs_idempotency_key_uidx ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
