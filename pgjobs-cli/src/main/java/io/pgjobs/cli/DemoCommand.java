@@ -67,6 +67,11 @@ final class DemoCommand extends Subcommand {
       description = "Time between two rounds of sample jobs (one of each kind). Default: ${DEFAULT-VALUE}.")
   String interval;
 
+  @Option(names = "--embedded-postgres",
+      description = "Use the embedded PostgreSQL 15 (data in ~/.pgjobs/demo-postgres, port 54329) even when a"
+          + " database is configured or answers on 127.0.0.1:5432.")
+  boolean embeddedPostgres;
+
   @Option(names = "--samples", paramLabel = "<n>", defaultValue = "-1",
       description = "Rounds of sample jobs to enqueue; -1 (default) for no end.")
   int samples;
@@ -87,7 +92,8 @@ final class DemoCommand extends Subcommand {
       throw usage("--samples must be -1 (no end) or a number of rounds, was " + samples);
     }
 
-    if (settings.value(Settings.DATABASE_URL).source() == Settings.Source.DEFAULT && !answers("127.0.0.1", 5432)) {
+    if (embeddedPostgres
+        || settings.value(Settings.DATABASE_URL).source() == Settings.Source.DEFAULT && !answers("127.0.0.1", 5432)) {
       flags.put(Settings.DATABASE_URL, startEmbeddedPostgres());
     }
     if (settings.value(Settings.SMTP_HOST).source() == Settings.Source.DEFAULT) {
@@ -209,8 +215,7 @@ final class DemoCommand extends Subcommand {
   private String startEmbeddedPostgres() throws IOException {
     Path data = Path.of(System.getProperty("user.home"), ".pgjobs", "demo-postgres");
     Files.createDirectories(data.getParent());
-    out().println("no database configured and none answers on 127.0.0.1:5432: starting an embedded PostgreSQL 15"
-        + " on port " + EMBEDDED_PORT + " (data in " + data + ")");
+    out().println("starting an embedded PostgreSQL 15 on port " + EMBEDDED_PORT + " (data in " + data + ")");
     out().flush();
     EmbeddedPostgres postgres = EmbeddedPostgres.builder()
         .setPort(EMBEDDED_PORT)

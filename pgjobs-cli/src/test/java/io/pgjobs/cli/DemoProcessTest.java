@@ -45,6 +45,51 @@ class DemoProcessTest {
     db.close();
   }
 
+  /**
+   * With no server of its own the demo starts an embedded PostgreSQL 15 whose data survives a restart:
+   * a job finished in the first run is still there in the second.
+   */
+  @Test
+  void embeddedPostgresKeepsTheDemosJobsAcrossRestarts(@org.junit.jupiter.api.io.TempDir java.nio.file.Path home)
+      throws Exception {
+    Map<String, String> env = Map.of(
+        "JAVA_TOOL_OPTIONS", "-Duser.home=" + home, "PGJOBS_SHUTDOWN_GRACE", "1s");
+    List<String> args = List.of("demo", "--embedded-postgres", "--port", "0", "--interval", "300ms", "--samples", "1");
+    HttpClient http = HttpClient.newHttpClient();
+    JsonMapper json = JsonMapper.builder().build();
+
+    demo = JvmProcess.start("pgjobs-demo-embedded-1", Main.class, args, env);
+    String base = awaitBase();
+    String id = await().atMost(Duration.ofSeconds(90)).until(() -> {
+      JsonNode jobs = json.readTree(get(http, base + "/jobs?state=succeeded&type=summarize_text&limit=1")).path("jobs");
+      return jobs.size() > 0 ? jobs.get(0).path("id").asString() : null;
+    }, found -> found != null);
+    assertThat(demo.output()).contains("starting an embedded PostgreSQL 15");
+    demo.terminate();
+    assertThat(demo.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as(demo.output()).isTrue();
+
+    demo = JvmProcess.start("pgjobs-demo-embedded-2", Main.class, args, env);
+    String again = awaitBase();
+    assertThat(json.readTree(get(http, again + "/jobs/" + id)).path("state").asString())
+        .as("a job of the first run, read in the second; output:%n%s", demo.output()).isEqualTo("succeeded");
+    demo.terminate();
+    assertThat(demo.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as(demo.output()).isTrue();
+    assertThat(java.nio.file.Files.isDirectory(home.resolve(".pgjobs").resolve("demo-postgres"))).isTrue();
+  }
+
+  private String awaitBase() {
+    String base = await().atMost(Duration.ofSeconds(120)).until(() -> {
+      Matcher m = DASHBOARD.matcher(demo.output());
+      return m.find() ? m.group(1) : null;
+    }, url -> url != null || !demo.process().isAlive());
+    assertThat(base).as("demo printed its URLs; output:%n%s", demo.output()).isNotNull();
+    return base;
+  }
+
+  private static String get(HttpClient http, String url) throws Exception {
+    return http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString()).body();
+  }
+
   @Test
   void demoServesTheApiAndRunsJobsOfAllFourKindsToSuccess() throws Exception {
     demo = JvmProcess.start("pgjobs-demo", Main.class,
