@@ -22,6 +22,8 @@ public final class BenchMain {
     int runs = 3;
     Path out = null;
     double scale = 1.0;
+    boolean sweep = false;
+    Path chart = null;
     try {
       for (int i = 0; i < args.length; i++) {
         switch (args[i]) {
@@ -29,18 +31,25 @@ public final class BenchMain {
           case "--runs" -> runs = Integer.parseInt(value(args, ++i));
           case "--out" -> out = Path.of(value(args, ++i));
           case "--scale" -> scale = Double.parseDouble(value(args, ++i));
+          case "--sweep" -> sweep = true;
+          case "--chart" -> chart = Path.of(value(args, ++i));
           case "--help", "-h" -> {
-            System.out.println("usage: run-bench [--workload W1|W2|W3|W4|all] [--runs N] [--out FILE] [--scale S]");
+            System.out.println("usage: run-bench [--workload W1|W2|W3|W4|all] [--runs N] [--out FILE] [--scale S]"
+                + " | --sweep [--runs N] [--chart FILE.png] [--out FILE] [--scale S]");
             return;
           }
           default -> throw new IllegalArgumentException("unknown option '" + args[i] + "'; see --help");
         }
       }
+      if (!(scale > 0 && scale <= 1)) {
+        throw new IllegalArgumentException("--scale must be greater than 0 and at most 1, was " + scale);
+      }
       Workload[] workloads = Workload.parse(workload);
       DatabaseUrl database = DatabaseUrl.parse(System.getenv().getOrDefault("DATABASE_URL", DatabaseUrl.DEFAULT));
       JsonMapper json = JsonMapper.builder().build();
       Path outFile = out;
-      List<BenchResult> results = new BenchRunner(database, scale, System.err).run(workloads, runs, r -> {
+      BenchRunner runner = new BenchRunner(database, scale, System.err);
+      java.util.function.Consumer<BenchResult> sink = r -> {
         if (outFile != null) {
           try {
             Files.writeString(outFile, json.writeValueAsString(r) + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
@@ -48,10 +57,21 @@ public final class BenchMain {
             throw new IllegalStateException("cannot write " + outFile + ": " + e.getMessage(), e);
           }
         }
-      });
+      };
       PrintWriter stdout = new PrintWriter(System.out, true);
-      stdout.println();
-      stdout.print(Report.table(results));
+      if (sweep) {
+        List<BenchResult> results = runner.sweep(runs, sink);
+        stdout.println();
+        stdout.print(Report.sweepTable(results));
+        if (chart != null) {
+          SweepChart.write(results, chart);
+          stdout.println("chart written to " + chart);
+        }
+      } else {
+        List<BenchResult> results = runner.run(workloads, runs, sink);
+        stdout.println();
+        stdout.print(Report.table(results));
+      }
       stdout.flush();
     } catch (IllegalArgumentException e) {
       System.err.println("run-bench: " + e.getMessage());

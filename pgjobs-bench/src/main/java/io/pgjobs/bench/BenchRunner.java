@@ -62,6 +62,62 @@ public final class BenchRunner {
     return results;
   }
 
+  /** The settings a sweep tries: 1 to 1000, on a log scale. */
+  public static final List<Integer> SWEEP_POINTS = List.of(1, 10, 50, 100, 500, 1000);
+  /** Jobs drained per sweep point (times the scale): fewer than W3, so that N = 1 stays short. */
+  public static final int SWEEP_JOBS = 10_000;
+
+  /**
+   * W3 across settings, for the chart: pgjobs with claim batch = concurrency = N, pgjobs with
+   * concurrency N and the default batch (10), and the raw claim-N + move reference; {@code runs} each.
+   */
+  public List<BenchResult> sweep(int runs, Consumer<BenchResult> sink) throws Exception {
+    database.createDatabaseIfMissing();
+    List<BenchResult> results = new ArrayList<>();
+    int jobs = Math.max(100, (int) Math.round(SWEEP_JOBS * scale));
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(database.jdbcUrl());
+    config.setDataSourceProperties(database.properties());
+    config.setMaximumPoolSize(30);
+    try (HikariDataSource ds = new HikariDataSource(config)) {
+      for (int n : SWEEP_POINTS) {
+        for (int run = 1; run <= runs; run++) {
+          progress.printf("W3 sweep: N = %d, %d jobs, run %d of %d%n", n, jobs, run, runs);
+          String suffix = UUID.randomUUID().toString().substring(0, 8);
+          String pgSchema = "bench_pgjobs_" + suffix;
+          String rawSchema = "bench_raw_" + suffix;
+          try {
+            PgJobsWorkloads pgjobs = new PgJobsWorkloads(ds, pgSchema);
+            RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
+            List<BenchResult> point = List.of(
+                raw.w3(run, jobs, n, RawSqlWorkloads.Finish.MOVE).as("sweep: raw claim N + move", n),
+                pgjobs.w3(run, jobs, "", n, n).as("sweep: pgjobs batch = concurrency = N", n),
+                pgjobs.w3(run, jobs, "", n, JobWorkerDefaults.CLAIM_BATCH).as("sweep: pgjobs concurrency N, batch 10", n));
+            for (BenchResult r : point) {
+              results.add(r);
+              sink.accept(r);
+              progress.printf("  %-40s N=%-5d run %d: %s%n", r.variant(), n, run, Report.figure(r));
+            }
+          } finally {
+            drop(ds, pgSchema, rawSchema);
+          }
+        }
+      }
+    }
+    return results;
+  }
+
+  private void drop(HikariDataSource ds, String... schemas) {
+    try (Connection c = ds.getConnection();
+        Statement st = c.createStatement()) {
+      for (String schema : schemas) {
+        st.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      }
+    } catch (SQLException e) {
+      progress.println("could not drop bench schemas: " + e.getMessage());
+    }
+  }
+
   private void runOnce(HikariDataSource ds, Workload w, int run, int jobs, Consumer<BenchResult> out) throws Exception {
     String suffix = UUID.randomUUID().toString().substring(0, 8);
     String pgSchema = "bench_pgjobs_" + suffix;
@@ -92,14 +148,6 @@ public final class BenchRunner {
           out.accept(raw.w3(run, jobs, 10, RawSqlWorkloads.Finish.MOVE));
           raw.truncate();
           out.accept(pgjobs.w3(run, jobs, "default settings (concurrency 10, batch 10)", 10, 10));
-          if (System.getenv("PGJOBS_BENCH_SWEEP") != null) {
-            for (String spec : System.getenv("PGJOBS_BENCH_SWEEP").split(",")) {
-              String[] cb = spec.split("x");
-              int concurrency = Integer.parseInt(cb[0]);
-              int batch = Integer.parseInt(cb[1]);
-              out.accept(pgjobs.w3(run, jobs, "concurrency " + concurrency + ", batch " + batch, concurrency, batch));
-            }
-          }
         }
         case W4 -> {
           out.accept(raw.w4(run, jobs));
@@ -107,13 +155,7 @@ public final class BenchRunner {
         }
       }
     } finally {
-      try (Connection c = ds.getConnection();
-          Statement st = c.createStatement()) {
-        st.execute("DROP SCHEMA IF EXISTS " + pgSchema + " CASCADE");
-        st.execute("DROP SCHEMA IF EXISTS " + rawSchema + " CASCADE");
-      } catch (SQLException e) {
-        progress.println("could not drop bench schemas: " + e.getMessage());
-      }
+      drop(ds, pgSchema, rawSchema);
     }
   }
 }

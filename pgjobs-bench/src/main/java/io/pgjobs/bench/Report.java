@@ -57,6 +57,28 @@ public final class Report {
     return out.toString();
   }
 
+  /** The sweep as a Markdown table: one row per N, one column per series (medians, jobs/s). */
+  public static String sweepTable(List<BenchResult> results) {
+    Map<String, Map<Integer, List<BenchResult>>> series = new LinkedHashMap<>();
+    java.util.TreeSet<Integer> points = new java.util.TreeSet<>();
+    for (BenchResult r : results) {
+      series.computeIfAbsent(r.variant(), k -> new LinkedHashMap<>()).computeIfAbsent(r.jobs(), k -> new ArrayList<>()).add(r);
+      points.add(r.jobs());
+    }
+    StringBuilder out = new StringBuilder("| N |");
+    series.keySet().forEach(name -> out.append(' ').append(name.replace("sweep: ", "")).append(" |"));
+    out.append('\n').append("|---|").append("---|".repeat(series.size())).append('\n');
+    for (int n : points) {
+      out.append("| ").append(n).append(" |");
+      for (Map<Integer, List<BenchResult>> byN : series.values()) {
+        List<BenchResult> runs = byN.get(n);
+        out.append(' ').append(runs == null ? "" : format(medianOf(runs, BenchResult::jobsPerS), "W3")).append(" |");
+      }
+      out.append('\n');
+    }
+    return out.toString();
+  }
+
   private static boolean isReference(BenchResult r) {
     return switch (r.workload()) {
       case "W1" -> r.variant().equals("COPY");

@@ -28,6 +28,24 @@ class BenchSmokeTest {
   }
 
   @Test
+  void sweepMeasuresEverySettingForEverySeriesAndDrawsTheChart(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    BenchRunner runner = new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 0.01, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+
+    List<BenchResult> results = runner.sweep(1, r -> {});
+
+    assertThat(results).hasSize(BenchRunner.SWEEP_POINTS.size() * 3);
+    assertThat(results).extracting(BenchResult::jobs).containsAll(BenchRunner.SWEEP_POINTS);
+    assertThat(results).allSatisfy(r -> assertThat(r.jobsPerS()).isPositive());
+    assertThat(Report.sweepTable(results)).startsWith("| N |").contains("| 1000 |");
+    java.nio.file.Path chart = dir.resolve("sweep.png");
+    SweepChart.write(results, chart);
+    java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(chart.toFile());
+    assertThat(image.getWidth()).isEqualTo(900);
+    assertThat(image.getHeight()).isEqualTo(520);
+  }
+
+  @Test
   void everyWorkloadRunsForPgjobsAndTheRawReferenceAndIsReported() throws Exception {
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
     List<BenchResult> sunk = new ArrayList<>();

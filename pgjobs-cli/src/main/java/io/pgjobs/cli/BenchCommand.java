@@ -47,6 +47,14 @@ final class BenchCommand extends Subcommand {
       description = "Shrink every workload to this share of its size, (0, 1]. Default: ${DEFAULT-VALUE}.")
   double scale;
 
+  @Option(names = "--sweep",
+      description = "Instead of the workloads: W3 at N = 1, 10, 50, 100, 500, 1000 (claim batch and concurrency)"
+          + " for pgjobs and the raw reference, as a table and, with --chart, a PNG.")
+  boolean sweep;
+
+  @Option(names = "--chart", paramLabel = "<file.png>", description = "With --sweep: write the chart to this PNG file.")
+  Path chart;
+
   @Override
   public Integer call() throws Exception {
     Settings settings = settings(Map.of());
@@ -64,9 +72,13 @@ final class BenchCommand extends Subcommand {
     }
     JsonMapper json = JsonMapper.builder().build();
     PrintStream progress = new PrintStream(System.err, true, StandardCharsets.UTF_8);
+    if (chart != null && !sweep) {
+      throw usage("--chart goes with --sweep");
+    }
     List<BenchResult> results;
     try {
-      results = new BenchRunner(settings.databaseUrl(), scale, progress).run(workloads, runs, r -> {
+      BenchRunner runner = new BenchRunner(settings.databaseUrl(), scale, progress);
+      java.util.function.Consumer<BenchResult> sink = r -> {
         if (out != null) {
           try {
             Files.writeString(out, json.writeValueAsString(r) + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
@@ -74,12 +86,17 @@ final class BenchCommand extends Subcommand {
             throw new CommandFailedException("cannot write " + out + ": " + e.getMessage(), e);
           }
         }
-      });
+      };
+      results = sweep ? runner.sweep(runs, sink) : runner.run(workloads, runs, sink);
     } catch (java.sql.SQLException e) {
       throw new CommandFailedException(Failures.describe(e, settings.databaseUrl().toString()), e);
     }
     out().println();
-    out().print(Report.table(results));
+    out().print(sweep ? Report.sweepTable(results) : Report.table(results));
+    if (chart != null) {
+      io.pgjobs.bench.SweepChart.write(results, chart);
+      out().println("chart written to " + chart);
+    }
     out().flush();
     return PgJobsCommand.OK;
   }
