@@ -18,6 +18,8 @@ import java.nio.charset.StandardCharsets;
  * @param createdBefore only jobs created before this instant, or null
  * @param limit page size, 1 to {@value #MAX_LIMIT}
  * @param cursor the {@link JobPage#nextCursor()} of the previous page, or null for the first
+ * @param text only jobs whose payload (as JSON text) or context contains this text, ignoring case; null
+ *     for any. It is a scan of the rows in id order, so a rare text over a large table is slow.
  */
 public record JobFilter(
     Set<JobState> states,
@@ -26,12 +28,15 @@ public record JobFilter(
     Instant createdAfter,
     Instant createdBefore,
     int limit,
-    String cursor) {
+    String cursor,
+    String text) {
 
   /** Page size when none is given: {@value}. */
   public static final int DEFAULT_LIMIT = 50;
   /** Largest page: {@value}. */
   public static final int MAX_LIMIT = 1000;
+  /** Longest search text: {@value} characters. */
+  public static final int MAX_TEXT_LENGTH = 200;
 
   /** Validates. */
   public JobFilter {
@@ -44,6 +49,18 @@ public record JobFilter(
     if (cursor != null) {
       decodeCursor(cursor);
     }
+    if (text != null && text.isEmpty()) {
+      text = null;
+    }
+    if (text != null && text.length() > MAX_TEXT_LENGTH) {
+      throw new InvalidJobException("text", "must be at most " + MAX_TEXT_LENGTH + " characters, was " + text.length());
+    }
+  }
+
+  /** A filter without a search text (the form before {@code text} existed). */
+  public JobFilter(Set<JobState> states, Set<String> types, Set<String> queues, Instant createdAfter,
+      Instant createdBefore, int limit, String cursor) {
+    this(states, types, queues, createdAfter, createdBefore, limit, cursor, null);
   }
 
   /** All jobs, first page of {@value #DEFAULT_LIMIT}. */
@@ -90,6 +107,7 @@ public record JobFilter(
     private Instant createdBefore;
     private int limit = DEFAULT_LIMIT;
     private String cursor;
+    private String text;
 
     private Builder() {}
 
@@ -135,10 +153,16 @@ public record JobFilter(
       return this;
     }
 
+    /** Only jobs whose payload (as JSON text) or context contains {@code text}, ignoring case; null or empty for any. */
+    public Builder text(String text) {
+      this.text = text;
+      return this;
+    }
+
     /** Validates and builds. */
     public JobFilter build() {
       return new JobFilter(
-          Set.copyOf(states), Set.copyOf(types), Set.copyOf(queues), createdAfter, createdBefore, limit, cursor);
+          Set.copyOf(states), Set.copyOf(types), Set.copyOf(queues), createdAfter, createdBefore, limit, cursor, text);
     }
   }
 }

@@ -208,6 +208,28 @@ class ClientQueriesTest extends PgJobsTestBase {
   }
 
   @Test
+  void listFiltersByTextInPayloadOrContextIgnoringCaseAndLiterally() {
+    startWorker();
+    UUID finished = enqueue(OK, 424242);
+    UUID byContext = client.enqueue(PARKED, new Numbered(1), EnqueueOptions.builder().context("Order 42_%").build())
+        .job().id();
+    UUID other = client.enqueue(PARKED, new Numbered(7), EnqueueOptions.builder().context("nothing").build()).job().id();
+    awaitState(finished, JobState.SUCCEEDED);
+
+    assertThat(listAll(JobFilter.builder().text("4242"))).containsExactly(finished);
+    assertThat(listAll(JobFilter.builder().text("order 42"))).containsExactly(byContext);
+    assertThat(listAll(JobFilter.builder().text("42"))).containsExactlyInAnyOrder(finished, byContext);
+    // % and _ are plain characters, not patterns.
+    assertThat(listAll(JobFilter.builder().text("42_%"))).containsExactly(byContext);
+    assertThat(listAll(JobFilter.builder().text("%"))).containsExactly(byContext);
+    assertThat(listAll(JobFilter.builder().text("42").state(JobState.QUEUED))).containsExactly(byContext);
+    assertThat(listAll(JobFilter.builder().text(""))).contains(finished, byContext, other);
+    assertThatThrownBy(() -> JobFilter.builder().text("x".repeat(JobFilter.MAX_TEXT_LENGTH + 1)).build())
+        .isInstanceOf(InvalidJobException.class)
+        .satisfies(e -> assertThat(((InvalidJobException) e).field()).isEqualTo("text"));
+  }
+
+  @Test
   void invalidCursorIsRejected() {
     String notV1 = Base64.getUrlEncoder().encodeToString("v2:0191e0b4-0000-7000-8000-000000000000".getBytes(StandardCharsets.UTF_8));
     String notUuid = Base64.getUrlEncoder().encodeToString("v1:not-a-uuid".getBytes(StandardCharsets.UTF_8));

@@ -509,6 +509,12 @@ public final class JobStore {
       where.add("created_at < ?");
       params.add(Timestamp.from(filter.createdBefore()));
     }
+    if (filter.text() != null) {
+      // strpos, not LIKE: the text is matched literally, % and _ included.
+      where.add("(strpos(lower(payload::text), lower(?)) > 0 OR strpos(lower(context), lower(?)) > 0)");
+      params.add(filter.text());
+      params.add(filter.text());
+    }
     if (filter.after() != null) {
       where.add("id < ?");
       params.add(filter.after());
