@@ -20,6 +20,7 @@ import io.pgjobs.JobClient;
 import io.pgjobs.server.api.DeadLettersApi;
 import io.pgjobs.server.api.EventsApi;
 import io.pgjobs.server.api.HealthApi;
+import io.pgjobs.server.api.JobTypesApi;
 import io.pgjobs.server.api.JobsApi;
 import io.pgjobs.server.api.MetricsApi;
 import io.pgjobs.server.api.QueuesApi;
@@ -176,6 +177,7 @@ public final class ApiServer implements AutoCloseable {
 
       Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
       new JobsApi(client, acceptUnknownTypes).register(routes);
+      new JobTypesApi(client, acceptUnknownTypes).register(routes);
       queues.register(routes);
       new WorkersApi(client).register(routes);
       new StatsApi(client).register(routes);

@@ -148,6 +148,8 @@ class OpenApiTest {
       problems.addAll(validator.problems("GET", "/workers", api.get("/workers")));
       problems.addAll(validator.problems("GET", "/stats", api.get("/stats?window=30m")));
       problems.addAll(validator.problems("GET", "/dead-letters", api.get("/dead-letters")));
+      problems.addAll(validator.problems("GET", "/jobs", api.get("/jobs?text=fail&queue=" + queue)));
+      problems.addAll(validator.problems("GET", "/job-types", api.get("/job-types")));
       problems.addAll(validator.problems("POST", "/jobs/{id}/cancel", api.post("/jobs/" + blockingId + "/cancel", null)));
       release.countDown();
     }
@@ -158,6 +160,9 @@ class OpenApiTest {
     problems.addAll(validator.problems("POST", "/jobs/{id}/retry", api.post("/jobs/" + UUID.randomUUID() + "/retry", null)));
     problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}")));
     problems.addAll(validator.problems("POST", "/jobs/retry", api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"]}")));
+    problems.addAll(validator.problems("POST", "/dead-letters/retry",
+        api.post("/dead-letters/retry", "{\"type\":\"task\",\"error\":\"no luck\"}")));
+    problems.addAll(validator.problems("POST", "/dead-letters/retry", api.post("/dead-letters/retry", "{\"type\":\"task\"}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"send_email\",\"payload\":{}}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"nope\",\"payload\":{}}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{oops")));

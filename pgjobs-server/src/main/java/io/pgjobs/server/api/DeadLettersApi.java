@@ -7,12 +7,14 @@ import io.pgjobs.JobError;
 import io.pgjobs.JobFilter;
 import io.pgjobs.JobPage;
 import io.pgjobs.JobState;
+import io.pgjobs.RetryResult;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
 
@@ -26,6 +28,7 @@ public final class DeadLettersApi {
   static final int MAX_SCANNED = 10_000;
   /** Job ids listed per group: {@value}. */
   static final int SAMPLE_IDS = 5;
+  private static final Set<String> RETRY_FIELDS = new java.util.LinkedHashSet<>(List.of("type", "error"));
 
   private final JobClient client;
 
@@ -34,9 +37,46 @@ public final class DeadLettersApi {
     this.client = client;
   }
 
-  /** Registers the route. */
+  /** Registers the routes. */
   public void register(Routes routes) {
     routes.get("/dead-letters", this::deadLetters);
+    routes.post("/dead-letters/retry", ctx -> retryGroup(ctx, routes));
+  }
+
+  /**
+   * Queues again every failed job of one group (type and first error line) among the newest
+   * {@value #MAX_SCANNED} failed jobs of that type; each gets a full set of attempts.
+   */
+  private Reply retryGroup(Context ctx, Routes routes) {
+    JsonBody body = JsonBody.read(ctx, routes.json(), RETRY_FIELDS);
+    String type = body.text("type", true, 255);
+    String error = body.text("error", true, 100_000);
+    body.done();
+    List<UUID> ids = new ArrayList<>();
+    String cursor = null;
+    int scanned = 0;
+    do {
+      JobPage page = client.list(JobFilter.builder()
+          .state(JobState.FAILED)
+          .type(type)
+          .limit(Math.min(JobFilter.MAX_LIMIT, MAX_SCANNED - scanned))
+          .cursor(cursor)
+          .build());
+      for (Job job : page.jobs()) {
+        if (firstLine(job).equals(error)) {
+          ids.add(job.id());
+        }
+      }
+      scanned += page.jobs().size();
+      cursor = page.nextCursor();
+    } while (cursor != null && scanned < MAX_SCANNED);
+    long retried = 0;
+    for (UUID id : ids) {
+      if (client.retry(id) == RetryResult.RETRIED) {
+        retried++;
+      }
+    }
+    return Reply.ok(new JobsApi.RetryCountsView(retried));
   }
 
   private Reply deadLetters(Context ctx) {

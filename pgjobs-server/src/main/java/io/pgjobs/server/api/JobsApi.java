@@ -183,6 +183,11 @@ public final class JobsApi {
     filter.createdAfter(QueryParams.instant(ctx, "created_after"));
     filter.createdBefore(QueryParams.instant(ctx, "created_before"));
     filter.limit(QueryParams.integer(ctx, "limit", JobFilter.DEFAULT_LIMIT, 1, JobFilter.MAX_LIMIT));
+    String text = QueryParams.single(ctx, "text");
+    if (text != null && text.length() > JobFilter.MAX_TEXT_LENGTH) {
+      throw ApiProblem.badField("text", "must be at most " + JobFilter.MAX_TEXT_LENGTH + " characters, was " + text.length());
+    }
+    filter.text(text);
     String cursor = QueryParams.single(ctx, "cursor");
     JobFilter built;
     try {

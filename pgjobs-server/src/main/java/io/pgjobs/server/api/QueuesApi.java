@@ -4,17 +4,85 @@ import io.javalin.http.Context;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobState;
 import io.pgjobs.QueueInfo;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 
-/** {@code /queues}: the overview (counts per state, scheduled, oldest ready job, paused) and pause/resume. */
+/**
+ * {@code /queues}: the overview (counts per state, scheduled, oldest ready job, paused) and pause/resume.
+ *
+ * <p>The overview is cached for a time that follows its cost. Counting jobs per queue and state reads
+ * every row of both job tables (a count has to visit each row or index entry; about 0.3 s at a million
+ * finished jobs), and every open dashboard asks for it after job events. When a computation takes over
+ * {@value #CHEAP_MILLIS} ms its result is reused for ten times as long as it took (at most
+ * {@value #MAX_AGE_MILLIS} ms), so the counting costs at most about a tenth of one database core however
+ * many clients ask; a cheaper overview is computed for every request. Requests that arrive while it is
+ * being computed wait for that computation instead of starting their own. A served copy's oldest-ready
+ * ages are advanced by its age, and pause and resume through this server clear the cache.
+ */
 public final class QueuesApi {
+  /** An overview computed faster than this many milliseconds is not cached. */
+  static final long CHEAP_MILLIS = 25;
+  /** Longest an overview is reused, in milliseconds. */
+  static final long MAX_AGE_MILLIS = 10_000;
+
   private final JobClient client;
+  private final ReentrantLock computing = new ReentrantLock();
+  private volatile Cached cached;
+  /** Bumped by every invalidation, so a computation that started before one is not cached. */
+  private final AtomicLong generation = new AtomicLong();
 
   /** Serves {@code client}'s queues. */
   public QueuesApi(JobClient client) {
     this.client = client;
+  }
+
+  /** An overview, when it was computed and how long it may be reused (System.nanoTime). */
+  private record Cached(List<QueueInfo> queues, long computedAt, long maxAgeNanos) {
+    boolean fresh(long now) {
+      return now - computedAt < maxAgeNanos;
+    }
+
+    /** The queues with their oldest-ready ages advanced to {@code now}. */
+    List<QueueInfo> at(long now) {
+      Duration age = Duration.ofNanos(now - computedAt);
+      return queues.stream()
+          .map(q -> q.oldestDueAge() == null ? q
+              : new QueueInfo(q.name(), q.counts(), q.scheduled(), q.oldestDueAge().plus(age), q.paused()))
+          .toList();
+    }
+  }
+
+  /** The queues from the cache when it is fresh, else computed (once for all concurrent callers). */
+  private List<QueueInfo> queues() {
+    Cached c = cached;
+    if (c != null && c.fresh(System.nanoTime())) {
+      return c.at(System.nanoTime());
+    }
+    computing.lock();
+    try {
+      c = cached;
+      if (c != null && c.fresh(System.nanoTime())) {
+        return c.at(System.nanoTime());
+      }
+      long gen = generation.get();
+      long start = System.nanoTime();
+      List<QueueInfo> queues = client.queues();
+      long took = System.nanoTime() - start;
+      long maxAge = took < TimeUnit.MILLISECONDS.toNanos(CHEAP_MILLIS) ? 0
+          : Math.min(10 * took, TimeUnit.MILLISECONDS.toNanos(MAX_AGE_MILLIS));
+      // Aged from the start of the computation: its counts are at least that old.
+      if (generation.get() == gen) {
+        cached = new Cached(queues, start, maxAge);
+      }
+      return queues;
+    } finally {
+      computing.unlock();
+    }
   }
 
   /** Registers the routes. */
@@ -26,7 +94,7 @@ public final class QueuesApi {
 
   /** Every queue, by name. */
   public List<QueueView> overview() {
-    return client.queues().stream().map(QueueView::of).toList();
+    return queues().stream().map(QueueView::of).toList();
   }
 
   private Reply setPaused(Context ctx, boolean paused) {
@@ -36,6 +104,8 @@ public final class QueuesApi {
     } else {
       client.resumeQueue(name);
     }
+    generation.incrementAndGet();
+    cached = null;
     QueueView view = overview().stream()
         .filter(q -> q.name().equals(name))
         .findFirst()
