@@ -1,0 +1,196 @@
+// Jobs: a table of jobs, newest first, filtered by state, type, queue and text in payload or context,
+// a page at a time (keyset cursors). States and progress bars follow the event stream; on the first
+// page new matching jobs appear by themselves.
+
+import {get, query} from '../api.js';
+import {h, STATES, FINISHED, stateBadge, progressBar, setProgress, shortId, timeAgo, throttle} from '../dom.js';
+import {loader, jobTypes} from './common.js';
+
+const PAGE_SIZE = 50;
+
+export default function jobsPage(root, {query: initial, events}) {
+  const filters = {
+    state: single(initial.state),
+    type: single(initial.type),
+    queue: single(initial.queue),
+    text: single(initial.text),
+  };
+  let cursor = null;       // the cursor of the page shown (null: the first page)
+  const older = [];        // cursors of the pages before it, to go back
+  let nextCursor = null;
+  const rows = new Map();  // job id -> {tr, job}
+
+  const stateSelect = h('select', {name: 'state', id: 'filter-state', value: filters.state},
+    h('option', {value: ''}, 'any state'), STATES.map(s => h('option', {value: s}, s)));
+  const typeInput = h('input', {name: 'type', id: 'filter-type', list: 'known-types', placeholder: 'any type', value: filters.type, autocomplete: 'off'});
+  const queueInput = h('input', {name: 'queue', id: 'filter-queue', list: 'known-queues', placeholder: 'any queue', value: filters.queue, autocomplete: 'off'});
+  const textInput = h('input', {name: 'text', id: 'filter-text', type: 'search', placeholder: 'text in payload or context', value: filters.text, maxlength: '200'});
+  const typeList = h('datalist', {id: 'known-types'});
+  const queueList = h('datalist', {id: 'known-queues'});
+  const error = h('div');
+  const body = h('tbody');
+  const pageInfo = h('span', {class: 'muted', id: 'page-info'});
+  const newerButton = h('button', {type: 'button', id: 'page-newer', onclick: () => go(older.pop() ?? null)}, '← Newer');
+  const olderButton = h('button', {type: 'button', id: 'page-older', onclick: () => {
+    older.push(cursor);
+    go(nextCursor);
+  }}, 'Older →');
+
+  const form = h('form', {class: 'filters panel', id: 'job-filters', onsubmit: e => {
+    e.preventDefault();
+    apply();
+  }},
+  h('label', null, 'State', stateSelect),
+  h('label', null, 'Type', typeInput),
+  h('label', null, 'Queue', queueInput),
+  h('label', {class: 'grow'}, 'Text', textInput),
+  h('button', {type: 'submit', class: 'primary', id: 'filter-apply'}, 'Filter'),
+  h('button', {type: 'button', onclick: () => {
+    stateSelect.value = typeInput.value = queueInput.value = textInput.value = '';
+    apply();
+  }}, 'Clear'),
+  typeList, queueList);
+
+  root.append(
+    h('h1', null, 'Jobs'),
+    form,
+    h('section', {class: 'panel'},
+      error,
+      h('div', {class: 'table-wrap'}, h('table', {id: 'jobs-table'},
+        h('thead', null, h('tr', null,
+          h('th', null, 'Job'), h('th', null, 'Type'), h('th', {class: 'opt'}, 'Queue'), h('th', null, 'State'),
+          h('th', null, 'Progress'), h('th', {class: 'num opt'}, 'Attempts'), h('th', {class: 'opt'}, 'Created'))),
+        body)),
+      h('div', {class: 'pager'}, pageInfo, newerButton, olderButton)));
+
+  stateSelect.addEventListener('change', apply);
+  // Typing in the text box filters after a short pause; Enter filters at once.
+  let typing = null;
+  textInput.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(apply, 400);
+  });
+
+  function apply() {
+    filters.state = stateSelect.value;
+    filters.type = typeInput.value.trim();
+    filters.queue = queueInput.value.trim();
+    filters.text = textInput.value;
+    // Keep the filters in the address (bookmarkable) without re-rendering the page.
+    history.replaceState(null, '', '#/jobs' + query(filters));
+    older.length = 0;
+    go(null);
+  }
+
+  function go(to) {
+    cursor = to;
+    load();
+  }
+
+  // Events that arrive while a page loads may be newer than what the page read: they are kept here
+  // (the latest per job) and applied to the new rows.
+  const pending = new Map();
+
+  const load = loader('jobs', error, () => {
+    pending.clear();
+    return get('/jobs' + query({...filters, limit: PAGE_SIZE, cursor}));
+  }, page => {
+    rows.clear();
+    nextCursor = page.next_cursor;
+    body.replaceChildren(...page.jobs.map(row));
+    for (const [id, e] of pending) {
+      if (rows.has(id)) (e.kind === 'progress' ? onProgress : onState)(e);
+    }
+    if (!page.jobs.length) body.append(h('tr', null, h('td', {class: 'empty', colspan: 7}, 'No jobs match.')));
+    newerButton.disabled = !cursor;
+    olderButton.disabled = !nextCursor;
+    pageInfo.textContent = `page ${older.length + 1}` + (page.jobs.length ? ` · ${page.jobs.length} jobs` : '');
+  });
+
+  function row(job) {
+    const tr = h('tr', {dataset: {job: job.id, state: job.state}},
+      h('td', null, h('a', {class: 'mono', href: '#/jobs/' + job.id, title: job.id}, shortId(job.id))),
+      h('td', null, job.type),
+      h('td', {class: 'opt'}, job.queue),
+      h('td', {class: 'state'}, stateBadge(job.state, job.scheduled)),
+      h('td', {class: 'progress-cell'}),
+      h('td', {class: 'num opt attempts'}, `${job.attempts}/${job.max_attempts}`),
+      h('td', {class: 'opt'}, timeAgo(job.created_at)));
+    rows.set(job.id, {tr, job});
+    showProgress(tr, job.state, job.progress?.percent);
+    return tr;
+  }
+
+  /** Running jobs get a bar; a succeeded one a full green bar; others none. */
+  function showProgress(tr, state, percent) {
+    const cell = tr.querySelector('.progress-cell');
+    if (state === 'running' || state === 'succeeded') {
+      let bar = cell.querySelector('.progress');
+      if (!bar) cell.replaceChildren(bar = progressBar(percent));
+      setProgress(bar, state === 'succeeded' ? 100 : percent, state === 'succeeded');
+    } else {
+      cell.replaceChildren();
+    }
+  }
+
+  // ---- live updates
+
+  const reloadFirstPage = throttle(() => {
+    if (!cursor) load();
+  }, 2000);
+
+  function matches(e) {
+    return (!filters.type || filters.type === e.type) && (!filters.queue || filters.queue === e.queue)
+      && (!filters.state || filters.state === e.state);
+  }
+
+  function onState(e) {
+    const r = rows.get(e.job_id);
+    if (!r) return false;
+    const percent = e.state === 'running' && r.job.state !== 'running' ? null : r.job.progress?.percent;
+    r.job = {...r.job, state: e.state, attempts: e.attempts, scheduled: false, progress: percent == null ? null : {percent}};
+    r.tr.dataset.state = e.state;
+    r.tr.querySelector('.state').replaceChildren(stateBadge(e.state, false));
+    r.tr.querySelector('.attempts').textContent = `${e.attempts}/${r.job.max_attempts}`;
+    showProgress(r.tr, e.state, percent);
+    return true;
+  }
+
+  /** Progress comes only from running jobs: a row still showing an earlier state catches up. */
+  function onProgress(e) {
+    const r = rows.get(e.job_id);
+    if (!r) return;
+    if (r.job.state !== 'running') onState({...e, state: 'running'});
+    r.job.progress = {percent: e.progress, message: e.message};
+    showProgress(r.tr, 'running', e.progress);
+  }
+
+  const stops = [
+    events.on('state', e => {
+      pending.set(e.job_id, {...e, kind: 'state'});
+      if (!onState(e) && !cursor && !FINISHED.includes(e.state) && matches(e)) reloadFirstPage();
+    }),
+    events.on('progress', e => {
+      const last = pending.get(e.job_id);
+      // A progress event never replaces a pending final state.
+      if (!last || last.state === 'running') pending.set(e.job_id, {...e, kind: 'progress'});
+      onProgress(e);
+    }),
+    events.on('snapshot', () => load()),
+  ];
+
+  // Suggestions for the type and queue boxes.
+  jobTypes().then(t => typeList.replaceChildren(...t.types.map(x => h('option', {value: x.name})))).catch(() => {});
+  get('/queues').then(q => queueList.replaceChildren(...q.queues.map(x => h('option', {value: x.name})))).catch(() => {});
+  load();
+
+  return () => {
+    stops.forEach(stop => stop());
+    reloadFirstPage.cancel();
+    clearTimeout(typing);
+  };
+}
+
+function single(v) {
+  return Array.isArray(v) ? v[0] : v || '';
+}
