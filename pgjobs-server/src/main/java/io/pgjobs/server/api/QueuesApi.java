@@ -26,7 +26,7 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class QueuesApi {
   /** An overview computed faster than this many milliseconds is not cached. */
-  static final long CHEAP_MILLIS = 25;
+  static final long CHEAP_MILLIS = 100;
   /** Longest an overview is reused, in milliseconds. */
   static final long MAX_AGE_MILLIS = 10_000;
 

@@ -58,17 +58,17 @@ class DashboardScreenshotsTest {
         INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                run_at, created_at, attempted_at, locked_by, errors, output, finished_at)
         SELECT (lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7'
-                || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text || 'x'), 1, 15))::uuid,
+                || substr(md5(m || '-' || g), 1, 3) || '8' || substr(md5(m || '+' || g), 1, 15))::uuid,
                (ARRAY['send_email', 'resize_image', 'summarize_text', 'webhook_delivery'])[1 + g % 4],
                (ARRAY['emails', 'images', 'default', 'default'])[1 + g % 4],
                jsonb_build_object('note', 'ok', 'key', 'history-' || g), 50,
-               CASE WHEN g % 17 = 0 THEN 'failed' ELSE 'succeeded' END, 1, 3, t, t, t, 'worker-earlier',
-               CASE WHEN g % 17 = 0 THEN '[{"attempt": 1, "at": "2026-01-01T00:00:00Z", "kind": "error",
+               CASE WHEN (g + m) % 31 = 0 THEN 'failed' ELSE 'succeeded' END, 1, 3, t, t, t, 'worker-earlier',
+               CASE WHEN (g + m) % 31 = 0 THEN '[{"attempt": 1, "at": "2026-01-01T00:00:00Z", "kind": "error",
                    "errorClass": "java.net.SocketTimeoutException", "message": "read timed out after 10000 ms",
                    "stackHead": null, "worker": "worker-earlier"}]'::jsonb ELSE '[]'::jsonb END,
-               CASE WHEN g % 17 = 0 THEN NULL ELSE '{"ok": true}'::jsonb END,
+               CASE WHEN (g + m) % 31 = 0 THEN NULL ELSE '{"ok": true}'::jsonb END,
                t + interval '400 milliseconds'
-          FROM (SELECT g, now() - interval '1 minute' - (m * interval '1 minute') - (g % 50) * interval '1 second' AS t
+          FROM (SELECT g, m, now() - interval '1 minute' - (m * interval '1 minute') - (g % 50) * interval '1 second' AS t
                   FROM generate_series(0, 58) AS m,
                        LATERAL generate_series(1, 18 + (12 * sin(m / 7.0))::int + (m * 7 % 11)) AS g) AS s
         """);
