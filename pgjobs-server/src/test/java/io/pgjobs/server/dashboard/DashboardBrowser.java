@@ -50,6 +50,12 @@ final class DashboardBrowser implements AutoCloseable {
   private final List<String[]> expectedFailures = new ArrayList<>();
 
   DashboardBrowser() {
+    for (String binary : List.of(CHROMIUM, CHROMEDRIVER)) {
+      if (!Files.isExecutable(Path.of(binary))) {
+        throw new IllegalStateException("the dashboard's browser tests need " + binary + ": apt-get install chromium"
+            + " chromium-driver (or name other binaries with -Dpgjobs.chromium=... -Dpgjobs.chromedriver=...)");
+      }
+    }
     try {
       profile = Files.createTempDirectory("pgjobs-dashboard-chromium-");
     } catch (IOException e) {
