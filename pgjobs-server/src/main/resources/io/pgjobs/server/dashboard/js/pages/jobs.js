@@ -3,7 +3,7 @@
 // page new matching jobs appear by themselves.
 
 import {get, query} from '../api.js';
-import {h, STATES, FINISHED, stateBadge, progressBar, setProgress, shortId, timeAgo, throttle} from '../dom.js';
+import {h, STATES, FINISHED, stateBadge, progressBar, setProgress, timeAgo, throttle} from '../dom.js';
 import {loader, jobTypes} from './common.js';
 
 const PAGE_SIZE = 50;
@@ -109,7 +109,9 @@ export default function jobsPage(root, {query: initial, events}) {
 
   function row(job) {
     const tr = h('tr', {dataset: {job: job.id, state: job.state}},
-      h('td', null, h('a', {class: 'mono', href: '#/jobs/' + job.id, title: job.id}, shortId(job.id))),
+      // On a phone only the id's last characters show (enough to tell rows apart).
+      h('td', null, h('a', {class: 'mono', href: '#/jobs/' + job.id, title: job.id},
+        h('span', {class: 'opt'}, job.id.slice(0, 8) + '…'), job.id.slice(-4))),
       h('td', null, job.type),
       h('td', {class: 'opt'}, job.queue),
       h('td', {class: 'state'}, stateBadge(job.state, job.scheduled)),
