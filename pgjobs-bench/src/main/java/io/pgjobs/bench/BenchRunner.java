@@ -3,6 +3,7 @@ package io.pgjobs.bench;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.config.DatabaseUrl;
+import io.pgjobs.worker.JobWorker;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -147,7 +148,7 @@ public final class BenchRunner {
           // default-settings row.
           out.accept(raw.w3(run, jobs, 10, RawSqlWorkloads.Finish.MOVE));
           raw.truncate();
-          out.accept(pgjobs.w3(run, jobs, "default settings (concurrency 10, batch 10)", 10, 10));
+          out.accept(pgjobs.w3(run, jobs, "default settings", JobWorker.DEFAULT_CONCURRENCY, JobWorker.DEFAULT_CLAIM_BATCH));
         }
         case W4 -> {
           out.accept(raw.w4(run, jobs));

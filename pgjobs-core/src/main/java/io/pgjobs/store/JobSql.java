@@ -93,38 +93,76 @@ final class JobSql {
    * CHECK constraint and wedging the whole batch. A paused queue yields nothing (the NOT EXISTS is
    * uncorrelated, so PostgreSQL evaluates it once per statement). RETURNING order is unspecified:
    * callers sort.
+   *
+   * <p>Why {@code id = ANY(ARRAY(...))} and not {@code UPDATE ... FROM (subquery) WHERE j.id = s.id}: the
+   * join form lets the planner pick a hash join over a sequential scan of the whole hot table (it does,
+   * with a generic plan and {@code LIMIT $n}), which costs a scan of every waiting and scheduled job per
+   * claim. The array form can only be answered by primary-key lookups of the locked rows.
    */
   static final String CLAIM =
       """
       UPDATE {schema}.jobs AS j
          SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
              heartbeat_at = now(), locked_by = ?
-        FROM (SELECT id
+       WHERE j.id = ANY (ARRAY(
+              SELECT id
                 FROM {schema}.jobs
                WHERE state IN ('queued', 'retrying') AND queue = ? AND run_at <= now()
                  AND attempts < max_attempts
                  AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                ORDER BY priority DESC, run_at
                LIMIT ?
-                 FOR UPDATE SKIP LOCKED) AS ready
-       WHERE j.id = ready.id
+                 FOR UPDATE SKIP LOCKED))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms""";
 
   /**
-   * Success of many jobs in one round trip: each (id, attempt, output) triple whose job is still running
-   * that attempt moves to finished_jobs. A triple whose job was rescued or cancelled meanwhile matches
-   * nothing and is dropped.
+   * Success of many jobs in one round trip: each job in the id array that this worker still runs, at
+   * the attempt the first jsonb object maps its id to, moves to finished_jobs with the output the second
+   * object maps it to (absent: none). A job rescued or cancelled meanwhile matches nothing and is dropped.
+   *
+   * <p>The shape is chosen for a plan that cannot go wrong with the hot table's ever-stale statistics:
+   * {@code id = ANY(array)} is answered from the primary key only, and the per-job values are looked up
+   * in jsonb objects (parameters typed jsonb, so parsed once) instead of joining an {@code unnest}, which
+   * the planner may turn into a nested loop over every running job per completed job. The guard is
+   * {@code locked_by} rather than {@code state = 'running'} (equivalent by the jobs_running_is_locked
+   * CHECK) so that the partial index of running jobs is never a candidate either.
    */
   static final String SUCCEED_BATCH =
       """
       WITH done AS (
           DELETE FROM {schema}.jobs AS j
-           USING unnest(?::uuid[], ?::int[], ?::text[]) AS c(id, attempts, output)
-           WHERE j.id = c.id AND j.attempts = c.attempts AND j.state = 'running'
-          RETURNING j.*, c.output AS result
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.attempts = (? ->> j.id::text)::int
+          RETURNING j.*
       )
-      """ + insertFinished("done", "'succeeded'", "errors", "result::jsonb");
+      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text");
+
+  /**
+   * Claimed jobs that never started (a worker's prefetch, at shutdown) go back to the queue as they
+   * were: the attempt the claim counted is taken back. Guarded as {@link #SUCCEED_BATCH}. Workers of
+   * the queues concerned are woken. A job whose cancellation was asked meanwhile ends cancelled.
+   */
+  static final String UNCLAIM_BATCH =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs AS j
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.attempts = (? ->> j.id::text)::int
+             AND j.cancel_requested
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
+
+          RETURNING id
+      ), back AS (
+          UPDATE {schema}.jobs AS j
+             SET state = CASE WHEN jsonb_array_length(j.errors) = 0 THEN 'queued' ELSE 'retrying' END,
+                 attempts = j.attempts - 1, locked_by = NULL, heartbeat_at = NULL
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.attempts = (? ->> j.id::text)::int
+             AND NOT j.cancel_requested
+          RETURNING j.queue
+      )
+      SELECT (SELECT count(*) FROM moved)
+             + (SELECT count(*) FROM (SELECT pg_notify('{schema}_jobs_ready', queue) FROM back) AS woken)""";
 
   /** Success of one job, in the caller's transaction (JobContext.complete). */
   static final String SUCCEED_ONE =

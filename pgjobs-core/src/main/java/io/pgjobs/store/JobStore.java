@@ -32,6 +32,7 @@ import java.util.UUID;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyIn;
+import org.postgresql.util.PGobject;
 
 /**
  * The seam between pgjobs and PostgreSQL: one method per operation, each one statement. Methods that take
@@ -53,6 +54,7 @@ public final class JobStore {
   private final String copyJobs;
   private final String claim;
   private final String succeedBatch;
+  private final String unclaimBatch;
   private final String succeedOne;
   private final String finishUnsuccessful;
   private final String retryLater;
@@ -87,6 +89,7 @@ public final class JobStore {
     this.copyJobs = sql(JobSql.COPY_JOBS);
     this.claim = sql(JobSql.CLAIM);
     this.succeedBatch = sql(JobSql.SUCCEED_BATCH);
+    this.unclaimBatch = sql(JobSql.UNCLAIM_BATCH);
     this.succeedOne = sql(JobSql.SUCCEED_ONE);
     this.finishUnsuccessful = sql(JobSql.FINISH_UNSUCCESSFUL);
     this.retryLater = sql(JobSql.RETRY_LATER);
@@ -111,6 +114,14 @@ public final class JobStore {
   /** The schema this store works in. */
   public String schema() {
     return schema;
+  }
+
+  /**
+   * The claim statement of this schema, as {@link #claim} runs it (parameters: worker id, queue, queue,
+   * limit). For diagnostics: the benchmark prints its plan.
+   */
+  public String claimSql() {
+    return claim;
   }
 
   /** The LISTEN channel on which inserts of ready jobs are announced; the payload is the queue. */
@@ -288,30 +299,77 @@ public final class JobStore {
     }
   }
 
-  /** Writes many successes in one statement; returns how many jobs were still running their attempt. */
-  public int succeed(List<Completion> completions) throws SQLException {
+  /**
+   * Writes many successes of worker {@code workerId} in one statement; returns how many jobs were still
+   * running their attempt on that worker.
+   */
+  public int succeed(String workerId, List<Completion> completions) throws SQLException {
     if (completions.isEmpty()) {
       return 0;
     }
     UUID[] ids = new UUID[completions.size()];
-    Integer[] attempts = new Integer[completions.size()];
-    String[] outputs = new String[completions.size()];
+    StringBuilder attempts = new StringBuilder(completions.size() * 48).append('{');
+    StringBuilder outputs = new StringBuilder().append('{');
     for (int i = 0; i < ids.length; i++) {
       Completion completion = completions.get(i);
       ids[i] = completion.id();
-      attempts[i] = completion.attempt();
-      outputs[i] = completion.outputJson();
+      if (i > 0) {
+        attempts.append(',');
+      }
+      attempts.append('"').append(completion.id()).append("\":").append(completion.attempt());
+      if (completion.outputJson() != null) {
+        if (outputs.length() > 1) {
+          outputs.append(',');
+        }
+        outputs.append('"').append(completion.id()).append("\":").append(completion.outputJson());
+      }
     }
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(succeedBatch)) {
-      Array idArray = c.createArrayOf("uuid", ids);
-      Array attemptArray = c.createArrayOf("int4", attempts);
-      Array outputArray = c.createArrayOf("text", outputs);
-      ps.setArray(1, idArray);
-      ps.setArray(2, attemptArray);
-      ps.setArray(3, outputArray);
+      ps.setArray(1, c.createArrayOf("uuid", ids));
+      ps.setString(2, workerId);
+      ps.setObject(3, jsonb(attempts.append('}').toString()));
+      ps.setObject(4, jsonb(outputs.append('}').toString()));
       return ps.executeUpdate();
     }
+  }
+
+  /**
+   * Gives claimed jobs that never started back to their queue (see {@link JobSql#UNCLAIM_BATCH});
+   * returns how many were still claimed by {@code workerId}.
+   */
+  public int unclaim(String workerId, List<ClaimedJob> jobs) throws SQLException {
+    if (jobs.isEmpty()) {
+      return 0;
+    }
+    UUID[] ids = new UUID[jobs.size()];
+    StringBuilder attempts = new StringBuilder(jobs.size() * 48).append('{');
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = jobs.get(i).id();
+      attempts.append(i > 0 ? "," : "").append('"').append(ids[i]).append("\":").append(jobs.get(i).attempt());
+    }
+    PGobject attemptsJson = jsonb(attempts.append('}').toString());
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(unclaimBatch)) {
+      Array idArray = c.createArrayOf("uuid", ids);
+      for (int part = 0; part < 2; part++) {
+        ps.setArray(part * 3 + 1, idArray);
+        ps.setString(part * 3 + 2, workerId);
+        ps.setObject(part * 3 + 3, attemptsJson);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1);
+      }
+    }
+  }
+
+  /** A parameter typed jsonb, so the statement parses it once rather than casting text per row. */
+  private static PGobject jsonb(String json) throws SQLException {
+    PGobject value = new PGobject();
+    value.setType("jsonb");
+    value.setValue(json);
+    return value;
   }
 
   /** Success of one attempt in the caller's transaction; false if the job no longer runs that attempt. */

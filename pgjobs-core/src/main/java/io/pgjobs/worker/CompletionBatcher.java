@@ -31,6 +31,7 @@ final class CompletionBatcher {
   private final AtomicInteger pending = new AtomicInteger();
   private volatile boolean stopping;
   private volatile long stopDeadline;
+  private volatile String workerId;
   private Thread thread;
 
   CompletionBatcher(JobStore store, int maxBatch, int backlogLimit) {
@@ -40,6 +41,7 @@ final class CompletionBatcher {
   }
 
   void start(String workerId) {
+    this.workerId = workerId;
     thread = Thread.ofPlatform().daemon().name("pgjobs-completions-" + workerId).start(this::run);
   }
 
@@ -85,7 +87,7 @@ final class CompletionBatcher {
     long backoffMs = 50;
     while (true) {
       try {
-        store.succeed(batch);
+        store.succeed(workerId, batch);
         return;
       } catch (SQLException | RuntimeException e) {
         if (stopping && System.nanoTime() > stopDeadline) {

@@ -7,6 +7,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.notify.JobNotificationListener;
+import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.JobStore;
 import io.pgjobs.store.WorkerStore;
 import java.lang.management.ManagementFactory;
@@ -55,8 +56,12 @@ public final class JobWorker implements AutoCloseable {
 
   /** Concurrent jobs per queue unless said otherwise: {@value}. */
   public static final int DEFAULT_CONCURRENCY = 10;
-  /** Most jobs claimed per statement unless said otherwise: {@value}. */
-  public static final int DEFAULT_CLAIM_BATCH = 10;
+  /**
+   * Most jobs claimed per statement unless said otherwise: {@value}. A claim takes the free slots plus a
+   * prefetch sized by the queue's recent finish rate (see QueuePoller), so this is a ceiling that only
+   * fast jobs reach.
+   */
+  public static final int DEFAULT_CLAIM_BATCH = 1_000;
   /** How often an idle queue is polled when no notification arrives: 1 s. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
   /** How long running jobs get to finish on {@link #close()}: 30 s. */
@@ -149,7 +154,8 @@ public final class JobWorker implements AutoCloseable {
           "heartbeat interval (" + heartbeatInterval + ") must be shorter than the stale threshold ("
               + b.staleThreshold + "), or live jobs would be rescued");
     }
-    this.heartbeat = new WorkerHeartbeat(workerStore, registration, runner, heartbeatInterval);
+    this.heartbeat =
+        new WorkerHeartbeat(workerStore, registration, runner, this::prefetchedIds, heartbeatInterval);
     this.maintenance =
         b.maintenance
             ? Maintenance.builder(b.dataSource)
@@ -171,6 +177,29 @@ public final class JobWorker implements AutoCloseable {
     pollers.forEach(QueuePoller::wake);
     if (heartbeat != null) {
       heartbeat.beatSoon();
+    }
+  }
+
+  private List<UUID> prefetchedIds() {
+    List<UUID> ids = new ArrayList<>();
+    pollers.forEach(p -> ids.addAll(p.bufferedIds()));
+    return ids;
+  }
+
+  /** Gives the claimed jobs that never started back to their queues (after the pollers stopped). */
+  private void releasePrefetched() {
+    for (QueuePoller poller : pollers) {
+      List<ClaimedJob> left = poller.drainBuffer();
+      if (left.isEmpty()) {
+        continue;
+      }
+      try {
+        int back = store.unclaim(workerId, left);
+        log.info("worker {}: gave {} prefetched jobs of queue '{}' back", workerId, back, poller.queue());
+      } catch (SQLException | RuntimeException e) {
+        log.warn("worker {}: could not give {} prefetched jobs back ({}); they will be rescued",
+            workerId, left.size(), e.getMessage());
+      }
     }
   }
 
@@ -268,6 +297,7 @@ public final class JobWorker implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    releasePrefetched();
     completions.close(Duration.ofSeconds(10));
     heartbeat.stopAndDeregister();
     if (maintenance != null) {

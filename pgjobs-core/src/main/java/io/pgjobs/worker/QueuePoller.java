@@ -4,22 +4,42 @@ import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.JobStore;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The claim loop of one queue. It claims as many jobs as it has free slots (at most the claim batch),
- * hands each to a virtual thread, and then waits: for a free slot when the last claim was full (more
- * work is likely waiting), else for a notification or the poll interval. A database error backs off
- * and tries again; the loop only ends on {@link #stop()}.
+ * The claim loop of one queue.
+ *
+ * <p><b>Claim ahead, sized by the observed rate.</b> The poller claims the jobs its free slots can start
+ * plus a <em>prefetch</em>: about {@link #PREFETCH_WINDOW_NANOS} worth of work at the rate this queue has
+ * been finishing jobs, at most the claim batch per statement. Fast jobs therefore go through in claims of
+ * hundreds (one round trip and one commit for many jobs, and the next claim happens while the
+ * prefetched jobs run); slow jobs get no prefetch at all, so they are not hoarded by one worker while
+ * another is idle. Prefetched jobs are {@code running} in the database (claimed by this worker, their
+ * heartbeat renewed); their timeout starts when their handler starts; a shutdown gives them back.
+ *
+ * <p><b>Lanes.</b> Up to {@code concurrency} virtual threads ("lanes") each take the next job from the
+ * local buffer and run it, then the next, until the buffer is empty; the poller starts lanes for new
+ * jobs as slots free. A lane that finishes signals the poller, which claims again when the buffer runs
+ * low. It waits otherwise: for a notification, a free slot, or the poll interval. A database error backs
+ * off and tries again; the loop only ends on {@link #stop()}.
  */
 final class QueuePoller {
   private static final Logger log = LoggerFactory.getLogger(QueuePoller.class);
   private static final long MAX_ERROR_BACKOFF_MS = 5_000;
+  /** Prefetch this much work, at the recent rate: enough to cover the next claim's round trip. */
+  static final long PREFETCH_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
+  /** The finish rate is measured over windows of this length. */
+  private static final long RATE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
   private final String queue;
   private final int concurrency;
@@ -32,10 +52,22 @@ final class QueuePoller {
   private final String workerId;
   private final Semaphore slots;
   private final Semaphore wakeUp = new Semaphore(0);
+  /** Claimed jobs not yet started, in claim order. */
+  private final ConcurrentLinkedQueue<ClaimedJob> buffer = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger buffered = new AtomicInteger();
+  private final LongAdder finished = new LongAdder();
   private volatile boolean moreExpected;
   private volatile boolean stopping;
   private volatile long claims;
   private Thread thread;
+
+  // Rate estimate, poller thread only.
+  private long windowStart = System.nanoTime();
+  private long finishedAtWindowStart;
+  private volatile int prefetch;
+  private long lastClaimAt;
+  private boolean lastClaimFull;
+  private int lastClaimSize;
 
   QueuePoller(
       String queue,
@@ -68,9 +100,18 @@ final class QueuePoller {
     return claims;
   }
 
-  /** Jobs of this queue running now. */
+  /** Lanes running now (each runs one job at a time). */
   int running() {
     return concurrency - slots.availablePermits();
+  }
+
+  /** Ids of the jobs claimed by this poller and not yet started: their heartbeat must be renewed too. */
+  List<UUID> bufferedIds() {
+    List<UUID> ids = new ArrayList<>();
+    for (ClaimedJob job : buffer) {
+      ids.add(job.id());
+    }
+    return ids;
   }
 
   void start() {
@@ -89,7 +130,7 @@ final class QueuePoller {
     }
   }
 
-  /** Stops claiming; running jobs are not touched. */
+  /** Stops claiming and starting buffered jobs; running jobs are not touched. */
   void stop() {
     stopping = true;
     signal();
@@ -101,15 +142,41 @@ final class QueuePoller {
     }
   }
 
+  /**
+   * After {@link #stop()} and the poller thread has ended: the claimed jobs that never started. The
+   * caller gives them back to the queue.
+   */
+  List<ClaimedJob> drainBuffer() {
+    List<ClaimedJob> left = new ArrayList<>();
+    ClaimedJob job;
+    while ((job = buffer.poll()) != null) {
+      buffered.decrementAndGet();
+      left.add(job);
+    }
+    return left;
+  }
+
   private void run() {
     long errorBackoffMs = 100;
     while (!stopping) {
+      startLanes();
+      updatePrefetch();
       int free = slots.availablePermits();
-      if (free == 0 || completions.isBacklogged()) {
+      int inBuffer = buffered.get();
+      // Claim when slots are free and nothing waits for them, or when the prefetch runs low.
+      boolean due = (free > 0 && inBuffer == 0) || (prefetch > 0 && inBuffer * 2 < prefetch);
+      if (!due || completions.isBacklogged()) {
         await(pollInterval.toMillis());
         continue;
       }
-      int limit = Math.min(free, claimBatch);
+      long now = System.nanoTime();
+      if (lastClaimFull && inBuffer == 0 && now - lastClaimAt < PREFETCH_WINDOW_NANOS) {
+        // The whole last claim ran in less than the prefetch window and more is waiting: the jobs are
+        // fast, so grow the prefetch now instead of waiting for the rate window (quick ramp-up).
+        prefetch = Math.min(claimBatch, Math.max(concurrency, lastClaimSize * 2));
+      }
+      int limit = Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer));
+      lastClaimAt = now;
       moreExpected = false;
       List<ClaimedJob> jobs;
       try {
@@ -122,33 +189,71 @@ final class QueuePoller {
         errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
         continue;
       }
-      // A full batch means more is probably waiting: from now on a finishing job wakes this loop.
+      // A full batch means more is probably waiting: from now on a finishing lane wakes this loop.
       // Set before the jobs start, or a fast job could finish before anyone listens for it.
       boolean full = jobs.size() == limit;
       moreExpected = full;
-      for (ClaimedJob job : jobs) {
-        slots.acquireUninterruptibly(); // never blocks: only this thread takes slots, and it counted them
-        try {
-          handlers.execute(() -> {
-            try {
-              runner.run(job);
-            } finally {
-              slots.release();
-              if (moreExpected) {
-                signal();
-              }
-            }
-          });
-        } catch (RuntimeException e) {
-          // The executor refused (it is shutting down): the job stays claimed and will be rescued.
-          slots.release();
-          log.warn("could not start job {}: {}", job.id(), e.toString());
-        }
-      }
+      lastClaimFull = full;
+      lastClaimSize = jobs.size();
+      buffered.addAndGet(jobs.size());
+      buffer.addAll(jobs);
+      startLanes();
       if (!full) {
+        // The queue is drained for now: the lanes finish the buffer; a notification or the poll
+        // interval brings the next claim.
         await(pollInterval.toMillis());
       }
     }
+  }
+
+  /** Starts a lane per free slot while jobs wait in the buffer (running lanes take the rest). */
+  private void startLanes() {
+    int wanted = Math.min(slots.availablePermits(), buffered.get());
+    for (int i = 0; i < wanted && slots.tryAcquire(); i++) {
+      try {
+        handlers.execute(this::lane);
+      } catch (RuntimeException e) {
+        // The executor refused (it is shutting down): the buffered jobs are given back on close.
+        slots.release();
+        log.warn("could not start a job on queue '{}': {}", queue, e.toString());
+        return;
+      }
+    }
+  }
+
+  /** One lane: runs buffered jobs one after another until none is left (or the worker stops). */
+  private void lane() {
+    try {
+      ClaimedJob job;
+      while (!stopping && (job = buffer.poll()) != null) {
+        if (buffered.decrementAndGet() * 2 < prefetch && moreExpected) {
+          signal(); // the prefetch runs low: claim the next batch while this one runs
+        }
+        runner.run(job);
+        finished.increment();
+      }
+    } finally {
+      slots.release();
+      if (moreExpected || buffered.get() > 0) {
+        signal();
+      }
+    }
+  }
+
+  /** Recomputes the prefetch from the finish rate of the last window. */
+  private void updatePrefetch() {
+    long now = System.nanoTime();
+    long elapsed = now - windowStart;
+    if (elapsed < RATE_WINDOW_NANOS) {
+      return;
+    }
+    long done = finished.sum();
+    double perNano = (double) (done - finishedAtWindowStart) / elapsed;
+    int byRate = (int) Math.min(claimBatch, perNano * PREFETCH_WINDOW_NANOS);
+    // Follow the rate down at once (slow jobs must not be hoarded), up at most by doubling.
+    prefetch = Math.min(byRate, Math.max(prefetch * 2, concurrency));
+    windowStart = now;
+    finishedAtWindowStart = done;
   }
 
   private void await(long millis) {

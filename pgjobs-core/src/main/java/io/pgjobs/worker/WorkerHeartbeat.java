@@ -3,11 +3,13 @@ package io.pgjobs.worker;
 import io.pgjobs.store.WorkerStore;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,16 +25,27 @@ final class WorkerHeartbeat {
   private final WorkerStore store;
   private final WorkerStore.Registration registration;
   private final JobRunner runner;
+  private final Supplier<List<UUID>> prefetched;
   private final Duration interval;
   private final Semaphore wake = new Semaphore(0);
   private volatile boolean stopping;
   private volatile long beats;
   private Thread thread;
 
-  WorkerHeartbeat(WorkerStore store, WorkerStore.Registration registration, JobRunner runner, Duration interval) {
+  /**
+   * @param prefetched the jobs claimed but not yet started (their heartbeat is renewed too, or a long
+   *     wait for a free slot would get them rescued)
+   */
+  WorkerHeartbeat(
+      WorkerStore store,
+      WorkerStore.Registration registration,
+      JobRunner runner,
+      Supplier<List<UUID>> prefetched,
+      Duration interval) {
     this.store = store;
     this.registration = registration;
     this.runner = runner;
+    this.prefetched = prefetched;
     this.interval = interval;
   }
 
@@ -71,8 +84,9 @@ final class WorkerHeartbeat {
   private void beat() {
     List<RunningJob> running = List.copyOf(runner.running());
     try {
-      Map<UUID, Boolean> cancelFlags =
-          store.heartbeat(registration, running.stream().map(r -> r.job().id()).toList());
+      List<UUID> ids = new ArrayList<>(prefetched.get());
+      running.forEach(r -> ids.add(r.job().id()));
+      Map<UUID, Boolean> cancelFlags = store.heartbeat(registration, ids);
       for (RunningJob job : running) {
         if (Boolean.TRUE.equals(cancelFlags.get(job.job().id()))) {
           job.stop(StopReason.CANCEL);

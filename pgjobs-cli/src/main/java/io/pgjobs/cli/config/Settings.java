@@ -44,7 +44,7 @@ import java.util.stream.Collectors;
  *   <tr><td>queues</td><td>--queues</td><td>PGJOBS_QUEUES</td><td>the queues of the registered job
  *       types</td><td>queue[=concurrency],...</td></tr>
  *   <tr><td>concurrency</td><td>--concurrency</td><td>PGJOBS_CONCURRENCY</td><td>10</td><td>1–10000</td></tr>
- *   <tr><td>claim_batch</td><td>--claim-batch</td><td>PGJOBS_CLAIM_BATCH</td><td>10</td><td>1–10000</td></tr>
+ *   <tr><td>claim_batch</td><td>--claim-batch</td><td>PGJOBS_CLAIM_BATCH</td><td>1000</td><td>1–10000</td></tr>
  *   <tr><td>poll_interval</td><td>--poll-interval</td><td>PGJOBS_POLL_INTERVAL</td><td>1s</td><td>10ms–1h</td></tr>
  *   <tr><td>shutdown_grace</td><td>--shutdown-grace</td><td>PGJOBS_SHUTDOWN_GRACE</td><td>30s</td><td>0s–1h</td></tr>
  *   <tr><td>stale_threshold</td><td>--stale-threshold</td><td>PGJOBS_STALE_THRESHOLD</td><td>5m</td><td>1s–24h</td></tr>
@@ -170,7 +170,7 @@ public final class Settings {
               "queues `work` serves; a queue without `=N` gets `concurrency`", Settings::parseQueues),
           new Definition(CONCURRENCY, "--concurrency", List.of("PGJOBS_CONCURRENCY"), "10", "10",
               "an integer from 1 to 10000", "jobs run at once per queue", text -> parseInt(text, 1, 10_000)),
-          new Definition(CLAIM_BATCH, "--claim-batch", List.of("PGJOBS_CLAIM_BATCH"), "10", "10",
+          new Definition(CLAIM_BATCH, "--claim-batch", List.of("PGJOBS_CLAIM_BATCH"), "1000", "1000",
               "an integer from 1 to 10000", "most jobs claimed per statement", text -> parseInt(text, 1, 10_000)),
           new Definition(POLL_INTERVAL, "--poll-interval", List.of("PGJOBS_POLL_INTERVAL"), "1s", "`1s`",
               durationAllowed("10ms", "1h"), "how often an idle queue is polled (NOTIFY wakes workers sooner)",

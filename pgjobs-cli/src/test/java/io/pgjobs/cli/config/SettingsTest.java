@@ -23,7 +23,7 @@ class SettingsTest {
     assertThat(s.databaseUrl().user()).isEqualTo("postgres");
     assertThat(s.schema()).isEqualTo("pgjobs");
     assertThat(s.concurrency()).isEqualTo(10);
-    assertThat(s.claimBatch()).isEqualTo(10);
+    assertThat(s.claimBatch()).isEqualTo(1000);
     assertThat(s.pollInterval()).isEqualTo(Duration.ofSeconds(1));
     assertThat(s.shutdownGrace()).isEqualTo(Duration.ofSeconds(30));
     assertThat(s.staleThreshold()).isEqualTo(Duration.ofMinutes(5));
