@@ -128,7 +128,18 @@ public final class JobClient {
     List<NewJob> jobs = newJobs(type, payloads, options);
     withConnection(
         c -> {
-          store.insertAll(c, jobs);
+          // One transaction: the rows and their wake-up notification commit together (a notification
+          // is delivered at commit, so workers never wake before the rows are visible).
+          c.setAutoCommit(false);
+          try {
+            store.insertAll(c, jobs);
+            c.commit();
+          } catch (SQLException | RuntimeException e) {
+            c.rollback();
+            throw e;
+          } finally {
+            c.setAutoCommit(true);
+          }
           return null;
         });
     metrics.enqueued(type.name(), jobs.size());

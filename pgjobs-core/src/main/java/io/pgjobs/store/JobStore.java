@@ -72,6 +72,7 @@ public final class JobStore {
   private final String retryMatching;
   private final String setQueuePaused;
   private final String notifyReady;
+  private final String notifyCopied;
   private final String queueOverview;
   private final String statsPerMinute;
 
@@ -107,6 +108,7 @@ public final class JobStore {
     this.retryMatching = sql(JobSql.RETRY_MATCHING);
     this.setQueuePaused = sql(JobSql.SET_QUEUE_PAUSED);
     this.notifyReady = sql(JobSql.NOTIFY_READY);
+    this.notifyCopied = sql(JobSql.NOTIFY_COPIED);
     this.queueOverview = sql(JobSql.QUEUE_OVERVIEW);
     this.statsPerMinute = sql(JobSql.STATS_PER_MINUTE);
   }
@@ -257,6 +259,37 @@ public final class JobStore {
       if (copy.isActive()) {
         copy.cancelCopy();
       }
+    }
+    announceCopied(connection, jobs, now);
+  }
+
+  /** What {@link JobSql#NOTIFY_INSERTED} does for a statement, for rows that came in by COPY. */
+  private void announceCopied(Connection connection, List<NewJob> jobs, Instant now) throws SQLException {
+    Set<String> dueQueues = new java.util.LinkedHashSet<>();
+    List<Map<String, Object>> first = new ArrayList<>(Math.min(50, jobs.size()));
+    for (NewJob job : jobs) {
+      boolean due = job.runAt() != null ? !job.runAt().isAfter(now) : job.delayMs() == null || job.delayMs() <= 0;
+      if (due) {
+        dueQueues.add(job.queue());
+      }
+      if (first.size() < 50) {
+        Map<String, Object> event = new LinkedHashMap<>();
+        event.put("id", job.id());
+        event.put("state", "queued");
+        event.put("type", job.type());
+        event.put("queue", job.queue());
+        event.put("attempts", 0);
+        first.add(event);
+      }
+    }
+    Map<String, Object> payload = new LinkedHashMap<>();
+    payload.put("op", "state");
+    payload.put("count", jobs.size());
+    payload.put("jobs", first);
+    try (PreparedStatement ps = connection.prepareStatement(notifyCopied)) {
+      ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
+      ps.setString(2, codec.write(payload));
+      ps.execute();
     }
   }
 
@@ -769,7 +802,10 @@ public final class JobStore {
       for (int i = 0; i < values.size(); i++) {
         ps.setObject(i + 1, values.get(i));
       }
-      return ps.executeUpdate();
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
     }
   }
 

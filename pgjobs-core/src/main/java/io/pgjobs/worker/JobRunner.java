@@ -20,7 +20,6 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.random.RandomGenerator;
 import java.util.stream.Collectors;
@@ -38,6 +37,8 @@ final class JobRunner {
   private static final int STACK_HEAD_LINES = 12;
   private static final int MAX_MESSAGE_CHARS = 4_000;
   private static final Duration OUTCOME_RETRY_WINDOW = Duration.ofSeconds(60);
+  /** How often the watchdog looks for handlers past their timeout. */
+  static final long WATCHDOG_PERIOD_MS = 20;
 
   private final JobStore store;
   private final Map<String, HandlerRegistration<?>> handlers;
@@ -49,6 +50,7 @@ final class JobRunner {
   private final long progressThrottleNanos;
   private final RandomGenerator random;
   private final Set<RunningJob> running = ConcurrentHashMap.newKeySet();
+  private volatile boolean anyEarlyCancels;
   /** Cancel notifications for jobs not (yet) running here; bounded, oldest dropped first. */
   private final Map<UUID, Boolean> earlyCancels =
       new java.util.LinkedHashMap<>() {
@@ -79,6 +81,25 @@ final class JobRunner {
     this.random = random;
   }
 
+  /**
+   * Starts the timeout watchdog: one periodic task that stops handlers past their deadline. One
+   * scheduled task per job (and its cancellation) would cost a lock and often a thread wake-up per
+   * job, which at tens of thousands of jobs a second is a large part of the runtime's own cost; the
+   * price is that a timeout fires up to {@link #WATCHDOG_PERIOD_MS} ms late.
+   */
+  void startWatchdog() {
+    timers.scheduleWithFixedDelay(this::stopOverdue, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS, TimeUnit.MILLISECONDS);
+  }
+
+  private void stopOverdue() {
+    long now = System.nanoTime();
+    for (RunningJob job : running) {
+      if (job.isOverdue(now)) {
+        job.stop(StopReason.TIMEOUT);
+      }
+    }
+  }
+
   /** The jobs running now. */
   Set<RunningJob> running() {
     return running;
@@ -101,13 +122,19 @@ final class JobRunner {
     if (!found) {
       synchronized (earlyCancels) {
         earlyCancels.put(id, Boolean.TRUE);
+        anyEarlyCancels = true;
       }
     }
   }
 
   private boolean cancelledBeforeStart(UUID id) {
+    if (!anyEarlyCancels) {
+      return false; // the usual case, without taking a lock every job would contend for
+    }
     synchronized (earlyCancels) {
-      return earlyCancels.remove(id) != null;
+      boolean found = earlyCancels.remove(id) != null;
+      anyEarlyCancels = !earlyCancels.isEmpty();
+      return found;
     }
   }
 
@@ -157,8 +184,7 @@ final class JobRunner {
       return finish(job, JobState.FAILED, error(job, "invalid_payload", e,
           "payload does not fit " + type.payloadClass().getName() + ": " + e.getOriginalMessage()));
     }
-    ScheduledFuture<?> timeout =
-        timers.schedule(() -> attempt.stop(StopReason.TIMEOUT), timeoutOf(job, type), TimeUnit.MILLISECONDS);
+    attempt.setDeadline(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutOf(job, type)));
     Object output = null;
     Throwable failure = null;
     attempt.enterHandler();
@@ -170,7 +196,6 @@ final class JobRunner {
       // From here on no stop request interrupts this thread: an interrupt during the runtime's own
       // writes would close their connection's socket and lose the outcome.
       attempt.leaveHandler();
-      timeout.cancel(false);
     }
     attempt.flushProgress();
     if (failure == null) {

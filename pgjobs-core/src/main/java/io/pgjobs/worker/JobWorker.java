@@ -103,9 +103,6 @@ public final class JobWorker implements AutoCloseable {
     ScheduledThreadPoolExecutor timerPool =
         new ScheduledThreadPoolExecutor(
             1, r -> Thread.ofPlatform().daemon().name("pgjobs-timers-" + workerId).unstarted(r));
-    // Every job schedules its timeout and cancels it when done; without this, cancelled timeouts
-    // (1 h by default) would pile up in the queue until they expire.
-    timerPool.setRemoveOnCancelPolicy(true);
     this.timers = timerPool;
     this.runner =
         new JobRunner(
@@ -228,6 +225,7 @@ public final class JobWorker implements AutoCloseable {
           }
         });
     completions.start(workerId);
+    runner.startWatchdog();
     heartbeat.start();
     if (listen) {
       listener.start();

@@ -21,6 +21,9 @@ final class RunningJob implements JobContext {
   private final long progressThrottleNanos;
 
   private volatile Thread thread;
+  /** System.nanoTime() by which the handler must end; meaningful while {@link #inHandler}. */
+  private volatile long deadlineNanos;
+  private volatile boolean deadlineSet;
   private volatile StopReason stopReason;
   private volatile boolean completedInTransaction;
   private boolean inHandler; // guarded by this
@@ -59,6 +62,17 @@ final class RunningJob implements JobContext {
     }
   }
 
+  /** The handler must end by {@code nanoTime} (System.nanoTime()), or the watchdog stops it. */
+  void setDeadline(long nanoTime) {
+    deadlineNanos = nanoTime;
+    deadlineSet = true;
+  }
+
+  /** True if the handler runs past its deadline and has not been asked to stop yet. */
+  boolean isOverdue(long now) {
+    return deadlineSet && stopReason == null && now - deadlineNanos > 0;
+  }
+
   /** The handler starts; a stop requested before now interrupts it at once. */
   synchronized void enterHandler() {
     inHandler = true;
@@ -70,6 +84,7 @@ final class RunningJob implements JobContext {
   /** The handler has returned: no interrupts from now on, and any pending one is cleared. */
   synchronized void leaveHandler() {
     inHandler = false;
+    deadlineSet = false;
     Thread.interrupted();
   }
 
