@@ -12,6 +12,8 @@ import java.util.UUID;
 final class CopyRows {
   private final StringBuilder text = new StringBuilder(1 << 16);
   private boolean rowStarted;
+  private Instant lastInstant;
+  private String lastInstantText;
 
   CopyRows uuid(UUID value) {
     return raw(value.toString());
@@ -45,7 +47,15 @@ final class CopyRows {
   }
 
   CopyRows instant(Instant value) {
-    return value == null ? text(null) : raw(value.toString());
+    if (value == null) {
+      return text(null);
+    }
+    // Most rows of a bulk enqueue share one timestamp (the transaction's now()): format it once.
+    if (!value.equals(lastInstant)) {
+      lastInstant = value;
+      lastInstantText = value.toString();
+    }
+    return raw(lastInstantText);
   }
 
   CopyRows endRow() {

@@ -60,6 +60,20 @@ final class JobSql {
           HAVING count(*) > 0
       )""";
 
+  /**
+   * The tail of the single-row inserts: {@link #NOTIFY_INSERTED} for exactly one row of CTE {@code ins},
+   * without its aggregates (a single enqueue is the statement W2 measures).
+   */
+  static final String NOTIFY_ONE_INSERTED =
+      """
+      SELECT run_at, created_at,
+             CASE WHEN run_at <= now() THEN pg_notify('{schema}_jobs_ready', queue) END AS woken,
+             pg_notify('{schema}_job_events', json_build_object(
+                 'op', 'state', 'count', 1,
+                 'jobs', json_build_array(json_build_object('id', id, 'state', state, 'type', type,
+                                                            'queue', queue, 'attempts', attempts)))::text)
+        FROM ins""";
+
   /** One job. Run at a delay of none, {@code run_at} is the database's now(). */
   static final String INSERT =
       """
@@ -70,10 +84,8 @@ final class JobSql {
                   COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
                   now(), ?, ?, ?)
           RETURNING id, state, type, queue, attempts, run_at, created_at
-      ), """ + NOTIFY_INSERTED + """
-
-      SELECT run_at, created_at, (SELECT woken FROM notified), (SELECT count(*) FROM announced)
-        FROM ins""";
+      )
+      """ + NOTIFY_ONE_INSERTED;
 
   /**
    * One job with an idempotency key. The key row goes in first; ON CONFLICT DO NOTHING makes a
@@ -94,10 +106,8 @@ final class JobSql {
                  now(), ?, ?, ?
             FROM key
           RETURNING id, state, type, queue, attempts, run_at, created_at
-      ), """ + NOTIFY_INSERTED + """
-
-      SELECT run_at, created_at, (SELECT woken FROM notified), (SELECT count(*) FROM announced)
-        FROM ins""";
+      )
+      """ + NOTIFY_ONE_INSERTED;
 
   static final String FIND_KEY =
       """
