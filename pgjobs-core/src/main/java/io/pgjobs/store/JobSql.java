@@ -116,8 +116,14 @@ final class JobSql {
   /** Bulk insert: the columns a COPY row carries, in order (see {@link CopyRows}). */
   static final String COPY_JOBS =
       """
-      COPY {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at, created_at,
-                          context, timeout_ms)
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, run_at,
+                          created_at)
+      FROM STDIN""";
+
+  /** Bulk insert of jobs due now: state, run_at and created_at take their defaults. */
+  static final String COPY_DUE_JOBS =
+      """
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms)
       FROM STDIN""";
 
   /**

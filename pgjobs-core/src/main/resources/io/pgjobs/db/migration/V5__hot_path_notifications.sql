@@ -57,3 +57,10 @@ ALTER TABLE jobs SET (
     autovacuum_vacuum_cost_delay = 0,
     autovacuum_analyze_scale_factor = 0.05
 );
+
+-- Defaults for a new job's state and times, so that a bulk enqueue of jobs due now (COPY) sends neither:
+-- parsing two timestamps per row was a quarter of the server's time for such a COPY.
+ALTER TABLE jobs
+    ALTER COLUMN state SET DEFAULT 'queued',
+    ALTER COLUMN run_at SET DEFAULT now(),
+    ALTER COLUMN created_at SET DEFAULT now();
