@@ -170,9 +170,10 @@ final class QueuePoller {
         continue;
       }
       long now = System.nanoTime();
-      if (lastClaimFull && inBuffer == 0 && now - lastClaimAt < PREFETCH_WINDOW_NANOS) {
-        // The whole last claim ran in less than the prefetch window and more is waiting: the jobs are
-        // fast, so grow the prefetch now instead of waiting for the rate window (quick ramp-up).
+      if (lastClaimFull && free == concurrency && inBuffer == 0 && now - lastClaimAt < RATE_WINDOW_NANOS) {
+        // Every job of the last (full) claim has finished, within a rate window, and more is waiting:
+        // the jobs are fast, so grow the prefetch now instead of waiting for the window to end (quick
+        // ramp-up, which matters most while the JVM is still warming up). The window's rate caps it.
         prefetch = Math.min(claimBatch, Math.max(concurrency, lastClaimSize * 2));
       }
       int limit = Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer));
@@ -192,6 +193,10 @@ final class QueuePoller {
       // A full batch means more is probably waiting: from now on a finishing lane wakes this loop.
       // Set before the jobs start, or a fast job could finish before anyone listens for it.
       boolean full = jobs.size() == limit;
+      if (log.isDebugEnabled()) {
+        log.debug("queue '{}': claimed {} of {} (free slots {}, prefetch {}, buffered {})",
+            queue, jobs.size(), limit, free, prefetch, inBuffer);
+      }
       moreExpected = full;
       lastClaimFull = full;
       lastClaimSize = jobs.size();

@@ -1,0 +1,159 @@
+package io.pgjobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.store.ClaimedJob;
+import io.pgjobs.store.Completion;
+import io.pgjobs.store.JobStore;
+import io.pgjobs.worker.JobWorker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Claiming ahead: fast jobs are claimed many per statement beyond the free slots, slow jobs are not
+ * hoarded, claimed-but-unstarted jobs go back on shutdown; and the batch statements behind it (success
+ * of many jobs, giving claimed jobs back) only touch jobs this worker holds at the attempt it holds.
+ */
+class ClaimAheadTest extends PgJobsTestBase {
+  private static final JobType<Numbered> BLOCKER = JobType.of("blocker", Numbered.class);
+
+  private static JobStore store() {
+    return new JobStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+  }
+
+  private static List<UUID> enqueue(int n) {
+    return client.enqueueAll(NUMBERED, IntStream.range(0, n).mapToObj(Numbered::new).toList(), EnqueueOptions.DEFAULTS);
+  }
+
+  @Test
+  void fastJobsAreClaimedManyMorePerStatementThanTheFreeSlots() {
+    enqueue(5_000);
+    start(worker().register(NUMBERED, (ctx, p) -> null).queue(JobType.DEFAULT_QUEUE, 10));
+
+    await().atMost(Duration.ofSeconds(60)).until(() -> count("pgjobs.finished_jobs") == 5_000);
+
+    // Every claim statement stamps its jobs' attempted_at with its transaction time: distinct values
+    // count the claims. Without claiming ahead, 10 free slots would need at least 500 of them.
+    long claims = count("SELECT count(DISTINCT attempted_at) FROM pgjobs.finished_jobs");
+    assertThat(claims).isLessThan(250);
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded' AND attempts = 1"))
+        .isEqualTo(5_000);
+  }
+
+  @Test
+  void slowJobsAreNotClaimedAheadOfTheFreeSlots() {
+    enqueue(8);
+    start(worker()
+        .register(NUMBERED, (ctx, p) -> {
+          Thread.sleep(250);
+          return null;
+        })
+        .queue(JobType.DEFAULT_QUEUE, 2));
+
+    await().atMost(Duration.ofSeconds(30)).until(() -> count("pgjobs.finished_jobs") == 8);
+
+    // The jobs of one claim share its transaction time as attempted_at: no claim took more jobs than
+    // there were free slots.
+    assertThat(count("SELECT max(n) FROM (SELECT count(*) AS n FROM pgjobs.finished_jobs GROUP BY attempted_at) c"))
+        .isBetween(1L, 2L);
+  }
+
+  @Test
+  void jobsClaimedAheadAndNotStartedGoBackUnchangedWhenTheWorkerStops() throws Exception {
+    // Fast jobs first (they teach the worker to claim ahead), then one that blocks the only slot while
+    // the jobs claimed with it wait, then more fast jobs. Priority makes the order exact.
+    client.enqueueAll(NUMBERED, IntStream.range(0, 2_000).mapToObj(Numbered::new).toList(),
+        EnqueueOptions.builder().priority(10).build());
+    UUID blocker = client.enqueue(BLOCKER, new Numbered(-1), EnqueueOptions.builder().priority(5).build()).job().id();
+    client.enqueueAll(NUMBERED, IntStream.range(0, 2_000).mapToObj(Numbered::new).toList(),
+        EnqueueOptions.builder().priority(1).build());
+    CountDownLatch blocking = new CountDownLatch(1);
+    JobWorker worker = worker()
+        .register(NUMBERED, (ctx, p) -> null)
+        .register(BLOCKER, (ctx, p) -> {
+          blocking.countDown();
+          Thread.sleep(60_000); // interrupted by the shutdown
+          return null;
+        })
+        .queue(JobType.DEFAULT_QUEUE, 1)
+        .shutdownGrace(Duration.ofMillis(200))
+        .build()
+        .start();
+    try {
+      assertThat(blocking.await(60, TimeUnit.SECONDS)).isTrue();
+      // One slot, yet more than one job is claimed: the ones behind the blocker wait in the worker.
+      await().atMost(Duration.ofSeconds(10))
+          .until(() -> count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'") > 1);
+    } finally {
+      worker.close();
+    }
+
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'")).isZero();
+    // Given back as they were: queued, no attempt spent, no error.
+    long givenBack = count("SELECT count(*) FROM pgjobs.jobs WHERE id <> '" + blocker + "'");
+    assertThat(givenBack).isPositive();
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id <> '" + blocker
+        + "' AND (state <> 'queued' OR attempts <> 0 OR errors <> '[]')")).isZero();
+    assertThat(count("pgjobs.finished_jobs") + givenBack + 1).isEqualTo(4_001);
+    // The interrupted blocker went back too, its interrupted attempt recorded.
+    Job back = client.get(blocker).orElseThrow();
+    assertThat(back.state()).isEqualTo(JobState.RETRYING);
+    assertThat(back.errors()).extracting(JobError::kind).containsExactly("shutdown");
+  }
+
+  @Test
+  void batchSuccessOnlyFinishesJobsThisWorkerHoldsAtTheAttemptItHolds() throws Exception {
+    enqueue(3);
+    JobStore store = store();
+    List<ClaimedJob> claimed = store.claim(JobType.DEFAULT_QUEUE, 3, "w1");
+    assertThat(claimed).hasSize(3);
+    ClaimedJob a = claimed.get(0);
+    ClaimedJob b = claimed.get(1);
+    ClaimedJob c = claimed.get(2);
+
+    int written = store.succeed("w1", List.of(
+        new Completion(a.id(), a.attempt(), "{\"ok\":true}"),
+        new Completion(b.id(), b.attempt() + 1, null))); // an attempt w1 does not hold
+    int other = store.succeed("w2", List.of(new Completion(c.id(), c.attempt(), null))); // not w2's job
+
+    assertThat(written).isEqualTo(1);
+    assertThat(other).isZero();
+    Job done = client.get(a.id()).orElseThrow();
+    assertThat(done.state()).isEqualTo(JobState.SUCCEEDED);
+    assertThat(done.output()).hasToString("{\"ok\":true}");
+    assertThat(client.get(b.id()).orElseThrow().state()).isEqualTo(JobState.RUNNING);
+    assertThat(client.get(c.id()).orElseThrow().state()).isEqualTo(JobState.RUNNING);
+  }
+
+  @Test
+  void unclaimGivesJobsBackAsTheyWereAndEndsOnesWhoseCancellationWasAsked() throws Exception {
+    List<UUID> ids = enqueue(3);
+    JobStore store = store();
+    List<ClaimedJob> claimed = new ArrayList<>(store.claim(JobType.DEFAULT_QUEUE, 3, "w1"));
+    UUID flagged = claimed.get(0).id();
+    assertThat(client.cancel(flagged).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
+
+    int back = store.unclaim("w1", claimed);
+    int notMine = store.unclaim("w2", claimed);
+
+    assertThat(back).isEqualTo(3);
+    assertThat(notMine).isZero();
+    assertThat(client.get(flagged).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
+    for (UUID id : ids) {
+      if (!id.equals(flagged)) {
+        Job job = client.get(id).orElseThrow();
+        assertThat(job.state()).isEqualTo(JobState.QUEUED);
+        assertThat(job.attempts()).isZero();
+        assertThat(job.lockedBy()).isNull();
+      }
+    }
+  }
+}
