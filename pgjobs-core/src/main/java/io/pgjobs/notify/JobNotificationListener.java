@@ -26,11 +26,23 @@ public final class JobNotificationListener implements AutoCloseable {
   private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
 
   private final DataSource dataSource;
-  private final Map<String, Consumer<String>> channels;
+  private final Map<String, Handler> channels;
   private final Runnable onConnected;
   private volatile boolean closed;
   private volatile boolean listening;
   private Thread thread;
+
+  /**
+   * Handles a notification on the listener's thread, with the listening connection at hand (in
+   * auto-commit mode) for a quick statement: answering on the connection that just delivered the
+   * notification saves waking another backend. A handler must not keep the connection or change its
+   * session state, and should be quick: the next notification waits for it.
+   */
+  @FunctionalInterface
+  public interface Handler {
+    /** Handles one notification's payload. */
+    void accept(String payload, Connection connection);
+  }
 
   /**
    * @param channels consumer per channel name (plain identifiers), called with each payload
@@ -38,6 +50,15 @@ public final class JobNotificationListener implements AutoCloseable {
    */
   public JobNotificationListener(
       DataSource dataSource, Map<String, Consumer<String>> channels, Runnable onConnected) {
+    this(dataSource, onConnected, adapt(channels));
+  }
+
+  /**
+   * @param onConnected called after each successful LISTEN
+   * @param channels handler per channel name (plain identifiers), called with each payload and the
+   *     listening connection
+   */
+  public JobNotificationListener(DataSource dataSource, Runnable onConnected, Map<String, Handler> channels) {
     for (String channel : channels.keySet()) {
       if (!channel.matches("[a-z_][a-z0-9_]{0,62}")) {
         throw new IllegalArgumentException("invalid channel name '" + channel + "'");
@@ -46,6 +67,12 @@ public final class JobNotificationListener implements AutoCloseable {
     this.dataSource = dataSource;
     this.channels = Map.copyOf(channels);
     this.onConnected = onConnected;
+  }
+
+  private static Map<String, Handler> adapt(Map<String, Consumer<String>> consumers) {
+    Map<String, Handler> handlers = new java.util.HashMap<>();
+    consumers.forEach((channel, consumer) -> handlers.put(channel, (payload, connection) -> consumer.accept(payload)));
+    return handlers;
   }
 
   /** Starts listening on a thread of its own. */
@@ -81,9 +108,9 @@ public final class JobNotificationListener implements AutoCloseable {
           PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
           if (notifications != null) {
             for (PGNotification n : notifications) {
-              Consumer<String> consumer = channels.get(n.getName());
-              if (consumer != null) {
-                consumer.accept(n.getParameter());
+              Handler handler = channels.get(n.getName());
+              if (handler != null) {
+                handler.accept(n.getParameter(), connection);
               }
             }
           }

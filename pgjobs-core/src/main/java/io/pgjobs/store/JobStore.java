@@ -306,8 +306,14 @@ public final class JobStore {
 
   /** Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order. */
   public List<ClaimedJob> claim(String queue, int limit, String workerId) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(claim)) {
+    try (Connection c = dataSource.getConnection()) {
+      return claim(c, queue, limit, workerId);
+    }
+  }
+
+  /** {@link #claim(String, int, String)} on {@code connection}, which must be in auto-commit mode. */
+  public List<ClaimedJob> claim(Connection c, String queue, int limit, String workerId) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(claim)) {
       ps.setString(1, workerId);
       ps.setString(2, queue);
       ps.setString(3, queue);

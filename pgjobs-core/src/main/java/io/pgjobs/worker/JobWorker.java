@@ -123,23 +123,23 @@ public final class JobWorker implements AutoCloseable {
     this.listener =
         new JobNotificationListener(
             b.dataSource,
+            this::listenerConnected,
             Map.of(
                 store.readyChannel(),
-                queue -> {
+                (queue, connection) -> {
                   QueuePoller poller = pollersByQueue.get(queue);
                   if (poller != null) {
-                    poller.wake();
+                    poller.notified(connection);
                   }
                 },
                 store.cancelChannel(),
-                jobId -> {
+                (jobId, connection) -> {
                   try {
                     runner.cancel(UUID.fromString(jobId));
                   } catch (IllegalArgumentException e) {
                     log.warn("ignoring cancel notification with payload '{}'", jobId);
                   }
-                }),
-            this::listenerConnected);
+                }));
     WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, store.codec());
     WorkerStore.Registration registration =
         new WorkerStore.Registration(

@@ -2,6 +2,7 @@ package io.pgjobs.worker;
 
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.JobStore;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -12,6 +13,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,13 +60,16 @@ final class QueuePoller {
   private final LongAdder finished = new LongAdder();
   private volatile boolean moreExpected;
   private volatile boolean stopping;
-  private volatile long claims;
+  private volatile long claims; // written under claimLock
   private Thread thread;
 
-  // Rate estimate, poller thread only.
+  // Rate estimate: poller thread only (the prefetch it computes is read by the listener too).
   private long windowStart = System.nanoTime();
   private long finishedAtWindowStart;
   private volatile int prefetch;
+  /** One claim at a time per queue: the poller's, or one made on a notification by the listener. */
+  private final ReentrantLock claimLock = new ReentrantLock();
+  // Guarded by claimLock.
   private long lastClaimAt;
   private boolean lastClaimFull;
   private int lastClaimSize;
@@ -161,54 +166,100 @@ final class QueuePoller {
     while (!stopping) {
       startLanes();
       updatePrefetch();
-      int free = slots.availablePermits();
-      int inBuffer = buffered.get();
-      // Claim when slots are free and nothing waits for them, or when the prefetch runs low.
-      boolean due = (free > 0 && inBuffer == 0) || (prefetch > 0 && inBuffer * 2 < prefetch);
-      if (!due || completions.isBacklogged()) {
+      if (completions.isBacklogged()) {
         await(pollInterval.toMillis());
         continue;
       }
-      long now = System.nanoTime();
-      if (lastClaimFull && free == concurrency && inBuffer == 0 && now - lastClaimAt < RATE_WINDOW_NANOS) {
-        // Every job of the last (full) claim has finished, within a rate window, and more is waiting:
-        // the jobs are fast, so grow the prefetch now instead of waiting for the window to end (quick
-        // ramp-up, which matters most while the JVM is still warming up). The window's rate caps it.
-        prefetch = Math.min(claimBatch, Math.max(concurrency, lastClaimSize * 2));
-      }
-      int limit = Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer));
-      lastClaimAt = now;
-      moreExpected = false;
-      List<ClaimedJob> jobs;
+      ClaimOutcome outcome;
+      claimLock.lock();
       try {
-        jobs = store.claim(queue, limit, workerId);
-        claims++;
+        outcome = claimIfDue(null);
         errorBackoffMs = 100;
       } catch (SQLException | RuntimeException e) {
         log.warn("claiming from queue '{}' failed ({}); retrying in {} ms", queue, e.getMessage(), errorBackoffMs);
         await(errorBackoffMs);
         errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
         continue;
+      } finally {
+        claimLock.unlock();
       }
-      // A full batch means more is probably waiting: from now on a finishing lane wakes this loop.
-      // Set before the jobs start, or a fast job could finish before anyone listens for it.
-      boolean full = jobs.size() == limit;
-      if (log.isDebugEnabled()) {
-        log.debug("queue '{}': claimed {} of {} (free slots {}, prefetch {}, buffered {})",
-            queue, jobs.size(), limit, free, prefetch, inBuffer);
-      }
-      moreExpected = full;
-      lastClaimFull = full;
-      lastClaimSize = jobs.size();
-      buffered.addAndGet(jobs.size());
-      buffer.addAll(jobs);
-      startLanes();
-      if (!full) {
-        // The queue is drained for now: the lanes finish the buffer; a notification or the poll
-        // interval brings the next claim.
+      if (outcome != ClaimOutcome.FULL) {
+        // Not due (no free slot, enough buffered), or the queue is drained for now: the lanes finish
+        // the buffer; a free slot, a notification or the poll interval brings the next claim.
         await(pollInterval.toMillis());
       }
     }
+  }
+
+  private enum ClaimOutcome {
+    NOT_DUE,
+    /** Fewer jobs than asked for: the queue is drained for now. */
+    PARTIAL,
+    /** As many as asked for: more are probably waiting. */
+    FULL
+  }
+
+  /**
+   * A notification says jobs are ready. If this poller is idle (not claiming right now), claim at once
+   * on the listener's connection, from the listener's thread: the backend that just delivered the
+   * notification is awake, while waking this poller's thread and another backend would add a
+   * millisecond or more to the job's start on an idle machine. Otherwise just wake the poller.
+   */
+  void notified(Connection listenerConnection) {
+    moreExpected = true;
+    if (stopping || completions.isBacklogged() || !claimLock.tryLock()) {
+      signal();
+      return;
+    }
+    try {
+      ClaimOutcome outcome = claimIfDue(listenerConnection);
+      if (outcome == ClaimOutcome.FULL) {
+        signal(); // more may be waiting: the poller goes on
+      }
+    } catch (SQLException | RuntimeException e) {
+      log.debug("claim on notification for queue '{}' failed ({}); the poller claims", queue, e.getMessage());
+      signal();
+    } finally {
+      claimLock.unlock();
+    }
+  }
+
+  /** Claims if slots or the prefetch need jobs; on {@code connection}, or one from the pool if null. */
+  private ClaimOutcome claimIfDue(Connection connection) throws SQLException {
+    int free = slots.availablePermits();
+    int inBuffer = buffered.get();
+    // Claim when slots are free and nothing waits for them, or when the prefetch runs low.
+    boolean due = (free > 0 && inBuffer == 0) || (prefetch > 0 && inBuffer * 2 < prefetch);
+    if (!due) {
+      return ClaimOutcome.NOT_DUE;
+    }
+    long now = System.nanoTime();
+    if (lastClaimFull && free == concurrency && inBuffer == 0 && now - lastClaimAt < RATE_WINDOW_NANOS) {
+      // Every job of the last (full) claim has finished, within a rate window, and more is waiting:
+      // the jobs are fast, so grow the prefetch now instead of waiting for the window to end (quick
+      // ramp-up, which matters most while the JVM is still warming up). The window's rate caps it.
+      prefetch = Math.min(claimBatch, Math.max(concurrency, lastClaimSize * 2));
+    }
+    int limit = Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer));
+    lastClaimAt = now;
+    moreExpected = false;
+    List<ClaimedJob> jobs =
+        connection == null ? store.claim(queue, limit, workerId) : store.claim(connection, queue, limit, workerId);
+    claims++;
+    boolean full = jobs.size() == limit;
+    if (log.isDebugEnabled()) {
+      log.debug("queue '{}': claimed {} of {} (free slots {}, prefetch {}, buffered {}{})",
+          queue, jobs.size(), limit, free, prefetch, inBuffer, connection == null ? "" : ", on notification");
+    }
+    // A full batch means more is probably waiting: from now on a finishing lane wakes the poller.
+    // Set before the jobs start, or a fast job could finish before anyone listens for it.
+    moreExpected = full;
+    lastClaimFull = full;
+    lastClaimSize = jobs.size();
+    buffered.addAndGet(jobs.size());
+    buffer.addAll(jobs);
+    startLanes();
+    return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
   }
 
   /** Starts a lane per free slot while jobs wait in the buffer (running lanes take the rest). */
