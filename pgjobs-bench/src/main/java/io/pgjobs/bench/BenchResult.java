@@ -1,18 +1,24 @@
 package io.pgjobs.bench;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
+
 /**
  * One measured run of one variant.
  *
  * @param system {@code pgjobs} or {@code raw}
  * @param variant what exactly ran (e.g. {@code copy}, {@code claim1000+delete}, {@code default settings})
- * @param workload W1..W4
+ * @param workload W1..W4, W3S
  * @param run 1-based run number
  * @param jobs jobs in the run (for a sweep point: the setting N)
- * @param jobsPerS throughput (W1–W3), or 0
+ * @param jobsPerS throughput (W1–W3, W3S), or 0
  * @param p50Ms latency percentiles (W4), or 0
  * @param p95Ms 95th percentile (W4)
  * @param p99Ms 99th percentile (W4)
- * @param peakRssMib peak resident memory of this process during the run (W3), or 0
+ * @param peakRssMib peak resident memory (VmHWM) of the worker during the run, or 0: for the W3 and W3S
+ *     pgjobs rows that of the worker process (the largest, with several), for the sweep that of the bench
+ *     JVM, which runs the worker there
+ * @param plan for the W3S row on the filled tables: {@code EXPLAIN (ANALYZE, BUFFERS)} of the claim
+ *     statement taken on them, as text; absent (not even null) in the JSON of every other row
  */
 public record BenchResult(
     String system,
@@ -24,7 +30,15 @@ public record BenchResult(
     double p50Ms,
     double p95Ms,
     double p99Ms,
-    double peakRssMib) {
+    double peakRssMib,
+    @JsonInclude(JsonInclude.Include.NON_NULL) String plan) {
+
+  /** A run without a plan. */
+  public BenchResult(
+      String system, String variant, String workload, int run, int jobs, double jobsPerS, double p50Ms, double p95Ms,
+      double p99Ms, double peakRssMib) {
+    this(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib, null);
+  }
 
   static BenchResult throughput(String system, String variant, Workload w, int run, int jobs, long nanos) {
     return new BenchResult(system, variant, w.name(), run, jobs, jobs / (nanos / 1e9), 0, 0, 0, 0);
@@ -32,11 +46,15 @@ public record BenchResult(
 
   /** The same figures, labelled as point {@code n} of a sweep series. */
   BenchResult as(String series, int n) {
-    return new BenchResult(system, series, workload, run, n, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib);
+    return new BenchResult(system, series, workload, run, n, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib, plan);
   }
 
   BenchResult withPeakRss(double mib) {
-    return new BenchResult(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, mib);
+    return new BenchResult(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, mib, plan);
+  }
+
+  BenchResult withPlan(String text) {
+    return new BenchResult(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib, text);
   }
 
   /** The series this run belongs to. */

@@ -3,13 +3,13 @@ package io.pgjobs.bench;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.config.DatabaseUrl;
-import io.pgjobs.worker.JobWorker;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.UUID;
 import java.util.function.Consumer;
 
@@ -88,12 +88,13 @@ public final class BenchRunner {
           String pgSchema = "bench_pgjobs_" + suffix;
           String rawSchema = "bench_raw_" + suffix;
           try {
-            PgJobsWorkloads pgjobs = new PgJobsWorkloads(ds, pgSchema);
+            PgJobsWorkloads pgjobs = new PgJobsWorkloads(database, ds, pgSchema);
             RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
             List<BenchResult> point = List.of(
                 raw.w3(run, jobs, n, RawSqlWorkloads.Finish.MOVE).as("sweep: raw claim N + move", n),
-                pgjobs.w3(run, jobs, "", n, n).as("sweep: pgjobs batch = concurrency = N", n),
-                pgjobs.w3(run, jobs, "", n, JobWorkerDefaults.CLAIM_BATCH).as("sweep: pgjobs concurrency N, batch 10", n));
+                pgjobs.w3InProcess(run, jobs, "", n, n).as("sweep: pgjobs batch = concurrency = N", n),
+                pgjobs.w3InProcess(run, jobs, "", n, JobWorkerDefaults.CLAIM_BATCH)
+                    .as("sweep: pgjobs concurrency N, batch 10", n));
             for (BenchResult r : point) {
               results.add(r);
               sink.accept(r);
@@ -119,25 +120,69 @@ public final class BenchRunner {
     }
   }
 
+  /** Variant of the W3 row: one worker process ({@link BenchWorkerMain}) with default settings. */
+  static final String W3_ONE_PROCESS = "default settings";
+  /** Variant of the W3 row with two such processes. */
+  static final String W3_TWO_PROCESSES = "default settings, 2 worker processes";
+  /** Variant of the W3S reference row: the W3 drain of one process on empty tables, same run. */
+  static final String W3S_EMPTY = "empty tables, default settings (reference)";
+
+  /** Variant of the W3S row on the filled tables at {@code scale}. */
+  static String w3sFilledVariant(double scale) {
+    return String.format(Locale.ROOT, "%,d scheduled + %,d finished in tables, default settings (%% = vs empty tables)",
+        ScaleFill.scaled(ScaleFill.SCHEDULED, scale), ScaleFill.scaled(ScaleFill.FINISHED, scale));
+  }
+
+  /**
+   * W3S: the one-process W3 drain on empty tables (the reference), then in the same schema: fill, enqueue
+   * the due jobs, EXPLAIN the claim on the filled tables, drain with one worker process; after the drain a
+   * second EXPLAIN shows the claim of a worker that finds nothing due. The plans go to the progress stream
+   * and into the filled row's {@code plan}.
+   */
+  private void w3s(HikariDataSource ds, PgJobsWorkloads pgjobs, String schema, int run, int jobs,
+      Consumer<BenchResult> out) throws Exception {
+    out.accept(pgjobs.w3Processes(Workload.W3S, run, jobs, W3S_EMPTY, 1));
+    ScaleFill fill = new ScaleFill(ds, schema, progress);
+    int scheduled = ScaleFill.scaled(ScaleFill.SCHEDULED, scale);
+    int finished = ScaleFill.scaled(ScaleFill.FINISHED, scale);
+    long t0 = System.nanoTime();
+    UUID lastFiller = fill.fill(scheduled, finished);
+    pgjobs.enqueueDue(jobs);
+    long due = fill.countAbove(lastFiller);
+    if (due != jobs) {
+      throw new IllegalStateException("W3S: " + due + " jobs sort above the filler, expected the " + jobs + " just enqueued");
+    }
+    String busy = "-- claim with " + jobs + " due jobs among " + scheduled + " scheduled:\n" + fill.explainClaim();
+    progress.printf(Locale.ROOT, "  W3S ready to drain after %.0f s; the claim on the filled tables:%n%s", (System.nanoTime() - t0) / 1e9, busy);
+    pgjobs.pause();
+    BenchResult filled =
+        pgjobs.drainWithProcesses(Workload.W3S, run, jobs, w3sFilledVariant(scale), 1, lastFiller);
+    String idle = "-- claim with nothing due (the worker's poll while idle), after the drain:\n" + fill.explainClaim();
+    progress.print(idle);
+    out.accept(filled.withPlan(busy + idle));
+  }
+
   private void runOnce(HikariDataSource ds, Workload w, int run, int jobs, Consumer<BenchResult> out) throws Exception {
     String suffix = UUID.randomUUID().toString().substring(0, 8);
     String pgSchema = "bench_pgjobs_" + suffix;
     String rawSchema = "bench_raw_" + suffix;
     try {
-      PgJobsWorkloads pgjobs = new PgJobsWorkloads(ds, pgSchema);
-      RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
+      PgJobsWorkloads pgjobs = new PgJobsWorkloads(database, ds, pgSchema);
       switch (w) {
         case W1 -> {
+          RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
           out.accept(raw.w1Copy(run, jobs));
           raw.truncate();
           out.accept(raw.w1MultiRow(run, jobs));
           out.accept(pgjobs.w1(run, jobs));
         }
         case W2 -> {
+          RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
           out.accept(raw.w2(run, jobs));
           out.accept(pgjobs.w2(run, jobs));
         }
         case W3 -> {
+          RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
           out.accept(raw.w3(run, jobs, 1000, RawSqlWorkloads.Finish.DELETE));
           raw.truncate();
           out.accept(raw.w3(run, jobs, 1000, RawSqlWorkloads.Finish.MOVE));
@@ -148,9 +193,12 @@ public final class BenchRunner {
           // default-settings row.
           out.accept(raw.w3(run, jobs, 10, RawSqlWorkloads.Finish.MOVE));
           raw.truncate();
-          out.accept(pgjobs.w3(run, jobs, "default settings", JobWorker.DEFAULT_CONCURRENCY, JobWorker.DEFAULT_CLAIM_BATCH));
+          out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
+          out.accept(pgjobs.w3Processes(w, run, jobs, W3_TWO_PROCESSES, 2));
         }
+        case W3S -> w3s(ds, pgjobs, pgSchema, run, jobs, out);
         case W4 -> {
+          RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
           out.accept(raw.w4(run, jobs));
           out.accept(pgjobs.w4(run, jobs));
         }

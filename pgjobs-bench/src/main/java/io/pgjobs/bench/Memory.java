@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** Peak resident memory of this process, from Linux's /proc (zero elsewhere). */
+/** Peak resident memory of this process or another one, from Linux's /proc (zero elsewhere). */
 final class Memory {
   private Memory() {}
 
@@ -17,10 +17,19 @@ final class Memory {
     }
   }
 
-  /** VmHWM in MiB. */
+  /** VmHWM of this process in MiB. */
   static double peakMib() {
+    return peakMib(Path.of("/proc/self/status"));
+  }
+
+  /** VmHWM of process {@code pid} in MiB (read it before the process exits). */
+  static double peakMib(long pid) {
+    return peakMib(Path.of("/proc", Long.toString(pid), "status"));
+  }
+
+  private static double peakMib(Path status) {
     try {
-      for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+      for (String line : Files.readAllLines(status)) {
         if (line.startsWith("VmHWM:")) {
           return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024.0;
         }

@@ -3,6 +3,7 @@ package io.pgjobs.bench;
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
+import io.pgjobs.config.DatabaseUrl;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,11 +26,19 @@ final class PgJobsWorkloads {
 
   static final JobType<Noop> NOOP = JobType.of("noop", Noop.class);
 
+  /** How long a worker process may take to start and listen. */
+  static final Duration WORKER_READY_TIMEOUT = Duration.ofSeconds(60);
+  /** How long a drain may take. */
+  static final Duration DRAIN_TIMEOUT = Duration.ofMinutes(10);
+
+  private final DatabaseUrl database;
   private final DataSource dataSource;
   private final String schema;
   private final JobClient client;
 
-  PgJobsWorkloads(DataSource dataSource, String schema) {
+  /** @param database where worker processes connect ({@code dataSource} points at the same database) */
+  PgJobsWorkloads(DatabaseUrl database, DataSource dataSource, String schema) {
+    this.database = database;
     this.dataSource = dataSource;
     this.schema = schema;
     this.client = JobClient.builder(dataSource).schema(schema).build();
@@ -55,8 +64,64 @@ final class PgJobsWorkloads {
     return BenchResult.throughput("pgjobs", "enqueue", Workload.W2, run, jobs, System.nanoTime() - start);
   }
 
-  /** W3 with the given worker settings; {@code label} names them. */
-  BenchResult w3(int run, int jobs, String label, int concurrency, int claimBatch) throws SQLException {
+  /**
+   * W3 as a deployment runs it: {@code processes} worker processes ({@link BenchWorkerMain}: default
+   * settings, each its own JVM with {@link WorkerProcess#JVM_FLAGS}) drain {@code jobs} no-op jobs. The
+   * jobs are enqueued while queue {@code default} is paused, the processes start and report READY, and the
+   * clock runs from the resume (which notifies the workers) until the hot table is empty. The peak RSS is
+   * the largest VmHWM of the worker processes over their whole life, start-up included.
+   */
+  BenchResult w3Processes(Workload w, int run, int jobs, String label, int processes) throws Exception {
+    pause();
+    enqueueDue(jobs);
+    return drainWithProcesses(w, run, jobs, label, processes, null);
+  }
+
+  /** Pauses queue {@code default}: jobs enqueued now wait for {@link #drainWithProcesses}. */
+  void pause() {
+    client.pauseQueue(JobType.DEFAULT_QUEUE);
+  }
+
+  /** Enqueues {@code jobs} no-op jobs, due now, in one {@code enqueueAll}. */
+  void enqueueDue(int jobs) {
+    client.enqueueAll(NOOP, payloads(jobs), EnqueueOptions.DEFAULTS);
+  }
+
+  /**
+   * Starts {@code processes} worker processes on the paused queue, waits until all are READY, resumes the
+   * queue and times the drain: until the hot table is empty or, with {@code after} set, until no job with
+   * an id above {@code after} is left (the W3S tables keep millions of scheduled jobs, all below it).
+   */
+  BenchResult drainWithProcesses(Workload w, int run, int jobs, String label, int processes, UUID after)
+      throws Exception {
+    List<WorkerProcess> children = new ArrayList<>();
+    try {
+      for (int i = 1; i <= processes; i++) {
+        children.add(WorkerProcess.start("worker-" + i, database, schema));
+      }
+      for (WorkerProcess child : children) {
+        child.awaitReady(WORKER_READY_TIMEOUT);
+      }
+      long start = System.nanoTime();
+      client.resumeQueue(JobType.DEFAULT_QUEUE);
+      awaitDrained(after, DRAIN_TIMEOUT, () -> children.forEach(WorkerProcess::checkAlive));
+      long nanos = System.nanoTime() - start;
+      // VmHWM before STOP: the graceful shutdown is not part of the measurement.
+      double peakRss = children.stream().mapToDouble(WorkerProcess::peakRssMib).max().orElse(0);
+      for (WorkerProcess child : children) {
+        child.stop(Duration.ofSeconds(60));
+      }
+      return BenchResult.throughput("pgjobs", label, w, run, jobs, nanos).withPeakRss(peakRss);
+    } finally {
+      children.forEach(WorkerProcess::close);
+    }
+  }
+
+  /**
+   * W3 with the given worker settings, the worker inside this JVM (for the sweep, which varies the
+   * settings); {@code label} names them. The peak RSS is this JVM's (bench and worker together).
+   */
+  BenchResult w3InProcess(int run, int jobs, String label, int concurrency, int claimBatch) throws SQLException {
     client.enqueueAll(NOOP, payloads(jobs), EnqueueOptions.DEFAULTS);
     Memory.resetPeak();
     long start = System.nanoTime();
@@ -69,7 +134,7 @@ final class PgJobsWorkloads {
             .build()
             .start();
     try {
-      awaitEmpty(Duration.ofMinutes(10));
+      awaitDrained(null, DRAIN_TIMEOUT, () -> {});
       long nanos = System.nanoTime() - start;
       return BenchResult.throughput("pgjobs", label, Workload.W3, run, jobs, nanos).withPeakRss(Memory.peakMib());
     } finally {
@@ -119,16 +184,27 @@ final class PgJobsWorkloads {
     }
   }
 
-  private void awaitEmpty(Duration timeout) throws SQLException {
+  /** Polls every 2 ms until no job (with {@code after} set: no job with a greater id) is left. */
+  private void awaitDrained(UUID after, Duration timeout, Runnable check) throws SQLException {
     long deadline = System.nanoTime() + timeout.toNanos();
+    long nextCheck = 0;
+    // The bound is a literal, not a parameter: a generic plan for "id > $1" guesses a third of the table
+    // matches and seq-scans it (W3S: 5M rows every 2 ms), while the literal shows the planner it is the
+    // top of the primary key.
+    String sql = "SELECT NOT EXISTS (SELECT 1 FROM " + schema + ".jobs"
+        + (after == null ? "" : " WHERE id > '" + after + "'::uuid") + ")";
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT NOT EXISTS (SELECT 1 FROM " + schema + ".jobs)")) {
+        PreparedStatement ps = c.prepareStatement(sql)) {
       while (System.nanoTime() < deadline) {
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           if (rs.getBoolean(1)) {
             return;
           }
+        }
+        if (System.nanoTime() > nextCheck) {
+          check.run();
+          nextCheck = System.nanoTime() + 100_000_000L;
         }
         LockSupport.parkNanos(2_000_000);
       }
