@@ -110,6 +110,25 @@ class ClaimAheadTest extends PgJobsTestBase {
   }
 
   @Test
+  void oneClaimTakesTheDueJobsOfEveryPriorityLevelInOrderAndNoFutureOnes() throws Exception {
+    List<UUID> due5 = new ArrayList<>();
+    List<UUID> due3 = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      due5.add(client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(5).build()).job().id());
+      client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(5).delay(Duration.ofHours(1)).build());
+      due3.add(client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(3).build()).job().id());
+      client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(1).delay(Duration.ofHours(1)).build());
+    }
+
+    List<ClaimedJob> first = store().claim(JobType.DEFAULT_QUEUE, 3, "w1");
+    List<ClaimedJob> rest = store().claim(JobType.DEFAULT_QUEUE, 10, "w1");
+
+    assertThat(first).extracting(ClaimedJob::id).containsExactly(due5.get(0), due5.get(1), due3.get(0));
+    assertThat(rest).extracting(ClaimedJob::id).containsExactly(due3.get(1));
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'queued' AND run_at > now()")).isEqualTo(4);
+  }
+
+  @Test
   void batchSuccessOnlyFinishesJobsThisWorkerHoldsAtTheAttemptItHolds() throws Exception {
     enqueue(3);
     JobStore store = store();

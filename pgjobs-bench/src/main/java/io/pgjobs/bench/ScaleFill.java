@@ -124,7 +124,7 @@ final class ScaleFill {
 
   /**
    * {@code EXPLAIN (ANALYZE, BUFFERS)} of pgjobs' claim statement ({@link JobStore#claimSql()}: worker id
-   * {@code explain}, queue {@code default}, limit 1000) as a custom plan (what the first executions on a
+   * {@code explain}, queue {@code default} four times, limit 1000 twice) as a custom plan (what the first executions on a
    * connection get) and as a generic plan (what a prepared statement may switch to after five), in one
    * transaction that is rolled back, so nothing stays claimed. Returns both plans as text.
    */
@@ -139,13 +139,13 @@ final class ScaleFill {
         sql.append(ch);
       }
     }
-    if (param != 4) {
-      throw new IllegalStateException("the claim SQL has " + param + " parameters, expected 4:\n" + claim);
+    if (param != 7) {
+      throw new IllegalStateException("the claim SQL has " + param + " parameters, expected 7:\n" + claim);
     }
     StringBuilder out = new StringBuilder();
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {
-      st.execute("PREPARE " + PREPARED + " (text, text, text, int) AS " + sql);
+      st.execute("PREPARE " + PREPARED + " (text, text, text, text, text, int, int) AS " + sql);
       try {
         c.setAutoCommit(false);
         try {
@@ -153,8 +153,9 @@ final class ScaleFill {
             st.execute("SAVEPOINT before_claim");
             st.execute("SET LOCAL plan_cache_mode = " + mode);
             out.append("-- plan_cache_mode = ").append(mode).append('\n');
+            String q = "'" + JobType.DEFAULT_QUEUE + "'";
             try (ResultSet rs = st.executeQuery("EXPLAIN (ANALYZE, BUFFERS) EXECUTE " + PREPARED
-                + " ('explain', '" + JobType.DEFAULT_QUEUE + "', '" + JobType.DEFAULT_QUEUE + "', 1000)")) {
+                + " ('explain', " + q + ", " + q + ", " + q + ", " + q + ", 1000, 1000)")) {
               while (rs.next()) {
                 out.append(rs.getString(1)).append('\n');
               }

@@ -143,17 +143,28 @@ final class JobSql {
              pg_notify('{schema}_job_events', ?)""";
 
   /**
-   * The claim. The inner SELECT walks jobs_ready_idx in claim order and locks up to {@code limit} rows,
-   * skipping rows another worker holds (SKIP LOCKED), so concurrent workers never wait on or share a
-   * row. {@code attempts < max_attempts} keeps a row that somehow has no attempts left from failing the
-   * CHECK constraint and wedging the whole batch. A paused queue yields nothing (the NOT EXISTS is
-   * uncorrelated, so PostgreSQL evaluates it once per statement). RETURNING order is unspecified:
-   * callers sort.
+   * The claim: up to {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at};
+   * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
+   * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort.
    *
-   * <p>Why {@code id = ANY(ARRAY(...))} and not {@code UPDATE ... FROM (subquery) WHERE j.id = s.id}: the
-   * join form lets the planner pick a hash join over a sequential scan of the whole hot table (it does,
-   * with a generic plan and {@code LIMIT $n}), which costs a scan of every waiting and scheduled job per
-   * claim. The array form can only be answered by primary-key lookups of the locked rows.
+   * <p>Three choices keep its cost independent of how many jobs wait in the future (scheduled, or
+   * retrying after a backoff) and of the hot table's ever-stale statistics:
+   * <ul>
+   *   <li><b>One bounded index range per priority level.</b> In jobs_ready_idx (queue, priority DESC,
+   *       run_at) the due jobs of a level come first and its future jobs after them, so a single scan
+   *       "ORDER BY priority DESC, run_at" that finds fewer due jobs than its limit walks every future
+   *       entry (5 million scheduled jobs: 150 ms per claim). Instead the recursive CTE finds the
+   *       priority levels present with one index probe each (a loose index scan, evaluated lazily: it
+   *       stops once the limit is met), and for each level the scan is bounded by
+   *       {@code priority = level AND run_at <= now()}.
+   *   <li><b>{@code id = ANY(ARRAY(...))}</b> for the UPDATE, not a join: a join lets the planner pick a
+   *       hash join over a sequential scan of the whole hot table (it does, with a generic plan); the
+   *       array form can only be answered by primary-key lookups of the locked rows.
+   *   <li>{@code attempts < max_attempts} keeps a row that somehow has no attempts left from failing
+   *       the CHECK constraint and wedging the whole batch.
+   * </ul>
+   * The number of distinct priorities present in a queue bounds the extra probes; it is small in
+   * practice (a handful of levels), and never more than the number of entries the old scan walked.
    */
   static final String CLAIM =
       """
@@ -161,14 +172,26 @@ final class JobSql {
          SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
              heartbeat_at = now(), locked_by = ?
        WHERE j.id = ANY (ARRAY(
-              SELECT id
-                FROM {schema}.jobs
-               WHERE state IN ('queued', 'retrying') AND queue = ? AND run_at <= now()
-                 AND attempts < max_attempts
-                 AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
-               ORDER BY priority DESC, run_at
-               LIMIT ?
-                 FOR UPDATE SKIP LOCKED))
+              WITH RECURSIVE levels(priority) AS (
+                  SELECT max(priority) FROM {schema}.jobs
+                   WHERE queue = ? AND state IN ('queued', 'retrying')
+                     AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+                UNION ALL
+                  SELECT (SELECT max(n.priority) FROM {schema}.jobs AS n
+                           WHERE n.queue = ? AND n.state IN ('queued', 'retrying') AND n.priority < l.priority)
+                    FROM levels AS l
+                   WHERE l.priority IS NOT NULL
+              )
+              SELECT ready.id
+                FROM levels
+               CROSS JOIN LATERAL (
+                     SELECT id FROM {schema}.jobs
+                      WHERE queue = ? AND state IN ('queued', 'retrying') AND priority = levels.priority
+                        AND run_at <= now() AND attempts < max_attempts
+                      ORDER BY run_at
+                      LIMIT ?
+                        FOR UPDATE SKIP LOCKED) AS ready
+               LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms""";
 

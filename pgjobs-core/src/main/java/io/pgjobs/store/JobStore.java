@@ -121,8 +121,8 @@ public final class JobStore {
   }
 
   /**
-   * The claim statement of this schema, as {@link #claim} runs it (parameters: worker id, queue, queue,
-   * limit). For diagnostics: the benchmark prints its plan.
+   * The claim statement of this schema, as {@link #claim} runs it (parameters: worker id, queue four
+   * times, limit twice). For diagnostics: the benchmark prints its plan.
    */
   public String claimSql() {
     return claim;
@@ -317,7 +317,10 @@ public final class JobStore {
       ps.setString(1, workerId);
       ps.setString(2, queue);
       ps.setString(3, queue);
-      ps.setInt(4, limit);
+      ps.setString(4, queue);
+      ps.setString(5, queue);
+      ps.setInt(6, limit);
+      ps.setInt(7, limit);
       List<ClaimedJob> claimed = new ArrayList<>(limit);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
