@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code run-bench --workload W1|W2|W3|W4|W3S|all --runs N [--out FILE] [--scale S]}: runs the workloads
@@ -48,13 +47,12 @@ public final class BenchMain {
       }
       Workload[] workloads = Workload.parse(workload);
       DatabaseUrl database = DatabaseUrl.parse(System.getenv().getOrDefault("DATABASE_URL", DatabaseUrl.DEFAULT));
-      JsonMapper json = JsonMapper.builder().build();
       Path outFile = out;
       BenchRunner runner = new BenchRunner(database, scale, System.err);
       java.util.function.Consumer<BenchResult> sink = r -> {
         if (outFile != null) {
           try {
-            Files.writeString(outFile, json.writeValueAsString(r) + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            Files.writeString(outFile, r.toJsonLine() + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
           } catch (IOException e) {
             throw new IllegalStateException("cannot write " + outFile + ": " + e.getMessage(), e);
           }

@@ -1,6 +1,8 @@
 package io.pgjobs.bench;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
+import tools.jackson.databind.PropertyNamingStrategies;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * One measured run of one variant.
@@ -56,6 +58,17 @@ public record BenchResult(
   BenchResult withPlan(String text) {
     return new BenchResult(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib, text);
   }
+
+  /**
+   * The JSON of a line of {@code --out}: snake_case names ({@code jobs_per_s}, {@code p50_ms},
+   * {@code peak_rss_mib}, ...), as docs/BENCHMARKS.md documents them.
+   */
+  public String toJsonLine() {
+    return JSON.writeValueAsString(this);
+  }
+
+  private static final JsonMapper JSON =
+      JsonMapper.builder().propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE).build();
 
   /** The series this run belongs to. */
   String key() {

@@ -94,7 +94,7 @@ public final class BenchRunner {
                 raw.w3(run, jobs, n, RawSqlWorkloads.Finish.MOVE).as("sweep: raw claim N + move", n),
                 pgjobs.w3InProcess(run, jobs, "", n, n).as("sweep: pgjobs batch = concurrency = N", n),
                 pgjobs.w3InProcess(run, jobs, "", n, JobWorkerDefaults.CLAIM_BATCH)
-                    .as("sweep: pgjobs concurrency N, batch 10", n));
+                    .as("sweep: pgjobs concurrency N, default claim batch", n));
             for (BenchResult r : point) {
               results.add(r);
               sink.accept(r);

@@ -55,6 +55,11 @@ class BenchSmokeTest {
     List<BenchResult> results = runner.run(Workload.values(), 1, sunk::add);
 
     assertThat(sunk).isEqualTo(results);
+    // The --out lines carry the documented snake_case names.
+    assertThat(results.getFirst().toJsonLine())
+        .contains("\"system\":", "\"workload\":", "\"jobs_per_s\":", "\"p50_ms\":", "\"p95_ms\":", "\"p99_ms\":",
+            "\"peak_rss_mib\":")
+        .doesNotContain("jobsPerS");
     for (Workload w : Workload.values()) {
       assertThat(results).filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("pgjobs")).isNotEmpty();
       if (w != Workload.W3S) {
