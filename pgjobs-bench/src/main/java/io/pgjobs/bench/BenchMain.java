@@ -42,8 +42,8 @@ public final class BenchMain {
           default -> throw new IllegalArgumentException("unknown option '" + args[i] + "'; see --help");
         }
       }
-      if (!(scale > 0 && scale <= 1)) {
-        throw new IllegalArgumentException("--scale must be greater than 0 and at most 1, was " + scale);
+      if (!(scale > 0 && scale <= 10)) {
+        throw new IllegalArgumentException("--scale must be greater than 0 and at most 10, was " + scale);
       }
       Workload[] workloads = Workload.parse(workload);
       DatabaseUrl database = DatabaseUrl.parse(System.getenv().getOrDefault("DATABASE_URL", DatabaseUrl.DEFAULT));

@@ -44,7 +44,7 @@ final class BenchCommand extends Subcommand {
   Path out;
 
   @Option(names = "--scale", paramLabel = "<s>", defaultValue = "1",
-      description = "Shrink every workload to this share of its size, (0, 1]. Default: ${DEFAULT-VALUE}.")
+      description = "Scale every workload to this share of its size, (0, 10]: below 1 for quick runs, above 1 for steady-state figures. Default: ${DEFAULT-VALUE}.")
   double scale;
 
   @Option(names = "--sweep",
@@ -64,8 +64,8 @@ final class BenchCommand extends Subcommand {
       if (runs < 1 || runs > 100) {
         throw new IllegalArgumentException("--runs must be between 1 and 100, was " + runs);
       }
-      if (!(scale > 0 && scale <= 1)) {
-        throw new IllegalArgumentException("--scale must be greater than 0 and at most 1, was " + scale);
+      if (!(scale > 0 && scale <= 10)) {
+        throw new IllegalArgumentException("--scale must be greater than 0 and at most 10, was " + scale);
       }
     } catch (IllegalArgumentException e) {
       throw usage(e.getMessage());

@@ -312,7 +312,7 @@ class PgJobsCommandTest {
     assertUsage(run("work", "--queues", "a=1,,b"), "invalid value 'a=1,,b' for option --queues (setting queues): empty queue name");
     assertUsage(run("bench", "--workload", "W9"), "unknown workload 'W9'; allowed: W1, W2, W3, W4, all");
     assertUsage(run("bench", "--runs", "0"), "--runs must be between 1 and 100, was 0");
-    assertUsage(run("bench", "--scale", "2"), "--scale must be greater than 0 and at most 1, was 2.0");
+    assertUsage(run("bench", "--scale", "20"), "--scale must be greater than 0 and at most 10, was 20.0");
     assertUsage(run("demo", "--interval", "fast"), "invalid duration 'fast'");
     assertUsage(run("demo", "--samples", "-2"), "--samples must be -1 (no end) or a number of rounds, was -2");
     assertUsage(run("serve", "--port", "70000"), "--port");
