@@ -152,13 +152,18 @@ final class QueuePoller {
    * caller gives them back to the queue.
    */
   List<ClaimedJob> drainBuffer() {
-    List<ClaimedJob> left = new ArrayList<>();
-    ClaimedJob job;
-    while ((job = buffer.poll()) != null) {
-      buffered.decrementAndGet();
-      left.add(job);
+    claimLock.lock();
+    try {
+      List<ClaimedJob> left = new ArrayList<>();
+      ClaimedJob job;
+      while ((job = buffer.poll()) != null) {
+        buffered.decrementAndGet();
+        left.add(job);
+      }
+      return left;
+    } finally {
+      claimLock.unlock();
     }
-    return left;
   }
 
   private void run() {
@@ -207,11 +212,16 @@ final class QueuePoller {
    */
   void notified(Connection listenerConnection) {
     moreExpected = true;
-    if (stopping || completions.isBacklogged() || !claimLock.tryLock()) {
+    if (completions.isBacklogged() || !claimLock.tryLock()) {
       signal();
       return;
     }
     try {
+      // Checked under the lock that drainBuffer() takes too: a claim either lands in the buffer before
+      // the stopping worker drains it, or does not happen.
+      if (stopping) {
+        return;
+      }
       ClaimOutcome outcome = claimIfDue(listenerConnection);
       if (outcome == ClaimOutcome.FULL) {
         signal(); // more may be waiting: the poller goes on
