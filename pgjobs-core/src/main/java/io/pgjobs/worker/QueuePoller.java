@@ -175,19 +175,24 @@ final class QueuePoller {
         await(pollInterval.toMillis());
         continue;
       }
-      ClaimOutcome outcome;
+      ClaimOutcome outcome = null;
+      Exception failure = null;
       claimLock.lock();
       try {
         outcome = claimIfDue(null);
-        errorBackoffMs = 100;
       } catch (SQLException | RuntimeException e) {
-        log.warn("claiming from queue '{}' failed ({}); retrying in {} ms", queue, e.getMessage(), errorBackoffMs);
-        await(errorBackoffMs);
-        errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
-        continue;
+        failure = e;
       } finally {
         claimLock.unlock();
       }
+      if (failure != null) {
+        // Back off without holding the claim lock (a shutdown's drain must not wait for it).
+        log.warn("claiming from queue '{}' failed ({}); retrying in {} ms", queue, failure.getMessage(), errorBackoffMs);
+        await(errorBackoffMs);
+        errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
+        continue;
+      }
+      errorBackoffMs = 100;
       if (outcome != ClaimOutcome.FULL) {
         // Not due (no free slot, enough buffered), or the queue is drained for now: the lanes finish
         // the buffer; a free slot, a notification or the poll interval brings the next claim.
