@@ -29,6 +29,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.IntFunction;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyIn;
@@ -358,29 +359,15 @@ public final class JobStore {
     if (completions.isEmpty()) {
       return 0;
     }
-    UUID[] ids = new UUID[completions.size()];
-    StringBuilder attempts = new StringBuilder(completions.size() * 48).append('{');
-    StringBuilder outputs = new StringBuilder().append('{');
-    for (int i = 0; i < ids.length; i++) {
-      Completion completion = completions.get(i);
-      ids[i] = completion.id();
-      if (i > 0) {
-        attempts.append(',');
-      }
-      attempts.append('"').append(completion.id()).append("\":").append(completion.attempt());
-      if (completion.outputJson() != null) {
-        if (outputs.length() > 1) {
-          outputs.append(',');
-        }
-        outputs.append('"').append(completion.id()).append("\":").append(completion.outputJson());
-      }
-    }
+    UUID[] ids = completions.stream().map(Completion::id).toArray(UUID[]::new);
+    String attempts = jsonObject(ids, i -> Integer.toString(completions.get(i).attempt()));
+    String outputs = jsonObject(ids, i -> completions.get(i).outputJson());
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(succeedBatch)) {
       ps.setArray(1, c.createArrayOf("uuid", ids));
       ps.setString(2, workerId);
-      ps.setObject(3, jsonb(attempts.append('}').toString()));
-      ps.setObject(4, jsonb(outputs.append('}').toString()));
+      ps.setObject(3, jsonb(attempts));
+      ps.setObject(4, jsonb(outputs));
       return ps.executeUpdate();
     }
   }
@@ -393,13 +380,8 @@ public final class JobStore {
     if (jobs.isEmpty()) {
       return 0;
     }
-    UUID[] ids = new UUID[jobs.size()];
-    StringBuilder attempts = new StringBuilder(jobs.size() * 48).append('{');
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = jobs.get(i).id();
-      attempts.append(i > 0 ? "," : "").append('"').append(ids[i]).append("\":").append(jobs.get(i).attempt());
-    }
-    PGobject attemptsJson = jsonb(attempts.append('}').toString());
+    UUID[] ids = jobs.stream().map(ClaimedJob::id).toArray(UUID[]::new);
+    PGobject attemptsJson = jsonb(jsonObject(ids, i -> Integer.toString(jobs.get(i).attempt())));
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(unclaimBatch)) {
       Array idArray = c.createArrayOf("uuid", ids);
@@ -413,6 +395,21 @@ public final class JobStore {
         return rs.getInt(1);
       }
     }
+  }
+
+  /**
+   * A JSON object text mapping each id (as PostgreSQL prints a uuid) to {@code rawJson.apply(index)}, a
+   * JSON value written as is; ids whose value is null are left out.
+   */
+  private static String jsonObject(UUID[] ids, IntFunction<String> rawJson) {
+    StringBuilder out = new StringBuilder(ids.length * 48).append('{');
+    for (int i = 0; i < ids.length; i++) {
+      String value = rawJson.apply(i);
+      if (value != null) {
+        out.append(out.length() > 1 ? "," : "").append('"').append(ids[i]).append("\":").append(value);
+      }
+    }
+    return out.append('}').toString();
   }
 
   /** A parameter typed jsonb, so the statement parses it once rather than casting text per row. */
