@@ -53,6 +53,7 @@ class WorkProcessTest {
   private final String database = "pgjobs_cli_work_" + UUID.randomUUID().toString().substring(0, 8);
   private final List<String> signatures = new CopyOnWriteArrayList<>();
   private final CountDownLatch releaseSlow = new CountDownLatch(1);
+  private final CountDownLatch slowArrived = new CountDownLatch(1);
   private GreenMail smtp;
   private HttpServer receiver;
   private JvmProcess worker;
@@ -73,6 +74,7 @@ class WorkProcessTest {
     receiver.createContext("/slow", exchange -> {
       exchange.getRequestBody().readAllBytes();
       try {
+        slowArrived.countDown();
         releaseSlow.await(60, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -141,6 +143,8 @@ class WorkProcessTest {
     // A job still running at SIGTERM is allowed to finish within the shutdown grace.
     UUID slow = client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(hook + "/slow", "{}", "key")).job().id();
     await().atMost(DEADLINE).until(() -> client.get(slow).orElseThrow().state() == JobState.RUNNING);
+    // Claimed is not yet started (a worker claims a little ahead): wait for the handler's request.
+    assertThat(slowArrived.await(DEADLINE.toSeconds(), TimeUnit.SECONDS)).isTrue();
     worker.terminate();
     await().atMost(DEADLINE).until(() -> worker.output().contains("stopping: 1 jobs running"));
     releaseSlow.countDown();

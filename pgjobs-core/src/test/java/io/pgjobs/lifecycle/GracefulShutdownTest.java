@@ -41,6 +41,8 @@ class GracefulShutdownTest extends LifecycleTestBase {
     UUID onLastAttempt = ids.get(2);
     await().atMost(LONG).until(() -> count(
         "SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND locked_by = 'shutdown-sigterm'") == 3);
+    // Claimed is not yet started: wait until the three handlers run (and block).
+    await().atMost(LONG).until(() -> count("SELECT count(*) FROM starts WHERE worker = 'shutdown-sigterm'") == 3);
     assertThat(workersNamed("shutdown-sigterm")).isEqualTo(1);
 
     long terminatedAt = System.nanoTime();

@@ -40,11 +40,25 @@ public final class Lifecycle {
           + " at timestamptz NOT NULL DEFAULT clock_timestamp())";
 
   /**
+   * One row per handler run that started: a worker claims jobs a little before it starts them, so a
+   * test that needs handlers running (not just jobs claimed) waits for these rows.
+   */
+  public static final String STARTS_DDL =
+      "CREATE TABLE IF NOT EXISTS starts (job_id uuid NOT NULL, attempt int NOT NULL, worker text NOT NULL)";
+
+  /**
    * The handler of {@link #WORK}: blocks as the payload says (unless {@code honourBlocking} is false:
    * the "marker" of a worker that finishes everything at once), then inserts its effect row.
    */
   public static JobHandler<Work> handler(String worker, boolean honourBlocking) {
     return (ctx, work) -> {
+      try (Connection c = ctx.dataSource().getConnection();
+          PreparedStatement ps = c.prepareStatement("INSERT INTO starts (job_id, attempt, worker) VALUES (?, ?, ?)")) {
+        ps.setObject(1, ctx.jobId());
+        ps.setInt(2, ctx.attempt());
+        ps.setString(3, worker);
+        ps.executeUpdate();
+      }
       if (honourBlocking && work.blockMillis() > 0 && ctx.attempt() <= work.blockAttempts()) {
         Thread.sleep(work.blockMillis());
       }

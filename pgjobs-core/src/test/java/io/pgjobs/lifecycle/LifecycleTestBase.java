@@ -24,7 +24,7 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
 
   @BeforeEach
   void emptyEffects() {
-    db.execute(Lifecycle.EFFECTS_DDL, "TRUNCATE effects");
+    db.execute(Lifecycle.EFFECTS_DDL, Lifecycle.STARTS_DDL, "TRUNCATE effects, starts");
   }
 
   /** The job's state as stored: from {@code pgjobs.jobs} or {@code pgjobs.finished_jobs}; null if in neither. */

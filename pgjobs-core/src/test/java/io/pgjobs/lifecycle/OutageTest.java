@@ -133,6 +133,7 @@ class OutageTest extends LifecycleTestBase {
     try (Connection c = DriverManager.getConnection(url);
         Statement st = c.createStatement()) {
       st.execute(Lifecycle.EFFECTS_DDL);
+      st.execute(Lifecycle.STARTS_DDL);
     }
     embeddedClient.enqueueAll(Lifecycle.WORK, Collections.nCopies(JOBS, Work.QUICK), EnqueueOptions.DEFAULTS);
     // Stale threshold longer than the outage: live jobs are not rescued merely because the database was away.
