@@ -2,6 +2,9 @@ package io.pgjobs.events;
 
 import io.pgjobs.JobState;
 import io.pgjobs.notify.JobNotificationListener;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,13 +32,44 @@ public final class JobEventListener implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(JobEventListener.class);
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
+  private final DataSource dataSource;
+  private final String channel;
   private final JobNotificationListener listener;
   private final List<Consumer<JobEventBatch>> subscribers = new CopyOnWriteArrayList<>();
   private final List<Runnable> reconnectSubscribers = new CopyOnWriteArrayList<>();
+  private final List<Consumer<String>> markSubscribers = new CopyOnWriteArrayList<>();
 
   /** Listens on {@code channel} (see {@code JobClient.eventsChannel()}). */
   public JobEventListener(DataSource dataSource, String channel) {
+    this.dataSource = dataSource;
+    this.channel = channel;
     this.listener = new JobNotificationListener(dataSource, Map.of(channel, this::dispatch), this::reconnected);
+  }
+
+  /**
+   * Sends {@code mark} through the events channel in its own committed transaction. PostgreSQL
+   * delivers notifications in commit order, so when the mark comes back to the {@link #onMark}
+   * callbacks, every event committed before this method returned has already gone to the subscribers.
+   * A live view uses it to start cleanly: send a mark, read the current state, then drop the events
+   * that arrived before the mark (the state read already shows them).
+   *
+   * @throws SQLException when the notification could not be sent
+   */
+  public void sendMark(String mark) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
+      ps.setString(1, channel);
+      ps.setString(2, JSON.createObjectNode().put("mark", mark).toString());
+      ps.execute();
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+  }
+
+  /** Adds a callback that gets each mark sent by {@link #sendMark}, on the listener's thread, in order. */
+  public void onMark(Consumer<String> callback) {
+    markSubscribers.add(callback);
   }
 
   /** Adds a subscriber; it is called on the listener's thread and must be quick. */
@@ -70,10 +104,23 @@ public final class JobEventListener implements AutoCloseable {
 
   private void dispatch(String payload) {
     JobEventBatch batch;
+    String mark;
     try {
-      batch = parse(payload);
+      JsonNode root = JSON.readTree(payload);
+      mark = root.has("mark") ? root.path("mark").asString() : null;
+      batch = mark == null ? parse(root) : null;
     } catch (RuntimeException e) {
       log.warn("ignoring malformed job event '{}': {}", payload, e.getMessage());
+      return;
+    }
+    if (mark != null) {
+      for (Consumer<String> subscriber : markSubscribers) {
+        try {
+          subscriber.accept(mark);
+        } catch (RuntimeException e) {
+          log.warn("job event mark subscriber failed: {}", e.toString());
+        }
+      }
       return;
     }
     for (Consumer<JobEventBatch> subscriber : subscribers) {
@@ -86,7 +133,10 @@ public final class JobEventListener implements AutoCloseable {
   }
 
   static JobEventBatch parse(String payload) {
-    JsonNode root = JSON.readTree(payload);
+    return parse(JSON.readTree(payload));
+  }
+
+  private static JobEventBatch parse(JsonNode root) {
     String kind = root.path("op").asString("state");
     List<JobEvent> events = new ArrayList<>();
     for (JsonNode job : root.path("jobs")) {

@@ -74,6 +74,31 @@ class EventsApiTest {
   }
 
   @Test
+  void snapshotIsNotFollowedByAnEventCommittedBeforeTheSubscription() throws Exception {
+    for (int round = 0; round < 5; round++) {
+      // A burst of 20,000 notifications about other jobs keeps the server's listener busy, so the
+      // "queued" event of the job enqueued next reaches the server after the subscription below is
+      // registered: it was committed before the snapshot, which already shows it, and must be dropped.
+      api.db.execute("SELECT pg_notify('" + api.client.eventsChannel() + "', json_build_object('op', 'state', 'count', 1, "
+          + "'jobs', json_build_array(json_build_object('id', gen_random_uuid(), 'state', 'queued', 'type', 'task', "
+          + "'queue', 'burst', 'attempts', 0)))::text) FROM generate_series(1, 20000)");
+      String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"race\"},\"queue\":\"" + uniqueQueue() + "\"}")
+          .json().path("id").asString();
+      try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events?job_id=" + id))) {
+        Event snapshot = events.next(WAIT);
+        assertThat(snapshot.name()).isEqualTo("snapshot");
+        assertThat(snapshot.json().path("job").path("state").asString()).isEqualTo("queued");
+
+        assertThat(api.post("/jobs/" + id + "/cancel", null).status()).isEqualTo(200);
+        Event next = events.next(WAIT);
+        assertThat(next.name() + ":" + next.json().path("state").asString())
+            .as("round %d: first event after the snapshot", round)
+            .isEqualTo("state:cancelled");
+      }
+    }
+  }
+
+  @Test
   void streamFilteredByQueueStartsWithTheQueueOverviewAndSkipsOtherQueues() throws Exception {
     String mine = uniqueQueue();
     String other = uniqueQueue();

@@ -4,7 +4,9 @@ import io.javalin.http.sse.SseClient;
 import io.pgjobs.events.JobEvent;
 import io.pgjobs.events.JobEventBatch;
 import io.pgjobs.events.JobEventListener;
+import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -31,11 +33,18 @@ import tools.jackson.databind.json.JsonMapper;
  * <p>Every subscriber first gets a {@code snapshot} event. After the listener reconnects (events may
  * have been lost while it was away), or when a statement changed more jobs than its notification
  * lists, every subscriber gets a {@code resync} event followed by a fresh {@code snapshot}.
+ *
+ * <p>A snapshot never comes before events it already shows: before reading it the subscriber sends a
+ * mark through the events channel ({@link JobEventListener#sendMark}) and drops what arrives before the
+ * mark comes back, since those events were committed before the snapshot was read. Events after the
+ * mark are sent even if the snapshot happens to show them too.
  * A comment line every ping interval detects closed connections.
  */
 public final class EventHub implements AutoCloseable {
   /** Events a subscriber may fall behind before it is disconnected: {@value}. */
   static final int QUEUE_CAPACITY = 10_000;
+  /** How long a subscriber waits for its mark before sending the snapshot anyway. */
+  static final Duration MARK_TIMEOUT = Duration.ofSeconds(2);
 
   private static final Logger log = LoggerFactory.getLogger(EventHub.class);
 
@@ -43,6 +52,8 @@ public final class EventHub implements AutoCloseable {
   private final JsonMapper json;
   private final Duration pingInterval;
   private final Set<Subscription> subscriptions = ConcurrentHashMap.newKeySet();
+  private final Map<String, Subscription> pendingMarks = new ConcurrentHashMap<>();
+  private final String markPrefix = UUID.randomUUID() + ":";
   private final AtomicInteger connects = new AtomicInteger();
   private final AtomicLong sequence = new AtomicLong();
   private final ScheduledExecutorService pinger =
@@ -65,6 +76,7 @@ public final class EventHub implements AutoCloseable {
   public void start() {
     listener.subscribe(this::onBatch);
     listener.onReconnect(this::onConnected);
+    listener.onMark(this::onMark);
     listener.start();
     long ms = pingInterval.toMillis();
     pinger.scheduleAtFixedRate(() -> subscriptions.forEach(s -> s.offer(Outgoing.PING)), ms, ms, TimeUnit.MILLISECONDS);
@@ -109,6 +121,13 @@ public final class EventHub implements AutoCloseable {
     }
   }
 
+  private void onMark(String mark) {
+    Subscription s = pendingMarks.get(mark);
+    if (s != null) {
+      s.offer(Outgoing.mark(mark));
+    }
+  }
+
   private void onConnected() {
     if (connects.incrementAndGet() > 1) {
       log.info("job events listener reconnected; sending resync to {} subscribers", subscriptions.size());
@@ -148,6 +167,14 @@ public final class EventHub implements AutoCloseable {
     static Outgoing resync(String reason) {
       return new Outgoing("resync", null, 0, reason);
     }
+
+    static Outgoing mark(String mark) {
+      return new Outgoing("mark", mark, 0, null);
+    }
+
+    boolean isMark(String mark) {
+      return "mark".equals(event) && mark.equals(data);
+    }
   }
 
   private final class Subscription {
@@ -159,6 +186,7 @@ public final class EventHub implements AutoCloseable {
     final Supplier<Object> snapshot;
     final BlockingQueue<Outgoing> queue = new ArrayBlockingQueue<>(QUEUE_CAPACITY + 1);
     final AtomicBoolean stopped = new AtomicBoolean();
+    long marks;
 
     Subscription(SseClient client, EventFilter filter, Supplier<Object> snapshot) {
       this.client = client;
@@ -185,16 +213,22 @@ public final class EventHub implements AutoCloseable {
 
     void run() {
       try {
-        sendSnapshot();
+        if (!sendSnapshot()) {
+          return;
+        }
         while (!client.terminated()) {
           Outgoing out = queue.take();
           if (out == Outgoing.STOP) {
             break;
           } else if (out == Outgoing.PING) {
             client.sendComment("ping");
+          } else if ("mark".equals(out.event())) {
+            continue; // a mark that came back after its snapshot went out anyway
           } else if (out.resyncReason() != null) {
             client.sendEvent("resync", json.writeValueAsString(new ResyncView(out.resyncReason())));
-            sendSnapshot();
+            if (!sendSnapshot()) {
+              break;
+            }
           } else {
             client.sendEvent(out.event(), json.writeValueAsString(out.data()), Long.toString(out.id()));
           }
@@ -210,8 +244,47 @@ public final class EventHub implements AutoCloseable {
       }
     }
 
-    private void sendSnapshot() {
+    /** Sends a snapshot after its mark came back; false when the subscription was stopped meanwhile. */
+    private boolean sendSnapshot() throws InterruptedException {
+      if (!awaitMark()) {
+        return false;
+      }
       client.sendEvent("snapshot", json.writeValueAsString(snapshot.get()));
+      return true;
+    }
+
+    /**
+     * Sends a mark and drops what is queued until it comes back: those events were committed before
+     * the snapshot about to be read, pings and resyncs are superseded by it. Without a listening
+     * connection, or when the mark is late, the snapshot goes out anyway (and a client may see an
+     * event it already knows from the snapshot).
+     */
+    private boolean awaitMark() throws InterruptedException {
+      if (!listener.isListening()) {
+        return true;
+      }
+      String mark = markPrefix + id + ":" + (++marks);
+      pendingMarks.put(mark, this);
+      try {
+        listener.sendMark(mark);
+        long deadline = System.nanoTime() + MARK_TIMEOUT.toNanos();
+        while (true) {
+          Outgoing out = queue.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+          if (out == null) {
+            log.debug("event stream subscriber {}: mark not back within {}; sending the snapshot anyway", id, MARK_TIMEOUT);
+            return true;
+          } else if (out == Outgoing.STOP) {
+            return false;
+          } else if (out.isMark(mark)) {
+            return true;
+          }
+        }
+      } catch (SQLException e) {
+        log.warn("event stream subscriber {}: could not send a mark ({}); sending the snapshot anyway", id, e.toString());
+        return true;
+      } finally {
+        pendingMarks.remove(mark);
+      }
     }
   }
 }
