@@ -391,6 +391,10 @@ class CancelTest extends LifecycleTestBase {
       assertThat(cancelRequested(id)).isFalse();
     }
 
+    // The cancel notification reaches the worker asynchronously; only once it interrupted both
+    // handlers does their normal return count as cancelled (a handler that returns before its worker
+    // hears of the cancellation has done the work: its job succeeds).
+    await().atMost(LONG).until(() -> interruptsIgnored.get() >= 2);
     release.countDown();
     for (UUID id : running) {
       awaitState(id, JobState.CANCELLED, LONG);
@@ -428,6 +432,7 @@ class CancelTest extends LifecycleTestBase {
     assertThatThrownBy(() -> client.cancelAll(Set.of(), Set.of("cq"), Set.of(JobState.SUCCEEDED)))
         .isInstanceOf(InvalidJobException.class);
 
+    await().atMost(LONG).until(() -> interruptsIgnored.get() >= 1); // the worker heard of the cancellation
     release.countDown();
     awaitState(running, JobState.CANCELLED, LONG);
   }
