@@ -9,6 +9,8 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.pgjobs.metrics.MetricNames;
 import io.pgjobs.metrics.MicrometerJobMetrics;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
@@ -134,6 +136,48 @@ class MetricsTest extends PgJobsTestBase {
     assertThat(counter(MetricNames.JOBS_ENQUEUED, "kind", "ok")).isEqualTo(3.0);
     assertThat(counter(MetricNames.JOBS_ENQUEUED, "kind", "flaky")).isEqualTo(1.0);
     assertThat(counter(MetricNames.JOBS_ENQUEUED, "kind", "doomed")).isEqualTo(1.0);
+  }
+
+  @Test
+  void handlerThatCompletesInItsOwnTransactionAndThenThrowsCountsAsSucceeded() {
+    JobType<Numbered> type = JobType.of("tx_then_throw", Numbered.class).withQueue("tx_then_throw");
+    start(worker().metrics(metrics).register(type, (ctx, p) -> {
+      try (Connection c = ctx.dataSource().getConnection()) {
+        c.setAutoCommit(false);
+        ctx.complete(c, null);
+        c.commit();
+      }
+      throw new IllegalStateException("fails after its success committed");
+    }));
+    UUID id = metered.enqueue(type, new Numbered(1)).job().id();
+
+    awaitState(id, JobState.SUCCEEDED);
+    await().atMost(Duration.ofSeconds(10)).until(() -> timerCount("kind", "tx_then_throw") == 1);
+    assertThat(completed("tx_then_throw", "succeeded")).isEqualTo(1.0);
+    assertThat(completed("tx_then_throw", "retrying")).isZero();
+  }
+
+  @Test
+  void failureOfAJobNoLongerTheAttemptsCountsAsNotRecordedNotRetrying() {
+    JobType<Numbered> type = JobType.of("taken_away", Numbered.class).withQueue("taken_away");
+    start(worker().metrics(metrics).register(type, (ctx, p) -> {
+      // What rescue does to a job whose worker stopped heartbeating: back to the queue, not ours.
+      try (Connection c = ctx.dataSource().getConnection();
+          PreparedStatement ps = c.prepareStatement("UPDATE pgjobs.jobs SET state = 'retrying', locked_by = NULL, "
+              + "heartbeat_at = NULL, run_at = now() + interval '1 hour' WHERE id = ?")) {
+        ps.setObject(1, ctx.jobId());
+        ps.executeUpdate();
+      }
+      throw new IllegalStateException("fails after the job was taken away");
+    }));
+    UUID id = metered.enqueue(type, new Numbered(1)).job().id();
+
+    await().atMost(Duration.ofSeconds(30)).until(() -> timerCount("kind", "taken_away") == 1);
+    assertThat(completed("taken_away", "not_recorded")).isEqualTo(1.0);
+    assertThat(completed("taken_away", "retrying")).isZero();
+    Job job = metered.get(id).orElseThrow();
+    assertThat(job.state()).as("the failure was not written over the rescue").isEqualTo(JobState.RETRYING);
+    assertThat(job.errors()).isEmpty();
   }
 
   @Test

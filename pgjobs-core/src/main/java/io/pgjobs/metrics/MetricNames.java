@@ -8,7 +8,9 @@ package io.pgjobs.metrics;
  *   <tr><th>name</th><th>kind</th><th>tags</th><th>meaning</th></tr>
  *   <tr><td>{@value #JOBS_STARTED}</td><td>counter</td><td>kind</td><td>attempts started</td></tr>
  *   <tr><td>{@value #JOBS_COMPLETED}</td><td>counter</td><td>kind, outcome</td>
- *       <td>attempts ended; outcome is succeeded, retrying, failed, discarded, snoozed, cancelled</td></tr>
+ *       <td>attempts ended; outcome is succeeded, retrying, failed, discarded, snoozed, cancelled,
+ *       released (given back at shutdown), not_recorded (the job was no longer this attempt's, e.g. rescued
+ *       meanwhile: its outcome write matched nothing), error (the outcome could not be written)</td></tr>
  *   <tr><td>{@value #JOB_DURATION}</td><td>histogram (seconds)</td><td>kind, outcome</td>
  *       <td>handler run time</td></tr>
  *   <tr><td>{@value #JOBS_ENQUEUED}</td><td>counter</td><td>kind</td><td>jobs enqueued by this process</td></tr>

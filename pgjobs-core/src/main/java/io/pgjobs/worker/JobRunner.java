@@ -37,6 +37,11 @@ final class JobRunner {
   private static final int STACK_HEAD_LINES = 12;
   private static final int MAX_MESSAGE_CHARS = 4_000;
   private static final Duration OUTCOME_RETRY_WINDOW = Duration.ofSeconds(60);
+  /**
+   * The metric outcome of an attempt whose guarded write matched nothing: the job was no longer this
+   * attempt's (rescued meanwhile, or finished by someone else).
+   */
+  static final String NOT_RECORDED = "not_recorded";
   /** How often the watchdog looks for handlers past their timeout. */
   static final long WATCHDOG_PERIOD_MS = 20;
 
@@ -169,6 +174,11 @@ final class JobRunner {
     metrics.started(job.type());
     long started = System.nanoTime();
     String outcome = runAndRecord(attempt, registration);
+    if (outcome.equals(NOT_RECORDED) && attempt.completedInTransaction()) {
+      // The handler recorded its success in its own committed transaction and then failed: the failure
+      // matched nothing, the job did succeed.
+      outcome = "succeeded";
+    }
     metrics.completed(job.type(), outcome, Duration.ofNanos(System.nanoTime() - started));
   }
 
@@ -329,6 +339,7 @@ final class JobRunner {
         if (!write.run()) {
           log.warn("job {} attempt {} was no longer running on this worker; its outcome '{}' was not recorded",
               job.id(), job.attempt(), outcome);
+          return NOT_RECORDED;
         }
         return outcome;
       } catch (SQLException | RuntimeException e) {

@@ -1,9 +1,14 @@
 package io.pgjobs.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.server.ApiTestSupport.Response;
 import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
 import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -13,6 +18,7 @@ import java.util.UUID;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import tools.jackson.databind.JsonNode;
@@ -176,5 +182,72 @@ class BadInputTest {
       assertThat(problem.path("errors").findValuesAsString("field")).as(r.body()).contains(c.field());
     }
     assertThat(api.rowCounts()).isEqualTo(before);
+  }
+
+  @Test
+  void bodyOverTheLimitIsReadToItsEndSoTheAnswerArrivesAndTheConnectionStaysUsable() throws Exception {
+    // The server decides on the declared length before reading the body. Answering and closing while
+    // the client is still sending would reset the connection under it and lose the answer, so the
+    // server first reads the rest (up to twice the limit plus 64 KiB).
+    byte[] body = ("{\"type\":\"task\",\"payload\":{},\"context\":\"" + "x".repeat(3 * MAX_BODY) + "\"}")
+        .getBytes(StandardCharsets.UTF_8);
+    List<Long> before = api.rowCounts();
+    try (Socket socket = new Socket(api.uri("/").getHost(), api.uri("/").getPort())) {
+      socket.setSoTimeout(60_000);
+      OutputStream out = socket.getOutputStream();
+      InputStream in = socket.getInputStream();
+      out.write(("POST /jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+          + "Content-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      out.write(body, 0, MAX_BODY); // a first part now, the rest once the server has had time to decide
+      out.flush();
+      await().pollDelay(Duration.ofMillis(200)).atMost(Duration.ofSeconds(1)).until(() -> true);
+      assertThat(in.available()).as("no answer before the body is complete").isZero();
+      out.write(body, MAX_BODY, body.length - MAX_BODY);
+      out.flush();
+
+      String first = readResponse(in);
+      assertThat(first).startsWith("HTTP/1.1 413 ").contains("urn:pgjobs:problem:body-too-large");
+
+      out.write("GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      assertThat(readResponse(in)).as("the same connection answers the next request").startsWith("HTTP/1.1 200 ");
+    }
+    assertThat(api.rowCounts()).isEqualTo(before);
+  }
+
+  @Test
+  void bodyShorterThanItsContentLengthIs400NotAServerError() throws Exception {
+    List<Long> before = api.rowCounts();
+    try (Socket socket = new Socket(api.uri("/").getHost(), api.uri("/").getPort())) {
+      socket.setSoTimeout(60_000);
+      OutputStream out = socket.getOutputStream();
+      out.write(("POST /jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+          + "Content-Length: 1000\r\n\r\n{\"type\":\"task\"").getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      socket.shutdownOutput(); // the body ends after 15 of its 1,000 bytes; the answer can still be read
+
+      String answer = readResponse(socket.getInputStream());
+      assertThat(answer).startsWith("HTTP/1.1 400 ").contains("urn:pgjobs:problem:invalid-request", "ended early");
+    }
+    assertThat(api.rowCounts()).isEqualTo(before);
+  }
+
+  /** One HTTP/1.1 response with a Content-Length body, read from {@code in}. */
+  private static String readResponse(InputStream in) throws IOException {
+    StringBuilder head = new StringBuilder();
+    while (!head.toString().endsWith("\r\n\r\n")) {
+      int c = in.read();
+      if (c == -1) {
+        throw new IOException("connection closed after " + head.length() + " bytes: " + head);
+      }
+      head.append((char) c);
+    }
+    int length = 0;
+    for (String line : head.toString().split("\r\n")) {
+      if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+        length = Integer.parseInt(line.substring("content-length:".length()).trim());
+      }
+    }
+    return head + new String(in.readNBytes(length), StandardCharsets.UTF_8);
   }
 }

@@ -5,11 +5,14 @@ import io.javalin.http.HttpResponseException;
 import io.pgjobs.InvalidJobException;
 import io.pgjobs.InvalidPayloadException;
 import io.pgjobs.PayloadValidator;
+import java.io.IOException;
+import java.io.InputStream;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.eclipse.jetty.io.EofException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.JacksonException;
@@ -29,17 +32,46 @@ public final class ProblemMapper {
 
   private final JsonMapper json;
   private final long maxBodyBytes;
+  private final long drainLimit;
 
   /** Writes problems with {@code json} (the server's snake_case mapper); {@code maxBodyBytes} is named in 413s. */
   public ProblemMapper(JsonMapper json, long maxBodyBytes) {
     this.json = json;
     this.maxBodyBytes = maxBodyBytes;
+    this.drainLimit = Math.min(2 * maxBodyBytes + 65_536, 16L << 20);
   }
 
   /** Answers {@code ctx} with the problem {@code error} stands for. */
   public void respond(Context ctx, Throwable error) {
     Problem problem = toProblem(error, ctx.path(), requestId(ctx), ctx.method() + " " + ctx.path());
+    drainBody(ctx);
     write(ctx, problem);
+  }
+
+  /**
+   * Reads and drops what is left of the request body before an error answer (at most twice the body
+   * limit plus 64 KiB). A server that answers before the body has arrived closes the connection with
+   * bytes still coming; the kernel answers those with a reset, and a client still sending its body
+   * loses the answer (Java's HttpClient: "header parser received no bytes"). Reading the rest lets
+   * the 413 (or 401, 415…) arrive and keeps the connection usable. A body declared larger than that
+   * is not read: the connection is closed as before.
+   */
+  private void drainBody(Context ctx) {
+    long declared = ctx.req().getContentLengthLong(); // -1: chunked or no body
+    if (declared == 0 || declared > drainLimit) {
+      return;
+    }
+    try {
+      InputStream in = ctx.req().getInputStream();
+      byte[] buffer = new byte[8192];
+      long left = drainLimit;
+      int n;
+      while (left > 0 && (n = in.read(buffer, 0, (int) Math.min(buffer.length, left))) != -1) {
+        left -= n;
+      }
+    } catch (IOException | RuntimeException e) {
+      // The client went away, or the body was already read another way: nothing left to drain.
+    }
   }
 
   /** Writes a problem document as the response. */
@@ -73,6 +105,13 @@ public final class ProblemMapper {
     if (error instanceof JacksonException e) {
       return from(ApiProblem.malformedJson("the request body is not valid JSON: " + e.getOriginalMessage()),
           instance, requestId);
+    }
+    if (isEndOfInput(error)) {
+      // The client closed the connection (or sent less than its Content-Length) while the body was
+      // read: its fault, not the server's, and nobody is left to read the answer.
+      log.debug("{}: the request body ended early: {}", what, error.toString());
+      return from(ApiProblem.badRequest("the request body ended before its declared length",
+          List.of(new Problem.FieldError("body", "ended early"))), instance, requestId);
     }
     if (isDatabaseDown(error)) {
       log.error("{} failed: database unavailable: {}", what, error.toString());
@@ -125,6 +164,15 @@ public final class ProblemMapper {
       return mapped;
     }
     return coreField.replaceAll("([a-z0-9])([A-Z])", "$1_$2").toLowerCase(Locale.ROOT);
+  }
+
+  private static boolean isEndOfInput(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof EofException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static boolean isDatabaseDown(Throwable error) {
