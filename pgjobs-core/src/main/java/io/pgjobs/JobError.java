@@ -7,8 +7,9 @@ import java.time.Instant;
  *
  * @param attempt the attempt that failed (1-based)
  * @param at when the failure was recorded
- * @param kind {@code error}, {@code timeout}, {@code discarded}, {@code unknown_type}, {@code worker_lost}
- *     or {@code transaction_rolled_back}
+ * @param kind {@code error}, {@code timeout}, {@code discarded}, {@code unknown_type}, {@code worker_lost},
+ *     {@code transaction_rolled_back}, {@code invalid_payload}, {@code invalid_output},
+ *     {@code unstorable_output}, {@code cancelled} or {@code shutdown}
  * @param errorClass the exception's class name, or null
  * @param message the exception's message
  * @param stackHead the first lines of the stack trace, or null

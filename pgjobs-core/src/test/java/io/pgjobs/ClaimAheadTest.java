@@ -6,11 +6,13 @@ import static org.awaitility.Awaitility.await;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.Completion;
-import io.pgjobs.store.JobStore;
+import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -25,8 +27,8 @@ import org.junit.jupiter.api.Test;
 class ClaimAheadTest extends PgJobsTestBase {
   private static final JobType<Numbered> BLOCKER = JobType.of("blocker", Numbered.class);
 
-  private static JobStore store() {
-    return new JobStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+  private static ExecutionStore store() {
+    return new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
   }
 
   private static List<UUID> enqueue(int n) {
@@ -129,22 +131,22 @@ class ClaimAheadTest extends PgJobsTestBase {
   }
 
   @Test
-  void batchSuccessOnlyFinishesJobsThisWorkerHoldsAtTheAttemptItHolds() throws Exception {
+  void batchSuccessOnlyFinishesJobsThisWorkerHoldsUnderTheClaimTokenItHolds() throws Exception {
     enqueue(3);
-    JobStore store = store();
+    ExecutionStore store = store();
     List<ClaimedJob> claimed = store.claim(JobType.DEFAULT_QUEUE, 3, "w1");
     assertThat(claimed).hasSize(3);
     ClaimedJob a = claimed.get(0);
     ClaimedJob b = claimed.get(1);
     ClaimedJob c = claimed.get(2);
 
-    int written = store.succeed("w1", List.of(
-        new Completion(a.id(), a.attempt(), "{\"ok\":true}"),
-        new Completion(b.id(), b.attempt() + 1, null))); // an attempt w1 does not hold
-    int other = store.succeed("w2", List.of(new Completion(c.id(), c.attempt(), null))); // not w2's job
+    Set<UUID> written = store.succeed("w1", List.of(
+        new Completion(a.id(), a.claimToken(), "{\"ok\":true}"),
+        new Completion(b.id(), b.claimToken() + 1, null))); // a claim w1 does not hold
+    Set<UUID> other = store.succeed("w2", List.of(new Completion(c.id(), c.claimToken(), null))); // not w2's job
 
-    assertThat(written).isEqualTo(1);
-    assertThat(other).isZero();
+    assertThat(written).containsExactly(a.id());
+    assertThat(other).isEmpty();
     Job done = client.get(a.id()).orElseThrow();
     assertThat(done.state()).isEqualTo(JobState.SUCCEEDED);
     assertThat(done.output()).hasToString("{\"ok\":true}");
@@ -155,16 +157,16 @@ class ClaimAheadTest extends PgJobsTestBase {
   @Test
   void unclaimGivesJobsBackAsTheyWereAndEndsOnesWhoseCancellationWasAsked() throws Exception {
     List<UUID> ids = enqueue(3);
-    JobStore store = store();
+    ExecutionStore store = store();
     List<ClaimedJob> claimed = new ArrayList<>(store.claim(JobType.DEFAULT_QUEUE, 3, "w1"));
     UUID flagged = claimed.get(0).id();
     assertThat(client.cancel(flagged).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
 
-    int back = store.unclaim("w1", claimed);
-    int notMine = store.unclaim("w2", claimed);
+    Map<UUID, JobState> back = store.unclaim("w1", claimed);
+    Map<UUID, JobState> notMine = store.unclaim("w2", claimed);
 
-    assertThat(back).isEqualTo(3);
-    assertThat(notMine).isZero();
+    assertThat(back).hasSize(3).containsEntry(flagged, JobState.CANCELLED);
+    assertThat(notMine).isEmpty();
     assertThat(client.get(flagged).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
     for (UUID id : ids) {
       if (!id.equals(flagged)) {

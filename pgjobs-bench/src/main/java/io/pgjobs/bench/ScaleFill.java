@@ -2,7 +2,7 @@ package io.pgjobs.bench;
 
 import io.pgjobs.JobType;
 import io.pgjobs.json.PayloadCodec;
-import io.pgjobs.store.JobStore;
+import io.pgjobs.store.ExecutionStore;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -123,13 +123,13 @@ final class ScaleFill {
   }
 
   /**
-   * {@code EXPLAIN (ANALYZE, BUFFERS)} of pgjobs' claim statement ({@link JobStore#claimSql()}: worker id
+   * {@code EXPLAIN (ANALYZE, BUFFERS)} of pgjobs' claim statement ({@link ExecutionStore#claimSql()}: worker id
    * {@code explain}, queue {@code default} four times, limit 1000 twice) as a custom plan (what the first executions on a
    * connection get) and as a generic plan (what a prepared statement may switch to after five), in one
    * transaction that is rolled back, so nothing stays claimed. Returns both plans as text.
    */
   String explainClaim() throws SQLException {
-    String claim = new JobStore(dataSource, schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER)).claimSql();
+    String claim = new ExecutionStore(dataSource, schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER)).claimSql();
     StringBuilder sql = new StringBuilder();
     int param = 0;
     for (char ch : claim.toCharArray()) {

@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Maintenance for one pgjobs schema, done by whichever node holds the maintenance lease: rescue of jobs
- * whose worker went silent, removal of dead workers, pruning of finished jobs past retention. Start one
+ * whose worker died or went silent, removal of dead workers, pruning of finished jobs past retention. Start one
  * in every process that should be able to take over; only the leader acts.
  *
  * <pre>{@code
@@ -35,6 +35,12 @@ public final class Maintenance implements AutoCloseable {
   public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
   /** The maintenance lease lasts this long unless renewed: 10 s. */
   public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
+  /**
+   * A worker whose own row has not been renewed for this long is presumed dead and every job it holds
+   * goes back to the queue: 20 s. Workers renew it every few seconds (see JobWorker's heartbeat
+   * interval) and stop their own handlers before this passes without a renewal.
+   */
+  public static final Duration DEFAULT_WORKER_DEAD_AFTER = Duration.ofSeconds(20);
   /** How often the pruner runs: 1 min. */
   public static final Duration DEFAULT_PRUNE_INTERVAL = Duration.ofMinutes(1);
 
@@ -49,11 +55,13 @@ public final class Maintenance implements AutoCloseable {
   private Maintenance(Builder b) {
     WorkerStore store = new WorkerStore(b.dataSource, b.schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     Duration rescueInterval =
-        b.rescueInterval != null ? b.rescueInterval : min(b.staleThreshold.dividedBy(2), Duration.ofSeconds(30));
+        b.rescueInterval != null
+            ? b.rescueInterval
+            : min(min(b.staleThreshold.dividedBy(2), b.workerDeadAfter.dividedBy(4)), Duration.ofSeconds(30));
     this.elector = new LeaderElector(store, b.holderId, b.leaseTtl);
     this.tasks =
         List.of(
-            new StaleJobRescuer(store, b.staleThreshold, rescueInterval),
+            new JobRescuer(store, b.workerDeadAfter, b.staleThreshold, rescueInterval),
             new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
             new FinishedJobPruner(store, b.retention, b.pruneInterval));
     this.nextRun = new long[tasks.size()];
@@ -157,6 +165,7 @@ public final class Maintenance implements AutoCloseable {
     private String schema = JobClient.DEFAULT_SCHEMA;
     private String holderId = "maintenance-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
     private Duration staleThreshold = DEFAULT_STALE_THRESHOLD;
+    private Duration workerDeadAfter = DEFAULT_WORKER_DEAD_AFTER;
     private Duration rescueInterval;
     private Duration retention = DEFAULT_RETENTION;
     private Duration pruneInterval = DEFAULT_PRUNE_INTERVAL;
@@ -187,7 +196,20 @@ public final class Maintenance implements AutoCloseable {
       return this;
     }
 
-    /** How often the leader looks for stale jobs (default half the stale threshold, at most 30 s). */
+    /**
+     * A worker whose own heartbeat row is older than this is presumed dead, and its jobs go back to the
+     * queue at once: 1 s to 1 h (default 20 s). Use one value on every node, and several of the workers'
+     * heartbeat intervals.
+     */
+    public Builder workerDeadAfter(Duration workerDeadAfter) {
+      this.workerDeadAfter = DurationText.requireBetween("worker dead-after", workerDeadAfter, Duration.ofSeconds(1), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * How often the leader looks for jobs to rescue (default the least of half the stale threshold, a
+     * quarter of the worker dead-after threshold, and 30 s).
+     */
     public Builder rescueInterval(Duration rescueInterval) {
       this.rescueInterval = DurationText.requireBetween("rescue interval", rescueInterval, Duration.ofMillis(100), Duration.ofHours(1));
       return this;

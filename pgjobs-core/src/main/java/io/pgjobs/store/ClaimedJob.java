@@ -6,7 +6,9 @@ import java.util.UUID;
 /**
  * What the worker needs of a job it has just claimed.
  *
- * @param attempt the attempt this claim started (1-based); identifies the claim in every later write
+ * @param attempt the attempt this claim started (1-based), as shown to the handler and in errors
+ * @param claimToken the claim's fence token: every later write to the running job matches on it, so a
+ *     write from a claim that is no longer the job's current one changes nothing (see {@link ExecutionSql})
  */
 public record ClaimedJob(
     UUID id,
@@ -19,4 +21,5 @@ public record ClaimedJob(
     Instant runAt,
     Instant createdAt,
     String context,
-    Long timeoutMs) {}
+    Long timeoutMs,
+    long claimToken) {}

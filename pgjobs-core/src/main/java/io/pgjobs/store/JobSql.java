@@ -7,10 +7,10 @@ import java.util.regex.Pattern;
  * name, validated as a plain identifier and substituted once when the store is built; values are always
  * bind parameters.
  *
- * <p>Conventions: each state transition is one statement guarded by {@code state} and {@code attempts}
- * (the attempt number identifies one claim: a job that was rescued and claimed again has a higher one,
- * so a late write from the first claim changes nothing). Moves between {@code jobs} and
- * {@code finished_jobs} are {@code DELETE ... RETURNING} feeding an {@code INSERT} in one statement.
+ * <p>This class holds the statements of enqueueing and of administration (cancel, retry, lists, counts);
+ * the statements that change a running job are in {@link ExecutionSql}, those of liveness and maintenance
+ * in {@link WorkerSql}. Moves between {@code jobs} and {@code finished_jobs} are {@code DELETE ...
+ * RETURNING} feeding an {@code INSERT} in one statement.
  */
 final class JobSql {
   /**
@@ -141,227 +141,6 @@ final class JobSql {
       """
       SELECT (SELECT count(pg_notify('{schema}_jobs_ready', q)) FROM unnest(?::text[]) AS q),
              pg_notify('{schema}_job_events', ?)""";
-
-  /**
-   * The claim: up to {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at};
-   * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
-   * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort.
-   *
-   * <p>Three choices keep its cost independent of how many jobs wait in the future (scheduled, or
-   * retrying after a backoff) and of the hot table's ever-stale statistics:
-   * <ul>
-   *   <li><b>One bounded index range per priority level.</b> In jobs_ready_idx (queue, priority DESC,
-   *       run_at) the due jobs of a level come first and its future jobs after them, so a single scan
-   *       "ORDER BY priority DESC, run_at" that finds fewer due jobs than its limit walks every future
-   *       entry (5 million scheduled jobs: 150 ms per claim). Instead the recursive CTE finds the
-   *       priority levels present with one index probe each (a loose index scan, evaluated lazily: it
-   *       stops once the limit is met), and for each level the scan is bounded by
-   *       {@code priority = level AND run_at <= now()}.
-   *   <li><b>{@code id = ANY(ARRAY(...))}</b> for the UPDATE, not a join: a join lets the planner pick a
-   *       hash join over a sequential scan of the whole hot table (it does, with a generic plan); the
-   *       array form can only be answered by primary-key lookups of the locked rows.
-   *   <li>{@code attempts < max_attempts} keeps a row that somehow has no attempts left from failing
-   *       the CHECK constraint and wedging the whole batch.
-   * </ul>
-   * The number of distinct priorities present in a queue bounds the extra probes; it is small in
-   * practice (a handful of levels), and never more than the number of entries the old scan walked.
-   */
-  static final String CLAIM =
-      """
-      UPDATE {schema}.jobs AS j
-         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
-             heartbeat_at = now(), locked_by = ?
-       WHERE j.id = ANY (ARRAY(
-              WITH RECURSIVE levels(priority) AS (
-                  SELECT max(priority) FROM {schema}.jobs
-                   WHERE queue = ? AND state IN ('queued', 'retrying')
-                     AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
-                UNION ALL
-                  SELECT (SELECT max(n.priority) FROM {schema}.jobs AS n
-                           WHERE n.queue = ? AND n.state IN ('queued', 'retrying') AND n.priority < l.priority)
-                    FROM levels AS l
-                   WHERE l.priority IS NOT NULL
-              )
-              SELECT ready.id
-                FROM levels
-               CROSS JOIN LATERAL (
-                     SELECT id FROM {schema}.jobs
-                      WHERE queue = ? AND state IN ('queued', 'retrying') AND priority = levels.priority
-                        AND run_at <= now() AND attempts < max_attempts
-                      ORDER BY run_at
-                      LIMIT ?
-                        FOR UPDATE SKIP LOCKED) AS ready
-               LIMIT ?))
-      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
-                j.run_at, j.created_at, j.context, j.timeout_ms""";
-
-  /**
-   * Success of many jobs in one round trip: each job in the id array that this worker still runs, at
-   * the attempt the first jsonb object maps its id to, moves to finished_jobs with the output the second
-   * object maps it to (absent: none). A job rescued or cancelled meanwhile matches nothing and is dropped.
-   *
-   * <p>The shape is chosen for a plan that cannot go wrong with the hot table's ever-stale statistics:
-   * {@code id = ANY(array)} is answered from the primary key only, and the per-job values are looked up
-   * in jsonb objects (parameters typed jsonb, so parsed once) instead of joining an {@code unnest}, which
-   * the planner may turn into a nested loop over every running job per completed job. The guard is
-   * {@code locked_by} rather than {@code state = 'running'} (equivalent by the jobs_running_is_locked
-   * CHECK) so that the partial index of running jobs is never a candidate either.
-   */
-  static final String SUCCEED_BATCH =
-      """
-      WITH done AS (
-          DELETE FROM {schema}.jobs AS j
-           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.attempts = (? ->> j.id::text)::int
-          RETURNING j.*
-      )
-      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text");
-
-  /**
-   * Claimed jobs that never started (a worker's prefetch, at shutdown) go back to the queue as they
-   * were: the attempt the claim counted is taken back. Guarded as {@link #SUCCEED_BATCH}. Workers of
-   * the queues concerned are woken. A job whose cancellation was asked meanwhile ends cancelled.
-   */
-  static final String UNCLAIM_BATCH =
-      """
-      WITH cancelled AS (
-          DELETE FROM {schema}.jobs AS j
-           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.attempts = (? ->> j.id::text)::int
-             AND j.cancel_requested
-          RETURNING *
-      ), moved AS (
-      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
-
-          RETURNING id
-      ), back AS (
-          UPDATE {schema}.jobs AS j
-             SET state = CASE WHEN jsonb_array_length(j.errors) = 0 THEN 'queued' ELSE 'retrying' END,
-                 attempts = j.attempts - 1, locked_by = NULL, heartbeat_at = NULL
-           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.attempts = (? ->> j.id::text)::int
-             AND NOT j.cancel_requested
-          RETURNING j.queue
-      )
-      SELECT (SELECT count(*) FROM moved)
-             + (SELECT count(*) FROM (SELECT pg_notify('{schema}_jobs_ready', queue) FROM back) AS woken)""";
-
-  /** Success of one job, in the caller's transaction (JobContext.complete). */
-  static final String SUCCEED_ONE =
-      """
-      WITH done AS (
-          DELETE FROM {schema}.jobs
-           WHERE id = ? AND attempts = ? AND state = 'running'
-          RETURNING *
-      )
-      """ + insertFinished("done", "'succeeded'", "errors", "?::jsonb");
-
-  /** A running attempt ends for good ({@code failed} or {@code cancelled}), its error appended. */
-  static final String FINISH_UNSUCCESSFUL =
-      """
-      WITH done AS (
-          DELETE FROM {schema}.jobs
-           WHERE id = ? AND attempts = ? AND state = 'running'
-          RETURNING *
-      )
-      """ + insertFinished("done", "CAST(? AS text)", "errors || ?::jsonb", "NULL");
-
-  /**
-   * A failed attempt with attempts left: wait {@code delay} ms, keep the error. A job whose cancellation
-   * was asked meanwhile (its worker had not yet heard) ends cancelled instead of running again.
-   */
-  static final String RETRY_LATER =
-      """
-      WITH cancelled AS (
-          DELETE FROM {schema}.jobs
-           WHERE id = ? AND attempts = ? AND state = 'running' AND cancel_requested
-          RETURNING *
-      ), moved AS (
-      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL") + """
-
-          RETURNING id
-      ), retried AS (
-          UPDATE {schema}.jobs
-             SET state = 'retrying', run_at = now() + ?::bigint * interval '1 millisecond',
-                 locked_by = NULL, heartbeat_at = NULL, errors = errors || ?::jsonb
-           WHERE id = ? AND attempts = ? AND state = 'running' AND NOT cancel_requested
-          RETURNING id
-      )
-      SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM retried)""";
-
-  /**
-   * Back to the queue without spending the attempt: snooze, and jobs a worker has no handler for
-   * (yet). The claim had added one; this takes it back. A job whose cancellation was asked meanwhile
-   * ends cancelled instead.
-   */
-  static final String SNOOZE =
-      """
-      WITH cancelled AS (
-          DELETE FROM {schema}.jobs
-           WHERE id = ? AND attempts = ? AND state = 'running' AND cancel_requested
-          RETURNING *
-      ), moved AS (
-      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
-
-          RETURNING id
-      ), snoozed AS (
-          UPDATE {schema}.jobs
-             SET state = 'queued', attempts = attempts - 1,
-                 run_at = now() + ?::bigint * interval '1 millisecond',
-                 locked_by = NULL, heartbeat_at = NULL
-           WHERE id = ? AND attempts = ? AND state = 'running' AND NOT cancel_requested
-          RETURNING id
-      )
-      SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM snoozed)""";
-
-  /**
-   * A worker that is shutting down gives a running job back, due at once. The attempt stays counted
-   * (the handler did start, and may have done part of its work) unless it was the last one: a job is
-   * never failed because its worker stopped. A job whose cancellation was asked ends cancelled instead.
-   */
-  static final String RELEASE =
-      """
-      WITH cancelled AS (
-          DELETE FROM {schema}.jobs
-           WHERE id = ? AND attempts = ? AND state = 'running' AND cancel_requested
-          RETURNING *
-      ), moved AS (
-      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL") + """
-
-          RETURNING id
-      ), released AS (
-          UPDATE {schema}.jobs
-             SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
-                 attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
-                 errors = errors || ?::jsonb
-           WHERE id = ? AND attempts = ? AND state = 'running' AND NOT cancel_requested
-          RETURNING queue
-      )
-      SELECT 1 FROM (SELECT pg_notify('{schema}_jobs_ready', queue) FROM released) AS woken
-      UNION ALL
-      SELECT 1 FROM moved""";
-
-  /** Progress of a running attempt; announced on the job events channel for live views. */
-  static final String PROGRESS =
-      """
-      WITH p AS (
-          UPDATE {schema}.jobs
-             SET progress_percent = ?, progress_message = ?, heartbeat_at = now()
-           WHERE id = ? AND attempts = ? AND state = 'running'
-          RETURNING id, type, queue, attempts, progress_percent, left(progress_message, 1000) AS message
-      )
-      SELECT pg_notify('{schema}_job_events', json_build_object(
-                 'op', 'progress', 'count', 1,
-                 'jobs', json_build_array(json_build_object(
-                     'id', id, 'state', 'running', 'type', type, 'queue', queue, 'attempts', attempts,
-                     'progress', progress_percent, 'message', message)))::text)
-        FROM p""";
-
-  static final String HEARTBEAT =
-      """
-      UPDATE {schema}.jobs SET heartbeat_at = now()
-       WHERE id = ? AND attempts = ? AND state = 'running'""";
-
-  static final String IS_RUNNING =
-      """
-      SELECT 1 FROM {schema}.jobs WHERE id = ? AND attempts = ? AND state = 'running'""";
 
   /**
    * Cancel one job, whatever its state, in one statement: a waiting job moves to finished_jobs as
@@ -520,19 +299,30 @@ final class JobSql {
        GROUP BY queue""";
 
   /**
-   * The second half of every move into finished_jobs: copies the rows of CTE {@code from}, with the
-   * given final state, error history and output expressions.
+   * The second half of every move into finished_jobs by someone other than the job's worker (cancel of a
+   * waiting job, rescue): as {@link #insertFinished(String, String, String, String, String)} with no claim
+   * token, so the row does not read as written by the job's last claim.
    */
   static String insertFinished(String from, String state, String errors, String output) {
+    return insertFinished(from, state, errors, output, "NULL");
+  }
+
+  /**
+   * The second half of every move into finished_jobs: copies the rows of CTE {@code from}, with the
+   * given final state, error history, output and claim token expressions. A worker's own writes keep
+   * {@code claim_token}: a write whose reply was lost is then recognised by it (see
+   * {@link ExecutionSql#CLAIM_STATUS}).
+   */
+  static String insertFinished(String from, String state, String errors, String output, String claimToken) {
     return """
         INSERT INTO {schema}.finished_jobs
                (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
                 attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-                progress_message, errors, output, finished_at)
+                progress_message, errors, output, finished_at, claim_token)
         SELECT id, type, queue, payload, priority, %s, attempts, max_attempts, run_at, created_at,
                attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-               progress_message, %s, %s, now()
-          FROM %s""".formatted(state, errors, output, from);
+               progress_message, %s, %s, now(), %s
+          FROM %s""".formatted(state, errors, output, claimToken, from);
   }
 
   /** A JSON error entry built in SQL (rescue), in the shape of {@link io.pgjobs.JobError}. */

@@ -12,7 +12,6 @@ import io.pgjobs.QueueInfo;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.QueueCounts;
 import io.pgjobs.json.PayloadCodec;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -29,11 +28,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
-import java.util.function.IntFunction;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyIn;
-import org.postgresql.util.PGobject;
 
 /**
  * The seam between pgjobs and PostgreSQL: one method per operation, each one statement. Methods that take
@@ -54,17 +51,6 @@ public final class JobStore {
   private final String findKey;
   private final String copyJobs;
   private final String copyDueJobs;
-  private final String claim;
-  private final String succeedBatch;
-  private final String unclaimBatch;
-  private final String succeedOne;
-  private final String finishUnsuccessful;
-  private final String retryLater;
-  private final String snooze;
-  private final String release;
-  private final String progress;
-  private final String heartbeat;
-  private final String isRunning;
   private final String get;
   private final String cancel;
   private final String cancelMatching;
@@ -91,17 +77,6 @@ public final class JobStore {
     this.findKey = sql(JobSql.FIND_KEY);
     this.copyJobs = sql(JobSql.COPY_JOBS);
     this.copyDueJobs = sql(JobSql.COPY_DUE_JOBS);
-    this.claim = sql(JobSql.CLAIM);
-    this.succeedBatch = sql(JobSql.SUCCEED_BATCH);
-    this.unclaimBatch = sql(JobSql.UNCLAIM_BATCH);
-    this.succeedOne = sql(JobSql.SUCCEED_ONE);
-    this.finishUnsuccessful = sql(JobSql.FINISH_UNSUCCESSFUL);
-    this.retryLater = sql(JobSql.RETRY_LATER);
-    this.snooze = sql(JobSql.SNOOZE);
-    this.release = sql(JobSql.RELEASE);
-    this.progress = sql(JobSql.PROGRESS);
-    this.heartbeat = sql(JobSql.HEARTBEAT);
-    this.isRunning = sql(JobSql.IS_RUNNING);
     this.get = sql(JobSql.GET);
     this.cancel = sql(JobSql.CANCEL);
     this.cancelMatching = sql(JobSql.CANCEL_MATCHING);
@@ -119,14 +94,6 @@ public final class JobStore {
   /** The schema this store works in. */
   public String schema() {
     return schema;
-  }
-
-  /**
-   * The claim statement of this schema, as {@link #claim} runs it (parameters: worker id, queue four
-   * times, limit twice). For diagnostics: the benchmark prints its plan.
-   */
-  public String claimSql() {
-    return claim;
   }
 
   /** The LISTEN channel on which inserts of ready jobs are announced; the payload is the queue. */
@@ -300,240 +267,6 @@ public final class JobStore {
       ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
       ps.setString(2, codec.write(payload));
       ps.execute();
-    }
-  }
-
-  // ---------------------------------------------------------------- running
-
-  /** Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order. */
-  public List<ClaimedJob> claim(String queue, int limit, String workerId) throws SQLException {
-    try (Connection c = dataSource.getConnection()) {
-      return claim(c, queue, limit, workerId);
-    }
-  }
-
-  /** {@link #claim(String, int, String)} on {@code connection}, which must be in auto-commit mode. */
-  public List<ClaimedJob> claim(Connection c, String queue, int limit, String workerId) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(claim)) {
-      ps.setString(1, workerId);
-      ps.setString(2, queue);
-      ps.setString(3, queue);
-      ps.setString(4, queue);
-      ps.setString(5, queue);
-      ps.setInt(6, limit);
-      ps.setInt(7, limit);
-      List<ClaimedJob> claimed = new ArrayList<>(limit);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          long timeoutMs = rs.getLong(11);
-          Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
-          claimed.add(
-              new ClaimedJob(
-                  rs.getObject(1, UUID.class),
-                  rs.getString(2),
-                  rs.getString(3),
-                  rs.getString(4),
-                  rs.getInt(5),
-                  rs.getInt(6),
-                  rs.getInt(7),
-                  rs.getTimestamp(8).toInstant(),
-                  rs.getTimestamp(9).toInstant(),
-                  rs.getString(10),
-                  timeout));
-        }
-      }
-      // RETURNING has no order: put the batch back in claim order (priority desc, run_at).
-      claimed.sort(
-          (a, b) -> a.priority() != b.priority()
-              ? Integer.compare(b.priority(), a.priority())
-              : a.runAt().compareTo(b.runAt()));
-      return claimed;
-    }
-  }
-
-  /**
-   * Writes many successes of worker {@code workerId} in one statement; returns how many jobs were still
-   * running their attempt on that worker.
-   */
-  public int succeed(String workerId, List<Completion> completions) throws SQLException {
-    if (completions.isEmpty()) {
-      return 0;
-    }
-    UUID[] ids = completions.stream().map(Completion::id).toArray(UUID[]::new);
-    String attempts = jsonObject(ids, i -> Integer.toString(completions.get(i).attempt()));
-    String outputs = jsonObject(ids, i -> completions.get(i).outputJson());
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(succeedBatch)) {
-      ps.setArray(1, c.createArrayOf("uuid", ids));
-      ps.setString(2, workerId);
-      ps.setObject(3, jsonb(attempts));
-      ps.setObject(4, jsonb(outputs));
-      return ps.executeUpdate();
-    }
-  }
-
-  /**
-   * Gives claimed jobs that never started back to their queue (see {@link JobSql#UNCLAIM_BATCH});
-   * returns how many were still claimed by {@code workerId}.
-   */
-  public int unclaim(String workerId, List<ClaimedJob> jobs) throws SQLException {
-    if (jobs.isEmpty()) {
-      return 0;
-    }
-    UUID[] ids = jobs.stream().map(ClaimedJob::id).toArray(UUID[]::new);
-    PGobject attemptsJson = jsonb(jsonObject(ids, i -> Integer.toString(jobs.get(i).attempt())));
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(unclaimBatch)) {
-      Array idArray = c.createArrayOf("uuid", ids);
-      for (int part = 0; part < 2; part++) {
-        ps.setArray(part * 3 + 1, idArray);
-        ps.setString(part * 3 + 2, workerId);
-        ps.setObject(part * 3 + 3, attemptsJson);
-      }
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getInt(1);
-      }
-    }
-  }
-
-  /**
-   * A JSON object text mapping each id (as PostgreSQL prints a uuid) to {@code rawJson.apply(index)}, a
-   * JSON value written as is; ids whose value is null are left out.
-   */
-  private static String jsonObject(UUID[] ids, IntFunction<String> rawJson) {
-    StringBuilder out = new StringBuilder(ids.length * 48).append('{');
-    for (int i = 0; i < ids.length; i++) {
-      String value = rawJson.apply(i);
-      if (value != null) {
-        out.append(out.length() > 1 ? "," : "").append('"').append(ids[i]).append("\":").append(value);
-      }
-    }
-    return out.append('}').toString();
-  }
-
-  /** A parameter typed jsonb, so the statement parses it once rather than casting text per row. */
-  private static PGobject jsonb(String json) throws SQLException {
-    PGobject value = new PGobject();
-    value.setType("jsonb");
-    value.setValue(json);
-    return value;
-  }
-
-  /** Success of one attempt in the caller's transaction; false if the job no longer runs that attempt. */
-  public boolean succeed(Connection connection, UUID id, int attempt, String outputJson) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(succeedOne)) {
-      ps.setObject(1, id);
-      ps.setInt(2, attempt);
-      ps.setString(3, outputJson);
-      return ps.executeUpdate() == 1;
-    }
-  }
-
-  /**
-   * Ends a running attempt for good as {@code failed} or {@code cancelled}, appending {@code errorJson}
-   * (a JSON array of error objects, possibly empty).
-   */
-  public boolean finish(UUID id, int attempt, JobState terminal, String errorJson) throws SQLException {
-    if (terminal != JobState.FAILED && terminal != JobState.CANCELLED) {
-      throw new IllegalArgumentException("finish() ends jobs failed or cancelled, not " + terminal);
-    }
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(finishUnsuccessful)) {
-      ps.setObject(1, id);
-      ps.setInt(2, attempt);
-      ps.setString(3, terminal.value());
-      ps.setString(4, errorJson);
-      return ps.executeUpdate() == 1;
-    }
-  }
-
-  /**
-   * Schedules the next attempt after a failure, appending {@code errorJson}; a job whose cancellation was
-   * asked ends cancelled instead.
-   */
-  public boolean retryLater(UUID id, int attempt, long delayMs, String errorJson) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(retryLater)) {
-      ps.setObject(1, id);
-      ps.setInt(2, attempt);
-      ps.setString(3, errorJson);
-      ps.setLong(4, delayMs);
-      ps.setString(5, errorJson);
-      ps.setObject(6, id);
-      ps.setInt(7, attempt);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1) == 1;
-      }
-    }
-  }
-
-  /** Puts a running job back in the queue for {@code delayMs} without spending the attempt. */
-  public boolean snooze(UUID id, int attempt, long delayMs) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(snooze)) {
-      ps.setObject(1, id);
-      ps.setInt(2, attempt);
-      ps.setLong(3, delayMs);
-      ps.setObject(4, id);
-      ps.setInt(5, attempt);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1) == 1;
-      }
-    }
-  }
-
-  /** Gives a running job back to the queue, due now, recording {@code errorJson} (see JobSql.RELEASE). */
-  public boolean release(UUID id, int attempt, String errorJson) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(release)) {
-      ps.setObject(1, id);
-      ps.setInt(2, attempt);
-      ps.setString(3, errorJson);
-      ps.setString(4, errorJson);
-      ps.setObject(5, id);
-      ps.setInt(6, attempt);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
-      }
-    }
-  }
-
-  /** Records progress of a running attempt (and counts as a heartbeat). */
-  public boolean progress(UUID id, int attempt, int percent, String message) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(progress)) {
-      ps.setInt(1, percent);
-      ps.setString(2, message);
-      ps.setObject(3, id);
-      ps.setInt(4, attempt);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
-      }
-    }
-  }
-
-  /** Records a heartbeat of a running attempt. */
-  public boolean heartbeat(UUID id, int attempt) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(heartbeat)) {
-      ps.setObject(1, id);
-      ps.setInt(2, attempt);
-      return ps.executeUpdate() == 1;
-    }
-  }
-
-  /** True if the job is still running that attempt. */
-  public boolean isRunning(UUID id, int attempt) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(isRunning)) {
-      ps.setObject(1, id);
-      ps.setInt(2, attempt);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
-      }
     }
   }
 

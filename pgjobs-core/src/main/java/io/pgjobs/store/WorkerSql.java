@@ -10,8 +10,15 @@ final class WorkerSql {
 
   /**
    * One heartbeat of a worker, in one round trip: registers the worker (again, if maintenance removed it
-   * during an outage) or renews it, and renews the heartbeat of the jobs it is running. Returns those
-   * jobs with their cancel flags, so a missed cancel notification is seen here at the latest.
+   * during an outage) or renews it, and renews the heartbeat of every job it holds under the claim token
+   * the jsonb object maps the job's id to: running, claimed and waiting for a lane, or finished and
+   * waiting for its outcome write. Jobs in the last array are marked {@code prefetched} (claimed, not
+   * started): should the worker die, they go back to the queue with their attempt given back.
+   *
+   * <p>Rows another transaction holds are skipped, not waited for (a handler's own open transaction on
+   * its row must not stall the heartbeat of every other job); the caller also bounds the wait for the
+   * worker's own row with a lock timeout. Returns the jobs renewed with their cancel flags, so a missed
+   * cancel notification is seen here at the latest.
    */
   static final String HEARTBEAT =
       """
@@ -20,11 +27,16 @@ final class WorkerSql {
           VALUES (?, ?, ?, ?::jsonb, ?::jsonb, now(), now())
           ON CONFLICT (id) DO UPDATE SET last_heartbeat = now()
           RETURNING id
+      ), mine AS (
+          SELECT j.id FROM {schema}.jobs AS j
+           WHERE j.id = ANY (?) AND j.locked_by = (SELECT id FROM worker)
+             AND j.claim_token = (? ->> j.id::text)::bigint
+             FOR UPDATE SKIP LOCKED
       )
-      UPDATE {schema}.jobs
-         SET heartbeat_at = now()
-       WHERE id = ANY(?::uuid[]) AND state = 'running' AND locked_by = (SELECT id FROM worker)
-      RETURNING id, cancel_requested""";
+      UPDATE {schema}.jobs AS j
+         SET heartbeat_at = now(), prefetched = (j.id = ANY (?))
+       WHERE j.id = ANY (ARRAY(SELECT id FROM mine))
+      RETURNING j.id, j.cancel_requested""";
 
   static final String DEREGISTER =
       """
@@ -55,34 +67,52 @@ final class WorkerSql {
       DELETE FROM {schema}.leases WHERE name = ? AND holder = ?""";
 
   /**
-   * Rescue: running jobs whose heartbeat is older than the stale threshold belong to a worker that died
-   * or lost the database. With attempts left they go back to 'retrying', due now, the attempt counted
-   * and a worker_lost error recorded; with none left they are failed; if cancellation was asked they
-   * end cancelled. Rows another transaction holds are skipped (SKIP LOCKED): a completion in flight
-   * wins. Idle workers of the job's queue are woken.
+   * Rescue of jobs whose worker is gone: running jobs whose worker's own row has not been renewed for the
+   * dead-worker threshold (or is missing), and running jobs whose own heartbeat is older than the stale
+   * threshold (a live worker that no longer renews them). Jobs that never started (marked
+   * {@code prefetched} by the worker's last heartbeat) go back to the queue as they were, the claim's
+   * attempt given back. Jobs that did start go back to 'retrying', due now, the attempt counted and a
+   * worker_lost error recorded, or are failed when they have no attempts left; if cancellation was asked
+   * they end cancelled. The claim token is cleared, so a late write of the old claim matches nothing.
+   * Rows another transaction holds are skipped (SKIP LOCKED): a completion in flight wins. Idle workers of
+   * the jobs' queues are woken.
+   *
+   * <p>Parameters: dead-worker threshold (ms), stale threshold (ms), batch size.
    */
-  static final String RESCUE_STALE =
+  static final String RESCUE =
       """
-      WITH stale AS (
-          SELECT id FROM {schema}.jobs
-           WHERE state = 'running' AND heartbeat_at < now() - ?::bigint * interval '1 millisecond'
-           ORDER BY heartbeat_at
+      WITH lost AS (
+          SELECT j.id FROM {schema}.jobs AS j
+           WHERE j.state = 'running'
+             AND (NOT EXISTS (SELECT 1 FROM {schema}.workers AS w
+                               WHERE w.id = j.locked_by
+                                 AND w.last_heartbeat >= now() - ?::bigint * interval '1 millisecond')
+                  OR j.heartbeat_at < now() - ?::bigint * interval '1 millisecond')
+           ORDER BY j.heartbeat_at
            LIMIT ?
-             FOR UPDATE SKIP LOCKED
+             FOR UPDATE OF j SKIP LOCKED
+      ), unclaimed AS (
+          UPDATE {schema}.jobs AS j
+             SET state = CASE WHEN jsonb_array_length(j.errors) = 0 THEN 'queued' ELSE 'retrying' END,
+                 attempts = j.attempts - 1, locked_by = NULL, heartbeat_at = NULL, claim_token = NULL,
+                 prefetched = false
+            FROM lost
+           WHERE j.id = lost.id AND j.prefetched AND NOT j.cancel_requested
+          RETURNING j.queue
       ), requeued AS (
           UPDATE {schema}.jobs AS j
-             SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
+             SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL, claim_token = NULL,
                  errors = j.errors || """
           + JobSql.errorEntry("worker_lost", "'worker ' || locked_by || ' stopped heartbeating; job rescued'")
           + """
 
-            FROM stale
-           WHERE j.id = stale.id AND j.attempts < j.max_attempts AND NOT j.cancel_requested
+            FROM lost
+           WHERE j.id = lost.id AND NOT j.prefetched AND j.attempts < j.max_attempts AND NOT j.cancel_requested
           RETURNING j.queue
       ), ended AS (
           DELETE FROM {schema}.jobs AS j
-           USING stale
-           WHERE j.id = stale.id AND (j.attempts >= j.max_attempts OR j.cancel_requested)
+           USING lost
+           WHERE j.id = lost.id AND (j.cancel_requested OR (NOT j.prefetched AND j.attempts >= j.max_attempts))
           RETURNING j.*
       ), moved AS (
       """
@@ -96,10 +126,11 @@ final class WorkerSql {
 
           RETURNING id
       ), woken AS (
-          SELECT pg_notify('{schema}_jobs_ready', queue) FROM (SELECT DISTINCT queue FROM requeued) AS q
+          SELECT pg_notify('{schema}_jobs_ready', queue)
+            FROM (SELECT queue FROM requeued UNION SELECT queue FROM unclaimed) AS q
       )
       SELECT (SELECT count(*) FROM requeued) AS requeued, (SELECT count(*) FROM moved) AS ended,
-             (SELECT count(*) FROM woken) AS woken""";
+             (SELECT count(*) FROM unclaimed) AS unclaimed, (SELECT count(*) FROM woken) AS woken""";
 
   /** Workers that stopped heartbeating without deregistering (killed processes). */
   static final String REMOVE_DEAD_WORKERS =

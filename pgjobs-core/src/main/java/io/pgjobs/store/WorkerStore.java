@@ -25,7 +25,7 @@ public final class WorkerStore {
   private final String list;
   private final String acquireLease;
   private final String releaseLease;
-  private final String rescueStale;
+  private final String rescue;
   private final String removeDeadWorkers;
   private final String pruneFinished;
 
@@ -38,7 +38,7 @@ public final class WorkerStore {
     this.list = JobSql.forSchema(WorkerSql.LIST, schema);
     this.acquireLease = JobSql.forSchema(WorkerSql.ACQUIRE_LEASE, schema);
     this.releaseLease = JobSql.forSchema(WorkerSql.RELEASE_LEASE, schema);
-    this.rescueStale = JobSql.forSchema(WorkerSql.RESCUE_STALE, schema);
+    this.rescue = JobSql.forSchema(WorkerSql.RESCUE, schema);
     this.removeDeadWorkers = JobSql.forSchema(WorkerSql.REMOVE_DEAD_WORKERS, schema);
     this.pruneFinished = JobSql.forSchema(WorkerSql.PRUNE_FINISHED, schema);
   }
@@ -47,26 +47,61 @@ public final class WorkerStore {
   public record Registration(String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes) {}
 
   /**
-   * Registers or renews the worker and the heartbeats of {@code runningJobs}.
+   * Registers or renews the worker and the heartbeats of the jobs it holds, on {@code connection} (the
+   * heartbeat's own, so handlers that use up the pool cannot starve it), in a short transaction whose
+   * lock waits are bounded by {@code lockTimeout}.
    *
-   * @return for each of those jobs still running on this worker, whether its cancellation was asked
+   * @param held every job the worker holds, mapped to its claim token
+   * @param waiting those of them claimed but not started
+   * @return for each job renewed, whether its cancellation was asked
    */
-  public Map<UUID, Boolean> heartbeat(Registration worker, Collection<UUID> runningJobs) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(heartbeat)) {
-      ps.setString(1, worker.id());
-      ps.setString(2, worker.host());
-      ps.setLong(3, worker.pid());
-      ps.setString(4, codec.write(worker.queues()));
-      ps.setString(5, codec.write(worker.jobTypes()));
-      ps.setArray(6, c.createArrayOf("uuid", runningJobs.toArray()));
+  public Map<UUID, Boolean> heartbeat(
+      Connection connection, Registration worker, Map<UUID, Long> held, Collection<UUID> waiting, Duration lockTimeout)
+      throws SQLException {
+    UUID[] ids = held.keySet().toArray(UUID[]::new);
+    StringBuilder tokens = new StringBuilder(ids.length * 48).append('{');
+    for (UUID id : ids) {
+      tokens.append(tokens.length() > 1 ? "," : "").append('"').append(id).append("\":").append(held.get(id));
+    }
+    tokens.append('}');
+    boolean autoCommit = connection.getAutoCommit();
+    connection.setAutoCommit(false);
+    try {
+      try (PreparedStatement set = connection.prepareStatement("SELECT set_config('lock_timeout', ?, true)")) {
+        set.setString(1, lockTimeout.toMillis() + "ms");
+        set.execute();
+      }
       Map<UUID, Boolean> result = new HashMap<>();
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));
+      try (PreparedStatement ps = connection.prepareStatement(heartbeat)) {
+        ps.setString(1, worker.id());
+        ps.setString(2, worker.host());
+        ps.setLong(3, worker.pid());
+        ps.setString(4, codec.write(worker.queues()));
+        ps.setString(5, codec.write(worker.jobTypes()));
+        ps.setArray(6, connection.createArrayOf("uuid", ids));
+        ps.setObject(7, ExecutionStore.jsonb(tokens.toString()));
+        ps.setArray(8, connection.createArrayOf("uuid", waiting.toArray()));
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));
+          }
         }
       }
+      connection.commit();
       return result;
+    } catch (SQLException | RuntimeException e) {
+      try {
+        connection.rollback();
+      } catch (SQLException rollbackFailure) {
+        e.addSuppressed(rollbackFailure);
+      }
+      throw e;
+    } finally {
+      try {
+        connection.setAutoCommit(autoCommit);
+      } catch (SQLException ignored) {
+        // the connection is broken; the caller discards it
+      }
     }
   }
 
@@ -124,18 +159,33 @@ public final class WorkerStore {
     }
   }
 
-  /** What one rescue pass did. */
-  public record RescueCounts(long requeued, long ended) {}
+  /**
+   * What one rescue pass did.
+   *
+   * @param requeued jobs that had started, back to the queue with their attempt counted
+   * @param ended jobs failed (no attempts left) or cancelled (cancellation asked)
+   * @param unclaimed jobs that never started, back to the queue as they were
+   */
+  public record RescueCounts(long requeued, long ended, long unclaimed) {
+    /** Jobs this pass changed. */
+    public long total() {
+      return requeued + ended + unclaimed;
+    }
+  }
 
-  /** Rescues up to {@code limit} running jobs whose heartbeat is older than {@code staleAfter}. */
-  public RescueCounts rescueStale(Duration staleAfter, int limit) throws SQLException {
+  /**
+   * Rescues up to {@code limit} running jobs whose worker has not renewed its own row for
+   * {@code deadAfter}, or whose own heartbeat is older than {@code staleAfter} (see {@link WorkerSql#RESCUE}).
+   */
+  public RescueCounts rescue(Duration deadAfter, Duration staleAfter, int limit) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(rescueStale)) {
-      ps.setLong(1, staleAfter.toMillis());
-      ps.setInt(2, limit);
+        PreparedStatement ps = c.prepareStatement(rescue)) {
+      ps.setLong(1, deadAfter.toMillis());
+      ps.setLong(2, staleAfter.toMillis());
+      ps.setInt(3, limit);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
-        return new RescueCounts(rs.getLong(1), rs.getLong(2));
+        return new RescueCounts(rs.getLong(1), rs.getLong(2), rs.getLong(3));
       }
     }
   }

@@ -1,26 +1,22 @@
 package io.pgjobs.worker;
 
 import io.pgjobs.DiscardJobException;
-import io.pgjobs.JobError;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.SnoozeJobException;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.store.ClaimedJob;
-import io.pgjobs.store.Completion;
-import io.pgjobs.store.JobStore;
-import java.io.PrintWriter;
-import java.io.StringWriter;
+import io.pgjobs.store.ExecutionStore;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.random.RandomGenerator;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
@@ -29,80 +25,108 @@ import org.slf4j.MDC;
 import tools.jackson.core.JacksonException;
 
 /**
- * Runs one claimed job on the calling (virtual) thread and records its outcome: success goes to the
- * {@link CompletionBatcher}; every other outcome is one guarded statement, written at once.
+ * The executor: runs one claimed job on the calling (virtual) thread under its timeout, keeps the
+ * registry of running handlers that timeouts, cancellations and shutdown stop, and hands each outcome
+ * to the {@link JobCompleter}, which alone writes it.
+ *
+ * <p><b>Stuck handlers are let go.</b> A handler asked to stop (timeout, cancellation, shutdown) that is
+ * still running {@code stuckGrace} later ignores interrupts. The watchdog then records the outcome the
+ * stop called for without it (a timeout is a failed attempt, retried per policy), stops heartbeating the
+ * job, and reports the lane as stuck (log, {@link #stuckLanes()}, the worker's row) instead of hiding
+ * it; whatever the handler does when it finally returns is not recorded.
  */
 final class JobRunner {
   private static final Logger log = LoggerFactory.getLogger(JobRunner.class);
-  private static final int STACK_HEAD_LINES = 12;
-  private static final int MAX_MESSAGE_CHARS = 4_000;
-  private static final Duration OUTCOME_RETRY_WINDOW = Duration.ofSeconds(60);
-  /**
-   * The metric outcome of an attempt whose guarded write matched nothing: the job was no longer this
-   * attempt's (rescued meanwhile, or finished by someone else).
-   */
-  static final String NOT_RECORDED = "not_recorded";
   /** How often the watchdog looks for handlers past their timeout. */
   static final long WATCHDOG_PERIOD_MS = 20;
 
-  private final JobStore store;
+  private final ExecutionStore store;
   private final Map<String, HandlerRegistration<?>> handlers;
-  private final CompletionBatcher completions;
+  private final JobCompleter completer;
+  private final HeldJobs held;
   private final ScheduledExecutorService timers;
   private final JobMetrics metrics;
   private final String workerId;
   private final Duration unknownTypeGrace;
   private final long progressThrottleNanos;
+  private final long stuckGraceNanos;
   private final RandomGenerator random;
   private final Set<RunningJob> running = ConcurrentHashMap.newKeySet();
-  private volatile boolean anyEarlyCancels;
-  /** Cancel notifications for jobs not (yet) running here; bounded, oldest dropped first. */
-  private final Map<UUID, Boolean> earlyCancels =
-      new java.util.LinkedHashMap<>() {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<UUID, Boolean> eldest) {
-          return size() > 10_000;
-        }
-      };
+  private final AtomicInteger stuckLanes = new AtomicInteger();
+  /** Once set, every handler that registers is stopped for this reason at once (shutdown). */
+  private volatile StopReason stopAll;
 
   JobRunner(
-      JobStore store,
+      ExecutionStore store,
       Map<String, HandlerRegistration<?>> handlers,
-      CompletionBatcher completions,
+      JobCompleter completer,
+      HeldJobs held,
       ScheduledExecutorService timers,
       JobMetrics metrics,
       String workerId,
       Duration unknownTypeGrace,
       Duration progressThrottle,
+      Duration stuckGrace,
       RandomGenerator random) {
     this.store = store;
     this.handlers = handlers;
-    this.completions = completions;
+    this.completer = completer;
+    this.held = held;
     this.timers = timers;
     this.metrics = metrics;
     this.workerId = workerId;
     this.unknownTypeGrace = unknownTypeGrace;
     this.progressThrottleNanos = progressThrottle.toNanos();
+    this.stuckGraceNanos = stuckGrace.toNanos();
     this.random = random;
   }
 
   /**
-   * Starts the timeout watchdog: one periodic task that stops handlers past their deadline. One
-   * scheduled task per job (and its cancellation) would cost a lock and often a thread wake-up per
-   * job, which at tens of thousands of jobs a second is a large part of the runtime's own cost; the
-   * price is that a timeout fires up to {@link #WATCHDOG_PERIOD_MS} ms late.
+   * Starts the watchdog: one periodic task that stops handlers past their deadline and lets go of those
+   * that ignore the stop. One scheduled task per job (and its cancellation) would cost a lock and often
+   * a thread wake-up per job, which at tens of thousands of jobs a second is a large part of the
+   * runtime's own cost; the price is that a timeout fires up to {@link #WATCHDOG_PERIOD_MS} ms late.
    */
   void startWatchdog() {
-    timers.scheduleWithFixedDelay(this::stopOverdue, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS, TimeUnit.MILLISECONDS);
+    timers.scheduleWithFixedDelay(this::watch, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS, TimeUnit.MILLISECONDS);
   }
 
-  private void stopOverdue() {
+  private void watch() {
     long now = System.nanoTime();
     for (RunningJob job : running) {
       if (job.isOverdue(now)) {
         job.stop(StopReason.TIMEOUT);
+      } else if (job.isStuck(now, stuckGraceNanos) && job.takeOutcome()) {
+        letGo(job);
       }
     }
+  }
+
+  /** Records the outcome of a handler that ignores its stop, without waiting for it. */
+  private void letGo(RunningJob attempt) {
+    ClaimedJob job = attempt.job();
+    attempt.markLetGo();
+    running.remove(attempt);
+    int stuck = stuckLanes.incrementAndGet();
+    StopReason reason = attempt.stopReason();
+    log.error("job {} (type {}) ignored its stop ({}) for {}; recording its outcome without it and letting it go"
+            + " ({} stuck lanes on this worker)",
+        job.id(), job.type(), reason, Duration.ofNanos(stuckGraceNanos), stuck);
+    Thread.ofVirtual().name("pgjobs-let-go-" + job.id()).start(() -> {
+      String label = switch (reason) {
+        case TIMEOUT -> failed(attempt, null, new IllegalStateException(
+            "the handler ignored the interrupt at its timeout and was let go"), "timeout");
+        case CANCEL -> finish(job, JobCompleter.Intent.CANCEL,
+            ErrorEntries.of(store.codec(), job, workerId, "cancelled", null, "cancelled while running; the handler ignored the interrupt"));
+        case SHUTDOWN, LOST -> release(job, reason, null);
+      };
+      metrics.completed(job.type(), label, Duration.ZERO);
+    });
+  }
+
+  /** Handlers that ignored their stop and still occupy their lane. */
+  int stuckLanes() {
+    return stuckLanes.get();
   }
 
   /** The jobs running now. */
@@ -111,44 +135,53 @@ final class JobRunner {
   }
 
   /**
-   * Stops the handler of job {@code id} if it runs here: its cancellation was asked. A notification can
-   * overtake the job it names (claimed, not yet started on its thread): such ids are remembered for a
-   * while, and {@link #run} stops the job as soon as it starts.
+   * Stops every running handler for {@code reason}, and every handler that starts from now on: a lane
+   * that took its job just before this call registers it afterwards and is stopped then.
    */
-  void cancel(UUID id) {
-    boolean found = false;
-    for (RunningJob job : running) {
-      if (job.job().id().equals(id)) {
-        found = true;
-        log.info("job {} cancelled while running; stopping its handler", id);
-        job.stop(StopReason.CANCEL);
-      }
-    }
-    if (!found) {
-      synchronized (earlyCancels) {
-        earlyCancels.put(id, Boolean.TRUE);
-        anyEarlyCancels = true;
-      }
+  void stopAll(StopReason reason) {
+    stopAll = reason;
+    running.forEach(job -> job.stop(reason));
+  }
+
+  /** Lets handlers start normally again (liveness restored after {@link StopReason#LOST}). */
+  void resume() {
+    if (stopAll == StopReason.LOST) {
+      stopAll = null;
     }
   }
 
-  private boolean cancelledBeforeStart(UUID id) {
-    if (!anyEarlyCancels) {
-      return false; // the usual case, without taking a lock every job would contend for
+  /**
+   * Stops the handler of job {@code id} if it runs here: its cancellation was asked. A job this worker
+   * holds but has not started yet is marked, and stopped as soon as it starts. Ids of jobs this worker
+   * does not hold are ignored (most cancel notifications are about other workers' jobs); should a
+   * notification overtake the claim's reply, the heartbeat's reply carries the flag.
+   */
+  void cancel(UUID id) {
+    for (RunningJob job : running) {
+      if (job.job().id().equals(id)) {
+        log.info("job {} cancelled while running; stopping its handler", id);
+        job.stop(StopReason.CANCEL);
+        return;
+      }
     }
-    synchronized (earlyCancels) {
-      boolean found = earlyCancels.remove(id) != null;
-      anyEarlyCancels = !earlyCancels.isEmpty();
-      return found;
+    HeldJob h = held.get(id);
+    if (h != null) {
+      h.requestCancel();
     }
   }
 
   /** Runs {@code job} to its outcome. Never throws. */
-  void run(ClaimedJob job) {
+  void run(HeldJob heldJob) {
+    ClaimedJob job = heldJob.job();
+    heldJob.markStarted();
     RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
-    if (cancelledBeforeStart(job.id())) {
+    StopReason all = stopAll;
+    if (all != null) {
+      attempt.stop(all); // registered after stopAll() looked: stop it here
+    }
+    if (heldJob.cancelRequested()) {
       attempt.stop(StopReason.CANCEL);
     }
     MDC.put("job_id", job.id().toString());
@@ -158,12 +191,17 @@ final class JobRunner {
     try {
       HandlerRegistration<?> registration = handlers.get(job.type());
       if (registration == null) {
+        attempt.takeOutcome();
         unknownType(job);
         return;
       }
       runHandler(attempt, registration);
     } finally {
       running.remove(attempt);
+      if (attempt.letGo()) {
+        int stuck = stuckLanes.decrementAndGet();
+        log.warn("the handler of job {} that was let go has returned ({} stuck lanes left)", job.id(), stuck);
+      }
       Thread.interrupted(); // a late timeout or stop interrupt must not leak into the next task
       MDC.clear();
     }
@@ -173,17 +211,18 @@ final class JobRunner {
     ClaimedJob job = attempt.job();
     metrics.started(job.type());
     long started = System.nanoTime();
-    String outcome = runAndRecord(attempt, registration);
-    if (outcome.equals(NOT_RECORDED) && attempt.completedInTransaction()) {
-      // The handler recorded its success in its own committed transaction and then failed: the failure
-      // matched nothing, the job did succeed.
-      outcome = "succeeded";
+    String label = runAndRecord(attempt, registration, started);
+    if (label != null) {
+      metrics.completed(job.type(), label, Duration.ofNanos(System.nanoTime() - started));
     }
-    metrics.completed(job.type(), outcome, Duration.ofNanos(System.nanoTime() - started));
   }
 
-  /** Runs the handler under its timeout and records the outcome; returns the outcome's metric label. */
-  private <P> String runAndRecord(RunningJob attempt, HandlerRegistration<P> registration) {
+  /**
+   * Runs the handler under its timeout and hands the outcome to the completer. Returns the outcome's
+   * metric label, or null when the completer counts it (a batched success) or the watchdog did (the
+   * handler was let go).
+   */
+  private <P> String runAndRecord(RunningJob attempt, HandlerRegistration<P> registration, long started) {
     ClaimedJob job = attempt.job();
     JobType<P> type = registration.type();
     P payload;
@@ -191,7 +230,8 @@ final class JobRunner {
       payload = store.codec().decode(job.payloadJson(), type.payloadClass());
     } catch (JacksonException e) {
       // A payload that does not fit its class never will: no point retrying.
-      return finish(job, JobState.FAILED, error(job, "invalid_payload", e,
+      attempt.takeOutcome();
+      return finish(job, JobCompleter.Intent.FAIL, error(job, "invalid_payload", e,
           "payload does not fit " + type.payloadClass().getName() + ": " + e.getOriginalMessage()));
     }
     attempt.setDeadline(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutOf(job, type)));
@@ -207,42 +247,60 @@ final class JobRunner {
       // writes would close their connection's socket and lose the outcome.
       attempt.leaveHandler();
     }
+    if (!attempt.takeOutcome()) {
+      log.warn("job {}: the handler returned after it was let go; its outcome is not recorded", job.id());
+      return null;
+    }
     attempt.flushProgress();
+    if (attempt.completedInTransaction()) {
+      return completedInTransaction(attempt, failure);
+    }
     if (failure == null) {
-      return succeeded(attempt, output);
+      return succeeded(attempt, output, started);
     }
     if (failure instanceof SnoozeJobException snooze) {
-      return write(() -> store.snooze(job.id(), job.attempt(), snooze.delay().toMillis()), job, "snoozed");
+      return completer.write(job, JobCompleter.Intent.SNOOZE,
+          () -> store.snooze(job.id(), job.claimToken(), snooze.delay().toMillis()));
     }
     if (failure instanceof DiscardJobException discard) {
       String errorJson = error(job, "discarded", discard, null);
-      return write(() -> store.finish(job.id(), job.attempt(), JobState.FAILED, errorJson), job, "discarded");
+      return finish(job, JobCompleter.Intent.DISCARD, errorJson);
     }
     return failed(attempt, type, failure);
   }
 
-  private String succeeded(RunningJob attempt, Object output) {
+  /**
+   * The handler recorded its success in its own transaction ({@code ctx.complete(connection, ...)}). If
+   * that transaction committed, the job succeeded, whatever the handler did afterwards (even throw). If
+   * it rolled back, the job still runs this claim here: its effects are gone too, so the attempt failed.
+   */
+  private String completedInTransaction(RunningJob attempt, Throwable failure) {
     ClaimedJob job = attempt.job();
-    if (attempt.completedInTransaction()) {
-      // The handler recorded its success in its own transaction. If that transaction rolled back the
-      // job is still running here: its effects are gone too, so this attempt did not happen.
-      boolean stillRunning;
-      try {
-        stillRunning = store.isRunning(job.id(), job.attempt());
-      } catch (SQLException e) {
-        log.warn("could not check the in-transaction completion of job {}: {}", job.id(), e.getMessage());
-        return "error";
-      }
-      if (!stillRunning) {
-        return "succeeded";
-      }
-      return failed(attempt, null, new IllegalStateException(
-          "the handler completed the job in a transaction that did not commit"), "transaction_rolled_back");
+    boolean stillRunning;
+    try {
+      stillRunning = store.isRunning(job.id(), job.claimToken());
+    } catch (SQLException e) {
+      log.warn("could not check the in-transaction completion of job {}: {}", job.id(), e.getMessage());
+      held.remove(job.id(), job.claimToken()); // rescue settles it if it did not commit
+      return "error";
     }
+    if (!stillRunning) {
+      held.remove(job.id(), job.claimToken());
+      return "succeeded";
+    }
+    if (failure != null) {
+      return failed(attempt, null, failure);
+    }
+    return failed(attempt, null, new IllegalStateException(
+        "the handler completed the job in a transaction that did not commit"), "transaction_rolled_back");
+  }
+
+  private String succeeded(RunningJob attempt, Object output, long started) {
+    ClaimedJob job = attempt.job();
     if (attempt.stopReason() == StopReason.CANCEL) {
       // Cancellation was asked and the handler returned (a cooperative handler returns early): the
       // job ends cancelled, as asked, not succeeded.
-      return finish(job, JobState.CANCELLED, error(job, "cancelled", null, "cancelled while running"));
+      return finish(job, JobCompleter.Intent.CANCEL, error(job, "cancelled", null, "cancelled while running"));
     }
     String json;
     try {
@@ -250,29 +308,33 @@ final class JobRunner {
     } catch (JacksonException e) {
       return failed(attempt, null, e, "invalid_output");
     }
-    completions.submit(new Completion(job.id(), job.attempt(), json));
-    return "succeeded";
+    completer.submitSuccess(job, json, System.nanoTime() - started);
+    return null;
   }
 
   private String failed(RunningJob attempt, JobType<?> type, Throwable failure) {
     StopReason reason = attempt.stopReason();
-    if (reason == StopReason.SHUTDOWN) {
-      ClaimedJob job = attempt.job();
-      log.info("job {} interrupted by shutdown; back to the queue", job.id());
-      return write(
-          () -> store.release(job.id(), job.attempt(), error(attempt.job(), "shutdown", failure,
-              "interrupted: the worker shut down before the job finished")),
-          job,
-          "released");
+    if (reason == StopReason.SHUTDOWN || reason == StopReason.LOST) {
+      return release(attempt.job(), reason, failure);
     }
     if (reason == StopReason.CANCEL) {
       ClaimedJob job = attempt.job();
-      return finish(job, JobState.CANCELLED, error(job, "cancelled", failure, "cancelled while running"));
+      return finish(job, JobCompleter.Intent.CANCEL, error(job, "cancelled", failure, "cancelled while running"));
     }
     if (reason == StopReason.TIMEOUT) {
       return failed(attempt, type, failure, "timeout");
     }
     return failed(attempt, type, failure, "error");
+  }
+
+  private String release(ClaimedJob job, StopReason reason, Throwable failure) {
+    String why = reason == StopReason.LOST
+        ? "interrupted: the worker lost contact with the database for too long and stopped its jobs"
+        : "interrupted: the worker shut down before the job finished";
+    log.info("job {} interrupted ({}); back to the queue", job.id(), reason);
+    String errorJson = error(job, reason == StopReason.LOST ? "worker_lost" : "shutdown", failure, why);
+    return completer.write(job, JobCompleter.Intent.RELEASE,
+        () -> store.release(job.id(), job.claimToken(), errorJson));
   }
 
   private String failed(RunningJob attempt, JobType<?> type, Throwable failure, String kind) {
@@ -284,12 +346,13 @@ final class JobRunner {
     String errorJson = error(job, kind, failure, message);
     if (job.attempt() >= job.maxAttempts()) {
       log.warn("job {} failed on its last attempt ({}/{}): {}", job.id(), job.attempt(), job.maxAttempts(), failure.toString());
-      return finish(job, JobState.FAILED, errorJson);
+      return finish(job, JobCompleter.Intent.FAIL, errorJson);
     }
     JobType<?> resolved = type != null ? type : handlers.get(job.type()).type();
     long delayMs = resolved.retryPolicy().delay(job.attempt(), random).toMillis();
     log.info("job {} attempt {}/{} failed ({}); retrying in {} ms", job.id(), job.attempt(), job.maxAttempts(), failure.toString(), delayMs);
-    return write(() -> store.retryLater(job.id(), job.attempt(), delayMs, errorJson), job, "retrying");
+    return completer.write(job, JobCompleter.Intent.RETRY,
+        () -> store.retryLater(job.id(), job.claimToken(), delayMs, errorJson));
   }
 
   private long timeoutOf(ClaimedJob job, JobType<?> type) {
@@ -309,82 +372,24 @@ final class JobRunner {
       long retryMs = Math.max(1_000, Math.min(30_000, unknownTypeGrace.minus(age).toMillis()));
       log.warn("no handler for job type '{}' (job {}) on worker {}; known: {}; will look again in {} ms",
           job.type(), job.id(), workerId, known, retryMs);
-      write(() -> store.snooze(job.id(), job.attempt(), retryMs), job, "snoozed");
+      completer.write(job, JobCompleter.Intent.SNOOZE, () -> store.snooze(job.id(), job.claimToken(), retryMs));
       return;
     }
     String message = "no handler registered for job type '" + job.type() + "' on worker " + workerId
         + " (known types: " + (known.isEmpty() ? "none" : known) + ") after a grace period of "
         + unknownTypeGrace;
     log.error(message + "; job {} failed", job.id());
-    metrics.completed(job.type(), "failed", Duration.ZERO);
-    finish(job, JobState.FAILED, errorEntry(job, "unknown_type", "io.pgjobs.UnknownJobType", message, null));
+    String label = finish(job, JobCompleter.Intent.FAIL,
+        ErrorEntries.entry(store.codec(), job, workerId, "unknown_type", "io.pgjobs.UnknownJobType", message, null));
+    metrics.completed(job.type(), label, Duration.ZERO);
   }
 
-  private String finish(ClaimedJob job, JobState state, String errorJson) {
-    String outcome = state == JobState.CANCELLED ? "cancelled" : "failed";
-    return write(() -> store.finish(job.id(), job.attempt(), state, errorJson), job, outcome);
-  }
-
-  /**
-   * Runs one outcome write, retrying through a database outage for up to {@link #OUTCOME_RETRY_WINDOW}.
-   * Retrying is safe: every write is guarded by state and attempt, so one that did commit before its
-   * reply was lost matches nothing the second time. A job that is no longer ours is logged, not thrown;
-   * if the window runs out the job stays 'running' and rescue returns it to the queue.
-   */
-  private String write(SqlWrite write, ClaimedJob job, String outcome) {
-    long deadline = System.nanoTime() + OUTCOME_RETRY_WINDOW.toNanos();
-    long backoffMs = 50;
-    while (true) {
-      try {
-        if (!write.run()) {
-          log.warn("job {} attempt {} was no longer running on this worker; its outcome '{}' was not recorded",
-              job.id(), job.attempt(), outcome);
-          return NOT_RECORDED;
-        }
-        return outcome;
-      } catch (SQLException | RuntimeException e) {
-        if (System.nanoTime() > deadline) {
-          log.error("could not record outcome '{}' of job {} ({}); rescue will return it to the queue",
-              outcome, job.id(), e.getMessage());
-          return "error";
-        }
-        log.warn("recording outcome '{}' of job {} failed ({}); retrying in {} ms", outcome, job.id(), e.getMessage(), backoffMs);
-        try {
-          Thread.sleep(backoffMs);
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-          return "error";
-        }
-        backoffMs = Math.min(backoffMs * 2, 2_000);
-      }
-    }
+  private String finish(ClaimedJob job, JobCompleter.Intent intent, String errorJson) {
+    JobState state = intent == JobCompleter.Intent.CANCEL ? JobState.CANCELLED : JobState.FAILED;
+    return completer.write(job, intent, () -> store.finish(job.id(), job.claimToken(), state, errorJson));
   }
 
   private String error(ClaimedJob job, String kind, Throwable failure, String message) {
-    String text = message != null ? message : failure == null ? kind : String.valueOf(failure.getMessage());
-    return errorEntry(job, kind, failure == null ? null : failure.getClass().getName(), text, stackHead(failure));
-  }
-
-  private String errorEntry(ClaimedJob job, String kind, String errorClass, String message, String stackHead) {
-    String text = message == null ? "" : message;
-    if (text.length() > MAX_MESSAGE_CHARS) {
-      text = text.substring(0, MAX_MESSAGE_CHARS) + "…";
-    }
-    return store.codec().write(List.of(
-        new JobError(job.attempt(), Instant.now(), kind, errorClass, text, stackHead, workerId)));
-  }
-
-  private static String stackHead(Throwable failure) {
-    if (failure == null) {
-      return null;
-    }
-    StringWriter out = new StringWriter();
-    failure.printStackTrace(new PrintWriter(out));
-    return out.toString().lines().limit(STACK_HEAD_LINES).collect(Collectors.joining("\n"));
-  }
-
-  @FunctionalInterface
-  private interface SqlWrite {
-    boolean run() throws SQLException;
+    return ErrorEntries.of(store.codec(), job, workerId, kind, failure, message);
   }
 }

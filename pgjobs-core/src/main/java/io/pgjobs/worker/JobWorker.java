@@ -8,6 +8,7 @@ import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.notify.JobNotificationListener;
 import io.pgjobs.store.ClaimedJob;
+import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.store.JobStore;
 import io.pgjobs.store.WorkerStore;
 import java.lang.management.ManagementFactory;
@@ -70,6 +71,8 @@ public final class JobWorker implements AutoCloseable {
   public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = Duration.ofMinutes(5);
   /** Least time between two persisted progress updates of one job: 100 ms. */
   public static final Duration DEFAULT_PROGRESS_THROTTLE = Duration.ofMillis(100);
+  /** How long a handler asked to stop may go on before it is let go: 10 s. */
+  public static final Duration DEFAULT_STUCK_HANDLER_GRACE = Duration.ofSeconds(10);
   /** Most successes written per statement: {@value}. */
   public static final int DEFAULT_COMPLETION_BATCH = 1_000;
 
@@ -82,7 +85,8 @@ public final class JobWorker implements AutoCloseable {
   private final JobMetrics metrics;
   private final List<QueuePoller> pollers = new ArrayList<>();
   private final Map<String, QueuePoller> pollersByQueue = new LinkedHashMap<>();
-  private final CompletionBatcher completions;
+  private final HeldJobs held = new HeldJobs();
+  private final JobCompleter completions;
   private final JobRunner runner;
   private final ExecutorService handlerThreads;
   private final ScheduledExecutorService timers;
@@ -93,11 +97,14 @@ public final class JobWorker implements AutoCloseable {
 
   private JobWorker(Builder b) {
     this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
-    this.store = new JobStore(b.dataSource, b.schema, new PayloadCodec(b.mapper));
+    PayloadCodec codec = new PayloadCodec(b.mapper);
+    this.store = new JobStore(b.dataSource, b.schema, codec);
+    ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec);
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
     this.metrics = b.metrics;
-    this.completions = new CompletionBatcher(store, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
+    this.completions =
+        new JobCompleter(execution, held, metrics, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
     this.handlerThreads =
         Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-job-", 0).factory());
     ScheduledThreadPoolExecutor timerPool =
@@ -106,8 +113,8 @@ public final class JobWorker implements AutoCloseable {
     this.timers = timerPool;
     this.runner =
         new JobRunner(
-            store, Map.copyOf(b.handlers), completions, timers, metrics, workerId, b.unknownTypeGrace,
-            b.progressThrottle, b.random);
+            execution, Map.copyOf(b.handlers), completions, held, timers, metrics, workerId, b.unknownTypeGrace,
+            b.progressThrottle, b.stuckHandlerGrace, b.random);
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
       b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));
@@ -115,8 +122,8 @@ public final class JobWorker implements AutoCloseable {
     queues.forEach(
         (queue, concurrency) -> {
           QueuePoller poller =
-              new QueuePoller(queue, concurrency, b.claimBatch, b.pollInterval, store, runner, completions,
-                  handlerThreads, workerId);
+              new QueuePoller(queue, concurrency, b.claimBatch, b.pollInterval, execution, runner, completions,
+                  held, handlerThreads, workerId);
           pollers.add(poller);
           pollersByQueue.put(queue, poller);
         });
@@ -145,20 +152,43 @@ public final class JobWorker implements AutoCloseable {
         new WorkerStore.Registration(
             workerId, hostName(), ProcessHandle.current().pid(), Map.copyOf(queues), List.copyOf(b.handlers.keySet()));
     Duration heartbeatInterval =
-        b.heartbeatInterval != null ? b.heartbeatInterval : min(b.staleThreshold.dividedBy(10), Duration.ofSeconds(30));
+        b.heartbeatInterval != null
+            ? b.heartbeatInterval
+            : min(min(b.staleThreshold.dividedBy(10), b.workerDeadAfter.dividedBy(4)), Duration.ofSeconds(30));
     if (heartbeatInterval.compareTo(b.staleThreshold) >= 0) {
       throw new IllegalArgumentException(
           "heartbeat interval (" + heartbeatInterval + ") must be shorter than the stale threshold ("
               + b.staleThreshold + "), or live jobs would be rescued");
     }
+    if (heartbeatInterval.multipliedBy(3).compareTo(b.workerDeadAfter) > 0) {
+      throw new IllegalArgumentException(
+          "heartbeat interval (" + heartbeatInterval + ") must be at most a third of the worker dead-after"
+              + " threshold (" + b.workerDeadAfter + "), or a live worker could be presumed dead after one late beat");
+    }
     this.heartbeat =
-        new WorkerHeartbeat(workerStore, registration, runner, this::prefetchedIds, heartbeatInterval);
+        new WorkerHeartbeat(
+            b.dataSource, workerStore, registration, runner, held, heartbeatInterval,
+            b.workerDeadAfter.minus(heartbeatInterval),
+            new WorkerHeartbeat.Fence() {
+              @Override
+              public void suspend() {
+                pollers.forEach(p -> p.suspend(true));
+                runner.stopAll(StopReason.LOST);
+              }
+
+              @Override
+              public void resume() {
+                runner.resume();
+                pollers.forEach(p -> p.suspend(false));
+              }
+            });
     this.maintenance =
         b.maintenance
             ? Maintenance.builder(b.dataSource)
                 .schema(b.schema)
                 .holderId(workerId)
                 .staleThreshold(b.staleThreshold)
+                .workerDeadAfter(b.workerDeadAfter)
                 .retention(b.retention)
                 .leaseTtl(b.leaseTtl)
                 .build()
@@ -177,12 +207,6 @@ public final class JobWorker implements AutoCloseable {
     }
   }
 
-  private List<UUID> prefetchedIds() {
-    List<UUID> ids = new ArrayList<>();
-    pollers.forEach(p -> ids.addAll(p.bufferedIds()));
-    return ids;
-  }
-
   /** Gives the claimed jobs that never started back to their queues (after the pollers stopped). */
   private void releasePrefetched() {
     for (QueuePoller poller : pollers) {
@@ -190,13 +214,8 @@ public final class JobWorker implements AutoCloseable {
       if (left.isEmpty()) {
         continue;
       }
-      try {
-        int back = store.unclaim(workerId, left);
-        log.info("worker {}: gave {} prefetched jobs of queue '{}' back", workerId, back, poller.queue());
-      } catch (SQLException | RuntimeException e) {
-        log.warn("worker {}: could not give {} prefetched jobs back ({}); they will be rescued",
-            workerId, left.size(), e.getMessage());
-      }
+      int back = completions.unclaim(left);
+      log.info("worker {}: gave {} of {} prefetched jobs of queue '{}' back", workerId, back, left.size(), poller.queue());
     }
   }
 
@@ -287,7 +306,7 @@ public final class JobWorker implements AutoCloseable {
       if (!handlerThreads.awaitTermination(shutdownGrace.toMillis(), TimeUnit.MILLISECONDS)) {
         log.warn("worker {}: {} jobs still running after the grace period; interrupting them",
             workerId, runner.running().size());
-        runner.running().forEach(job -> job.stop(StopReason.SHUTDOWN));
+        runner.stopAll(StopReason.SHUTDOWN);
         if (!handlerThreads.awaitTermination(10, TimeUnit.SECONDS)) {
           log.error("worker {}: jobs ignored the interrupt; they stay running and will be rescued", workerId);
         }
@@ -318,6 +337,24 @@ public final class JobWorker implements AutoCloseable {
   /** True while this worker's embedded maintenance holds the maintenance lease. */
   public boolean isMaintenanceLeader() {
     return maintenance != null && maintenance.isLeader();
+  }
+
+  /**
+   * Lanes whose handler ignored a stop (timeout, cancellation, shutdown) and was let go: its job's
+   * outcome was recorded without it, and the lane stays occupied until the handler returns.
+   */
+  public int stuckLanes() {
+    return runner.stuckLanes();
+  }
+
+  /** Jobs this worker holds in the database now: running, waiting for a lane, or for their outcome write. */
+  public int heldJobs() {
+    return held.size();
+  }
+
+  /** True while the worker has stopped itself because it could not heartbeat for too long. */
+  public boolean isFenced() {
+    return heartbeat.isFenced();
   }
 
   /** Heartbeats written so far (for tests: await a heartbeat instead of sleeping). */
@@ -357,6 +394,8 @@ public final class JobWorker implements AutoCloseable {
     private RandomGenerator random = new Random();
     private Duration staleThreshold = Maintenance.DEFAULT_STALE_THRESHOLD;
     private Duration heartbeatInterval;
+    private Duration workerDeadAfter = Maintenance.DEFAULT_WORKER_DEAD_AFTER;
+    private Duration stuckHandlerGrace = DEFAULT_STUCK_HANDLER_GRACE;
     private boolean maintenance = true;
     private Duration retention = Maintenance.DEFAULT_RETENTION;
     private Duration leaseTtl = Maintenance.DEFAULT_LEASE_TTL;
@@ -475,7 +514,29 @@ public final class JobWorker implements AutoCloseable {
       return this;
     }
 
-    /** How often the worker heartbeats itself and its running jobs (default stale threshold / 10, ≤ 30 s). */
+    /**
+     * A worker whose own heartbeat row is older than this is presumed dead and its jobs go back to the
+     * queue at once, 1 s to 1 h (default 20 s). Use the same value on every node. A worker that cannot
+     * heartbeat for nearly this long stops claiming and stops its own handlers.
+     */
+    public Builder workerDeadAfter(Duration workerDeadAfter) {
+      this.workerDeadAfter = DurationText.requireBetween("worker dead-after", workerDeadAfter, Duration.ofSeconds(1), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * How long a handler asked to stop (timeout, cancellation, shutdown) may go on before it is let go:
+     * its outcome is recorded without it and its lane is reported stuck; 100 ms to 1 h (default 10 s).
+     */
+    public Builder stuckHandlerGrace(Duration grace) {
+      this.stuckHandlerGrace = DurationText.requireBetween("stuck handler grace", grace, Duration.ofMillis(100), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * How often the worker heartbeats itself and the jobs it holds (default the least of a tenth of the
+     * stale threshold, a quarter of the worker dead-after threshold, and 30 s: 5 s with the defaults).
+     */
     public Builder heartbeatInterval(Duration heartbeatInterval) {
       this.heartbeatInterval = DurationText.requireBetween("heartbeat interval", heartbeatInterval, Duration.ofMillis(100), Duration.ofHours(1));
       return this;

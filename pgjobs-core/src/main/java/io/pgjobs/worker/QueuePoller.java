@@ -1,7 +1,7 @@
 package io.pgjobs.worker;
 
 import io.pgjobs.store.ClaimedJob;
-import io.pgjobs.store.JobStore;
+import io.pgjobs.store.ExecutionStore;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -27,7 +27,15 @@ import org.slf4j.LoggerFactory;
  * hundreds (one round trip and one commit for many jobs, and the next claim happens while the
  * prefetched jobs run); slow jobs get no prefetch at all, so they are not hoarded by one worker while
  * another is idle. Prefetched jobs are {@code running} in the database (claimed by this worker, their
- * heartbeat renewed); their timeout starts when their handler starts; a shutdown gives them back.
+ * heartbeat renewed); their timeout starts when their handler starts. Jobs that wait in the buffer
+ * longer than {@link #PREFETCH_HOLD_NANOS} (the lanes are slower than the rate said) go back to the
+ * queue at once, so claiming ahead never keeps jobs from another worker with free lanes; a shutdown gives
+ * the rest back.
+ *
+ * <p><b>Claims reconcile.</b> A claim that fails may have committed without its reply arriving (socket
+ * timeout, the connection dying mid-claim): its jobs are then {@code running} under this worker but
+ * unknown to it. Before the next claim the poller gives back every job of its queue that the database
+ * says this worker holds and {@link HeldJobs} does not know, attempt not counted.
  *
  * <p><b>Lanes.</b> Up to {@code concurrency} virtual threads ("lanes") each take the next job from the
  * local buffer and run it, then the next, until the buffer is empty; the poller starts lanes for new
@@ -40,6 +48,8 @@ final class QueuePoller {
   private static final long MAX_ERROR_BACKOFF_MS = 5_000;
   /** Prefetch this much work, at the recent rate: enough to cover the next claim's round trip. */
   static final long PREFETCH_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
+  /** A prefetched job not started within this time goes back to the queue. */
+  static final long PREFETCH_HOLD_NANOS = TimeUnit.SECONDS.toNanos(1);
   /** The finish rate is measured over windows of this length. */
   private static final long RATE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
@@ -47,19 +57,24 @@ final class QueuePoller {
   private final int concurrency;
   private final int claimBatch;
   private final Duration pollInterval;
-  private final JobStore store;
+  private final ExecutionStore store;
   private final JobRunner runner;
-  private final CompletionBatcher completions;
+  private final JobCompleter completions;
+  private final HeldJobs held;
   private final ExecutorService handlers;
   private final String workerId;
   private final Semaphore slots;
   private final Semaphore wakeUp = new Semaphore(0);
   /** Claimed jobs not yet started, in claim order. */
-  private final ConcurrentLinkedQueue<ClaimedJob> buffer = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<HeldJob> buffer = new ConcurrentLinkedQueue<>();
   private final AtomicInteger buffered = new AtomicInteger();
   private final LongAdder finished = new LongAdder();
   private volatile boolean moreExpected;
   private volatile boolean stopping;
+  /** Set while the worker cannot heartbeat: it may be presumed dead any moment, so it claims nothing. */
+  private volatile boolean suspended;
+  /** A claim failed and may have committed: reconcile before the next one. Guarded by claimLock. */
+  private boolean reconcileNeeded;
   private volatile long claims; // written under claimLock
   private Thread thread;
 
@@ -79,9 +94,10 @@ final class QueuePoller {
       int concurrency,
       int claimBatch,
       Duration pollInterval,
-      JobStore store,
+      ExecutionStore store,
       JobRunner runner,
-      CompletionBatcher completions,
+      JobCompleter completions,
+      HeldJobs held,
       ExecutorService handlers,
       String workerId) {
     this.queue = queue;
@@ -91,6 +107,7 @@ final class QueuePoller {
     this.store = store;
     this.runner = runner;
     this.completions = completions;
+    this.held = held;
     this.handlers = handlers;
     this.workerId = workerId;
     this.slots = new Semaphore(concurrency);
@@ -110,13 +127,12 @@ final class QueuePoller {
     return concurrency - slots.availablePermits();
   }
 
-  /** Ids of the jobs claimed by this poller and not yet started: their heartbeat must be renewed too. */
-  List<UUID> bufferedIds() {
-    List<UUID> ids = new ArrayList<>();
-    for (ClaimedJob job : buffer) {
-      ids.add(job.id());
+  /** Stops or resumes claiming (the worker's liveness is in doubt, or restored). */
+  void suspend(boolean suspended) {
+    this.suspended = suspended;
+    if (!suspended) {
+      signal();
     }
-    return ids;
   }
 
   void start() {
@@ -155,10 +171,10 @@ final class QueuePoller {
     claimLock.lock();
     try {
       List<ClaimedJob> left = new ArrayList<>();
-      ClaimedJob job;
+      HeldJob job;
       while ((job = buffer.poll()) != null) {
         buffered.decrementAndGet();
-        left.add(job);
+        left.add(job.job());
       }
       return left;
     } finally {
@@ -171,7 +187,8 @@ final class QueuePoller {
     while (!stopping) {
       startLanes();
       updatePrefetch();
-      if (completions.isBacklogged()) {
+      giveBackHeldTooLong();
+      if (completions.isBacklogged() || suspended) {
         await(pollInterval.toMillis());
         continue;
       }
@@ -182,6 +199,7 @@ final class QueuePoller {
         outcome = claimIfDue(null);
       } catch (SQLException | RuntimeException e) {
         failure = e;
+        reconcileNeeded = true;
       } finally {
         claimLock.unlock();
       }
@@ -195,8 +213,13 @@ final class QueuePoller {
       errorBackoffMs = 100;
       if (outcome != ClaimOutcome.FULL) {
         // Not due (no free slot, enough buffered), or the queue is drained for now: the lanes finish
-        // the buffer; a free slot, a notification or the poll interval brings the next claim.
-        await(pollInterval.toMillis());
+        // the buffer; a free slot, a notification or the poll interval brings the next claim. While
+        // jobs wait in the buffer, look again soon enough to give back those held too long.
+        long waitMs = pollInterval.toMillis();
+        if (buffered.get() > 0) {
+          waitMs = Math.min(waitMs, TimeUnit.NANOSECONDS.toMillis(PREFETCH_HOLD_NANOS) / 2);
+        }
+        await(waitMs);
       }
     }
   }
@@ -217,7 +240,7 @@ final class QueuePoller {
    */
   void notified(Connection listenerConnection) {
     moreExpected = true;
-    if (completions.isBacklogged() || !claimLock.tryLock()) {
+    if (completions.isBacklogged() || suspended || !claimLock.tryLock()) {
       signal();
       return;
     }
@@ -233,14 +256,60 @@ final class QueuePoller {
       }
     } catch (SQLException | RuntimeException e) {
       log.debug("claim on notification for queue '{}' failed ({}); the poller claims", queue, e.getMessage());
+      reconcileNeeded = true;
       signal();
     } finally {
       claimLock.unlock();
     }
   }
 
+  /**
+   * Gives back the jobs of this queue that the database says this worker holds and that it does not
+   * know: the jobs of a claim that committed while its reply was lost. Runs under the claim lock, so no
+   * claim of this queue is in flight, and every job a claim returned is in {@link HeldJobs} already.
+   */
+  private void reconcile() throws SQLException {
+    List<ClaimedJob> unknown = store.unknownClaims(workerId, queue, held.idsOf(queue));
+    reconcileNeeded = false;
+    if (!unknown.isEmpty()) {
+      int back = completions.unclaim(unknown);
+      log.warn("queue '{}': a claim whose reply was lost had taken {} jobs; {} given back to the queue",
+          queue, unknown.size(), back);
+    }
+  }
+
+  /**
+   * Jobs that have waited in the buffer longer than {@link #PREFETCH_HOLD_NANOS}: the lanes are slower
+   * than the rate that sized the prefetch. They go back to the queue (another worker may have free
+   * lanes), and this poller stops claiming ahead until the rate says otherwise.
+   */
+  private void giveBackHeldTooLong() {
+    HeldJob head = buffer.peek();
+    if (head == null || System.nanoTime() - head.claimedAtNanos() < PREFETCH_HOLD_NANOS) {
+      return;
+    }
+    List<ClaimedJob> back = new ArrayList<>();
+    long now = System.nanoTime();
+    HeldJob job;
+    while ((job = buffer.peek()) != null && now - job.claimedAtNanos() >= PREFETCH_HOLD_NANOS) {
+      if (buffer.remove(job)) { // a lane may have taken it meanwhile
+        buffered.decrementAndGet();
+        back.add(job.job());
+      }
+    }
+    prefetch = 0;
+    if (!back.isEmpty()) {
+      int given = completions.unclaim(back);
+      log.debug("queue '{}': {} prefetched jobs waited over {} ms for a lane; {} given back",
+          queue, back.size(), TimeUnit.NANOSECONDS.toMillis(PREFETCH_HOLD_NANOS), given);
+    }
+  }
+
   /** Claims if slots or the prefetch need jobs; on {@code connection}, or one from the pool if null. */
   private ClaimOutcome claimIfDue(Connection connection) throws SQLException {
+    if (reconcileNeeded) {
+      reconcile();
+    }
     int free = slots.availablePermits();
     int inBuffer = buffered.get();
     // Claim when slots are free and nothing waits for them, or when the prefetch runs low.
@@ -271,8 +340,9 @@ final class QueuePoller {
     moreExpected = full;
     lastClaimFull = full;
     lastClaimSize = jobs.size();
-    buffered.addAndGet(jobs.size());
-    buffer.addAll(jobs);
+    List<HeldJob> claimed = held.add(jobs);
+    buffered.addAndGet(claimed.size());
+    buffer.addAll(claimed);
     startLanes();
     return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
   }
@@ -295,7 +365,7 @@ final class QueuePoller {
   /** One lane: runs buffered jobs one after another until none is left (or the worker stops). */
   private void lane() {
     try {
-      ClaimedJob job;
+      HeldJob job;
       while (!stopping && (job = buffer.poll()) != null) {
         if (buffered.decrementAndGet() * 2 < prefetch && moreExpected) {
           signal(); // the prefetch runs low: claim the next batch while this one runs

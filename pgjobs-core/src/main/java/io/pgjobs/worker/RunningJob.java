@@ -3,10 +3,11 @@ package io.pgjobs.worker;
 import io.pgjobs.JobContext;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.store.ClaimedJob;
-import io.pgjobs.store.JobStore;
+import io.pgjobs.store.ExecutionStore;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,7 +17,7 @@ final class RunningJob implements JobContext {
   private static final Logger log = LoggerFactory.getLogger(RunningJob.class);
 
   private final ClaimedJob job;
-  private final JobStore store;
+  private final ExecutionStore store;
   private final String workerId;
   private final long progressThrottleNanos;
 
@@ -25,8 +26,12 @@ final class RunningJob implements JobContext {
   private volatile long deadlineNanos;
   private volatile boolean deadlineSet;
   private volatile StopReason stopReason;
+  private volatile long stopRequestedAtNanos;
   private volatile boolean completedInTransaction;
   private boolean inHandler; // guarded by this
+  /** Set by whoever records this attempt's outcome: the lane, or the watchdog letting a stuck handler go. */
+  private final AtomicBoolean outcomeTaken = new AtomicBoolean();
+  private volatile boolean letGo;
 
   private final Object progressLock = new Object();
   private long lastProgressWrite;
@@ -34,7 +39,7 @@ final class RunningJob implements JobContext {
   private int pendingPercent;
   private String pendingMessage;
 
-  RunningJob(ClaimedJob job, JobStore store, String workerId, long progressThrottleNanos) {
+  RunningJob(ClaimedJob job, ExecutionStore store, String workerId, long progressThrottleNanos) {
     this.job = job;
     this.store = store;
     this.workerId = workerId;
@@ -55,6 +60,7 @@ final class RunningJob implements JobContext {
    */
   synchronized void stop(StopReason reason) {
     if (stopReason == null) {
+      stopRequestedAtNanos = System.nanoTime();
       stopReason = reason;
     }
     if (inHandler && thread != null) {
@@ -71,6 +77,14 @@ final class RunningJob implements JobContext {
   /** True if the handler runs past its deadline and has not been asked to stop yet. */
   boolean isOverdue(long now) {
     return deadlineSet && stopReason == null && now - deadlineNanos > 0;
+  }
+
+  /**
+   * True if the handler was asked to stop more than {@code graceNanos} ago and is still running: it
+   * ignores interrupts.
+   */
+  synchronized boolean isStuck(long now, long graceNanos) {
+    return inHandler && stopReason != null && now - stopRequestedAtNanos > graceNanos;
   }
 
   /** The handler starts; a stop requested before now interrupts it at once. */
@@ -90,6 +104,33 @@ final class RunningJob implements JobContext {
 
   StopReason stopReason() {
     return stopReason;
+  }
+
+  /**
+   * Claims the right to record this attempt's outcome; true for exactly one caller. The lane asks when
+   * its handler returns; the watchdog asks when it lets a stuck handler go.
+   */
+  boolean takeOutcome() {
+    return outcomeTaken.compareAndSet(false, true);
+  }
+
+  /** True while the handler is running (between enterHandler and leaveHandler). */
+  synchronized boolean inHandler() {
+    return inHandler;
+  }
+
+  /** The watchdog gave up on this handler: its outcome was recorded without it. */
+  void markLetGo() {
+    letGo = true;
+  }
+
+  boolean letGo() {
+    return letGo;
+  }
+
+  /** System.nanoTime() by which the handler should have ended. */
+  long deadlineNanos() {
+    return deadlineNanos;
   }
 
   boolean completedInTransaction() {
@@ -168,7 +209,7 @@ final class RunningJob implements JobContext {
 
   private void writeProgress(int percent, String message) {
     try {
-      store.progress(job.id(), job.attempt(), percent, message);
+      store.progress(job.id(), job.claimToken(), percent, message);
     } catch (SQLException e) {
       // Progress is informational; a handler must not fail because it could not be shown.
       log.warn("could not record progress of job {}: {}", job.id(), e.getMessage());
@@ -178,7 +219,7 @@ final class RunningJob implements JobContext {
   @Override
   public void heartbeat() {
     try {
-      store.heartbeat(job.id(), job.attempt());
+      store.heartbeat(job.id(), job.claimToken());
     } catch (SQLException e) {
       log.warn("could not record heartbeat of job {}: {}", job.id(), e.getMessage());
     }
@@ -202,10 +243,10 @@ final class RunningJob implements JobContext {
     }
     flushProgress();
     String json = store.codec().encodeOutput(output);
-    if (!store.succeed(transaction, job.id(), job.attempt(), json)) {
+    if (!store.succeed(transaction, job.id(), job.claimToken(), json)) {
       throw new PgJobsException(
           "job " + job.id() + " attempt " + job.attempt() + " is no longer running on this worker"
-              + " (rescued or cancelled meanwhile); roll back");
+              + " (rescued, timed out or cancelled meanwhile); roll back");
     }
     completedInTransaction = true;
   }

@@ -7,5 +7,11 @@ enum StopReason {
   /** The worker is shutting down and the grace period is over: the job goes back to the queue. */
   SHUTDOWN,
   /** Someone cancelled the job. */
-  CANCEL
+  CANCEL,
+  /**
+   * The worker has not been able to heartbeat for nearly the dead-worker threshold: it is about to be
+   * presumed dead and its jobs rescued, so it stops its handlers rather than run beside their next
+   * attempt. The job goes back to the queue (if rescue has not already taken it).
+   */
+  LOST
 }

@@ -1,52 +1,78 @@
 package io.pgjobs.worker;
 
 import io.pgjobs.store.WorkerStore;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
+import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Registers the worker and, every heartbeat interval, renews its row and the heartbeat of every job it
- * is running, in one statement. A job whose heartbeat stops (because this process died or lost the
- * database) is rescued by the maintenance leader once the stale threshold passes. The reply also
- * carries each job's cancel flag: the fallback for a missed cancel notification.
+ * Liveness. Registers the worker and, every heartbeat interval, renews its row and the heartbeat of every
+ * job it holds ({@link HeldJobs}: running, waiting for a lane, or waiting for their outcome write) in one
+ * statement. That statement cannot be blocked: it runs on a connection of its own (held for the worker's
+ * life, so handlers that use up the pool cannot starve it), skips job rows another transaction holds, and
+ * bounds any other lock wait with a lock timeout.
+ *
+ * <p>A worker whose row is not renewed for the dead-worker threshold is presumed dead by maintenance and
+ * its jobs are rescued. So a worker that has failed to heartbeat for nearly that long fences itself: it
+ * stops claiming and stops its handlers (their jobs go back to the queue, if rescue has not taken them
+ * already), rather than go on producing side effects next to the jobs' next runs. Once a heartbeat
+ * succeeds again, it resumes. The reply also carries each job's cancel flag: the fallback for a missed
+ * cancel notification.
  */
 final class WorkerHeartbeat {
   private static final Logger log = LoggerFactory.getLogger(WorkerHeartbeat.class);
 
+  /** What the worker does when its liveness is in doubt, and when it is restored. */
+  interface Fence {
+    void suspend();
+
+    void resume();
+  }
+
+  private final DataSource dataSource;
   private final WorkerStore store;
   private final WorkerStore.Registration registration;
   private final JobRunner runner;
-  private final Supplier<List<UUID>> prefetched;
+  private final HeldJobs held;
   private final Duration interval;
+  private final long fenceAfterNanos;
+  private final Fence fence;
   private final Semaphore wake = new Semaphore(0);
   private volatile boolean stopping;
   private volatile long beats;
+  private volatile long lastSuccessNanos = System.nanoTime();
+  private volatile boolean fenced;
+  private Connection connection;
   private Thread thread;
 
   /**
-   * @param prefetched the jobs claimed but not yet started (their heartbeat is renewed too, or a long
-   *     wait for a free slot would get them rescued)
+   * @param fenceAfter the time without a successful heartbeat after which the worker fences itself
+   *     (somewhat less than the dead-worker threshold)
    */
   WorkerHeartbeat(
+      DataSource dataSource,
       WorkerStore store,
       WorkerStore.Registration registration,
       JobRunner runner,
-      Supplier<List<UUID>> prefetched,
-      Duration interval) {
+      HeldJobs held,
+      Duration interval,
+      Duration fenceAfter,
+      Fence fence) {
+    this.dataSource = dataSource;
     this.store = store;
     this.registration = registration;
     this.runner = runner;
-    this.prefetched = prefetched;
+    this.held = held;
     this.interval = interval;
+    this.fenceAfterNanos = fenceAfter.toNanos();
+    this.fence = fence;
   }
 
   /** Registers at once (so the worker is visible before it claims), then beats on its own thread. */
@@ -65,10 +91,19 @@ final class WorkerHeartbeat {
     return beats;
   }
 
+  /** True while the worker has fenced itself (no heartbeat for too long). */
+  boolean isFenced() {
+    return fenced;
+  }
+
   private void run() {
     while (!stopping) {
       try {
-        if (wake.tryAcquire(interval.toMillis(), TimeUnit.MILLISECONDS)) {
+        // While beats fail, try more often: the fence must be lifted as soon as the database is back.
+        long waitMs = System.nanoTime() - lastSuccessNanos > interval.toNanos() * 2
+            ? Math.max(100, interval.toMillis() / 4)
+            : interval.toMillis();
+        if (wake.tryAcquire(waitMs, TimeUnit.MILLISECONDS)) {
           wake.drainPermits();
         }
       } catch (InterruptedException e) {
@@ -82,19 +117,49 @@ final class WorkerHeartbeat {
   }
 
   private void beat() {
-    List<RunningJob> running = List.copyOf(runner.running());
+    HeldJobs.Snapshot snapshot = held.snapshot();
     try {
-      List<UUID> ids = new ArrayList<>(prefetched.get());
-      running.forEach(r -> ids.add(r.job().id()));
-      Map<UUID, Boolean> cancelFlags = store.heartbeat(registration, ids);
-      for (RunningJob job : running) {
-        if (Boolean.TRUE.equals(cancelFlags.get(job.job().id()))) {
-          job.stop(StopReason.CANCEL);
-        }
+      if (connection == null) {
+        connection = dataSource.getConnection();
       }
+      // Bounded: a lock on the worker's own row must not stall the heartbeat for long.
+      Duration lockTimeout = interval.compareTo(Duration.ofSeconds(2)) < 0 ? interval : Duration.ofSeconds(2);
+      Map<UUID, Boolean> cancelFlags =
+          store.heartbeat(connection, registration, snapshot.tokens(), snapshot.waiting(), lockTimeout);
+      cancelFlags.forEach((id, cancel) -> {
+        if (cancel) {
+          runner.cancel(id);
+        }
+      });
+      lastSuccessNanos = System.nanoTime();
       beats++;
+      if (fenced) {
+        fenced = false;
+        log.warn("worker {}: heartbeat succeeded again; claiming resumes", registration.id());
+        fence.resume();
+      }
     } catch (SQLException | RuntimeException e) {
       log.warn("heartbeat of worker {} failed: {}", registration.id(), e.getMessage());
+      closeConnection();
+      long silentFor = System.nanoTime() - lastSuccessNanos;
+      if (!fenced && silentFor > fenceAfterNanos && !stopping) {
+        fenced = true;
+        log.error("worker {}: no heartbeat for {} ms; it will be presumed dead, so it stops claiming and stops"
+            + " its {} running jobs (they go back to the queue)", registration.id(),
+            TimeUnit.NANOSECONDS.toMillis(silentFor), runner.running().size());
+        fence.suspend();
+      }
+    }
+  }
+
+  private void closeConnection() {
+    if (connection != null) {
+      try {
+        connection.close();
+      } catch (SQLException | RuntimeException ignored) {
+        // broken already
+      }
+      connection = null;
     }
   }
 
@@ -113,6 +178,9 @@ final class WorkerHeartbeat {
       store.deregister(registration.id());
     } catch (SQLException | RuntimeException e) {
       log.warn("could not deregister worker {} ({}); maintenance removes it later", registration.id(), e.getMessage());
+    }
+    if (thread == null || !thread.isAlive()) {
+      closeConnection();
     }
   }
 }

@@ -1,0 +1,290 @@
+package io.pgjobs.store;
+
+import static io.pgjobs.store.JobSql.insertFinished;
+
+/**
+ * The statements that claim jobs and change running ones, each readable whole. Placeholders as in
+ * {@link JobSql}.
+ *
+ * <p><b>The fence.</b> A claim statement draws one number from the {@code claim_tokens} sequence and
+ * writes it to every job it claims. Every write to a running job matches on {@code state = 'running'}
+ * (in the form {@code locked_by IS NOT NULL} where a plan needs it) and that job's {@code claim_token}:
+ * a write from a claim that is no longer the job's current one changes nothing, whatever happened
+ * meanwhile (rescue, an operator's retry that reset the attempts, a new claim by another worker). Each
+ * write returns the state it left each job in, so the caller counts outcomes from what was written.
+ * The worker's own writes keep the token on the row they leave behind; {@link #CLAIM_STATUS} reads it
+ * to tell a write whose reply was lost from one that never happened.
+ */
+final class ExecutionSql {
+  private ExecutionSql() {}
+
+  /**
+   * The claim: up to {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at};
+   * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
+   * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort.
+   *
+   * <p>Three choices keep its cost independent of how many jobs wait in the future (scheduled, or
+   * retrying after a backoff) and of the hot table's ever-stale statistics:
+   * <ul>
+   *   <li><b>One bounded index range per priority level.</b> In jobs_ready_idx (queue, priority DESC,
+   *       run_at) the due jobs of a level come first and its future jobs after them, so a single scan
+   *       "ORDER BY priority DESC, run_at" that finds fewer due jobs than its limit walks every future
+   *       entry (5 million scheduled jobs: 150 ms per claim). Instead the recursive CTE finds the
+   *       priority levels present with one index probe each (a loose index scan, evaluated lazily: it
+   *       stops once the limit is met), and for each level the scan is bounded by
+   *       {@code priority = level AND run_at <= now()}.
+   *   <li><b>{@code id = ANY(ARRAY(...))}</b> for the UPDATE, not a join: a join lets the planner pick a
+   *       hash join over a sequential scan of the whole hot table (it does, with a generic plan); the
+   *       array form can only be answered by primary-key lookups of the locked rows.
+   *   <li>{@code attempts < max_attempts} keeps a row that somehow has no attempts left from failing
+   *       the CHECK constraint and wedging the whole batch.
+   * </ul>
+   * The token is an uncorrelated scalar subquery, so it is drawn once per statement (an InitPlan):
+   * one sequence call per claim, not per job.
+   */
+  static final String CLAIM =
+      """
+      UPDATE {schema}.jobs AS j
+         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
+             heartbeat_at = now(), locked_by = ?, prefetched = false,
+             claim_token = (SELECT nextval('{schema}.claim_tokens'))
+       WHERE j.id = ANY (ARRAY(
+              WITH RECURSIVE levels(priority) AS (
+                  SELECT max(priority) FROM {schema}.jobs
+                   WHERE queue = ? AND state IN ('queued', 'retrying')
+                     AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+                UNION ALL
+                  SELECT (SELECT max(n.priority) FROM {schema}.jobs AS n
+                           WHERE n.queue = ? AND n.state IN ('queued', 'retrying') AND n.priority < l.priority)
+                    FROM levels AS l
+                   WHERE l.priority IS NOT NULL
+              )
+              SELECT ready.id
+                FROM levels
+               CROSS JOIN LATERAL (
+                     SELECT id FROM {schema}.jobs
+                      WHERE queue = ? AND state IN ('queued', 'retrying') AND priority = levels.priority
+                        AND run_at <= now() AND attempts < max_attempts
+                      ORDER BY run_at
+                      LIMIT ?
+                        FOR UPDATE SKIP LOCKED) AS ready
+               LIMIT ?))
+      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
+                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";
+
+  /**
+   * Success of many jobs in one round trip: each job in the id array that this worker still runs under
+   * the claim token the first jsonb object maps its id to moves to finished_jobs with the output the
+   * second object maps it to (absent: none). Returns the ids written.
+   *
+   * <p>Rows another transaction holds (a handler's own open transaction, an operator's cancel in a long
+   * transaction) are skipped rather than waited for: one locked row must not hold up every success of
+   * the worker. A job not returned is looked up with {@link #CLAIM_STATUS}.
+   *
+   * <p>The shape is chosen for a plan that cannot go wrong with the hot table's ever-stale statistics:
+   * {@code id = ANY(array)} is answered from the primary key only, and the per-job values are looked up
+   * in jsonb objects (parameters typed jsonb, so parsed once) instead of joining an {@code unnest}, which
+   * the planner may turn into a nested loop over every running job per completed job. The guard is
+   * {@code locked_by} rather than {@code state = 'running'} (equivalent by the jobs_running_is_locked
+   * CHECK) so that the partial index of running jobs is never a candidate either.
+   */
+  static final String SUCCEED_BATCH =
+      """
+      WITH mine AS (
+          SELECT j.id FROM {schema}.jobs AS j
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
+             FOR UPDATE SKIP LOCKED
+      ), done AS (
+          DELETE FROM {schema}.jobs AS j
+           WHERE j.id = ANY (ARRAY(SELECT id FROM mine))
+          RETURNING j.*
+      ), moved AS (
+      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
+
+          RETURNING id
+      )
+      SELECT id FROM moved""";
+
+  /**
+   * Where each (job, claim token) pair stands now: {@code running} if the job still runs that claim (the
+   * write has not happened: a row lock skipped it, or it failed), the state of the row that this claim's
+   * own write left behind (the write did happen, though its reply may have been lost), or no row if the
+   * job is no longer this claim's (rescued, cancelled by an operator, claimed again).
+   */
+  static final String CLAIM_STATUS =
+      """
+      SELECT m.id,
+             COALESCE((SELECT j.state FROM {schema}.jobs AS j WHERE j.id = m.id AND j.claim_token = m.token),
+                      (SELECT f.state FROM {schema}.finished_jobs AS f
+                        WHERE f.id = m.id AND f.claim_token = m.token)) AS state
+        FROM unnest(?::uuid[], ?::bigint[]) AS m(id, token)""";
+
+  /**
+   * Claimed jobs that never started (a worker's prefetch given back, jobs of a claim whose reply was
+   * lost) go back to the queue as they were: the attempt the claim counted is taken back. Guarded as
+   * {@link #SUCCEED_BATCH}, locked rows skipped. A job whose cancellation was asked meanwhile ends
+   * cancelled. Workers of the queues concerned are woken. Returns each job written and its new state.
+   */
+  static final String UNCLAIM_BATCH =
+      """
+      WITH mine AS (
+          SELECT j.id, j.cancel_requested FROM {schema}.jobs AS j
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
+             FOR UPDATE SKIP LOCKED
+      ), cancelled AS (
+          DELETE FROM {schema}.jobs AS j
+           WHERE j.id = ANY (ARRAY(SELECT id FROM mine WHERE cancel_requested))
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL", "claim_token") + """
+
+          RETURNING id, state
+      ), back AS (
+          UPDATE {schema}.jobs AS j
+             SET state = CASE WHEN jsonb_array_length(j.errors) = 0 THEN 'queued' ELSE 'retrying' END,
+                 attempts = j.attempts - 1, locked_by = NULL, heartbeat_at = NULL, prefetched = false
+           WHERE j.id = ANY (ARRAY(SELECT id FROM mine WHERE NOT cancel_requested))
+          RETURNING j.id, j.state, pg_notify('{schema}_jobs_ready', j.queue) AS woken
+      )
+      SELECT id, state FROM moved UNION ALL SELECT id, state FROM back""";
+
+  /**
+   * The running jobs of a queue that this worker holds in the database but does not know of (a claim
+   * committed and its reply was lost), with their claim tokens, for {@link #UNCLAIM_BATCH}.
+   */
+  static final String UNKNOWN_CLAIMS =
+      """
+      SELECT id, claim_token FROM {schema}.jobs
+       WHERE state = 'running' AND locked_by = ? AND queue = ? AND NOT (id = ANY (?))""";
+
+  /** Success of one job, in the caller's transaction (JobContext.complete). */
+  static final String SUCCEED_ONE =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND claim_token = ? AND state = 'running'
+          RETURNING *
+      )
+      """ + insertFinished("done", "'succeeded'", "errors", "?::jsonb", "claim_token");
+
+  /**
+   * A running attempt ends for good ({@code failed} or {@code cancelled}), its error appended. Returns
+   * the state written.
+   */
+  static final String FINISH_UNSUCCESSFUL =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND claim_token = ? AND state = 'running'
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("done", "CAST(? AS text)", "errors || ?::jsonb", "NULL", "claim_token") + """
+
+          RETURNING state
+      )
+      SELECT state FROM moved""";
+
+  /**
+   * A failed attempt with attempts left: wait {@code delay} ms, keep the error. A job whose cancellation
+   * was asked meanwhile (its worker had not yet heard) ends cancelled instead of running again. Returns
+   * the state written.
+   */
+  static final String RETRY_LATER =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND claim_token = ? AND state = 'running' AND cancel_requested
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
+
+          RETURNING state
+      ), retried AS (
+          UPDATE {schema}.jobs
+             SET state = 'retrying', run_at = now() + ?::bigint * interval '1 millisecond',
+                 locked_by = NULL, heartbeat_at = NULL, errors = errors || ?::jsonb
+           WHERE id = ? AND claim_token = ? AND state = 'running' AND NOT cancel_requested
+          RETURNING state
+      )
+      SELECT state FROM moved UNION ALL SELECT state FROM retried""";
+
+  /**
+   * Back to the queue without spending the attempt: snooze, and jobs a worker has no handler for
+   * (yet). The claim had added one; this takes it back. A job whose cancellation was asked meanwhile
+   * ends cancelled instead. Returns the state written.
+   */
+  static final String SNOOZE =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND claim_token = ? AND state = 'running' AND cancel_requested
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL", "claim_token") + """
+
+          RETURNING state
+      ), snoozed AS (
+          UPDATE {schema}.jobs
+             SET state = 'queued', attempts = attempts - 1,
+                 run_at = now() + ?::bigint * interval '1 millisecond',
+                 locked_by = NULL, heartbeat_at = NULL
+           WHERE id = ? AND claim_token = ? AND state = 'running' AND NOT cancel_requested
+          RETURNING state
+      )
+      SELECT state FROM moved UNION ALL SELECT state FROM snoozed""";
+
+  /**
+   * A worker that is shutting down (or about to be presumed dead) gives a running job back, due at
+   * once. The attempt stays counted (the handler did start, and may have done part of its work) unless
+   * it was the last one: a job is never failed because its worker stopped. A job whose cancellation was
+   * asked ends cancelled instead. Workers of the queue are woken. Returns the state written.
+   */
+  static final String RELEASE =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND claim_token = ? AND state = 'running' AND cancel_requested
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
+
+          RETURNING state
+      ), released AS (
+          UPDATE {schema}.jobs
+             SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
+                 attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
+                 errors = errors || ?::jsonb
+           WHERE id = ? AND claim_token = ? AND state = 'running' AND NOT cancel_requested
+          RETURNING state, pg_notify('{schema}_jobs_ready', queue) AS woken
+      )
+      SELECT state FROM moved UNION ALL SELECT state FROM released""";
+
+  /**
+   * Progress of a running attempt; announced on the job events channel for live views. The message in
+   * the notification is cut to 1,000 characters.
+   */
+  static final String PROGRESS =
+      """
+      WITH p AS (
+          UPDATE {schema}.jobs
+             SET progress_percent = ?, progress_message = ?, heartbeat_at = now()
+           WHERE id = ? AND claim_token = ? AND state = 'running'
+          RETURNING id, type, queue, attempts, progress_percent, left(progress_message, 1000) AS message
+      )
+      SELECT pg_notify('{schema}_job_events', json_build_object(
+                 'op', 'progress', 'count', 1,
+                 'jobs', json_build_array(json_build_object(
+                     'id', id, 'state', 'running', 'type', type, 'queue', queue, 'attempts', attempts,
+                     'progress', progress_percent, 'message', message)))::text)
+        FROM p""";
+
+  /** A heartbeat of one running attempt, asked for by its handler. */
+  static final String HEARTBEAT =
+      """
+      UPDATE {schema}.jobs SET heartbeat_at = now()
+       WHERE id = ? AND claim_token = ? AND state = 'running'""";
+
+  static final String IS_RUNNING =
+      """
+      SELECT 1 FROM {schema}.jobs WHERE id = ? AND claim_token = ? AND state = 'running'""";
+}

@@ -1,0 +1,396 @@
+package io.pgjobs.store;
+
+import io.pgjobs.JobState;
+import io.pgjobs.json.PayloadCodec;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.IntFunction;
+import javax.sql.DataSource;
+import org.postgresql.util.PGobject;
+
+/**
+ * The statements of running jobs ({@link ExecutionSql}): the claim, and every write to a job its claim
+ * holds, each fenced by the claim token and each telling what it wrote. Used by the worker runtime only.
+ * Methods that take a {@link Connection} run in the caller's transaction; the others take a connection
+ * from the data source in auto-commit mode.
+ */
+public final class ExecutionStore {
+  private final DataSource dataSource;
+  private final PayloadCodec codec;
+
+  private final String claim;
+  private final String succeedBatch;
+  private final String claimStatus;
+  private final String unclaimBatch;
+  private final String unknownClaims;
+  private final String succeedOne;
+  private final String finishUnsuccessful;
+  private final String retryLater;
+  private final String snooze;
+  private final String release;
+  private final String progress;
+  private final String heartbeat;
+  private final String isRunning;
+
+  /** A store over {@code schema} (lowercase letters, digits, underscores). */
+  public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec) {
+    this.dataSource = dataSource;
+    this.codec = codec;
+    JobSql.requireSchema(schema);
+    this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
+    this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
+    this.claimStatus = JobSql.forSchema(ExecutionSql.CLAIM_STATUS, schema);
+    this.unclaimBatch = JobSql.forSchema(ExecutionSql.UNCLAIM_BATCH, schema);
+    this.unknownClaims = JobSql.forSchema(ExecutionSql.UNKNOWN_CLAIMS, schema);
+    this.succeedOne = JobSql.forSchema(ExecutionSql.SUCCEED_ONE, schema);
+    this.finishUnsuccessful = JobSql.forSchema(ExecutionSql.FINISH_UNSUCCESSFUL, schema);
+    this.retryLater = JobSql.forSchema(ExecutionSql.RETRY_LATER, schema);
+    this.snooze = JobSql.forSchema(ExecutionSql.SNOOZE, schema);
+    this.release = JobSql.forSchema(ExecutionSql.RELEASE, schema);
+    this.progress = JobSql.forSchema(ExecutionSql.PROGRESS, schema);
+    this.heartbeat = JobSql.forSchema(ExecutionSql.HEARTBEAT, schema);
+    this.isRunning = JobSql.forSchema(ExecutionSql.IS_RUNNING, schema);
+  }
+
+  /** The JSON codec. */
+  public PayloadCodec codec() {
+    return codec;
+  }
+
+  /** The data source. */
+  public DataSource dataSource() {
+    return dataSource;
+  }
+
+  /**
+   * The claim statement of this schema, as {@link #claim} runs it (parameters: worker id, queue four
+   * times, limit twice). For diagnostics: the benchmark prints its plan.
+   */
+  public String claimSql() {
+    return claim;
+  }
+
+  /** Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order. */
+  public List<ClaimedJob> claim(String queue, int limit, String workerId) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      return claim(c, queue, limit, workerId);
+    }
+  }
+
+  /** {@link #claim(String, int, String)} on {@code connection}, which must be in auto-commit mode. */
+  public List<ClaimedJob> claim(Connection c, String queue, int limit, String workerId) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(claim)) {
+      ps.setString(1, workerId);
+      ps.setString(2, queue);
+      ps.setString(3, queue);
+      ps.setString(4, queue);
+      ps.setString(5, queue);
+      ps.setInt(6, limit);
+      ps.setInt(7, limit);
+      List<ClaimedJob> claimed = new ArrayList<>(limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          long timeoutMs = rs.getLong(11);
+          Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
+          claimed.add(
+              new ClaimedJob(
+                  rs.getObject(1, UUID.class),
+                  rs.getString(2),
+                  rs.getString(3),
+                  rs.getString(4),
+                  rs.getInt(5),
+                  rs.getInt(6),
+                  rs.getInt(7),
+                  rs.getTimestamp(8).toInstant(),
+                  rs.getTimestamp(9).toInstant(),
+                  rs.getString(10),
+                  timeout,
+                  rs.getLong(12)));
+        }
+      }
+      // RETURNING has no order: put the batch back in claim order (priority desc, run_at).
+      claimed.sort(
+          (a, b) -> a.priority() != b.priority()
+              ? Integer.compare(b.priority(), a.priority())
+              : a.runAt().compareTo(b.runAt()));
+      return claimed;
+    }
+  }
+
+  /**
+   * Writes many successes of worker {@code workerId} in one statement.
+   *
+   * @return the ids written; a job missing from it was skipped (its row is locked by another
+   *     transaction) or is no longer its claim's: ask {@link #claimStatus}
+   */
+  public Set<UUID> succeed(String workerId, List<Completion> completions) throws SQLException {
+    if (completions.isEmpty()) {
+      return Set.of();
+    }
+    UUID[] ids = completions.stream().map(Completion::id).toArray(UUID[]::new);
+    String tokens = jsonObject(ids, i -> Long.toString(completions.get(i).claimToken()));
+    String outputs = jsonObject(ids, i -> completions.get(i).outputJson());
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(succeedBatch)) {
+      ps.setArray(1, c.createArrayOf("uuid", ids));
+      ps.setString(2, workerId);
+      ps.setObject(3, jsonb(tokens));
+      ps.setObject(4, jsonb(outputs));
+      Set<UUID> written = new HashSet<>(completions.size() * 2);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          written.add(rs.getObject(1, UUID.class));
+        }
+      }
+      return written;
+    }
+  }
+
+  /**
+   * Where each claim stands now (see {@link ExecutionSql#CLAIM_STATUS}): the job's state as left by
+   * this claim ({@code running} if nothing was written yet), or absent from the map if the job is no
+   * longer this claim's.
+   */
+  public Map<UUID, JobState> claimStatus(Map<UUID, Long> claims) throws SQLException {
+    if (claims.isEmpty()) {
+      return Map.of();
+    }
+    UUID[] ids = claims.keySet().toArray(UUID[]::new);
+    Long[] tokens = new Long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      tokens[i] = claims.get(ids[i]);
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(claimStatus)) {
+      ps.setArray(1, c.createArrayOf("uuid", ids));
+      ps.setArray(2, c.createArrayOf("bigint", tokens));
+      Map<UUID, JobState> status = new LinkedHashMap<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          String state = rs.getString(2);
+          if (state != null) {
+            status.put(rs.getObject(1, UUID.class), JobState.parse(state));
+          }
+        }
+      }
+      return status;
+    }
+  }
+
+  /**
+   * Gives claimed jobs that never started back to their queue (see {@link ExecutionSql#UNCLAIM_BATCH}).
+   *
+   * @return each job written and the state it is in now ({@code queued}/{@code retrying}, or
+   *     {@code cancelled} if its cancellation had been asked)
+   */
+  public Map<UUID, JobState> unclaim(String workerId, Collection<ClaimedJob> jobs) throws SQLException {
+    if (jobs.isEmpty()) {
+      return Map.of();
+    }
+    List<ClaimedJob> list = List.copyOf(jobs);
+    UUID[] ids = list.stream().map(ClaimedJob::id).toArray(UUID[]::new);
+    PGobject tokens = jsonb(jsonObject(ids, i -> Long.toString(list.get(i).claimToken())));
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(unclaimBatch)) {
+      Array idArray = c.createArrayOf("uuid", ids);
+      ps.setArray(1, idArray);
+      ps.setString(2, workerId);
+      ps.setObject(3, tokens);
+      Map<UUID, JobState> written = new LinkedHashMap<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          written.put(rs.getObject(1, UUID.class), JobState.parse(rs.getString(2)));
+        }
+      }
+      return written;
+    }
+  }
+
+  /**
+   * Running jobs of {@code queue} that the database says {@code workerId} holds but that are not among
+   * {@code known}: claims whose reply never arrived. Call it only while no claim of that queue is in
+   * flight. Each is returned as a {@link ClaimedJob} carrying only its id, queue and claim token, enough
+   * for {@link #unclaim}.
+   */
+  public List<ClaimedJob> unknownClaims(String workerId, String queue, Collection<UUID> known) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(unknownClaims)) {
+      ps.setString(1, workerId);
+      ps.setString(2, queue);
+      ps.setArray(3, c.createArrayOf("uuid", known.toArray()));
+      List<ClaimedJob> unknown = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          unknown.add(new ClaimedJob(rs.getObject(1, UUID.class), null, queue, null, 0, 0, 0, null, null, null,
+              null, rs.getLong(2)));
+        }
+      }
+      return unknown;
+    }
+  }
+
+  /** Success of one claim in the caller's transaction; false if the job no longer runs that claim. */
+  public boolean succeed(Connection connection, UUID id, long claimToken, String outputJson) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(succeedOne)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      ps.setString(3, outputJson);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /**
+   * Ends a running claim for good as {@code failed} or {@code cancelled}, appending {@code errorJson}
+   * (a JSON array of error objects, possibly empty).
+   *
+   * @return the state written, or null if the job no longer runs that claim
+   */
+  public JobState finish(UUID id, long claimToken, JobState terminal, String errorJson) throws SQLException {
+    if (terminal != JobState.FAILED && terminal != JobState.CANCELLED) {
+      throw new IllegalArgumentException("finish() ends jobs failed or cancelled, not " + terminal);
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(finishUnsuccessful)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      ps.setString(3, terminal.value());
+      ps.setString(4, errorJson);
+      return stateOf(ps);
+    }
+  }
+
+  /**
+   * Schedules the next attempt after a failure, appending {@code errorJson}; a job whose cancellation was
+   * asked ends cancelled instead.
+   *
+   * @return the state written ({@code retrying} or {@code cancelled}), or null if the job no longer runs
+   *     that claim
+   */
+  public JobState retryLater(UUID id, long claimToken, long delayMs, String errorJson) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(retryLater)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      ps.setString(3, errorJson);
+      ps.setLong(4, delayMs);
+      ps.setString(5, errorJson);
+      ps.setObject(6, id);
+      ps.setLong(7, claimToken);
+      return stateOf(ps);
+    }
+  }
+
+  /**
+   * Puts a running job back in the queue for {@code delayMs} without spending the attempt.
+   *
+   * @return the state written ({@code queued} or {@code cancelled}), or null if the job no longer runs
+   *     that claim
+   */
+  public JobState snooze(UUID id, long claimToken, long delayMs) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(snooze)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      ps.setLong(3, delayMs);
+      ps.setObject(4, id);
+      ps.setLong(5, claimToken);
+      return stateOf(ps);
+    }
+  }
+
+  /**
+   * Gives a running job back to the queue, due now, recording {@code errorJson} (see
+   * {@link ExecutionSql#RELEASE}).
+   *
+   * @return the state written ({@code retrying} or {@code cancelled}), or null if the job no longer runs
+   *     that claim
+   */
+  public JobState release(UUID id, long claimToken, String errorJson) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(release)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      ps.setString(3, errorJson);
+      ps.setString(4, errorJson);
+      ps.setObject(5, id);
+      ps.setLong(6, claimToken);
+      return stateOf(ps);
+    }
+  }
+
+  /** Records progress of a running claim (and counts as a heartbeat); false if it no longer runs. */
+  public boolean progress(UUID id, long claimToken, int percent, String message) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(progress)) {
+      ps.setInt(1, percent);
+      ps.setString(2, message);
+      ps.setObject(3, id);
+      ps.setLong(4, claimToken);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  /** Records a heartbeat of a running claim; false if it no longer runs. */
+  public boolean heartbeat(UUID id, long claimToken) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(heartbeat)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** True if the job is still running that claim. */
+  public boolean isRunning(UUID id, long claimToken) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(isRunning)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  private static JobState stateOf(PreparedStatement ps) throws SQLException {
+    try (ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? JobState.parse(rs.getString(1)) : null;
+    }
+  }
+
+  /**
+   * A JSON object text mapping each id (as PostgreSQL prints a uuid) to {@code rawJson.apply(index)}, a
+   * JSON value written as is; ids whose value is null are left out.
+   */
+  static String jsonObject(UUID[] ids, IntFunction<String> rawJson) {
+    StringBuilder out = new StringBuilder(ids.length * 48).append('{');
+    for (int i = 0; i < ids.length; i++) {
+      String value = rawJson.apply(i);
+      if (value != null) {
+        out.append(out.length() > 1 ? "," : "").append('"').append(ids[i]).append("\":").append(value);
+      }
+    }
+    return out.append('}').toString();
+  }
+
+  /** A parameter typed jsonb, so the statement parses it once rather than casting text per row. */
+  static PGobject jsonb(String json) throws SQLException {
+    PGobject value = new PGobject();
+    value.setType("jsonb");
+    value.setValue(json);
+    return value;
+  }
+}

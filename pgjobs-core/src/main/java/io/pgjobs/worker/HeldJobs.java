@@ -1,0 +1,71 @@
+package io.pgjobs.worker;
+
+import io.pgjobs.store.ClaimedJob;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Every job this worker holds in the database, from the claim's reply until a write that gives it up is
+ * confirmed (its outcome written, or given back to the queue). What the heartbeat renews, and what a
+ * claim whose reply was lost is reconciled against: a job the database says this worker holds and that
+ * is not here was never seen by the worker.
+ */
+final class HeldJobs {
+  private final Map<UUID, HeldJob> held = new ConcurrentHashMap<>();
+
+  /** Records the jobs of a claim; returns their handles in the same order. */
+  List<HeldJob> add(List<ClaimedJob> claimed) {
+    long now = System.nanoTime();
+    List<HeldJob> jobs = new ArrayList<>(claimed.size());
+    for (ClaimedJob job : claimed) {
+      HeldJob h = new HeldJob(job, now);
+      held.put(job.id(), h);
+      jobs.add(h);
+    }
+    return jobs;
+  }
+
+  /** The job's claim is given up (only if {@code token} is still the one held). */
+  void remove(UUID id, long token) {
+    held.computeIfPresent(id, (k, h) -> h.job().claimToken() == token ? null : h);
+  }
+
+  HeldJob get(UUID id) {
+    return held.get(id);
+  }
+
+  int size() {
+    return held.size();
+  }
+
+  /** Ids of the held jobs of {@code queue}. */
+  Set<UUID> idsOf(String queue) {
+    Set<UUID> ids = new java.util.HashSet<>();
+    for (HeldJob h : held.values()) {
+      if (h.job().queue().equals(queue)) {
+        ids.add(h.job().id());
+      }
+    }
+    return ids;
+  }
+
+  /** A snapshot for the heartbeat: every held job's claim token, and which have not started. */
+  Snapshot snapshot() {
+    Map<UUID, Long> tokens = new HashMap<>(held.size() * 2);
+    List<UUID> waiting = new ArrayList<>();
+    for (HeldJob h : held.values()) {
+      tokens.put(h.job().id(), h.job().claimToken());
+      if (!h.started()) {
+        waiting.add(h.job().id());
+      }
+    }
+    return new Snapshot(tokens, waiting);
+  }
+
+  record Snapshot(Map<UUID, Long> tokens, List<UUID> waiting) {}
+}

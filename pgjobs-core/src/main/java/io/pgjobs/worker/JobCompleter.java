@@ -1,0 +1,408 @@
+package io.pgjobs.worker;
+
+import io.pgjobs.JobState;
+import io.pgjobs.metrics.JobMetrics;
+import io.pgjobs.store.ClaimedJob;
+import io.pgjobs.store.Completion;
+import io.pgjobs.store.ExecutionStore;
+import java.sql.SQLException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one component that writes to a running job: success, failure to {@code retrying}/{@code failed},
+ * discard, snooze, cancellation acknowledged, release at shutdown, and give-back of jobs that never
+ * started. Every write is fenced by the claim token (see {@code ExecutionSql}) and returns what it wrote;
+ * metrics are counted from that, and a job leaves the worker's {@link HeldJobs} only once its write is
+ * confirmed (until then the heartbeat keeps it alive).
+ *
+ * <p><b>Successes</b> are written in batches on the completer's thread: one statement for everything
+ * that finished while the previous write was in flight (no timer: an idle worker writes each success at
+ * once, a busy one hundreds per round trip). Other outcomes are rarer and written at once, on the
+ * lane's own thread, which then waits for them (natural back-pressure).
+ *
+ * <p><b>Bounded, with poison isolation.</b> An error is either <em>transient</em> (the connection, the
+ * server going away, a lock or statement timeout, a serialization failure): the write is retried with
+ * backoff while the worker runs, since giving up would run finished work again; or it is about the data
+ * (a value jsonb cannot store, such as U+0000 in an output, or a constraint): such a batch is split in
+ * halves until the job that cannot be written is found; that job is failed with an error that says why
+ * and every other job is written. A worker never stops claiming because one job cannot be written.
+ * While more than the backlog limit of successes wait, {@link #isBacklogged()} tells the pollers to stop
+ * claiming.
+ */
+final class JobCompleter {
+  private static final Logger log = LoggerFactory.getLogger(JobCompleter.class);
+  /** The metric outcome of a write that found the job no longer its claim's. */
+  static final String NOT_RECORDED = "not_recorded";
+  private static final long MAX_BACKOFF_MS = 2_000;
+
+  private final ExecutionStore store;
+  private final HeldJobs held;
+  private final JobMetrics metrics;
+  private final int maxBatch;
+  private final int backlogLimit;
+  private final LinkedBlockingQueue<Success> queue = new LinkedBlockingQueue<>();
+  private final AtomicInteger pending = new AtomicInteger();
+  private volatile boolean stopping;
+  private volatile long stopDeadline;
+  private volatile String workerId;
+  private Thread thread;
+
+  /** A success waiting to be written, with what its metric needs. */
+  record Success(ClaimedJob job, String outputJson, long durationNanos) {}
+
+  /** The write an outcome asks for. */
+  enum Intent {
+    RETRY("retrying"),
+    FAIL("failed"),
+    DISCARD("discarded"),
+    CANCEL("cancelled"),
+    SNOOZE("snoozed"),
+    RELEASE("released");
+
+    final String label;
+
+    Intent(String label) {
+      this.label = label;
+    }
+  }
+
+  JobCompleter(ExecutionStore store, HeldJobs held, JobMetrics metrics, int maxBatch, int backlogLimit) {
+    this.store = store;
+    this.held = held;
+    this.metrics = metrics;
+    this.maxBatch = maxBatch;
+    this.backlogLimit = backlogLimit;
+  }
+
+  void start(String workerId) {
+    this.workerId = workerId;
+    thread = Thread.ofPlatform().daemon().name("pgjobs-completer-" + workerId).start(this::run);
+  }
+
+  /** Queues a success for the next batch. Its metric is counted when the batch tells what it wrote. */
+  void submitSuccess(ClaimedJob job, String outputJson, long durationNanos) {
+    pending.incrementAndGet();
+    queue.add(new Success(job, outputJson, durationNanos));
+  }
+
+  /** Successes not yet written. */
+  int pending() {
+    return pending.get();
+  }
+
+  boolean isBacklogged() {
+    return pending.get() >= backlogLimit;
+  }
+
+  // ---------------------------------------------------------------- successes, in batches
+
+  private void run() {
+    List<Success> batch = new ArrayList<>(maxBatch);
+    List<Success> busy = new ArrayList<>();
+    long busyBackoffMs = 0;
+    while (true) {
+      Success first;
+      try {
+        first = queue.poll(busy.isEmpty() ? 50 : Math.max(1, busyBackoffMs), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      batch.clear();
+      batch.addAll(busy);
+      busy.clear();
+      if (first != null) {
+        batch.add(first);
+      }
+      if (batch.isEmpty()) {
+        if (stopping) {
+          return;
+        }
+        continue;
+      }
+      queue.drainTo(batch, Math.max(0, maxBatch - batch.size()));
+      int size = batch.size();
+      writeSuccesses(batch, busy);
+      if (stopping && System.nanoTime() > stopDeadline && !busy.isEmpty()) {
+        log.error("could not record {} successes before shutdown (their rows stay locked by other transactions);"
+            + " those jobs stay running and will be rescued and run again", busy.size());
+        busy.forEach(s -> held.remove(s.job().id(), s.job().claimToken()));
+        busy.clear();
+      }
+      pending.addAndGet(-(size - busy.size()));
+      busyBackoffMs = busy.isEmpty() ? 0 : Math.min(Math.max(busyBackoffMs * 2, 20), 1_000);
+    }
+  }
+
+  /**
+   * Writes {@code batch}; jobs whose rows another transaction holds are put in {@code busy} to be tried
+   * again. Never throws.
+   */
+  private void writeSuccesses(List<Success> batch, List<Success> busy) {
+    long backoffMs = 50;
+    boolean ambiguous = false; // an earlier try may have committed without its reply arriving
+    while (true) {
+      try {
+        Set<java.util.UUID> written = store.succeed(workerId, completions(batch));
+        List<Success> missing = new ArrayList<>();
+        for (Success s : batch) {
+          if (written.contains(s.job().id())) {
+            done(s, "succeeded");
+          } else {
+            missing.add(s);
+          }
+        }
+        if (!missing.isEmpty()) {
+          classifyMissing(missing, busy);
+        }
+        return;
+      } catch (SQLException | RuntimeException e) {
+        if (!isTransient(e)) {
+          isolate(batch, busy, e);
+          return;
+        }
+        ambiguous = true;
+        if (stopping && System.nanoTime() > stopDeadline) {
+          log.error("could not record {} successes before shutdown ({}); those jobs stay running and will be"
+              + " rescued and run again", batch.size(), e.getMessage());
+          batch.forEach(s -> held.remove(s.job().id(), s.job().claimToken()));
+          return;
+        }
+        log.warn("recording {} successes failed ({}); retrying in {} ms", batch.size(), e.getMessage(), backoffMs);
+        if (!pause(backoffMs)) {
+          return;
+        }
+        backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  /** Jobs a success batch did not write: busy (row locked), already written by an earlier try, or fenced. */
+  private void classifyMissing(List<Success> missing, List<Success> busy) {
+    Map<java.util.UUID, Long> claims = new HashMap<>();
+    missing.forEach(s -> claims.put(s.job().id(), s.job().claimToken()));
+    Map<java.util.UUID, JobState> status;
+    try {
+      status = store.claimStatus(claims);
+    } catch (SQLException | RuntimeException e) {
+      // Could not look: try them again (a fenced write matches nothing, a written one is found next time).
+      busy.addAll(missing);
+      return;
+    }
+    for (Success s : missing) {
+      JobState state = status.get(s.job().id());
+      if (state == JobState.RUNNING) {
+        busy.add(s); // skipped: another transaction holds the row
+      } else if (state != null) {
+        done(s, label(state, "succeeded")); // an earlier try committed; its reply was lost
+      } else {
+        log.warn("job {} attempt {} was no longer this worker's claim; its success was not recorded",
+            s.job().id(), s.job().attempt());
+        done(s, NOT_RECORDED);
+      }
+    }
+  }
+
+  /**
+   * A batch failed on its data: split it until the job that cannot be written is found, fail that job
+   * with the reason, write the others.
+   */
+  private void isolate(List<Success> batch, List<Success> busy, Exception cause) {
+    if (batch.size() == 1) {
+      Success poisoned = batch.get(0);
+      ClaimedJob job = poisoned.job();
+      String reason = "output is not storable: " + describe(cause);
+      log.error("job {}: {}; failing it", job.id(), reason);
+      String errorJson = ErrorEntries.entry(store.codec(), job, workerId, "unstorable_output",
+          cause.getClass().getName(), reason, null);
+      String label = write(job, Intent.FAIL, () -> store.finish(job.id(), job.claimToken(), JobState.FAILED, errorJson));
+      metrics.completed(job.type(), label, Duration.ofNanos(poisoned.durationNanos()));
+      return;
+    }
+    int half = batch.size() / 2;
+    List<Success> left = new ArrayList<>(batch.subList(0, half));
+    List<Success> right = new ArrayList<>(batch.subList(half, batch.size()));
+    writeSuccesses(left, busy);
+    writeSuccesses(right, busy);
+  }
+
+  private void done(Success s, String label) {
+    held.remove(s.job().id(), s.job().claimToken());
+    metrics.completed(s.job().type(), label, Duration.ofNanos(s.durationNanos()));
+  }
+
+  private static List<Completion> completions(List<Success> batch) {
+    List<Completion> list = new ArrayList<>(batch.size());
+    for (Success s : batch) {
+      list.add(new Completion(s.job().id(), s.job().claimToken(), s.outputJson()));
+    }
+    return list;
+  }
+
+  // ---------------------------------------------------------------- other outcomes, one at a time
+
+  /** One fenced write to a running job; returns the state it wrote, or null if it matched nothing. */
+  @FunctionalInterface
+  interface Write {
+    JobState run() throws SQLException;
+  }
+
+  /**
+   * Writes one outcome on the calling thread and returns its metric label, from what the statement
+   * wrote: the intent's label, {@code cancelled} if the statement found the job's cancellation asked, or
+   * {@link #NOT_RECORDED} if the job was no longer this claim's. Transient errors are retried with
+   * backoff while the worker runs (the job stays held and heartbeated meanwhile); a write whose earlier
+   * try may have committed is checked with the claim status. Other errors are not retried: the job is
+   * left to rescue. Never throws; the job leaves {@link HeldJobs} once the write is settled.
+   */
+  String write(ClaimedJob job, Intent intent, Write write) {
+    long backoffMs = 50;
+    boolean ambiguous = false;
+    try {
+      while (true) {
+        try {
+          JobState state = write.run();
+          if (state == null && ambiguous) {
+            state = statusAfterLostReply(job);
+          }
+          if (state == null) {
+            log.warn("job {} attempt {} was no longer this worker's claim; its outcome '{}' was not recorded",
+                job.id(), job.attempt(), intent.label);
+            return NOT_RECORDED;
+          }
+          return label(state, intent.label);
+        } catch (SQLException | RuntimeException e) {
+          if (!isTransient(e)) {
+            log.error("could not record outcome '{}' of job {} ({}); the job is left to rescue",
+                intent.label, job.id(), describe(e));
+            return "error";
+          }
+          ambiguous = true;
+          if (stopping && System.nanoTime() > stopDeadline) {
+            log.error("could not record outcome '{}' of job {} before shutdown ({}); rescue returns it to the queue",
+                intent.label, job.id(), e.getMessage());
+            return "error";
+          }
+          log.warn("recording outcome '{}' of job {} failed ({}); retrying in {} ms",
+              intent.label, job.id(), e.getMessage(), backoffMs);
+          if (!pause(backoffMs)) {
+            return "error";
+          }
+          backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+        }
+      }
+    } finally {
+      held.remove(job.id(), job.claimToken());
+    }
+  }
+
+  /** After a retried write matched nothing: did an earlier try commit? Its row carries our token. */
+  private JobState statusAfterLostReply(ClaimedJob job) {
+    try {
+      JobState state = store.claimStatus(Map.of(job.id(), job.claimToken())).get(job.id());
+      return state == JobState.RUNNING ? null : state;
+    } catch (SQLException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  /**
+   * Gives claimed jobs that never started back to the queue (a prefetch held too long, the buffer at
+   * shutdown, claims whose reply was lost). Returns how many were given back; the others are left to
+   * rescue. They leave {@link HeldJobs} either way.
+   */
+  int unclaim(List<ClaimedJob> jobs) {
+    if (jobs.isEmpty()) {
+      return 0;
+    }
+    try {
+      return store.unclaim(workerId, jobs).size();
+    } catch (SQLException | RuntimeException e) {
+      log.warn("could not give {} claimed jobs back ({}); rescue returns them", jobs.size(), e.getMessage());
+      return 0;
+    } finally {
+      jobs.forEach(j -> held.remove(j.id(), j.claimToken()));
+    }
+  }
+
+  /** The label of a write that left the job in {@code state}, meant as {@code intended}. */
+  static String label(JobState state, String intended) {
+    if (state == JobState.CANCELLED && !intended.equals("cancelled")) {
+      return "cancelled";
+    }
+    return intended;
+  }
+
+  /**
+   * Transient: worth trying the same write again. Connection errors (SQLState class 08, or none with an
+   * I/O cause), the server shutting down (57P), lock and statement timeouts (55P03, 57014),
+   * serialization failures and deadlocks (40001, 40P01), too many connections (53300), a read-only
+   * server during a fail-over (25006), and the pool's
+   * own time-outs.
+   */
+  static boolean isTransient(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLTransientException || t instanceof SQLRecoverableException || t instanceof java.io.IOException) {
+        return true;
+      }
+      if (t instanceof SQLException sql) {
+        String state = sql.getSQLState();
+        if (state == null) {
+          continue;
+        }
+        if (state.startsWith("08") || state.startsWith("57P") || state.startsWith("53") || state.startsWith("40")
+            || state.equals("55P03") || state.equals("57014") || state.equals("25006")) {
+          return true;
+        }
+        return false;
+      }
+    }
+    return e instanceof SQLException sql && sql.getSQLState() == null;
+  }
+
+  private static String describe(Throwable e) {
+    String message = String.valueOf(e.getMessage());
+    if (e instanceof SQLException sql && sql.getSQLState() != null) {
+      return message + " (SQLState " + sql.getSQLState() + ")";
+    }
+    return message;
+  }
+
+  private boolean pause(long millis) {
+    try {
+      Thread.sleep(millis);
+      return true;
+    } catch (InterruptedException ie) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /**
+   * Writes what is queued, trying for at most {@code timeout} if the database fails, then stops; writes
+   * still retrying on lanes give up at the same deadline.
+   */
+  void close(Duration timeout) {
+    stopDeadline = System.nanoTime() + timeout.toNanos();
+    stopping = true;
+    if (thread != null) {
+      try {
+        thread.join(timeout.plusSeconds(1));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}
