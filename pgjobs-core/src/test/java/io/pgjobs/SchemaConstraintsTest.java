@@ -18,12 +18,25 @@ import org.junit.jupiter.params.provider.ValueSource;
 /** The schema: CHECK constraints guard the invariants; migration is repeatable; the schema name is configurable. */
 class SchemaConstraintsTest extends PgJobsTestBase {
 
-  /** A row of pgjobs.jobs, valid unless the arguments make it otherwise. */
+  /** A row of pgjobs.jobs, valid unless the arguments make it otherwise (a running row gets a claim token). */
   private static String jobRow(String state, int attempts, int maxAttempts, String lockedBy, String progress) {
+    return jobRow(state, attempts, maxAttempts, lockedBy, progress, state.equals("running") ? "1" : "NULL");
+  }
+
+  private static String jobRow(
+      String state, int attempts, int maxAttempts, String lockedBy, String progress, String claimToken) {
     return "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
-        + " created_at, locked_by, progress_percent) VALUES (gen_random_uuid(), 't', 'q', '{}', 0, '" + state + "', "
-        + attempts + ", " + maxAttempts + ", now(), now(), " + (lockedBy == null ? "NULL" : "'" + lockedBy + "'")
-        + ", " + progress + ")";
+        + " created_at, locked_by, progress_percent, claim_token) VALUES (gen_random_uuid(), 't', 'q', '{}', 0, '"
+        + state + "', " + attempts + ", " + maxAttempts + ", now(), now(), "
+        + (lockedBy == null ? "NULL" : "'" + lockedBy + "'") + ", " + progress + ", " + claimToken + ")";
+  }
+
+  @Test
+  void runningJobWithoutAClaimTokenIsRejected() {
+    assertThatThrownBy(() -> sql(jobRow("running", 1, 3, "worker-1", "NULL", "NULL")))
+        .isInstanceOf(SQLException.class)
+        .hasMessageContaining("jobs_running_has_token");
+    assertThat(count("pgjobs.jobs")).isZero();
   }
 
   /** A row of pgjobs.finished_jobs; {@code output} is JSON text or NULL. */
@@ -112,8 +125,10 @@ class SchemaConstraintsTest extends PgJobsTestBase {
     UUID id = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().maxAttempts(2).build()).job().id();
     assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET attempts = 3 WHERE id = '" + id + "'"))
         .hasMessageContaining("jobs_attempts_check");
-    assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET state = 'running' WHERE id = '" + id + "'"))
+    assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET state = 'running', claim_token = 1 WHERE id = '" + id + "'"))
         .hasMessageContaining("jobs_running_is_locked");
+    assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w' WHERE id = '" + id + "'"))
+        .hasMessageContaining("jobs_running_has_token");
     assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.QUEUED);
   }
 

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -347,16 +348,24 @@ final class QueuePoller {
     return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
   }
 
-  /** Starts a lane per free slot while jobs wait in the buffer (running lanes take the rest). */
+  /**
+   * Starts a lane per free slot while jobs wait in the buffer (running lanes take the rest). Not once
+   * the poller stops: a claim made on a notification can return after the worker began to shut down
+   * its lanes; its jobs stay in the buffer and are given back with the rest.
+   */
   private void startLanes() {
+    if (stopping) {
+      return;
+    }
     int wanted = Math.min(slots.availablePermits(), buffered.get());
     for (int i = 0; i < wanted && slots.tryAcquire(); i++) {
       try {
         handlers.execute(this::lane);
-      } catch (RuntimeException e) {
-        // The executor refused (it is shutting down): the buffered jobs are given back on close.
+      } catch (RejectedExecutionException e) {
+        // The executor is shutting down (a stop raced with this claim): the buffered jobs are given
+        // back on close.
         slots.release();
-        log.warn("could not start a job on queue '{}': {}", queue, e.toString());
+        log.debug("not starting a job on queue '{}': the worker is stopping", queue);
         return;
       }
     }

@@ -273,7 +273,7 @@ class CancelTest extends LifecycleTestBase {
   void attemptThatFailsBeforeItsWorkerHearsOfTheCancellationEndsCancelledNotRetrying() {
     JobType<Numbered> type = type("cancel_then_fail").withRetryPolicy(RetryPolicy.fixed(Duration.ZERO));
     JobWorker worker =
-        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).register(type, (ctx, p) -> {
+        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).workerDeadAfter(Duration.ofMinutes(2)).register(type, (ctx, p) -> {
           handlersStarted.incrementAndGet();
           release.await();
           throw new IllegalStateException("failed by itself");
@@ -297,7 +297,7 @@ class CancelTest extends LifecycleTestBase {
   void jobThatSnoozesBeforeItsWorkerHearsOfTheCancellationEndsCancelledNotQueued() {
     JobType<Numbered> type = type("cancel_then_snooze");
     JobWorker worker =
-        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).register(type, (ctx, p) -> {
+        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).workerDeadAfter(Duration.ofMinutes(2)).register(type, (ctx, p) -> {
           handlersStarted.incrementAndGet();
           release.await();
           throw new SnoozeJobException(Duration.ZERO);
@@ -324,7 +324,7 @@ class CancelTest extends LifecycleTestBase {
     JobWorker worker =
         start(worker()
             .listen(false)
-            .heartbeatInterval(Duration.ofSeconds(30))
+            .heartbeatInterval(Duration.ofSeconds(30)).workerDeadAfter(Duration.ofMinutes(2))
             .shutdownGrace(Duration.ZERO)
             .register(type, (ctx, p) -> {
               handlersStarted.incrementAndGet();

@@ -68,9 +68,9 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
     UUID id = UUID.randomUUID();
     db.execute(
         "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
-            + " created_at, attempted_at, locked_by, heartbeat_at) VALUES ('" + id + "', 'numbered', 'default',"
-            + " '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', '" + lockedBy + "',"
-            + " now() - interval '1 minute')");
+            + " created_at, attempted_at, locked_by, heartbeat_at, claim_token) VALUES ('" + id + "', 'numbered',"
+            + " 'default', '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', '" + lockedBy
+            + "', now() - interval '1 minute', nextval('pgjobs.claim_tokens'))");
     return id;
   }
 
