@@ -2,6 +2,7 @@ package io.pgjobs.events;
 
 import io.pgjobs.JobState;
 import io.pgjobs.notify.JobNotificationListener;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -22,6 +23,12 @@ import tools.jackson.databind.json.JsonMapper;
  * subscribers through {@code onReconnect}: events sent while it was away are lost, so a live view should
  * re-read the current state then.
  *
+ * <p>A batch may be partial: a notification must stay under PostgreSQL's 8,000-byte payload limit, so
+ * it lists at most 50 jobs, and fewer when their type and queue names are long. Its
+ * {@link JobEventBatch#total()} is always the number of jobs the statement changed; when
+ * {@link JobEventBatch#truncated()} is true, a subscriber that follows particular jobs must re-read
+ * them, since the ones it follows may be among those left out.
+ *
  * <pre>{@code
  * JobEventListener events = new JobEventListener(dataSource, client.eventsChannel());
  * events.subscribe(batch -> batch.events().forEach(e -> System.out.println(e.jobId() + " " + e.state())));
@@ -29,6 +36,9 @@ import tools.jackson.databind.json.JsonMapper;
  * }</pre>
  */
 public final class JobEventListener implements AutoCloseable {
+  /** PostgreSQL refuses a notification payload of this many bytes or more: {@value}. */
+  public static final int MAX_PAYLOAD_BYTES = 8_000;
+
   private static final Logger log = LoggerFactory.getLogger(JobEventListener.class);
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -53,13 +63,24 @@ public final class JobEventListener implements AutoCloseable {
    * A live view uses it to start cleanly: send a mark, read the current state, then drop the events
    * that arrived before the mark (the state read already shows them).
    *
+   * @param mark a short token; its notification ({@code {"mark":"…"}}) must stay under PostgreSQL's
+   *     payload limit of {@value #MAX_PAYLOAD_BYTES} bytes
+   * @throws IllegalArgumentException when the mark is too long to be sent
    * @throws SQLException when the notification could not be sent
    */
   public void sendMark(String mark) throws SQLException {
+    String payload = JSON.createObjectNode().put("mark", mark).toString();
+    int bytes = payload.getBytes(StandardCharsets.UTF_8).length;
+    if (bytes >= MAX_PAYLOAD_BYTES) {
+      // Refused here with a clear message rather than by the database ("payload string too long").
+      throw new IllegalArgumentException(
+          "mark too long: its notification would be " + bytes + " bytes; PostgreSQL accepts fewer than "
+              + MAX_PAYLOAD_BYTES);
+    }
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
       ps.setString(1, channel);
-      ps.setString(2, JSON.createObjectNode().put("mark", mark).toString());
+      ps.setString(2, payload);
       ps.execute();
       if (!c.getAutoCommit()) {
         c.commit();

@@ -260,8 +260,12 @@ final class ExecutionSql {
       SELECT state FROM moved UNION ALL SELECT state FROM released""";
 
   /**
-   * Progress of a running attempt; announced on the job events channel for live views. The message in
-   * the notification is cut to 1,000 characters.
+   * Progress of a running attempt; announced on the job events channel for live views. The row keeps
+   * the whole message; the event carries at most its first 1,000 characters, which take at most 4,002
+   * bytes in JSON unless they contain control characters (6 bytes each, as an escape): such a
+   * message is cut to 666 characters, which fit whatever they are. With the names (at most 1,530 bytes
+   * each, see {@link JobSql#EVENT_NAME_MAX_CHARS}) the event stays under 7,300 bytes, below PostgreSQL's
+   * 8,000-byte payload limit, so a progress write never fails for its notification.
    */
   static final String PROGRESS =
       """
@@ -272,10 +276,12 @@ final class ExecutionSql {
           RETURNING id, type, queue, attempts, progress_percent, left(progress_message, 1000) AS message
       )
       SELECT pg_notify('{schema}_job_events', json_build_object(
-                 'op', 'progress', 'count', 1,
+                 'op', 'progress', 'count', 1, 'truncated', false,
                  'jobs', json_build_array(json_build_object(
-                     'id', id, 'state', 'running', 'type', type, 'queue', queue, 'attempts', attempts,
-                     'progress', progress_percent, 'message', message)))::text)
+                     'id', id, 'state', 'running', 'type', left(type, 255), 'queue', left(queue, 255),
+                     'attempts', attempts, 'progress', progress_percent,
+                     'message', CASE WHEN octet_length(to_json(message)::text) <= 4002 THEN message
+                                     ELSE left(message, 666) END)))::text)
         FROM p""";
 
   /** A heartbeat of one running attempt, asked for by its handler. */

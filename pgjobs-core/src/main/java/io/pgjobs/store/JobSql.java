@@ -38,13 +38,33 @@ final class JobSql {
           , finished_at, NULL::timestamptz AS heartbeat_at, output::text AS output, false AS cancel_requested""";
 
   /**
+   * PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more, and the error aborts the statement that
+   * sends it. A job event lists jobs only while the running total of their JSON entries' bytes stays
+   * within this budget, which leaves room for the envelope and the separators; {@code count} stays the
+   * true number and {@code truncated} says whether some were left out. The trigger of schema version 6
+   * (V6__bounded_notifications.sql) uses the same number.
+   */
+  static final int EVENT_JOBS_MAX_BYTES = 7_000;
+
+  /** At most this many jobs are listed in one job event, however small their entries. */
+  static final int EVENT_JOBS_MAX_COUNT = 50;
+
+  /**
+   * Type and queue names in a job event are cut to this many characters (the schema's limit for jobs;
+   * finished_jobs has no such CHECK). At 6 bytes per character at worst in JSON (a control character
+   * is written as a six-character escape) an entry is then about 3,200 bytes, so the first job always
+   * fits the budget.
+   */
+  static final int EVENT_NAME_MAX_CHARS = 255;
+
+  /**
    * The tail of every statement that inserts into {@code jobs}: from the inserted rows of CTE
    * {@code ins}, wakes the workers of each queue that got a job due now (channel
    * {@code <schema>_jobs_ready}, payload the queue) and announces the event on
-   * {@code <schema>_job_events} (count and the first 50 jobs, as the triggers of finished_jobs and
-   * updates do). In the statement rather than in an INSERT trigger: a trigger call with its transition
-   * table costs a single-row enqueue about a fifth of its time. A row written around pgjobs wakes no
-   * one; workers find it at their next poll.
+   * {@code <schema>_job_events} (the true count and the first jobs that fit {@link #EVENT_JOBS_MAX_BYTES},
+   * as the triggers of finished_jobs and updates do). In the statement rather than in an INSERT trigger:
+   * a trigger call with its transition table costs a single-row enqueue about a fifth of its time. A row
+   * written around pgjobs wakes no one; workers find it at their next poll.
    */
   static final String NOTIFY_INSERTED =
       """
@@ -53,23 +73,26 @@ final class JobSql {
             FROM (SELECT DISTINCT queue FROM ins WHERE run_at <= now()) AS q
       ), announced AS (
           SELECT pg_notify('{schema}_job_events', json_build_object(
-                     'op', 'state', 'count', (SELECT count(*) FROM ins),
-                     'jobs', json_agg(json_build_object('id', e.id, 'state', e.state, 'type', e.type,
-                                                        'queue', e.queue, 'attempts', e.attempts)))::text)
-            FROM (SELECT id, state, type, queue, attempts FROM ins LIMIT 50) AS e
-          HAVING count(*) > 0
+                     'op', 'state', 'count', t.total, 'truncated', count(*) < t.total,
+                     'jobs', json_agg(e.entry ORDER BY e.n))::text)
+            FROM (SELECT count(*) AS total FROM ins) AS t
+           CROSS JOIN (
+      """ + eventJobs("ins") + """
+      ) AS e
+           GROUP BY t.total
       )""";
 
   /**
    * The tail of the single-row inserts: {@link #NOTIFY_INSERTED} for exactly one row of CTE {@code ins},
-   * without its aggregates (a single enqueue is the statement W2 measures).
+   * without its aggregates (a single enqueue is the statement W2 measures). One entry always fits (see
+   * {@link #EVENT_NAME_MAX_CHARS}; the jobs table's CHECKs bound the names).
    */
   static final String NOTIFY_ONE_INSERTED =
       """
       SELECT run_at, created_at,
              CASE WHEN run_at <= now() THEN pg_notify('{schema}_jobs_ready', queue) END AS woken,
              pg_notify('{schema}_job_events', json_build_object(
-                 'op', 'state', 'count', 1,
+                 'op', 'state', 'count', 1, 'truncated', false,
                  'jobs', json_build_array(json_build_object('id', id, 'state', state, 'type', type,
                                                             'queue', queue, 'attempts', attempts)))::text)
         FROM ins""";
@@ -135,7 +158,7 @@ final class JobSql {
   /**
    * After a COPY, in its transaction: wakes the workers of the queues in the first array (those that
    * got jobs due now) and announces the event; the JSON is built by the caller from the rows it
-   * copied (count and the first 50, as {@link #NOTIFY_INSERTED} does).
+   * copied (the true count and the first jobs that fit, as {@link #NOTIFY_INSERTED} does).
    */
   static final String NOTIFY_COPIED =
       """
@@ -323,6 +346,27 @@ final class JobSql {
                attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
                progress_message, %s, %s, now(), %s
           FROM %s""".formatted(state, errors, output, claimToken, from);
+  }
+
+  /**
+   * The entries of a job event for the rows of {@code from} (columns id, state, type, queue, attempts):
+   * rows {@code (n, entry)}, n giving their order. At most {@link #EVENT_JOBS_MAX_COUNT}, and only while
+   * the running total of the entries' bytes stays within {@link #EVENT_JOBS_MAX_BYTES}: the first ones,
+   * so a listener sees a prefix. JSON is built for the first 50 rows only, whatever the statement's size
+   * (a claim or a completion batch of 1,000 pays for 50 entries, as before).
+   */
+  static String eventJobs(String from) {
+    return """
+        SELECT n, entry
+          FROM (SELECT n, entry, sum(octet_length(entry::text)) OVER (ORDER BY n) AS listed_bytes
+                  FROM (SELECT row_number() OVER () AS n,
+                               json_build_object('id', id, 'state', state, 'type', left(type, %2$d),
+                                                 'queue', left(queue, %2$d), 'attempts', attempts) AS entry
+                          FROM (SELECT id, state, type, queue, attempts FROM %1$s LIMIT %3$d) AS c
+                       ) AS numbered
+               ) AS measured
+         WHERE listed_bytes <= %4$d""".formatted(
+        from, EVENT_NAME_MAX_CHARS, EVENT_JOBS_MAX_COUNT, EVENT_JOBS_MAX_BYTES);
   }
 
   /** A JSON error entry built in SQL (rescue), in the shape of {@link io.pgjobs.JobError}. */

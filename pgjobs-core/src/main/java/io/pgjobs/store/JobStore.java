@@ -12,6 +12,7 @@ import io.pgjobs.QueueInfo;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.QueueCounts;
 import io.pgjobs.json.PayloadCodec;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -31,6 +32,7 @@ import java.util.UUID;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyIn;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The seam between pgjobs and PostgreSQL: one method per operation, each one statement. Methods that take
@@ -40,6 +42,11 @@ import org.postgresql.copy.CopyIn;
 public final class JobStore {
   private static final Set<JobState> HOT_STATES = Set.of(JobState.QUEUED, JobState.RETRYING, JobState.RUNNING);
   private static final int COPY_CHUNK_CHARS = 1 << 20;
+  /**
+   * Writes the job events of bulk inserts: pgjobs' own format, whatever the application's mapper does
+   * (an indenting mapper would make the payload longer than the entries measured).
+   */
+  private static final JsonMapper EVENT_JSON = JsonMapper.builder().build();
 
   private final DataSource dataSource;
   private final String schema;
@@ -238,10 +245,16 @@ public final class JobStore {
     announceCopied(connection, jobs, now);
   }
 
-  /** What {@link JobSql#NOTIFY_INSERTED} does for a statement, for rows that came in by COPY. */
+  /**
+   * What {@link JobSql#NOTIFY_INSERTED} does for a statement, for rows that came in by COPY: the same
+   * entries, listed while their UTF-8 bytes stay within {@link JobSql#EVENT_JOBS_MAX_BYTES}, so the
+   * notification can never abort the caller's transaction for being too long.
+   */
   private void announceCopied(Connection connection, List<NewJob> jobs, Instant now) throws SQLException {
     Set<String> dueQueues = new java.util.LinkedHashSet<>();
-    List<Map<String, Object>> first = new ArrayList<>(Math.min(50, jobs.size()));
+    List<Map<String, Object>> listed = new ArrayList<>(Math.min(JobSql.EVENT_JOBS_MAX_COUNT, jobs.size()));
+    long listedBytes = 0;
+    boolean full = false;
     for (NewJob job : jobs) {
       boolean due =
           now == null
@@ -249,25 +262,39 @@ public final class JobStore {
       if (due) {
         dueQueues.add(job.queue());
       }
-      if (first.size() < 50) {
+      if (!full && listed.size() < JobSql.EVENT_JOBS_MAX_COUNT) {
         Map<String, Object> event = new LinkedHashMap<>();
         event.put("id", job.id());
         event.put("state", "queued");
-        event.put("type", job.type());
-        event.put("queue", job.queue());
+        event.put("type", eventName(job.type()));
+        event.put("queue", eventName(job.queue()));
         event.put("attempts", 0);
-        first.add(event);
+        listedBytes += EVENT_JSON.writeValueAsString(event).getBytes(StandardCharsets.UTF_8).length;
+        // A prefix, as in SQL: once one entry does not fit, none after it is listed either.
+        full = listedBytes > JobSql.EVENT_JOBS_MAX_BYTES;
+        if (!full) {
+          listed.add(event);
+        }
       }
     }
     Map<String, Object> payload = new LinkedHashMap<>();
     payload.put("op", "state");
     payload.put("count", jobs.size());
-    payload.put("jobs", first);
+    payload.put("truncated", listed.size() < jobs.size());
+    payload.put("jobs", listed);
     try (PreparedStatement ps = connection.prepareStatement(notifyCopied)) {
       ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
-      ps.setString(2, codec.write(payload));
+      ps.setString(2, EVENT_JSON.writeValueAsString(payload));
       ps.execute();
     }
+  }
+
+  /** A type or queue name as a job event carries it: its first {@link JobSql#EVENT_NAME_MAX_CHARS} characters. */
+  private static String eventName(String name) {
+    if (name == null || name.codePointCount(0, name.length()) <= JobSql.EVENT_NAME_MAX_CHARS) {
+      return name;
+    }
+    return name.substring(0, name.offsetByCodePoints(0, JobSql.EVENT_NAME_MAX_CHARS));
   }
 
   // ---------------------------------------------------------------- reading

@@ -32,7 +32,10 @@ import tools.jackson.databind.json.JsonMapper;
  *
  * <p>Every subscriber first gets a {@code snapshot} event. After the listener reconnects (events may
  * have been lost while it was away), or when a statement changed more jobs than its notification
- * lists, every subscriber gets a {@code resync} event followed by a fresh {@code snapshot}.
+ * lists, every subscriber gets a {@code resync} event followed by a fresh {@code snapshot}. A
+ * notification lists at most 50 jobs, and fewer when their names are long (it must stay under
+ * PostgreSQL's 8,000-byte payload limit); the jobs left out are unknown, so any subscriber may follow
+ * one of them: a subscriber of one job learns its state from the snapshot, which re-reads the job.
  *
  * <p>A snapshot never comes before events it already shows: before reading it the subscriber sends a
  * mark through the events channel ({@link JobEventListener#sendMark}) and drops what arrives before the
@@ -117,6 +120,7 @@ public final class EventHub implements AutoCloseable {
       }
     }
     if (batch.truncated()) {
+      // The jobs left out are not named anywhere: every subscriber re-reads what it follows.
       subscriptions.forEach(s -> s.offer(Outgoing.resync("truncated")));
     }
   }
