@@ -122,31 +122,29 @@ public final class JobClient {
    * Enqueues many jobs of one type in one round trip (PostgreSQL COPY), all with the same options.
    * All or none are stored. Idempotency keys are per job and so are not accepted here.
    *
+   * <p>A call that throws stored none of the jobs, except when the connection was lost during the
+   * COMMIT itself: the server may have committed before the answer was lost, as with any transaction.
+   * The exception's cause is the error that broke the enqueue; a rollback that failed after it is
+   * attached to that cause as suppressed.
+   *
    * @return the new jobs' ids, in the order of {@code payloads}
    */
   public <P> List<UUID> enqueueAll(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
-    withConnection(
-        c -> {
-          // One transaction: the rows and their wake-up notification commit together (a notification
-          // is delivered at commit, so workers never wake before the rows are visible).
-          c.setAutoCommit(false);
-          try {
-            store.insertAll(c, jobs);
-            c.commit();
-          } catch (SQLException | RuntimeException e) {
-            c.rollback();
-            throw e;
-          } finally {
-            c.setAutoCommit(true);
-          }
+    call(
+        () -> {
+          store.insertAll(jobs); // one transaction: the rows and their wake-up notification
           return null;
         });
     metrics.enqueued(type.name(), jobs.size());
     return jobs.stream().map(NewJob::id).toList();
   }
 
-  /** {@link #enqueueAll(JobType, Collection, EnqueueOptions)} in the caller's transaction. */
+  /**
+   * {@link #enqueueAll(JobType, Collection, EnqueueOptions)} in the caller's transaction. If the
+   * connection is lost during the COPY, it is aborted (closed) before this throws, so that its pool
+   * discards it rather than handing it out again; the transaction is lost either way.
+   */
   public <P> List<UUID> enqueueAll(
       Connection connection, JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);

@@ -21,8 +21,11 @@ import java.sql.Statement;
 import java.sql.Timestamp;
 import java.sql.Types;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumMap;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -190,8 +193,25 @@ public final class JobStore {
   }
 
   /**
+   * Inserts many jobs with one COPY (jobs without idempotency keys) in a transaction of its own, on a
+   * connection from the data source: the rows and their wake-up notification commit together (a
+   * notification is delivered at commit, so workers never wake before the rows are visible). All or none
+   * are stored. A failure is reported as it happened (see {@link #insertAll(Connection, List)}); a
+   * rollback that fails after it is attached as suppressed.
+   */
+  public void insertAll(List<NewJob> jobs) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      inTransaction(c, () -> insertAll(c, jobs));
+    }
+  }
+
+  /**
    * Inserts many jobs with one COPY (jobs without idempotency keys). Delays are turned into absolute
    * times with the database's clock, read once.
+   *
+   * <p>If the connection is lost during the COPY (SQLState class 08, or the server terminated the
+   * session), it is aborted before the failure is thrown, so that its pool discards it: the caller's
+   * transaction is gone either way, and the connection must not be handed out again.
    */
   public void insertAll(Connection connection, List<NewJob> jobs) throws SQLException {
     if (jobs.isEmpty()) {
@@ -208,8 +228,9 @@ public final class JobStore {
         now = rs.getTimestamp(1).toInstant();
       }
     }
-    CopyIn copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(allDueNow ? copyDueJobs : copyJobs);
+    CopyIn copy = null;
     try {
+      copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(allDueNow ? copyDueJobs : copyJobs);
       CopyRows rowsOut = new CopyRows();
       for (NewJob job : jobs) {
         rowsOut
@@ -237,12 +258,78 @@ public final class JobStore {
         copy.writeToCopy(chunk, 0, chunk.length);
       }
       copy.endCopy();
-    } finally {
-      if (copy.isActive()) {
-        copy.cancelCopy();
+    } catch (Throwable e) {
+      if (copy != null && copy.isActive()) {
+        try {
+          copy.cancelCopy(); // the connection stays usable for the caller's rollback
+        } catch (SQLException | RuntimeException cancel) {
+          e.addSuppressed(cancel); // the failure that stopped the COPY is the one to report
+        }
       }
+      if (connectionLost(e)) {
+        discard(connection, e);
+      }
+      throw e;
     }
     announceCopied(connection, jobs, now);
+  }
+
+  /**
+   * True if {@code failure} (or a cause, chained or suppressed exception of it) says the session is
+   * gone: SQLState class 08 (connection exception), or 57P01 to 57P03 (terminated by an administrator,
+   * crash or shutdown of the server, which the driver reports before the socket closes).
+   */
+  private static boolean connectionLost(Throwable failure) {
+    ArrayDeque<Throwable> todo = new ArrayDeque<>();
+    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+    todo.add(failure);
+    while (!todo.isEmpty() && seen.size() < 50) {
+      Throwable t = todo.poll();
+      if (!seen.add(t)) {
+        continue;
+      }
+      if (t instanceof SQLException sql) {
+        String state = sql.getSQLState();
+        if (state != null && (state.startsWith("08") || state.equals("57P01") || state.equals("57P02")
+            || state.equals("57P03"))) {
+          return true;
+        }
+        if (sql.getNextException() != null) {
+          todo.add(sql.getNextException());
+        }
+      }
+      if (t.getCause() != null) {
+        todo.add(t.getCause());
+      }
+      todo.addAll(List.of(t.getSuppressed()));
+    }
+    return false;
+  }
+
+  /**
+   * Makes sure a connection lost under a COPY is not used again. The COPY runs on the driver's own
+   * connection ({@code unwrap}), below the pool's proxy, so the pool never saw the failure. And the
+   * driver leaves the connection open after a failed COPY or its BEGIN: a pool would take it back and
+   * hand it out again (HikariCP does not validate a connection used within the last 500 ms), and every
+   * bulk enqueue on it would fail the same way, for as long as it kept being reused. So: abort it (the
+   * driver closes the socket), then touch it through {@code connection}, the pool's proxy: the driver
+   * answers "connection has been closed" (SQLState 08003), and a pool that watches its proxies for
+   * connection errors (HikariCP does, for class 08) evicts it at once; another pool finds it closed when
+   * it resets or validates it; a plain data source's connection is simply closed.
+   */
+  private static void discard(Connection connection, Throwable failure) {
+    try {
+      connection.abort(Runnable::run); // this thread: closed before the touch below
+    } catch (SQLException | RuntimeException e) {
+      failure.addSuppressed(e);
+    }
+    try {
+      // clearWarnings, not getAutoCommit: HikariCP answers the latter from its own state once the
+      // auto-commit mode was set, without asking the driver.
+      connection.clearWarnings();
+    } catch (SQLException expected) {
+      // The "closed" error the pool had to see; nothing to report.
+    }
   }
 
   /**
@@ -424,26 +511,60 @@ public final class JobStore {
   /** Pauses or resumes a queue; a resumed queue's workers are woken in the same transaction. */
   public void setQueuePaused(String queue, boolean paused) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
-      boolean autoCommit = c.getAutoCommit();
-      c.setAutoCommit(false);
-      try (PreparedStatement ps = c.prepareStatement(setQueuePaused)) {
-        ps.setString(1, queue);
-        ps.setBoolean(2, paused);
-        ps.executeUpdate();
-        if (!paused) {
-          try (PreparedStatement wake = c.prepareStatement(notifyReady)) {
-            wake.setString(1, queue);
-            wake.execute();
-          }
-        }
-        c.commit();
-      } catch (SQLException | RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(autoCommit);
-      }
+      inTransaction(
+          c,
+          () -> {
+            try (PreparedStatement ps = c.prepareStatement(setQueuePaused)) {
+              ps.setString(1, queue);
+              ps.setBoolean(2, paused);
+              ps.executeUpdate();
+            }
+            if (!paused) {
+              try (PreparedStatement wake = c.prepareStatement(notifyReady)) {
+                wake.setString(1, queue);
+                wake.execute();
+              }
+            }
+          });
     }
+  }
+
+  /**
+   * Runs {@code work} on {@code c} in a transaction and commits it, then restores the auto-commit mode.
+   * On failure the transaction is rolled back and the failure itself is thrown: a rollback or reset that
+   * fails too (on a lost connection both do; HikariCP's say "Connection is closed" once it evicted the
+   * connection) is attached to it as suppressed, never thrown in its place.
+   */
+  private static void inTransaction(Connection c, SqlWork work) throws SQLException {
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(false);
+    try {
+      work.run();
+      c.commit();
+    } catch (Throwable e) {
+      try {
+        c.rollback();
+      } catch (SQLException | RuntimeException rollback) {
+        e.addSuppressed(rollback);
+      }
+      try {
+        c.setAutoCommit(autoCommit);
+      } catch (SQLException | RuntimeException reset) {
+        e.addSuppressed(reset);
+      }
+      throw e;
+    }
+    try {
+      c.setAutoCommit(autoCommit);
+    } catch (SQLException e) {
+      // Committed: the work is done. Only a broken connection fails the reset (and its pool saw it fail,
+      // through the proxy); reporting a failure now would make the caller do the work again.
+    }
+  }
+
+  @FunctionalInterface
+  private interface SqlWork {
+    void run() throws SQLException;
   }
 
   /** Every known queue with counts per state, oldest due job's age and paused flag, by name. */
