@@ -88,6 +88,37 @@ class CrashRescueTest extends LifecycleTestBase {
   }
 
   @Test
+  void jobsOfAWorkerKilledWithDefaultSettingsAreBackInTheQueueWithinThirtySeconds() {
+    // No timing overrides anywhere: stale threshold 5 min, heartbeat 5 s, dead-worker threshold 20 s.
+    WorkerProcess doomed = processes.start("dead-defaults", db.jdbcUrl(), "concurrency=3", "timings=defaults");
+    List<UUID> ids =
+        client.enqueueAll(
+            Lifecycle.WORK,
+            Collections.nCopies(3, Work.blockingFirstAttempt(Duration.ofSeconds(120))),
+            EnqueueOptions.builder().maxAttempts(3).build());
+    await().atMost(LONG).until(() -> count("SELECT count(*) FROM starts WHERE worker = 'dead-defaults'") == 3);
+    start(worker().workerId("rescuer-defaults").register(Lifecycle.WORK, Lifecycle.handler("rescuer-defaults", true)));
+
+    long killedAt = System.nanoTime();
+    doomed.kill();
+
+    await("the dead worker's jobs are back in the queue")
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> runningOn("dead-defaults") == 0);
+    Duration back = Duration.ofNanos(System.nanoTime() - killedAt);
+    System.out.printf("kill -9 with default settings: jobs back in the queue %.1f s after the kill%n", back.toMillis() / 1e3);
+    for (UUID id : ids) {
+      Job job = awaitState(id, JobState.SUCCEEDED, LONG);
+      assertThat(job.attempts()).isEqualTo(2);
+      assertThat(job.errors()).singleElement().satisfies(e -> {
+        assertThat(e.kind()).isEqualTo("worker_lost");
+        assertThat(e.worker()).isEqualTo("dead-defaults");
+      });
+    }
+  }
+
+  @Test
   void jobOfAKilledWorkerOnItsLastAttemptIsFailedAsWorkerLost() {
     WorkerProcess doomed = startDoomedWorker("crash-doomed-last");
     Work blocking = Work.blockingFirstAttempt(Duration.ofSeconds(60));

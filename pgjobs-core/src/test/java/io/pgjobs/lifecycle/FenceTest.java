@@ -96,6 +96,44 @@ class FenceTest extends LifecycleTestBase {
   }
 
   @Test
+  void aDeadWorkersStartedJobsCountTheAttemptAndItsPrefetchedJobsGoBackAsTheyWere() throws Exception {
+    ExecutionStore store = store();
+    WorkerStore workers = new WorkerStore(db.dataSource(), "pgjobs", CODEC);
+    List<UUID> ids = client.enqueueAll(NUMBERED, List.of(new Numbered(1), new Numbered(2), new Numbered(3), new Numbered(4)),
+        EnqueueOptions.builder().maxAttempts(1).build());
+    List<ClaimedJob> claimed = store.claim(JobType.DEFAULT_QUEUE, 4, "doomed");
+    Map<UUID, Long> tokens = new java.util.HashMap<>();
+    claimed.forEach(c -> tokens.put(c.id(), c.claimToken()));
+    List<UUID> waiting = List.of(claimed.get(2).id(), claimed.get(3).id());
+    WorkerStore.Registration reg = new WorkerStore.Registration("doomed", "host", 1, Map.of("default", 2), List.of());
+    try (Connection hb = db.dataSource().getConnection()) {
+      assertThat(workers.heartbeat(hb, reg, tokens, waiting, Duration.ofSeconds(1))).hasSize(4);
+    }
+    // A live worker's jobs stay where they are.
+    assertThat(workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100).total()).isZero();
+    // The worker dies: its row is not renewed (here: its heartbeat was 30 s ago).
+    db.execute("UPDATE pgjobs.workers SET last_heartbeat = now() - interval '30 seconds' WHERE id = 'doomed'");
+
+    WorkerStore.RescueCounts counts = workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100);
+
+    assertThat(counts.unclaimed()).isEqualTo(2);
+    assertThat(counts.ended()).isEqualTo(2); // started, max attempts 1: failed as worker_lost
+    for (UUID id : waiting) {
+      Job job = job(id);
+      assertThat(job.state()).isEqualTo(JobState.QUEUED);
+      assertThat(job.attempts()).isZero();
+      assertThat(job.errors()).isEmpty();
+      assertThat(job.lockedBy()).isNull();
+    }
+    for (ClaimedJob started : claimed.subList(0, 2)) {
+      Job job = job(started.id());
+      assertThat(job.state()).isEqualTo(JobState.FAILED);
+      assertThat(errorKinds(started.id())).containsExactly("worker_lost");
+    }
+    assertThat(ids).hasSize(4);
+  }
+
+  @Test
   void eachWriteTellsTheStateItLeftTheJobIn() throws Exception {
     ExecutionStore store = store();
     UUID retried = client.enqueue(NUMBERED, new Numbered(1)).job().id();

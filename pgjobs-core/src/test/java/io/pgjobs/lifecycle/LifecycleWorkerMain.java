@@ -40,22 +40,72 @@ public final class LifecycleWorkerMain {
     config.setPoolName(id);
     HikariDataSource dataSource = new HikariDataSource(config);
 
-    JobWorker worker =
+    JobWorker.Builder builder =
         JobWorker.builder(dataSource)
             .workerId(id)
-            .register(Lifecycle.WORK, Lifecycle.handler(id, true))
+            .register(Lifecycle.WORK, handler(id, a.getOrDefault("handler", "normal")))
             .queue(JobType.DEFAULT_QUEUE, concurrency)
-            .staleThreshold(millis(a, "staleMs", 3000))
-            .heartbeatInterval(millis(a, "heartbeatMs", 300))
-            .leaseTtl(millis(a, "leaseTtlMs", 2000))
-            .shutdownGrace(millis(a, "graceMs", 2000))
-            .pollInterval(millis(a, "pollMs", 200))
-            .maintenance(Boolean.parseBoolean(a.getOrDefault("maintenance", "true")))
-            .build();
+            .maintenance(Boolean.parseBoolean(a.getOrDefault("maintenance", "true")));
+    if (!"defaults".equals(a.get("timings"))) {
+      // Short timings for tests; timings=defaults keeps the library's own (stale threshold, heartbeat,
+      // dead-worker threshold, lease, grace, poll interval).
+      builder
+          .staleThreshold(millis(a, "staleMs", 3000))
+          .heartbeatInterval(millis(a, "heartbeatMs", 300))
+          .leaseTtl(millis(a, "leaseTtlMs", 2000))
+          .shutdownGrace(millis(a, "graceMs", 2000))
+          .pollInterval(millis(a, "pollMs", 200));
+      if (a.containsKey("deadAfterMs")) {
+        builder.workerDeadAfter(millis(a, "deadAfterMs", 20_000));
+      }
+      if (a.containsKey("stuckGraceMs")) {
+        builder.stuckHandlerGrace(millis(a, "stuckGraceMs", 10_000));
+      }
+    }
+    JobWorker worker = builder.build();
     worker.closeOnShutdown();
     worker.start();
     System.out.println("lifecycle worker " + id + " started, pid " + ProcessHandle.current().pid());
     new CountDownLatch(1).await(); // until killed or terminated
+  }
+
+  /**
+   * {@code normal}: {@link Lifecycle#handler}. {@code stubborn}: the same, but a blocking attempt ignores
+   * interrupts (the runtime must let it go). {@code locking}: the same, but it holds a row lock on its
+   * own job row in an open transaction while it blocks (heartbeats and successes must skip it).
+   */
+  private static io.pgjobs.JobHandler<Lifecycle.Work> handler(String id, String kind) {
+    io.pgjobs.JobHandler<Lifecycle.Work> normal = Lifecycle.handler(id, true);
+    return switch (kind) {
+      case "normal" -> normal;
+      case "stubborn" -> (ctx, work) -> {
+        if (work.blockMillis() > 0 && ctx.attempt() <= work.blockAttempts()) {
+          long until = System.nanoTime() + work.blockMillis() * 1_000_000;
+          while (System.nanoTime() < until) {
+            try {
+              Thread.sleep(Math.max(1, (until - System.nanoTime()) / 1_000_000));
+            } catch (InterruptedException ignored) {
+              // ignores interrupts: the worker must let it go
+            }
+          }
+        }
+        return Lifecycle.handler(id, false).run(ctx, work);
+      };
+      case "locking" -> (ctx, work) -> {
+        try (java.sql.Connection tx = ctx.dataSource().getConnection()) {
+          tx.setAutoCommit(false);
+          try (java.sql.PreparedStatement lock =
+              tx.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+            lock.setObject(1, ctx.jobId());
+            lock.execute();
+          }
+          Object result = normal.run(ctx, work);
+          tx.commit();
+          return result;
+        }
+      };
+      default -> throw new IllegalArgumentException("unknown handler " + kind);
+    };
   }
 
   private static String required(Map<String, String> args, String key) {
