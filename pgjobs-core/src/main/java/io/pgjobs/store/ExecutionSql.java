@@ -290,6 +290,15 @@ final class ExecutionSql {
       UPDATE {schema}.jobs SET heartbeat_at = now()
        WHERE id = ? AND claim_token = ? AND state = 'running'""";
 
+  /**
+   * A worker starts a job its heartbeat had marked {@code prefetched}: from now on, should the worker
+   * die, the job counts as started (attempt lost), not as never run.
+   */
+  static final String CLEAR_PREFETCHED =
+      """
+      UPDATE {schema}.jobs SET prefetched = false
+       WHERE id = ? AND claim_token = ? AND state = 'running'""";
+
   static final String IS_RUNNING =
       """
       SELECT 1 FROM {schema}.jobs WHERE id = ? AND claim_token = ? AND state = 'running'""";

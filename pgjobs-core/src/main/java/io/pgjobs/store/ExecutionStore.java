@@ -42,6 +42,7 @@ public final class ExecutionStore {
   private final String progress;
   private final String heartbeat;
   private final String isRunning;
+  private final String clearPrefetched;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores). */
   public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -61,6 +62,7 @@ public final class ExecutionStore {
     this.progress = JobSql.forSchema(ExecutionSql.PROGRESS, schema);
     this.heartbeat = JobSql.forSchema(ExecutionSql.HEARTBEAT, schema);
     this.isRunning = JobSql.forSchema(ExecutionSql.IS_RUNNING, schema);
+    this.clearPrefetched = JobSql.forSchema(ExecutionSql.CLEAR_PREFETCHED, schema);
   }
 
   /** The JSON codec. */
@@ -347,6 +349,16 @@ public final class ExecutionStore {
   public boolean heartbeat(UUID id, long claimToken) throws SQLException {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(heartbeat)) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Clears the {@code prefetched} mark of a claim that starts now; false if the job no longer runs it. */
+  public boolean clearPrefetched(UUID id, long claimToken) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(clearPrefetched)) {
       ps.setObject(1, id);
       ps.setLong(2, claimToken);
       return ps.executeUpdate() == 1;

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Every job this worker holds in the database, from the claim's reply until a write that gives it up is
@@ -17,6 +18,12 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class HeldJobs {
   private final Map<UUID, HeldJob> held = new ConcurrentHashMap<>();
+  /**
+   * Held by the heartbeat from its snapshot until its statement returns, and by a lane that starts a
+   * job the heartbeat marked {@code prefetched}: so the lane's clearing of the mark is never overtaken
+   * by a heartbeat that set it.
+   */
+  private final ReentrantLock beatLock = new ReentrantLock();
 
   /** Records the jobs of a claim; returns their handles in the same order. */
   List<HeldJob> add(List<ClaimedJob> claimed) {
@@ -54,17 +61,38 @@ final class HeldJobs {
     return ids;
   }
 
-  /** A snapshot for the heartbeat: every held job's claim token, and which have not started. */
+  /**
+   * A snapshot for the heartbeat, taken under {@link #beatLock()}: every held job's claim token, and the
+   * jobs not started, which are marked (a lane that starts one of them clears the mark first).
+   */
   Snapshot snapshot() {
     Map<UUID, Long> tokens = new HashMap<>(held.size() * 2);
     List<UUID> waiting = new ArrayList<>();
     for (HeldJob h : held.values()) {
       tokens.put(h.job().id(), h.job().claimToken());
-      if (!h.started()) {
+      if (h.markIfWaiting()) {
         waiting.add(h.job().id());
       }
     }
     return new Snapshot(tokens, waiting);
+  }
+
+  /** The heartbeat's lock (see the field). */
+  ReentrantLock beatLock() {
+    return beatLock;
+  }
+
+  /**
+   * A lane takes a job a heartbeat has marked {@code prefetched}: waits for a heartbeat in flight, so the
+   * caller's clearing of the mark lands after it; every later heartbeat sees the job started.
+   */
+  void startMarked(HeldJob job) {
+    beatLock.lock();
+    try {
+      job.setStarted();
+    } finally {
+      beatLock.unlock();
+    }
   }
 
   record Snapshot(Map<UUID, Long> tokens, List<UUID> waiting) {}

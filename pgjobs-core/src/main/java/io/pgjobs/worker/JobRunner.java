@@ -173,7 +173,9 @@ final class JobRunner {
   /** Runs {@code job} to its outcome. Never throws. */
   void run(HeldJob heldJob) {
     ClaimedJob job = heldJob.job();
-    heldJob.markStarted();
+    if (!heldJob.startUnmarked() && !clearPrefetchedMark(heldJob)) {
+      return;
+    }
     RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
@@ -204,6 +206,28 @@ final class JobRunner {
       }
       Thread.interrupted(); // a late timeout or stop interrupt must not leak into the next task
       MDC.clear();
+    }
+  }
+
+  /**
+   * The job waited long enough in the buffer for a heartbeat to mark it {@code prefetched} (rescue gives
+   * such jobs back with their attempt if the worker dies). Clear the mark before the handler runs; if
+   * that cannot be written, give the job back unstarted rather than run it under a wrong mark.
+   */
+  private boolean clearPrefetchedMark(HeldJob heldJob) {
+    ClaimedJob job = heldJob.job();
+    held.startMarked(heldJob);
+    try {
+      if (store.clearPrefetched(job.id(), job.claimToken())) {
+        return true;
+      }
+      log.warn("job {} was no longer this worker's claim when its lane took it; not run", job.id());
+      held.remove(job.id(), job.claimToken());
+      return false;
+    } catch (SQLException | RuntimeException e) {
+      log.warn("could not mark job {} started ({}); giving it back unstarted", job.id(), e.getMessage());
+      completer.unclaim(java.util.List.of(job));
+      return false;
     }
   }
 

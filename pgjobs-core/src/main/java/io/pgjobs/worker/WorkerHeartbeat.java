@@ -117,6 +117,15 @@ final class WorkerHeartbeat {
   }
 
   private void beat() {
+    held.beatLock().lock();
+    try {
+      beatLocked();
+    } finally {
+      held.beatLock().unlock();
+    }
+  }
+
+  private void beatLocked() {
     HeldJobs.Snapshot snapshot = held.snapshot();
     try {
       if (connection == null) {

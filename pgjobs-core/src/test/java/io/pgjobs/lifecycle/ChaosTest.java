@@ -15,8 +15,12 @@ import org.junit.jupiter.api.Test;
 
 /**
  * 20,000 jobs on 3 worker processes, one of which is killed with {@code kill -9} and restarted every few
- * seconds (every tenth of the run, at least 2 s apart), the maintenance leader among them. At the end
- * every job has succeeded, ran at least once and at most once per attempt, and nothing is stuck.
+ * seconds (every tenth of the run, at least 2 s apart), the maintenance leader among them. Beside them run
+ * a process whose handlers hold a row lock on their own job while they work (heartbeats and successes
+ * must skip such rows, not wait), and a process whose handlers ignore interrupts and take 2 s, which is
+ * stopped gracefully with no grace and restarted at every kill (its stuck handlers are let go and their
+ * jobs released). At the end every job has succeeded, ran at least once and at most once per attempt,
+ * and nothing is stuck.
  */
 class ChaosTest extends LifecycleTestBase {
   private static final int JOBS = 20_000;
@@ -24,6 +28,14 @@ class ChaosTest extends LifecycleTestBase {
   private static final int KILLS = 8;
   private static final String[] SETTINGS = {
     "concurrency=8", "pool=12", "staleMs=2500", "heartbeatMs=250", "leaseTtlMs=2000", "pollMs=200"
+  };
+
+  private static final String[] LOCKER = {
+    "concurrency=4", "pool=12", "staleMs=2500", "heartbeatMs=250", "leaseTtlMs=2000", "pollMs=200", "handler=locking"
+  };
+  private static final String[] STUBBORN = {
+    "concurrency=4", "pool=10", "staleMs=2500", "heartbeatMs=250", "leaseTtlMs=2000", "pollMs=200",
+    "handler=stubborn", "stubbornMs=2000", "graceMs=0", "stuckGraceMs=300"
   };
 
   private static long finished() {
@@ -42,6 +54,8 @@ class ChaosTest extends LifecycleTestBase {
     for (int i = 0; i < WORKERS; i++) {
       workers[i] = processes.start("chaos-w" + i + "-0", db.jdbcUrl(), SETTINGS);
     }
+    WorkerProcess locker = processes.start("chaos-locker", db.jdbcUrl(), LOCKER);
+    WorkerProcess stubborn = processes.start("chaos-stubborn-0", db.jdbcUrl(), STUBBORN);
 
     int kills = 0;
     for (int kill = 1; kill <= KILLS; kill++) {
@@ -63,6 +77,8 @@ class ChaosTest extends LifecycleTestBase {
       System.out.printf("kill %d: %s killed with %d jobs finished, %.1f s into the run%n",
           kill, workers[victim].id(), finished(), (System.nanoTime() - startedAt) / 1e9);
       workers[victim] = processes.start("chaos-w" + victim + "-" + kill, db.jdbcUrl(), SETTINGS);
+      stubborn.terminate(); // graceful, no grace: its handlers ignore the interrupt and are let go
+      stubborn = processes.start("chaos-stubborn-" + kill, db.jdbcUrl(), STUBBORN);
     }
 
     await("all " + JOBS + " jobs finished")
@@ -80,9 +96,15 @@ class ChaosTest extends LifecycleTestBase {
     for (WorkerProcess w : workers) {
       assertThat(w.isAlive()).as("worker %s is alive", w.id()).isTrue();
     }
+    assertThat(locker.isAlive()).isTrue();
+    assertThat(stubborn.isAlive()).isTrue();
+    assertThat(count("SELECT count(*) FROM effects WHERE worker = 'chaos-locker'")).as("jobs run under a row lock").isPositive();
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs, jsonb_array_elements(errors) AS e"
+        + " WHERE e->>'kind' = 'shutdown' AND e->>'worker' LIKE 'chaos-stubborn-%'"))
+        .as("jobs of stubborn handlers let go at shutdown and released").isPositive();
     await("only the live workers stay registered")
         .atMost(Duration.ofSeconds(30))
-        .until(() -> count("SELECT count(*) FROM pgjobs.workers") == WORKERS);
+        .until(() -> count("SELECT count(*) FROM pgjobs.workers") == WORKERS + 2);
 
     System.out.printf(
         "chaos: %d jobs, %d kills, %.1f s (%.0f jobs/s); %d rescued, %d effects, %d jobs ran more than once,"

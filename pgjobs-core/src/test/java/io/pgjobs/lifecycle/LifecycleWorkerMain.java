@@ -43,7 +43,8 @@ public final class LifecycleWorkerMain {
     JobWorker.Builder builder =
         JobWorker.builder(dataSource)
             .workerId(id)
-            .register(Lifecycle.WORK, handler(id, a.getOrDefault("handler", "normal")))
+            .register(Lifecycle.WORK, handler(id, a.getOrDefault("handler", "normal"),
+                Long.parseLong(a.getOrDefault("stubbornMs", "0"))))
             .queue(JobType.DEFAULT_QUEUE, concurrency)
             .maintenance(Boolean.parseBoolean(a.getOrDefault("maintenance", "true")));
     if (!"defaults".equals(a.get("timings"))) {
@@ -70,17 +71,17 @@ public final class LifecycleWorkerMain {
   }
 
   /**
-   * {@code normal}: {@link Lifecycle#handler}. {@code stubborn}: the same, but a blocking attempt ignores
-   * interrupts (the runtime must let it go). {@code locking}: the same, but it holds a row lock on its
+   * {@code normal}: {@link Lifecycle#handler}. {@code stubborn}: the same, but a blocking attempt blocks
+   * for at least {@code stubbornMillis} and ignores interrupts (the runtime must let it go). {@code locking}: the same, but it holds a row lock on its
    * own job row in an open transaction while it blocks (heartbeats and successes must skip it).
    */
-  private static io.pgjobs.JobHandler<Lifecycle.Work> handler(String id, String kind) {
+  private static io.pgjobs.JobHandler<Lifecycle.Work> handler(String id, String kind, long stubbornMillis) {
     io.pgjobs.JobHandler<Lifecycle.Work> normal = Lifecycle.handler(id, true);
     return switch (kind) {
       case "normal" -> normal;
       case "stubborn" -> (ctx, work) -> {
         if (work.blockMillis() > 0 && ctx.attempt() <= work.blockAttempts()) {
-          long until = System.nanoTime() + work.blockMillis() * 1_000_000;
+          long until = System.nanoTime() + Math.max(work.blockMillis(), stubbornMillis) * 1_000_000;
           while (System.nanoTime() < until) {
             try {
               Thread.sleep(Math.max(1, (until - System.nanoTime()) / 1_000_000));
