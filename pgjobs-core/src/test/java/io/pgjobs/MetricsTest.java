@@ -181,6 +181,31 @@ class MetricsTest extends PgJobsTestBase {
   }
 
   @Test
+  void failureOfAJobWhoseCancellationWasAskedCountsAsCancelledNotRetrying() throws Exception {
+    JobType<Numbered> type = JobType.of("cancelled_then_fails", Numbered.class).withQueue("cancelled_then_fails");
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    // No notifications and no heartbeat in the test's time: the worker never hears of the cancellation,
+    // so its retry statement is what finds the flag and ends the job cancelled.
+    start(worker().metrics(metrics).listen(false).heartbeatInterval(Duration.ofSeconds(30))
+        .workerDeadAfter(Duration.ofMinutes(2))
+        .register(type, (ctx, p) -> {
+          while (!release.await(10, java.util.concurrent.TimeUnit.SECONDS)) {
+            // wait for the test
+          }
+          throw new IllegalStateException("fails after its cancellation was asked");
+        }));
+    UUID id = metered.enqueue(type, new Numbered(1)).job().id();
+    awaitState(id, JobState.RUNNING);
+    assertThat(metered.cancel(id).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
+    release.countDown();
+
+    await().atMost(Duration.ofSeconds(30)).until(() -> timerCount("kind", "cancelled_then_fails") == 1);
+    assertThat(completed("cancelled_then_fails", "cancelled")).isEqualTo(1.0);
+    assertThat(completed("cancelled_then_fails", "retrying")).isZero();
+    assertThat(metered.get(id).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
+  }
+
+  @Test
   void durationTimerMeasuresHandlerRunTime() {
     JobType<Numbered> slowish = JobType.of("slowish", Numbered.class).withQueue("slowish");
     start(worker().metrics(metrics).pollInterval(Duration.ofMillis(50)).register(slowish, (ctx, p) -> {

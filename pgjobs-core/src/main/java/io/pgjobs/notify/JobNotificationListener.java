@@ -1,5 +1,6 @@
 package io.pgjobs.notify;
 
+import io.pgjobs.store.BrokenConnections;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -105,7 +106,16 @@ public final class JobNotificationListener implements AutoCloseable {
         onConnected.run();
         PGConnection pg = connection.unwrap(PGConnection.class);
         while (!closed) {
-          PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
+          PGNotification[] notifications;
+          try {
+            notifications = pg.getNotifications(WAIT_MILLIS);
+          } catch (SQLException e) {
+            // Below the pool's proxy: a dead connection must not go back to the pool for reuse.
+            if (BrokenConnections.connectionLost(e)) {
+              BrokenConnections.discard(connection, e);
+            }
+            throw e;
+          }
           if (notifications != null) {
             for (PGNotification n : notifications) {
               Handler handler = channels.get(n.getName());
