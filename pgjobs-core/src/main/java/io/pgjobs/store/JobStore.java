@@ -82,23 +82,23 @@ public final class JobStore {
     this.schema = JobSql.requireSchema(schema);
     this.codec = codec;
     this.rows = new JobRowMapper(codec);
-    this.insert = sql(JobSql.INSERT);
-    this.insertWithKey = sql(JobSql.INSERT_WITH_KEY);
-    this.findKey = sql(JobSql.FIND_KEY);
-    this.copyJobs = sql(JobSql.COPY_JOBS);
-    this.copyDueJobs = sql(JobSql.COPY_DUE_JOBS);
+    this.insert = sql(EnqueueSql.INSERT);
+    this.insertWithKey = sql(EnqueueSql.INSERT_WITH_KEY);
+    this.findKey = sql(EnqueueSql.FIND_KEY);
+    this.copyJobs = sql(EnqueueSql.COPY_JOBS);
+    this.copyDueJobs = sql(EnqueueSql.COPY_DUE_JOBS);
     this.get = sql(JobSql.GET);
-    this.cancel = sql(JobSql.CANCEL);
-    this.cancelMatching = sql(JobSql.CANCEL_MATCHING);
-    this.retryFinished = sql(JobSql.RETRY_FINISHED);
-    this.countByQueue = sql(JobSql.COUNT_BY_QUEUE);
-    this.readyDepth = sql(JobSql.READY_DEPTH);
-    this.retryMatching = sql(JobSql.RETRY_MATCHING);
-    this.setQueuePaused = sql(JobSql.SET_QUEUE_PAUSED);
-    this.notifyReady = sql(JobSql.NOTIFY_READY);
-    this.notifyCopied = sql(JobSql.NOTIFY_COPIED);
-    this.queueOverview = sql(JobSql.QUEUE_OVERVIEW);
-    this.statsPerMinute = sql(JobSql.STATS_PER_MINUTE);
+    this.cancel = sql(AdminSql.CANCEL);
+    this.cancelMatching = sql(AdminSql.CANCEL_MATCHING);
+    this.retryFinished = sql(AdminSql.RETRY_FINISHED);
+    this.countByQueue = sql(AdminSql.COUNT_BY_QUEUE);
+    this.readyDepth = sql(AdminSql.READY_DEPTH);
+    this.retryMatching = sql(AdminSql.RETRY_MATCHING);
+    this.setQueuePaused = sql(AdminSql.SET_QUEUE_PAUSED);
+    this.notifyReady = sql(AdminSql.NOTIFY_READY);
+    this.notifyCopied = sql(EnqueueSql.NOTIFY_COPIED);
+    this.queueOverview = sql(AdminSql.QUEUE_OVERVIEW);
+    this.statsPerMinute = sql(AdminSql.STATS_PER_MINUTE);
   }
 
   /** The schema this store works in. */
@@ -223,7 +223,7 @@ public final class JobStore {
     Instant now = null;
     if (!allDueNow) {
       try (Statement st = connection.createStatement();
-          ResultSet rs = st.executeQuery(JobSql.NOW)) {
+          ResultSet rs = st.executeQuery(EnqueueSql.NOW)) {
         rs.next();
         now = rs.getTimestamp(1).toInstant();
       }
