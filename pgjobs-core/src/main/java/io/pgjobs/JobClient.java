@@ -3,6 +3,7 @@ package io.pgjobs;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.schema.Migrator;
+import io.pgjobs.store.Channels;
 import io.pgjobs.store.JobStore;
 import io.pgjobs.store.NewJob;
 import io.pgjobs.store.UuidV7;
@@ -289,7 +290,7 @@ public final class JobClient {
 
   /** The channel on which job events are announced (see {@link io.pgjobs.events.JobEventListener}). */
   public String eventsChannel() {
-    return store.eventsChannel();
+    return Channels.events(store.schema());
   }
 
   /** The data source this client uses. */

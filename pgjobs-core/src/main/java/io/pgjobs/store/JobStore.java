@@ -1,5 +1,7 @@
 package io.pgjobs.store;
 
+import static io.pgjobs.store.Transactions.inTransaction;
+
 import io.pgjobs.CancelCounts;
 import io.pgjobs.CancelResult;
 import io.pgjobs.EnqueuedJob;
@@ -104,21 +106,6 @@ public final class JobStore {
   /** The schema this store works in. */
   public String schema() {
     return schema;
-  }
-
-  /** The LISTEN channel on which inserts of ready jobs are announced; the payload is the queue. */
-  public String readyChannel() {
-    return schema + "_jobs_ready";
-  }
-
-  /** The LISTEN channel on which cancellation of running jobs is announced; the payload is the job id. */
-  public String cancelChannel() {
-    return schema + "_jobs_cancel";
-  }
-
-  /** The LISTEN channel of job events (state changes and progress, one notification per statement). */
-  public String eventsChannel() {
-    return schema + "_job_events";
   }
 
   /** The data source. */
@@ -527,44 +514,6 @@ public final class JobStore {
             }
           });
     }
-  }
-
-  /**
-   * Runs {@code work} on {@code c} in a transaction and commits it, then restores the auto-commit mode.
-   * On failure the transaction is rolled back and the failure itself is thrown: a rollback or reset that
-   * fails too (on a lost connection both do; HikariCP's say "Connection is closed" once it evicted the
-   * connection) is attached to it as suppressed, never thrown in its place.
-   */
-  private static void inTransaction(Connection c, SqlWork work) throws SQLException {
-    boolean autoCommit = c.getAutoCommit();
-    c.setAutoCommit(false);
-    try {
-      work.run();
-      c.commit();
-    } catch (Throwable e) {
-      try {
-        c.rollback();
-      } catch (SQLException | RuntimeException rollback) {
-        e.addSuppressed(rollback);
-      }
-      try {
-        c.setAutoCommit(autoCommit);
-      } catch (SQLException | RuntimeException reset) {
-        e.addSuppressed(reset);
-      }
-      throw e;
-    }
-    try {
-      c.setAutoCommit(autoCommit);
-    } catch (SQLException e) {
-      // Committed: the work is done. Only a broken connection fails the reset (and its pool saw it fail,
-      // through the proxy); reporting a failure now would make the caller do the work again.
-    }
-  }
-
-  @FunctionalInterface
-  private interface SqlWork {
-    void run() throws SQLException;
   }
 
   /** Every known queue with counts per state, oldest due job's age and paused flag, by name. */

@@ -7,6 +7,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.notify.JobNotificationListener;
+import io.pgjobs.store.Channels;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.store.JobStore;
@@ -132,14 +133,14 @@ public final class JobWorker implements AutoCloseable {
             b.dataSource,
             this::listenerConnected,
             Map.of(
-                store.readyChannel(),
+                Channels.ready(b.schema),
                 (queue, connection) -> {
                   QueuePoller poller = pollersByQueue.get(queue);
                   if (poller != null) {
                     poller.notified(connection);
                   }
                 },
-                store.cancelChannel(),
+                Channels.cancel(b.schema),
                 (jobId, connection) -> {
                   try {
                     runner.cancel(UUID.fromString(jobId));
