@@ -152,7 +152,7 @@ public final class DashboardAtOneMillionJobs {
     explain("throughput, last hour (`AdminSql.STATS_PER_MINUTE`, behind `GET /stats?window=1h`)",
         sql("io.pgjobs.store.AdminSql", "STATS_PER_MINUTE").replace("?::bigint", "3600000"));
     explain("workers (`WorkerSql.LIST`, behind `GET /workers`)", sql("io.pgjobs.store.WorkerSql", "LIST"));
-    explain("first page of the jobs table (`GET /jobs?limit=50`, as `JobStore.list` builds it)", """
+    explain("first page of the jobs table (`GET /jobs?limit=50`, as `AdminStore.list` builds it)", """
         SELECT * FROM (
           (SELECT id, created_at FROM pgjobs.jobs ORDER BY id DESC LIMIT 51)
           UNION ALL
