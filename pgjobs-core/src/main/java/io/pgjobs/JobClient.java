@@ -3,7 +3,9 @@ package io.pgjobs;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.schema.Migrator;
-import io.pgjobs.store.JobStore;
+import io.pgjobs.store.AdminStore;
+import io.pgjobs.store.Channels;
+import io.pgjobs.store.EnqueueStore;
 import io.pgjobs.store.NewJob;
 import io.pgjobs.store.UuidV7;
 import io.pgjobs.store.WorkerStore;
@@ -47,7 +49,8 @@ public final class JobClient {
   public static final String DEFAULT_SCHEMA = "pgjobs";
 
   private final DataSource dataSource;
-  private final JobStore store;
+  private final EnqueueStore enqueueStore;
+  private final AdminStore adminStore;
   private final WorkerStore workerStore;
   private final PayloadCodec codec;
   private final JobMetrics metrics;
@@ -56,7 +59,8 @@ public final class JobClient {
   private JobClient(Builder builder) {
     this.dataSource = builder.dataSource;
     this.codec = new PayloadCodec(builder.mapper);
-    this.store = new JobStore(builder.dataSource, builder.schema, codec);
+    this.enqueueStore = new EnqueueStore(builder.dataSource, builder.schema, codec);
+    this.adminStore = new AdminStore(builder.dataSource, builder.schema, codec);
     this.workerStore = new WorkerStore(builder.dataSource, builder.schema, codec);
     this.metrics = builder.metrics;
     this.knownTypes = Map.copyOf(builder.knownTypes);
@@ -69,12 +73,12 @@ public final class JobClient {
 
   /** Creates the schema if needed and applies pending migrations; safe to call from many processes. */
   public void migrate() {
-    Migrator.migrate(dataSource, store.schema());
+    Migrator.migrate(dataSource, adminStore.schema());
   }
 
   /** The pgjobs schema name. */
   public String schema() {
-    return store.schema();
+    return adminStore.schema();
   }
 
   /** The job types this client was told about, by name. */
@@ -133,7 +137,7 @@ public final class JobClient {
     List<NewJob> jobs = newJobs(type, payloads, options);
     call(
         () -> {
-          store.insertAll(jobs); // one transaction: the rows and their wake-up notification
+          enqueueStore.insertAll(jobs); // one transaction: the rows and their wake-up notification
           return null;
         });
     metrics.enqueued(type.name(), jobs.size());
@@ -150,7 +154,7 @@ public final class JobClient {
     List<NewJob> jobs = newJobs(type, payloads, options);
     call(
         () -> {
-          store.insertAll(connection, jobs);
+          enqueueStore.insertAll(connection, jobs);
           return null;
         });
     metrics.enqueued(type.name(), jobs.size());
@@ -161,17 +165,17 @@ public final class JobClient {
 
   /** The job with this id, running or finished (finished jobs are kept for the retention period). */
   public Optional<Job> get(UUID id) {
-    return call(() -> store.get(id));
+    return call(() -> adminStore.get(id));
   }
 
   /** A page of jobs matching {@code filter}, newest first. */
   public JobPage list(JobFilter filter) {
-    return call(() -> store.list(filter));
+    return call(() -> adminStore.list(filter));
   }
 
   /** Job counts per queue and state, queues in name order. */
   public List<QueueCounts> countByQueue() {
-    return call(store::countByQueue);
+    return call(adminStore::countByQueue);
   }
 
   /**
@@ -180,12 +184,12 @@ public final class JobClient {
    * {@link JobContext#isCancelled()}, and then ends it {@code cancelled}; a finished job is left alone.
    */
   public CancelResult cancel(UUID id) {
-    return withConnection(c -> store.cancel(c, id));
+    return withConnection(c -> adminStore.cancel(c, id));
   }
 
   /** {@link #cancel(UUID)} in the caller's transaction. */
   public CancelResult cancel(Connection connection, UUID id) {
-    return call(() -> store.cancel(connection, id));
+    return call(() -> adminStore.cancel(connection, id));
   }
 
   /**
@@ -202,7 +206,7 @@ public final class JobClient {
             "state", "only queued, retrying and running jobs can be cancelled, not " + state.value());
       }
     }
-    return withConnection(c -> store.cancelMatching(c, nonNull(types), nonNull(queues), s));
+    return withConnection(c -> adminStore.cancelMatching(c, nonNull(types), nonNull(queues), s));
   }
 
   private static Set<String> nonNull(Set<String> values) {
@@ -214,7 +218,7 @@ public final class JobClient {
    * again from 0, so it gets its full number of attempts; its error history is kept.
    */
   public RetryResult retry(UUID id) {
-    return withConnection(c -> store.retry(c, id));
+    return withConnection(c -> adminStore.retry(c, id));
   }
 
   /**
@@ -232,12 +236,12 @@ public final class JobClient {
         throw new InvalidJobException("state", "only failed and cancelled jobs can be retried, not " + state.value());
       }
     }
-    return withConnection(c -> store.retryMatching(c, nonNull(types), nonNull(queues), s));
+    return withConnection(c -> adminStore.retryMatching(c, nonNull(types), nonNull(queues), s));
   }
 
   /** {@link #retry(UUID)} in the caller's transaction. */
   public RetryResult retry(Connection connection, UUID id) {
-    return call(() -> store.retry(connection, id));
+    return call(() -> adminStore.retry(connection, id));
   }
 
   /**
@@ -247,7 +251,7 @@ public final class JobClient {
   public void pauseQueue(String queue) {
     JobType.requireName("queue", queue);
     call(() -> {
-      store.setQueuePaused(queue, true);
+      adminStore.setQueuePaused(queue, true);
       return null;
     });
   }
@@ -256,14 +260,14 @@ public final class JobClient {
   public void resumeQueue(String queue) {
     JobType.requireName("queue", queue);
     call(() -> {
-      store.setQueuePaused(queue, false);
+      adminStore.setQueuePaused(queue, false);
       return null;
     });
   }
 
   /** Every queue that has jobs or was paused: counts, oldest due job's age, paused flag. */
   public List<QueueInfo> queues() {
-    return call(store::queues);
+    return call(adminStore::queues);
   }
 
   /**
@@ -271,7 +275,7 @@ public final class JobClient {
    * queue depth a gauge reports. Queues with no due job are absent.
    */
   public Map<String, Long> queueDepth() {
-    return call(store::readyDepth);
+    return call(adminStore::readyDepth);
   }
 
   /** Jobs finished per minute during the last {@code window} (1 min to 7 d), by type, queue and state. */
@@ -279,7 +283,7 @@ public final class JobClient {
     if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0 || window.compareTo(Duration.ofDays(7)) > 0) {
       throw new InvalidJobException("window", "must be between 1 minute and 7 days, was " + window);
     }
-    return call(() -> store.statsPerMinute(window));
+    return call(() -> adminStore.statsPerMinute(window));
   }
 
   /** The registered workers (live or not yet removed), with their heartbeats and running job counts. */
@@ -289,7 +293,7 @@ public final class JobClient {
 
   /** The channel on which job events are announced (see {@link io.pgjobs.events.JobEventListener}). */
   public String eventsChannel() {
-    return store.eventsChannel();
+    return Channels.events(adminStore.schema());
   }
 
   /** The data source this client uses. */
@@ -300,7 +304,7 @@ public final class JobClient {
   // ---------------------------------------------------------------- internals
 
   private EnqueuedJob insert(Connection c, NewJob job) throws SQLException {
-    EnqueuedJob result = store.insert(c, job);
+    EnqueuedJob result = enqueueStore.insert(c, job);
     if (!result.replayed()) {
       metrics.enqueued(job.type(), 1);
     }

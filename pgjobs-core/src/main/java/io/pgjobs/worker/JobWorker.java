@@ -7,9 +7,10 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.notify.JobNotificationListener;
+import io.pgjobs.store.AdminStore;
+import io.pgjobs.store.Channels;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
-import io.pgjobs.store.JobStore;
 import io.pgjobs.store.WorkerStore;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
@@ -79,7 +80,7 @@ public final class JobWorker implements AutoCloseable {
   private enum Phase { NEW, RUNNING, STOPPED }
 
   private final String workerId;
-  private final JobStore store;
+  private final AdminStore store;
   private final Duration shutdownGrace;
   private final boolean listen;
   private final JobMetrics metrics;
@@ -98,7 +99,7 @@ public final class JobWorker implements AutoCloseable {
   private JobWorker(Builder b) {
     this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
     PayloadCodec codec = new PayloadCodec(b.mapper);
-    this.store = new JobStore(b.dataSource, b.schema, codec);
+    this.store = new AdminStore(b.dataSource, b.schema, codec);
     ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec);
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
@@ -132,14 +133,14 @@ public final class JobWorker implements AutoCloseable {
             b.dataSource,
             this::listenerConnected,
             Map.of(
-                store.readyChannel(),
+                Channels.ready(b.schema),
                 (queue, connection) -> {
                   QueuePoller poller = pollersByQueue.get(queue);
                   if (poller != null) {
                     poller.notified(connection);
                   }
                 },
-                store.cancelChannel(),
+                Channels.cancel(b.schema),
                 (jobId, connection) -> {
                   try {
                     runner.cancel(UUID.fromString(jobId));
@@ -147,7 +148,7 @@ public final class JobWorker implements AutoCloseable {
                     log.warn("ignoring cancel notification with payload '{}'", jobId);
                   }
                 }));
-    WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, store.codec());
+    WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, codec);
     WorkerStore.Registration registration =
         new WorkerStore.Registration(
             workerId, hostName(), ProcessHandle.current().pid(), Map.copyOf(queues), List.copyOf(b.handlers.keySet()));

@@ -147,12 +147,12 @@ public final class DashboardAtOneMillionJobs {
   private void measureWithWorker() throws Exception {
     line("### EXPLAIN ANALYZE");
     line("");
-    explain("queue overview (`JobSql.QUEUE_OVERVIEW`, behind `GET /queues` and the event stream's snapshot)",
-        coreSql("QUEUE_OVERVIEW"));
-    explain("throughput, last hour (`JobSql.STATS_PER_MINUTE`, behind `GET /stats?window=1h`)",
-        coreSql("STATS_PER_MINUTE").replace("?::bigint", "3600000"));
+    explain("queue overview (`AdminSql.QUEUE_OVERVIEW`, behind `GET /queues` and the event stream's snapshot)",
+        sql("io.pgjobs.store.AdminSql", "QUEUE_OVERVIEW"));
+    explain("throughput, last hour (`AdminSql.STATS_PER_MINUTE`, behind `GET /stats?window=1h`)",
+        sql("io.pgjobs.store.AdminSql", "STATS_PER_MINUTE").replace("?::bigint", "3600000"));
     explain("workers (`WorkerSql.LIST`, behind `GET /workers`)", sql("io.pgjobs.store.WorkerSql", "LIST"));
-    explain("first page of the jobs table (`GET /jobs?limit=50`, as `JobStore.list` builds it)", """
+    explain("first page of the jobs table (`GET /jobs?limit=50`, as `AdminStore.list` builds it)", """
         SELECT * FROM (
           (SELECT id, created_at FROM pgjobs.jobs ORDER BY id DESC LIMIT 51)
           UNION ALL
@@ -325,11 +325,7 @@ public final class DashboardAtOneMillionJobs {
     return rows;
   }
 
-  /** A statement of core's JobSql, with the schema filled in. */
-  private static String coreSql(String name) {
-    return sql("io.pgjobs.store.JobSql", name);
-  }
-
+  /** A statement of one of core's SQL classes, with the schema filled in. */
   private static String sql(String className, String name) {
     try {
       Field f = Class.forName(className).getDeclaredField(name);

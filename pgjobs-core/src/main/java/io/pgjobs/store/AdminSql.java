@@ -1,0 +1,162 @@
+package io.pgjobs.store;
+
+import static io.pgjobs.store.JobSql.NOTIFY_INSERTED;
+import static io.pgjobs.store.JobSql.insertFinished;
+
+/**
+ * The statements of administration: cancel and retry (one job or all that match), pause and resume of
+ * queues, counts and overviews. Placeholders as in {@link JobSql}.
+ */
+final class AdminSql {
+  private AdminSql() {}
+
+  /**
+   * Cancel one job, whatever its state, in one statement: a waiting job moves to finished_jobs as
+   * cancelled; a running one gets its flag set (a trigger NOTIFYs its worker). Both parts see the same
+   * snapshot, so at most one of them matches. Neither matching means finished, unknown, or a job that
+   * changed state under us (the caller looks and, for the last case, tries again).
+   */
+  static final String CANCEL =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE id = ? AND state IN ('queued', 'retrying')
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
+
+          RETURNING id
+      ), flagged AS (
+          UPDATE {schema}.jobs SET cancel_requested = true
+           WHERE id = ? AND state = 'running'
+          RETURNING id
+      )
+      SELECT (SELECT count(*) FROM moved) AS cancelled_now, (SELECT count(*) FROM flagged) AS flagged""";
+
+  /**
+   * Cancel every job matching a filter ({@code {where}} is built by AdminStore from whitelisted columns,
+   * its values bound twice: once per part).
+   */
+  static final String CANCEL_MATCHING =
+      """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs
+           WHERE state IN ('queued', 'retrying') AND {where}
+          RETURNING *
+      ), moved AS (
+      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
+
+          RETURNING id
+      ), flagged AS (
+          UPDATE {schema}.jobs SET cancel_requested = true
+           WHERE state = 'running' AND NOT cancel_requested AND {where}
+          RETURNING id
+      )
+      SELECT (SELECT count(*) FROM moved) AS cancelled_now, (SELECT count(*) FROM flagged) AS flagged""";
+
+  /**
+   * A failed or cancelled job goes back to the queue: attempts start again from 0 (it gets a full set
+   * of attempts), the error history is kept so earlier failures stay visible.
+   */
+  static final String RETRY_FINISHED =
+      """
+      WITH moved AS (
+          DELETE FROM {schema}.finished_jobs
+           WHERE id = ? AND state IN ('failed', 'cancelled')
+          RETURNING *
+      ), ins AS (
+          INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors)
+          SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
+                 context, idempotency_key, timeout_ms, errors
+            FROM moved
+          RETURNING id, state, type, queue, attempts, run_at
+      ), """ + NOTIFY_INSERTED + """
+
+      SELECT id, (SELECT woken FROM notified), (SELECT count(*) FROM announced) FROM ins""";
+
+  /** Every failed or cancelled job matching {@code {where}} back to the queue, as RETRY_FINISHED does. */
+  static final String RETRY_MATCHING =
+      """
+      WITH moved AS (
+          DELETE FROM {schema}.finished_jobs
+           WHERE state IN ('failed', 'cancelled') AND {where}
+          RETURNING *
+      ), ins AS (
+          INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors)
+          SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
+                 context, idempotency_key, timeout_ms, errors
+            FROM moved
+          RETURNING id, state, type, queue, attempts, run_at
+      ), """ + NOTIFY_INSERTED + """
+
+      SELECT (SELECT count(*) FROM ins), (SELECT woken FROM notified), (SELECT count(*) FROM announced)""";
+
+  /** Counts per queue and state; {@code scheduled} counts queued jobs not yet due. */
+  static final String COUNT_BY_QUEUE =
+      """
+      SELECT queue, state, count(*) AS jobs,
+             count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled
+        FROM {schema}.jobs
+       GROUP BY queue, state
+      UNION ALL
+      SELECT queue, state, count(*), 0
+        FROM {schema}.finished_jobs
+       GROUP BY queue, state""";
+
+  /** Pause or resume a queue (upsert). */
+  static final String SET_QUEUE_PAUSED =
+      """
+      INSERT INTO {schema}.queues (name, paused, updated_at) VALUES (?, ?, now())
+      ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now()""";
+
+  /** Wakes the workers of a queue (after a resume). */
+  static final String NOTIFY_READY =
+      """
+      SELECT pg_notify('{schema}_jobs_ready', ?)""";
+
+  /**
+   * Every queue that has jobs or a pause row: counts per state, scheduled count, age of the oldest due
+   * job, paused flag. The hot table is grouped whole (it is small by design); finished jobs are counted
+   * per queue and state.
+   */
+  static final String QUEUE_OVERVIEW =
+      """
+      WITH hot AS (
+          SELECT queue, state, count(*) AS jobs,
+                 count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled,
+                 min(run_at) FILTER (WHERE state IN ('queued', 'retrying') AND run_at <= now()) AS oldest_due
+            FROM {schema}.jobs GROUP BY queue, state
+      ), done AS (
+          SELECT queue, state, count(*) AS jobs, 0::bigint AS scheduled, NULL::timestamptz AS oldest_due
+            FROM {schema}.finished_jobs GROUP BY queue, state
+      ), all_counts AS (
+          SELECT * FROM hot UNION ALL SELECT * FROM done
+      ), names AS (
+          SELECT queue AS name FROM all_counts UNION SELECT name FROM {schema}.queues
+      )
+      SELECT n.name, c.state, COALESCE(c.jobs, 0), COALESCE(c.scheduled, 0),
+             EXTRACT(EPOCH FROM now() - c.oldest_due) * 1000 AS oldest_due_ms,
+             COALESCE(q.paused, false) AS paused
+        FROM names n
+        LEFT JOIN all_counts c ON c.queue = n.name
+        LEFT JOIN {schema}.queues q ON q.name = n.name
+       ORDER BY n.name""";
+
+  /** Jobs finished per minute over a window, by type, queue and final state. */
+  static final String STATS_PER_MINUTE =
+      """
+      SELECT date_trunc('minute', finished_at) AS minute, type, queue, state, count(*)
+        FROM {schema}.finished_jobs
+       WHERE finished_at >= now() - ?::bigint * interval '1 millisecond'
+       GROUP BY 1, 2, 3, 4
+       ORDER BY 1, 2, 3, 4""";
+
+  /** Ready jobs per queue, for the queue depth gauge. */
+  static final String READY_DEPTH =
+      """
+      SELECT queue, count(*) FROM {schema}.jobs
+       WHERE state IN ('queued', 'retrying') AND run_at <= now()
+       GROUP BY queue""";
+}

@@ -1,0 +1,395 @@
+package io.pgjobs.store;
+
+import static io.pgjobs.store.Transactions.inTransaction;
+
+import io.pgjobs.CancelCounts;
+import io.pgjobs.CancelResult;
+import io.pgjobs.Job;
+import io.pgjobs.JobFilter;
+import io.pgjobs.JobPage;
+import io.pgjobs.JobState;
+import io.pgjobs.MinuteStats;
+import io.pgjobs.PgJobsException;
+import io.pgjobs.QueueCounts;
+import io.pgjobs.QueueInfo;
+import io.pgjobs.json.PayloadCodec;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+
+/**
+ * The statements of administration ({@link AdminSql}): reads of jobs, counts and overviews, cancel and
+ * retry (one job or all that match), pause and resume of queues. Methods that take a {@link Connection}
+ * run in the caller's transaction and leave commit to the caller; the others take a connection from the
+ * data source in auto-commit mode, except {@link #setQueuePaused}, which runs in a transaction of its own.
+ */
+public final class AdminStore {
+  private static final Set<JobState> HOT_STATES = Set.of(JobState.QUEUED, JobState.RETRYING, JobState.RUNNING);
+
+  private final DataSource dataSource;
+  private final String schema;
+  private final JobRowMapper rows;
+
+  private final String get;
+  private final String cancel;
+  private final String cancelMatching;
+  private final String retryFinished;
+  private final String countByQueue;
+  private final String readyDepth;
+  private final String retryMatching;
+  private final String setQueuePaused;
+  private final String notifyReady;
+  private final String queueOverview;
+  private final String statsPerMinute;
+
+  /** A store over {@code schema} (lowercase letters, digits, underscores). */
+  public AdminStore(DataSource dataSource, String schema, PayloadCodec codec) {
+    this.dataSource = dataSource;
+    this.schema = JobSql.requireSchema(schema);
+    this.rows = new JobRowMapper(codec);
+    this.get = JobSql.forSchema(JobSql.GET, schema);
+    this.cancel = JobSql.forSchema(AdminSql.CANCEL, schema);
+    this.cancelMatching = JobSql.forSchema(AdminSql.CANCEL_MATCHING, schema);
+    this.retryFinished = JobSql.forSchema(AdminSql.RETRY_FINISHED, schema);
+    this.countByQueue = JobSql.forSchema(AdminSql.COUNT_BY_QUEUE, schema);
+    this.readyDepth = JobSql.forSchema(AdminSql.READY_DEPTH, schema);
+    this.retryMatching = JobSql.forSchema(AdminSql.RETRY_MATCHING, schema);
+    this.setQueuePaused = JobSql.forSchema(AdminSql.SET_QUEUE_PAUSED, schema);
+    this.notifyReady = JobSql.forSchema(AdminSql.NOTIFY_READY, schema);
+    this.queueOverview = JobSql.forSchema(AdminSql.QUEUE_OVERVIEW, schema);
+    this.statsPerMinute = JobSql.forSchema(AdminSql.STATS_PER_MINUTE, schema);
+  }
+
+  /** The schema this store works in. */
+  public String schema() {
+    return schema;
+  }
+
+  /** The job, wherever it is. */
+  public Optional<Job> get(UUID id) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      return get(c, id);
+    }
+  }
+
+  /** The job, in the caller's connection. */
+  public Optional<Job> get(Connection connection, UUID id) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(get)) {
+      ps.setObject(1, id);
+      ps.setObject(2, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(rows.map(rs)) : Optional.empty();
+      }
+    }
+  }
+
+  /**
+   * A page of jobs, newest first (by id, which is time-ordered). Each table is asked for at most one
+   * page through its primary key, then the two are merged.
+   */
+  public JobPage list(JobFilter filter) throws SQLException {
+    boolean hot = filter.states().isEmpty() || filter.states().stream().anyMatch(HOT_STATES::contains);
+    boolean finished =
+        filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s));
+    try (Connection c = dataSource.getConnection()) {
+      List<Object> params = new ArrayList<>();
+      List<String> parts = new ArrayList<>();
+      if (hot) {
+        parts.add(listPart(c, "jobs", JobSql.HOT_COLUMNS, filter, params));
+      }
+      if (finished) {
+        parts.add(listPart(c, "finished_jobs", JobSql.FINISHED_COLUMNS, filter, params));
+      }
+      String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
+      params.add(filter.limit());
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        for (int i = 0; i < params.size(); i++) {
+          ps.setObject(i + 1, params.get(i));
+        }
+        List<Job> jobs = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            jobs.add(rows.map(rs));
+          }
+        }
+        return JobPage.of(jobs, filter.limit());
+      }
+    }
+  }
+
+  /** One table's share of a page; only whitelisted columns are named, every value is a parameter. */
+  private String listPart(Connection c, String table, String columns, JobFilter filter, List<Object> params)
+      throws SQLException {
+    List<String> where = new ArrayList<>();
+    if (!filter.states().isEmpty()) {
+      where.add("state = ANY(?)");
+      params.add(c.createArrayOf("text", filter.states().stream().map(JobState::value).toArray()));
+    }
+    if (!filter.types().isEmpty()) {
+      where.add("type = ANY(?)");
+      params.add(c.createArrayOf("text", filter.types().toArray()));
+    }
+    if (!filter.queues().isEmpty()) {
+      where.add("queue = ANY(?)");
+      params.add(c.createArrayOf("text", filter.queues().toArray()));
+    }
+    if (filter.createdAfter() != null) {
+      where.add("created_at > ?");
+      params.add(Timestamp.from(filter.createdAfter()));
+    }
+    if (filter.createdBefore() != null) {
+      where.add("created_at < ?");
+      params.add(Timestamp.from(filter.createdBefore()));
+    }
+    if (filter.text() != null) {
+      // strpos, not LIKE: the text is matched literally, % and _ included.
+      where.add("(strpos(lower(payload::text), lower(?)) > 0 OR strpos(lower(context), lower(?)) > 0)");
+      params.add(filter.text());
+      params.add(filter.text());
+    }
+    if (filter.after() != null) {
+      where.add("id < ?");
+      params.add(filter.after());
+    }
+    params.add(filter.limit());
+    return "(SELECT " + columns + " FROM " + schema + "." + table
+        + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
+        + " ORDER BY id DESC LIMIT ?)";
+  }
+
+  /** Counts per queue and state, every state present. */
+  public List<QueueCounts> countByQueue() throws SQLException {
+    Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
+    Map<String, Long> scheduled = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(countByQueue);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        String queue = rs.getString(1);
+        EnumMap<JobState, Long> perState =
+            counts.computeIfAbsent(
+                queue,
+                q -> {
+                  EnumMap<JobState, Long> m = new EnumMap<>(JobState.class);
+                  for (JobState s : JobState.values()) {
+                    m.put(s, 0L);
+                  }
+                  return m;
+                });
+        perState.merge(JobState.parse(rs.getString(2)), rs.getLong(3), Long::sum);
+        scheduled.merge(queue, rs.getLong(4), Long::sum);
+      }
+    }
+    List<QueueCounts> result = new ArrayList<>();
+    counts.entrySet().stream()
+        .sorted(Map.Entry.comparingByKey())
+        .forEach(e -> result.add(new QueueCounts(e.getKey(), Map.copyOf(e.getValue()), scheduled.get(e.getKey()))));
+    return result;
+  }
+
+  /** Pauses or resumes a queue; a resumed queue's workers are woken in the same transaction. */
+  public void setQueuePaused(String queue, boolean paused) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      inTransaction(
+          c,
+          () -> {
+            try (PreparedStatement ps = c.prepareStatement(setQueuePaused)) {
+              ps.setString(1, queue);
+              ps.setBoolean(2, paused);
+              ps.executeUpdate();
+            }
+            if (!paused) {
+              try (PreparedStatement wake = c.prepareStatement(notifyReady)) {
+                wake.setString(1, queue);
+                wake.execute();
+              }
+            }
+          });
+    }
+  }
+
+  /** Every known queue with counts per state, oldest due job's age and paused flag, by name. */
+  public List<QueueInfo> queues() throws SQLException {
+    Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
+    Map<String, Long> scheduled = new LinkedHashMap<>();
+    Map<String, Long> oldestDueMs = new LinkedHashMap<>();
+    Map<String, Boolean> paused = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(queueOverview);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        String queue = rs.getString(1);
+        EnumMap<JobState, Long> perState = counts.computeIfAbsent(queue, q -> zeroCounts());
+        String state = rs.getString(2);
+        if (state != null) {
+          perState.merge(JobState.parse(state), rs.getLong(3), Long::sum);
+        }
+        scheduled.merge(queue, rs.getLong(4), Long::sum);
+        double oldest = rs.getDouble(5);
+        if (!rs.wasNull()) {
+          oldestDueMs.merge(queue, (long) oldest, Math::max);
+        }
+        paused.put(queue, rs.getBoolean(6));
+      }
+    }
+    List<QueueInfo> result = new ArrayList<>();
+    counts.forEach((queue, perState) -> result.add(new QueueInfo(
+        queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L),
+        oldestDueMs.containsKey(queue) ? java.time.Duration.ofMillis(oldestDueMs.get(queue)) : null,
+        paused.getOrDefault(queue, false))));
+    return result;
+  }
+
+  /** Jobs finished per minute over the last {@code window}, by type, queue and final state. */
+  public List<MinuteStats> statsPerMinute(java.time.Duration window) throws SQLException {
+    List<MinuteStats> stats = new ArrayList<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(statsPerMinute)) {
+      ps.setLong(1, window.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          stats.add(new MinuteStats(rs.getTimestamp(1).toInstant(), rs.getString(2), rs.getString(3),
+              JobState.parse(rs.getString(4)), rs.getLong(5)));
+        }
+      }
+    }
+    return stats;
+  }
+
+  private static EnumMap<JobState, Long> zeroCounts() {
+    EnumMap<JobState, Long> m = new EnumMap<>(JobState.class);
+    for (JobState s : JobState.values()) {
+      m.put(s, 0L);
+    }
+    return m;
+  }
+
+  /** Due jobs per queue (queue depth). */
+  public Map<String, Long> readyDepth() throws SQLException {
+    Map<String, Long> depth = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(readyDepth);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        depth.put(rs.getString(1), rs.getLong(2));
+      }
+    }
+    return depth;
+  }
+
+  /**
+   * Cancels one job: a waiting one at once, a running one by flag (its worker stops it). Tries again
+   * when the job changed state between the statement's parts.
+   */
+  public CancelResult cancel(Connection connection, UUID id) throws SQLException {
+    for (int round = 0; round < 5; round++) {
+      try (PreparedStatement ps = connection.prepareStatement(cancel)) {
+        ps.setObject(1, id);
+        ps.setObject(2, id);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (rs.getLong(1) > 0) {
+            return new CancelResult(CancelResult.Outcome.CANCELLED, JobState.CANCELLED);
+          }
+          if (rs.getLong(2) > 0) {
+            return new CancelResult(CancelResult.Outcome.PENDING_ON_WORKER, JobState.RUNNING);
+          }
+        }
+      }
+      Optional<Job> job = get(connection, id);
+      if (job.isEmpty()) {
+        return new CancelResult(CancelResult.Outcome.NOT_FOUND, null);
+      }
+      if (job.get().state().isTerminal()) {
+        return new CancelResult(CancelResult.Outcome.ALREADY_TERMINAL, job.get().state());
+      }
+      if (job.get().state() == JobState.RUNNING && job.get().cancelRequested()) {
+        return new CancelResult(CancelResult.Outcome.PENDING_ON_WORKER, JobState.RUNNING);
+      }
+      // It moved between waiting and running while we looked: go again.
+    }
+    throw new PgJobsException("job " + id + " kept changing state while being cancelled; try again");
+  }
+
+  /** Cancels every waiting or running job of the given types and queues (empty = any). */
+  public CancelCounts cancelMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+      throws SQLException {
+    List<Object> values = new ArrayList<>();
+    String sql = cancelMatching.replace("{where}", matching(connection, types, queues, states, values));
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+      int i = 1;
+      for (int part = 0; part < 2; part++) {
+        for (Object value : values) {
+          ps.setObject(i++, value);
+        }
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new CancelCounts(rs.getLong(1), rs.getLong(2));
+      }
+    }
+  }
+
+  /** Puts every failed or cancelled job of the given types, queues and states back in the queue. */
+  public long retryMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+      throws SQLException {
+    List<Object> values = new ArrayList<>();
+    String sql = retryMatching.replace("{where}", matching(connection, types, queues, states, values));
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+      for (int i = 0; i < values.size(); i++) {
+        ps.setObject(i + 1, values.get(i));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  /**
+   * The condition of a bulk operation: whitelisted columns only, each value appended to {@code values}
+   * as a bound array. {@code true} when nothing narrows it.
+   */
+  private static String matching(
+      Connection connection, Set<String> types, Set<String> queues, Set<JobState> states, List<Object> values)
+      throws SQLException {
+    List<String> where = new ArrayList<>();
+    if (!types.isEmpty()) {
+      where.add("type = ANY(?)");
+      values.add(connection.createArrayOf("text", types.toArray()));
+    }
+    if (!queues.isEmpty()) {
+      where.add("queue = ANY(?)");
+      values.add(connection.createArrayOf("text", queues.toArray()));
+    }
+    if (!states.isEmpty()) {
+      where.add("state = ANY(?)");
+      values.add(connection.createArrayOf("text", states.stream().map(JobState::value).toArray()));
+    }
+    return where.isEmpty() ? "true" : String.join(" AND ", where);
+  }
+
+  /** Puts a failed or cancelled job back in the queue. */
+  public io.pgjobs.RetryResult retry(Connection connection, UUID id) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(retryFinished)) {
+      ps.setObject(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          return io.pgjobs.RetryResult.RETRIED;
+        }
+      }
+    }
+    return get(connection, id).isPresent() ? io.pgjobs.RetryResult.NOT_RETRYABLE : io.pgjobs.RetryResult.NOT_FOUND;
+  }
+}

@@ -1,0 +1,351 @@
+package io.pgjobs.store;
+
+import static io.pgjobs.store.Transactions.inTransaction;
+
+import io.pgjobs.EnqueuedJob;
+import io.pgjobs.Job;
+import io.pgjobs.JobState;
+import io.pgjobs.PgJobsException;
+import io.pgjobs.json.PayloadCodec;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Types;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.postgresql.PGConnection;
+import org.postgresql.copy.CopyIn;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The statements that enqueue jobs ({@link EnqueueSql}): one job, one job with an idempotency key, many
+ * by COPY, each with the notifications of what it inserted. Methods that take a {@link Connection} run
+ * in the caller's transaction and leave commit to the caller; {@link #insertAll(List)} takes a connection
+ * from the data source and runs in a transaction of its own.
+ */
+public final class EnqueueStore {
+  private static final int COPY_CHUNK_CHARS = 1 << 20;
+  /**
+   * Writes the job events of bulk inserts: pgjobs' own format, whatever the application's mapper does
+   * (an indenting mapper would make the payload longer than the entries measured).
+   */
+  private static final JsonMapper EVENT_JSON = JsonMapper.builder().build();
+
+  private final DataSource dataSource;
+  private final PayloadCodec codec;
+  private final JobRowMapper rows;
+
+  private final String insert;
+  private final String insertWithKey;
+  private final String findKey;
+  private final String copyJobs;
+  private final String copyDueJobs;
+  private final String get;
+  private final String notifyCopied;
+
+  /** A store over {@code schema} (lowercase letters, digits, underscores). */
+  public EnqueueStore(DataSource dataSource, String schema, PayloadCodec codec) {
+    this.dataSource = dataSource;
+    this.codec = codec;
+    this.rows = new JobRowMapper(codec);
+    JobSql.requireSchema(schema);
+    this.insert = JobSql.forSchema(EnqueueSql.INSERT, schema);
+    this.insertWithKey = JobSql.forSchema(EnqueueSql.INSERT_WITH_KEY, schema);
+    this.findKey = JobSql.forSchema(EnqueueSql.FIND_KEY, schema);
+    this.copyJobs = JobSql.forSchema(EnqueueSql.COPY_JOBS, schema);
+    this.copyDueJobs = JobSql.forSchema(EnqueueSql.COPY_DUE_JOBS, schema);
+    this.get = JobSql.forSchema(JobSql.GET, schema);
+    this.notifyCopied = JobSql.forSchema(EnqueueSql.NOTIFY_COPIED, schema);
+  }
+
+  /**
+   * Inserts one job, or finds the job its idempotency key already names.
+   *
+   * @param connection the caller's connection (its transaction, if any, decides whether the job exists)
+   */
+  public EnqueuedJob insert(Connection connection, NewJob job) throws SQLException {
+    boolean keyed = job.idempotencyKey() != null;
+    try (PreparedStatement ps = connection.prepareStatement(keyed ? insertWithKey : insert)) {
+      int i = 1;
+      if (keyed) {
+        ps.setString(i++, job.idempotencyKey());
+        ps.setObject(i++, job.id());
+      } else {
+        ps.setObject(i++, job.id());
+      }
+      ps.setString(i++, job.type());
+      ps.setString(i++, job.queue());
+      ps.setString(i++, job.payloadJson());
+      ps.setInt(i++, job.priority());
+      ps.setInt(i++, job.maxAttempts());
+      setInstant(ps, i++, job.runAt());
+      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
+      ps.setString(i++, job.context());
+      ps.setString(i++, job.idempotencyKey());
+      setLong(ps, i, job.timeoutMs());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          Job stored =
+              new Job(
+                  job.id(), job.type(), job.queue(), codec.tree(job.payloadJson()), job.priority(),
+                  JobState.QUEUED, 0, job.maxAttempts(), JobRowMapper.instant(rs, "run_at"),
+                  JobRowMapper.instant(rs, "created_at"), null, null, null, null, job.context(),
+                  job.idempotencyKey(),
+                  job.timeoutMs() == null ? null : java.time.Duration.ofMillis(job.timeoutMs()),
+                  null, null, List.of(), null, false);
+          return new EnqueuedJob(stored, false);
+        }
+      }
+    }
+    UUID original;
+    try (PreparedStatement ps = connection.prepareStatement(findKey)) {
+      ps.setString(1, job.idempotencyKey());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new PgJobsException(
+              "idempotency key '" + job.idempotencyKey() + "' conflicted but names no job; try again");
+        }
+        original = rs.getObject(1, UUID.class);
+      }
+    }
+    Job existing =
+        get(connection, original)
+            .orElseThrow(
+                () -> new PgJobsException(
+                    "idempotency key '" + job.idempotencyKey() + "' names job " + original
+                        + ", which no longer exists; try again"));
+    return new EnqueuedJob(existing, true);
+  }
+
+  /**
+   * Inserts many jobs with one COPY (jobs without idempotency keys) in a transaction of its own, on a
+   * connection from the data source: the rows and their wake-up notification commit together (a
+   * notification is delivered at commit, so workers never wake before the rows are visible). All or none
+   * are stored. A failure is reported as it happened (see {@link #insertAll(Connection, List)}); a
+   * rollback that fails after it is attached as suppressed.
+   */
+  public void insertAll(List<NewJob> jobs) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      inTransaction(c, () -> insertAll(c, jobs));
+    }
+  }
+
+  /**
+   * Inserts many jobs with one COPY (jobs without idempotency keys). Delays are turned into absolute
+   * times with the database's clock, read once.
+   *
+   * <p>If the connection is lost during the COPY (SQLState class 08, or the server terminated the
+   * session), it is aborted before the failure is thrown, so that its pool discards it: the caller's
+   * transaction is gone either way, and the connection must not be handed out again.
+   */
+  public void insertAll(Connection connection, List<NewJob> jobs) throws SQLException {
+    if (jobs.isEmpty()) {
+      return;
+    }
+    // Jobs due now (the usual bulk enqueue) leave state, run_at and created_at to the columns' defaults
+    // ('queued', now(), now()): parsing two timestamps per row is a quarter of the server's COPY time.
+    boolean allDueNow = jobs.stream().allMatch(j -> j.runAt() == null && (j.delayMs() == null || j.delayMs() == 0));
+    Instant now = null;
+    if (!allDueNow) {
+      try (Statement st = connection.createStatement();
+          ResultSet rs = st.executeQuery(EnqueueSql.NOW)) {
+        rs.next();
+        now = rs.getTimestamp(1).toInstant();
+      }
+    }
+    CopyIn copy = null;
+    try {
+      copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(allDueNow ? copyDueJobs : copyJobs);
+      CopyRows rowsOut = new CopyRows();
+      for (NewJob job : jobs) {
+        rowsOut
+            .uuid(job.id())
+            .text(job.type())
+            .text(job.queue())
+            .text(job.payloadJson())
+            .number(job.priority())
+            .number(job.maxAttempts())
+            .text(job.context())
+            .number(job.timeoutMs());
+        if (!allDueNow) {
+          Instant runAt =
+              job.runAt() != null ? job.runAt() : job.delayMs() == null ? now : now.plusMillis(job.delayMs());
+          rowsOut.instant(runAt).instant(now);
+        }
+        rowsOut.endRow();
+        if (rowsOut.length() >= COPY_CHUNK_CHARS) {
+          byte[] chunk = rowsOut.drain();
+          copy.writeToCopy(chunk, 0, chunk.length);
+        }
+      }
+      byte[] chunk = rowsOut.drain();
+      if (chunk.length > 0) {
+        copy.writeToCopy(chunk, 0, chunk.length);
+      }
+      copy.endCopy();
+    } catch (Throwable e) {
+      if (copy != null && copy.isActive()) {
+        try {
+          copy.cancelCopy(); // the connection stays usable for the caller's rollback
+        } catch (SQLException | RuntimeException cancel) {
+          e.addSuppressed(cancel); // the failure that stopped the COPY is the one to report
+        }
+      }
+      if (connectionLost(e)) {
+        discard(connection, e);
+      }
+      throw e;
+    }
+    announceCopied(connection, jobs, now);
+  }
+
+  /**
+   * True if {@code failure} (or a cause, chained or suppressed exception of it) says the session is
+   * gone: SQLState class 08 (connection exception), or 57P01 to 57P03 (terminated by an administrator,
+   * crash or shutdown of the server, which the driver reports before the socket closes).
+   */
+  private static boolean connectionLost(Throwable failure) {
+    ArrayDeque<Throwable> todo = new ArrayDeque<>();
+    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+    todo.add(failure);
+    while (!todo.isEmpty() && seen.size() < 50) {
+      Throwable t = todo.poll();
+      if (!seen.add(t)) {
+        continue;
+      }
+      if (t instanceof SQLException sql) {
+        String state = sql.getSQLState();
+        if (state != null && (state.startsWith("08") || state.equals("57P01") || state.equals("57P02")
+            || state.equals("57P03"))) {
+          return true;
+        }
+        if (sql.getNextException() != null) {
+          todo.add(sql.getNextException());
+        }
+      }
+      if (t.getCause() != null) {
+        todo.add(t.getCause());
+      }
+      todo.addAll(List.of(t.getSuppressed()));
+    }
+    return false;
+  }
+
+  /**
+   * Makes sure a connection lost under a COPY is not used again. The COPY runs on the driver's own
+   * connection ({@code unwrap}), below the pool's proxy, so the pool never saw the failure. And the
+   * driver leaves the connection open after a failed COPY or its BEGIN: a pool would take it back and
+   * hand it out again (HikariCP does not validate a connection used within the last 500 ms), and every
+   * bulk enqueue on it would fail the same way, for as long as it kept being reused. So: abort it (the
+   * driver closes the socket), then touch it through {@code connection}, the pool's proxy: the driver
+   * answers "connection has been closed" (SQLState 08003), and a pool that watches its proxies for
+   * connection errors (HikariCP does, for class 08) evicts it at once; another pool finds it closed when
+   * it resets or validates it; a plain data source's connection is simply closed.
+   */
+  private static void discard(Connection connection, Throwable failure) {
+    try {
+      connection.abort(Runnable::run); // this thread: closed before the touch below
+    } catch (SQLException | RuntimeException e) {
+      failure.addSuppressed(e);
+    }
+    try {
+      // clearWarnings, not getAutoCommit: HikariCP answers the latter from its own state once the
+      // auto-commit mode was set, without asking the driver.
+      connection.clearWarnings();
+    } catch (SQLException expected) {
+      // The "closed" error the pool had to see; nothing to report.
+    }
+  }
+
+  /**
+   * What {@link JobSql#NOTIFY_INSERTED} does for a statement, for rows that came in by COPY: the same
+   * entries, listed while their UTF-8 bytes stay within {@link JobSql#EVENT_JOBS_MAX_BYTES}, so the
+   * notification can never abort the caller's transaction for being too long.
+   */
+  private void announceCopied(Connection connection, List<NewJob> jobs, Instant now) throws SQLException {
+    Set<String> dueQueues = new java.util.LinkedHashSet<>();
+    List<Map<String, Object>> listed = new ArrayList<>(Math.min(JobSql.EVENT_JOBS_MAX_COUNT, jobs.size()));
+    long listedBytes = 0;
+    boolean full = false;
+    for (NewJob job : jobs) {
+      boolean due =
+          now == null
+              || (job.runAt() != null ? !job.runAt().isAfter(now) : job.delayMs() == null || job.delayMs() <= 0);
+      if (due) {
+        dueQueues.add(job.queue());
+      }
+      if (!full && listed.size() < JobSql.EVENT_JOBS_MAX_COUNT) {
+        Map<String, Object> event = new LinkedHashMap<>();
+        event.put("id", job.id());
+        event.put("state", "queued");
+        event.put("type", eventName(job.type()));
+        event.put("queue", eventName(job.queue()));
+        event.put("attempts", 0);
+        listedBytes += EVENT_JSON.writeValueAsString(event).getBytes(StandardCharsets.UTF_8).length;
+        // A prefix, as in SQL: once one entry does not fit, none after it is listed either.
+        full = listedBytes > JobSql.EVENT_JOBS_MAX_BYTES;
+        if (!full) {
+          listed.add(event);
+        }
+      }
+    }
+    Map<String, Object> payload = new LinkedHashMap<>();
+    payload.put("op", "state");
+    payload.put("count", jobs.size());
+    payload.put("truncated", listed.size() < jobs.size());
+    payload.put("jobs", listed);
+    try (PreparedStatement ps = connection.prepareStatement(notifyCopied)) {
+      ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
+      ps.setString(2, EVENT_JSON.writeValueAsString(payload));
+      ps.execute();
+    }
+  }
+
+  /** A type or queue name as a job event carries it: its first {@link JobSql#EVENT_NAME_MAX_CHARS} characters. */
+  private static String eventName(String name) {
+    if (name == null || name.codePointCount(0, name.length()) <= JobSql.EVENT_NAME_MAX_CHARS) {
+      return name;
+    }
+    return name.substring(0, name.offsetByCodePoints(0, JobSql.EVENT_NAME_MAX_CHARS));
+  }
+
+  /** The job, in the caller's connection (as {@link AdminStore#get(Connection, UUID)} reads it). */
+  private Optional<Job> get(Connection connection, UUID id) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(get)) {
+      ps.setObject(1, id);
+      ps.setObject(2, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(rows.map(rs)) : Optional.empty();
+      }
+    }
+  }
+
+  private static void setInstant(PreparedStatement ps, int index, Instant value) throws SQLException {
+    if (value == null) {
+      ps.setNull(index, Types.TIMESTAMP_WITH_TIMEZONE);
+    } else {
+      ps.setObject(index, java.time.OffsetDateTime.ofInstant(value, java.time.ZoneOffset.UTC));
+    }
+  }
+
+  private static void setLong(PreparedStatement ps, int index, Long value) throws SQLException {
+    if (value == null) {
+      ps.setNull(index, Types.BIGINT);
+    } else {
+      ps.setLong(index, value);
+    }
+  }
+}
