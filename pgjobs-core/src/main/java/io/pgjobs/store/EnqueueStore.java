@@ -15,10 +15,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -204,70 +201,12 @@ public final class EnqueueStore {
           e.addSuppressed(cancel); // the failure that stopped the COPY is the one to report
         }
       }
-      if (connectionLost(e)) {
-        discard(connection, e);
+      if (BrokenConnections.connectionLost(e)) {
+        BrokenConnections.discard(connection, e); // COPY runs below the pool's proxy: see BrokenConnections
       }
       throw e;
     }
     announceCopied(connection, jobs, now);
-  }
-
-  /**
-   * True if {@code failure} (or a cause, chained or suppressed exception of it) says the session is
-   * gone: SQLState class 08 (connection exception), or 57P01 to 57P03 (terminated by an administrator,
-   * crash or shutdown of the server, which the driver reports before the socket closes).
-   */
-  private static boolean connectionLost(Throwable failure) {
-    ArrayDeque<Throwable> todo = new ArrayDeque<>();
-    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
-    todo.add(failure);
-    while (!todo.isEmpty() && seen.size() < 50) {
-      Throwable t = todo.poll();
-      if (!seen.add(t)) {
-        continue;
-      }
-      if (t instanceof SQLException sql) {
-        String state = sql.getSQLState();
-        if (state != null && (state.startsWith("08") || state.equals("57P01") || state.equals("57P02")
-            || state.equals("57P03"))) {
-          return true;
-        }
-        if (sql.getNextException() != null) {
-          todo.add(sql.getNextException());
-        }
-      }
-      if (t.getCause() != null) {
-        todo.add(t.getCause());
-      }
-      todo.addAll(List.of(t.getSuppressed()));
-    }
-    return false;
-  }
-
-  /**
-   * Makes sure a connection lost under a COPY is not used again. The COPY runs on the driver's own
-   * connection ({@code unwrap}), below the pool's proxy, so the pool never saw the failure. And the
-   * driver leaves the connection open after a failed COPY or its BEGIN: a pool would take it back and
-   * hand it out again (HikariCP does not validate a connection used within the last 500 ms), and every
-   * bulk enqueue on it would fail the same way, for as long as it kept being reused. So: abort it (the
-   * driver closes the socket), then touch it through {@code connection}, the pool's proxy: the driver
-   * answers "connection has been closed" (SQLState 08003), and a pool that watches its proxies for
-   * connection errors (HikariCP does, for class 08) evicts it at once; another pool finds it closed when
-   * it resets or validates it; a plain data source's connection is simply closed.
-   */
-  private static void discard(Connection connection, Throwable failure) {
-    try {
-      connection.abort(Runnable::run); // this thread: closed before the touch below
-    } catch (SQLException | RuntimeException e) {
-      failure.addSuppressed(e);
-    }
-    try {
-      // clearWarnings, not getAutoCommit: HikariCP answers the latter from its own state once the
-      // auto-commit mode was set, without asking the driver.
-      connection.clearWarnings();
-    } catch (SQLException expected) {
-      // The "closed" error the pool had to see; nothing to report.
-    }
   }
 
   /**
