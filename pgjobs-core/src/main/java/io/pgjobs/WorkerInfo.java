@@ -24,4 +24,5 @@ public record WorkerInfo(
     List<String> jobTypes,
     Instant startedAt,
     Instant lastHeartbeat,
-    long runningJobs) {}
+    long runningJobs,
+    int stuckLanes) {}

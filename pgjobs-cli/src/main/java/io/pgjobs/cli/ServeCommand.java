@@ -75,6 +75,7 @@ final class ServeCommand extends Subcommand {
           Maintenance.builder(db.dataSource())
               .schema(settings.schema())
               .staleThreshold(settings.staleThreshold())
+              .workerDeadAfter(settings.workerDeadAfter())
               .retention(settings.retention())
               .build()
               .start();

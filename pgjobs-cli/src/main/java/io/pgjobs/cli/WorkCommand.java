@@ -92,6 +92,7 @@ final class WorkCommand extends Subcommand {
             .pollInterval(settings.pollInterval())
             .shutdownGrace(settings.shutdownGrace())
             .staleThreshold(settings.staleThreshold())
+            .workerDeadAfter(settings.workerDeadAfter())
             .retention(settings.retention());
     queues(settings, registrations).forEach(builder::queue);
     return builder.build();

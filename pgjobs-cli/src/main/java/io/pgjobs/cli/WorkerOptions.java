@@ -28,6 +28,9 @@ final class WorkerOptions {
   @Option(names = "--stale-threshold", paramLabel = "<duration>", descriptionKey = Settings.STALE_THRESHOLD)
   String staleThreshold;
 
+  @Option(names = "--worker-dead-after", paramLabel = "<duration>", descriptionKey = Settings.WORKER_DEAD_AFTER)
+  String workerDeadAfter;
+
   @Option(names = "--retention", paramLabel = "<duration>", descriptionKey = Settings.RETENTION)
   String retention;
 
@@ -52,6 +55,7 @@ final class WorkerOptions {
     flags.put(Settings.POLL_INTERVAL, pollInterval);
     flags.put(Settings.SHUTDOWN_GRACE, shutdownGrace);
     flags.put(Settings.STALE_THRESHOLD, staleThreshold);
+    flags.put(Settings.WORKER_DEAD_AFTER, workerDeadAfter);
     flags.put(Settings.RETENTION, retention);
     flags.put(Settings.SMTP_HOST, smtpHost);
     flags.put(Settings.SMTP_PORT, smtpPort);

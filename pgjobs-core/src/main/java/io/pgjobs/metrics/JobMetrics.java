@@ -27,6 +27,9 @@ public interface JobMetrics {
    */
   default void queueDepth(Supplier<Map<String, Long>> depthByQueue) {}
 
+  /** Offers the number of stuck lanes of worker {@code workerId}, for a gauge. Called once per worker. */
+  default void stuckLanes(String workerId, java.util.function.IntSupplier stuckLanes) {}
+
   /** A worker serves {@code queue}: report its depth from now on. */
   default void watchQueue(String queue) {}
 }

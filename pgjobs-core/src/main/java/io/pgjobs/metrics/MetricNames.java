@@ -31,6 +31,11 @@ public final class MetricNames {
   public static final String JOBS_ENQUEUED = "pgjobs_jobs_enqueued";
   /** Gauge: due jobs waiting, tag {@code queue}. */
   public static final String QUEUE_DEPTH = "pgjobs_queue_depth";
+  /**
+   * Gauge: lanes held by handlers the worker had to let go (they ignored their timeout, cancellation or
+   * shutdown), tag {@code worker}.
+   */
+  public static final String STUCK_LANES = "pgjobs_worker_stuck_lanes";
 
   private MetricNames() {}
 }

@@ -71,6 +71,14 @@ public final class MicrometerJobMetrics implements JobMetrics {
   }
 
   @Override
+  public void stuckLanes(String workerId, java.util.function.IntSupplier stuckLanes) {
+    Gauge.builder(MetricNames.STUCK_LANES, stuckLanes::getAsInt)
+        .description("Lanes held by handlers that ignored their stop and were let go")
+        .tag("worker", workerId)
+        .register(registry);
+  }
+
+  @Override
   public void watchQueue(String queue) {
     if (depthQueues.add(queue)) {
       Gauge.builder(MetricNames.QUEUE_DEPTH, () -> depth(queue))

@@ -53,10 +53,12 @@ public final class WorkerStore {
    *
    * @param held every job the worker holds, mapped to its claim token
    * @param waiting those of them claimed but not started
+   * @param stuckLanes lanes held by handlers the worker had to let go (reported in its row)
    * @return for each job renewed, whether its cancellation was asked
    */
   public Map<UUID, Boolean> heartbeat(
-      Connection connection, Registration worker, Map<UUID, Long> held, Collection<UUID> waiting, Duration lockTimeout)
+      Connection connection, Registration worker, Map<UUID, Long> held, Collection<UUID> waiting, int stuckLanes,
+      Duration lockTimeout)
       throws SQLException {
     UUID[] ids = held.keySet().toArray(UUID[]::new);
     StringBuilder tokens = new StringBuilder(ids.length * 48).append('{');
@@ -78,9 +80,10 @@ public final class WorkerStore {
         ps.setLong(3, worker.pid());
         ps.setString(4, codec.write(worker.queues()));
         ps.setString(5, codec.write(worker.jobTypes()));
-        ps.setArray(6, connection.createArrayOf("uuid", ids));
-        ps.setObject(7, ExecutionStore.jsonb(tokens.toString()));
-        ps.setArray(8, connection.createArrayOf("uuid", waiting.toArray()));
+        ps.setInt(6, stuckLanes);
+        ps.setArray(7, connection.createArrayOf("uuid", ids));
+        ps.setObject(8, ExecutionStore.jsonb(tokens.toString()));
+        ps.setArray(9, connection.createArrayOf("uuid", waiting.toArray()));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));
@@ -130,7 +133,8 @@ public final class WorkerStore {
                 codec.mapper().readValue(rs.getString(5), new TypeReference<List<String>>() {}),
                 rs.getTimestamp(6).toInstant(),
                 rs.getTimestamp(7).toInstant(),
-                rs.getLong(8)));
+                rs.getLong(8),
+                rs.getInt(9)));
       }
     }
     return workers;

@@ -236,6 +236,7 @@ public final class JobWorker implements AutoCloseable {
     }
     phase = Phase.RUNNING;
     pollersByQueue.keySet().forEach(metrics::watchQueue);
+    metrics.stuckLanes(workerId, runner::stuckLanes);
     metrics.queueDepth(
         () -> {
           try {

@@ -16,8 +16,8 @@ import org.slf4j.LoggerFactory;
  * Liveness. Registers the worker and, every heartbeat interval, renews its row and the heartbeat of every
  * job it holds ({@link HeldJobs}: running, waiting for a lane, or waiting for their outcome write) in one
  * statement. That statement cannot be blocked: it runs on a connection of its own (held for the worker's
- * life, so handlers that use up the pool cannot starve it), skips job rows another transaction holds, and
- * bounds any other lock wait with a lock timeout.
+ * life, so handlers that use up the pool cannot starve it) with a network timeout, skips job rows another
+ * transaction holds, and bounds any other lock wait with a lock timeout.
  *
  * <p>A worker whose row is not renewed for the dead-worker threshold is presumed dead by maintenance and
  * its jobs are rescued. So a worker that has failed to heartbeat for nearly that long fences itself: it
@@ -130,11 +130,16 @@ final class WorkerHeartbeat {
     try {
       if (connection == null) {
         connection = dataSource.getConnection();
+        // A connection that hangs (a network partition that drops packets rather than resetting) must
+        // fail the beat rather than block it, or the worker could never notice it is cut off.
+        long timeoutMs = Math.max(1_000, Math.min(10_000, interval.toMillis()));
+        connection.setNetworkTimeout(Runnable::run, (int) timeoutMs);
       }
       // Bounded: a lock on the worker's own row must not stall the heartbeat for long.
       Duration lockTimeout = interval.compareTo(Duration.ofSeconds(2)) < 0 ? interval : Duration.ofSeconds(2);
       Map<UUID, Boolean> cancelFlags =
-          store.heartbeat(connection, registration, snapshot.tokens(), snapshot.waiting(), lockTimeout);
+          store.heartbeat(connection, registration, snapshot.tokens(), snapshot.waiting(), runner.stuckLanes(),
+              lockTimeout);
       cancelFlags.forEach((id, cancel) -> {
         if (cancel) {
           runner.cancel(id);

@@ -71,7 +71,7 @@ class FenceTest extends LifecycleTestBase {
     }
     try (Connection hb = db.dataSource().getConnection()) {
       WorkerStore.Registration reg = new WorkerStore.Registration("worker-a", "host", 1, Map.of("default", 1), List.of());
-      assertThat(workers.heartbeat(hb, reg, Map.of(id, a.claimToken()), List.of(id), Duration.ofSeconds(1))).isEmpty();
+      assertThat(workers.heartbeat(hb, reg, Map.of(id, a.claimToken()), List.of(id), 0, Duration.ofSeconds(1))).isEmpty();
     }
     assertThat(store.claimStatus(Map.of(id, a.claimToken()))).isEmpty();
 
@@ -107,7 +107,7 @@ class FenceTest extends LifecycleTestBase {
     List<UUID> waiting = List.of(claimed.get(2).id(), claimed.get(3).id());
     WorkerStore.Registration reg = new WorkerStore.Registration("doomed", "host", 1, Map.of("default", 2), List.of());
     try (Connection hb = db.dataSource().getConnection()) {
-      assertThat(workers.heartbeat(hb, reg, tokens, waiting, Duration.ofSeconds(1))).hasSize(4);
+      assertThat(workers.heartbeat(hb, reg, tokens, waiting, 0, Duration.ofSeconds(1))).hasSize(4);
     }
     // A live worker's jobs stay where they are.
     assertThat(workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100).total()).isZero();

@@ -180,6 +180,7 @@ class WritePathTest extends LifecycleTestBase {
     UUID id = client.enqueue(stubborn, new Task("x", 0)).job().id();
     JobWorker worker = start(worker()
         .stuckHandlerGrace(Duration.ofMillis(300))
+        .heartbeatInterval(Duration.ofMillis(200))
         .queue(JobType.DEFAULT_QUEUE, 2)
         .register(stubborn, (ctx, t) -> {
           if (ctx.attempt() == 1) {
@@ -205,9 +206,13 @@ class WritePathTest extends LifecycleTestBase {
     assertThat(secondRuns).hasValue(1);
     await().atMost(Duration.ofSeconds(5)).until(() -> worker.stuckLanes() == 1);
     assertThat(worker.heldJobs()).isZero(); // the stuck job is no longer heartbeated
+    await("the stuck lane is reported in the worker's row").atMost(Duration.ofSeconds(10))
+        .until(() -> client.workers().stream().anyMatch(w -> w.id().equals(worker.workerId()) && w.stuckLanes() == 1));
 
     firstMayReturn.countDown();
     await().atMost(Duration.ofSeconds(5)).until(() -> worker.stuckLanes() == 0);
+    await().atMost(Duration.ofSeconds(10))
+        .until(() -> client.workers().stream().anyMatch(w -> w.id().equals(worker.workerId()) && w.stuckLanes() == 0));
     Job after = job(id);
     assertThat(after.output().path("from").asString()).isEqualTo("attempt 2"); // the late return wrote nothing
     assertThat(after.attempts()).isEqualTo(2);

@@ -48,6 +48,7 @@ import java.util.stream.Collectors;
  *   <tr><td>poll_interval</td><td>--poll-interval</td><td>PGJOBS_POLL_INTERVAL</td><td>1s</td><td>10ms–1h</td></tr>
  *   <tr><td>shutdown_grace</td><td>--shutdown-grace</td><td>PGJOBS_SHUTDOWN_GRACE</td><td>30s</td><td>0s–1h</td></tr>
  *   <tr><td>stale_threshold</td><td>--stale-threshold</td><td>PGJOBS_STALE_THRESHOLD</td><td>5m</td><td>1s–24h</td></tr>
+ *   <tr><td>worker_dead_after</td><td>--worker-dead-after</td><td>PGJOBS_WORKER_DEAD_AFTER</td><td>20s</td><td>1s–1h</td></tr>
  *   <tr><td>retention</td><td>--retention</td><td>PGJOBS_RETENTION</td><td>24h</td><td>1s–3650d</td></tr>
  *   <tr><td>smtp_host</td><td>--smtp-host</td><td>PGJOBS_SMTP_HOST</td><td>localhost</td><td>host name or IP</td></tr>
  *   <tr><td>smtp_port</td><td>--smtp-port</td><td>PGJOBS_SMTP_PORT</td><td>25</td><td>1–65535</td></tr>
@@ -128,6 +129,7 @@ public final class Settings {
   public static final String POLL_INTERVAL = "poll_interval";
   public static final String SHUTDOWN_GRACE = "shutdown_grace";
   public static final String STALE_THRESHOLD = "stale_threshold";
+  public static final String WORKER_DEAD_AFTER = "worker_dead_after";
   public static final String RETENTION = "retention";
   public static final String SMTP_HOST = "smtp_host";
   public static final String SMTP_PORT = "smtp_port";
@@ -183,6 +185,10 @@ public final class Settings {
           new Definition(STALE_THRESHOLD, "--stale-threshold", List.of("PGJOBS_STALE_THRESHOLD"), "5m", "`5m`",
               durationAllowed("1s", "24h"), "a running job without heartbeat this long is rescued",
               text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofHours(24), "1s", "24h")),
+          new Definition(WORKER_DEAD_AFTER, "--worker-dead-after", List.of("PGJOBS_WORKER_DEAD_AFTER"), "20s", "`20s`",
+              durationAllowed("1s", "1h"),
+              "a worker whose heartbeat row is this old is presumed dead and its jobs go back to the queue",
+              text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofHours(1), "1s", "1h")),
           new Definition(RETENTION, "--retention", List.of("PGJOBS_RETENTION"), "24h", "`24h`",
               durationAllowed("1s", "3650d"), "how long finished jobs are kept",
               text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofDays(3650), "1s", "3650d")),
@@ -435,6 +441,11 @@ public final class Settings {
   /** Heartbeat age after which a running job is rescued. */
   public Duration staleThreshold() {
     return (Duration) values.get(STALE_THRESHOLD).value();
+  }
+
+  /** A worker whose heartbeat row is this old is presumed dead. */
+  public Duration workerDeadAfter() {
+    return (Duration) values.get(WORKER_DEAD_AFTER).value();
   }
 
   /** How long finished jobs are kept. */

@@ -26,13 +26,15 @@ public final class WorkersApi {
    * @param queues the queues it serves, with their concurrency
    * @param jobTypes the job types it can run
    * @param runningJobs jobs it runs now
+   * @param stuckLanes lanes held by handlers it had to let go (they ignored their timeout, cancellation or
+   *     shutdown); each stays occupied until its handler returns
    */
   public record WorkerView(
       String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes, Instant startedAt,
-      Instant lastHeartbeat, long runningJobs) {
+      Instant lastHeartbeat, long runningJobs, int stuckLanes) {
     static WorkerView of(WorkerInfo w) {
       return new WorkerView(w.id(), w.host(), w.pid(), w.queues(), w.jobTypes(), w.startedAt(), w.lastHeartbeat(),
-          w.runningJobs());
+          w.runningJobs(), w.stuckLanes());
     }
   }
 

@@ -99,7 +99,10 @@ export default function overview(root, {events}) {
         h('td', {title: `${w.id}\nstarted ${w.started_at}\ntypes: ${w.job_types.join(', ')}`},
           h('div', {class: 'nowrap'}, `${w.host} · pid ${w.pid}`), h('div', {class: 'muted mono nowrap'}, shortId(w.id))),
         h('td', {class: 'wrap'}, Object.entries(w.queues).map(([q, n], i) => [i ? ', ' : '', h('span', null, q, h('span', {class: 'muted'}, ' ×' + n))])),
-        h('td', {class: 'num', dataset: {running: w.running_jobs}}, `${w.running_jobs} / ${capacity}`),
+        h('td', {class: 'num', dataset: {running: w.running_jobs, stuck: w.stuck_lanes}}, `${w.running_jobs} / ${capacity}`,
+          // Lanes held by handlers that ignored their timeout, cancellation or shutdown and were let go.
+          w.stuck_lanes > 0 ? h('div', {class: 'stuck', title: 'handlers that ignored their stop and were let go; each holds its lane until it returns'},
+            `${w.stuck_lanes} stuck`) : null),
         h('td', null, timeAgo(w.last_heartbeat)));
     }) : [h('tr', null, h('td', {class: 'empty', colspan: 4}, 'No worker is running.'))]));
   }
