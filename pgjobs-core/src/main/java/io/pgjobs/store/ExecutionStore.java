@@ -262,14 +262,8 @@ public final class ExecutionStore {
     if (terminal != JobState.FAILED && terminal != JobState.CANCELLED) {
       throw new IllegalArgumentException("finish() ends jobs failed or cancelled, not " + terminal);
     }
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(finishUnsuccessful)) {
-      ps.setObject(1, id);
-      ps.setLong(2, claimToken);
-      ps.setString(3, terminal.value());
-      ps.setString(4, errorJson);
-      return stateOf(ps);
-    }
+    return writeState(finishUnsuccessful, id, claimToken, terminal.value(), errorJson);
+
   }
 
   /**
@@ -280,17 +274,8 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState retryLater(UUID id, long claimToken, long delayMs, String errorJson) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(retryLater)) {
-      ps.setObject(1, id);
-      ps.setLong(2, claimToken);
-      ps.setString(3, errorJson);
-      ps.setLong(4, delayMs);
-      ps.setString(5, errorJson);
-      ps.setObject(6, id);
-      ps.setLong(7, claimToken);
-      return stateOf(ps);
-    }
+    return writeState(retryLater, id, claimToken, errorJson, delayMs, errorJson, id, claimToken);
+
   }
 
   /**
@@ -300,15 +285,8 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState snooze(UUID id, long claimToken, long delayMs) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(snooze)) {
-      ps.setObject(1, id);
-      ps.setLong(2, claimToken);
-      ps.setLong(3, delayMs);
-      ps.setObject(4, id);
-      ps.setLong(5, claimToken);
-      return stateOf(ps);
-    }
+    return writeState(snooze, id, claimToken, delayMs, id, claimToken);
+
   }
 
   /**
@@ -319,16 +297,8 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState release(UUID id, long claimToken, String errorJson) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(release)) {
-      ps.setObject(1, id);
-      ps.setLong(2, claimToken);
-      ps.setString(3, errorJson);
-      ps.setString(4, errorJson);
-      ps.setObject(5, id);
-      ps.setLong(6, claimToken);
-      return stateOf(ps);
-    }
+    return writeState(release, id, claimToken, errorJson, errorJson, id, claimToken);
+
   }
 
   /** Records progress of a running claim (and counts as a heartbeat); false if it no longer runs. */
@@ -377,9 +347,19 @@ public final class ExecutionStore {
     }
   }
 
-  private static JobState stateOf(PreparedStatement ps) throws SQLException {
-    try (ResultSet rs = ps.executeQuery()) {
-      return rs.next() ? JobState.parse(rs.getString(1)) : null;
+  /**
+   * Runs a single-job write whose statement returns the state it wrote (no row: it matched nothing).
+   * Parameters are bound in order (uuid, bigint and text, as their Java types say).
+   */
+  private JobState writeState(String sql, Object... params) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? JobState.parse(rs.getString(1)) : null;
+      }
     }
   }
 

@@ -61,11 +61,7 @@ public final class WorkerStore {
       Duration lockTimeout)
       throws SQLException {
     UUID[] ids = held.keySet().toArray(UUID[]::new);
-    StringBuilder tokens = new StringBuilder(ids.length * 48).append('{');
-    for (UUID id : ids) {
-      tokens.append(tokens.length() > 1 ? "," : "").append('"').append(id).append("\":").append(held.get(id));
-    }
-    tokens.append('}');
+    String tokens = ExecutionStore.jsonObject(ids, i -> Long.toString(held.get(ids[i])));
     boolean autoCommit = connection.getAutoCommit();
     connection.setAutoCommit(false);
     try {
@@ -82,7 +78,7 @@ public final class WorkerStore {
         ps.setString(5, codec.write(worker.jobTypes()));
         ps.setInt(6, stuckLanes);
         ps.setArray(7, connection.createArrayOf("uuid", ids));
-        ps.setObject(8, ExecutionStore.jsonb(tokens.toString()));
+        ps.setObject(8, ExecutionStore.jsonb(tokens));
         ps.setArray(9, connection.createArrayOf("uuid", waiting.toArray()));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
