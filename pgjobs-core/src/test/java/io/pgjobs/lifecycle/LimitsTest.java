@@ -1,12 +1,14 @@
 package io.pgjobs.lifecycle;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.CancelCounts;
 import io.pgjobs.CancelResult;
 import io.pgjobs.DiscardJobException;
 import io.pgjobs.EnqueueOptions;
+import io.pgjobs.InvalidJobException;
 import io.pgjobs.Job;
 import io.pgjobs.JobError;
 import io.pgjobs.JobFilter;
@@ -26,6 +28,7 @@ import io.pgjobs.worker.JobWorker;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumMap;
@@ -42,6 +45,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
@@ -56,8 +60,10 @@ import tools.jackson.databind.JsonNode;
  * listener. Every job ends in the state it should, with the attempts it should, and nothing stays
  * running.
  *
- * <p>Durations (heartbeat, stale and dead-worker thresholds) stay at their defaults: their extreme
- * values are about timing on a loaded machine, not about sizes, and other tests cover them.
+ * <p>The durations of a job (timeout, retry delays, snooze, enqueue delay) are tested at their largest
+ * too, and just past it, where they are refused. The worker's timing settings (heartbeat, stale and
+ * dead-worker thresholds) stay at their defaults: their extreme values are about timing on a loaded
+ * machine, not about sizes, and other tests cover them.
  */
 class LimitsTest extends LifecycleTestBase {
   /** The longest queue and type name: 255 characters. */
@@ -679,5 +685,118 @@ class LimitsTest extends LifecycleTestBase {
     assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE output ->> 'echo' = "
         + "(SELECT payload ->> 'text' FROM pgjobs.finished_jobs LIMIT 1)")).isEqualTo(toRun);
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'")).isZero();
+  }
+
+  // ---------------------------------------------------------------- 5. durations at their largest
+
+  static final String Q5 = longName("limits/durations:");
+
+  @Test
+  void durationsAtTheLargestTheApiAcceptsEndEveryJobRightAndLongerOnesAreRefusedWhereTheyAreGiven() {
+    Duration maxTimeout = JobType.MAX_TIMEOUT;
+    Duration maxDelay = RetryPolicy.MAX_DELAY;
+    Duration largest = Duration.ofSeconds(Long.MAX_VALUE, 999_999_999);
+
+    // Past the limits: refused at once, naming the setting. (Before, each was accepted; a timeout past
+    // Long.MAX_VALUE ms, or a retry delay past it, made the worker's lane throw before the attempt ended,
+    // and the job stayed running, heartbeated, for as long as the worker lived; a longer snooze or retry
+    // delay that fit a long made the outcome unwritable, and the job stayed running until rescue.)
+    for (Duration tooLong : List.of(maxTimeout.plusMillis(1), largest)) {
+      assertThatThrownBy(() -> JobType.of("t", Work.class).withTimeout(tooLong))
+          .isInstanceOf(InvalidJobException.class).hasMessageContaining("timeout");
+      assertThatThrownBy(() -> EnqueueOptions.builder().timeout(tooLong).build())
+          .isInstanceOf(InvalidJobException.class).hasMessageContaining("timeout");
+    }
+    for (Duration tooLong : List.of(maxDelay.plusMillis(1), maxTimeout, largest)) {
+      List<Supplier<Object>> refused = List.of(
+          () -> RetryPolicy.fixed(tooLong),
+          () -> RetryPolicy.linear(Duration.ofMillis(1), tooLong),
+          () -> RetryPolicy.exponential(Duration.ofMillis(1), tooLong, 0.1),
+          () -> RetryPolicy.decorrelatedJitter(Duration.ofMillis(1), tooLong),
+          () -> new SnoozeJobException(tooLong));
+      for (Supplier<Object> make : refused) {
+        assertThatThrownBy(make::get).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at most");
+      }
+      assertThatThrownBy(() -> EnqueueOptions.builder().delay(tooLong).build())
+          .isInstanceOf(InvalidJobException.class).hasMessageContaining("delay");
+    }
+
+    // At the limits: every job ends where it should.
+    JobType<Work> timeoutType = JobType.of(longName("limits.timeout:"), Work.class).withQueue(Q5).withTimeout(maxTimeout);
+    Map<String, RetryPolicy> policies = new LinkedHashMap<>();
+    policies.put("fixed", RetryPolicy.fixed(maxDelay));
+    policies.put("linear", RetryPolicy.linear(maxDelay, maxDelay));
+    policies.put("exponential", RetryPolicy.exponential(maxDelay, maxDelay, 0.0));
+    policies.put("decorrelated", RetryPolicy.decorrelatedJitter(maxDelay, maxDelay));
+    JobType<Work> snoozeType = JobType.of(longName("limits.snooze:"), Work.class).withQueue(Q5).withMaxAttempts(1);
+    JobWorker.Builder builder = worker()
+        .queue(Q5, CONCURRENCY_MAX)
+        .claimBatch(CLAIM_BATCH_MAX)
+        .completionBatch(COMPLETION_BATCH_MAX)
+        .register(timeoutType, (ctx, w) -> Map.of("n", w.n()))
+        .register(snoozeType, (ctx, w) -> {
+          if (w.mode().equals("too long")) {
+            throw new SnoozeJobException(maxDelay.plusMillis(1)); // the constructor throws: the attempt fails
+          }
+          throw new SnoozeJobException(maxDelay);
+        });
+    Map<UUID, String> retried = new LinkedHashMap<>();
+    List<JobType<Work>> retryTypes = new ArrayList<>();
+    policies.forEach((name, policy) -> {
+      JobType<Work> type = JobType.of(longName("limits.retry-" + name + ":"), Work.class).withQueue(Q5).withRetryPolicy(policy);
+      builder.register(type, (ctx, w) -> {
+        throw new IllegalStateException("fails; the next attempt is " + maxDelay.toDays() + " days away");
+      });
+      retryTypes.add(type);
+    });
+    UUID typeTimeout = client.enqueue(timeoutType, new Work("ok", 1, "")).job().id();
+    UUID optionTimeout =
+        client.enqueue(timeoutType, new Work("ok", 2, ""), EnqueueOptions.builder().timeout(maxTimeout).build()).job().id();
+    for (JobType<Work> type : retryTypes) {
+      retried.put(client.enqueue(type, new Work("fail", 3, "")).job().id(), type.name());
+    }
+    UUID snoozed = client.enqueue(snoozeType, new Work("snooze", 4, "")).job().id();
+    UUID snoozedTooLong = client.enqueue(snoozeType, new Work("too long", 5, "")).job().id();
+    EnqueueOptions delayed = EnqueueOptions.builder().delay(maxDelay).build();
+    UUID delayedSingle = client.enqueue(timeoutType, new Work("ok", 6, ""), delayed).job().id();
+    List<UUID> delayedBulk = client.enqueueAll(timeoutType, List.of(new Work("ok", 7, ""), new Work("ok", 8, "")), delayed);
+    Instant enqueuedAt = Instant.now();
+    JobWorker worker = start(builder);
+
+    assertThat(awaitState(typeTimeout, JobState.SUCCEEDED, WAIT).attempts()).isEqualTo(1);
+    Job withOption = awaitState(optionTimeout, JobState.SUCCEEDED, WAIT);
+    assertThat(withOption.timeout()).isEqualTo(maxTimeout);
+    assertThat(withOption.attempts()).isEqualTo(1);
+    Job tooLong = awaitState(snoozedTooLong, JobState.FAILED, WAIT);
+    assertThat(tooLong.errors()).singleElement().satisfies(e -> {
+      assertThat(e.kind()).isEqualTo("error");
+      assertThat(e.message()).startsWith("snooze delay must be at most");
+    });
+    List<UUID> putOff = new ArrayList<>(retried.keySet());
+    putOff.add(snoozed);
+    putOff.add(delayedSingle);
+    putOff.addAll(delayedBulk);
+    for (UUID id : retried.keySet()) {
+      Job job = awaitState(id, JobState.RETRYING, WAIT);
+      assertThat(job.attempts()).as(retried.get(id)).isEqualTo(1);
+      assertThat(job.errors()).extracting(JobError::kind).containsExactly("error");
+    }
+    Job snoozedJob = awaitState(snoozed, JobState.QUEUED, WAIT);
+    await("the snooze written").atMost(WAIT).until(() -> job(snoozed).runAt().isAfter(enqueuedAt.plus(Duration.ofDays(1))));
+    assertThat(job(snoozed).attempts()).isZero();
+    assertThat(snoozedJob.errors()).isEmpty();
+    for (UUID id : putOff) {
+      // Due a full MAX_DELAY after the job was enqueued or failed (a minute either way for the clocks).
+      assertThat(job(id).runAt()).as("run_at of " + id)
+          .isBetween(enqueuedAt.plus(maxDelay).minus(Duration.ofMinutes(1)), Instant.now().plus(maxDelay).plus(Duration.ofMinutes(1)));
+      assertThat(job(id).state()).isIn(JobState.QUEUED, JobState.RETRYING);
+    }
+    await("the worker holds nothing").atMost(WAIT).until(() -> worker.heldJobs() == 0 && worker.runningJobs() == 0);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'")).isZero();
+
+    // The jobs put off for ten years are cancelled like any waiting job.
+    assertThat(client.cancelAll(Set.of(), Set.of(Q5), Set.of())).isEqualTo(new CancelCounts(putOff.size(), 0));
+    putOff.forEach(id -> assertThat(job(id).state()).isEqualTo(JobState.CANCELLED));
+    assertThat(count("pgjobs.jobs")).isZero();
   }
 }
