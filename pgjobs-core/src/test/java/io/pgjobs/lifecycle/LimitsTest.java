@@ -15,6 +15,7 @@ import io.pgjobs.JobFilter;
 import io.pgjobs.JobPage;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
+import io.pgjobs.PgJobsException;
 import io.pgjobs.RetryPolicy;
 import io.pgjobs.SnoozeJobException;
 import io.pgjobs.events.JobEvent;
@@ -156,10 +157,14 @@ class LimitsTest extends LifecycleTestBase {
     };
   }
 
+  /** The longest worker id JobWorker.Builder accepts (it is written to locked_by and to every error entry). */
+  static final String WORKER1 = exactly(NAME_MAX, "worker-1:" + AWKWARD.substring(0, 40));
+
   @Test
   void everyOutcomeRunsRightWithLongestNamesTenThousandBulkAndTenThousandHandlersAtOnce() {
     assertThat(Q1).hasSize(NAME_MAX);
     assertThat(TYPE1.name()).hasSize(NAME_MAX);
+    assertThat(WORKER1).hasSize(NAME_MAX);
 
     // 10,000 jobs that only finish once all 10,000 lanes run at the same time (priority high: claimed first).
     List<Work> gates = IntStream.range(0, CONCURRENCY_MAX).mapToObj(i -> new Work("gate", i, "")).toList();
@@ -213,6 +218,7 @@ class LimitsTest extends LifecycleTestBase {
     CountDownLatch allLanesBusy = new CountDownLatch(1);
     List<String> payloadMismatches = new CopyOnWriteArrayList<>();
     JobWorker worker = start(worker()
+        .workerId(WORKER1)
         .queue(Q1, CONCURRENCY_MAX)
         .claimBatch(CLAIM_BATCH_MAX)
         .completionBatch(COMPLETION_BATCH_MAX)
@@ -292,6 +298,10 @@ class LimitsTest extends LifecycleTestBase {
       check(problems, where + " error kinds", job.errors().stream().map(JobError::kind).toList(), expected.errorKinds);
       check(problems, where + " type", job.type(), TYPE1.name());
       check(problems, where + " queue", job.queue(), Q1);
+      check(problems, where + " locked by", job.lockedBy(), WORKER1);
+      for (JobError e : job.errors()) {
+        check(problems, where + " error's worker", e.worker(), WORKER1);
+      }
       if (!mode.equals("gate")) {
         check(problems, where + " payload text", job.payload().path("text").asString(), AWKWARD);
       }
@@ -337,6 +347,30 @@ class LimitsTest extends LifecycleTestBase {
     assertThat(countWhere("context = ?", bulkContext)).isEqualTo(BULK);
     assertThat(countWhere("context = ?", longestContext)).isEqualTo(singles.size());
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'")).isZero();
+  }
+
+  @Test
+  void u0000InAPayloadContextOrIdempotencyKeyIsRefusedSinglyAndInBulkAndStoresNothing() {
+    // jsonb and text cannot hold U+0000. pgjobs does not check for it before the database does: the
+    // enqueue fails with the database's error (a PgJobsException), and a bulk enqueue stores none of
+    // its jobs, the good ones included.
+    Work good = new Work("ok", 1, AWKWARD);
+    Work nul = new Work("ok", 2, "before \u0000 after");
+    EnqueueOptions nulContext = EnqueueOptions.builder().context("before \u0000 after").build();
+    List<Runnable> refused = List.of(
+        () -> client.enqueue(TYPE1, nul),
+        () -> client.enqueueAll(TYPE1, List.of(good, nul, good), EnqueueOptions.DEFAULTS),
+        () -> client.enqueue(TYPE1, good, nulContext),
+        () -> client.enqueueAll(TYPE1, List.of(good, good), nulContext),
+        () -> client.enqueue(TYPE1, good, EnqueueOptions.builder().idempotencyKey("key \u0000").build()));
+    for (Runnable enqueue : refused) {
+      assertThatThrownBy(enqueue::run).isInstanceOf(PgJobsException.class);
+    }
+    assertThat(count("pgjobs.jobs")).isZero();
+    assertThat(count("pgjobs.job_keys")).isZero();
+    // The same jobs without it go in.
+    assertThat(client.enqueueAll(TYPE1, List.of(good, good), EnqueueOptions.DEFAULTS)).hasSize(2);
+    assertThat(count("pgjobs.jobs")).isEqualTo(2);
   }
 
   private record Expected(JobState state, int attempts, int runs, List<String> errorKinds) {}
@@ -486,6 +520,7 @@ class LimitsTest extends LifecycleTestBase {
       Set<UUID> blocked = ConcurrentHashMap.newKeySet();
       Map<UUID, AtomicInteger> runs = new ConcurrentHashMap<>();
       start(worker()
+          .workerId(exactly(NAME_MAX, "worker-running:"))
           .queue(QR, CONCURRENCY_MAX)
           .claimBatch(CLAIM_BATCH_MAX)
           .completionBatch(COMPLETION_BATCH_MAX)
@@ -536,6 +571,7 @@ class LimitsTest extends LifecycleTestBase {
       // and of the thousands cancelled while waiting: a worker for their queue runs them.
       assertThat(client.retryAll(Set.of(TYPE3.name()), Set.of(QW), Set.of(JobState.CANCELLED))).isEqualTo(waiting);
       start(worker()
+          .workerId(exactly(NAME_MAX, "worker-waiting:"))
           .queue(QW, CONCURRENCY_MAX)
           .claimBatch(CLAIM_BATCH_MAX)
           .completionBatch(COMPLETION_BATCH_MAX)
