@@ -58,6 +58,10 @@ public record EnqueueOptions(
     if (delay != null && delay.isNegative()) {
       throw new InvalidJobException("delay", "must be zero or positive, was " + delay);
     }
+    if (delay != null && delay.compareTo(RetryPolicy.MAX_DELAY) > 0) {
+      throw new InvalidJobException(
+          "delay", "must be at most " + RetryPolicy.MAX_DELAY.toDays() + " days (RetryPolicy.MAX_DELAY), was " + delay);
+    }
     if (context != null && context.length() > MAX_CONTEXT_LENGTH) {
       throw new InvalidJobException(
           "context", "must be at most " + MAX_CONTEXT_LENGTH + " characters, was " + context.length());
@@ -115,7 +119,10 @@ public record EnqueueOptions(
       return this;
     }
 
-    /** Run no earlier than this long after enqueueing (measured by the database's clock). */
+    /**
+     * Run no earlier than this long after enqueueing (measured by the database's clock); at most
+     * {@link RetryPolicy#MAX_DELAY}.
+     */
     public Builder delay(Duration delay) {
       this.delay = delay;
       return this;
@@ -133,7 +140,7 @@ public record EnqueueOptions(
       return this;
     }
 
-    /** Timeout of each attempt, overriding the type's. */
+    /** Timeout of each attempt, overriding the type's (positive, at most {@link JobType#MAX_TIMEOUT}). */
     public Builder timeout(Duration timeout) {
       this.timeout = timeout;
       return this;

@@ -29,6 +29,13 @@ public final class JobType<P> {
   public static final int DEFAULT_MAX_ATTEMPTS = 3;
   /** Timeout of one attempt when nothing else is said: 1 hour. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofHours(1);
+  /**
+   * The longest timeout of one attempt: {@code Long.MAX_VALUE} milliseconds (timeouts are stored and
+   * applied in milliseconds). A longer one used to be accepted and then overflow when the worker turned
+   * it into milliseconds: the attempt never started, and its job stayed running, heartbeated, for as long
+   * as the worker lived.
+   */
+  public static final Duration MAX_TIMEOUT = Duration.ofMillis(Long.MAX_VALUE);
 
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
 
@@ -164,7 +171,7 @@ public final class JobType<P> {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
   }
 
-  /** A copy with another timeout per attempt (positive). */
+  /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
   }
@@ -213,6 +220,10 @@ public final class JobType<P> {
   static Duration requireTimeout(Duration timeout) {
     if (timeout == null || timeout.isZero() || timeout.isNegative()) {
       throw new InvalidJobException("timeout", "must be a positive duration, was " + timeout);
+    }
+    if (timeout.compareTo(MAX_TIMEOUT) > 0) {
+      throw new InvalidJobException(
+          "timeout", "must be at most " + MAX_TIMEOUT.toMillis() + " ms (JobType.MAX_TIMEOUT), was " + timeout);
     }
     return timeout;
   }

@@ -23,6 +23,15 @@ import java.util.random.RandomGenerator;
  */
 public sealed interface RetryPolicy {
 
+  /**
+   * The longest delay a policy may give, and so the longest base and cap: 3,650 days (10 years, the
+   * HTTP API's limit for {@code delay_ms} too). The next attempt's time is the database's now() plus the
+   * delay; a delay beyond what a long holds in milliseconds, or beyond what PostgreSQL's interval and
+   * timestamp arithmetic can hold, used to be accepted and then made the retry unwritable, leaving the
+   * job running.
+   */
+  Duration MAX_DELAY = Duration.ofDays(3_650);
+
   /** Exponential, base 1 s, cap 10 min, jitter 0.1: the policy a job type gets unless it says otherwise. */
   RetryPolicy DEFAULT = exponential(Duration.ofSeconds(1), Duration.ofMinutes(10), 0.1);
 
@@ -134,6 +143,10 @@ public sealed interface RetryPolicy {
     Objects.requireNonNull(value, name);
     if (value.isNegative()) {
       throw new IllegalArgumentException("retry " + name + " must be zero or positive, was " + value);
+    }
+    if (value.compareTo(MAX_DELAY) > 0) {
+      throw new IllegalArgumentException(
+          "retry " + name + " must be at most " + MAX_DELAY.toDays() + " days (RetryPolicy.MAX_DELAY), was " + value);
     }
   }
 

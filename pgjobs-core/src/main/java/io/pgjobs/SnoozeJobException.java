@@ -13,12 +13,18 @@ import java.util.Objects;
 public class SnoozeJobException extends RuntimeException {
   private final Duration delay;
 
-  /** @param delay how long to wait; zero or positive */
+  /** @param delay how long to wait; zero or positive, at most {@link RetryPolicy#MAX_DELAY} */
   public SnoozeJobException(Duration delay) {
     super("snoozed for " + delay, null, false, false);
     Objects.requireNonNull(delay, "delay");
     if (delay.isNegative()) {
       throw new IllegalArgumentException("snooze delay must be zero or positive, was " + delay);
+    }
+    if (delay.compareTo(RetryPolicy.MAX_DELAY) > 0) {
+      // A longer snooze could not be written (the job stayed running until rescue): the handler's throw
+      // of this constructor fails the attempt instead, with this message.
+      throw new IllegalArgumentException(
+          "snooze delay must be at most " + RetryPolicy.MAX_DELAY.toDays() + " days (RetryPolicy.MAX_DELAY), was " + delay);
     }
     this.delay = delay;
   }
