@@ -675,7 +675,7 @@ class LimitsTest extends LifecycleTestBase {
     try (Connection c = db.dataSource().getConnection()) {
       Map<UUID, Boolean> renewed = workers.heartbeat(c,
           new WorkerStore.Registration(DEAD_WORKER, "host", 1, Map.of(Q4, CONCURRENCY_MAX), List.of(TYPE4.name())),
-          held, notStarted, Duration.ofSeconds(5));
+          held, notStarted, 0, Duration.ofSeconds(5));
       assertThat(renewed).hasSize(BULK);
     }
     db.execute("DELETE FROM pgjobs.workers");
