@@ -142,8 +142,8 @@ class ClaimAheadTest extends PgJobsTestBase {
 
     Set<UUID> written = store.succeed("w1", List.of(
         new Completion(a.id(), a.claimToken(), "{\"ok\":true}"),
-        new Completion(b.id(), b.claimToken() + 1, null))); // a claim w1 does not hold
-    Set<UUID> other = store.succeed("w2", List.of(new Completion(c.id(), c.claimToken(), null))); // not w2's job
+        new Completion(b.id(), b.claimToken() + 1, null)), Duration.ofSeconds(1)); // a claim w1 does not hold
+    Set<UUID> other = store.succeed("w2", List.of(new Completion(c.id(), c.claimToken(), null)), null); // not w2's job
 
     assertThat(written).containsExactly(a.id());
     assertThat(other).isEmpty();

@@ -75,11 +75,14 @@ final class ExecutionSql {
   /**
    * Success of many jobs in one round trip: each job in the id array that this worker still runs under
    * the claim token the first jsonb object maps its id to moves to finished_jobs with the output the
-   * second object maps it to (absent: none). Returns the ids written.
+   * second object maps it to (absent: none). Returns the ids written; a job not returned is looked up
+   * with {@link #CLAIM_STATUS}.
    *
-   * <p>Rows another transaction holds (a handler's own open transaction, an operator's cancel in a long
-   * transaction) are skipped rather than waited for: one locked row must not hold up every success of
-   * the worker. A job not returned is looked up with {@link #CLAIM_STATUS}.
+   * <p>This is the fast form, run with a short query timeout: a row another transaction holds (a
+   * handler's own open transaction, an operator's cancel in a long transaction) makes it wait, and when
+   * the timeout cancels it the batch is written again with {@link #SUCCEED_BATCH_SKIP_LOCKED}, so one
+   * locked row never holds up every success of the worker for long. Locking the rows first in every
+   * batch (what the skip-locked form does) would write a lock record per row before its delete.
    *
    * <p>The shape is chosen for a plan that cannot go wrong with the hot table's ever-stale statistics:
    * {@code id = ANY(array)} is answered from the primary key only, and the per-job values are looked up
@@ -89,6 +92,23 @@ final class ExecutionSql {
    * CHECK) so that the partial index of running jobs is never a candidate either.
    */
   static final String SUCCEED_BATCH =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs AS j
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
+          RETURNING j.*
+      ), moved AS (
+      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
+
+          RETURNING id
+      )
+      SELECT id FROM moved""";
+
+  /**
+   * {@link #SUCCEED_BATCH} that skips, rather than waits for, rows another transaction holds: for a batch
+   * whose fast form timed out on a lock, and for successes skipped before.
+   */
+  static final String SUCCEED_BATCH_SKIP_LOCKED =
       """
       WITH mine AS (
           SELECT j.id FROM {schema}.jobs AS j

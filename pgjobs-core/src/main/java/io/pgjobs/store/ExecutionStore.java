@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -31,6 +32,7 @@ public final class ExecutionStore {
 
   private final String claim;
   private final String succeedBatch;
+  private final String succeedBatchSkipLocked;
   private final String claimStatus;
   private final String unclaimBatch;
   private final String unknownClaims;
@@ -51,6 +53,7 @@ public final class ExecutionStore {
     JobSql.requireSchema(schema);
     this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
+    this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
     this.claimStatus = JobSql.forSchema(ExecutionSql.CLAIM_STATUS, schema);
     this.unclaimBatch = JobSql.forSchema(ExecutionSql.UNCLAIM_BATCH, schema);
     this.unknownClaims = JobSql.forSchema(ExecutionSql.UNKNOWN_CLAIMS, schema);
@@ -133,10 +136,13 @@ public final class ExecutionStore {
   /**
    * Writes many successes of worker {@code workerId} in one statement.
    *
+   * @param lockWait how long the statement may wait for a row another transaction holds, or null to skip
+   *     such rows instead (see {@link ExecutionSql#SUCCEED_BATCH}); past it the statement is cancelled
+   *     (SQLState 57014) and nothing is written
    * @return the ids written; a job missing from it was skipped (its row is locked by another
    *     transaction) or is no longer its claim's: ask {@link #claimStatus}
    */
-  public Set<UUID> succeed(String workerId, List<Completion> completions) throws SQLException {
+  public Set<UUID> succeed(String workerId, List<Completion> completions, Duration lockWait) throws SQLException {
     if (completions.isEmpty()) {
       return Set.of();
     }
@@ -144,7 +150,10 @@ public final class ExecutionStore {
     String tokens = jsonObject(ids, i -> Long.toString(completions.get(i).claimToken()));
     String outputs = jsonObject(ids, i -> completions.get(i).outputJson());
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(succeedBatch)) {
+        PreparedStatement ps = c.prepareStatement(lockWait == null ? succeedBatchSkipLocked : succeedBatch)) {
+      if (lockWait != null) {
+        ps.setQueryTimeout((int) Math.max(1, lockWait.toSeconds()));
+      }
       ps.setArray(1, c.createArrayOf("uuid", ids));
       ps.setString(2, workerId);
       ps.setObject(3, jsonb(tokens));

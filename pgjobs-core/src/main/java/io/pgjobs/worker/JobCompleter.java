@@ -46,6 +46,8 @@ final class JobCompleter {
   /** The metric outcome of a write that found the job no longer its claim's. */
   static final String NOT_RECORDED = "not_recorded";
   private static final long MAX_BACKOFF_MS = 2_000;
+  /** How long a success batch waits for a row another transaction holds before it writes around it. */
+  static final Duration LOCK_WAIT = Duration.ofSeconds(1);
 
   private final ExecutionStore store;
   private final HeldJobs held;
@@ -122,6 +124,7 @@ final class JobCompleter {
       }
       batch.clear();
       batch.addAll(busy);
+      boolean retryingSkipped = !busy.isEmpty(); // their rows were locked a moment ago: write around them
       busy.clear();
       if (first != null) {
         batch.add(first);
@@ -134,7 +137,7 @@ final class JobCompleter {
       }
       queue.drainTo(batch, Math.max(0, maxBatch - batch.size()));
       int size = batch.size();
-      writeSuccesses(batch, busy);
+      writeSuccesses(batch, busy, retryingSkipped);
       if (stopping && System.nanoTime() > stopDeadline && !busy.isEmpty()) {
         log.error("could not record {} successes before shutdown (their rows stay locked by other transactions);"
             + " those jobs stay running and will be rescued and run again", busy.size());
@@ -148,14 +151,15 @@ final class JobCompleter {
 
   /**
    * Writes {@code batch}; jobs whose rows another transaction holds are put in {@code busy} to be tried
-   * again. Never throws.
+   * again. Never throws. The fast statement waits at most {@link #LOCK_WAIT} for a locked row; if that
+   * runs out the batch is written with the statement that skips locked rows (so do retries of skipped
+   * jobs, which {@code skipLocked} says).
    */
-  private void writeSuccesses(List<Success> batch, List<Success> busy) {
+  private void writeSuccesses(List<Success> batch, List<Success> busy, boolean skipLocked) {
     long backoffMs = 50;
-    boolean ambiguous = false; // an earlier try may have committed without its reply arriving
     while (true) {
       try {
-        Set<java.util.UUID> written = store.succeed(workerId, completions(batch));
+        Set<java.util.UUID> written = store.succeed(workerId, completions(batch), skipLocked ? null : LOCK_WAIT);
         List<Success> missing = new ArrayList<>();
         for (Success s : batch) {
           if (written.contains(s.job().id())) {
@@ -169,11 +173,15 @@ final class JobCompleter {
         }
         return;
       } catch (SQLException | RuntimeException e) {
+        if (!skipLocked && e instanceof SQLException sql && "57014".equals(sql.getSQLState())) {
+          // Cancelled by its timeout: a row is locked by another transaction. Write around it.
+          skipLocked = true;
+          continue;
+        }
         if (!isTransient(e)) {
-          isolate(batch, busy, e);
+          isolate(batch, busy, e, skipLocked);
           return;
         }
-        ambiguous = true;
         if (stopping && System.nanoTime() > stopDeadline) {
           log.error("could not record {} successes before shutdown ({}); those jobs stay running and will be"
               + " rescued and run again", batch.size(), e.getMessage());
@@ -219,7 +227,7 @@ final class JobCompleter {
    * A batch failed on its data: split it until the job that cannot be written is found, fail that job
    * with the reason, write the others.
    */
-  private void isolate(List<Success> batch, List<Success> busy, Exception cause) {
+  private void isolate(List<Success> batch, List<Success> busy, Exception cause, boolean skipLocked) {
     if (batch.size() == 1) {
       Success poisoned = batch.get(0);
       ClaimedJob job = poisoned.job();
@@ -234,8 +242,8 @@ final class JobCompleter {
     int half = batch.size() / 2;
     List<Success> left = new ArrayList<>(batch.subList(0, half));
     List<Success> right = new ArrayList<>(batch.subList(half, batch.size()));
-    writeSuccesses(left, busy);
-    writeSuccesses(right, busy);
+    writeSuccesses(left, busy, skipLocked);
+    writeSuccesses(right, busy, skipLocked);
   }
 
   private void done(Success s, String label) {

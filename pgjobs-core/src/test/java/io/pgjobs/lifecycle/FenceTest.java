@@ -27,6 +27,8 @@ import org.junit.jupiter.api.Test;
  */
 class FenceTest extends LifecycleTestBase {
   private static final PayloadCodec CODEC = new PayloadCodec(PayloadCodec.DEFAULT_MAPPER);
+  /** How long a success batch may wait for a locked row (null: skip locked rows). */
+  private static final Duration WAIT = Duration.ofSeconds(1);
 
   private static ExecutionStore store() {
     return new ExecutionStore(db.dataSource(), "pgjobs", CODEC);
@@ -53,8 +55,9 @@ class FenceTest extends LifecycleTestBase {
     assertThat(b.claimToken()).isNotEqualTo(a.claimToken());
 
     // Every write worker-a could still send when it comes back.
-    assertThat(store.succeed("worker-a", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")))).isEmpty();
-    assertThat(store.succeed("worker-b", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")))).isEmpty();
+    assertThat(store.succeed("worker-a", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), WAIT)).isEmpty();
+    assertThat(store.succeed("worker-a", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), null)).isEmpty();
+    assertThat(store.succeed("worker-b", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), WAIT)).isEmpty();
     assertThat(store.finish(id, a.claimToken(), JobState.FAILED, "[]")).isNull();
     assertThat(store.finish(id, a.claimToken(), JobState.CANCELLED, "[]")).isNull();
     assertThat(store.retryLater(id, a.claimToken(), 0, "[{\"kind\":\"late\"}]")).isNull();
@@ -84,7 +87,7 @@ class FenceTest extends LifecycleTestBase {
 
     // worker-b's own writes still land.
     assertThat(store.progress(id, b.claimToken(), 50, "half")).isTrue();
-    assertThat(store.succeed("worker-b", List.of(new Completion(id, b.claimToken(), "{\"by\":\"b\"}"))))
+    assertThat(store.succeed("worker-b", List.of(new Completion(id, b.claimToken(), "{\"by\":\"b\"}")), WAIT))
         .containsExactly(id);
     Job done = job(id);
     assertThat(done.state()).isEqualTo(JobState.SUCCEEDED);
