@@ -75,8 +75,9 @@ final class ExecutionSql {
   /**
    * Success of many jobs in one round trip: each job in the id array that this worker still runs under
    * the claim token the first jsonb object maps its id to moves to finished_jobs with the output the
-   * second object maps it to (absent: none). Returns the ids written; a job not returned is looked up
-   * with {@link #CLAIM_STATUS}.
+   * second object maps it to (absent: none). Returns how many were written: the usual answer is all of
+   * them, and a count is cheaper to send back than a thousand ids; when some are missing, the caller
+   * asks {@link #CLAIM_STATUS} which.
    *
    * <p>This is the fast form, run with a short query timeout: a row another transaction holds (a
    * handler's own open transaction, an operator's cancel in a long transaction) makes it wait, and when
@@ -100,9 +101,9 @@ final class ExecutionSql {
       ), moved AS (
       """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
 
-          RETURNING id
+          RETURNING 1
       )
-      SELECT id FROM moved""";
+      SELECT count(*) FROM moved""";
 
   /**
    * {@link #SUCCEED_BATCH} that skips, rather than waits for, rows another transaction holds: for a batch
@@ -121,9 +122,9 @@ final class ExecutionSql {
       ), moved AS (
       """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
 
-          RETURNING id
+          RETURNING 1
       )
-      SELECT id FROM moved""";
+      SELECT count(*) FROM moved""";
 
   /**
    * Where each (job, claim token) pair stands now: {@code running} if the job still runs that claim (the

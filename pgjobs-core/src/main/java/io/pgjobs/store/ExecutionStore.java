@@ -10,11 +10,9 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.function.IntFunction;
 import javax.sql.DataSource;
@@ -139,12 +137,12 @@ public final class ExecutionStore {
    * @param lockWait how long the statement may wait for a row another transaction holds, or null to skip
    *     such rows instead (see {@link ExecutionSql#SUCCEED_BATCH}); past it the statement is cancelled
    *     (SQLState 57014) and nothing is written
-   * @return the ids written; a job missing from it was skipped (its row is locked by another
-   *     transaction) or is no longer its claim's: ask {@link #claimStatus}
+   * @return how many were written; if fewer than given, some were skipped (their row is locked by another
+   *     transaction) or are no longer their claim's: ask {@link #claimStatus} which
    */
-  public Set<UUID> succeed(String workerId, List<Completion> completions, Duration lockWait) throws SQLException {
+  public int succeed(String workerId, List<Completion> completions, Duration lockWait) throws SQLException {
     if (completions.isEmpty()) {
-      return Set.of();
+      return 0;
     }
     UUID[] ids = completions.stream().map(Completion::id).toArray(UUID[]::new);
     String tokens = jsonObject(ids, i -> Long.toString(completions.get(i).claimToken()));
@@ -158,13 +156,10 @@ public final class ExecutionStore {
       ps.setString(2, workerId);
       ps.setObject(3, jsonb(tokens));
       ps.setObject(4, jsonb(outputs));
-      Set<UUID> written = new HashSet<>(completions.size() * 2);
       try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          written.add(rs.getObject(1, UUID.class));
-        }
+        rs.next();
+        return rs.getInt(1);
       }
-      return written;
     }
   }
 

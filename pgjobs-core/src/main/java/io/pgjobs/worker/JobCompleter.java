@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -159,17 +158,11 @@ final class JobCompleter {
     long backoffMs = 50;
     while (true) {
       try {
-        Set<java.util.UUID> written = store.succeed(workerId, completions(batch), skipLocked ? null : LOCK_WAIT);
-        List<Success> missing = new ArrayList<>();
-        for (Success s : batch) {
-          if (written.contains(s.job().id())) {
-            done(s, "succeeded");
-          } else {
-            missing.add(s);
-          }
-        }
-        if (!missing.isEmpty()) {
-          classifyMissing(missing, busy);
+        int written = store.succeed(workerId, completions(batch), skipLocked ? null : LOCK_WAIT);
+        if (written == batch.size()) {
+          batch.forEach(s -> done(s, "succeeded"));
+        } else {
+          classify(batch, busy); // which were written, skipped, or fenced
         }
         return;
       } catch (SQLException | RuntimeException e) {
@@ -197,8 +190,12 @@ final class JobCompleter {
     }
   }
 
-  /** Jobs a success batch did not write: busy (row locked), already written by an earlier try, or fenced. */
-  private void classifyMissing(List<Success> missing, List<Success> busy) {
+  /**
+   * After a success batch that wrote fewer jobs than it had, or whose earlier try may have committed:
+   * each job is written (its row carries this claim's token and a final state), busy (still running: its
+   * row was locked), or fenced (no longer this claim's).
+   */
+  private void classify(List<Success> missing, List<Success> busy) {
     Map<java.util.UUID, Long> claims = new HashMap<>();
     missing.forEach(s -> claims.put(s.job().id(), s.job().claimToken()));
     Map<java.util.UUID, JobState> status;
@@ -214,7 +211,7 @@ final class JobCompleter {
       if (state == JobState.RUNNING) {
         busy.add(s); // skipped: another transaction holds the row
       } else if (state != null) {
-        done(s, label(state, "succeeded")); // an earlier try committed; its reply was lost
+        done(s, label(state, "succeeded")); // written (by this statement, or an earlier try whose reply was lost)
       } else {
         log.warn("job {} attempt {} was no longer this worker's claim; its success was not recorded",
             s.job().id(), s.job().attempt());
