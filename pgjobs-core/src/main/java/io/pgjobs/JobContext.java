@@ -55,6 +55,12 @@ public interface JobContext {
    */
   boolean isCancelled();
 
+  /**
+   * HTTP with the worker's shared client, its connect and request timeouts, a {@code User-Agent}, and the
+   * job's id and attempt as headers ({@link JobHttp}).
+   */
+  JobHttp http();
+
   /** The data source the worker uses; handlers may take connections from it. */
   DataSource dataSource();
 

@@ -51,6 +51,7 @@ final class JobRunner {
   private final long progressThrottleNanos;
   private final long stuckGraceNanos;
   private final RandomGenerator random;
+  private final HttpSupport http;
   private final Set<RunningJob> running = ConcurrentHashMap.newKeySet();
   private final AtomicInteger stuckLanes = new AtomicInteger();
   /** Once set, every handler that registers is stopped for this reason at once (shutdown). */
@@ -67,7 +68,8 @@ final class JobRunner {
       Duration unknownTypeGrace,
       Duration progressThrottle,
       Duration stuckGrace,
-      RandomGenerator random) {
+      RandomGenerator random,
+      HttpSupport http) {
     this.store = store;
     this.handlers = handlers;
     this.completer = completer;
@@ -79,6 +81,7 @@ final class JobRunner {
     this.progressThrottleNanos = progressThrottle.toNanos();
     this.stuckGraceNanos = stuckGrace.toNanos();
     this.random = random;
+    this.http = http;
   }
 
   /**
@@ -176,7 +179,7 @@ final class JobRunner {
     if (!heldJob.startUnmarked() && !clearPrefetchedMark(heldJob)) {
       return;
     }
-    RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos);
+    RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos, http);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
     StopReason all = stopAll;

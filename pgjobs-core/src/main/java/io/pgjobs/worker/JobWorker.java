@@ -74,6 +74,10 @@ public final class JobWorker implements AutoCloseable {
   public static final Duration DEFAULT_PROGRESS_THROTTLE = Duration.ofMillis(100);
   /** How long a handler asked to stop may go on before it is let go: 10 s. */
   public static final Duration DEFAULT_STUCK_HANDLER_GRACE = Duration.ofSeconds(10);
+  /** Connect timeout of handlers' HTTP ({@code ctx.http()}): 10 s. */
+  public static final Duration DEFAULT_HTTP_CONNECT_TIMEOUT = Duration.ofSeconds(10);
+  /** Request timeout of handlers' HTTP ({@code ctx.http()}): 30 s. */
+  public static final Duration DEFAULT_HTTP_REQUEST_TIMEOUT = Duration.ofSeconds(30);
   /** Most successes written per statement: {@value}. */
   public static final int DEFAULT_COMPLETION_BATCH = 1_000;
 
@@ -90,6 +94,7 @@ public final class JobWorker implements AutoCloseable {
   private final JobCompleter completions;
   private final JobRunner runner;
   private final ExecutorService handlerThreads;
+  private final HttpSupport http;
   private final ScheduledExecutorService timers;
   private final JobNotificationListener listener;
   private final WorkerHeartbeat heartbeat;
@@ -106,6 +111,7 @@ public final class JobWorker implements AutoCloseable {
     this.metrics = b.metrics;
     this.completions =
         new JobCompleter(execution, held, metrics, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
+    this.http = new HttpSupport(b.httpConnectTimeout, b.httpRequestTimeout);
     this.handlerThreads =
         Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-job-", 0).factory());
     ScheduledThreadPoolExecutor timerPool =
@@ -115,7 +121,7 @@ public final class JobWorker implements AutoCloseable {
     this.runner =
         new JobRunner(
             execution, Map.copyOf(b.handlers), completions, held, timers, metrics, workerId, b.unknownTypeGrace,
-            b.progressThrottle, b.stuckHandlerGrace, b.random);
+            b.progressThrottle, b.stuckHandlerGrace, b.random, http);
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
       b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));
@@ -324,6 +330,7 @@ public final class JobWorker implements AutoCloseable {
     }
     listener.close();
     timers.shutdownNow();
+    http.close();
     log.info("worker {} stopped", workerId);
   }
 
@@ -398,6 +405,8 @@ public final class JobWorker implements AutoCloseable {
     private Duration heartbeatInterval;
     private Duration workerDeadAfter = Maintenance.DEFAULT_WORKER_DEAD_AFTER;
     private Duration stuckHandlerGrace = DEFAULT_STUCK_HANDLER_GRACE;
+    private Duration httpConnectTimeout = DEFAULT_HTTP_CONNECT_TIMEOUT;
+    private Duration httpRequestTimeout = DEFAULT_HTTP_REQUEST_TIMEOUT;
     private boolean maintenance = true;
     private Duration retention = Maintenance.DEFAULT_RETENTION;
     private Duration leaseTtl = Maintenance.DEFAULT_LEASE_TTL;
@@ -532,6 +541,21 @@ public final class JobWorker implements AutoCloseable {
      */
     public Builder stuckHandlerGrace(Duration grace) {
       this.stuckHandlerGrace = DurationText.requireBetween("stuck handler grace", grace, Duration.ofMillis(100), Duration.ofHours(1));
+      return this;
+    }
+
+    /** Connect timeout of handlers' HTTP ({@code ctx.http()}), 100 ms to 10 min (default 10 s). */
+    public Builder httpConnectTimeout(Duration timeout) {
+      this.httpConnectTimeout = DurationText.requireBetween("HTTP connect timeout", timeout, Duration.ofMillis(100), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /**
+     * Request timeout of handlers' HTTP ({@code ctx.http()}): from sending to the response's headers,
+     * 100 ms to 1 h (default 30 s).
+     */
+    public Builder httpRequestTimeout(Duration timeout) {
+      this.httpRequestTimeout = DurationText.requireBetween("HTTP request timeout", timeout, Duration.ofMillis(100), Duration.ofHours(1));
       return this;
     }
 

@@ -20,6 +20,7 @@ final class RunningJob implements JobContext {
   private final ExecutionStore store;
   private final String workerId;
   private final long progressThrottleNanos;
+  private final HttpSupport http;
 
   private volatile Thread thread;
   /** System.nanoTime() by which the handler must end; meaningful while {@link #inHandler}. */
@@ -39,7 +40,8 @@ final class RunningJob implements JobContext {
   private int pendingPercent;
   private String pendingMessage;
 
-  RunningJob(ClaimedJob job, ExecutionStore store, String workerId, long progressThrottleNanos) {
+  RunningJob(ClaimedJob job, ExecutionStore store, String workerId, long progressThrottleNanos, HttpSupport http) {
+    this.http = http;
     this.job = job;
     this.store = store;
     this.workerId = workerId;
@@ -228,6 +230,11 @@ final class RunningJob implements JobContext {
   @Override
   public boolean isCancelled() {
     return stopReason != null;
+  }
+
+  @Override
+  public io.pgjobs.JobHttp http() {
+    return http.forJob(job);
   }
 
   @Override
