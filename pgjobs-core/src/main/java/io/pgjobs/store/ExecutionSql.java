@@ -19,7 +19,8 @@ final class ExecutionSql {
   private ExecutionSql() {}
 
   /**
-   * The claim: up to {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at};
+   * The claim from the low end of every level (the full pass of {@link ClaimCursor}): up to
+   * {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at} (then id);
    * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
    * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort.
    *
@@ -65,9 +66,52 @@ final class ExecutionSql {
                      SELECT id FROM {schema}.jobs
                       WHERE queue = ? AND state IN ('queued', 'retrying') AND priority = levels.priority
                         AND run_at <= now() AND attempts < max_attempts
-                      ORDER BY run_at
+                      ORDER BY run_at, id
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
+               LIMIT ?))
+      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
+                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";
+
+  /**
+   * The claim that resumes where the last one ended ({@link ClaimCursor}): for each priority level the
+   * worker knows (highest first, in the order of the arrays), the due jobs just past its position
+   * {@code (run_at, id)} — a range of jobs_ready_idx (queue, priority DESC, run_at, id) that starts after
+   * every entry this worker's earlier claims left dead, so its cost does not grow with them while a
+   * long transaction elsewhere keeps vacuum from removing them. Otherwise as {@link #CLAIM}: SKIP LOCKED,
+   * a paused queue yields nothing, primary-key lookups for the UPDATE, one token per statement.
+   *
+   * <p>A level above every level the worker knows is looked for first, from its start (one probe of the
+   * index above the highest known level): a more urgent job enqueued meanwhile goes first at once, not
+   * at the next full pass. A new level below the highest known one waits for the next full pass.
+   *
+   * <p>Parameters: worker id; the queue and the highest known level (the probe for a higher one); the
+   * levels (int[]), their positions' run_at (text[] of ISO instants, exact to the microsecond) and id
+   * (uuid[]); the queue; the limit per level; the paused check's queue; the limit.
+   */
+  static final String CLAIM_RESUME =
+      """
+      UPDATE {schema}.jobs AS j
+         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
+             heartbeat_at = now(), locked_by = ?, prefetched = false,
+             claim_token = (SELECT nextval('{schema}.claim_tokens'))
+       WHERE j.id = ANY (ARRAY(
+              SELECT ready.id
+                FROM (SELECT top.priority, '-infinity', '00000000-0000-0000-0000-000000000000'::uuid
+                        FROM (SELECT max(priority) AS priority FROM {schema}.jobs
+                               WHERE queue = ? AND state IN ('queued', 'retrying') AND priority > ?) AS top
+                       WHERE top.priority IS NOT NULL
+                      UNION ALL
+                      SELECT * FROM unnest(?::int[], ?::text[], ?::uuid[])) AS c(priority, after_run_at, after_id)
+               CROSS JOIN LATERAL (
+                     SELECT id FROM {schema}.jobs
+                      WHERE queue = ? AND state IN ('queued', 'retrying') AND priority = c.priority
+                        AND (run_at, id) > (c.after_run_at::timestamptz, c.after_id)
+                        AND run_at <= now() AND attempts < max_attempts
+                      ORDER BY run_at, id
+                      LIMIT ?
+                        FOR UPDATE SKIP LOCKED) AS ready
+               WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";

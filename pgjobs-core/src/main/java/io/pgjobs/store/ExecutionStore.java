@@ -29,6 +29,7 @@ public final class ExecutionStore {
   private final PayloadCodec codec;
 
   private final String claim;
+  private final String claimResume;
   private final String succeedBatch;
   private final String succeedBatchSkipLocked;
   private final String claimStatus;
@@ -50,6 +51,7 @@ public final class ExecutionStore {
     this.codec = codec;
     JobSql.requireSchema(schema);
     this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
+    this.claimResume = JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
     this.claimStatus = JobSql.forSchema(ExecutionSql.CLAIM_STATUS, schema);
@@ -84,24 +86,32 @@ public final class ExecutionStore {
     return claim;
   }
 
-  /** Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order. */
+  /**
+   * Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order, from the
+   * low end of every level (no cursor: a full pass).
+   */
   public List<ClaimedJob> claim(String queue, int limit, String workerId) throws SQLException {
+    return claim(queue, limit, workerId, null);
+  }
+
+  /**
+   * Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order, resuming
+   * where {@code cursor} says (or making the full pass it is due for), and moves the cursor.
+   */
+  public List<ClaimedJob> claim(String queue, int limit, String workerId, ClaimCursor cursor) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
-      return claim(c, queue, limit, workerId);
+      return claim(c, queue, limit, workerId, cursor);
     }
   }
 
-  /** {@link #claim(String, int, String)} on {@code connection}, which must be in auto-commit mode. */
-  public List<ClaimedJob> claim(Connection c, String queue, int limit, String workerId) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(claim)) {
-      ps.setString(1, workerId);
-      ps.setString(2, queue);
-      ps.setString(3, queue);
-      ps.setString(4, queue);
-      ps.setString(5, queue);
-      ps.setInt(6, limit);
-      ps.setInt(7, limit);
-      List<ClaimedJob> claimed = new ArrayList<>(limit);
+  /** {@link #claim(String, int, String, ClaimCursor)} on {@code connection}, in auto-commit mode. */
+  public List<ClaimedJob> claim(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
+      throws SQLException {
+    long now = System.nanoTime();
+    boolean full = cursor == null || cursor.fullPassDue(now);
+    try (PreparedStatement ps = c.prepareStatement(full ? claim : claimResume)) {
+      bindClaim(c, ps, queue, limit, workerId, full ? null : cursor);
+      List<ClaimedJob> claimed = new ArrayList<>(Math.min(limit, 1_024));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           long timeoutMs = rs.getLong(11);
@@ -122,13 +132,103 @@ public final class ExecutionStore {
                   rs.getLong(12)));
         }
       }
-      // RETURNING has no order: put the batch back in claim order (priority desc, run_at).
+      // RETURNING has no order: put the batch back in claim order (priority desc, run_at, id).
       claimed.sort(
           (a, b) -> a.priority() != b.priority()
               ? Integer.compare(b.priority(), a.priority())
-              : a.runAt().compareTo(b.runAt()));
+              : a.runAt().equals(b.runAt())
+                  ? ClaimCursor.compareUuids(a.id(), b.id())
+                  : a.runAt().compareTo(b.runAt()));
+      if (cursor != null) {
+        if (full) {
+          cursor.fullPassMade(now);
+        }
+        cursor.advance(claimed);
+      }
       return claimed;
     }
+  }
+
+  private static void bindClaim(
+      Connection c, PreparedStatement ps, String queue, int limit, String workerId, ClaimCursor resumeFrom)
+      throws SQLException {
+    int i = 1;
+    ps.setString(i++, workerId);
+    if (resumeFrom == null) {
+      ps.setString(i++, queue);
+      ps.setString(i++, queue);
+      ps.setString(i++, queue);
+      ps.setString(i++, queue);
+      ps.setInt(i++, limit);
+      ps.setInt(i, limit);
+      return;
+    }
+    Map<Integer, ClaimCursor.Position> positions = resumeFrom.positions();
+    ps.setString(i++, queue);
+    ps.setInt(i++, positions.keySet().iterator().next()); // the highest known level (the map is in that order)
+    Integer[] levels = new Integer[positions.size()];
+    String[] runAts = new String[positions.size()];
+    UUID[] ids = new UUID[positions.size()];
+    int k = 0;
+    for (Map.Entry<Integer, ClaimCursor.Position> e : positions.entrySet()) {
+      levels[k] = e.getKey();
+      runAts[k] = e.getValue().runAt().toString();
+      ids[k] = e.getValue().id();
+      k++;
+    }
+    ps.setArray(i++, c.createArrayOf("int4", levels));
+    ps.setArray(i++, c.createArrayOf("text", runAts));
+    ps.setArray(i++, c.createArrayOf("uuid", ids));
+    ps.setString(i++, queue);
+    ps.setInt(i++, limit);
+    ps.setString(i++, queue);
+    ps.setInt(i, limit);
+  }
+
+  /**
+   * The claim statement {@link #claim(String, int, String, ClaimCursor)} would run for this cursor, with
+   * its values written in as literals, for {@code EXPLAIN} (diagnostics and tests): the resumed claim if
+   * {@code cursor} knows a level, else the full pass. Nothing is claimed.
+   */
+  public String explainableClaim(String queue, int limit, String workerId, ClaimCursor cursor) {
+    boolean full = cursor == null || cursor.positions().isEmpty();
+    List<String> literals = new ArrayList<>();
+    literals.add(literal(workerId));
+    if (full) {
+      for (int k = 0; k < 4; k++) {
+        literals.add(literal(queue));
+      }
+      literals.add(Integer.toString(limit));
+      literals.add(Integer.toString(limit));
+    } else {
+      List<String> levels = new ArrayList<>();
+      List<String> runAts = new ArrayList<>();
+      List<String> ids = new ArrayList<>();
+      cursor.positions().forEach((level, p) -> {
+        levels.add(Integer.toString(level));
+        runAts.add(p.runAt().toString());
+        ids.add(p.id().toString());
+      });
+      literals.add(literal(queue));
+      literals.add(levels.get(0));
+      literals.add(literal("{" + String.join(",", levels) + "}"));
+      literals.add(literal("{" + String.join(",", runAts) + "}"));
+      literals.add(literal("{" + String.join(",", ids) + "}"));
+      literals.add(literal(queue));
+      literals.add(Integer.toString(limit));
+      literals.add(literal(queue));
+      literals.add(Integer.toString(limit));
+    }
+    StringBuilder out = new StringBuilder();
+    int next = 0;
+    for (char ch : (full ? claim : claimResume).toCharArray()) {
+      out.append(ch == '?' ? literals.get(next++) : String.valueOf(ch));
+    }
+    return out.toString();
+  }
+
+  private static String literal(String value) {
+    return "'" + value.replace("'", "''") + "'";
   }
 
   /**

@@ -1,5 +1,6 @@
 package io.pgjobs.worker;
 
+import io.pgjobs.store.ClaimCursor;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import java.sql.Connection;
@@ -72,6 +73,8 @@ final class QueuePoller {
   private final LongAdder finished = new LongAdder();
   private volatile boolean moreExpected;
   private volatile boolean stopping;
+  /** Where this queue's claims have got to (see ClaimCursor). Guarded by claimLock. */
+  private final ClaimCursor cursor = new ClaimCursor();
   /** Set while the worker cannot heartbeat: it may be presumed dead any moment, so it claims nothing. */
   private volatile boolean suspended;
   /** A claim failed and may have committed: reconcile before the next one. Guarded by claimLock. */
@@ -273,6 +276,7 @@ final class QueuePoller {
     List<ClaimedJob> unknown = store.unknownClaims(workerId, queue, held.idsOf(queue));
     reconcileNeeded = false;
     if (!unknown.isEmpty()) {
+      cursor.forceFullPass(); // given back behind the cursor
       int back = completions.unclaim(unknown);
       log.warn("queue '{}': a claim whose reply was lost had taken {} jobs; {} given back to the queue",
           queue, unknown.size(), back);
@@ -300,6 +304,12 @@ final class QueuePoller {
     }
     prefetch = 0;
     if (!back.isEmpty()) {
+      claimLock.lock();
+      try {
+        cursor.forceFullPass(); // given back behind the cursor: the next claim looks from the start
+      } finally {
+        claimLock.unlock();
+      }
       int given = completions.unclaim(back);
       log.debug("queue '{}': {} prefetched jobs waited over {} ms for a lane; {} given back",
           queue, back.size(), TimeUnit.NANOSECONDS.toMillis(PREFETCH_HOLD_NANOS), given);
@@ -329,7 +339,9 @@ final class QueuePoller {
     lastClaimAt = now;
     moreExpected = false;
     List<ClaimedJob> jobs =
-        connection == null ? store.claim(queue, limit, workerId) : store.claim(connection, queue, limit, workerId);
+        connection == null
+            ? store.claim(queue, limit, workerId, cursor)
+            : store.claim(connection, queue, limit, workerId, cursor);
     claims++;
     boolean full = jobs.size() == limit;
     if (log.isDebugEnabled()) {
