@@ -1,5 +1,12 @@
 package io.pgjobs.cli;
 
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.cli.config.Settings;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.worker.JobWorker;
@@ -36,20 +43,47 @@ final class WorkCommand extends Subcommand {
 
   @Mixin WorkerOptions options = new WorkerOptions();
 
+  @picocli.CommandLine.Option(names = "--metrics-bind", paramLabel = "<host:port|off>",
+      descriptionKey = Settings.WORKER_METRICS_BIND)
+  String metricsBind;
+
   private final CountDownLatch stopped = new CountDownLatch(1);
 
   @Override
   public Integer call() throws InterruptedException {
-    Settings settings = settings(options.flags());
+    Map<String, String> flags = new java.util.LinkedHashMap<>(options.flags());
+    flags.put(Settings.WORKER_METRICS_BIND, metricsBind);
+    Settings settings = settings(flags);
     List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
     Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
+    WorkerMetricsServer metricsServer = null;
     try {
       if (db.created()) {
         announce(settings, "created database " + db.url().database());
       }
       db.migrate();
       Map<String, Integer> queues = queues(settings, registrations);
-      JobWorker worker = worker(settings, db, registrations, JobMetrics.NONE);
+      JobMetrics metrics = JobMetrics.NONE;
+      if (settings.workerMetricsBind().isPresent()) {
+        // The worker's own /metrics: its job metrics, its pool and the JVM, scraped like any process.
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmGcMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        if (db.dataSource() instanceof com.zaxxer.hikari.HikariDataSource pool) {
+          pool.setMetricRegistry(registry);
+        }
+        metrics = new MicrometerJobMetrics(registry);
+        try {
+          metricsServer = WorkerMetricsServer.start(settings.workerMetricsBind().get(), registry, db.dataSource());
+        } catch (IllegalStateException e) {
+          throw new CommandFailedException(e.getMessage()); // exit 1 with that line, before any job is claimed
+        }
+        announce(settings, "worker metrics on http://" + settings.workerMetricsBind().get().host() + ":"
+            + metricsServer.port() + "/metrics");
+      }
+      JobWorker worker = worker(settings, db, registrations, metrics);
       worker.closeOnShutdown().start();
       String banner =
           "worker " + worker.workerId() + " running on " + db.url() + ": queues "
@@ -66,6 +100,9 @@ final class WorkCommand extends Subcommand {
       return PgJobsCommand.OK;
     } finally {
       // Reached only when the wait is interrupted (in-process use): the JVM's shutdown does not return here.
+      if (metricsServer != null) {
+        metricsServer.close();
+      }
       db.close();
     }
   }

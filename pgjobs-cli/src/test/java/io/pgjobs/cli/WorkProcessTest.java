@@ -111,6 +111,7 @@ class WorkProcessTest {
         "PGJOBS_SMTP_FROM", "worker@pgjobs.test",
         "PGJOBS_POLL_INTERVAL", "200ms",
         "PGJOBS_SHUTDOWN_GRACE", "30s",
+        "WORKER_METRICS_BIND_ADDR", "127.0.0.1:0",
         "LOG_FORMAT", "json"));
     await().atMost(DEADLINE).until(() -> worker.output().contains("running on") || !worker.process().isAlive());
     assertThat(worker.process().isAlive()).as(worker.output()).isTrue();
@@ -165,6 +166,64 @@ class WorkProcessTest {
       assertThat(event.get("level").asString()).isEqualTo("INFO");
       assertThat(event.get("message").asString().toLowerCase(Locale.ROOT)).matches("worker .* stopped");
     });
+  }
+
+  /** Starts {@code pgjobs work} with {@code metricsBind} and waits until it runs or exits. */
+  private JvmProcess startWork(String metricsBind) {
+    JvmProcess process = JvmProcess.start("work-" + database, Main.class,
+        List.of("work", "--concurrency", "2", "--metrics-bind", metricsBind), Map.of(
+            "DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/" + database,
+            "PGJOBS_POLL_INTERVAL", "200ms"));
+    await().atMost(DEADLINE).until(() -> process.output().contains("running on") || !process.process().isAlive());
+    return process;
+  }
+
+  private static java.net.http.HttpResponse<String> get(String url) throws Exception {
+    try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+      return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+    }
+  }
+
+  @Test
+  void theWorkerProcessServesItsOwnMetricsAndHealthOnItsMetricsPort() throws Exception {
+    worker = startWork("127.0.0.1:0");
+    assertThat(worker.process().isAlive()).as(worker.output()).isTrue();
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("worker metrics on (http://127\\.0\\.0\\.1:\\d+)/metrics").matcher(worker.output());
+    assertThat(m.find()).as(worker.output()).isTrue();
+    String base = m.group(1);
+    JobClient client = client();
+    UUID id = client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("scrape me")).job().id();
+    await().atMost(DEADLINE).until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
+
+    await("the success is counted").atMost(DEADLINE).untilAsserted(() -> assertThat(get(base + "/metrics").body())
+        .containsPattern("worker_jobs_completed_total\\{[^}]*kind=\"echo\"[^}]*outcome=\"succeeded\"[^}]*} 1\\.0"));
+    String metrics = get(base + "/metrics").body();
+    assertThat(metrics).contains("worker_jobs_started_total", "worker_job_duration_seconds", "hikaricp_connections",
+        "jvm_memory_used_bytes", "pgjobs_worker_stuck_lanes");
+    assertThat(get(base + "/health/live").statusCode()).isEqualTo(200);
+    java.net.http.HttpResponse<String> ready = get(base + "/health/ready");
+    assertThat(ready.statusCode()).isEqualTo(200);
+    assertThat(ready.body()).contains("\"database\":\"up\"");
+  }
+
+  @Test
+  void metricsBindOffServesNothing() throws Exception {
+    worker = startWork("off");
+    assertThat(worker.process().isAlive()).as(worker.output()).isTrue();
+    assertThat(worker.output()).doesNotContain("worker metrics on");
+  }
+
+  @Test
+  void aTakenMetricsPortStopsTheWorkerAtStartWithAClearMessage() throws Exception {
+    try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      worker = startWork("127.0.0.1:" + taken.getLocalPort());
+      assertThat(worker.process().waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS)).as(worker.output()).isTrue();
+      assertThat(worker.process().exitValue()).isEqualTo(1);
+      assertThat(worker.output()).contains("cannot listen on 127.0.0.1:" + taken.getLocalPort(),
+          "worker_metrics_bind", "--metrics-bind");
+    }
   }
 
   private JobClient client() {

@@ -12,6 +12,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.function.Function;
@@ -54,6 +55,8 @@ import java.util.stream.Collectors;
  *   <tr><td>smtp_port</td><td>--smtp-port</td><td>PGJOBS_SMTP_PORT</td><td>25</td><td>1–65535</td></tr>
  *   <tr><td>smtp_from</td><td>--smtp-from</td><td>PGJOBS_SMTP_FROM</td><td>pgjobs@localhost</td><td>an e-mail address</td></tr>
  *   <tr><td>webhook_timeout</td><td>--webhook-timeout</td><td>PGJOBS_WEBHOOK_TIMEOUT</td><td>10s</td><td>100ms–10m</td></tr>
+ *   <tr><td>worker_metrics_bind</td><td>--metrics-bind</td><td>PGJOBS_WORKER_METRICS_BIND, then
+ *       WORKER_METRICS_BIND_ADDR</td><td>0.0.0.0:9091</td><td>host:port or off</td></tr>
  *   <tr><td>host</td><td>--host</td><td>PGJOBS_HOST</td><td>127.0.0.1</td><td>host name or IP to listen on</td></tr>
  *   <tr><td>port</td><td>--port</td><td>PGJOBS_PORT</td><td>8080</td><td>0–65535 (0: any free port)</td></tr>
  *   <tr><td>api_tokens</td><td>--api-tokens</td><td>PGJOBS_API_TOKENS</td><td>none (no authentication)</td>
@@ -135,6 +138,7 @@ public final class Settings {
   public static final String SMTP_PORT = "smtp_port";
   public static final String SMTP_FROM = "smtp_from";
   public static final String WEBHOOK_TIMEOUT = "webhook_timeout";
+  public static final String WORKER_METRICS_BIND = "worker_metrics_bind";
   public static final String HOST = "host";
   public static final String PORT = "port";
   public static final String API_TOKENS = "api_tokens";
@@ -202,6 +206,10 @@ public final class Settings {
           new Definition(WEBHOOK_TIMEOUT, "--webhook-timeout", List.of("PGJOBS_WEBHOOK_TIMEOUT"), "10s", "`10s`",
               durationAllowed("100ms", "10m"), "connect and response timeout of `webhook_delivery`",
               text -> parseDuration(text, Duration.ofMillis(100), Duration.ofMinutes(10), "100ms", "10m")),
+          new Definition(WORKER_METRICS_BIND, "--metrics-bind", List.of("PGJOBS_WORKER_METRICS_BIND", "WORKER_METRICS_BIND_ADDR"),
+              "0.0.0.0:9091", "`0.0.0.0:9091`", "`host:port` (port 0–65535, 0: any free port) or `off`",
+              "where `work` serves its own `/metrics` (Prometheus) and `/health/live`, `/health/ready`",
+              Settings::parseBind),
           new Definition(HOST, "--host", List.of("PGJOBS_HOST"), "127.0.0.1", "`127.0.0.1`",
               "a host name or IP address (`0.0.0.0` for every interface)", "address the HTTP API listens on (`serve`, `demo`)",
               Settings::parseHost),
@@ -443,6 +451,12 @@ public final class Settings {
     return (Duration) values.get(STALE_THRESHOLD).value();
   }
 
+  /** Where {@code work} serves its metrics and health, or empty when {@code off}. */
+  @SuppressWarnings("unchecked")
+  public Optional<Bind> workerMetricsBind() {
+    return (Optional<Bind>) values.get(WORKER_METRICS_BIND).value();
+  }
+
   /** A worker whose heartbeat row is this old is presumed dead. */
   public Duration workerDeadAfter() {
     return (Duration) values.get(WORKER_DEAD_AFTER).value();
@@ -604,6 +618,40 @@ public final class Settings {
       queues.put(queue, concurrency);
     }
     return Collections.unmodifiableMap(queues);
+  }
+
+  /** Where a process listens: a host and a port. */
+  public record Bind(String host, int port) {
+    @Override
+    public String toString() {
+      return host + ":" + port;
+    }
+  }
+
+  /** {@code host:port}, or {@code off} (an empty Optional). */
+  private static Optional<Bind> parseBind(String text) {
+    if (text.equalsIgnoreCase("off")) {
+      return Optional.empty();
+    }
+    int colon = text.lastIndexOf(':');
+    if (colon <= 0 || colon == text.length() - 1) {
+      throw new IllegalArgumentException("not host:port or off");
+    }
+    String host = text.substring(0, colon);
+    if (host.startsWith("[") && host.endsWith("]")) {
+      host = host.substring(1, host.length() - 1);
+    }
+    parseHost(host);
+    int port;
+    try {
+      port = Integer.parseInt(text.substring(colon + 1));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("the port is not a number");
+    }
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException("the port is out of range (0 to 65535)");
+    }
+    return Optional.of(new Bind(host, port));
   }
 
   private static String parseHost(String text) {
