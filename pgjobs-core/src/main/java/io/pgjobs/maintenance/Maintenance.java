@@ -41,6 +41,10 @@ public final class Maintenance implements AutoCloseable {
    * interval) and stop their own handlers before this passes without a renewal.
    */
   public static final Duration DEFAULT_WORKER_DEAD_AFTER = Duration.ofSeconds(20);
+  /** How often the leader fires recurring schedules' due slots: 1 s. */
+  public static final Duration DEFAULT_RECURRING_INTERVAL = Duration.ofSeconds(1);
+  /** A recurring slot older than this when looked at was missed: 1 min. */
+  public static final Duration DEFAULT_RECURRING_MISSED_AFTER = Duration.ofMinutes(1);
   /** How often the pruner runs: 1 min. */
   public static final Duration DEFAULT_PRUNE_INTERVAL = Duration.ofMinutes(1);
 
@@ -63,7 +67,9 @@ public final class Maintenance implements AutoCloseable {
         List.of(
             new JobRescuer(store, b.workerDeadAfter, b.staleThreshold, rescueInterval),
             new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
-            new FinishedJobPruner(store, b.retention, b.pruneInterval));
+            new FinishedJobPruner(store, b.retention, b.pruneInterval),
+            new RecurringFirer(new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema), b.recurringInterval,
+                b.recurringMissedAfter));
     this.nextRun = new long[tasks.size()];
   }
 
@@ -170,6 +176,8 @@ public final class Maintenance implements AutoCloseable {
     private Duration retention = DEFAULT_RETENTION;
     private Duration pruneInterval = DEFAULT_PRUNE_INTERVAL;
     private Duration leaseTtl = DEFAULT_LEASE_TTL;
+    private Duration recurringInterval = DEFAULT_RECURRING_INTERVAL;
+    private Duration recurringMissedAfter = DEFAULT_RECURRING_MISSED_AFTER;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -230,6 +238,22 @@ public final class Maintenance implements AutoCloseable {
     /** How long the maintenance lease lasts unless renewed, 1 s to 10 min (default 10 s). */
     public Builder leaseTtl(Duration leaseTtl) {
       this.leaseTtl = DurationText.requireBetween("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /** How often the leader fires the due slots of recurring schedules, 100 ms to 1 min (default 1 s). */
+    public Builder recurringInterval(Duration interval) {
+      this.recurringInterval = DurationText.requireBetween("recurring interval", interval, Duration.ofMillis(100), Duration.ofMinutes(1));
+      return this;
+    }
+
+    /**
+     * A recurring slot older than this when the leader looks at it was missed (nothing ran), and follows
+     * its schedule's missed-slots policy; younger ones always fire (a leader change takes less), 1 s to
+     * 1 d (default 1 min).
+     */
+    public Builder recurringMissedAfter(Duration missedAfter) {
+      this.recurringMissedAfter = DurationText.requireBetween("recurring missed-after", missedAfter, Duration.ofSeconds(1), Duration.ofDays(1));
       return this;
     }
 

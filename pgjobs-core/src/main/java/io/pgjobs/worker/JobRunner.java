@@ -127,6 +127,11 @@ final class JobRunner {
     });
   }
 
+  /** The job types this runner has handlers for. */
+  java.util.Set<String> handlerTypes() {
+    return handlers.keySet();
+  }
+
   /** Handlers that ignored their stop and still occupy their lane. */
   int stuckLanes() {
     return stuckLanes.get();

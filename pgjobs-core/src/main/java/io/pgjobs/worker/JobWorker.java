@@ -100,9 +100,13 @@ public final class JobWorker implements AutoCloseable {
   private final WorkerHeartbeat heartbeat;
   private final Maintenance maintenance;
   private Phase phase = Phase.NEW;
+  private final List<io.pgjobs.recurring.Recurring> recurring;
+  private final io.pgjobs.recurring.RecurringStore recurringStore;
 
   private JobWorker(Builder b) {
     this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
+    this.recurring = List.copyOf(b.recurring.values());
+    this.recurringStore = new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema);
     PayloadCodec codec = new PayloadCodec(b.mapper);
     this.store = new AdminStore(b.dataSource, b.schema, codec);
     ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec);
@@ -251,6 +255,9 @@ public final class JobWorker implements AutoCloseable {
             throw new IllegalStateException(e);
           }
         });
+    if (!recurring.isEmpty()) {
+      declareRecurring();
+    }
     completions.start(workerId);
     runner.startWatchdog();
     heartbeat.start();
@@ -263,6 +270,20 @@ public final class JobWorker implements AutoCloseable {
     pollers.forEach(QueuePoller::start);
     log.info("worker {} started: queues {}", workerId, pollersByQueue.keySet());
     return this;
+  }
+
+  private void declareRecurring() {
+    try {
+      List<String> disabled = recurringStore.declare(recurring, runner.handlerTypes());
+      log.info("worker {}: recurring schedules declared: {}", workerId,
+          recurring.stream().map(io.pgjobs.recurring.Recurring::name).toList());
+      if (!disabled.isEmpty()) {
+        log.warn("worker {}: recurring schedules of its job types that its code no longer declares were disabled: {}",
+            workerId, disabled);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not store the recurring schedules: " + e.getMessage(), e);
+    }
   }
 
   /** This worker's id, as written to {@code locked_by}. */
@@ -392,6 +413,7 @@ public final class JobWorker implements AutoCloseable {
     private JobMetrics metrics = JobMetrics.NONE;
     private final Map<String, HandlerRegistration<?>> handlers = new LinkedHashMap<>();
     private final Map<String, Integer> queues = new LinkedHashMap<>();
+    private final Map<String, io.pgjobs.recurring.Recurring> recurring = new LinkedHashMap<>();
     private String workerId;
     private int claimBatch = DEFAULT_CLAIM_BATCH;
     private int completionBatch = DEFAULT_COMPLETION_BATCH;
@@ -439,6 +461,20 @@ public final class JobWorker implements AutoCloseable {
       Objects.requireNonNull(handler, "handler");
       if (handlers.putIfAbsent(type.name(), new HandlerRegistration<>(type, handler)) != null) {
         throw new IllegalArgumentException("job type '" + type.name() + "' is already registered");
+      }
+      return this;
+    }
+
+    /**
+     * Declares a recurring schedule (see {@link io.pgjobs.recurring.Recurring}): stored at {@link #start()}
+     * (inserted, or its definition updated), fired by the maintenance leader of any node, once per slot. A
+     * worker that declares schedules owns the code-declared schedules of its registered job types: one of
+     * them it no longer declares is disabled at its start (and reported in the log).
+     */
+    public Builder recurring(io.pgjobs.recurring.Recurring schedule) {
+      Objects.requireNonNull(schedule, "schedule");
+      if (recurring.putIfAbsent(schedule.name(), schedule) != null) {
+        throw new IllegalArgumentException("recurring schedule '" + schedule.name() + "' is declared twice");
       }
       return this;
     }
