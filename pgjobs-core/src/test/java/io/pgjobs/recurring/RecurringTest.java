@@ -76,13 +76,13 @@ class RecurringTest extends PgJobsTestBase {
     RecurringStore.Fired latest = store.fire("latest", now, MISSED_AFTER);
     RecurringStore.Fired three = store.fire("three", now, MISSED_AFTER);
 
-    // Slots 98..100 s are within MISSED_AFTER (3 s): on time. 1..97 were missed.
-    assertThat(skipping).isEqualTo(new RecurringStore.Fired(3, 97));
-    assertThat(latest).isEqualTo(new RecurringStore.Fired(4, 96));
-    assertThat(three).isEqualTo(new RecurringStore.Fired(6, 94));
+    // Slots 97..100 s are at most MISSED_AFTER (3 s) old: on time. 1..96 were missed.
+    assertThat(skipping).isEqualTo(new RecurringStore.Fired(4, 96));
+    assertThat(latest).isEqualTo(new RecurringStore.Fired(5, 95));
+    assertThat(three).isEqualTo(new RecurringStore.Fired(7, 93));
     assertThat(jobsOf("latest")).extracting(Job::context)
-        .contains("recurring latest @ 2026-11-26T10:01:37Z")       // the newest missed one
-        .doesNotContain("recurring latest @ 2026-11-26T10:01:36Z");
+        .contains("recurring latest @ 2026-11-26T10:01:36Z")       // the newest missed one
+        .doesNotContain("recurring latest @ 2026-11-26T10:01:35Z");
     assertThat(store.fire("three", now, MISSED_AFTER).enqueued()).isZero();
   }
 
