@@ -122,7 +122,8 @@ public final class CronSchedule {
 
   /** The first slot strictly after {@code after}, if any. */
   public Optional<Instant> next(Instant after) {
-    ZonedDateTime from = after.atZone(zone);
+    // Slots are whole seconds: start from the second of 'after' (cron-utils keeps a fraction it is given).
+    ZonedDateTime from = after.truncatedTo(java.time.temporal.ChronoUnit.SECONDS).atZone(zone);
     Optional<ZonedDateTime> next = execution.nextExecution(from);
     while (next.isPresent()) {
       ZonedDateTime candidate = next.get();

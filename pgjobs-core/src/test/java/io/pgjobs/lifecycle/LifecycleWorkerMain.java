@@ -63,6 +63,11 @@ public final class LifecycleWorkerMain {
         builder.stuckHandlerGrace(millis(a, "stuckGraceMs", 10_000));
       }
     }
+    if (a.containsKey("recurring")) {
+      // A schedule every second of quick work jobs, declared by every process that is given it.
+      builder.recurring(io.pgjobs.recurring.Recurring.of(a.get("recurring"), "* * * * * *", "UTC", Lifecycle.WORK,
+          Lifecycle.Work.QUICK));
+    }
     JobWorker worker = builder.build();
     worker.closeOnShutdown();
     worker.start();

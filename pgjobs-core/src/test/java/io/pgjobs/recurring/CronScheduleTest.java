@@ -55,6 +55,14 @@ class CronScheduleTest {
   }
 
   @Test
+  void slotsAreWholeSecondsWhateverTheyAreCountedFrom() {
+    CronSchedule everySecond = CronSchedule.parse("* * * * * *", "UTC");
+    Instant odd = Instant.parse("2026-11-26T10:00:00.249957Z");
+    assertThat(everySecond.next(odd)).contains(Instant.parse("2026-11-26T10:00:01Z"));
+    assertThat(CronSchedule.parse("* * * * *", "UTC").next(odd)).contains(Instant.parse("2026-11-26T10:01:00Z"));
+  }
+
+  @Test
   void missedSlotsAreLimitedToTheNewest() {
     CronSchedule s = CronSchedule.parse("* * * * *", "UTC");
     Instant t = Instant.parse("2026-11-26T10:00:00Z");
