@@ -1,0 +1,56 @@
+package io.pgjobs.bench;
+
+import java.util.List;
+import java.util.Locale;
+
+/** W5's tables: one row per window, one row per phase (Markdown). */
+public final class W5Report {
+  private W5Report() {}
+
+  /** The header of the per-window table. */
+  public static final String WINDOW_HEADER =
+      "| run | phase | window end s | offered/s | completed/s | depth | dead tuples | table MiB | p50 ms | p95 ms | p99 ms | max ms |\n"
+          + "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+
+  /** One row of the per-window table (also printed live as the run goes). */
+  public static String windowRow(W5Run.Window w) {
+    return String.format(Locale.ROOT, "| %s | %s | %.1f | %,.0f | %,.0f | %,d | %,d | %.1f | %s | %s | %s | %s |%n",
+        w.run(), w.phase(), w.endS(), w.offeredPerS(), w.completedPerS(), w.depth(), w.deadTuples(), w.tableMib(),
+        ms(w.p50Ms()), ms(w.p95Ms()), ms(w.p99Ms()), ms(w.maxMs()));
+  }
+
+  /** Every window of the runs. */
+  public static String windowTable(List<W5Run> runs) {
+    StringBuilder out = new StringBuilder(WINDOW_HEADER);
+    runs.forEach(r -> r.windows().forEach(w -> out.append(windowRow(w))));
+    return out.toString();
+  }
+
+  /** One row per phase, as the table: medians of the windows' p50 and p99, worst window, depth. */
+  public static String phaseTable(List<W5Run> runs) {
+    StringBuilder out = new StringBuilder(
+        "| run | phase | s | offered/s | completed/s | pickup p50 / p99 (median of windows) | worst window p99 | p99 of the phase | depth max | depth at end | dead tuples max |\n"
+            + "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (W5Run r : runs) {
+      for (W5Run.PhaseSummary p : r.phases()) {
+        out.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %,.0f | %,.0f | %s / %s ms | %s ms | %s ms | %,d | %,d | %,d |%n",
+            r.run(), p.phase(), p.seconds(), p.offeredPerS(), p.completedPerS(), ms(p.p50MedianOfWindowsMs()),
+            ms(p.p99MedianOfWindowsMs()), ms(p.p99WorstWindowMs()), ms(p.p99Ms()), p.depthMax(), p.depthEnd(),
+            p.deadTuplesMax()));
+      }
+    }
+    out.append('\n');
+    for (W5Run r : runs) {
+      out.append(String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
+          r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS()));
+    }
+    return out.toString();
+  }
+
+  static String ms(Double value) {
+    if (value == null) {
+      return "–";
+    }
+    return value >= 100 ? String.format(Locale.ROOT, "%,.0f", value) : String.format(Locale.ROOT, "%.2f", value);
+  }
+}
