@@ -47,7 +47,7 @@ public final class W5Chart {
     List<W5Run.Window> windows = run.windows();
     double maxT = windows.isEmpty() ? 1 : windows.getLast().endS();
     long maxDepth = Math.max(1, windows.stream().mapToLong(W5Run.Window::depth).max().orElse(1));
-    double depthTop = niceCeiling(maxDepth);
+    double depthTop = niceCeiling(Math.max(10, maxDepth));
     double maxMs = windows.stream().map(W5Run.Window::p99Ms).filter(v -> v != null).mapToDouble(Double::doubleValue).max().orElse(1);
     double minMs = windows.stream().map(W5Run.Window::p50Ms).filter(v -> v != null && v > 0).mapToDouble(Double::doubleValue).min().orElse(0.1);
     double logLo = Math.floor(Math.log10(Math.max(0.01, Math.min(minMs, 1))));
@@ -106,12 +106,12 @@ public final class W5Chart {
     }
 
     // Depth panel.
-    for (int i = 0; i <= 4; i++) {
-      int y = depthY + panelH - panelH * i / 4;
+    for (int i = 0; i <= 5; i++) {
+      int y = depthY + panelH - panelH * i / 5;
       g.setColor(new Color(0xdddddd));
       g.drawLine(LEFT, y, LEFT + plotW, y);
       g.setColor(Color.DARK_GRAY);
-      String label = String.format(Locale.ROOT, "%,.0f", depthTop * i / 4);
+      String label = String.format(Locale.ROOT, "%,.0f", depthTop * i / 5);
       g.drawString(label, LEFT - 8 - g.getFontMetrics().stringWidth(label), y + 4);
     }
     g.drawString("depth (jobs offered, not started)", LEFT + 6, depthY + 14);
@@ -141,11 +141,13 @@ public final class W5Chart {
       g.drawString(label, LEFT - 8 - g.getFontMetrics().stringWidth(label), y + 4);
     }
     g.setColor(Color.DARK_GRAY);
-    g.drawString("pickup latency per window (log scale):", LEFT + 6, latY + 14);
+    String legend = "pickup latency per window (log scale): ";
+    g.drawString(legend, LEFT + 6, latY + 14);
+    int lx = LEFT + 6 + g.getFontMetrics().stringWidth(legend);
     g.setColor(P99);
-    g.drawString("p99", LEFT + 240, latY + 14);
+    g.drawString("p99", lx, latY + 14);
     g.setColor(P50);
-    g.drawString("p50", LEFT + 270, latY + 14);
+    g.drawString("p50", lx + g.getFontMetrics().stringWidth("p99  "), latY + 14);
     for (boolean p99 : new boolean[] {false, true}) {
       g.setColor(p99 ? P99 : P50);
       g.setStroke(new BasicStroke(p99 ? 2f : 1.5f));
