@@ -15,7 +15,7 @@ import java.util.Locale;
 import javax.imageio.ImageIO;
 
 /**
- * Draws one W5 run as a PNG with Java2D, as {@link SweepChart} does: queue depth (top, linear) and pickup
+ * Draws one W5 run as a PNG with Java2D, as {@link SweepChart} does: the largest queue depth of each window (top, linear) and pickup
  * p99 and p50 (bottom, log scale) per window against the time since the run's start, the phases shaded
  * (idle-transaction phases in red) and named.
  */
@@ -46,7 +46,7 @@ public final class W5Chart {
   public static void write(W5Run run, Path target) throws IOException {
     List<W5Run.Window> windows = run.windows();
     double maxT = windows.isEmpty() ? 1 : windows.getLast().endS();
-    long maxDepth = Math.max(1, windows.stream().mapToLong(W5Run.Window::depth).max().orElse(1));
+    long maxDepth = Math.max(1, windows.stream().mapToLong(W5Run.Window::depthMax).max().orElse(1));
     double depthTop = niceCeiling(Math.max(10, maxDepth));
     double maxMs = windows.stream().map(W5Run.Window::p99Ms).filter(v -> v != null).mapToDouble(Double::doubleValue).max().orElse(1);
     double minMs = windows.stream().map(W5Run.Window::p50Ms).filter(v -> v != null && v > 0).mapToDouble(Double::doubleValue).min().orElse(0.1);
@@ -114,14 +114,14 @@ public final class W5Chart {
       String label = String.format(Locale.ROOT, "%,.0f", depthTop * i / 5);
       g.drawString(label, LEFT - 8 - g.getFontMetrics().stringWidth(label), y + 4);
     }
-    g.drawString("depth (jobs offered, not started)", LEFT + 6, depthY + 14);
+    g.drawString("depth (jobs offered, not started; largest of each window)", LEFT + 6, depthY + 14);
     g.setColor(DEPTH);
     g.setStroke(new BasicStroke(2f));
     int px = -1;
     int py = -1;
     for (W5Run.Window w : windows) {
       int cx = x(w.endS(), maxT, plotW);
-      int cy = depthY + panelH - (int) Math.round(panelH * w.depth() / depthTop);
+      int cy = depthY + panelH - (int) Math.round(panelH * w.depthMax() / depthTop);
       if (px >= 0) {
         g.drawLine(px, py, cx, cy);
       }

@@ -9,13 +9,13 @@ public final class W5Report {
 
   /** The header of the per-window table. */
   public static final String WINDOW_HEADER =
-      "| run | phase | window end s | offered/s | completed/s | depth | dead tuples | table MiB | p50 ms | p95 ms | p99 ms | max ms |\n"
+      "| run | phase | window end s | offered/s | completed/s | depth (max) | dead tuples | table MiB | p50 ms | p95 ms | p99 ms | max ms |\n"
           + "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 
   /** One row of the per-window table (also printed live as the run goes). */
   public static String windowRow(W5Run.Window w) {
-    return String.format(Locale.ROOT, "| %s | %s | %.1f | %,.0f | %,.0f | %,d | %,d | %.1f | %s | %s | %s | %s |%n",
-        w.run(), w.phase(), w.endS(), w.offeredPerS(), w.completedPerS(), w.depth(), w.deadTuples(), w.tableMib(),
+    return String.format(Locale.ROOT, "| %s | %s | %.1f | %,.0f | %,.0f | %,d (%,d) | %,d | %.1f | %s | %s | %s | %s |%n",
+        w.run(), w.phase(), w.endS(), w.offeredPerS(), w.completedPerS(), w.depth(), w.depthMax(), w.deadTuples(), w.tableMib(),
         ms(w.p50Ms()), ms(w.p95Ms()), ms(w.p99Ms()), ms(w.maxMs()));
   }
 

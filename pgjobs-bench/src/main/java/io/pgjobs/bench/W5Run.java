@@ -35,7 +35,7 @@ public record W5Run(
   /**
    * One window. Rates are per second over the window; depth is offered minus started at its end (jobs
    * handed to the enqueue call whose handler has not started: waiting in the table or claimed ahead in
-   * the worker); dead/live tuples and the table size of the hot table {@code jobs} as
+   * the worker), depthMax the largest depth of the samples taken every 50 ms in it; dead/live tuples and the table size of the hot table {@code jobs} as
    * {@code pg_stat_user_tables} and {@code pg_relation_size} show them at its end; pickup percentiles
    * (ms) over the jobs whose handler started in it, null when none did; {@code enqueueP99Ms} the
    * producer's enqueue calls in it.
@@ -55,6 +55,7 @@ public record W5Run(
       double offeredPerS,
       double completedPerS,
       long depth,
+      long depthMax,
       long deadTuples,
       long liveTuples,
       double tableMib,

@@ -55,6 +55,10 @@ final class W5Runner {
     W5Counters counters = W5Counters.create();
     WorkerProcess worker = null;
     WorkerProcess producer = null;
+    // The connection that holds the idle transactions, opened before anything starts, so that a server
+    // short of connections fails the run at once rather than in the middle of it.
+    Connection holder = phases.stream().anyMatch(W5Options.Phase::idleTransaction)
+        ? DriverManager.getConnection(database.jdbcUrl(), database.properties()) : null;
     try {
       worker = WorkerProcess.start("W5 worker", database, W5WorkerMain.class,
           List.of(schema, Integer.toString(lanes), Long.toString(Math.round(workMs * 1000)), counters.file().toString()));
@@ -77,7 +81,7 @@ final class W5Runner {
         long phaseCompleted0 = counters.get(W5Counters.COMPLETED);
         Histogram phaseHistogram = W5Histograms.empty();
         List<W5Run.Window> phaseWindows = new ArrayList<>();
-        Connection idle = phase.idleTransaction() ? openIdleTransaction() : null;
+        Connection idle = phase.idleTransaction() ? openIdleTransaction(holder) : null;
         try {
           long windowEnd = phaseStart;
           while (windowEnd < phaseEnd) {
@@ -86,7 +90,7 @@ final class W5Runner {
             if (phaseEnd - windowEnd < Math.round(windowS * 0.2e9)) {
               windowEnd = phaseEnd;
             }
-            sleepUntil(windowEnd);
+            long depthMax = sleepUntil(windowEnd, counters);
             Histogram pickups = W5Histograms.decode(worker.request("WINDOW", ANSWER_TIMEOUT).substring(7));
             Histogram calls = W5Histograms.decode(producer.request("WINDOW", ANSWER_TIMEOUT).substring(7));
             long now = System.nanoTime();
@@ -98,7 +102,7 @@ final class W5Runner {
             W5Run.Window w = new W5Run.Window("W5", "window", label, repeat, phase.name(), phase.idleTransaction(),
                 (now - runStart) / 1e9, seconds, offered - lastOffered, started - lastStarted, completed - lastCompleted,
                 (offered - lastOffered) / seconds, (completed - lastCompleted) / seconds, Math.max(0, offered - started),
-                table[0], table[1], table[2] / 1048576.0,
+                Math.max(depthMax, offered - started), table[0], table[1], table[2] / 1048576.0,
                 W5Histograms.ms(pickups, 50), W5Histograms.ms(pickups, 95), W5Histograms.ms(pickups, 99),
                 W5Histograms.ms(pickups, 100), W5Histograms.ms(calls, 99));
             phaseHistogram.add(pickups);
@@ -128,7 +132,7 @@ final class W5Runner {
             phaseWindows.stream().map(W5Run.Window::p99Ms).filter(v -> v != null).max(Double::compare).orElse(null),
             W5Histograms.ms(phaseHistogram, 50), W5Histograms.ms(phaseHistogram, 95), W5Histograms.ms(phaseHistogram, 99),
             W5Histograms.ms(phaseHistogram, 100),
-            phaseWindows.stream().mapToLong(W5Run.Window::depth).max().orElse(0),
+            phaseWindows.stream().mapToLong(W5Run.Window::depthMax).max().orElse(0),
             phaseWindows.isEmpty() ? 0 : phaseWindows.getLast().depth(),
             phaseWindows.stream().mapToLong(W5Run.Window::deadTuples).max().orElse(0));
         summaries.add(summary);
@@ -160,6 +164,9 @@ final class W5Runner {
         worker.close();
       }
       counters.delete();
+      if (holder != null) {
+        holder.close();
+      }
     }
   }
 
@@ -177,40 +184,43 @@ final class W5Runner {
   }
 
   /**
-   * A connection of its own (not the pool's) that runs {@code BEGIN; SELECT txid_current();} and then
-   * stays idle in the transaction: its transaction id holds back the xmin horizon, so vacuum can remove
-   * no row version deleted or updated after it began, as with a report, a migration or a forgotten
-   * {@code BEGIN} in psql.
+   * On a connection of its own (not the pool's): {@code BEGIN; SELECT txid_current();}, then the
+   * connection stays idle in the transaction. Its transaction id holds back the xmin horizon, so vacuum
+   * can remove no row version deleted or updated after it began, as with a report, a migration or a
+   * forgotten {@code BEGIN} in psql.
    */
-  private Connection openIdleTransaction() throws SQLException {
-    Connection c = DriverManager.getConnection(database.jdbcUrl(), database.properties());
-    try (Statement st = c.createStatement()) {
-      c.setAutoCommit(false);
-      try (ResultSet rs = st.executeQuery("SELECT txid_current()")) {
-        rs.next();
-        progress.printf(Locale.ROOT, "  idle transaction open (txid %d)%n", rs.getLong(1));
-      }
-      return c;
-    } catch (SQLException | RuntimeException e) {
-      c.close();
-      throw e;
+  private Connection openIdleTransaction(Connection c) throws SQLException {
+    c.setAutoCommit(false);
+    try (Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT txid_current()")) {
+      rs.next();
+      progress.printf(Locale.ROOT, "  idle transaction open (txid %d)%n", rs.getLong(1));
     }
+    return c;
   }
 
   private void closeIdleTransaction(Connection c) {
-    try (c) {
+    try {
       c.rollback();
+      c.setAutoCommit(true);
       progress.println("  idle transaction rolled back");
     } catch (SQLException e) {
-      progress.println("  could not roll back the idle transaction: " + e.getMessage());
+      throw new IllegalStateException("could not roll back the idle transaction: " + e.getMessage(), e);
     }
   }
 
-  private static void sleepUntil(long nanoTime) {
+  /** How often the depth is sampled within a window (from the shared counters: no query). */
+  private static final long DEPTH_SAMPLE_NANOS = 50_000_000L;
+
+  /** Sleeps until {@code nanoTime}, sampling the depth; returns the largest depth seen. */
+  private static long sleepUntil(long nanoTime, W5Counters counters) {
+    long max = 0;
     long left;
     while ((left = nanoTime - System.nanoTime()) > 0) {
-      LockSupport.parkNanos(left);
+      LockSupport.parkNanos(Math.min(left, DEPTH_SAMPLE_NANOS));
+      max = Math.max(max, counters.get(W5Counters.OFFERED) - counters.get(W5Counters.STARTED));
     }
+    return max;
   }
 
   private static Double median(List<Double> values) {
