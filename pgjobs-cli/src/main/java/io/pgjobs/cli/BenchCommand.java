@@ -47,7 +47,7 @@ final class BenchCommand extends Subcommand {
   Integer runs;
 
   @Option(names = "--out", paramLabel = "<file>",
-      description = "Append one JSON object per run to this file (JSON lines).")
+      description = "Append one JSON object per run to this file (JSON lines); W5: one per window, phase and run.")
   Path out;
 
   @Option(names = "--scale", paramLabel = "<s>", defaultValue = "1",
