@@ -41,8 +41,11 @@ public final class W5Report {
     }
     out.append('\n');
     for (W5Run r : runs) {
-      out.append(String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
-          r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS()));
+      out.append(r.completedTotal() == r.offeredTotal()
+          ? String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
+              r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS())
+          : String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, only %,d completed %.0f s after the producer stopped (NOT DRAINED).%n",
+              r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS()));
     }
     return out.toString();
   }

@@ -16,7 +16,8 @@ import tools.jackson.databind.json.JsonMapper;
  * @param windows every window, in order
  * @param phases one summary per phase, in order
  * @param offeredTotal jobs offered over the whole run
- * @param completedTotal jobs completed by the end of the drain after the producer stopped
+ * @param completedTotal jobs completed by the end of the drain after the producer stopped: less than
+ *     {@code offeredTotal} only when the drain ran out of {@link W5Runner#DRAIN_TIMEOUT}
  * @param drainS how long that drain took (the backlog left at the end of the last phase)
  */
 public record W5Run(

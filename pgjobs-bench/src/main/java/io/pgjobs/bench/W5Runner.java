@@ -29,7 +29,7 @@ import org.HdrHistogram.Histogram;
  */
 final class W5Runner {
   private static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(30);
-  /** How long the backlog at the end may take to drain before the run is reported as failed. */
+  /** How long the backlog at the end may take to drain; after that the run reports what completed. */
   static final Duration DRAIN_TIMEOUT = Duration.ofMinutes(10);
 
   private final DatabaseUrl database;
@@ -142,18 +142,23 @@ final class W5Runner {
       long drainStart = System.nanoTime();
       long offeredTotal = counters.get(W5Counters.OFFERED);
       long deadline = drainStart + DRAIN_TIMEOUT.toNanos();
+      boolean drained = true;
       while (counters.get(W5Counters.COMPLETED) < offeredTotal) {
         if (System.nanoTime() > deadline) {
-          throw new IllegalStateException(String.format(Locale.ROOT,
-              "W5 %s: %d of %d offered jobs completed %s after the producer stopped", label,
-              counters.get(W5Counters.COMPLETED), offeredTotal, DRAIN_TIMEOUT));
+          // Reported (completed_total < offered_total), not thrown: the windows measured so far stand.
+          progress.printf(Locale.ROOT, "  W5 %s: only %,d of %,d offered jobs completed %s after the producer stopped%n",
+              label, counters.get(W5Counters.COMPLETED), offeredTotal, DRAIN_TIMEOUT);
+          drained = false;
+          break;
         }
         worker.checkAlive();
         LockSupport.parkNanos(5_000_000);
       }
       double drainS = (System.nanoTime() - drainStart) / 1e9;
       long completedTotal = counters.get(W5Counters.COMPLETED);
-      worker.stop(Duration.ofSeconds(60));
+      if (drained) {
+        worker.stop(Duration.ofSeconds(60));
+      }
       return new W5Run(label, repeat, rate, rate > 0 ? 0 : peakDepth, lanes, workMs, windows, summaries, offeredTotal,
           completedTotal, drainS);
     } finally {
