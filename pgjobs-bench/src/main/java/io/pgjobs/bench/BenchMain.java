@@ -24,6 +24,7 @@ public final class BenchMain {
     String workload = "all";
     Integer runs = null;
     W5Options w5 = W5Options.DEFAULTS;
+    List<Path> w5ChartFrom = null;
     Path out = null;
     double scale = 1.0;
     boolean sweep = false;
@@ -37,10 +38,12 @@ public final class BenchMain {
           case "--scale" -> scale = Double.parseDouble(value(args, ++i));
           case "--sweep" -> sweep = true;
           case "--chart" -> chart = Path.of(value(args, ++i));
+          case "--w5-chart" -> w5ChartFrom = java.util.Arrays.stream(value(args, ++i).split(",")).map(String::trim).map(Path::of).toList();
           case "--help", "-h" -> {
             System.out.println("usage: run-bench [--workload W1|W2|W3|W4|W3S|all] [--runs N] [--out FILE] [--scale S]"
                 + " | --sweep [--runs N] [--chart FILE.png] [--out FILE] [--scale S]"
-                + " | --workload W5 [W5 flags] [--runs N] [--out FILE] [--chart FILE.png]");
+                + " | --workload W5 [W5 flags] [--runs N] [--out FILE] [--chart FILE.png]"
+                + " | --w5-chart OUT.jsonl[,OUT2.jsonl...] --chart FILE.png");
             System.out.println(W5Options.HELP);
             return;
           }
@@ -54,6 +57,15 @@ public final class BenchMain {
       }
       if (!(scale > 0 && scale <= 10)) {
         throw new IllegalArgumentException("--scale must be greater than 0 and at most 10, was " + scale);
+      }
+      if (w5ChartFrom != null) {
+        if (chart == null) {
+          throw new IllegalArgumentException("--w5-chart needs --chart FILE.png (where the charts go)");
+        }
+        for (Path file : W5Chart.fromJsonLines(w5ChartFrom, chart)) {
+          System.out.println("chart written to " + file);
+        }
+        return;
       }
       Workload[] workloads = Workload.parse(workload);
       boolean isW5 = workloads.length == 1 && workloads[0] == Workload.W5;

@@ -27,8 +27,8 @@ public final class W5Chart {
   private static final int TOP = 60;
   private static final int GAP = 50;
   private static final int BOTTOM = 50;
-  private static final Color DEPTH = new Color(0x1f77b4);
-  private static final Color P99 = new Color(0xd62728);
+  private static final Color[] DEPTHS = {new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x17becf)};
+  private static final Color[] P99S = {new Color(0xd62728), new Color(0x9467bd), new Color(0x8c564b)};
   private static final Color P50 = new Color(0x2ca02c);
 
   private W5Chart() {}
@@ -42,14 +42,55 @@ public final class W5Chart {
     return base.getParent() == null ? Path.of(file) : base.getParent().resolve(file);
   }
 
+  /** One line of a chart: a run under a name (e.g. {@code before}, {@code after}). */
+  public record Series(String name, W5Run run) {}
+
+  /**
+   * Charts from {@code --out} files, overlaid: for each run of the first file (its first repeat), one PNG
+   * at {@link #fileFor} with that run from every file that has it, named after the file (its name without
+   * {@code .jsonl}). Returns the files written.
+   */
+  public static List<Path> fromJsonLines(List<Path> files, Path base) throws IOException {
+    java.util.Map<String, List<Series>> byRun = new java.util.LinkedHashMap<>();
+    for (Path file : files) {
+      String name = file.getFileName().toString().replaceFirst("\\.jsonl?$", "");
+      for (W5Run r : W5Run.readJsonLines(file)) {
+        if (r.repeat() == 1) {
+          byRun.computeIfAbsent(r.run(), k -> new ArrayList<>()).add(new Series(name, r));
+        }
+      }
+    }
+    if (byRun.isEmpty()) {
+      throw new IllegalArgumentException("no W5 windows in " + files);
+    }
+    List<Path> written = new ArrayList<>();
+    for (List<Series> series : byRun.values()) {
+      Path target = fileFor(base, series.getFirst().run(), false);
+      write(series, target);
+      written.add(target);
+    }
+    return written;
+  }
+
   /** Writes the chart of {@code run} to {@code target}. */
   public static void write(W5Run run, Path target) throws IOException {
+    write(List.of(new Series("", run)), target);
+  }
+
+  /**
+   * Writes the chart of one or more runs of the same kind to {@code target}, overlaid (before and after a
+   * change): the phases shaded are the first run's; with several, p50 is left out and each run's depth and
+   * p99 lines carry its name.
+   */
+  public static void write(List<Series> series, Path target) throws IOException {
+    W5Run run = series.getFirst().run();
     List<W5Run.Window> windows = run.windows();
-    double maxT = windows.isEmpty() ? 1 : windows.getLast().endS();
-    long maxDepth = Math.max(1, windows.stream().mapToLong(W5Run.Window::depthMax).max().orElse(1));
+    List<W5Run.Window> all = series.stream().flatMap(x -> x.run().windows().stream()).toList();
+    double maxT = all.stream().mapToDouble(W5Run.Window::endS).max().orElse(1);
+    long maxDepth = Math.max(1, all.stream().mapToLong(W5Run.Window::depthMax).max().orElse(1));
     double depthTop = niceCeiling(Math.max(10, maxDepth));
-    double maxMs = windows.stream().map(W5Run.Window::p99Ms).filter(v -> v != null).mapToDouble(Double::doubleValue).max().orElse(1);
-    double minMs = windows.stream().map(W5Run.Window::p50Ms).filter(v -> v != null && v > 0).mapToDouble(Double::doubleValue).min().orElse(0.1);
+    double maxMs = all.stream().map(W5Run.Window::p99Ms).filter(v -> v != null).mapToDouble(Double::doubleValue).max().orElse(1);
+    double minMs = all.stream().map(W5Run.Window::p50Ms).filter(v -> v != null && v > 0).mapToDouble(Double::doubleValue).min().orElse(0.1);
     double logLo = Math.floor(Math.log10(Math.max(0.01, Math.min(minMs, 1))));
     double logHi = Math.max(logLo + 1, Math.ceil(Math.log10(Math.max(maxMs, 1))));
 
@@ -115,18 +156,25 @@ public final class W5Chart {
       g.drawString(label, LEFT - 8 - g.getFontMetrics().stringWidth(label), y + 4);
     }
     g.drawString("depth (jobs offered, not started; largest of each window)", LEFT + 6, depthY + 14);
-    g.setColor(DEPTH);
     g.setStroke(new BasicStroke(2f));
-    int px = -1;
+    int px;
     int py = -1;
-    for (W5Run.Window w : windows) {
-      int cx = x(w.endS(), maxT, plotW);
-      int cy = depthY + panelH - (int) Math.round(panelH * w.depthMax() / depthTop);
-      if (px >= 0) {
-        g.drawLine(px, py, cx, cy);
+    for (int k = 0; k < series.size(); k++) {
+      g.setColor(DEPTHS[k % DEPTHS.length]);
+      px = -1;
+      for (W5Run.Window w : series.get(k).run().windows()) {
+        int cx = x(w.endS(), maxT, plotW);
+        int cy = depthY + panelH - (int) Math.round(panelH * w.depthMax() / depthTop);
+        if (px >= 0) {
+          g.drawLine(px, py, cx, cy);
+        }
+        px = cx;
+        py = cy;
       }
-      px = cx;
-      py = cy;
+      if (series.size() > 1) {
+        g.fillRect(LEFT + plotW - 150, depthY + 8 + k * 16, 14, 8);
+        g.drawString(series.get(k).name(), LEFT + plotW - 130, depthY + 16 + k * 16);
+      }
     }
 
     // Latency panel, log scale.
@@ -144,29 +192,39 @@ public final class W5Chart {
     String legend = "pickup latency per window (log scale): ";
     g.drawString(legend, LEFT + 6, latY + 14);
     int lx = LEFT + 6 + g.getFontMetrics().stringWidth(legend);
-    g.setColor(P99);
-    g.drawString("p99", lx, latY + 14);
-    g.setColor(P50);
-    g.drawString("p50", lx + g.getFontMetrics().stringWidth("p99  "), latY + 14);
-    for (boolean p99 : new boolean[] {false, true}) {
-      g.setColor(p99 ? P99 : P50);
-      g.setStroke(new BasicStroke(p99 ? 2f : 1.5f));
-      px = -1;
-      for (W5Run.Window w : windows) {
-        Double v = p99 ? w.p99Ms() : w.p50Ms();
-        if (v == null) {
-          px = -1;
-          continue;
+    boolean several = series.size() > 1;
+    for (int k = 0; k < series.size(); k++) {
+      Color p99Color = P99S[k % P99S.length];
+      g.setColor(p99Color);
+      String name = several ? "p99 " + series.get(k).name() : "p99";
+      g.drawString(name, lx, latY + 14);
+      lx += g.getFontMetrics().stringWidth(name + "   ");
+    }
+    if (!several) {
+      g.setColor(P50);
+      g.drawString("p50", lx, latY + 14);
+    }
+    for (int k = 0; k < series.size(); k++) {
+      for (boolean p99 : several ? new boolean[] {true} : new boolean[] {false, true}) {
+        g.setColor(p99 ? P99S[k % P99S.length] : P50);
+        g.setStroke(new BasicStroke(p99 ? 2f : 1.5f));
+        px = -1;
+        for (W5Run.Window w : series.get(k).run().windows()) {
+          Double v = p99 ? w.p99Ms() : w.p50Ms();
+          if (v == null) {
+            px = -1;
+            continue;
+          }
+          double lv = Math.max(logLo, Math.min(logHi, Math.log10(Math.max(v, 1e-3))));
+          int cx = x(w.endS(), maxT, plotW);
+          int cy = latY + panelH - (int) Math.round(panelH * (lv - logLo) / (logHi - logLo));
+          if (px >= 0) {
+            g.drawLine(px, py, cx, cy);
+          }
+          g.fillOval(cx - 2, cy - 2, 5, 5);
+          px = cx;
+          py = cy;
         }
-        double lv = Math.max(logLo, Math.min(logHi, Math.log10(Math.max(v, 1e-3))));
-        int cx = x(w.endS(), maxT, plotW);
-        int cy = latY + panelH - (int) Math.round(panelH * (lv - logLo) / (logHi - logLo));
-        if (px >= 0) {
-          g.drawLine(px, py, cx, cy);
-        }
-        g.fillOval(cx - 2, cy - 2, 5, 5);
-        px = cx;
-        py = cy;
       }
     }
 

@@ -58,6 +58,8 @@ public record W5Options(
         --peak-depth N         depth the peak probe keeps [2000]
         --peak S               measured phase of each peak probe, after the warm-up [60]
         --chart FILE.png       also draw depth and p99 over time, one PNG per run (FILE-<run>.png)
+      Charts from earlier --out files instead of a run (e.g. before and after a change, overlaid):
+        --w5-chart before.jsonl,after.jsonl --chart FILE.png
       Full length with the defaults: about 20 min; --runs defaults to 1 for W5.""";
 
   public W5Options {

@@ -1,6 +1,12 @@
 package io.pgjobs.bench;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import tools.jackson.databind.PropertyNamingStrategies;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -112,6 +118,40 @@ public record W5Run(
 
   private record Totals(String workload, String row, String run, int repeat, int rate, int peakDepth, int lanes,
       double workMs, long offeredTotal, long completedTotal, double drainS) {}
+
+  /**
+   * The runs of a {@code --out} file (other workloads' lines and phase rows are skipped): windows grouped
+   * by run and repeat, in file order, with the settings of the run's {@code "row":"run"} line when it is
+   * there (a run cut short has none: its rate is then read from its label, and its totals are 0).
+   */
+  public static List<W5Run> readJsonLines(Path file) throws IOException {
+    Map<String, List<Window>> windows = new LinkedHashMap<>();
+    Map<String, Totals> totals = new LinkedHashMap<>();
+    for (String line : Files.readAllLines(file)) {
+      if (!line.contains("\"workload\":\"W5\"")) {
+        continue;
+      }
+      if (line.contains("\"row\":\"window\"")) {
+        Window w = JSON.readValue(line, Window.class);
+        windows.computeIfAbsent(w.run() + "#" + w.repeat(), k -> new ArrayList<>()).add(w);
+      } else if (line.contains("\"row\":\"run\"")) {
+        Totals t = JSON.readValue(line, Totals.class);
+        totals.put(t.run() + "#" + t.repeat(), t);
+      }
+    }
+    List<W5Run> runs = new ArrayList<>();
+    windows.forEach((key, ws) -> {
+      Totals t = totals.get(key);
+      Window first = ws.getFirst();
+      if (t == null) {
+        int rate = first.run().endsWith("/s") ? Integer.parseInt(first.run().replace("/s", "")) : 0;
+        t = new Totals("W5", "run", first.run(), first.repeat(), rate, 0, 0, 0, 0, 0, 0);
+      }
+      runs.add(new W5Run(t.run(), t.repeat(), t.rate(), t.peakDepth(), t.lanes(), t.workMs(), ws, List.of(),
+          t.offeredTotal(), t.completedTotal(), t.drainS()));
+    });
+    return runs;
+  }
 
   private static final JsonMapper JSON =
       JsonMapper.builder().propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE).build();

@@ -189,6 +189,19 @@ class BenchSmokeTest {
     java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(chart.toFile());
     assertThat(image.getWidth()).isEqualTo(W5Chart.WIDTH);
 
+    // Charts from --out files, overlaid (before/after): the windows read back are the ones written.
+    java.nio.file.Path before = dir.resolve("before.jsonl");
+    java.nio.file.Path after = dir.resolve("after.jsonl");
+    java.nio.file.Files.write(before, lines);
+    java.nio.file.Files.write(after, lines);
+    List<W5Run> readBack = W5Run.readJsonLines(before);
+    assertThat(readBack).extracting(W5Run::run).containsExactly("200/s", "peak 2 lanes");
+    assertThat(readBack.getFirst().windows()).isEqualTo(sustained.windows());
+    assertThat(readBack.getFirst().rate()).isEqualTo(200);
+    assertThat(W5Chart.fromJsonLines(List.of(before, after), dir.resolve("cmp.png")))
+        .extracting(f -> f.getFileName().toString()).containsExactly("cmp-200s.png", "cmp-peak-2-lanes.png");
+    assertThat(javax.imageio.ImageIO.read(dir.resolve("cmp-200s.png").toFile()).getHeight()).isEqualTo(W5Chart.HEIGHT);
+
     assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_w5_%'")).isZero();
     assertThat(db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
         + " AND state = 'idle in transaction' AND query ILIKE '%txid_current%'")).isZero();

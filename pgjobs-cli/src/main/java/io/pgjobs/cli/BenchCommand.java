@@ -64,6 +64,11 @@ final class BenchCommand extends Subcommand {
           + " (depth and pickup p99/p50 over time, phases shaded).")
   Path chart;
 
+  @Option(names = "--w5-chart", paramLabel = "<out.jsonl[,out2.jsonl...]>", split = ",",
+      description = "Instead of a run: W5 charts from earlier --out files, overlaid (e.g. before and after a change),"
+          + " one per run of the first file, to --chart <file>-<run>.png; each line is named after its file.")
+  List<Path> w5ChartFrom;
+
   @Option(names = "--rate", paramLabel = "<r[,r...]>",
       description = "W5: offered jobs/s, one sustained run each, or 'none'. Default: 800,5000.")
   String rate;
@@ -106,6 +111,20 @@ final class BenchCommand extends Subcommand {
 
   @Override
   public Integer call() throws Exception {
+    if (w5ChartFrom != null) {
+      if (chart == null) {
+        throw usage("--w5-chart needs --chart <file.png> (where the charts go)");
+      }
+      try {
+        for (Path file : W5Chart.fromJsonLines(w5ChartFrom, chart)) {
+          out().println("chart written to " + file);
+        }
+      } catch (IllegalArgumentException e) {
+        throw usage(e.getMessage());
+      }
+      out().flush();
+      return PgJobsCommand.OK;
+    }
     Settings settings = settings(Map.of());
     Workload[] workloads;
     W5Options w5 = W5Options.DEFAULTS;
