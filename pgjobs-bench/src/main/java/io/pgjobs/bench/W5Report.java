@@ -40,12 +40,45 @@ public final class W5Report {
       }
     }
     out.append('\n');
+    out.append(goalLines(runs));
     for (W5Run r : runs) {
       out.append(r.completedTotal() == r.offeredTotal()
           ? String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
               r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS())
           : String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, only %,d completed %.0f s after the producer stopped (NOT DRAINED).%n",
               r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS()));
+    }
+    return out.toString();
+  }
+
+  /**
+   * Issue 15's part-1 goal, as ratios and no verdict: for each phase after the clean one, its p99 against
+   * the clean phase's (median of windows, and over the whole phase), its largest depth, and completed
+   * against offered.
+   */
+  static String goalLines(List<W5Run> runs) {
+    StringBuilder out = new StringBuilder();
+    for (W5Run r : runs) {
+      W5Run.PhaseSummary clean = r.phases().stream().filter(p -> p.phase().equals("clean")).findFirst().orElse(null);
+      if (clean == null || clean.p99MedianOfWindowsMs() == null || clean.p99Ms() == null) {
+        continue;
+      }
+      boolean after = false;
+      for (W5Run.PhaseSummary p : r.phases()) {
+        if (p == clean) {
+          after = true;
+          continue;
+        }
+        if (!after || p.p99MedianOfWindowsMs() == null || p.p99Ms() == null) {
+          continue;
+        }
+        out.append(String.format(Locale.ROOT,
+            "%s %s vs clean: p99 (median of windows) %.2f×, p99 of the phase %.2f×, worst window p99 %.2f× the clean phase's;"
+                + " depth max %,d (clean %,d); completed %.1f %% of offered%n",
+            r.run(), p.phase(), p.p99MedianOfWindowsMs() / clean.p99MedianOfWindowsMs(), p.p99Ms() / clean.p99Ms(),
+            p.p99WorstWindowMs() / clean.p99MedianOfWindowsMs(), p.depthMax(), clean.depthMax(),
+            p.offered() == 0 ? 0 : 100.0 * p.completed() / p.offered()));
+      }
     }
     return out.toString();
   }
