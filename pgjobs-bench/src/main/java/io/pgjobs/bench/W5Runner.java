@@ -12,8 +12,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.function.Consumer;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.HdrHistogram.Histogram;
 
