@@ -40,6 +40,9 @@ public final class BenchRunner {
     if (runs < 1 || runs > 100) {
       throw new IllegalArgumentException("runs must be between 1 and 100, was " + runs);
     }
+    if (java.util.Arrays.asList(workloads).contains(Workload.W5)) {
+      throw new IllegalArgumentException("W5 has its own settings and output: run it with w5(options, runs, sink)");
+    }
     database.createDatabaseIfMissing();
     List<BenchResult> results = new ArrayList<>();
     Consumer<BenchResult> collect = r -> {
@@ -107,6 +110,62 @@ public final class BenchRunner {
       }
     }
     return results;
+  }
+
+  /**
+   * W5, sustained load: for each of {@code options.rates()} a run over the sustained phases, then for each
+   * of {@code options.peakLanes()} a peak probe; {@code runs} times each, every run in a fresh schema
+   * (dropped afterwards) with a worker process and a producer process of its own. Each window, phase and
+   * run goes to {@code jsonLines} as a JSON line as soon as it exists, each window to the progress stream
+   * as a table row.
+   */
+  public List<W5Run> w5(W5Options options, int runs, Consumer<String> jsonLines) throws Exception {
+    if (runs < 1 || runs > 100) {
+      throw new IllegalArgumentException("runs must be between 1 and 100, was " + runs);
+    }
+    database.createDatabaseIfMissing();
+    List<W5Run> results = new ArrayList<>();
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(database.jdbcUrl());
+    config.setDataSourceProperties(database.properties());
+    config.setMaximumPoolSize(4);
+    try (HikariDataSource ds = new HikariDataSource(config)) {
+      progress.println("W5 sustained load: " + options.describe());
+      for (int run = 1; run <= runs; run++) {
+        for (int rate : options.rates()) {
+          results.add(w5Once(ds, String.format(Locale.ROOT, "%d/s", rate), run, rate, 0, options.lanes(), options,
+              options.sustainedPhases(), jsonLines));
+        }
+        for (int lanes : options.peakLanes()) {
+          results.add(w5Once(ds, String.format(Locale.ROOT, "peak %d lanes", lanes), run, 0, options.peakDepth(), lanes,
+              options, options.peakPhases(), jsonLines));
+        }
+      }
+    }
+    return results;
+  }
+
+  private W5Run w5Once(HikariDataSource ds, String label, int run, int rate, int depth, int lanes, W5Options options,
+      List<W5Options.Phase> phases, Consumer<String> jsonLines) throws Exception {
+    String schema = "bench_w5_" + UUID.randomUUID().toString().substring(0, 8);
+    progress.printf(Locale.ROOT, "W5 %s, run %d: %s%n", label, run,
+        rate > 0 ? String.format(Locale.ROOT, "%,d jobs/s offered, %d lanes", rate, lanes)
+            : String.format(Locale.ROOT, "depth kept at %,d, %d lanes", depth, lanes));
+    progress.print(W5Report.WINDOW_HEADER);
+    try {
+      io.pgjobs.JobClient.builder(ds).schema(schema).build().migrate();
+      W5Runner runner = new W5Runner(database, ds, schema, progress);
+      W5Run result = runner.run(label, run, rate, depth, lanes, options.workMs(), phases, options.windowS(),
+          w -> {
+            progress.print(W5Report.windowRow(w));
+            jsonLines.accept(w.toJsonLine());
+          },
+          p -> jsonLines.accept(p.toJsonLine()));
+      jsonLines.accept(result.toJsonLine());
+      return result;
+    } finally {
+      drop(ds, schema);
+    }
   }
 
   private void drop(HikariDataSource ds, String... schemas) {
@@ -197,6 +256,7 @@ public final class BenchRunner {
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_TWO_PROCESSES, 2));
         }
         case W3S -> w3s(ds, pgjobs, pgSchema, run, jobs, out);
+        case W5 -> throw new IllegalArgumentException("W5 runs through w5(options, runs, sink)");
         case W4 -> {
           RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
           out.accept(raw.w4(run, jobs));

@@ -13,7 +13,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -53,6 +55,8 @@ final class WorkerProcess implements AutoCloseable {
   private final Process process;
   private final Path stderr;
   private final CountDownLatch ready = new CountDownLatch(1);
+  /** Lines on stdout other than READY: the answers to {@link #request}. */
+  private final BlockingQueue<String> replies = new LinkedBlockingQueue<>();
   private final Thread shutdownHook;
 
   private WorkerProcess(String name, Process process, Path stderr) {
@@ -78,6 +82,14 @@ final class WorkerProcess implements AutoCloseable {
 
   /** Starts a worker process on {@code schema}; {@code name} labels its threads and errors. */
   static WorkerProcess start(String name, DatabaseUrl database, String schema) {
+    return start(name, database, BenchWorkerMain.class, List.of(schema));
+  }
+
+  /**
+   * Starts {@code main} (a class speaking the protocol of {@link BenchWorkerMain}: READY, then lines on
+   * stdin until STOP) with {@code args}, in a child JVM with the same flags.
+   */
+  static WorkerProcess start(String name, DatabaseUrl database, Class<?> main, List<String> args) {
     String java = ProcessHandle.current().info().command().orElse(
         System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     List<String> command = new ArrayList<>();
@@ -86,8 +98,8 @@ final class WorkerProcess implements AutoCloseable {
     command.add("-Dlogback.configurationFile=logback-bench.xml");
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
-    command.add(BenchWorkerMain.class.getName());
-    command.add(schema);
+    command.add(main.getName());
+    command.addAll(args);
     try {
       Path log = Files.createTempFile("pgjobs-bench-" + name + "-", ".stderr");
       ProcessBuilder builder = new ProcessBuilder(command).redirectError(log.toFile());
@@ -119,6 +131,8 @@ final class WorkerProcess implements AutoCloseable {
       while ((line = out.readLine()) != null) {
         if (line.trim().equals(BenchWorkerMain.READY)) {
           ready.countDown();
+        } else {
+          replies.add(line);
         }
       }
     } catch (IOException e) {
@@ -136,6 +150,39 @@ final class WorkerProcess implements AutoCloseable {
       if (System.nanoTime() > deadline) {
         throw failure("was not ready within " + timeout);
       }
+    }
+  }
+
+  /**
+   * Writes {@code command} as a line to the process's stdin and returns the first line of its stdout
+   * that starts with the same word; throws with its stderr if it exits or does not answer in time.
+   */
+  String request(String command, Duration timeout) throws InterruptedException {
+    send(command);
+    String word = command.split(" ", 2)[0];
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      String line = replies.poll(50, TimeUnit.MILLISECONDS);
+      if (line != null && line.startsWith(word)) {
+        return line;
+      }
+      if (line == null && !process.isAlive()) {
+        throw failure("exited with status " + process.exitValue() + " before it answered " + command);
+      }
+      if (System.nanoTime() > deadline) {
+        throw failure("did not answer " + command + " within " + timeout);
+      }
+    }
+  }
+
+  /** Writes {@code command} as a line to the process's stdin; throws with its stderr if it is gone. */
+  void send(String command) {
+    try {
+      OutputStream in = process.getOutputStream();
+      in.write((command + "\n").getBytes(StandardCharsets.UTF_8));
+      in.flush();
+    } catch (IOException e) {
+      throw failure("did not take the command " + command + ": " + e.getMessage());
     }
   }
 

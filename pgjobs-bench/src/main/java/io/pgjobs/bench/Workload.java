@@ -21,7 +21,12 @@ public enum Workload {
    */
   W3S("drain, 5M scheduled + 1M finished jobs in the tables", 50_000, false),
   /** Latency from enqueue to handler start, 200 jobs 50 ms apart, idle worker. */
-  W4("latency", 200);
+  W4("latency", 200),
+  /**
+   * Sustained load (about 20 min with the defaults, only when named): a producer process offering a fixed
+   * rate, a worker process, phases with and without an idle transaction; see {@link W5Options}.
+   */
+  W5("sustained load, idle transaction", 0, false);
 
   private final String title;
   private final int jobs;
@@ -57,7 +62,7 @@ public enum Workload {
     return Math.max(10, (int) Math.round(jobs * scale));
   }
 
-  /** Parses {@code W1}..{@code W4}, {@code W3S} or {@code all} (W1–W4). */
+  /** Parses {@code W1}..{@code W5}, {@code W3S} or {@code all} (W1–W4). */
   public static Workload[] parse(String text) {
     if (text != null && text.equalsIgnoreCase("all")) {
       return Arrays.stream(values()).filter(Workload::inAll).toArray(Workload[]::new);

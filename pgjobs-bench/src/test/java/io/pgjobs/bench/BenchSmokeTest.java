@@ -52,7 +52,9 @@ class BenchSmokeTest {
     BenchRunner runner =
         new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 0.01, new PrintStream(progress, true, StandardCharsets.UTF_8));
 
-    List<BenchResult> results = runner.run(Workload.values(), 1, sunk::add);
+    // W5 has its own entry point (and its own test below).
+    Workload[] workloads = java.util.Arrays.stream(Workload.values()).filter(w -> w != Workload.W5).toArray(Workload[]::new);
+    List<BenchResult> results = runner.run(workloads, 1, sunk::add);
 
     assertThat(sunk).isEqualTo(results);
     // The --out lines carry the documented snake_case names.
@@ -60,7 +62,7 @@ class BenchSmokeTest {
         .contains("\"system\":", "\"workload\":", "\"jobs_per_s\":", "\"p50_ms\":", "\"p95_ms\":", "\"p99_ms\":",
             "\"peak_rss_mib\":")
         .doesNotContain("jobsPerS");
-    for (Workload w : Workload.values()) {
+    for (Workload w : workloads) {
       assertThat(results).filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("pgjobs")).isNotEmpty();
       if (w != Workload.W3S) {
         assertThat(results).filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("raw")).isNotEmpty();
@@ -98,9 +100,129 @@ class BenchSmokeTest {
   }
 
   @Test
-  void allMeansW1ToW4AndW3sRunsOnlyWhenNamed() {
+  void allMeansW1ToW4AndW3sAndW5RunOnlyWhenNamed() {
     assertThat(Workload.parse("all")).containsExactly(Workload.W1, Workload.W2, Workload.W3, Workload.W4);
     assertThat(Workload.parse("w3s")).containsExactly(Workload.W3S);
+    assertThat(Workload.parse("W5")).containsExactly(Workload.W5);
+  }
+
+  @Test
+  void w5RunsEveryPhaseAndThePeakProbeAndReportsSaneNumbers(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    ByteArrayOutputStream progress = new ByteArrayOutputStream();
+    BenchRunner runner =
+        new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 1, new PrintStream(progress, true, StandardCharsets.UTF_8));
+    // Small: 200 jobs/s, 4 lanes of 1 ms jobs, phases of 1 s in windows of 0.5 s; one peak probe of 2 lanes.
+    W5Options options = W5Options.DEFAULTS;
+    String[][] flags = {{"--rate", "200"}, {"--lanes", "4"}, {"--work-ms", "1"}, {"--warmup", "1"}, {"--clean", "1"},
+        {"--idle-tx", "1.5"}, {"--recovery", "1"}, {"--idle-tx2", "1"}, {"--window", "0.5"}, {"--peak-lanes", "2"},
+        {"--peak-depth", "100"}, {"--peak", "1"}};
+    for (String[] flag : flags) {
+      options = options.with(flag[0], flag[1]);
+    }
+    List<String> lines = new ArrayList<>();
+
+    List<W5Run> runs = runner.w5(options, 1, lines::add);
+
+    assertThat(runs).extracting(W5Run::run).containsExactly("200/s", "peak 2 lanes");
+    W5Run sustained = runs.get(0);
+    assertThat(sustained.phases()).extracting(W5Run.PhaseSummary::phase)
+        .containsExactly("warm-up", "clean", "idle-tx", "recovery", "idle-tx-2");
+    assertThat(sustained.phases()).filteredOn(W5Run.PhaseSummary::idleTransaction)
+        .extracting(W5Run.PhaseSummary::phase).containsExactly("idle-tx", "idle-tx-2");
+    assertThat(runs.get(1).phases()).extracting(W5Run.PhaseSummary::phase).containsExactly("warm-up", "peak");
+    for (W5Run run : runs) {
+      // Every job offered ran, by the end of the drain; every phase has windows; no negative figures.
+      assertThat(run.offeredTotal()).isPositive();
+      assertThat(run.completedTotal()).isEqualTo(run.offeredTotal());
+      assertThat(run.windows().stream().mapToLong(W5Run.Window::offered).sum()).isLessThanOrEqualTo(run.offeredTotal());
+      long completedInWindows = run.windows().stream().mapToLong(W5Run.Window::completed).sum();
+      long offeredInWindows = run.windows().stream().mapToLong(W5Run.Window::offered).sum();
+      assertThat(completedInWindows).isLessThanOrEqualTo(offeredInWindows)
+          .isGreaterThanOrEqualTo(offeredInWindows - run.windows().getLast().depth() - run.lanes());
+      for (W5Run.PhaseSummary phase : run.phases()) {
+        assertThat(run.windows()).filteredOn(w -> w.phase().equals(phase.phase())).isNotEmpty();
+        assertThat(phase.offered()).isPositive();
+        assertThat(phase.completedPerS()).isPositive();
+        assertThat(phase.p99Ms()).isNotNull().isGreaterThanOrEqualTo(phase.p50Ms());
+      }
+      assertThat(run.windows()).allSatisfy(w -> {
+        assertThat(w.seconds()).isPositive();
+        assertThat(w.offered()).isNotNegative();
+        assertThat(w.started()).isNotNegative();
+        assertThat(w.completed()).isNotNegative();
+        assertThat(w.depth()).isNotNegative().isLessThanOrEqualTo(w.depthMax());
+        assertThat(w.deadTuples()).isNotNegative();
+        assertThat(w.liveTuples()).isNotNegative();
+        assertThat(w.tableMib()).isNotNegative();
+        if (w.p50Ms() != null) {
+          assertThat(w.p50Ms()).isNotNegative().isLessThanOrEqualTo(w.p95Ms());
+          assertThat(w.p95Ms()).isLessThanOrEqualTo(w.p99Ms());
+          assertThat(w.p99Ms()).isLessThanOrEqualTo(w.maxMs());
+        }
+      });
+    }
+    // The sustained run offered its rate, give or take (the producer's credit is on real elapsed time).
+    double seconds = sustained.windows().stream().mapToDouble(W5Run.Window::seconds).sum();
+    assertThat(sustained.offeredTotal() / seconds).isBetween(100.0, 300.0);
+    // The peak probe tops the depth up to its target, never above it.
+    assertThat(runs.get(1).windows()).allSatisfy(w -> assertThat(w.depthMax()).isLessThanOrEqualTo(100));
+
+    // --out: one JSON line per window, per phase and per run, snake_case.
+    assertThat(lines).filteredOn(l -> l.contains("\"row\":\"window\"")).hasSize(
+        runs.stream().mapToInt(r -> r.windows().size()).sum());
+    assertThat(lines).filteredOn(l -> l.contains("\"row\":\"phase\"")).hasSize(7);
+    assertThat(lines).filteredOn(l -> l.contains("\"row\":\"run\"")).hasSize(2);
+    assertThat(lines.getFirst()).contains("\"workload\":\"W5\"", "\"offered_per_s\":", "\"completed_per_s\":",
+        "\"depth\":", "\"dead_tuples\":", "\"p50_ms\":", "\"p95_ms\":", "\"p99_ms\":");
+    String phaseTable = W5Report.phaseTable(runs);
+    for (String phase : List.of("| 200/s | warm-up |", "| 200/s | clean |", "| 200/s | idle-tx |", "| 200/s | recovery |",
+        "| 200/s | idle-tx-2 |", "| peak 2 lanes | peak |")) {
+      assertThat(phaseTable).contains(phase);
+    }
+    assertThat(W5Report.windowTable(runs)).startsWith(W5Report.WINDOW_HEADER).contains("| 200/s | idle-tx |");
+    assertThat(progress.toString(StandardCharsets.UTF_8)).contains("idle transaction open (txid", "idle transaction rolled back");
+
+    java.nio.file.Path chart = W5Chart.fileFor(dir.resolve("w5.png"), sustained, false);
+    assertThat(chart.getFileName().toString()).isEqualTo("w5-200s.png");
+    W5Chart.write(sustained, chart);
+    java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(chart.toFile());
+    assertThat(image.getWidth()).isEqualTo(W5Chart.WIDTH);
+
+    // Charts from --out files, overlaid (before/after): the windows read back are the ones written.
+    java.nio.file.Path before = dir.resolve("before.jsonl");
+    java.nio.file.Path after = dir.resolve("after.jsonl");
+    java.nio.file.Files.write(before, lines);
+    java.nio.file.Files.write(after, lines);
+    List<W5Run> readBack = W5Run.readJsonLines(before);
+    assertThat(readBack).extracting(W5Run::run).containsExactly("200/s", "peak 2 lanes");
+    assertThat(readBack.getFirst().windows()).isEqualTo(sustained.windows());
+    assertThat(readBack.getFirst().rate()).isEqualTo(200);
+    assertThat(W5Chart.fromJsonLines(List.of(before, after), dir.resolve("cmp.png")))
+        .extracting(f -> f.getFileName().toString()).containsExactly("cmp-200s.png", "cmp-peak-2-lanes.png");
+    assertThat(javax.imageio.ImageIO.read(dir.resolve("cmp-200s.png").toFile()).getHeight()).isEqualTo(W5Chart.HEIGHT);
+
+    assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_w5_%'")).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        + " AND state = 'idle in transaction' AND query ILIKE '%txid_current%'")).isZero();
+    assertThat(ProcessHandle.current().descendants().filter(ProcessHandle::isAlive)
+        .filter(p -> p.info().commandLine().orElse("").contains("io.pgjobs.bench.W5")))
+        .as("W5 processes left running").isEmpty();
+  }
+
+  @Test
+  void w5FlagsAreCheckedAndW5IsNotPartOfRun() {
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> W5Options.DEFAULTS.with("--rate", "fast"))
+        .hasMessageContaining("--rate");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> W5Options.DEFAULTS.with("--window", "0"))
+        .hasMessageContaining("--window");
+    assertThat(W5Options.DEFAULTS.with("--idle-tx2", "0").sustainedPhases()).extracting(W5Options.Phase::name)
+        .containsExactly("warm-up", "clean", "idle-tx", "recovery");
+    assertThat(W5Options.DEFAULTS.with("--rate", "none").rates()).isEmpty();
+    assertThat(W5Options.DEFAULTS.with("--nonsense", "1")).isNull();
+    BenchRunner runner = new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 1, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> runner.run(new Workload[] {Workload.W5}, 1, r -> {}))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("W5");
   }
 
   @Test

@@ -3,6 +3,10 @@ package io.pgjobs.cli;
 import io.pgjobs.bench.BenchResult;
 import io.pgjobs.bench.BenchRunner;
 import io.pgjobs.bench.Report;
+import io.pgjobs.bench.W5Chart;
+import io.pgjobs.bench.W5Options;
+import io.pgjobs.bench.W5Report;
+import io.pgjobs.bench.W5Run;
 import io.pgjobs.bench.Workload;
 import io.pgjobs.cli.config.Settings;
 import java.io.IOException;
@@ -17,7 +21,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code pgjobs bench}: the benchmark workloads W1–W4 (and the W3S scale test, when named), against pgjobs and a raw-SQL reference in the same
+ * {@code pgjobs bench}: the benchmark workloads W1–W4 (and the W3S scale test and the W5 sustained-load test, when named), against pgjobs and a raw-SQL reference in the same
  * run, in schemas it creates and drops. Prints progress while it runs, then a table of medians, ranges
  * and ratios; with {@code --out} also one JSON object per run.
  */
@@ -28,19 +32,22 @@ import picocli.CommandLine.Option;
     description = {
       "Run the benchmark workloads against pgjobs and a raw-SQL reference; print medians and ratios.",
       "W1 bulk enqueue 100,000; W2 5,000 single enqueues; W3 drain 50,000 (worker in its own process, 1 and 2 processes);",
-      "W4 enqueue-to-start latency; W3S: W3 with 5,000,000 scheduled and 1,000,000 finished jobs in the tables (only when named)."
+      "W4 enqueue-to-start latency; W3S: W3 with 5,000,000 scheduled and 1,000,000 finished jobs in the tables (only when named).",
+      "W5 (only when named, ~20 min with the defaults): sustained load from a producer process at a fixed rate, a worker process,",
+      "phases warm-up, clean, idle transaction, recovery, idle transaction again; pickup p50/p95/p99, completion rate, depth and",
+      "dead tuples per window; then a peak probe (depth kept at a target) per --peak-lanes."
     })
 final class BenchCommand extends Subcommand {
-  @Option(names = "--workload", paramLabel = "<W1|W2|W3|W4|W3S|all>", defaultValue = "all",
+  @Option(names = "--workload", paramLabel = "<W1|W2|W3|W4|W3S|W5|all>", defaultValue = "all",
       description = "Which workload. Default: ${DEFAULT-VALUE}.")
   String workload;
 
-  @Option(names = "--runs", paramLabel = "<n>", defaultValue = "3",
-      description = "Runs of each workload, 1 to 100; the table shows medians. Default: ${DEFAULT-VALUE}.")
-  int runs;
+  @Option(names = "--runs", paramLabel = "<n>",
+      description = "Runs of each workload, 1 to 100; the table shows medians. Default: 3 (W5: 1).")
+  Integer runs;
 
   @Option(names = "--out", paramLabel = "<file>",
-      description = "Append one JSON object per run to this file (JSON lines).")
+      description = "Append one JSON object per run to this file (JSON lines); W5: one per window, phase and run.")
   Path out;
 
   @Option(names = "--scale", paramLabel = "<s>", defaultValue = "1",
@@ -52,15 +59,93 @@ final class BenchCommand extends Subcommand {
           + " for pgjobs and the raw reference, as a table and, with --chart, a PNG.")
   boolean sweep;
 
-  @Option(names = "--chart", paramLabel = "<file.png>", description = "With --sweep: write the chart to this PNG file.")
+  @Option(names = "--chart", paramLabel = "<file.png>",
+      description = "With --sweep: write the chart to this PNG file. With W5: one chart per run, <file>-<run>.png"
+          + " (depth and pickup p99/p50 over time, phases shaded).")
   Path chart;
+
+  @Option(names = "--w5-chart", paramLabel = "<out.jsonl[,out2.jsonl...]>", split = ",",
+      description = "Instead of a run: W5 charts from earlier --out files, overlaid (e.g. before and after a change),"
+          + " one per run of the first file, to --chart <file>-<run>.png; each line is named after its file.")
+  List<Path> w5ChartFrom;
+
+  @Option(names = "--rate", paramLabel = "<r[,r...]>",
+      description = "W5: offered jobs/s, one sustained run each, or 'none'. Default: 800,5000.")
+  String rate;
+
+  @Option(names = "--lanes", paramLabel = "<n>", description = "W5: worker lanes (concurrency) of the sustained runs. Default: 32.")
+  String lanes;
+
+  @Option(names = "--work-ms", paramLabel = "<ms>", description = "W5: synthetic work per job (the handler parks). Default: 1.")
+  String workMs;
+
+  @Option(names = "--warmup", paramLabel = "<s>", description = "W5: warm-up phase, seconds. Default: 20.")
+  String warmup;
+
+  @Option(names = "--clean", paramLabel = "<s>", description = "W5: clean phase, seconds. Default: 150.")
+  String clean;
+
+  @Option(names = "--idle-tx", paramLabel = "<s>",
+      description = "W5: phase with another connection idle in a transaction (BEGIN; SELECT txid_current()), seconds. Default: 150.")
+  String idleTx;
+
+  @Option(names = "--recovery", paramLabel = "<s>", description = "W5: recovery phase, seconds. Default: 120.")
+  String recovery;
+
+  @Option(names = "--idle-tx2", paramLabel = "<s>",
+      description = "W5: second idle-transaction phase, seconds (any phase: 0 leaves it out). Default: 120.")
+  String idleTx2;
+
+  @Option(names = "--window", paramLabel = "<s>", description = "W5: window of the per-window table, seconds. Default: 5.")
+  String window;
+
+  @Option(names = "--peak-lanes", paramLabel = "<n[,n...]>",
+      description = "W5: peak probes, lanes of each, or 'none'. Default: 16,64.")
+  String peakLanes;
+
+  @Option(names = "--peak-depth", paramLabel = "<n>", description = "W5: depth the peak probe keeps. Default: 2000.")
+  String peakDepth;
+
+  @Option(names = "--peak", paramLabel = "<s>", description = "W5: measured phase of each peak probe, seconds. Default: 60.")
+  String peak;
 
   @Override
   public Integer call() throws Exception {
+    if (w5ChartFrom != null) {
+      if (chart == null) {
+        throw usage("--w5-chart needs --chart <file.png> (where the charts go)");
+      }
+      try {
+        for (Path file : W5Chart.fromJsonLines(w5ChartFrom, chart)) {
+          out().println("chart written to " + file);
+        }
+      } catch (IllegalArgumentException e) {
+        throw usage(e.getMessage());
+      }
+      out().flush();
+      return PgJobsCommand.OK;
+    }
     Settings settings = settings(Map.of());
     Workload[] workloads;
+    W5Options w5 = W5Options.DEFAULTS;
+    boolean isW5;
     try {
       workloads = Workload.parse(workload);
+      isW5 = workloads.length == 1 && workloads[0] == Workload.W5;
+      String[][] w5Flags = {{"--rate", rate}, {"--lanes", lanes}, {"--work-ms", workMs}, {"--warmup", warmup},
+          {"--clean", clean}, {"--idle-tx", idleTx}, {"--recovery", recovery}, {"--idle-tx2", idleTx2}, {"--window", window},
+          {"--peak-lanes", peakLanes}, {"--peak-depth", peakDepth}, {"--peak", peak}};
+      for (String[] flag : w5Flags) {
+        if (flag[1] != null) {
+          if (!isW5) {
+            throw new IllegalArgumentException(flag[0] + " goes with --workload W5");
+          }
+          w5 = w5.with(flag[0], flag[1]);
+        }
+      }
+      if (runs == null) {
+        runs = isW5 ? 1 : 3;
+      }
       if (runs < 1 || runs > 100) {
         throw new IllegalArgumentException("--runs must be between 1 and 100, was " + runs);
       }
@@ -71,12 +156,37 @@ final class BenchCommand extends Subcommand {
       throw usage(e.getMessage());
     }
     PrintStream progress = new PrintStream(System.err, true, StandardCharsets.UTF_8);
-    if (chart != null && !sweep) {
-      throw usage("--chart goes with --sweep");
+    if (chart != null && !sweep && !isW5) {
+      throw usage("--chart goes with --sweep or --workload W5");
     }
     List<BenchResult> results;
     try {
       BenchRunner runner = new BenchRunner(settings.databaseUrl(), scale, progress);
+      if (isW5 && !sweep) {
+        List<W5Run> w5Runs = runner.w5(w5, runs, line -> {
+          if (out != null) {
+            try {
+              Files.writeString(out, line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            } catch (IOException e) {
+              throw new CommandFailedException("cannot write " + out + ": " + e.getMessage(), e);
+            }
+          }
+        });
+        out().println();
+        out().print(W5Report.windowTable(w5Runs));
+        out().println();
+        out().print(W5Report.phaseTable(w5Runs));
+        if (chart != null) {
+          boolean several = w5Runs.stream().anyMatch(r -> r.repeat() > 1);
+          for (W5Run r : w5Runs) {
+            Path file = W5Chart.fileFor(chart, r, several);
+            W5Chart.write(r, file);
+            out().println("chart written to " + file);
+          }
+        }
+        out().flush();
+        return PgJobsCommand.OK;
+      }
       java.util.function.Consumer<BenchResult> sink = r -> {
         if (out != null) {
           try {

@@ -313,6 +313,10 @@ class PgJobsCommandTest {
     assertUsage(run("bench", "--workload", "W9"), "unknown workload 'W9'; allowed: W1, W2, W3, W4, all");
     assertUsage(run("bench", "--runs", "0"), "--runs must be between 1 and 100, was 0");
     assertUsage(run("bench", "--scale", "20"), "--scale must be greater than 0 and at most 10, was 20.0");
+    assertUsage(run("bench", "--rate", "800"), "--rate goes with --workload W5");
+    assertUsage(run("bench", "--workload", "W5", "--rate", "fast"), "--rate takes whole numbers separated by commas");
+    assertUsage(run("bench", "--workload", "W5", "--window", "0"), "--window must be between 0.1 and 3,600 s");
+    assertUsage(run("bench", "--chart", "x.png"), "--chart goes with --sweep or --workload W5");
     assertUsage(run("demo", "--interval", "fast"), "invalid duration 'fast'");
     assertUsage(run("demo", "--samples", "-2"), "--samples must be -1 (no end) or a number of rounds, was -2");
     assertUsage(run("serve", "--port", "70000"), "--port");
