@@ -95,6 +95,8 @@ class PgJobsStarterTest {
   @Autowired JdbcTemplate jdbc;
   @Autowired MeterRegistry meterRegistry;
   @Autowired PgJobsHealthIndicator health;
+  @Autowired TransactionalJobClient transactionalClient;
+  @Autowired org.springframework.transaction.support.TransactionTemplate transactions;
 
   static {
     db.execute("CREATE TABLE signups (name text PRIMARY KEY)");
@@ -130,6 +132,24 @@ class PgJobsStarterTest {
     assertThat(jobsWithName("linus")).isEqualTo(1);
     assertThat(greetHandler.greeted.stream().filter("linus"::equals)).hasSize(1);
     assertThat(client.get(id).orElseThrow().attempts()).isEqualTo(1);
+  }
+
+  @Test
+  void enqueueAllInsideATransactionThatRollsBackStoresNone() {
+    TransactionalJobClient jobs = transactionalClient;
+    assertThatThrownBy(
+            () ->
+                transactions.executeWithoutResult(
+                    status -> {
+                      jobs.enqueueAll(
+                          TestJobs.GREET,
+                          java.util.List.of(new Greet("bulk-1"), new Greet("bulk-2")),
+                          io.pgjobs.EnqueueOptions.DEFAULTS);
+                      throw new IllegalStateException("rolled back after enqueueAll");
+                    }))
+        .hasMessageContaining("rolled back after enqueueAll");
+
+    assertThat(jobsWithName("bulk-1") + jobsWithName("bulk-2")).isZero();
   }
 
   @Test
