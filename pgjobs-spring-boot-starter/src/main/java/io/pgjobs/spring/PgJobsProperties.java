@@ -1,0 +1,192 @@
+package io.pgjobs.spring;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * The {@code pgjobs.*} properties. Durations are written the Spring way ({@code 500ms}, {@code 5s},
+ * {@code 10m}, {@code 1h}); each is checked at startup against the range the pgjobs builders allow, and an
+ * invalid value stops the application with a message naming the property, its value and what is allowed.
+ * The defaults are those of the pgjobs builders ({@code PgJobsPropertiesTest} keeps them equal); they are
+ * written as literals here so that the configuration metadata shows them.
+ */
+@ConfigurationProperties(prefix = "pgjobs")
+public class PgJobsProperties {
+  /** Schema holding pgjobs' tables: 1 to 51 lowercase letters, digits and _, not starting with a digit. */
+  private String schema = "pgjobs";
+
+  /** Create the schema or apply pending pgjobs migrations when the application starts. */
+  private boolean migrateOnStart = true;
+
+  private final Worker worker = new Worker();
+
+  public String getSchema() {
+    return schema;
+  }
+
+  public void setSchema(String schema) {
+    this.schema = schema;
+  }
+
+  public boolean isMigrateOnStart() {
+    return migrateOnStart;
+  }
+
+  public void setMigrateOnStart(boolean migrateOnStart) {
+    this.migrateOnStart = migrateOnStart;
+  }
+
+  public Worker getWorker() {
+    return worker;
+  }
+
+  /** The {@code pgjobs.worker.*} properties: the worker that runs the handler beans' jobs. */
+  public static class Worker {
+    /**
+     * Run a worker in this application. Turn it off on web-only nodes that enqueue but do not run jobs.
+     */
+    private boolean enabled = true;
+
+    /**
+     * Queues to serve and the most jobs run at once in each (1 to 10000), e.g.
+     * {@code pgjobs.worker.queues.emails=20}. A queue name with dots is written in brackets:
+     * {@code pgjobs.worker.queues[billing.eu]=5}. Empty: the default queue of every handler's job type,
+     * each with {@code pgjobs.worker.concurrency}.
+     */
+    private Map<String, Integer> queues = new LinkedHashMap<>();
+
+    /** Jobs run at once per queue when the queues come from the handlers' job types (1 to 10000). */
+    private int concurrency = 10;
+
+    /** How often an idle queue is polled (10ms to 1h); NOTIFY wakes the worker sooner. */
+    private Duration pollInterval = Duration.ofSeconds(1);
+
+    /**
+     * Time running jobs get to finish when the application stops (0 to 1h); the jobs still running
+     * then are interrupted and go back to their queue.
+     */
+    private Duration shutdownGrace = Duration.ofSeconds(30);
+
+    /** A running job whose heartbeat is this old is rescued (1s to 24h). Use the same value on every node. */
+    private Duration staleThreshold = Duration.ofMinutes(5);
+
+    /**
+     * A worker whose heartbeat row is this old is presumed dead and its jobs go back to the queue (1s to
+     * 1h). Use the same value on every node.
+     */
+    private Duration deadAfter = Duration.ofSeconds(20);
+
+    /** Most jobs claimed per statement (1 to 10000). */
+    private int claimBatch = 1000;
+
+    /** LISTEN for new jobs; without it the worker relies on polling alone. */
+    private boolean listen = true;
+
+    /** Take part in maintenance: rescue of stale jobs, pruning of finished jobs, removal of dead workers. */
+    private boolean maintenance = true;
+
+    /** How long finished jobs are kept, when this worker does maintenance (1s to 3650d). */
+    private Duration retention = Duration.ofHours(24);
+
+    /** This worker's id, at most 255 characters (default host:pid:random). */
+    private String id;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public Map<String, Integer> getQueues() {
+      return queues;
+    }
+
+    public void setQueues(Map<String, Integer> queues) {
+      this.queues = queues;
+    }
+
+    public int getConcurrency() {
+      return concurrency;
+    }
+
+    public void setConcurrency(int concurrency) {
+      this.concurrency = concurrency;
+    }
+
+    public Duration getPollInterval() {
+      return pollInterval;
+    }
+
+    public void setPollInterval(Duration pollInterval) {
+      this.pollInterval = pollInterval;
+    }
+
+    public Duration getShutdownGrace() {
+      return shutdownGrace;
+    }
+
+    public void setShutdownGrace(Duration shutdownGrace) {
+      this.shutdownGrace = shutdownGrace;
+    }
+
+    public Duration getStaleThreshold() {
+      return staleThreshold;
+    }
+
+    public void setStaleThreshold(Duration staleThreshold) {
+      this.staleThreshold = staleThreshold;
+    }
+
+    public Duration getDeadAfter() {
+      return deadAfter;
+    }
+
+    public void setDeadAfter(Duration deadAfter) {
+      this.deadAfter = deadAfter;
+    }
+
+    public int getClaimBatch() {
+      return claimBatch;
+    }
+
+    public void setClaimBatch(int claimBatch) {
+      this.claimBatch = claimBatch;
+    }
+
+    public boolean isListen() {
+      return listen;
+    }
+
+    public void setListen(boolean listen) {
+      this.listen = listen;
+    }
+
+    public boolean isMaintenance() {
+      return maintenance;
+    }
+
+    public void setMaintenance(boolean maintenance) {
+      this.maintenance = maintenance;
+    }
+
+    public Duration getRetention() {
+      return retention;
+    }
+
+    public void setRetention(Duration retention) {
+      this.retention = retention;
+    }
+
+    public String getId() {
+      return id;
+    }
+
+    public void setId(String id) {
+      this.id = id;
+    }
+  }
+}
