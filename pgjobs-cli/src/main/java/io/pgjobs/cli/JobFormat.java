@@ -10,6 +10,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import tools.jackson.core.JsonGenerator;
+import tools.jackson.databind.PropertyNamingStrategies;
 import tools.jackson.databind.SerializationContext;
 import tools.jackson.databind.SerializationFeature;
 import tools.jackson.databind.module.SimpleModule;
@@ -18,10 +19,11 @@ import tools.jackson.databind.json.JsonMapper;
 
 /** How jobs look on the terminal: a table for lists, labelled lines for one job, or JSON. */
 final class JobFormat {
-  /** JSON for {@code --json}: ISO instants, durations as ISO-8601. */
+  /** JSON for {@code --json}: snake_case names as in the HTTP API, ISO instants, durations as ISO-8601. */
   static final JsonMapper JSON =
       JsonMapper.builder()
           .enable(SerializationFeature.INDENT_OUTPUT)
+          .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
           .addModule(new SimpleModule("pgjobs-cli").addSerializer(JobState.class, new StateSerializer()))
           .build();
 

@@ -33,7 +33,7 @@ final class JobsListCommand extends Subcommand {
   @Option(names = "--cursor", paramLabel = "<cursor>", description = "Continue after the page that printed this cursor.")
   String cursor;
 
-  @Option(names = "--json", description = "Print the page as JSON ({\"jobs\": [...], \"nextCursor\": ...}).")
+  @Option(names = "--json", description = "Print the page as JSON ({\"jobs\": [...], \"next_cursor\": ...}, names as in the HTTP API).")
   boolean json;
 
   @Override
