@@ -306,6 +306,20 @@ class PgJobsCommandTest {
   }
 
   @Test
+  void anUnknownHostIsNamedAndAPasswordWithAtSignsIsNeverShown() {
+    CommandRun r = CommandRun.of(Map.of("DATABASE_URL", "postgres://postgres:p@ss@no-such-host.invalid:5432/x"),
+        "jobs", "list");
+    assertThat(r.exitCode()).as(r.toString()).isEqualTo(1);
+    assertThat(r.err().lines().toList()).singleElement().satisfies(line -> assertThat(line)
+        .contains("unknown host 'no-such-host.invalid'")
+        .doesNotContain("p@ss", "ss@", "has no host", "Exception"));
+
+    CommandRun settings = CommandRun.of(Map.of("DATABASE_URL", "postgres://postgres:p@ss@127.0.0.1:5432/x"), "settings");
+    assertThat(settings.exitCode()).as(settings.toString()).isZero();
+    assertThat(settings.out()).contains("jdbc:postgresql://127.0.0.1:5432/x (user postgres)").doesNotContain("p@ss", "ss@");
+  }
+
+  @Test
   void aMissingDatabaseTellsToRunMigrate() {
     CommandRun r = CommandRun.of(Map.of("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/pgjobs_cli_nowhere"),
         "jobs", "list");

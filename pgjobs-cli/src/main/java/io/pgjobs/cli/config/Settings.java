@@ -154,7 +154,9 @@ public final class Settings {
               text -> Path.of(text)),
           new Definition(DATABASE_URL, "--database-url", List.of("DATABASE_URL", "PGJOBS_DATABASE_URL"),
               DatabaseUrl.DEFAULT, "`" + DatabaseUrl.DEFAULT + "`",
-              "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`",
+              "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`; in the user"
+                  + " name and password write `/`, `?`, `#` and `%` as `%2F`, `%3F`, `%23` and `%25` (`@` and `:`"
+                  + " may stay: the last `@` before the host ends the password)",
               "the PostgreSQL database", DatabaseUrl::parse),
           new Definition(SCHEMA, "--schema", List.of("PGJOBS_SCHEMA"), "pgjobs", "`pgjobs`",
               "1–51 of lowercase letters, digits and _, not starting with a digit",
