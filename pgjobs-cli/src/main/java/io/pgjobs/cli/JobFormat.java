@@ -101,6 +101,9 @@ final class JobFormat {
         out.println("  attempt " + error.attempt() + " at " + time(error.at()) + " (" + error.kind() + ")"
             + (error.worker() == null ? "" : " on " + error.worker()) + ": "
             + (error.errorClass() == null ? "" : error.errorClass() + ": ") + error.message());
+        if (error.cause() != null) {
+          error.cause().lines().forEach(cause -> out.println("    caused by " + cause));
+        }
       }
     }
   }
