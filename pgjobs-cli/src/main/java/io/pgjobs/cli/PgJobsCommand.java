@@ -25,7 +25,7 @@ import picocli.CommandLine.Spec;
  *
  * Exit codes: {@value #OK} success, {@value #FAILED} the command or a job operation failed (job not
  * found, database unreachable, ...), {@value #USAGE} usage error (unknown option, invalid value of a
- * flag, environment variable or config file entry).
+ * flag, environment variable or config file entry, unknown job type, ambiguous job id prefix).
  */
 @Command(
     name = "pgjobs",

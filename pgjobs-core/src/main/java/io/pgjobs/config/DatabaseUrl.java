@@ -17,6 +17,11 @@ import java.util.regex.Pattern;
  * A PostgreSQL location written any of the ways people write it: {@code postgres://user:pw@host:5432/db},
  * {@code postgresql://...} (libpq style, as in {@code DATABASE_URL}) or {@code jdbc:postgresql://...}.
  *
+ * <p>User name and password are percent-decoded ({@code %40} is '@'; a '+' stays a plus). A password may
+ * hold '@' and ':' as they are: the last '@' before the host ends it, as libpq reads it. '/', '?', '#'
+ * and '%' must be written {@code %2F}, {@code %3F}, {@code %23} and {@code %25}. No message and no
+ * {@link #toString()} ever shows any part of a password.
+ *
  * @param jdbcUrl the JDBC URL without credentials
  * @param user user name, or null
  * @param password password, or null
