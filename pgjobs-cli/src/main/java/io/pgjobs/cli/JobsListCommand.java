@@ -56,7 +56,7 @@ final class JobsListCommand extends Subcommand {
     try (Database db = Database.open(settings(Map.of()), false, List.of())) {
       JobPage page = db.client().list(built);
       if (json) {
-        out().println(JobFormat.JSON.writeValueAsString(page));
+        out().println(JobFormat.json(page));
         return PgJobsCommand.OK;
       }
       if (page.jobs().isEmpty()) {

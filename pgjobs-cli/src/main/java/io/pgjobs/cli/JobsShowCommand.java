@@ -19,7 +19,7 @@ final class JobsShowCommand extends Subcommand {
       description = "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
   String idText;
 
-  @Option(names = "--json", description = "Print the job as JSON.")
+  @Option(names = "--json", description = "Print the job as JSON, as GET /jobs/{id} of the HTTP API answers it.")
   boolean json;
 
   @Override
@@ -29,7 +29,7 @@ final class JobsShowCommand extends Subcommand {
       Job job = db.client().get(id).orElseThrow(() -> new CommandFailedException(
           "job " + id + " not found (finished jobs are pruned after the retention period)"));
       if (json) {
-        out().println(JobFormat.JSON.writeValueAsString(job));
+        out().println(JobFormat.json(job));
       } else {
         JobFormat.details(out(), job);
       }

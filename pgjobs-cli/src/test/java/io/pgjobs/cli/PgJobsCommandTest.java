@@ -121,7 +121,9 @@ class PgJobsCommandTest {
         .contains("payload:         {\"text\":\"One. Two.\",\"sentences\":1}");
 
     CommandRun json = run("jobs", "show", id.toString(), "--json");
-    assertThat(json.out()).contains("\"id\" : \"" + id + "\"").contains("\"state\" : \"queued\"");
+    assertThat(json.out()).contains("\"id\" : \"" + id + "\"").contains("\"state\" : \"queued\"")
+        .as("the API's representation").contains("\"max_attempts\" : 7", "\"scheduled\" : false", "\"timeout_ms\"")
+        .doesNotContain("maxAttempts");
   }
 
   @Test
