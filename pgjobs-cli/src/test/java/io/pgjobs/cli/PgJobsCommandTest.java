@@ -370,6 +370,7 @@ class PgJobsCommandTest {
     assertUsage(run("jobs", "list", "--cursor", "zzz"), "is not a cursor returned by a previous page");
     assertUsage(run("jobs"), "pgjobs jobs: a subcommand is required");
     assertUsage(run("work", "--concurrency", "0"), "invalid value '0' for option --concurrency (setting concurrency): out of range; allowed: an integer from 1 to 10000");
+    assertUsage(run("work", "--log-level", "loud"), "invalid value 'loud' for option --log-level (setting log_level): unknown log level");
     assertUsage(run("work", "--queues", "a=1,,b"), "invalid value 'a=1,,b' for option --queues (setting queues): empty queue name");
     assertUsage(run("bench", "--workload", "W9"), "unknown workload 'W9'; allowed: W1, W2, W3, W4, all");
     assertUsage(run("bench", "--runs", "0"), "--runs must be between 1 and 100, was 0");
