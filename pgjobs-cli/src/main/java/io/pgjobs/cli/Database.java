@@ -5,6 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.cli.config.Settings;
+import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.config.DatabaseUrl;
 import io.pgjobs.schema.Migrator;
 import java.sql.Connection;
@@ -37,6 +38,15 @@ final class Database implements AutoCloseable {
    * @throws CommandFailedException when the server cannot be reached or the login is refused
    */
   static Database open(Settings settings, boolean create, Collection<? extends JobType<?>> knownTypes) {
+    return open(settings, create, knownTypes, null);
+  }
+
+  /**
+   * Same, with the client's enqueues counted in {@code metrics} ({@code pgjobs_jobs_enqueued_total}), or
+   * not when it is null.
+   */
+  static Database open(
+      Settings settings, boolean create, Collection<? extends JobType<?>> knownTypes, JobMetrics metrics) {
     DatabaseUrl url = settings.databaseUrl();
     boolean created = false;
     try {
@@ -62,7 +72,11 @@ final class Database implements AutoCloseable {
     } catch (RuntimeException e) {
       throw new CommandFailedException("cannot connect to the database at " + url + ": " + Failures.describe(e), e);
     }
-    JobClient client = JobClient.builder(pool).schema(settings.schema()).knownTypes(knownTypes).build();
+    JobClient.Builder builder = JobClient.builder(pool).schema(settings.schema()).knownTypes(knownTypes);
+    if (metrics != null) {
+      builder.metrics(metrics);
+    }
+    JobClient client = builder.build();
     return new Database(url, pool, client, created);
   }
 

@@ -2,7 +2,6 @@ package io.pgjobs.cli;
 
 import com.icegreen.greenmail.util.GreenMail;
 import com.icegreen.greenmail.util.ServerSetup;
-import com.sun.net.httpserver.HttpServer;
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
 import io.pgjobs.cli.config.Settings;
@@ -10,7 +9,6 @@ import io.pgjobs.cli.demo.ResizeImageJob;
 import io.pgjobs.cli.demo.SendEmailJob;
 import io.pgjobs.cli.demo.SummarizeTextJob;
 import io.pgjobs.cli.demo.WebhookDeliveryJob;
-import io.pgjobs.config.DatabaseUrl;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.awt.Color;
 import java.awt.GradientPaint;
@@ -41,7 +39,8 @@ import picocli.CommandLine.Option;
  * missing, starts the HTTP API and dashboard with a worker for the four demo kinds, and enqueues a stream
  * of sample jobs of every kind that do real work: e-mails go to an SMTP server (an in-process one unless
  * {@code smtp_host} is configured), images are really resized, texts summarised, webhooks signed and
- * posted (to a receiver in this process that checks the signature).
+ * posted (to {@value #WEBHOOK_PATH} of the demo's own server, which checks the signature; a fixed path, so
+ * sample webhooks of an earlier run still arrive after a restart on the same port).
  *
  * <p>Database: as configured; with nothing configured and no server answering on 127.0.0.1:5432, an
  * embedded PostgreSQL 15 whose data lives under {@code ~/.pgjobs/demo-postgres} and survives restarts.
@@ -58,6 +57,8 @@ import picocli.CommandLine.Option;
 final class DemoCommand extends Subcommand {
   private static final Logger log = LoggerFactory.getLogger(DemoCommand.class);
   static final String WEBHOOK_SECRET = "demo-webhook-secret";
+  /** Where the demo's server receives the sample webhooks. */
+  static final String WEBHOOK_PATH = "/demo/webhook";
   static final int EMBEDDED_PORT = 54329;
 
   @Mixin WorkerOptions worker = new WorkerOptions();
@@ -106,17 +107,19 @@ final class DemoCommand extends Subcommand {
       out().println("demo SMTP server (in process) on 127.0.0.1:" + smtpPort);
     }
     Settings effective = settings(flags);
-    HttpServer receiver = webhookReceiver();
-    String webhookUrl = "http://127.0.0.1:" + receiver.getAddress().getPort() + "/webhook";
     Path images = Files.createTempDirectory("pgjobs-demo-images");
     Path source = images.resolve("source.png");
     writeSampleImage(source);
-    return ServeCommand.run(this, effective, true, () -> {
-      JobClient client = JobClient.builder(
-              new com.zaxxer.hikari.HikariDataSource(hikari(effective.databaseUrl())))
-          .schema(effective.schema()).knownTypes(io.pgjobs.cli.demo.DemoJobs.types()).build();
-      Thread.ofVirtual().name("pgjobs-demo-samples").start(() -> stream(client, every, webhookUrl, source, images));
-    });
+    AtomicLong received = new AtomicLong();
+    // The webhook receiver is a fixed path of the demo's own server, so sample jobs of an earlier run
+    // (on the same port) still reach it after a restart.
+    return ServeCommand.run(this, effective, true,
+        api -> api.plainPost(WEBHOOK_PATH, (header, body) -> receive(header.apply(WebhookDeliveryJob.SIGNATURE_HEADER),
+            body, received)),
+        (client, base) -> {
+          String webhookUrl = base + WEBHOOK_PATH;
+          Thread.ofVirtual().name("pgjobs-demo-samples").start(() -> stream(client, every, webhookUrl, source, images));
+        });
   }
 
   /** Enqueues one job of every kind per round until stopped or {@code samples} rounds are done. */
@@ -140,7 +143,7 @@ final class DemoCommand extends Subcommand {
             "pgjobs demo #" + round, "Hello from pgjobs, round " + round + "."),
             EnqueueOptions.builder().context("demo round " + round).build());
         client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDeliveryJob.WebhookDelivery(
-            round % 10 == 0 ? webhookUrl.replace("/webhook", "/gone") : webhookUrl,
+            round % 10 == 0 ? webhookUrl.replace(WEBHOOK_PATH, "/demo/gone") : webhookUrl,
             "{\"round\": " + round + "}", WEBHOOK_SECRET),
             EnqueueOptions.builder().context("demo round " + round).build());
         Thread.sleep(every); // a demo's pace, not a wait for a condition
@@ -157,39 +160,15 @@ final class DemoCommand extends Subcommand {
     }
   }
 
-  private static com.zaxxer.hikari.HikariConfig hikari(DatabaseUrl url) {
-    com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
-    config.setJdbcUrl(url.jdbcUrl());
-    config.setDataSourceProperties(url.properties());
-    config.setMaximumPoolSize(3);
-    config.setPoolName("pgjobs-demo-samples");
-    return config;
-  }
-
-  /** The webhook receiver: 200 for a valid signature on /webhook, 401 for a bad one, 404 elsewhere. */
-  private static HttpServer webhookReceiver() throws IOException {
-    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    AtomicLong received = new AtomicLong();
-    http.createContext("/", exchange -> {
-      byte[] body = exchange.getRequestBody().readAllBytes();
-      int status;
-      if (!exchange.getRequestURI().getPath().equals("/webhook")) {
-        status = 404;
-      } else {
-        String expected = hmac(body);
-        String given = exchange.getRequestHeaders().getFirst("X-Signature-SHA256");
-        status = expected.equalsIgnoreCase(given == null ? "" : given) ? 200 : 401;
-        if (status == 200) {
-          received.incrementAndGet();
-        }
-      }
-      exchange.sendResponseHeaders(status, -1);
-      exchange.close();
-    });
-    http.setExecutor(java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor());
-    http.start();
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> http.stop(0), "pgjobs-demo-webhook-stop"));
-    return http;
+  /** The webhook receiver: 200 for a valid signature, 401 for a bad or missing one. */
+  private static int receive(String signature, byte[] body, AtomicLong received) {
+    String expected = hmac(body);
+    boolean valid = signature != null && java.security.MessageDigest.isEqual(
+        expected.getBytes(StandardCharsets.US_ASCII), signature.toLowerCase(java.util.Locale.ROOT).getBytes(StandardCharsets.US_ASCII));
+    if (valid) {
+      received.incrementAndGet();
+    }
+    return valid ? 200 : 401;
   }
 
   private static String hmac(byte[] body) {

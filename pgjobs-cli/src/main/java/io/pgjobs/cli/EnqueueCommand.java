@@ -39,7 +39,8 @@ import tools.jackson.databind.JsonNode;
     versionProvider = VersionProvider.class,
     description = {
       "Enqueue a job of TYPE with a JSON payload.",
-      "--count N enqueues N copies in bulk. Payloads of known types are validated first, e.g.:",
+      "--count N enqueues N copies in bulk. TYPE must be a known type (see 'pgjobs work --help') unless",
+      "--allow-unknown-type; its payload is validated first, e.g.:",
       "  pgjobs enqueue send_email --payload '{\"to\":\"ada@example.com\",\"subject\":\"Hi\",\"body\":\"Hello\"}'"
     })
 final class EnqueueCommand extends Subcommand {
@@ -88,6 +89,11 @@ final class EnqueueCommand extends Subcommand {
       description = "Enqueue this many copies in bulk (1 to 10000000), with a progress line. Default: ${DEFAULT-VALUE}.")
   int count;
 
+  @Option(names = "--allow-unknown-type",
+      description = "Enqueue even if no handler of this process knows TYPE (a worker elsewhere may); its payload is"
+          + " then not checked.")
+  boolean allowUnknownType;
+
   @Option(names = {"-q", "--quiet"}, description = "Print only the job id (or nothing in bulk).")
   boolean quiet;
 
@@ -109,6 +115,11 @@ final class EnqueueCommand extends Subcommand {
     Settings settings = settings(Map.of());
     List<JobType<?>> known = JobKinds.types(settings);
     JobType<?> knownType = known.stream().filter(t -> t.name().equals(type)).findFirst().orElse(null);
+    if (knownType == null && !allowUnknownType) {
+      throw usage("unknown job type '" + type + "'; known types: "
+          + known.stream().map(JobType::name).sorted().collect(java.util.stream.Collectors.joining(", "))
+          + " (--allow-unknown-type enqueues it anyway, for a worker elsewhere that knows it)");
+    }
     Object typedPayload = knownType == null ? json : checkPayload(knownType, json);
     try (Database db = Database.open(settings, false, known)) {
       if (count == 1) {

@@ -25,6 +25,11 @@ final class Failures {
     String state = e.getSQLState() == null ? "" : e.getSQLState();
     String at = where == null ? "" : " at " + where;
     String message = oneLine(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+    java.net.UnknownHostException unknownHost = unknownHost(e);
+    if (unknownHost != null) {
+      return "cannot connect to the database" + at + ": unknown host '" + unknownHost.getMessage()
+          + "' (the name does not resolve; check the host in the database URL)";
+    }
     if (state.startsWith("08")) {
       return "cannot connect to the database" + at + ": " + message;
     }
@@ -38,6 +43,15 @@ final class Failures {
       return "the pgjobs tables are missing (" + message + "); run 'pgjobs migrate' first";
     }
     return "database error" + at + ": " + message;
+  }
+
+  private static java.net.UnknownHostException unknownHost(Throwable e) {
+    for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+      if (t instanceof java.net.UnknownHostException u && u.getMessage() != null) {
+        return u;
+      }
+    }
+    return null;
   }
 
   private static SQLException sqlCause(Throwable e) {

@@ -4,12 +4,14 @@ import io.pgjobs.Job;
 import io.pgjobs.JobError;
 import io.pgjobs.JobState;
 import io.pgjobs.config.DurationText;
+import io.pgjobs.server.api.JobsApi;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import tools.jackson.core.JsonGenerator;
+import tools.jackson.databind.PropertyNamingStrategies;
 import tools.jackson.databind.SerializationContext;
 import tools.jackson.databind.SerializationFeature;
 import tools.jackson.databind.module.SimpleModule;
@@ -18,14 +20,30 @@ import tools.jackson.databind.json.JsonMapper;
 
 /** How jobs look on the terminal: a table for lists, labelled lines for one job, or JSON. */
 final class JobFormat {
-  /** JSON for {@code --json}: ISO instants, durations as ISO-8601. */
+  /**
+   * JSON for {@code --json}: the HTTP API's representation ({@link JobsApi.JobView}, snake_case names, ISO
+   * instants), indented.
+   */
   static final JsonMapper JSON =
       JsonMapper.builder()
           .enable(SerializationFeature.INDENT_OUTPUT)
+          .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+          .disable(tools.jackson.databind.cfg.DateTimeFeature.WRITE_DATES_AS_TIMESTAMPS)
           .addModule(new SimpleModule("pgjobs-cli").addSerializer(JobState.class, new StateSerializer()))
           .build();
 
   private JobFormat() {}
+
+  /** One job as {@code GET /jobs/{id}} answers it. */
+  static String json(Job job) {
+    return JSON.writeValueAsString(JobsApi.JobView.of(job));
+  }
+
+  /** A page as {@code GET /jobs} answers it: {@code {"jobs": [...], "next_cursor": ...}}. */
+  static String json(io.pgjobs.JobPage page) {
+    return JSON.writeValueAsString(
+        new JobsApi.JobPageView(page.jobs().stream().map(JobsApi.JobView::of).toList(), page.nextCursor()));
+  }
 
   /** Writes states as the API and the database name them: {@code queued}, {@code running}, ... */
   private static final class StateSerializer extends StdSerializer<JobState> {
@@ -99,6 +117,9 @@ final class JobFormat {
         out.println("  attempt " + error.attempt() + " at " + time(error.at()) + " (" + error.kind() + ")"
             + (error.worker() == null ? "" : " on " + error.worker()) + ": "
             + (error.errorClass() == null ? "" : error.errorClass() + ": ") + error.message());
+        if (error.cause() != null) {
+          error.cause().lines().forEach(cause -> out.println("    caused by " + cause));
+        }
       }
     }
   }

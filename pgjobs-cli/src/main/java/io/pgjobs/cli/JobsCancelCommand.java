@@ -21,12 +21,14 @@ import picocli.CommandLine.Parameters;
           + " Exits 1 if the job has already finished or does not exist."
     })
 final class JobsCancelCommand extends Subcommand {
-  @Parameters(index = "0", paramLabel = "ID", description = "The job's id (a UUID).")
-  UUID id;
+  @Parameters(index = "0", paramLabel = "ID",
+      description = "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
+  String idText;
 
   @Override
   public Integer call() {
     try (Database db = Database.open(settings(Map.of()), false, List.of())) {
+      UUID id = JobIdArgument.resolve(this, db, idText);
       CancelResult result = db.client().cancel(id);
       switch (result.outcome()) {
         case CANCELLED -> out().println("job " + id + " cancelled");

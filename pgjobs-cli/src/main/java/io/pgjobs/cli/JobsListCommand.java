@@ -33,7 +33,7 @@ final class JobsListCommand extends Subcommand {
   @Option(names = "--cursor", paramLabel = "<cursor>", description = "Continue after the page that printed this cursor.")
   String cursor;
 
-  @Option(names = "--json", description = "Print the page as JSON ({\"jobs\": [...], \"nextCursor\": ...}).")
+  @Option(names = "--json", description = "Print the page as JSON ({\"jobs\": [...], \"next_cursor\": ...}, names as in the HTTP API).")
   boolean json;
 
   @Override
@@ -56,7 +56,7 @@ final class JobsListCommand extends Subcommand {
     try (Database db = Database.open(settings(Map.of()), false, List.of())) {
       JobPage page = db.client().list(built);
       if (json) {
-        out().println(JobFormat.JSON.writeValueAsString(page));
+        out().println(JobFormat.json(page));
         return PgJobsCommand.OK;
       }
       if (page.jobs().isEmpty()) {

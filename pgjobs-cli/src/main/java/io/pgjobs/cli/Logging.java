@@ -16,11 +16,31 @@ import org.slf4j.LoggerFactory;
  */
 final class Logging {
   private static Settings.LogFormat current;
+  private static Settings.LogLevel currentLevel;
 
   private Logging() {}
 
-  /** Configures logback for {@code format}, unless it is configured so already. */
-  static synchronized void configure(Settings.LogFormat format) {
+  /**
+   * Configures logback for {@code format}, unless it is configured so already, and sets the level of
+   * pgjobs' own loggers ({@code io.pgjobs}) to {@code level}. Libraries (Jetty, Javalin, GreenMail,
+   * HikariCP, Flyway) write warnings and errors only, whatever the level: their INFO lines are noise to
+   * someone running pgjobs.
+   */
+  static synchronized void configure(Settings.LogFormat format, Settings.LogLevel level) {
+    configure(format);
+    if (level == currentLevel) {
+      return;
+    }
+    if (LoggerFactory.getILoggerFactory() instanceof LoggerContext context) {
+      context.getLogger("io.pgjobs").setLevel(ch.qos.logback.classic.Level.toLevel(level.name()));
+      // One line per HTTP request only at debug: a dashboard reloading on every event would flood the log.
+      context.getLogger("io.pgjobs.server.access").setLevel(
+          level == Settings.LogLevel.DEBUG ? ch.qos.logback.classic.Level.DEBUG : ch.qos.logback.classic.Level.WARN);
+      currentLevel = level;
+    }
+  }
+
+  private static synchronized void configure(Settings.LogFormat format) {
     if (format == current) {
       return;
     }
@@ -42,6 +62,18 @@ final class Logging {
       throw new IllegalStateException("invalid logging configuration " + resource + ": " + e.getMessage(), e);
     }
     current = format;
+    currentLevel = null; // the reset dropped the level; configure(format, level) sets it again
+  }
+
+  /** The level from the environment alone (info when unset or invalid), for the first log lines. */
+  static Settings.LogLevel levelFromEnvironment(java.util.Map<String, String> env) {
+    String value = env.get("PGJOBS_LOG_LEVEL");
+    try {
+      return value == null || value.isBlank() ? Settings.LogLevel.INFO
+          : Settings.LogLevel.valueOf(value.strip().toUpperCase(java.util.Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      return Settings.LogLevel.INFO; // the settings report it properly
+    }
   }
 
   /** The format from the environment alone, for the first log lines before the settings are read. */

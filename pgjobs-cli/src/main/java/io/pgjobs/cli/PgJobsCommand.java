@@ -25,7 +25,7 @@ import picocli.CommandLine.Spec;
  *
  * Exit codes: {@value #OK} success, {@value #FAILED} the command or a job operation failed (job not
  * found, database unreachable, ...), {@value #USAGE} usage error (unknown option, invalid value of a
- * flag, environment variable or config file entry).
+ * flag, environment variable or config file entry, unknown job type, ambiguous job id prefix).
  */
 @Command(
     name = "pgjobs",
@@ -76,16 +76,20 @@ public final class PgJobsCommand implements Callable<Integer> {
       scope = ScopeType.INHERIT)
   String logFormat;
 
+  @Option(names = "--log-level", paramLabel = "<level>", descriptionKey = Settings.LOG_LEVEL,
+      scope = ScopeType.INHERIT)
+  String logLevel;
+
   private final PrintWriter out;
   private final PrintWriter err;
   private final Map<String, String> environment;
-  private final Consumer<Settings.LogFormat> logging;
+  private final Consumer<Settings> logging;
   private final boolean interactive;
 
   /**
    * A command writing to {@code out} and {@code err}, reading {@code environment}.
    *
-   * @param logging applies the log format once settings are known (Main configures logback; tests pass
+   * @param logging applies the log format and level once settings are known (Main configures logback; tests pass
    *     a no-op)
    * @param interactive true when {@code out} is a terminal (progress lines are then redrawn in place)
    */
@@ -93,7 +97,7 @@ public final class PgJobsCommand implements Callable<Integer> {
       PrintWriter out,
       PrintWriter err,
       Map<String, String> environment,
-      Consumer<Settings.LogFormat> logging,
+      Consumer<Settings> logging,
       boolean interactive) {
     this.out = Objects.requireNonNull(out, "out");
     this.err = Objects.requireNonNull(err, "err");
@@ -104,7 +108,7 @@ public final class PgJobsCommand implements Callable<Integer> {
 
   /** Runs the command line {@code args} and returns its exit code. Never throws. */
   public static int execute(String[] args, PrintWriter out, PrintWriter err, Map<String, String> environment) {
-    return execute(args, out, err, environment, format -> {}, false);
+    return execute(args, out, err, environment, settings -> {}, false);
   }
 
   /** Same, with a log configurator and whether {@code out} is a terminal. */
@@ -113,7 +117,7 @@ public final class PgJobsCommand implements Callable<Integer> {
       PrintWriter out,
       PrintWriter err,
       Map<String, String> environment,
-      Consumer<Settings.LogFormat> logging,
+      Consumer<Settings> logging,
       boolean interactive) {
     PgJobsCommand root = new PgJobsCommand(out, err, environment, logging, interactive);
     int code = root.commandLine().execute(args);
@@ -174,9 +178,10 @@ public final class PgJobsCommand implements Callable<Integer> {
     flags.put(Settings.SCHEMA, schema);
     flags.put(Settings.POOL_SIZE, poolSize);
     flags.put(Settings.LOG_FORMAT, logFormat);
+    flags.put(Settings.LOG_LEVEL, logLevel);
     flags.putAll(commandFlags);
     Settings settings = Settings.resolve(flags, environment);
-    logging.accept(settings.logFormat());
+    logging.accept(settings);
     return settings;
   }
 

@@ -40,35 +40,49 @@ final class ServeCommand extends Subcommand {
     Map<String, String> flags = new LinkedHashMap<>(worker.flags());
     flags.putAll(server.flags());
     Settings settings = settings(flags);
-    return run(this, settings, withWorkers, null);
+    return run(this, settings, withWorkers, null, null);
   }
 
-  /** Starts the API (and maybe a worker) on {@code settings}' database and waits; shared with {@code demo}. */
-  static int run(Subcommand command, Settings settings, boolean withWorkers, Runnable afterStart)
-      throws InterruptedException {
+  /** What {@code demo} does once the API listens: gets the client (metrics on) and the API's local URI. */
+  @FunctionalInterface
+  interface AfterStart {
+    void run(io.pgjobs.JobClient client, java.net.URI api);
+  }
+
+  /**
+   * Starts the API (and maybe a worker) on {@code settings}' database and waits; shared with {@code demo},
+   * which adds routes through {@code customize} and starts its samples in {@code afterStart}.
+   */
+  static int run(Subcommand command, Settings settings, boolean withWorkers,
+      java.util.function.Consumer<ApiServer.Builder> customize, AfterStart afterStart) throws InterruptedException {
     List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
-    Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    // One registry for the client (enqueues), the workers, the pool and the API: /metrics shows them all.
+    MicrometerJobMetrics metrics = new MicrometerJobMetrics(registry);
+    Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList(),
+        metrics);
     if (db.created()) {
       command.out().println("created database " + db.url().database());
     }
     db.migrate();
-    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     if (db.dataSource() instanceof com.zaxxer.hikari.HikariDataSource pool) {
       // Connection pool metrics (hikaricp_connections_*) next to the API's and the workers'.
       pool.setMetricRegistry(registry);
     }
-    ApiServer api =
+    ApiServer.Builder apiBuilder =
         ApiServer.builder(db.client())
             .host(settings.host())
             .port(settings.port())
             .tokens(tokens(settings.apiTokens()))
-            .meterRegistry(registry)
-            .build()
-            .start();
+            .meterRegistry(registry);
+    if (customize != null) {
+      customize.accept(apiBuilder);
+    }
+    ApiServer api = apiBuilder.build().start();
     JobWorker jobWorker = null;
     Maintenance maintenance = null;
     if (withWorkers) {
-      jobWorker = WorkCommand.worker(settings, db, registrations, new MicrometerJobMetrics(registry));
+      jobWorker = WorkCommand.worker(settings, db, registrations, metrics);
       jobWorker.start();
     } else {
       maintenance =
@@ -104,7 +118,7 @@ final class ServeCommand extends Subcommand {
     command.out().println("Stop with SIGTERM or Ctrl-C.");
     command.out().flush();
     if (afterStart != null) {
-      afterStart.run();
+      afterStart.run(db.client(), api.localUri());
     }
     stopped.await();
     return PgJobsCommand.OK;

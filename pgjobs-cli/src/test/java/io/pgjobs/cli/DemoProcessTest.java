@@ -90,6 +90,21 @@ class DemoProcessTest {
     return http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString()).body();
   }
 
+  /** {@code --log-level debug} adds one line per job start and finish. */
+  @Test
+  void debugLogLevelWritesALinePerJobStartAndFinish() throws Exception {
+    demo = JvmProcess.start("pgjobs-demo-debug", Main.class,
+        List.of("demo", "--port", "0", "--interval", "300ms", "--samples", "1", "--log-level", "debug"),
+        Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_SHUTDOWN_GRACE", "1s"));
+    awaitBase();
+    await().atMost(Duration.ofSeconds(90)).untilAsserted(() -> assertThat(demo.output())
+        .containsPattern("job \\S+ \\(summarize_text\\) attempt 1/\\d+ started")
+        .containsPattern("job \\S+ \\(summarize_text\\) attempt 1/\\d+ finished in \\d+ ms: "));
+    assertThat(demo.output()).doesNotContain("Created user", "with password");
+    demo.terminate();
+    assertThat(demo.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).as(demo.output()).isTrue();
+  }
+
   @Test
   void demoServesTheApiAndRunsJobsOfAllFourKindsToSuccess() throws Exception {
     demo = JvmProcess.start("pgjobs-demo", Main.class,
@@ -116,8 +131,29 @@ class DemoProcessTest {
     }
     HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString());
-    assertThat(metrics.body()).as("worker, pool and HTTP metrics in one scrape")
-        .contains("worker_jobs_completed_total{", "worker_job_duration_seconds", "hikaricp_connections");
+    assertThat(metrics.body()).as("client, worker, pool and HTTP metrics in one scrape")
+        .contains("worker_jobs_completed_total{", "worker_job_duration_seconds", "hikaricp_connections",
+            "pgjobs_jobs_enqueued_total{kind=\"webhook_delivery\"");
+
+    // The sample webhooks go to a fixed path of the demo's own server (so they survive a restart on the
+    // same port), and a webhook enqueued through the API to that path with the demo's secret succeeds.
+    JsonNode webhooks = json.readTree(http.send(HttpRequest.newBuilder(
+        URI.create(base + "/jobs?state=succeeded&type=webhook_delivery&limit=5")).build(),
+        HttpResponse.BodyHandlers.ofString()).body()).path("jobs");
+    assertThat(webhooks.get(0).path("payload").path("url").asString()).isEqualTo(base + "/demo/webhook");
+    HttpResponse<String> enqueued = http.send(HttpRequest.newBuilder(URI.create(base + "/jobs"))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString("{\"type\":\"webhook_delivery\",\"payload\":{\"url\":\"" + base
+            + "/demo/webhook\",\"body\":\"from the test\",\"secret\":\"demo-webhook-secret\"}}"))
+        .build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(enqueued.statusCode()).as(enqueued.body()).isIn(200, 201);
+    String webhookId = json.readTree(enqueued.body()).path("id").asString();
+    await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(json.readTree(
+        get(http, base + "/jobs/" + webhookId)).path("state").asString()).isEqualTo("succeeded"));
+
+    // Quiet by default: no mail sink passwords, no Jetty or Javalin INFO lines, no line per job.
+    assertThat(demo.output()).doesNotContain("Created user", "with password", "o.e.jetty", "org.eclipse.jetty",
+        "io.javalin", "attempt 1/3 started");
     HttpResponse<String> docs = http.send(HttpRequest.newBuilder(URI.create(base + "/openapi.json")).build(),
         HttpResponse.BodyHandlers.ofString());
     assertThat(docs.statusCode()).isEqualTo(200);

@@ -121,14 +121,16 @@ class PgJobsCommandTest {
         .contains("payload:         {\"text\":\"One. Two.\",\"sentences\":1}");
 
     CommandRun json = run("jobs", "show", id.toString(), "--json");
-    assertThat(json.out()).contains("\"id\" : \"" + id + "\"").contains("\"state\" : \"queued\"");
+    assertThat(json.out()).contains("\"id\" : \"" + id + "\"").contains("\"state\" : \"queued\"")
+        .as("the API's representation").contains("\"max_attempts\" : 7", "\"scheduled\" : false", "\"timeout_ms\"")
+        .doesNotContain("maxAttempts");
   }
 
   @Test
   void enqueueWithDelayOrRunAtSchedulesTheJob() {
-    UUID delayed = run("enqueue", "report", "--delay", "10m", "-q").firstId();
+    UUID delayed = run("enqueue", "report", "--allow-unknown-type", "--delay", "10m", "-q").firstId();
     Instant at = Instant.parse("2031-02-03T04:05:06Z");
-    UUID timed = run("enqueue", "report", "--run-at", "2031-02-03T05:05:06+01:00", "-q").firstId();
+    UUID timed = run("enqueue", "report", "--allow-unknown-type", "--run-at", "2031-02-03T05:05:06+01:00", "-q").firstId();
 
     assertThat(job(delayed).isScheduled()).isTrue();
     assertThat(job(delayed).runAt()).isAfter(Instant.now().plus(Duration.ofMinutes(9)));
@@ -138,8 +140,8 @@ class PgJobsCommandTest {
 
   @Test
   void enqueueWithTheSameIdempotencyKeyReturnsTheFirstJob() {
-    CommandRun first = run("enqueue", "report", "--idempotency-key", "nightly-2031-01-01");
-    CommandRun second = run("enqueue", "report", "--idempotency-key", "nightly-2031-01-01");
+    CommandRun first = run("enqueue", "report", "--allow-unknown-type", "--idempotency-key", "nightly-2031-01-01");
+    CommandRun second = run("enqueue", "report", "--allow-unknown-type", "--idempotency-key", "nightly-2031-01-01");
 
     assertThat(second.exitCode()).isZero();
     assertThat(second.firstId()).isEqualTo(first.firstId());
@@ -178,8 +180,8 @@ class PgJobsCommandTest {
 
   @Test
   void listShowsJobsNewestFirstFiltersThemAndPrintsACursorForTheNextPage() {
-    UUID a = run("enqueue", "report", "-q").firstId();
-    UUID b = run("enqueue", "report", "-q", "--queue", "other").firstId();
+    UUID a = run("enqueue", "report", "--allow-unknown-type", "-q").firstId();
+    UUID b = run("enqueue", "report", "--allow-unknown-type", "-q", "--queue", "other").firstId();
     UUID c = run("enqueue", "summarize_text", "-q", "--payload", "{\"text\":\"Hi.\",\"sentences\":1}").firstId();
     run("jobs", "cancel", b.toString());
 
@@ -201,12 +203,14 @@ class PgJobsCommandTest {
     assertThat(run("jobs", "list", "--type", "summarize_text").out()).contains(c.toString()).doesNotContain(a.toString());
     assertThat(run("jobs", "list", "--queue", "other,nothing").out()).contains(b.toString()).doesNotContain(c.toString());
     assertThat(run("jobs", "list", "--state", "failed").out()).isEqualTo("no jobs\n");
-    assertThat(run("jobs", "list", "--json").out()).contains("\"nextCursor\" : null").contains(a.toString());
+    CommandRun json = run("jobs", "list", "--json");
+    assertThat(json.out()).as("snake_case, as the API").contains("\"next_cursor\" : null", "\"max_attempts\" : 3",
+        "\"run_at\" : ").doesNotContain("nextCursor", "maxAttempts").contains(a.toString());
   }
 
   @Test
   void cancelOfAWaitingJobExits0AndOfAFinishedOneExits1() {
-    UUID id = run("enqueue", "report", "-q").firstId();
+    UUID id = run("enqueue", "report", "--allow-unknown-type", "-q").firstId();
 
     CommandRun cancel = run("jobs", "cancel", id.toString());
     assertThat(cancel.exitCode()).isZero();
@@ -220,7 +224,7 @@ class PgJobsCommandTest {
 
   @Test
   void retryOfACancelledJobQueuesItAgainAndOfAQueuedOneExits1() {
-    UUID id = run("enqueue", "report", "-q").firstId();
+    UUID id = run("enqueue", "report", "--allow-unknown-type", "-q").firstId();
     CommandRun queued = run("jobs", "retry", id.toString());
     assertThat(queued.exitCode()).isEqualTo(1);
     assertThat(queued.err()).contains("job " + id + " is queued; only failed and cancelled jobs can be retried");
@@ -230,6 +234,49 @@ class PgJobsCommandTest {
     assertThat(retry.exitCode()).isZero();
     assertThat(retry.out()).isEqualTo("job " + id + " queued again\n");
     assertThat(job(id).state()).isEqualTo(JobState.QUEUED);
+  }
+
+  @Test
+  void enqueueOfAnUnknownTypeExits2ListingTheKnownOnesUnlessAllowed() {
+    CommandRun typo = run("enqueue", "send_emial", "--payload", "{\"to\":\"ada@example.com\"}");
+    assertThat(typo.exitCode()).as(typo.toString()).isEqualTo(2);
+    assertThat(typo.err()).contains("unknown job type 'send_emial'; known types: echo, resize_image, send_email,"
+        + " summarize_text, webhook_delivery", "--allow-unknown-type");
+    assertThat(client.list(io.pgjobs.JobFilter.builder().build()).jobs()).isEmpty();
+
+    CommandRun allowed = run("enqueue", "send_emial", "--allow-unknown-type", "-q");
+    assertThat(allowed.exitCode()).as(allowed.toString()).isZero();
+    assertThat(job(allowed.firstId()).type()).isEqualTo("send_emial");
+  }
+
+  @Test
+  void showCancelAndRetryAcceptAUniqueIdPrefix() {
+    UUID id = run("enqueue", "report", "--allow-unknown-type", "-q").firstId();
+    String prefix = id.toString().substring(0, 13); // "xxxxxxxx-xxxx": unique for a second job made now
+    UUID other = run("enqueue", "report", "--allow-unknown-type", "-q").firstId();
+    String unique = id.toString().substring(0, 19).equals(other.toString().substring(0, 19))
+        ? id.toString().substring(0, 30) : id.toString().substring(0, 23);
+
+    CommandRun show = run("jobs", "show", unique);
+    assertThat(show.exitCode()).as(show.toString()).isZero();
+    assertThat(show.out()).contains("id:              " + id);
+    CommandRun cancel = run("jobs", "cancel", unique.replace("-", "").toUpperCase(Locale.ROOT));
+    assertThat(cancel.out()).isEqualTo("job " + id + " cancelled\n");
+    assertThat(run("jobs", "retry", unique).out()).isEqualTo("job " + id + " queued again\n");
+
+    CommandRun ambiguous = run("jobs", "show", prefix.substring(0, 4));
+    assertThat(ambiguous.exitCode()).as(ambiguous.toString()).isEqualTo(2);
+    assertThat(ambiguous.err()).contains("job id prefix '" + prefix.substring(0, 4) + "' is ambiguous")
+        .doesNotContain("Exception");
+
+    CommandRun none = run("jobs", "show", "ffff");
+    assertThat(none.exitCode()).as(none.toString()).isEqualTo(1);
+    assertThat(none.err()).isEqualTo("pgjobs jobs show: no job id starts with 'ffff' (finished jobs are pruned after the"
+        + " retention period)\n");
+
+    CommandRun bad = run("jobs", "show", "01a");
+    assertThat(bad.exitCode()).as(bad.toString()).isEqualTo(2);
+    assertThat(bad.err()).contains("'01a' is not a job id; give the full id (a UUID").doesNotContain("Exception");
   }
 
   @Test
@@ -251,13 +298,27 @@ class PgJobsCommandTest {
     try (ServerSocket socket = new ServerSocket(0)) {
       closedPort = socket.getLocalPort();
     }
-    for (String[] args : new String[][] {{"migrate"}, {"jobs", "list"}, {"enqueue", "report"}}) {
+    for (String[] args : new String[][] {{"migrate"}, {"jobs", "list"}, {"enqueue", "report", "--allow-unknown-type"}}) {
       CommandRun r = CommandRun.of(Map.of("DATABASE_URL", "postgres://postgres@127.0.0.1:" + closedPort + "/x"), args);
       assertThat(r.exitCode()).as(r.toString()).isEqualTo(1);
       assertThat(r.err().lines().toList()).singleElement().satisfies(line -> assertThat(line)
           .contains("cannot connect to the database at jdbc:postgresql://127.0.0.1:" + closedPort + "/x")
           .doesNotContain("Exception", "\tat "));
     }
+  }
+
+  @Test
+  void anUnknownHostIsNamedAndAPasswordWithAtSignsIsNeverShown() {
+    CommandRun r = CommandRun.of(Map.of("DATABASE_URL", "postgres://postgres:p@ss@no-such-host.invalid:5432/x"),
+        "jobs", "list");
+    assertThat(r.exitCode()).as(r.toString()).isEqualTo(1);
+    assertThat(r.err().lines().toList()).singleElement().satisfies(line -> assertThat(line)
+        .contains("unknown host 'no-such-host.invalid'")
+        .doesNotContain("p@ss", "ss@", "has no host", "Exception"));
+
+    CommandRun settings = CommandRun.of(Map.of("DATABASE_URL", "postgres://postgres:p@ss@127.0.0.1:5432/x"), "settings");
+    assertThat(settings.exitCode()).as(settings.toString()).isZero();
+    assertThat(settings.out()).contains("jdbc:postgresql://127.0.0.1:5432/x (user postgres)").doesNotContain("p@ss", "ss@");
   }
 
   @Test
@@ -303,12 +364,13 @@ class PgJobsCommandTest {
     assertUsage(run("enqueue", "x", "--count", "0"), "--count must be between 1 and 10000000, was 0");
     assertUsage(run("enqueue", "x", "--count", "2", "--idempotency-key", "k"), "cannot be used with --count 2");
     assertUsage(run("enqueue", "bad name!"), "invalid TYPE: type: invalid name 'bad name!'");
-    assertUsage(run("jobs", "show", "not-a-uuid"), "Invalid value for positional parameter at index 0 (ID): cannot convert 'not-a-uuid' to UUID");
+    assertUsage(run("jobs", "show", "not-a-uuid"), "'not-a-uuid' is not a job id; give the full id (a UUID");
     assertUsage(run("jobs", "list", "--limit", "0"), "invalid --limit: limit: must be between 1 and 1000, was 0");
     assertUsage(run("jobs", "list", "--state", "done"), "invalid --state: unknown job state 'done'; allowed: queued, running, retrying, succeeded, failed, cancelled");
     assertUsage(run("jobs", "list", "--cursor", "zzz"), "is not a cursor returned by a previous page");
     assertUsage(run("jobs"), "pgjobs jobs: a subcommand is required");
     assertUsage(run("work", "--concurrency", "0"), "invalid value '0' for option --concurrency (setting concurrency): out of range; allowed: an integer from 1 to 10000");
+    assertUsage(run("work", "--log-level", "loud"), "invalid value 'loud' for option --log-level (setting log_level): unknown log level");
     assertUsage(run("work", "--queues", "a=1,,b"), "invalid value 'a=1,,b' for option --queues (setting queues): empty queue name");
     assertUsage(run("bench", "--workload", "W9"), "unknown workload 'W9'; allowed: W1, W2, W3, W4, all");
     assertUsage(run("bench", "--runs", "0"), "--runs must be between 1 and 100, was 0");

@@ -1,7 +1,5 @@
 package io.pgjobs.config;
 
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -19,6 +17,11 @@ import java.util.regex.Pattern;
  * A PostgreSQL location written any of the ways people write it: {@code postgres://user:pw@host:5432/db},
  * {@code postgresql://...} (libpq style, as in {@code DATABASE_URL}) or {@code jdbc:postgresql://...}.
  *
+ * <p>User name and password are percent-decoded ({@code %40} is '@'; a '+' stays a plus). A password may
+ * hold '@' and ':' as they are: the last '@' before the host ends it, as libpq reads it. '/', '?', '#'
+ * and '%' must be written {@code %2F}, {@code %3F}, {@code %23} and {@code %25}. No message and no
+ * {@link #toString()} ever shows any part of a password.
+ *
  * @param jdbcUrl the JDBC URL without credentials
  * @param user user name, or null
  * @param password password, or null
@@ -28,6 +31,7 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
   /** Where pgjobs looks when nothing is configured. */
   public static final String DEFAULT = "postgresql://postgres@127.0.0.1:5432/pgjobs";
 
+  private static final Pattern HOST = Pattern.compile("[A-Za-z0-9_.\\-]{1,253}");
   private static final Pattern DATABASE_NAME = Pattern.compile("[A-Za-z0-9_\\-]{1,63}");
   private static final String ALLOWED =
       "allowed: postgres://user:password@host:port/database, postgresql://... or jdbc:postgresql://host:port/database";
@@ -48,27 +52,78 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     if (!(text.startsWith("postgres://") || text.startsWith("postgresql://"))) {
       throw new IllegalArgumentException("unsupported database URL '" + redact(text) + "'; " + ALLOWED);
     }
-    URI uri;
-    try {
-      uri = new URI(text);
-    } catch (URISyntaxException e) {
-      throw new IllegalArgumentException("malformed database URL '" + redact(text) + "': " + e.getReason() + "; " + ALLOWED);
+    // Split by hand rather than with java.net.URI: a password may hold '@' (the last '@' of the authority
+    // separates the user info from the host, as libpq and browsers read it) and URI would see no host.
+    String rest = text.substring(text.indexOf("//") + 2);
+    int at = lastAtOfUserInfo(rest);
+    if (at < 0 && rest.indexOf('@') >= 0) {
+      // An '@' after a '/', '?' or '#': most likely a password holding one of those unencoded.
+      throw new IllegalArgumentException("database URL '" + redact(text) + "' has an '@' after its host; if the user"
+          + " name or password holds '/', '?', '#' or '%', write them as %2F, %3F, %23 and %25 (and '@' as %40 outside"
+          + " them); " + ALLOWED);
     }
-    if (uri.getHost() == null) {
-      throw new IllegalArgumentException("database URL '" + redact(text) + "' has no host; " + ALLOWED);
+    String userInfo = at < 0 ? null : rest.substring(0, at);
+    String afterUserInfo = rest.substring(at + 1);
+    int authorityEnd = indexOfAny(afterUserInfo, "/?#");
+    String hostPort = authorityEnd < 0 ? afterUserInfo : afterUserInfo.substring(0, authorityEnd);
+    String tail = authorityEnd < 0 ? "" : afterUserInfo.substring(authorityEnd);
+    if (tail.indexOf('#') >= 0) {
+      throw new IllegalArgumentException("database URL '" + redact(text) + "' has a fragment (#); write '#' in a"
+          + " password as %23; " + ALLOWED);
     }
-    String database = uri.getPath() == null || uri.getPath().length() <= 1 ? "postgres" : uri.getPath().substring(1);
+    int queryStart = tail.indexOf('?');
+    String path = queryStart < 0 ? tail : tail.substring(0, queryStart);
+    String rawQuery = queryStart < 0 ? null : tail.substring(queryStart + 1);
+    String host;
+    String portText = null;
+    if (hostPort.startsWith("[")) {
+      int close = hostPort.indexOf(']');
+      if (close < 0) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an unclosed '[' in its host; "
+            + ALLOWED);
+      }
+      host = hostPort.substring(0, close + 1);
+      String after = hostPort.substring(close + 1);
+      if (after.startsWith(":")) {
+        portText = after.substring(1);
+      } else if (!after.isEmpty()) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid host; " + ALLOWED);
+      }
+    } else {
+      int colon = hostPort.lastIndexOf(':');
+      host = colon < 0 ? hostPort : hostPort.substring(0, colon);
+      portText = colon < 0 ? null : hostPort.substring(colon + 1);
+    }
+    if (host.isEmpty()) {
+      throw new IllegalArgumentException("database URL '" + redact(text) + "' has no host; " + ALLOWED
+          + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
+    }
+    if (!host.startsWith("[") && !HOST.matcher(host).matches()) {
+      throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid host '" + host + "'; "
+          + ALLOWED + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
+    }
+    int port = 5432;
+    if (portText != null && !portText.isEmpty()) {
+      try {
+        port = Integer.parseInt(portText);
+      } catch (NumberFormatException e) {
+        port = -1;
+      }
+      if (port < 1 || port > 65535) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid port '" + portText
+            + "'; allowed: 1 to 65535");
+      }
+    }
+    String database = path.length() <= 1 ? "postgres" : decode(path.substring(1), "database name", text);
     String user = null;
     String password = null;
-    if (uri.getRawUserInfo() != null) {
-      String[] parts = uri.getRawUserInfo().split(":", 2);
-      user = decode(parts[0]);
-      password = parts.length > 1 ? decode(parts[1]) : null;
+    if (userInfo != null) {
+      int colon = userInfo.indexOf(':');
+      user = decode(colon < 0 ? userInfo : userInfo.substring(0, colon), "user name", text);
+      password = colon < 0 ? null : decode(userInfo.substring(colon + 1), "password", text);
     }
-    int port = uri.getPort() == -1 ? 5432 : uri.getPort();
-    String host = uri.getHost().contains(":") && !uri.getHost().startsWith("[") ? "[" + uri.getHost() + "]" : uri.getHost();
     String jdbc = "jdbc:postgresql://" + host + ":" + port + "/" + database
-        + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
+        + (rawQuery == null || rawQuery.isEmpty() ? "" : "?" + rawQuery);
     return new DatabaseUrl(jdbc, user, password, requireDatabase(database, text));
   }
 
@@ -85,7 +140,7 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
       for (String pair : text.substring(query + 1).split("&")) {
         String[] kv = pair.split("=", 2);
         if (kv[0].equals("user") || kv[0].equals("password")) {
-          params.put(kv[0], kv.length > 1 ? decode(kv[1]) : "");
+          params.put(kv[0], kv.length > 1 ? decodeParameter(kv[0], kv[1], text) : "");
         } else if (!pair.isEmpty()) {
           rest.append(rest.isEmpty() ? "?" : "&").append(pair);
         }
@@ -155,7 +210,7 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
   /** The URL with the password hidden, for logs and error messages. */
   @Override
   public String toString() {
-    return jdbcUrl + (user == null ? "" : " (user " + user + ")");
+    return redact(jdbcUrl) + (user == null ? "" : " (user " + user + ")");
   }
 
   private static String requireDatabase(String database, String url) {
@@ -167,11 +222,90 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     return database;
   }
 
-  private static String decode(String value) {
-    return URLDecoder.decode(value, StandardCharsets.UTF_8);
+  /** Decodes a JDBC URL parameter as the PostgreSQL driver does ('+' is a space); errors never show it. */
+  private static String decodeParameter(String name, String value, String url) {
+    try {
+      return URLDecoder.decode(value, StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("the " + name + " parameter of database URL '" + redact(url)
+          + "' has a '%' not followed by two hex digits; write '%' as %25");
+    }
   }
 
-  private static String redact(String url) {
-    return url.replaceAll("(//[^:/@]+):[^@/]*@", "$1:***@").replaceAll("password=[^&]*", "password=***");
+  /**
+   * Percent-decodes one part of the URL (not '+', which stays a plus as in RFC 3986). A bad escape is
+   * reported without the part's text, which may be a password.
+   */
+  private static String decode(String value, String what, String url) {
+    if (value.indexOf('%') < 0) {
+      return value;
+    }
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (c == '%') {
+        int hi = i + 2 < value.length() ? Character.digit(value.charAt(i + 1), 16) : -1;
+        int lo = i + 2 < value.length() ? Character.digit(value.charAt(i + 2), 16) : -1;
+        if (hi < 0 || lo < 0) {
+          throw new IllegalArgumentException("the " + what + " in database URL '" + redact(url)
+              + "' has a '%' not followed by two hex digits; write '%' as %25");
+        }
+        bytes.write(hi * 16 + lo);
+        i += 2;
+      } else {
+        byte[] b = String.valueOf(c).getBytes(StandardCharsets.UTF_8);
+        if (Character.isHighSurrogate(c) && i + 1 < value.length()) {
+          b = value.substring(i, i + 2).getBytes(StandardCharsets.UTF_8);
+          i++;
+        }
+        bytes.writeBytes(b);
+      }
+    }
+    return bytes.toString(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Where the user info ends in {@code rest} (the URL after {@code //}): the last '@' before the path,
+   * or -1. The path starts at the first '/', '?' or '#' after that '@'; a password may therefore hold
+   * '@' and ':' as they are, but '/', '?', '#' and '%' must be percent-encoded.
+   */
+  private static int lastAtOfUserInfo(String rest) {
+    int firstSeparator = indexOfAny(rest, "/?#");
+    String authority = firstSeparator < 0 ? rest : rest.substring(0, firstSeparator);
+    return authority.lastIndexOf('@');
+  }
+
+  private static int indexOfAny(String text, String chars) {
+    for (int i = 0; i < text.length(); i++) {
+      if (chars.indexOf(text.charAt(i)) >= 0) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * {@code url} with every part that may be a password replaced by {@code ***}: everything between
+   * {@code ://} and the last '@' of the URL, query included (the user name before the first ':' is kept),
+   * and {@code password=} parameters. Errs on the side of hiding too much: a password holding '/' or
+   * '?' that was not percent-encoded is still hidden.
+   */
+  static String redact(String url) {
+    String text = url.replaceAll("(?i)(password=)[^&]*", "$1***");
+    int scheme = text.indexOf("://");
+    if (scheme < 0) {
+      return text;
+    }
+    String rest = text.substring(scheme + 3);
+    int at = rest.lastIndexOf('@');
+    if (at < 0) {
+      return text;
+    }
+    String userInfo = rest.substring(0, at);
+    int colon = userInfo.indexOf(':');
+    int slash = userInfo.indexOf('/');
+    String shown = colon < 0 && slash < 0 ? userInfo : colon >= 0 && (slash < 0 || colon < slash)
+        ? userInfo.substring(0, colon) + ":***" : "***";
+    return text.substring(0, scheme + 3) + shown + rest.substring(at);
   }
 }

@@ -242,10 +242,17 @@ final class JobRunner {
   private <P> void runHandler(RunningJob attempt, HandlerRegistration<P> registration) {
     ClaimedJob job = attempt.job();
     metrics.started(job.type());
+    // One line per start and finish at debug (the CLI's --log-level debug); MDC holds the job's fields.
+    log.debug("job {} ({}) attempt {}/{} started", job.id(), job.type(), job.attempt(), job.maxAttempts());
     long started = System.nanoTime();
     String label = runAndRecord(attempt, registration, started);
+    long nanos = System.nanoTime() - started;
     if (label != null) {
-      metrics.completed(job.type(), label, Duration.ofNanos(System.nanoTime() - started));
+      metrics.completed(job.type(), label, Duration.ofNanos(nanos));
+    }
+    if (log.isDebugEnabled()) {
+      log.debug("job {} ({}) attempt {}/{} finished in {} ms: {}", job.id(), job.type(), job.attempt(),
+          job.maxAttempts(), nanos / 1_000_000, label == null ? "succeeded, written with a batch (or let go: see the warning)" : label);
     }
   }
 

@@ -98,6 +98,19 @@ public final class ApiServer implements AutoCloseable {
     ADMIN
   }
 
+  /** The handler of a {@link Builder#plainPost} route. */
+  @FunctionalInterface
+  public interface PlainPost {
+    /**
+     * Handles one request.
+     *
+     * @param header the request's header of a name (case-insensitive), or null
+     * @param body the request body
+     * @return the response status
+     */
+    int handle(java.util.function.Function<String, String> header, byte[] body) throws Exception;
+  }
+
   private final JobClient client;
   private final String host;
   private final int requestedPort;
@@ -107,6 +120,7 @@ public final class ApiServer implements AutoCloseable {
   private final long maxBodyBytes;
   private final List<String> corsOrigins;
   private final PrometheusMeterRegistry registry;
+  private final Map<String, PlainPost> plainPosts;
   private final JsonMapper json = ApiJson.mapper();
   private final ProblemMapper problems;
   private final ExecutorService handlerThreads =
@@ -129,6 +143,7 @@ public final class ApiServer implements AutoCloseable {
     this.problems = new ProblemMapper(json, b.maxBodyBytes);
     this.corsOrigins = List.copyOf(b.corsOrigins);
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    this.plainPosts = Map.copyOf(b.plainPosts);
     this.events = new EventHub(client.dataSource(), client.eventsChannel(), json, SSE_PING);
   }
 
@@ -186,6 +201,8 @@ public final class ApiServer implements AutoCloseable {
       new HealthApi(client).register(routes);
       new MetricsApi(registry, client).register(routes);
       docs.register(routes);
+      plainPosts.forEach((path, handler) ->
+          cfg.routes.post(path, ctx -> ctx.status(handler.handle(ctx::header, ctx.bodyAsBytes()))));
     });
     try {
       app.start();
@@ -326,7 +343,7 @@ public final class ApiServer implements AutoCloseable {
       return;
     }
     Endpoint endpoint = ctx.endpoints().matchedHttpEndpoint();
-    if (endpoint == null || isOpen(endpoint.path)) {
+    if (endpoint == null || isOpen(endpoint.path) || plainPosts.containsKey(endpoint.path)) {
       return;
     }
     String header = ctx.header("Authorization");
@@ -422,6 +439,7 @@ public final class ApiServer implements AutoCloseable {
     private long maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
     private List<String> corsOrigins = List.of();
     private PrometheusMeterRegistry registry;
+    private final Map<String, PlainPost> plainPosts = new LinkedHashMap<>();
 
     private Builder(JobClient client) {
       this.client = Objects.requireNonNull(client, "client");
@@ -475,6 +493,19 @@ public final class ApiServer implements AutoCloseable {
      */
     public Builder corsOrigins(List<String> corsOrigins) {
       this.corsOrigins = corsOrigins == null ? null : new ArrayList<>(corsOrigins);
+      return this;
+    }
+
+    /**
+     * An extra POST route outside the API, for a receiver that lives next to it (the demo's webhook
+     * receiver): answered without a bearer token, not in the OpenAPI document, not under the request
+     * timeout. The handler gets the request's headers and body and returns the status.
+     */
+    public Builder plainPost(String path, PlainPost handler) {
+      if (path == null || !path.matches("(/[A-Za-z0-9._~\\-]+)+")) {
+        throw new IllegalArgumentException("path must be a fixed path like /demo/webhook, was " + path);
+      }
+      plainPosts.put(path, java.util.Objects.requireNonNull(handler, "handler"));
       return this;
     }
 

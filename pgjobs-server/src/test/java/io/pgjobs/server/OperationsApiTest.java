@@ -113,14 +113,18 @@ class OperationsApiTest {
   @Test
   void statsAndDeadLettersCountFinishedJobsByTypeQueueAndError() {
     String queue = uniqueQueue();
-    for (String note : List.of("ok", "ok", "boom", "boom", "bang")) {
+    for (String note : List.of("ok", "ok", "boom:41213", "boom:41977", "bang")) {
       api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"" + note + "\"},\"queue\":\"" + queue
           + "\",\"max_attempts\":1}");
     }
     try (JobWorker worker = JobWorker.builder(api.db.dataSource())
         .register(TestTypes.TASK, (ctx, task) -> {
+          if (task.note().equals("bang")) {
+            // No message of its own, as java.net.http throws a refused connection.
+            throw new UnsupportedOperationException((String) null, new java.net.ConnectException("Connection refused"));
+          }
           if (!task.note().equals("ok")) {
-            throw new IllegalStateException(task.note() + " happened\nat line 2");
+            throw new IllegalStateException("boom to 127.0.0.1:" + task.note().substring(5) + " happened\nat line 2");
           }
           return null;
         })
@@ -153,12 +157,27 @@ class OperationsApiTest {
     assertThat(api.get("/stats?window=10m").json().path("window").asString()).isEqualTo("10m");
 
     JsonNode groups = api.get("/dead-letters?queue=" + queue).json().path("groups");
-    assertThat(groups.size()).isEqualTo(2);
-    assertThat(groups.get(0).path("error").asString()).isEqualTo("boom happened");
+    assertThat(groups.size()).as("grouped by error class, not by messages differing in a port: %s", groups)
+        .isEqualTo(2);
+    assertThat(groups.get(0).path("error").asString()).isEqualTo("java.lang.IllegalStateException");
+    assertThat(groups.get(0).path("kind").asString()).isEqualTo("error");
+    assertThat(groups.get(0).path("message").asString()).matches("boom to 127\\.0\\.0\\.1:41(213|977) happened");
     assertThat(groups.get(0).path("count").asLong()).isEqualTo(2);
     assertThat(groups.get(0).path("job_ids").size()).isEqualTo(2);
-    assertThat(groups.get(1).path("error").asString()).isEqualTo("bang happened");
-    assertThat(groups.get(1).path("count").asLong()).isEqualTo(1);
+    JsonNode bang = groups.get(1);
+    assertThat(bang.path("error").asString()).isEqualTo("java.lang.UnsupportedOperationException");
+    assertThat(bang.path("message").asString()).isEqualTo("java.lang.UnsupportedOperationException without a message;"
+        + " caused by java.net.ConnectException: Connection refused");
+    assertThat(bang.path("count").asLong()).isEqualTo(1);
+
+    JsonNode lastError = api.get("/jobs/" + bang.path("job_ids").get(0).asString()).json().path("errors").get(0);
+    assertThat(lastError.path("message").asString()).isNotEqualTo("null").contains("Connection refused");
+    assertThat(lastError.path("error_class").asString()).isEqualTo("java.lang.UnsupportedOperationException");
+    assertThat(lastError.path("cause").asString()).isEqualTo("java.net.ConnectException: Connection refused");
+
+    JsonNode retried = api.post("/dead-letters/retry", "{\"type\":\"task\",\"error\":\"java.lang.IllegalStateException\"}")
+        .json();
+    assertThat(retried.path("retried").asLong()).isEqualTo(2);
   }
 
   @Test

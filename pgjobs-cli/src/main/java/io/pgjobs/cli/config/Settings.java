@@ -42,6 +42,8 @@ import java.util.stream.Collectors;
  *   <tr><td>pool_size</td><td>--pool-size</td><td>PGJOBS_POOL_SIZE</td><td>20</td><td>2–1000</td></tr>
  *   <tr><td>log_format</td><td>--log-format</td><td>PGJOBS_LOG_FORMAT, then LOG_FORMAT</td><td>plain</td>
  *       <td>plain, json</td></tr>
+ *   <tr><td>log_level</td><td>--log-level</td><td>PGJOBS_LOG_LEVEL</td><td>info</td>
+ *       <td>error, warn, info, debug</td></tr>
  *   <tr><td>queues</td><td>--queues</td><td>PGJOBS_QUEUES</td><td>the queues of the registered job
  *       types</td><td>queue[=concurrency],...</td></tr>
  *   <tr><td>concurrency</td><td>--concurrency</td><td>PGJOBS_CONCURRENCY</td><td>10</td><td>1–10000</td></tr>
@@ -78,6 +80,18 @@ public final class Settings {
     CONFIG_FILE,
     /** The built-in default. */
     DEFAULT
+  }
+
+  /** Least severe pgjobs log events written ({@code debug} adds a line per job start and finish). */
+  public enum LogLevel {
+    /** Errors only. */
+    ERROR,
+    /** Warnings and errors. */
+    WARN,
+    /** The default: lifecycle events, retries, warnings and errors. */
+    INFO,
+    /** Also one line per job start and finish, claims and HTTP requests. */
+    DEBUG
   }
 
   /** How logs are written. */
@@ -126,6 +140,7 @@ public final class Settings {
   public static final String SCHEMA = "schema";
   public static final String POOL_SIZE = "pool_size";
   public static final String LOG_FORMAT = "log_format";
+  public static final String LOG_LEVEL = "log_level";
   public static final String QUEUES = "queues";
   public static final String CONCURRENCY = "concurrency";
   public static final String CLAIM_BATCH = "claim_batch";
@@ -158,7 +173,9 @@ public final class Settings {
               text -> Path.of(text)),
           new Definition(DATABASE_URL, "--database-url", List.of("DATABASE_URL", "PGJOBS_DATABASE_URL"),
               DatabaseUrl.DEFAULT, "`" + DatabaseUrl.DEFAULT + "`",
-              "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`",
+              "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`; in the user"
+                  + " name and password write `/`, `?`, `#` and `%` as `%2F`, `%3F`, `%23` and `%25` (`@` and `:`"
+                  + " may stay: the last `@` before the host ends the password)",
               "the PostgreSQL database", DatabaseUrl::parse),
           new Definition(SCHEMA, "--schema", List.of("PGJOBS_SCHEMA"), "pgjobs", "`pgjobs`",
               "1–51 of lowercase letters, digits and _, not starting with a digit",
@@ -169,6 +186,11 @@ public final class Settings {
           new Definition(LOG_FORMAT, "--log-format", List.of("PGJOBS_LOG_FORMAT", "LOG_FORMAT"), "plain",
               "`plain`", "`plain` or `json`", "log lines as text or as JSON objects (to stderr)",
               Settings::parseLogFormat),
+          new Definition(LOG_LEVEL, "--log-level", List.of("PGJOBS_LOG_LEVEL"), "info", "`info`",
+              "`error`, `warn`, `info` or `debug`",
+              "least severe log events of pgjobs written; `debug` adds one line per job start and finish"
+                  + " (libraries log warnings and errors only)",
+              Settings::parseLogLevel),
           new Definition(QUEUES, "--queues", List.of("PGJOBS_QUEUES"), null,
               "the queues of the registered job types",
               "comma-separated `queue` or `queue=concurrency` (queue: 1–255 of letters, digits, `_ . : - /`;"
@@ -411,6 +433,11 @@ public final class Settings {
     return (LogFormat) values.get(LOG_FORMAT).value();
   }
 
+  /** The log level of pgjobs' own loggers. */
+  public LogLevel logLevel() {
+    return (LogLevel) values.get(LOG_LEVEL).value();
+  }
+
   /**
    * The queues to serve with their concurrency; empty when none were named (then the queues of the
    * registered types are served, each with {@link #concurrency()}).
@@ -582,6 +609,16 @@ public final class Settings {
       throw new IllegalArgumentException("not a schema name");
     }
     return text;
+  }
+
+  private static LogLevel parseLogLevel(String text) {
+    return switch (text.strip().toLowerCase(java.util.Locale.ROOT)) {
+      case "error" -> LogLevel.ERROR;
+      case "warn", "warning" -> LogLevel.WARN;
+      case "info" -> LogLevel.INFO;
+      case "debug" -> LogLevel.DEBUG;
+      default -> throw new IllegalArgumentException("unknown log level");
+    };
   }
 
   private static LogFormat parseLogFormat(String text) {

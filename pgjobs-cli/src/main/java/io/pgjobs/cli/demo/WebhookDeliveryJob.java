@@ -153,7 +153,9 @@ public final class WebhookDeliveryJob {
     }
     String message = "webhook " + uri + " answered " + status + (head.isEmpty() ? "" : ": " + head);
     if (status >= 500 || status == 408 || status == 429) {
-      throw new IOException(message + " (will retry)");
+      // No "(will retry)": the same text ends the job's history when it was the last attempt; the job's
+      // state says whether it is retried.
+      throw new IOException(message);
     }
     throw new DiscardJobException(message + " (not retried)");
   }

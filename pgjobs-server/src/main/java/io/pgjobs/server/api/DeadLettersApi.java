@@ -19,8 +19,9 @@ import java.util.TreeSet;
 import java.util.UUID;
 
 /**
- * {@code /dead-letters}: failed jobs grouped by type and the first line of their last error, newest
- * failures first within a group. Computed by reading failed jobs page by page, at most
+ * {@code /dead-letters}: failed jobs grouped by type and what their last error was (its exception class,
+ * or its kind when it had none), newest failures first within a group. Messages are not part of the key:
+ * "connection refused to 127.0.0.1:41213" and "…:41977" are one problem. Computed by reading failed jobs page by page, at most
  * {@value #MAX_SCANNED} of them (the newest).
  */
 public final class DeadLettersApi {
@@ -44,7 +45,7 @@ public final class DeadLettersApi {
   }
 
   /**
-   * Queues again every failed job of one group (type and first error line) among the newest
+   * Queues again every failed job of one group (type and error class or kind) among the newest
    * {@value #MAX_SCANNED} failed jobs of that type; each gets a full set of attempts.
    */
   private Reply retryGroup(Context ctx, Routes routes) {
@@ -63,7 +64,7 @@ public final class DeadLettersApi {
           .cursor(cursor)
           .build());
       for (Job job : page.jobs()) {
-        if (firstLine(job).equals(error)) {
+        if (groupError(job).equals(error)) {
           ids.add(job.id());
         }
       }
@@ -96,8 +97,9 @@ public final class DeadLettersApi {
           .cursor(cursor)
           .build());
       for (Job job : page.jobs()) {
-        String error = firstLine(job);
-        groups.computeIfAbsent(job.type() + "\u0000" + error, k -> new Group(job.type(), error)).add(job);
+        String error = groupError(job);
+        groups.computeIfAbsent(job.type() + "\u0000" + error, k -> new Group(job.type(), error, kind(job), firstLine(job)))
+            .add(job);
       }
       scanned += page.jobs().size();
       cursor = page.nextCursor();
@@ -111,6 +113,24 @@ public final class DeadLettersApi {
         .map(Group::view)
         .toList();
     return Reply.ok(new DeadLettersView(views, scanned, truncated));
+  }
+
+  /** The group key besides the type: the last error's exception class, else its kind. */
+  static String groupError(Job job) {
+    List<JobError> errors = job.errors();
+    if (errors.isEmpty()) {
+      return "(no error recorded)";
+    }
+    JobError last = errors.get(errors.size() - 1);
+    if (last.errorClass() != null && !last.errorClass().isBlank()) {
+      return last.errorClass();
+    }
+    return last.kind() == null ? "(no error recorded)" : last.kind();
+  }
+
+  private static String kind(Job job) {
+    List<JobError> errors = job.errors();
+    return errors.isEmpty() || errors.get(errors.size() - 1).kind() == null ? "" : errors.get(errors.size() - 1).kind();
   }
 
   private static String firstLine(Job job) {
@@ -127,14 +147,18 @@ public final class DeadLettersApi {
   private static final class Group {
     final String type;
     final String error;
+    final String kind;
+    final String message;
     long count;
     Instant latest;
     final TreeSet<String> queues = new TreeSet<>();
     final List<UUID> sample = new ArrayList<>();
 
-    Group(String type, String error) {
+    Group(String type, String error, String kind, String message) {
       this.type = type;
       this.error = error;
+      this.kind = kind;
+      this.message = message;
     }
 
     void add(Job job) {
@@ -149,19 +173,22 @@ public final class DeadLettersApi {
     }
 
     DeadLetterGroupView view() {
-      return new DeadLetterGroupView(type, error, count, List.copyOf(queues), latest, List.copyOf(sample));
+      return new DeadLetterGroupView(type, error, kind, message, count, List.copyOf(queues), latest,
+          List.copyOf(sample));
     }
   }
 
   /**
-   * Failed jobs of one type with the same first error line.
+   * Failed jobs of one type whose last error had the same exception class (or kind, without one).
    *
-   * @param error first line of the last attempt's error message
+   * @param error the last error's exception class, or its kind when it had none
+   * @param kind the last error's kind
+   * @param message first line of the newest job's last error message, as an example
    * @param latestFailedAt when the newest of them failed
    * @param jobIds up to five of them, newest first
    */
   public record DeadLetterGroupView(
-      String type, String error, long count, List<String> queues, Instant latestFailedAt, List<UUID> jobIds) {}
+      String type, String error, String kind, String message, long count, List<String> queues, Instant latestFailedAt, List<UUID> jobIds) {}
 
   /**
    * The dead letters.

@@ -314,7 +314,8 @@ public final class JobsApi {
     public static JobView of(Job job) {
       List<ErrorView> errors = new ArrayList<>();
       for (JobError e : job.errors()) {
-        errors.add(new ErrorView(e.attempt(), e.at(), e.kind(), e.errorClass(), e.message(), e.stackHead(), e.worker()));
+        errors.add(new ErrorView(e.attempt(), e.at(), e.kind(), e.errorClass(), e.message(), e.stackHead(), e.worker(),
+            e.cause()));
       }
       ProgressView progress = job.progressPercent() == null && job.progressMessage() == null
           ? null : new ProgressView(job.progressPercent(), job.progressMessage());
@@ -329,9 +330,10 @@ public final class JobsApi {
   /** Last reported progress: percent 0–100 and message, either may be null. */
   public record ProgressView(Integer percent, String message) {}
 
-  /** One failed attempt. */
+  /** One failed attempt; {@code cause}: the exception's causes, one {@code class: message} line each, or null. */
   public record ErrorView(
-      int attempt, Instant at, String kind, String errorClass, String message, String stackHead, String worker) {}
+      int attempt, Instant at, String kind, String errorClass, String message, String stackHead, String worker,
+      String cause) {}
 
   /** A page of jobs, newest first; {@code nextCursor} is null on the last page. */
   public record JobPageView(List<JobView> jobs, String nextCursor) {}

@@ -146,7 +146,8 @@ final class DashboardFixture implements AutoCloseable {
       case "error" -> throw new IllegalStateException(task.key());
       case "flaky" -> {
         if (down.get()) {
-          throw new IOException("gateway down\nwhile calling " + task.key());
+          // Its own exception class, so its dead-letter group holds only these jobs.
+          throw new java.net.ConnectException("gateway down\nwhile calling " + task.key());
         }
         return Map.of("ok", true);
       }

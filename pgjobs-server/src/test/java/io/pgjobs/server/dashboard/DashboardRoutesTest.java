@@ -88,11 +88,11 @@ class DashboardRoutesTest {
     app.awaitState(otherError, JobState.FAILED);
     app.gatewayDown(false);
 
-    Response otherType = send("POST", "/dead-letters/retry", "{\"type\":\"send_email\",\"error\":\"gateway down\"}");
+    Response otherType = send("POST", "/dead-letters/retry", "{\"type\":\"send_email\",\"error\":\"java.net.ConnectException\"}");
     assertThat(otherType.status()).isEqualTo(200);
     assertThat(otherType.json().path("retried").asLong()).isZero();
 
-    Response r = send("POST", "/dead-letters/retry", "{\"type\":\"task\",\"error\":\"gateway down\"}");
+    Response r = send("POST", "/dead-letters/retry", "{\"type\":\"task\",\"error\":\"java.net.ConnectException\"}");
     assertThat(r.status()).isEqualTo(200);
     assertThat(r.json().path("retried").asLong()).isEqualTo(3);
     group.forEach(id -> app.awaitState(id, JobState.SUCCEEDED));

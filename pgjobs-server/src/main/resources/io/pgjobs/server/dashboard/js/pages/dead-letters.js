@@ -1,4 +1,4 @@
-// Dead letters: failed jobs grouped by type and the first line of their last error, each group with a
+// Dead letters: failed jobs grouped by type and the exception class (or kind) of their last error, each group with a
 // "retry all" action (confirmed, result shown). Reloads when jobs fail or leave the failed state.
 
 import {get, post} from '../api.js';
@@ -29,7 +29,8 @@ export default function deadLettersPage(root, {events, confirm}) {
       : '';
     body.replaceChildren(...(d.groups.length ? d.groups.map(g => h('tr', {dataset: {type: g.type, count: g.count}},
       h('td', null, h('a', {href: '#/jobs?state=failed&type=' + encodeURIComponent(g.type)}, g.type)),
-      h('td', {class: 'wrap err-line'}, h('code', null, g.error)),
+      h('td', {class: 'wrap err-line'}, h('code', null, g.error), g.message && g.message !== g.error
+        ? [h('br'), h('span', {class: 'muted', title: 'the newest one'}, g.message)] : null),
       h('td', {class: 'num'}, fmtNumber(g.count)),
       h('td', {class: 'opt'}, g.queues.join(', ')),
       h('td', {class: 'opt'}, timeAgo(g.latest_failed_at)),

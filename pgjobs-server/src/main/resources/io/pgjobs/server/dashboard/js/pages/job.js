@@ -77,6 +77,7 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
         h('b', null, `Attempt ${e.attempt}`), h('span', {class: 'badge s-failed'}, e.kind),
         h('span', {class: 'muted'}, fmtTime(e.at)), e.worker ? h('span', {class: 'muted mono'}, e.worker) : null),
       h('div', {class: 'err'}, e.error_class ? h('code', null, e.error_class + ': ') : null, e.message ?? '(no message)'),
+      e.cause ? h('div', {class: 'err cause'}, e.cause.split('\n').map(c => [h('span', {class: 'muted'}, 'caused by '), c, h('br')])) : null,
       e.stack_head ? h('details', null, h('summary', null, 'stack'), h('pre', null, e.stack_head)) : null));
     const failed = new Set(j.errors.map(e => e.attempt));
     if (j.attempts > 0 && !failed.has(j.attempts) && (j.state === 'running' || j.state === 'succeeded')) {
