@@ -348,6 +348,10 @@ public final class JobClient {
       throw new InvalidJobException(
           "idempotencyKey", "is per job; enqueueAll cannot give one key to many jobs (use enqueue)");
     }
+    if (type.idempotencyKeyFrom() != null) {
+      throw new InvalidJobException("type", "job type '" + type.name() + "' takes an idempotency key from each payload"
+          + " (field '" + type.idempotencyKeyFrom() + "'); enqueueAll cannot check keys: enqueue such jobs one by one");
+    }
     List<NewJob> jobs = new ArrayList<>(payloads.size());
     for (P payload : payloads) {
       if (payload != null) {
@@ -371,7 +375,9 @@ public final class JobClient {
         o.runAt(),
         o.delay() == null ? null : o.delay().toMillis(),
         o.context(),
-        o.idempotencyKey(),
+        o.idempotencyKey() != null || type == null || type.idempotencyKeyFrom() == null
+            ? o.idempotencyKey()
+            : IdempotencyKeys.fromPayload(name, type.idempotencyKeyFrom(), payloadJson),
         timeout == null ? null : timeout.toMillis());
   }
 

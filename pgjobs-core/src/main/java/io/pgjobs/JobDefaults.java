@@ -37,6 +37,12 @@ public @interface JobDefaults {
   /** Timeout of one attempt ({@code 30s}, {@code 5m}, {@code 1h}); empty means 1 h. */
   String timeout() default "";
 
+  /**
+   * The payload field (or JSON pointer, {@code /input/payment_id}) every job of this type takes its
+   * idempotency key from; empty means none (see {@link JobType#withIdempotencyKeyFrom}).
+   */
+  String idempotencyKey() default "";
+
   /** Retry policy; the default is exponential, base 1 s, cap 10 min, 10 % jitter. */
   Retry retry() default @Retry;
 

@@ -47,6 +47,7 @@ public final class JobType<P> {
   private final RetryPolicy retryPolicy;
   private final Duration timeout;
   private final PayloadValidator<? super P> validator;
+  private final String idempotencyKeyFrom;
 
   private JobType(
       String name,
@@ -56,7 +57,8 @@ public final class JobType<P> {
       int maxAttempts,
       RetryPolicy retryPolicy,
       Duration timeout,
-      PayloadValidator<? super P> validator) {
+      PayloadValidator<? super P> validator,
+      String idempotencyKeyFrom) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -69,6 +71,7 @@ public final class JobType<P> {
     this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
     this.timeout = requireTimeout(timeout);
     this.validator = Objects.requireNonNull(validator, "validator");
+    this.idempotencyKeyFrom = idempotencyKeyFrom == null ? null : IdempotencyKeys.requireField(idempotencyKeyFrom);
   }
 
   /**
@@ -87,7 +90,8 @@ public final class JobType<P> {
           DEFAULT_MAX_ATTEMPTS,
           RetryPolicy.DEFAULT,
           DEFAULT_TIMEOUT,
-          p -> java.util.List.of());
+          p -> java.util.List.of(),
+          null);
     }
     return new JobType<>(
         name,
@@ -97,7 +101,8 @@ public final class JobType<P> {
         defaults.maxAttempts() == 0 ? DEFAULT_MAX_ATTEMPTS : defaults.maxAttempts(),
         retryPolicyOf(defaults.retry(), payloadClass),
         defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass),
-        p -> java.util.List.of());
+        p -> java.util.List.of(),
+        defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey());
   }
 
   /**
@@ -153,32 +158,48 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
   public JobType<P> withValidator(PayloadValidator<? super P> validator) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
+  }
+
+  /**
+   * A copy whose jobs take their idempotency key from a field of the payload ({@code payment_id}, or a
+   * JSON pointer such as {@code /input/payment_id}): enqueueing the same value twice gives one job. An
+   * explicit key ({@link EnqueueOptions.Builder#idempotencyKey}) still wins; a payload without the field
+   * is refused, naming it. The key is {@code <type>:<value>}, so equal values of two types do not collide.
+   */
+  public JobType<P> withIdempotencyKeyFrom(String field) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
+        Objects.requireNonNull(field, "field"));
+  }
+
+  /** The payload field (or JSON pointer) jobs of this type take their idempotency key from, or null. */
+  public String idempotencyKeyFrom() {
+    return idempotencyKeyFrom;
   }
 
   /**
