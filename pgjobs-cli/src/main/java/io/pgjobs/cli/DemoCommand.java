@@ -111,7 +111,7 @@ final class DemoCommand extends Subcommand {
     Path images = Files.createTempDirectory("pgjobs-demo-images");
     Path source = images.resolve("source.png");
     writeSampleImage(source);
-    return ServeCommand.run(this, effective, true, () -> {
+    return ServeCommand.run(this, effective, true, server.insecure, () -> {
       JobClient client = JobClient.builder(
               new com.zaxxer.hikari.HikariDataSource(hikari(effective.databaseUrl())))
           .schema(effective.schema()).knownTypes(io.pgjobs.cli.demo.DemoJobs.types()).build();

@@ -40,11 +40,11 @@ final class ServeCommand extends Subcommand {
     Map<String, String> flags = new LinkedHashMap<>(worker.flags());
     flags.putAll(server.flags());
     Settings settings = settings(flags);
-    return run(this, settings, withWorkers, null);
+    return run(this, settings, withWorkers, server.insecure, null);
   }
 
   /** Starts the API (and maybe a worker) on {@code settings}' database and waits; shared with {@code demo}. */
-  static int run(Subcommand command, Settings settings, boolean withWorkers, Runnable afterStart)
+  static int run(Subcommand command, Settings settings, boolean withWorkers, boolean insecure, Runnable afterStart)
       throws InterruptedException {
     List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
     Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
@@ -57,14 +57,22 @@ final class ServeCommand extends Subcommand {
       // Connection pool metrics (hikaricp_connections_*) next to the API's and the workers'.
       pool.setMetricRegistry(registry);
     }
-    ApiServer api =
+    ApiServer.Builder apiBuilder =
         ApiServer.builder(db.client())
             .host(settings.host())
             .port(settings.port())
             .tokens(tokens(settings.apiTokens()))
-            .meterRegistry(registry)
-            .build()
-            .start();
+            .meterRegistry(registry);
+    if (insecure) {
+      apiBuilder.allowUnauthenticated();
+    }
+    ApiServer api;
+    try {
+      api = apiBuilder.build().start();
+    } catch (IllegalArgumentException e) {
+      db.close();
+      throw new CommandFailedException(e.getMessage());
+    }
     JobWorker jobWorker = null;
     Maintenance maintenance = null;
     if (withWorkers) {

@@ -72,7 +72,7 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class ApiServer implements AutoCloseable {
   /** Host when none is given: {@value}. */
-  public static final String DEFAULT_HOST = "0.0.0.0";
+  public static final String DEFAULT_HOST = "127.0.0.1";
   /** Port when none is given: {@value}. */
   public static final int DEFAULT_PORT = 8080;
   /** Request timeout when none is given: 30 s. */
@@ -422,12 +422,18 @@ public final class ApiServer implements AutoCloseable {
     private long maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
     private List<String> corsOrigins = List.of();
     private PrometheusMeterRegistry registry;
+    private boolean allowUnauthenticated;
 
     private Builder(JobClient client) {
       this.client = Objects.requireNonNull(client, "client");
     }
 
-    /** Address to bind (default {@value ApiServer#DEFAULT_HOST}: every interface). */
+    /**
+     * Address to bind (default {@value ApiServer#DEFAULT_HOST}: this machine only). A non-loopback
+     * address ({@code 0.0.0.0}, a LAN address) needs {@link #tokens(Map)} or
+     * {@link #allowUnauthenticated()}: {@link #build()} refuses to expose an API that can cancel every job
+     * to the network without authentication.
+     */
     public Builder host(String host) {
       this.host = host;
       return this;
@@ -488,6 +494,15 @@ public final class ApiServer implements AutoCloseable {
     }
 
     /**
+     * Lets the server listen on a non-loopback address without tokens. Anyone who can reach the port
+     * can then enqueue, cancel and retry jobs; use it only behind a proxy or on a trusted network.
+     */
+    public Builder allowUnauthenticated() {
+      this.allowUnauthenticated = true;
+      return this;
+    }
+
+    /**
      * Validates every setting and builds a server (not yet started).
      *
      * @throws IllegalArgumentException naming the setting, the value and what is allowed
@@ -513,6 +528,11 @@ public final class ApiServer implements AutoCloseable {
           throw new IllegalArgumentException("every token needs a scope (READ or ADMIN)");
         }
       }
+      if (tokens.isEmpty() && !allowUnauthenticated && !isLoopback(host)) {
+        throw new IllegalArgumentException("refusing to listen on " + host + " without authentication: anyone who can"
+            + " reach it could cancel and retry every job. Give API tokens, listen on 127.0.0.1 (the default), or"
+            + " call allowUnauthenticated() (CLI: --insecure) if a proxy or the network protects it");
+      }
       if (requestTimeout == null || requestTimeout.compareTo(MIN_TIMEOUT) < 0 || requestTimeout.compareTo(MAX_TIMEOUT) > 0) {
         throw new IllegalArgumentException("requestTimeout must be between 10ms and 1h, was " + requestTimeout);
       }
@@ -532,6 +552,21 @@ public final class ApiServer implements AutoCloseable {
       }
       corsOrigins = origins;
       return new ApiServer(this);
+    }
+
+    /** True if every address {@code host} names is a loopback address; false when it cannot be resolved. */
+    private static boolean isLoopback(String host) {
+      try {
+        java.net.InetAddress[] addresses = java.net.InetAddress.getAllByName(host);
+        for (java.net.InetAddress a : addresses) {
+          if (!a.isLoopbackAddress()) {
+            return false;
+          }
+        }
+        return addresses.length > 0;
+      } catch (java.net.UnknownHostException e) {
+        return false;
+      }
     }
   }
 }
