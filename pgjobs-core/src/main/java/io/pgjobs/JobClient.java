@@ -326,13 +326,9 @@ public final class JobClient {
     JobType<?> known = knownTypes.get(typeName);
     String json = codec.encodePayload(payload);
     if (known != null) {
-      Object decoded;
-      try {
-        decoded = codec.decode(json, known.payloadClass());
-      } catch (JacksonException e) {
-        throw new InvalidJobException(
-            "payload", "does not fit job type '" + typeName + "': " + e.getOriginalMessage(), e);
-      }
+      // Strict here (unknown members refused) though workers read leniently: a member the payload
+      // class lacks is, at enqueue time, a caller's mistake that would otherwise be stored and ignored.
+      Object decoded = codec.decodeStrict(json, known.payloadClass(), typeName);
       known.validateUnchecked(decoded);
     }
     return newJob(typeName, known, json, options);

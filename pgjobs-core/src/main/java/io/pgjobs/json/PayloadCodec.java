@@ -5,6 +5,8 @@ import tools.jackson.databind.ObjectReader;
 import tools.jackson.databind.ObjectWriter;
 
 import io.pgjobs.InvalidJobException;
+import io.pgjobs.InvalidPayloadException;
+import java.util.List;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.JsonNode;
@@ -87,6 +89,29 @@ public final class PayloadCodec {
     @SuppressWarnings("unchecked") // the reader was made for exactly this class
     P value = (P) readers.computeIfAbsent(type, mapper::readerFor).readValue(json);
     return value;
+  }
+
+  /**
+   * Reads a payload given by name (an API request) into the type's class, strictly: unlike
+   * {@link #decode}, a member the class does not have is an error, since here it is a caller's typo
+   * rather than a newer producer's addition. Problems are worded in JSON terms (which member, what
+   * it was, what is allowed), never with Java class names.
+   *
+   * @throws InvalidPayloadException ({@link InvalidPayloadException#malformed()}) if the JSON does not fit
+   */
+  public <P> P decodeStrict(String json, Class<P> type, String typeName) {
+    if (type == JsonNode.class || type == Object.class) {
+      return type.cast(mapper.readTree(json));
+    }
+    try {
+      @SuppressWarnings("unchecked") // the reader was made for exactly this class
+      P value = (P) readers.computeIfAbsent(type, mapper::readerFor)
+          .with(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+          .readValue(json);
+      return value;
+    } catch (JacksonException e) {
+      throw new InvalidPayloadException(typeName, List.of(JsonShapeProblems.of(e, type)), true);
+    }
   }
 
   /** Parses JSON text into a tree (null stays null). */

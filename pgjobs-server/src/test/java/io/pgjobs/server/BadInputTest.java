@@ -91,7 +91,9 @@ class BadInputTest {
         job("unknown kind", "{\"kind\":\"bad name!\",\"payload\":{}}", 422, "type"),
         job("priority beyond int", "{" + ok + ",\"priority\":3000000000}", 422, "priority"),
         job("priority far beyond long", "{" + ok + ",\"priority\":99999999999999999999999}", 422, "priority"),
-        job("fractional priority", "{" + ok + ",\"priority\":1.5}", 422, "priority"),
+        job("fractional priority", "{" + ok + ",\"priority\":1.5}", 400, "priority"),
+        job("max_attempts is a string", "{" + ok + ",\"max_attempts\":\"3\"}", 400, "max_attempts"),
+        job("fractional max_attempts", "{" + ok + ",\"max_attempts\":2.5}", 400, "max_attempts"),
         job("unknown priority level", "{" + ok + ",\"priority\":\"urgent\"}", 422, "priority"),
         job("priority is a boolean", "{" + ok + ",\"priority\":true}", 400, "priority"),
         job("negative delay", "{" + ok + ",\"delay_ms\":-1}", 422, "delay_ms"),
@@ -106,7 +108,12 @@ class BadInputTest {
         job("context too long", "{" + ok + ",\"context\":\"" + "x".repeat(10_001) + "\"}", 422, "context"),
         job("invalid queue name", "{" + ok + ",\"queue\":\"bad queue\"}", 422, "queue"),
         job("queue is an object", "{" + ok + ",\"queue\":{}}", 400, "queue"),
-        job("payload does not fit the type", "{\"type\":\"send_email\",\"payload\":{\"to\":{\"x\":1}}}", 422, "payload"),
+        job("payload member of the wrong JSON type", "{\"type\":\"send_email\",\"payload\":{\"to\":{\"x\":1}}}", 400,
+            "payload.to"),
+        job("payload is not an object", "{\"type\":\"send_email\",\"payload\":[1]}", 400, "payload"),
+        job("unknown payload member", "{\"type\":\"task\",\"payload\":{\"note\":\"n\",\"colour\":\"red\"}}", 400,
+            "payload.colour"),
+        post("dispatch with unknown args member", "/jobs/task/dispatch", "{\"args\":{\"notes\":\"n\"}}", 400, "payload.notes"),
         job("payload fails its validator", "{\"type\":\"send_email\",\"payload\":{\"to\":\"x\",\"subject\":\"s\"}}", 422,
             "payload.to"),
         post("idempotency key too long", "/jobs", "{" + ok + "}", 422, "Idempotency-Key", "Idempotency-Key", "k".repeat(256)),
@@ -139,6 +146,10 @@ class BadInputTest {
         get("invalid cursor", "/jobs?cursor=not-a-cursor", 400, "cursor"),
         get("cursor of another kind", "/jobs?cursor=" + java.util.Base64.getUrlEncoder().encodeToString("v2:x".getBytes()),
             400, "cursor"),
+        get("cursor with a short-form id", "/jobs?cursor=" + java.util.Base64.getUrlEncoder().withoutPadding()
+            .encodeToString("v1:1-1-1-1-1".getBytes()), 400, "cursor"),
+        get("cursor with trailing garbage", "/jobs?cursor=" + java.util.Base64.getUrlEncoder().withoutPadding()
+            .encodeToString(("v1:" + UUID.randomUUID() + "x").getBytes()), 400, "cursor"),
         get("unknown state", "/jobs?state=queued,sleeping", 400, "state"),
         get("created_after not a date", "/jobs?created_after=yesterday", 400, "created_after"),
         get("stats window not a duration", "/stats?window=forever", 400, "window"),
@@ -177,6 +188,8 @@ class BadInputTest {
     assertThat(problem.path("status").asInt()).isEqualTo(c.status());
     assertThat(problem.path("detail").asString()).isNotBlank();
     assertThat(r.header("X-Request-Id")).isEqualTo(problem.path("request_id").asString());
+    assertThat(r.body()).as("no Java or Jackson internals")
+        .doesNotContainPattern("io\\.pgjobs|java\\.|tools\\.jackson|\\$[A-Z]|VALUE_|START_|END_|JsonToken|Cannot deserialize");
     if (c.field() != null) {
       assertThat(problem.path("errors").findValuesAsString("field")).as(r.body()).contains(c.field());
     }

@@ -41,6 +41,27 @@ public final class ApiProblem extends RuntimeException {
     return new ApiProblem(400, "malformed-json", "Malformed JSON", detail, null, null);
   }
 
+  /**
+   * 400: the body is not JSON. Says where it stopped being JSON and, for the usual mistakes, what was
+   * wrong, but never Jackson's own words (token names such as {@code VALUE_STRING}).
+   */
+  public static ApiProblem malformedJson(tools.jackson.core.JacksonException e) {
+    tools.jackson.core.TokenStreamLocation at = e.getLocation();
+    String where = at == null || at.getLineNr() < 1 ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+    String message = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
+    String what;
+    if (message.startsWith("Duplicate Object property")) {
+      what = "a member appears twice";
+    } else if (message.contains("end-of-input")) {
+      what = "it ends early";
+    } else if (message.contains("Trailing token")) {
+      what = "more follows the JSON value";
+    } else {
+      what = "unexpected text";
+    }
+    return malformedJson("the request body is not valid JSON: " + what + where);
+  }
+
   /** 422: well-formed, but some values are not allowed. */
   public static ApiProblem validation(String detail, List<Problem.FieldError> errors) {
     return new ApiProblem(422, "validation-failed", "Validation failed", detail, errors, null);

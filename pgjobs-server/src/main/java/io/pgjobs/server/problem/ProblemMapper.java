@@ -92,7 +92,11 @@ public final class ProblemMapper {
     }
     if (error instanceof InvalidPayloadException e) {
       List<Problem.FieldError> errors = e.problems().stream().map(ProblemMapper::payloadError).toList();
-      return from(ApiProblem.validation(stripField(e), errors), instance, requestId);
+      String detail = String.join("; ", errors.stream().map(f -> f.field() + ": " + f.reason()).toList());
+      // The one rule (docs/API.md): a payload whose JSON has the wrong shape is 400, one whose values its
+      // validator refuses is 422.
+      return from(e.malformed() ? ApiProblem.badRequest(detail, errors) : ApiProblem.validation(detail, errors),
+          instance, requestId);
     }
     if (error instanceof InvalidJobException e) {
       String field = apiField(e.field());
@@ -103,7 +107,7 @@ public final class ProblemMapper {
       return from(e.getStatus() == 413 ? ApiProblem.tooLarge(maxBodyBytes) : httpProblem(e, what), instance, requestId);
     }
     if (error instanceof JacksonException e) {
-      return from(ApiProblem.malformedJson("the request body is not valid JSON: " + e.getOriginalMessage()),
+      return from(ApiProblem.malformedJson(e),
           instance, requestId);
     }
     if (isEndOfInput(error)) {
