@@ -368,7 +368,8 @@ public final class JobClient {
         o.delay() == null ? null : o.delay().toMillis(),
         o.context(),
         o.idempotencyKey(),
-        timeout == null ? null : timeout.toMillis());
+        timeout == null ? null : timeout.toMillis(),
+        o.idempotencyKey() == null ? null : IdempotencyFingerprint.of(name, payloadJson, o));
   }
 
   private <T> T withConnection(SqlFunction<T> work) {

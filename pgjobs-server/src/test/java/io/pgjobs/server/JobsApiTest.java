@@ -89,6 +89,32 @@ class JobsApiTest {
   }
 
   @Test
+  void aDifferentRequestUnderAUsedIdempotencyKeyIs422AndStoresNothing() {
+    Response first = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"a\"}}", "Idempotency-Key", "order-2");
+    String id = first.json().path("id").asString();
+    List<Long> before = api.rowCounts();
+
+    for (String other : List.of(
+        "{\"type\":\"task\",\"payload\":{\"note\":\"b\"}}",
+        "{\"type\":\"send_email\",\"payload\":{\"to\":\"a@example.com\",\"subject\":\"s\"}}",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"a\"},\"queue\":\"elsewhere\"}",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"a\"},\"priority\":\"critical\"}")) {
+      Response r = api.post("/jobs", other, "Idempotency-Key", "order-2");
+      assertThat(r.status()).as(other).isEqualTo(422);
+      assertThat(r.isProblem()).isTrue();
+      assertThat(r.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:idempotency-key-reused");
+      assertThat(r.json().path("detail").asString()).contains("'order-2'", id);
+      assertThat(r.json().path("job_id").asString()).isEqualTo(id);
+      assertThat(r.json().path("errors").findValuesAsString("field")).containsExactly("Idempotency-Key");
+    }
+    assertThat(api.rowCounts()).isEqualTo(before);
+
+    Response same = api.post("/jobs", "{\"payload\":{\"note\":\"a\"},\"type\":\"task\"}", "Idempotency-Key", "order-2");
+    assertThat(same.status()).isEqualTo(200);
+    assertThat(same.json().path("id").asString()).isEqualTo(id);
+  }
+
+  @Test
   void tenConcurrentIdenticalRequestsWithOneIdempotencyKeyCreateExactlyOneJob() throws Exception {
     String key = "concurrent-" + UUID.randomUUID();
     String queue = uniqueQueue();

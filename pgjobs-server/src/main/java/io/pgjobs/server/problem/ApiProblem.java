@@ -26,6 +26,15 @@ public final class ApiProblem extends RuntimeException {
     this.extensions = extensions == null ? Map.of() : Map.copyOf(extensions);
   }
 
+  /** 422: the Idempotency-Key names a job enqueued by a different request. */
+  public static ApiProblem idempotencyKeyReused(String key, java.util.UUID jobId) {
+    return new ApiProblem(422, "idempotency-key-reused", "Idempotency key reused",
+        "Idempotency-Key '" + key + "' was already used for job " + jobId + " with a different request"
+            + " (type, payload or options); repeat the original request exactly to get that job, or use a new key",
+        List.of(new Problem.FieldError("Idempotency-Key", "was already used for a different request")),
+        Map.of("job_id", jobId.toString()));
+  }
+
   /** 400: the request is not well-formed (bad JSON, wrong JSON types, unknown fields, bad parameters). */
   public static ApiProblem badRequest(String detail, List<Problem.FieldError> errors) {
     return new ApiProblem(400, "invalid-request", "Invalid request", detail, errors, null);

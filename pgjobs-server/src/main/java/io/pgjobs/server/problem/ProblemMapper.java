@@ -2,6 +2,7 @@ package io.pgjobs.server.problem;
 
 import io.javalin.http.Context;
 import io.javalin.http.HttpResponseException;
+import io.pgjobs.IdempotencyKeyReusedException;
 import io.pgjobs.InvalidJobException;
 import io.pgjobs.InvalidPayloadException;
 import io.pgjobs.PayloadValidator;
@@ -89,6 +90,11 @@ public final class ProblemMapper {
     if (error instanceof ApiProblem p) {
       return new Problem(p.type(), p.title(), p.status(), p.getMessage(), instance, requestId, p.errors(),
           p.extensions());
+    }
+    if (error instanceof IdempotencyKeyReusedException e) {
+      // 422 as the IETF draft "The Idempotency-Key HTTP Header Field" asks, and as Stripe answers a
+      // reused key with other parameters (an error, not the first result).
+      return from(ApiProblem.idempotencyKeyReused(e.key(), e.jobId()), instance, requestId);
     }
     if (error instanceof InvalidPayloadException e) {
       List<Problem.FieldError> errors = e.problems().stream().map(ProblemMapper::payloadError).toList();
