@@ -209,6 +209,32 @@ public final class JobClient {
     return withConnection(c -> adminStore.cancelMatching(c, nonNull(types), nonNull(queues), s));
   }
 
+  /**
+   * What {@link #cancelAll} would do with the same filter, changing nothing (a dry run): how many
+   * waiting jobs it would cancel and how many running ones it would ask to stop.
+   */
+  public CancelCounts countCancellable(Set<String> types, Set<String> queues, Set<JobState> states) {
+    Set<JobState> s = states == null ? Set.of() : states;
+    for (JobState state : s) {
+      if (state.isTerminal()) {
+        throw new InvalidJobException(
+            "state", "only queued, retrying and running jobs can be cancelled, not " + state.value());
+      }
+    }
+    return withConnection(c -> adminStore.countCancelMatching(c, nonNull(types), nonNull(queues), s));
+  }
+
+  /** How many jobs {@link #retryAll} would queue again with the same filter, changing nothing (a dry run). */
+  public long countRetryable(Set<String> types, Set<String> queues, Set<JobState> states) {
+    Set<JobState> s = states == null ? Set.of() : states;
+    for (JobState state : s) {
+      if (state != JobState.FAILED && state != JobState.CANCELLED) {
+        throw new InvalidJobException("state", "only failed and cancelled jobs can be retried, not " + state.value());
+      }
+    }
+    return withConnection(c -> adminStore.countRetryMatching(c, nonNull(types), nonNull(queues), s));
+  }
+
   private static Set<String> nonNull(Set<String> values) {
     return values == null ? Set.of() : values;
   }

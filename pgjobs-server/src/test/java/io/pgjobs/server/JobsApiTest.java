@@ -331,4 +331,38 @@ class JobsApiTest {
     assertThat(wrongState.status()).isEqualTo(422);
     assertThat(wrongState.json().path("errors").get(0).path("field").asString()).isEqualTo("states");
   }
+
+  @Test
+  void bulkCancelAndRetryWithoutAFilterNeedAllTrueAndADryRunChangesNothing() {
+    String queue = uniqueQueue();
+    for (int i = 0; i < 2; i++) {
+      api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"d\"},\"queue\":\"" + queue + "\"}");
+    }
+    List<Long> before = api.rowCounts();
+
+    Response refused = api.post("/jobs/cancel", "{}");
+    assertThat(refused.status()).isEqualTo(422);
+    assertThat(refused.json().path("errors").findValuesAsString("field")).containsExactly("all");
+    assertThat(refused.json().path("detail").asString()).contains("\"all\": true", "dry_run");
+    assertThat(api.post("/jobs/retry", "{}").status()).isEqualTo(422);
+    assertThat(api.rowCounts()).isEqualTo(before);
+
+    Response dryFiltered = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
+    assertThat(dryFiltered.status()).isEqualTo(200);
+    assertThat(dryFiltered.json().path("cancelled").asLong()).isEqualTo(2);
+    assertThat(dryFiltered.json().path("dry_run").asBoolean()).isTrue();
+    Response dryAll = api.post("/jobs/cancel", "{\"all\":true,\"dry_run\":true}");
+    assertThat(dryAll.json().path("cancelled").asLong()).isGreaterThanOrEqualTo(2);
+    assertThat(api.rowCounts()).isEqualTo(before);
+    assertThat(api.get("/jobs?queue=" + queue + "&state=queued").json().path("jobs").size()).isEqualTo(2);
+
+    Response cancelled = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}");
+    assertThat(cancelled.json().path("cancelled").asLong()).isEqualTo(2);
+    assertThat(cancelled.json().path("dry_run").asBoolean()).isFalse();
+
+    Response dryRetry = api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
+    assertThat(dryRetry.json().path("retried").asLong()).isEqualTo(2);
+    assertThat(dryRetry.json().path("dry_run").asBoolean()).isTrue();
+    assertThat(api.get("/jobs?queue=" + queue + "&state=cancelled").json().path("jobs").size()).isEqualTo(2);
+  }
 }

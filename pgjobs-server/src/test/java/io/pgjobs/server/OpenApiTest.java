@@ -160,6 +160,9 @@ class OpenApiTest {
     problems.addAll(validator.problems("POST", "/jobs/{id}/retry", api.post("/jobs/" + UUID.randomUUID() + "/retry", null)));
     problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}")));
     problems.addAll(validator.problems("POST", "/jobs/retry", api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"]}")));
+    problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"all\":true,\"dry_run\":true}")));
+    problems.addAll(validator.problems("POST", "/jobs/retry", api.post("/jobs/retry", "{\"all\":true,\"dry_run\":true}")));
+    problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{}")));
     problems.addAll(validator.problems("POST", "/dead-letters/retry",
         api.post("/dead-letters/retry", "{\"type\":\"task\",\"error\":\"no luck\"}")));
     problems.addAll(validator.problems("POST", "/dead-letters/retry", api.post("/dead-letters/retry", "{\"type\":\"task\"}")));

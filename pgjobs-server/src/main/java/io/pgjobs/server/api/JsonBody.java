@@ -188,6 +188,19 @@ public final class JsonBody {
     return instant;
   }
 
+  /** A boolean member; false when absent or null. */
+  public boolean bool(String field) {
+    JsonNode value = node.get(field);
+    if (value == null || value.isNull()) {
+      return false;
+    }
+    if (!value.isBoolean()) {
+      malformed.add(new FieldError(field, "must be true or false, was " + kind(value)));
+      return false;
+    }
+    return value.asBoolean();
+  }
+
   /** An array of strings; empty when absent or null. */
   public List<String> strings(String field) {
     JsonNode value = node.get(field);
