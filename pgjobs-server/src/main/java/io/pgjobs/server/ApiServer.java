@@ -172,7 +172,17 @@ public final class ApiServer implements AutoCloseable {
       cfg.routes.beforeMatched(this::authorize);
       cfg.routes.exception(Exception.class, (e, ctx) -> problems.respond(ctx, e));
       // Javalin registers its own handler for HttpResponseException (404, 405, 413); take it over.
-      cfg.routes.exception(HttpResponseException.class, (e, ctx) -> problems.respond(ctx, e));
+      cfg.routes.exception(HttpResponseException.class, (e, ctx) -> {
+        if (e.getStatus() == 405) {
+          // RFC 9110 15.5.6: a 405 must say which methods the resource has.
+          String allow = String.join(", ", allowedMethods(ctx.path()));
+          ctx.header("Allow", allow);
+          problems.respond(ctx, ApiProblem.http(405, "method-not-allowed", "Method not allowed",
+              ctx.method().name() + " is not allowed on " + ctx.path() + "; allowed: " + allow));
+          return;
+        }
+        problems.respond(ctx, e);
+      });
       cfg.requestLogger.http(this::afterRequest);
 
       Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
@@ -370,8 +380,20 @@ public final class ApiServer implements AutoCloseable {
     try {
       Endpoint endpoint = ctx.endpoints().lastHttpEndpoint();
       int status = ctx.statusCode();
-      String uri = endpoint != null && !endpoint.path.isEmpty() && !endpoint.path.equals("*") ? endpoint.path
-          : status == 404 ? "NOT_FOUND" : "static";
+      // Unrouted answers get fixed labels, as Spring Boot's: the raw path would let any client grow the
+      // number of time series without bound.
+      String uri;
+      if (endpoint != null && !endpoint.path.isEmpty() && !endpoint.path.equals("*")) {
+        uri = endpoint.path;
+      } else if (status == 404) {
+        uri = "NOT_FOUND";
+      } else if (status == 405) {
+        uri = routeOf(ctx.path());
+      } else if (status < 400) {
+        uri = "static";
+      } else {
+        uri = "UNKNOWN";
+      }
       long nanos = (long) (millis * 1_000_000L);
       Timer.builder("http.server.requests")
           .description("HTTP requests served by the pgjobs API")
@@ -389,6 +411,30 @@ public final class ApiServer implements AutoCloseable {
     } finally {
       MDC.remove(REQUEST_ID_MDC);
     }
+  }
+
+  /** The HTTP methods some route answers for {@code path}, GET before POST (for a 405's Allow header). */
+  private List<String> allowedMethods(String path) {
+    List<String> methods = new ArrayList<>();
+    for (HandlerType type : HandlerType.values()) {
+      if (type.isHttpMethod() && app.unsafe.internalRouter.findFirstHttpHandlerEntry(type, path) != null) {
+        methods.add(type.name());
+      }
+    }
+    return methods;
+  }
+
+  /** The route template for {@code path} under any method, or {@code UNKNOWN}. */
+  private String routeOf(String path) {
+    for (HandlerType type : HandlerType.values()) {
+      if (type.isHttpMethod()) {
+        var entry = app.unsafe.internalRouter.findFirstHttpHandlerEntry(type, path);
+        if (entry != null) {
+          return entry.endpoint.path;
+        }
+      }
+    }
+    return "UNKNOWN";
   }
 
   private static String outcome(int status) {

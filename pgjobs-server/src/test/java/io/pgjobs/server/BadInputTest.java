@@ -203,6 +203,19 @@ class BadInputTest {
   }
 
   @Test
+  void methodNotAllowedSaysWhichMethodsAre() {
+    Response r = api.send(HttpRequest.newBuilder(api.uri("/jobs")).method("DELETE", HttpRequest.BodyPublishers.noBody()).build());
+    assertThat(r.status()).isEqualTo(405);
+    assertThat(r.header("Allow")).isNotNull();
+    assertThat(List.of(r.header("Allow").split(",\\s*"))).contains("GET", "POST").doesNotContain("DELETE");
+    assertThat(r.json().path("detail").asString()).contains("GET", "POST");
+
+    Response one = api.send(HttpRequest.newBuilder(api.uri("/jobs/" + UUID.randomUUID() + "/cancel")).GET().build());
+    assertThat(one.status()).isEqualTo(405);
+    assertThat(one.header("Allow")).isEqualTo("POST");
+  }
+
+  @Test
   void bodyOverTheLimitIsReadToItsEndSoTheAnswerArrivesAndTheConnectionStaysUsable() throws Exception {
     // The server decides on the declared length before reading the body. Answering and closing while
     // the client is still sending would reset the connection under it and lose the answer, so the
