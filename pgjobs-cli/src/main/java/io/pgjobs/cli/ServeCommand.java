@@ -71,6 +71,11 @@ final class ServeCommand extends Subcommand {
       api = apiBuilder.build().start();
     } catch (IllegalArgumentException e) {
       db.close();
+      if (settings.apiTokens().isEmpty() && !insecure && e.getMessage().startsWith("refusing to listen")) {
+        throw new CommandFailedException("refusing to listen on " + settings.host() + " without authentication:"
+            + " anyone who can reach it could enqueue, cancel and retry every job. Give --api-tokens, listen on"
+            + " 127.0.0.1 (the default --host), or add --insecure if a proxy or the network protects the port.");
+      }
       throw new CommandFailedException(e.getMessage());
     }
     JobWorker jobWorker = null;
