@@ -213,6 +213,8 @@ class OpenApiTest {
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"send_email\",\"payload\":{}}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"nope\",\"payload\":{}}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{oops")));
+    problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"},"
+        + "\"queue\":\"" + queue + "\",\"max_attempts\":1}", "Idempotency-Key", "spec-" + queue)));
     problems.addAll(validator.problems("GET", "/jobs", api.get("/jobs?limit=0")));
     problems.addAll(validator.problems("POST", "/queues/{name}/pause", api.post("/queues/" + queue + "/pause", null)));
     problems.addAll(validator.problems("POST", "/queues/{name}/resume", api.post("/queues/" + queue + "/resume", null)));
@@ -240,7 +242,7 @@ class OpenApiTest {
         .path("description").asString().toLowerCase(Locale.ROOT);
     for (String slug : List.of("invalid-request", "malformed-json", "validation-failed", "unknown-job-type",
         "unauthorized", "forbidden", "not-found", "method-not-allowed", "not-acceptable", "already-finished",
-        "not-retryable", "body-too-large", "unsupported-media-type", "unavailable", "request-timeout", "internal-error")) {
+        "not-retryable", "body-too-large", "unsupported-media-type", "unavailable", "request-timeout", "internal-error", "idempotency-key-reused")) {
       assertThat(description).contains("`" + slug + "`");
     }
   }
