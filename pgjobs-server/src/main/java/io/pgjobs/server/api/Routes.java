@@ -85,6 +85,7 @@ public final class Routes {
     return """
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><title>pgjobs events</title>
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml">
         <style>body{font:14px system-ui,sans-serif;margin:1.5em}pre{white-space:pre-wrap;font-size:12px}</style>
         </head><body>
         <h1>pgjobs events</h1>

@@ -390,6 +390,19 @@ class DashboardTest {
     ids.forEach(id -> assertThat(app.job(id).state()).isEqualTo(JobState.CANCELLED));
   }
 
+  @Test
+  void eventsUrlOpenedInABrowserShowsTheLiveStream() {
+    String queue = "events-" + key();
+    browser.openOther(app.url("") + "events?queue=" + queue);
+    browser.waitForText("#status", "connected");
+    browser.waitForText("#events", "snapshot");
+
+    app.enqueue(key(), key(), EnqueueOptions.builder().queue(queue).build());
+
+    browser.waitForText("#events", "\"queue\":\"" + queue + "\"");
+    assertThat(browser.find("#events").getText()).contains(" state ");
+  }
+
   // ---------------------------------------------------------------- dead letters
 
   @Test
