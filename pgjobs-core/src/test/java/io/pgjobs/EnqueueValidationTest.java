@@ -248,6 +248,13 @@ class EnqueueValidationTest extends PgJobsTestBase {
       assertThat(p.reason()).isEqualTo("must be an integer");
     });
 
+    InvalidPayloadException quotedNumber = catchThrowableOfType(InvalidPayloadException.class,
+        () -> client.enqueue("numbered", Map.of("n", "7"), EnqueueOptions.DEFAULTS));
+    assertThat(quotedNumber.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
+    InvalidPayloadException fraction = catchThrowableOfType(InvalidPayloadException.class,
+        () -> client.enqueue("numbered", Map.of("n", 1.5), EnqueueOptions.DEFAULTS));
+    assertThat(fraction.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
+
     InvalidPayloadException notAnObject = catchThrowableOfType(InvalidPayloadException.class,
         () -> client.enqueue("numbered", List.of(1), EnqueueOptions.DEFAULTS));
     assertThat(notAnObject.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an object"));

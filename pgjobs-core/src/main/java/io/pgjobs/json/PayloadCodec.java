@@ -11,6 +11,9 @@ import tools.jackson.core.JacksonException;
 import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.cfg.CoercionAction;
+import tools.jackson.databind.cfg.CoercionInputShape;
+import tools.jackson.databind.type.LogicalType;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -38,9 +41,39 @@ public final class PayloadCodec {
   private final ConcurrentHashMap<Class<?>, ObjectReader> readers = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<Class<?>, ObjectWriter> writers = new ConcurrentHashMap<>();
 
+  /**
+   * The mapper for {@link #decodeStrict}: {@code mapper} with unknown members refused and no coercion
+   * between JSON types ({@code "3"} is not an integer, {@code 3} not a string, {@code 1.5} not an
+   * integer), so a payload is checked against its class's JSON shape as the API's own members are.
+   */
+  private final JsonMapper strict;
+  private final ConcurrentHashMap<Class<?>, ObjectReader> strictReaders = new ConcurrentHashMap<>();
+
   /** A codec over {@code mapper}. */
   public PayloadCodec(JsonMapper mapper) {
     this.mapper = mapper;
+    this.strict = mapper.rebuild()
+        .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+        .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+        .withCoercionConfig(LogicalType.Integer, c -> {
+          c.setCoercion(CoercionInputShape.String, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Float, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        })
+        .withCoercionConfig(LogicalType.Float, c -> {
+          c.setCoercion(CoercionInputShape.String, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        })
+        .withCoercionConfig(LogicalType.Boolean, c -> {
+          c.setCoercion(CoercionInputShape.String, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Integer, CoercionAction.Fail);
+        })
+        .withCoercionConfig(LogicalType.Textual, c -> {
+          c.setCoercion(CoercionInputShape.Integer, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Float, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        })
+        .build();
   }
 
   /** The underlying mapper. */
@@ -105,9 +138,7 @@ public final class PayloadCodec {
     }
     try {
       @SuppressWarnings("unchecked") // the reader was made for exactly this class
-      P value = (P) readers.computeIfAbsent(type, mapper::readerFor)
-          .with(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-          .readValue(json);
+      P value = (P) strictReaders.computeIfAbsent(type, strict::readerFor).readValue(json);
       return value;
     } catch (JacksonException e) {
       throw new InvalidPayloadException(typeName, List.of(JsonShapeProblems.of(e, type)), true);
