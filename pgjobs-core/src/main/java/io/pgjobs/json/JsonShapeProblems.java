@@ -21,7 +21,7 @@ import tools.jackson.databind.exc.ValueInstantiationException;
 final class JsonShapeProblems {
   private JsonShapeProblems() {}
 
-  static FieldProblem of(JacksonException e, Class<?> root) {
+  static FieldProblem of(JacksonException e) {
     String path = path(e.getPath());
     if (e instanceof UnrecognizedPropertyException u) {
       List<String> known = u.getKnownPropertyIds() == null ? List.of()

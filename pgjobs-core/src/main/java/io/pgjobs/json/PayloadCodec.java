@@ -18,8 +18,9 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Turns payloads and outputs into JSON text and back. Never stores class names: the job type's name says
- * which class a payload is read into. Unknown properties are ignored when reading, so a payload written
- * by a newer version of a producer still runs on an older worker.
+ * which class a payload is read into. Unknown properties are ignored when a worker reads a payload, so
+ * one written by a newer version of a producer still runs on an older worker; a payload given by type
+ * name at enqueue time is read strictly instead ({@link #decodeStrict}).
  */
 public final class PayloadCodec {
   /**
@@ -141,7 +142,7 @@ public final class PayloadCodec {
       P value = (P) strictReaders.computeIfAbsent(type, strict::readerFor).readValue(json);
       return value;
     } catch (JacksonException e) {
-      throw new InvalidPayloadException(typeName, List.of(JsonShapeProblems.of(e, type)), true);
+      throw new InvalidPayloadException(typeName, List.of(JsonShapeProblems.of(e)), true);
     }
   }
 
