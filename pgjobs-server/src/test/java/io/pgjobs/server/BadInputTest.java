@@ -116,6 +116,12 @@ class BadInputTest {
         post("dispatch with unknown args member", "/jobs/task/dispatch", "{\"args\":{\"notes\":\"n\"}}", 400, "payload.notes"),
         job("payload fails its validator", "{\"type\":\"send_email\",\"payload\":{\"to\":\"x\",\"subject\":\"s\"}}", 422,
             "payload.to"),
+        post("idempotency key reused for another payload", "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"}}",
+            422, "Idempotency-Key", "Idempotency-Key", "seed-key"),
+        post("idempotency key reused for another queue", "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"seed\"},\"queue\":\"elsewhere\"}", 422, "Idempotency-Key",
+            "Idempotency-Key", "seed-key"),
+        job("payload string member given a number", "{\"type\":\"task\",\"payload\":{\"note\":5}}", 400, "payload.note"),
         post("idempotency key too long", "/jobs", "{" + ok + "}", 422, "Idempotency-Key", "Idempotency-Key", "k".repeat(256)),
         job("body over the limit", "{" + ok + ",\"context\":\"" + "x".repeat(MAX_BODY) + "\"}", 413, null),
         new Case("chunked body over the limit", "POST", "/jobs", "application/json",
@@ -163,6 +169,7 @@ class BadInputTest {
         get("events for a malformed job id", "/events?job_id=xyz", 400, "job_id", "Accept", "text/event-stream"),
         get("events for an unknown job", "/events?job_id=" + UUID.randomUUID(), 404, null, "Accept", "text/event-stream"),
         get("events without Accept", "/events", 406, null),
+        get("events asking for JSON", "/events", 406, null, "Accept", "application/json"),
         get("unknown route", "/no/such/route", 404, null),
         new Case("DELETE on /jobs", "DELETE", "/jobs", null, null, false, List.of(), 405, null)));
     return cases.stream();
