@@ -22,7 +22,6 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
-import tools.jackson.core.JacksonException;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -209,6 +208,32 @@ public final class JobClient {
     return withConnection(c -> adminStore.cancelMatching(c, nonNull(types), nonNull(queues), s));
   }
 
+  /**
+   * What {@link #cancelAll} would do with the same filter, changing nothing (a dry run): how many
+   * waiting jobs it would cancel and how many running ones it would ask to stop.
+   */
+  public CancelCounts countCancellable(Set<String> types, Set<String> queues, Set<JobState> states) {
+    Set<JobState> s = states == null ? Set.of() : states;
+    for (JobState state : s) {
+      if (state.isTerminal()) {
+        throw new InvalidJobException(
+            "state", "only queued, retrying and running jobs can be cancelled, not " + state.value());
+      }
+    }
+    return withConnection(c -> adminStore.countCancelMatching(c, nonNull(types), nonNull(queues), s));
+  }
+
+  /** How many jobs {@link #retryAll} would queue again with the same filter, changing nothing (a dry run). */
+  public long countRetryable(Set<String> types, Set<String> queues, Set<JobState> states) {
+    Set<JobState> s = states == null ? Set.of() : states;
+    for (JobState state : s) {
+      if (state != JobState.FAILED && state != JobState.CANCELLED) {
+        throw new InvalidJobException("state", "only failed and cancelled jobs can be retried, not " + state.value());
+      }
+    }
+    return withConnection(c -> adminStore.countRetryMatching(c, nonNull(types), nonNull(queues), s));
+  }
+
   private static Set<String> nonNull(Set<String> values) {
     return values == null ? Set.of() : values;
   }
@@ -326,13 +351,9 @@ public final class JobClient {
     JobType<?> known = knownTypes.get(typeName);
     String json = codec.encodePayload(payload);
     if (known != null) {
-      Object decoded;
-      try {
-        decoded = codec.decode(json, known.payloadClass());
-      } catch (JacksonException e) {
-        throw new InvalidJobException(
-            "payload", "does not fit job type '" + typeName + "': " + e.getOriginalMessage(), e);
-      }
+      // Strict here (unknown members refused) though workers read leniently: a member the payload
+      // class lacks is, at enqueue time, a caller's mistake that would otherwise be stored and ignored.
+      Object decoded = codec.decodeStrict(json, known.payloadClass(), typeName);
       known.validateUnchecked(decoded);
     }
     return newJob(typeName, known, json, options);
@@ -365,6 +386,10 @@ public final class JobClient {
   private static NewJob newJob(String name, JobType<?> type, String payloadJson, EnqueueOptions options) {
     EnqueueOptions o = options == null ? EnqueueOptions.DEFAULTS : options;
     Duration timeout = o.timeout();
+    // An explicit key wins; else a type may take its key from a payload field.
+    String key = o.idempotencyKey() != null || type == null || type.idempotencyKeyFrom() == null
+        ? o.idempotencyKey()
+        : IdempotencyKeys.fromPayload(name, type.idempotencyKeyFrom(), payloadJson);
     return new NewJob(
         UuidV7.generate(),
         name,
@@ -375,10 +400,9 @@ public final class JobClient {
         o.runAt(),
         o.delay() == null ? null : o.delay().toMillis(),
         o.context(),
-        o.idempotencyKey() != null || type == null || type.idempotencyKeyFrom() == null
-            ? o.idempotencyKey()
-            : IdempotencyKeys.fromPayload(name, type.idempotencyKeyFrom(), payloadJson),
-        timeout == null ? null : timeout.toMillis());
+        key,
+        timeout == null ? null : timeout.toMillis(),
+        key == null ? null : IdempotencyFingerprint.of(name, payloadJson, o));
   }
 
   private <T> T withConnection(SqlFunction<T> work) {

@@ -91,7 +91,13 @@ public record JobFilter(
       if (!text.startsWith("v1:")) {
         throw new IllegalArgumentException("bad prefix");
       }
-      return UUID.fromString(text.substring(3));
+      UUID id = UUID.fromString(text.substring(3));
+      // UUID.fromString accepts short forms ("1-1-1-1-1") and the decoder padding: only what
+      // encodeCursor wrote is a cursor.
+      if (!encodeCursor(id).equals(cursor)) {
+        throw new IllegalArgumentException("not canonical");
+      }
+      return id;
     } catch (IllegalArgumentException e) {
       throw new InvalidJobException(
           "cursor", "'" + cursor + "' is not a cursor returned by a previous page (nextCursor)");

@@ -230,4 +230,38 @@ class EnqueueValidationTest extends PgJobsTestBase {
     payloads.add(null);
     assertRejected("payload", () -> client.enqueueAll(NUMBERED, payloads, EnqueueOptions.DEFAULTS));
   }
+
+  @Test
+  void payloadByNameThatDoesNotFitItsTypeIsRefusedInJsonTermsWithoutJavaNames() {
+    InvalidPayloadException unknown = catchThrowableOfType(InvalidPayloadException.class,
+        () -> client.enqueue("numbered", Map.of("n", 1, "colour", "red"), EnqueueOptions.DEFAULTS));
+    assertThat(unknown.malformed()).isTrue();
+    assertThat(unknown.problems()).singleElement().satisfies(p -> {
+      assertThat(p.field()).isEqualTo("colour");
+      assertThat(p.reason()).isEqualTo("is not a member of this job type's payload; allowed: n");
+    });
+
+    InvalidPayloadException wrongType = catchThrowableOfType(InvalidPayloadException.class,
+        () -> client.enqueue("numbered", Map.of("n", "seven"), EnqueueOptions.DEFAULTS));
+    assertThat(wrongType.problems()).singleElement().satisfies(p -> {
+      assertThat(p.field()).isEqualTo("n");
+      assertThat(p.reason()).isEqualTo("must be an integer");
+    });
+
+    InvalidPayloadException quotedNumber = catchThrowableOfType(InvalidPayloadException.class,
+        () -> client.enqueue("numbered", Map.of("n", "7"), EnqueueOptions.DEFAULTS));
+    assertThat(quotedNumber.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
+    InvalidPayloadException fraction = catchThrowableOfType(InvalidPayloadException.class,
+        () -> client.enqueue("numbered", Map.of("n", 1.5), EnqueueOptions.DEFAULTS));
+    assertThat(fraction.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
+
+    InvalidPayloadException notAnObject = catchThrowableOfType(InvalidPayloadException.class,
+        () -> client.enqueue("numbered", List.of(1), EnqueueOptions.DEFAULTS));
+    assertThat(notAnObject.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an object"));
+
+    for (InvalidPayloadException e : List.of(unknown, wrongType, notAnObject)) {
+      assertThat(e.getMessage()).doesNotContain("io.pgjobs", "java.", "$", "Cannot deserialize", "VALUE_", "START_");
+    }
+    assertThat(count("pgjobs.jobs")).isZero();
+  }
 }

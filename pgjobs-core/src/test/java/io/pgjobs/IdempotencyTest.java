@@ -1,6 +1,7 @@
 package io.pgjobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -36,7 +37,7 @@ class IdempotencyTest extends PgJobsTestBase {
         futures.add(pool.submit(() -> {
           ready.countDown();
           go.await();
-          return enqueueWithKey(n, key);
+          return enqueueWithKey(7, key);
         }));
       }
       assertThat(ready.await(30, TimeUnit.SECONDS)).isTrue();
@@ -64,7 +65,6 @@ class IdempotencyTest extends PgJobsTestBase {
       assertThat(originals).as("round %d: exactly one enqueue created the job", round).hasSize(1);
       Job original = originals.getFirst().job();
       assertThat(results).extracting(r -> r.job().id()).containsOnly(original.id());
-      // Replays return the original job, whose payload is the winner's, not their own.
       assertThat(results).extracting(r -> r.job().payload()).containsOnly(original.payload());
       assertThat(results).extracting(r -> r.job().idempotencyKey()).containsOnly(key);
       assertThat(count("pgjobs.jobs")).isEqualTo(1);
@@ -74,20 +74,69 @@ class IdempotencyTest extends PgJobsTestBase {
   }
 
   @Test
-  void replayReturnsTheOriginalJobAndStoresNothing() {
-    EnqueuedJob first = enqueueWithKey(1, "k1");
+  void identicalRequestUnderAKeyReturnsTheOriginalJobAndStoresNothing() {
+    EnqueuedJob first = client.enqueue(NUMBERED, new Numbered(1),
+        EnqueueOptions.builder().idempotencyKey("k1").priority(Priority.HIGH).context("request 1").build());
     long jobs = count("pgjobs.jobs");
 
-    EnqueuedJob second = client.enqueue(NUMBERED, new Numbered(2),
-        EnqueueOptions.builder().idempotencyKey("k1").priority(Priority.CRITICAL).queue("other").build());
+    // The context is free text for debugging, not part of what is asked: a retry may carry another.
+    EnqueuedJob second = client.enqueue(NUMBERED, new Numbered(1),
+        EnqueueOptions.builder().idempotencyKey("k1").priority(Priority.HIGH).context("request 1, retried").build());
 
     assertThat(first.replayed()).isFalse();
     assertThat(second.replayed()).isTrue();
     assertThat(second.job().id()).isEqualTo(first.job().id());
-    assertThat(second.job().payload().get("n").asInt()).isEqualTo(1);
-    assertThat(second.job().priority()).isEqualTo(Priority.NORMAL);
-    assertThat(second.job().queue()).isEqualTo("default");
+    assertThat(second.job().context()).isEqualTo("request 1");
     assertThat(count("pgjobs.jobs")).isEqualTo(jobs);
+  }
+
+  @Test
+  void differentRequestUnderAKeyIsRefusedNamingTheKeyAndStoresNothing() {
+    EnqueuedJob first = enqueueWithKey(1, "k2");
+    long jobs = count("pgjobs.jobs");
+
+    for (Runnable other : List.<Runnable>of(
+        () -> enqueueWithKey(2, "k2"),
+        () -> client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().idempotencyKey("k2").queue("other").build()),
+        () -> client.enqueue(NUMBERED, new Numbered(1),
+            EnqueueOptions.builder().idempotencyKey("k2").priority(Priority.CRITICAL).build()),
+        () -> client.enqueue("other_type", java.util.Map.of("n", 1), EnqueueOptions.builder().idempotencyKey("k2").build()))) {
+      assertThatThrownBy(other::run)
+          .isInstanceOfSatisfying(IdempotencyKeyReusedException.class, e -> {
+            assertThat(e.key()).isEqualTo("k2");
+            assertThat(e.jobId()).isEqualTo(first.job().id());
+          })
+          .hasMessageContaining("'k2' was already used for job " + first.job().id());
+    }
+    assertThat(count("pgjobs.jobs")).isEqualTo(jobs);
+  }
+
+  @Test
+  void payloadsAreComparedAsJsonNotAsText() {
+    EnqueueOptions key = EnqueueOptions.builder().idempotencyKey("k-json").build();
+    EnqueuedJob first = client.enqueue("other_type", tree("{\"a\":1,\"b\":[1,{\"x\":true,\"y\":null}]}"), key);
+
+    EnqueuedJob reordered = client.enqueue("other_type", tree("{ \"b\": [1, {\"y\":null, \"x\":true}], \"a\": 1 }"), key);
+
+    assertThat(reordered.replayed()).isTrue();
+    assertThat(reordered.job().id()).isEqualTo(first.job().id());
+    assertThatThrownBy(() -> client.enqueue("other_type", tree("{\"a\":1,\"b\":[{\"x\":true,\"y\":null},1]}"), key))
+        .isInstanceOf(IdempotencyKeyReusedException.class);
+  }
+
+  @Test
+  void keyStoredBeforeFingerprintsStillReplaysAnyRequest() {
+    EnqueuedJob first = enqueueWithKey(1, "k-old");
+    db.execute("UPDATE pgjobs.job_keys SET fingerprint = NULL WHERE idempotency_key = 'k-old'");
+
+    EnqueuedJob again = enqueueWithKey(2, "k-old");
+
+    assertThat(again.replayed()).isTrue();
+    assertThat(again.job().id()).isEqualTo(first.job().id());
+  }
+
+  private static tools.jackson.databind.JsonNode tree(String json) {
+    return io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.readTree(json);
   }
 
   @Test
@@ -99,7 +148,7 @@ class IdempotencyTest extends PgJobsTestBase {
     assertThat(count("pgjobs.jobs")).isZero();
     assertThat(count("pgjobs.finished_jobs")).isEqualTo(1);
 
-    EnqueuedJob again = enqueueWithKey(2, "welcome-mail-user-7");
+    EnqueuedJob again = enqueueWithKey(1, "welcome-mail-user-7");
 
     assertThat(again.replayed()).isTrue();
     assertThat(again.job().id()).isEqualTo(first.job().id());
@@ -154,7 +203,7 @@ class IdempotencyTest extends PgJobsTestBase {
     EnqueuedJob first = enqueueWithKey(1, "k-in-tx");
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
-      EnqueuedJob again = client.enqueue(tx, NUMBERED, new Numbered(2),
+      EnqueuedJob again = client.enqueue(tx, NUMBERED, new Numbered(1),
           EnqueueOptions.builder().idempotencyKey("k-in-tx").build());
       tx.commit();
       assertThat(again.replayed()).isTrue();

@@ -76,7 +76,7 @@ class MetricsTest extends PgJobsTestBase {
   void enqueuesAreCountedPerKindButReplaysAreNot() {
     metered.enqueue(OK, new Numbered(1));
     metered.enqueue(OK, new Numbered(2), EnqueueOptions.builder().idempotencyKey("once").build());
-    metered.enqueue(OK, new Numbered(3), EnqueueOptions.builder().idempotencyKey("once").build()); // replay
+    metered.enqueue(OK, new Numbered(2), EnqueueOptions.builder().idempotencyKey("once").build()); // replay
     metered.enqueueAll(OK, List.of(new Numbered(4), new Numbered(5), new Numbered(6)), EnqueueOptions.DEFAULTS);
     metered.enqueue("some_other_service_job", java.util.Map.of(), EnqueueOptions.DEFAULTS);
 

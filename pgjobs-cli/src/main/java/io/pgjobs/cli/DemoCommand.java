@@ -113,7 +113,7 @@ final class DemoCommand extends Subcommand {
     AtomicLong received = new AtomicLong();
     // The webhook receiver is a fixed path of the demo's own server, so sample jobs of an earlier run
     // (on the same port) still reach it after a restart.
-    return ServeCommand.run(this, effective, true,
+    return ServeCommand.run(this, effective, true, server.insecure,
         api -> api.plainPost(WEBHOOK_PATH, (header, body) -> receive(header.apply(WebhookDeliveryJob.SIGNATURE_HEADER),
             body, received)),
         (client, base) -> {

@@ -40,7 +40,7 @@ final class ServeCommand extends Subcommand {
     Map<String, String> flags = new LinkedHashMap<>(worker.flags());
     flags.putAll(server.flags());
     Settings settings = settings(flags);
-    return run(this, settings, withWorkers, null, null);
+    return run(this, settings, withWorkers, server.insecure, null, null);
   }
 
   /** What {@code demo} does once the API listens: gets the client (metrics on) and the API's local URI. */
@@ -51,9 +51,10 @@ final class ServeCommand extends Subcommand {
 
   /**
    * Starts the API (and maybe a worker) on {@code settings}' database and waits; shared with {@code demo},
-   * which adds routes through {@code customize} and starts its samples in {@code afterStart}.
+   * which adds routes through {@code customize} and starts its samples in {@code afterStart}. A
+   * non-loopback host without tokens is refused unless {@code insecure}.
    */
-  static int run(Subcommand command, Settings settings, boolean withWorkers,
+  static int run(Subcommand command, Settings settings, boolean withWorkers, boolean insecure,
       java.util.function.Consumer<ApiServer.Builder> customize, AfterStart afterStart) throws InterruptedException {
     List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -78,7 +79,21 @@ final class ServeCommand extends Subcommand {
     if (customize != null) {
       customize.accept(apiBuilder);
     }
-    ApiServer api = apiBuilder.build().start();
+    if (insecure) {
+      apiBuilder.allowUnauthenticated();
+    }
+    ApiServer api;
+    try {
+      api = apiBuilder.build().start();
+    } catch (IllegalArgumentException e) {
+      db.close();
+      if (settings.apiTokens().isEmpty() && !insecure && e.getMessage().startsWith("refusing to listen")) {
+        throw new CommandFailedException("refusing to listen on " + settings.host() + " without authentication:"
+            + " anyone who can reach it could enqueue, cancel and retry every job. Give --api-tokens, listen on"
+            + " 127.0.0.1 (the default --host), or add --insecure if a proxy or the network protects the port.");
+      }
+      throw new CommandFailedException(e.getMessage());
+    }
     JobWorker jobWorker = null;
     Maintenance maintenance = null;
     if (withWorkers) {

@@ -16,6 +16,11 @@ final class ServerOptions {
   @Option(names = "--api-tokens", paramLabel = "<token,...>", descriptionKey = Settings.API_TOKENS)
   String apiTokens;
 
+  @Option(names = "--insecure",
+      description = "Allow listening on a non-loopback --host without --api-tokens: anyone who can reach the port"
+          + " may then enqueue, cancel and retry jobs.")
+  boolean insecure;
+
   /** The flags given, by setting name (null when not given). */
   Map<String, String> flags() {
     Map<String, String> flags = new LinkedHashMap<>();

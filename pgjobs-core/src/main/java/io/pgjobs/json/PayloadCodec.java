@@ -5,16 +5,22 @@ import tools.jackson.databind.ObjectReader;
 import tools.jackson.databind.ObjectWriter;
 
 import io.pgjobs.InvalidJobException;
+import io.pgjobs.InvalidPayloadException;
+import java.util.List;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.cfg.CoercionAction;
+import tools.jackson.databind.cfg.CoercionInputShape;
+import tools.jackson.databind.type.LogicalType;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Turns payloads and outputs into JSON text and back. Never stores class names: the job type's name says
- * which class a payload is read into. Unknown properties are ignored when reading, so a payload written
- * by a newer version of a producer still runs on an older worker.
+ * which class a payload is read into. Unknown properties are ignored when a worker reads a payload, so
+ * one written by a newer version of a producer still runs on an older worker; a payload given by type
+ * name at enqueue time is read strictly instead ({@link #decodeStrict}).
  */
 public final class PayloadCodec {
   /**
@@ -36,9 +42,39 @@ public final class PayloadCodec {
   private final ConcurrentHashMap<Class<?>, ObjectReader> readers = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<Class<?>, ObjectWriter> writers = new ConcurrentHashMap<>();
 
+  /**
+   * The mapper for {@link #decodeStrict}: {@code mapper} with unknown members refused and no coercion
+   * between JSON types ({@code "3"} is not an integer, {@code 3} not a string, {@code 1.5} not an
+   * integer), so a payload is checked against its class's JSON shape as the API's own members are.
+   */
+  private final JsonMapper strict;
+  private final ConcurrentHashMap<Class<?>, ObjectReader> strictReaders = new ConcurrentHashMap<>();
+
   /** A codec over {@code mapper}. */
   public PayloadCodec(JsonMapper mapper) {
     this.mapper = mapper;
+    this.strict = mapper.rebuild()
+        .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+        .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+        .withCoercionConfig(LogicalType.Integer, c -> {
+          c.setCoercion(CoercionInputShape.String, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Float, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        })
+        .withCoercionConfig(LogicalType.Float, c -> {
+          c.setCoercion(CoercionInputShape.String, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        })
+        .withCoercionConfig(LogicalType.Boolean, c -> {
+          c.setCoercion(CoercionInputShape.String, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Integer, CoercionAction.Fail);
+        })
+        .withCoercionConfig(LogicalType.Textual, c -> {
+          c.setCoercion(CoercionInputShape.Integer, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Float, CoercionAction.Fail);
+          c.setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        })
+        .build();
   }
 
   /** The underlying mapper. */
@@ -87,6 +123,27 @@ public final class PayloadCodec {
     @SuppressWarnings("unchecked") // the reader was made for exactly this class
     P value = (P) readers.computeIfAbsent(type, mapper::readerFor).readValue(json);
     return value;
+  }
+
+  /**
+   * Reads a payload given by name (an API request) into the type's class, strictly: unlike
+   * {@link #decode}, a member the class does not have is an error, since here it is a caller's typo
+   * rather than a newer producer's addition. Problems are worded in JSON terms (which member, what
+   * it was, what is allowed), never with Java class names.
+   *
+   * @throws InvalidPayloadException ({@link InvalidPayloadException#malformed()}) if the JSON does not fit
+   */
+  public <P> P decodeStrict(String json, Class<P> type, String typeName) {
+    if (type == JsonNode.class || type == Object.class) {
+      return type.cast(mapper.readTree(json));
+    }
+    try {
+      @SuppressWarnings("unchecked") // the reader was made for exactly this class
+      P value = (P) strictReaders.computeIfAbsent(type, strict::readerFor).readValue(json);
+      return value;
+    } catch (JacksonException e) {
+      throw new InvalidPayloadException(typeName, List.of(JsonShapeProblems.of(e)), true);
+    }
   }
 
   /** Parses JSON text into a tree (null stays null). */

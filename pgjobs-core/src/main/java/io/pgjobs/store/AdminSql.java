@@ -55,6 +55,22 @@ final class AdminSql {
       SELECT (SELECT count(*) FROM moved) AS cancelled_now, (SELECT count(*) FROM flagged) AS flagged""";
 
   /**
+   * What {@link #CANCEL_MATCHING} would do, changing nothing (a dry run): waiting jobs it would cancel,
+   * running jobs it would flag. The same {where} as there.
+   */
+  static final String COUNT_CANCEL_MATCHING =
+      """
+      SELECT count(*) FILTER (WHERE state IN ('queued', 'retrying')) AS cancelled_now,
+             count(*) FILTER (WHERE state = 'running' AND NOT cancel_requested) AS flagged
+        FROM {schema}.jobs
+       WHERE {where}""";
+
+  /** What {@link #RETRY_MATCHING} would queue again, changing nothing (a dry run). */
+  static final String COUNT_RETRY_MATCHING =
+      """
+      SELECT count(*) FROM {schema}.finished_jobs WHERE state IN ('failed', 'cancelled') AND {where}""";
+
+  /**
    * A failed or cancelled job goes back to the queue: attempts start again from 0 (it gets a full set
    * of attempts), the error history is kept so earlier failures stay visible.
    */

@@ -48,6 +48,8 @@ public final class AdminStore {
   private final String countByQueue;
   private final String readyDepth;
   private final String retryMatching;
+  private final String countCancelMatching;
+  private final String countRetryMatching;
   private final String setQueuePaused;
   private final String notifyReady;
   private final String queueOverview;
@@ -65,6 +67,8 @@ public final class AdminStore {
     this.countByQueue = JobSql.forSchema(AdminSql.COUNT_BY_QUEUE, schema);
     this.readyDepth = JobSql.forSchema(AdminSql.READY_DEPTH, schema);
     this.retryMatching = JobSql.forSchema(AdminSql.RETRY_MATCHING, schema);
+    this.countCancelMatching = JobSql.forSchema(AdminSql.COUNT_CANCEL_MATCHING, schema);
+    this.countRetryMatching = JobSql.forSchema(AdminSql.COUNT_RETRY_MATCHING, schema);
     this.setQueuePaused = JobSql.forSchema(AdminSql.SET_QUEUE_PAUSED, schema);
     this.notifyReady = JobSql.forSchema(AdminSql.NOTIFY_READY, schema);
     this.queueOverview = JobSql.forSchema(AdminSql.QUEUE_OVERVIEW, schema);
@@ -337,6 +341,38 @@ public final class AdminStore {
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return new CancelCounts(rs.getLong(1), rs.getLong(2));
+      }
+    }
+  }
+
+  /** What {@link #cancelMatching} would do, changing nothing. */
+  public CancelCounts countCancelMatching(Connection connection, Set<String> types, Set<String> queues,
+      Set<JobState> states) throws SQLException {
+    List<Object> values = new ArrayList<>();
+    String sql = countCancelMatching.replace("{where}", matching(connection, types, queues, states, values));
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+      for (int i = 0; i < values.size(); i++) {
+        ps.setObject(i + 1, values.get(i));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new CancelCounts(rs.getLong(1), rs.getLong(2));
+      }
+    }
+  }
+
+  /** How many jobs {@link #retryMatching} would queue again, changing nothing. */
+  public long countRetryMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+      throws SQLException {
+    List<Object> values = new ArrayList<>();
+    String sql = countRetryMatching.replace("{where}", matching(connection, types, queues, states, values));
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+      for (int i = 0; i < values.size(); i++) {
+        ps.setObject(i + 1, values.get(i));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
       }
     }
   }

@@ -43,7 +43,7 @@ final class EnqueueSql {
   static final String INSERT_WITH_KEY =
       """
       WITH key AS (
-          INSERT INTO {schema}.job_keys (idempotency_key, job_id) VALUES (?, ?)
+          INSERT INTO {schema}.job_keys (idempotency_key, job_id, fingerprint) VALUES (?, ?, ?)
           ON CONFLICT (idempotency_key) DO NOTHING
           RETURNING job_id
       ), ins AS (
@@ -59,7 +59,7 @@ final class EnqueueSql {
 
   static final String FIND_KEY =
       """
-      SELECT job_id FROM {schema}.job_keys WHERE idempotency_key = ?""";
+      SELECT job_id, fingerprint FROM {schema}.job_keys WHERE idempotency_key = ?""";
 
   /** Bulk insert: the columns a COPY row carries, in order (see {@link CopyRows}). */
   static final String COPY_JOBS =

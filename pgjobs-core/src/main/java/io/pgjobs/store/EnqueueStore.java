@@ -5,6 +5,7 @@ import static io.pgjobs.store.Transactions.inTransaction;
 import io.pgjobs.EnqueuedJob;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
+import io.pgjobs.IdempotencyKeyReusedException;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.json.PayloadCodec;
 import java.nio.charset.StandardCharsets;
@@ -80,6 +81,7 @@ public final class EnqueueStore {
       if (keyed) {
         ps.setString(i++, job.idempotencyKey());
         ps.setObject(i++, job.id());
+        ps.setString(i++, job.idempotencyFingerprint());
       } else {
         ps.setObject(i++, job.id());
       }
@@ -116,6 +118,11 @@ public final class EnqueueStore {
               "idempotency key '" + job.idempotencyKey() + "' conflicted but names no job; try again");
         }
         original = rs.getObject(1, UUID.class);
+        String fingerprint = rs.getString(2);
+        // NULL: a key stored before fingerprints (schema version 9) answers any request, as it did.
+        if (fingerprint != null && !fingerprint.equals(job.idempotencyFingerprint())) {
+          throw new IdempotencyKeyReusedException(job.idempotencyKey(), original);
+        }
       }
     }
     Job existing =

@@ -158,7 +158,9 @@ class BackendKillTest extends LifecycleTestBase {
       for (int call = 1; producing; call++) {
         long start = System.nanoTime();
         try {
-          EnqueuedJob job = producer.enqueue(MARKED, new Marked(marker, call), options);
+          // The same payload on every call: a retry under an idempotency key must repeat the request
+          // (a different one is refused as a reused key).
+          EnqueuedJob job = producer.enqueue(MARKED, new Marked(marker, 1), options);
           calls.add(new Call(false, marker, call, start, System.nanoTime(), List.of(job.job().id()), null));
           break;
         } catch (RuntimeException e) {

@@ -72,7 +72,7 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class ApiServer implements AutoCloseable {
   /** Host when none is given: {@value}. */
-  public static final String DEFAULT_HOST = "0.0.0.0";
+  public static final String DEFAULT_HOST = "127.0.0.1";
   /** Port when none is given: {@value}. */
   public static final int DEFAULT_PORT = 8080;
   /** Request timeout when none is given: 30 s. */
@@ -187,7 +187,17 @@ public final class ApiServer implements AutoCloseable {
       cfg.routes.beforeMatched(this::authorize);
       cfg.routes.exception(Exception.class, (e, ctx) -> problems.respond(ctx, e));
       // Javalin registers its own handler for HttpResponseException (404, 405, 413); take it over.
-      cfg.routes.exception(HttpResponseException.class, (e, ctx) -> problems.respond(ctx, e));
+      cfg.routes.exception(HttpResponseException.class, (e, ctx) -> {
+        if (e.getStatus() == 405) {
+          // RFC 9110 15.5.6: a 405 must say which methods the resource has.
+          String allow = String.join(", ", allowedMethods(ctx.path()));
+          ctx.header("Allow", allow);
+          problems.respond(ctx, ApiProblem.http(405, "method-not-allowed", "Method not allowed",
+              ctx.method().name() + " is not allowed on " + ctx.path() + "; allowed: " + allow));
+          return;
+        }
+        problems.respond(ctx, e);
+      });
       cfg.requestLogger.http(this::afterRequest);
 
       Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
@@ -387,8 +397,20 @@ public final class ApiServer implements AutoCloseable {
     try {
       Endpoint endpoint = ctx.endpoints().lastHttpEndpoint();
       int status = ctx.statusCode();
-      String uri = endpoint != null && !endpoint.path.isEmpty() && !endpoint.path.equals("*") ? endpoint.path
-          : status == 404 ? "NOT_FOUND" : "static";
+      // Unrouted answers get fixed labels, as Spring Boot's: the raw path would let any client grow the
+      // number of time series without bound.
+      String uri;
+      if (endpoint != null && !endpoint.path.isEmpty() && !endpoint.path.equals("*")) {
+        uri = endpoint.path;
+      } else if (status == 404) {
+        uri = "NOT_FOUND";
+      } else if (status == 405) {
+        uri = routeOf(ctx.path());
+      } else if (status < 400) {
+        uri = "static";
+      } else {
+        uri = "UNKNOWN";
+      }
       long nanos = (long) (millis * 1_000_000L);
       Timer.builder("http.server.requests")
           .description("HTTP requests served by the pgjobs API")
@@ -406,6 +428,30 @@ public final class ApiServer implements AutoCloseable {
     } finally {
       MDC.remove(REQUEST_ID_MDC);
     }
+  }
+
+  /** The HTTP methods some route answers for {@code path}, GET before POST (for a 405's Allow header). */
+  private List<String> allowedMethods(String path) {
+    List<String> methods = new ArrayList<>();
+    for (HandlerType type : HandlerType.values()) {
+      if (type.isHttpMethod() && app.unsafe.internalRouter.findFirstHttpHandlerEntry(type, path) != null) {
+        methods.add(type.name());
+      }
+    }
+    return methods;
+  }
+
+  /** The route template for {@code path} under any method, or {@code UNKNOWN}. */
+  private String routeOf(String path) {
+    for (HandlerType type : HandlerType.values()) {
+      if (type.isHttpMethod()) {
+        var entry = app.unsafe.internalRouter.findFirstHttpHandlerEntry(type, path);
+        if (entry != null) {
+          return entry.endpoint.path;
+        }
+      }
+    }
+    return "UNKNOWN";
   }
 
   private static String outcome(int status) {
@@ -440,12 +486,18 @@ public final class ApiServer implements AutoCloseable {
     private List<String> corsOrigins = List.of();
     private PrometheusMeterRegistry registry;
     private final Map<String, PlainPost> plainPosts = new LinkedHashMap<>();
+    private boolean allowUnauthenticated;
 
     private Builder(JobClient client) {
       this.client = Objects.requireNonNull(client, "client");
     }
 
-    /** Address to bind (default {@value ApiServer#DEFAULT_HOST}: every interface). */
+    /**
+     * Address to bind (default {@value ApiServer#DEFAULT_HOST}: this machine only). A non-loopback
+     * address ({@code 0.0.0.0}, a LAN address) needs {@link #tokens(Map)} or
+     * {@link #allowUnauthenticated()}: {@link #build()} refuses to expose an API that can cancel every job
+     * to the network without authentication.
+     */
     public Builder host(String host) {
       this.host = host;
       return this;
@@ -519,6 +571,15 @@ public final class ApiServer implements AutoCloseable {
     }
 
     /**
+     * Lets the server listen on a non-loopback address without tokens. Anyone who can reach the port
+     * can then enqueue, cancel and retry jobs; use it only behind a proxy or on a trusted network.
+     */
+    public Builder allowUnauthenticated() {
+      this.allowUnauthenticated = true;
+      return this;
+    }
+
+    /**
      * Validates every setting and builds a server (not yet started).
      *
      * @throws IllegalArgumentException naming the setting, the value and what is allowed
@@ -544,6 +605,11 @@ public final class ApiServer implements AutoCloseable {
           throw new IllegalArgumentException("every token needs a scope (READ or ADMIN)");
         }
       }
+      if (tokens.isEmpty() && !allowUnauthenticated && !isLoopback(host)) {
+        throw new IllegalArgumentException("refusing to listen on " + host + " without authentication: anyone who can"
+            + " reach it could cancel and retry every job. Give API tokens, listen on 127.0.0.1 (the default), or"
+            + " call allowUnauthenticated() (CLI: --insecure) if a proxy or the network protects it");
+      }
       if (requestTimeout == null || requestTimeout.compareTo(MIN_TIMEOUT) < 0 || requestTimeout.compareTo(MAX_TIMEOUT) > 0) {
         throw new IllegalArgumentException("requestTimeout must be between 10ms and 1h, was " + requestTimeout);
       }
@@ -563,6 +629,21 @@ public final class ApiServer implements AutoCloseable {
       }
       corsOrigins = origins;
       return new ApiServer(this);
+    }
+
+    /** True if every address {@code host} names is a loopback address; false when it cannot be resolved. */
+    private static boolean isLoopback(String host) {
+      try {
+        java.net.InetAddress[] addresses = java.net.InetAddress.getAllByName(host);
+        for (java.net.InetAddress a : addresses) {
+          if (!a.isLoopbackAddress()) {
+            return false;
+          }
+        }
+        return addresses.length > 0;
+      } catch (java.net.UnknownHostException e) {
+        return false;
+      }
     }
   }
 }

@@ -32,6 +32,26 @@ class ApiServerBuilderTest {
   }
 
   @Test
+  void listensOnLoopbackByDefault() {
+    assertThat(ApiServer.DEFAULT_HOST).isEqualTo("127.0.0.1");
+    try (ApiServer server = ApiServer.builder(CLIENT).port(0).build().start()) {
+      assertThat(server.localUri().toString()).startsWith("http://127.0.0.1:");
+    }
+  }
+
+  @Test
+  void refusesANonLoopbackAddressWithoutTokensUnlessAllowed() {
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT).host("0.0.0.0").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("refusing to listen on 0.0.0.0 without authentication")
+        .hasMessageContaining("allowUnauthenticated()");
+    ApiServer.builder(CLIENT).host("0.0.0.0").allowUnauthenticated().build().close();
+    ApiServer.builder(CLIENT).host("0.0.0.0").tokens(Map.of("0123456789abcdef", ApiServer.Scope.ADMIN)).build().close();
+    ApiServer.builder(CLIENT).host("localhost").build().close();
+    ApiServer.builder(CLIENT).host("::1").build().close();
+  }
+
+  @Test
   void defaultsAreValidAndPortIsOnlyKnownOnceStarted() {
     ApiServer server = ApiServer.builder(CLIENT).build();
     assertThatThrownBy(server::port).isInstanceOf(IllegalStateException.class);

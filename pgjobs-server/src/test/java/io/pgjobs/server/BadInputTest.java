@@ -91,7 +91,9 @@ class BadInputTest {
         job("unknown kind", "{\"kind\":\"bad name!\",\"payload\":{}}", 422, "type"),
         job("priority beyond int", "{" + ok + ",\"priority\":3000000000}", 422, "priority"),
         job("priority far beyond long", "{" + ok + ",\"priority\":99999999999999999999999}", 422, "priority"),
-        job("fractional priority", "{" + ok + ",\"priority\":1.5}", 422, "priority"),
+        job("fractional priority", "{" + ok + ",\"priority\":1.5}", 400, "priority"),
+        job("max_attempts is a string", "{" + ok + ",\"max_attempts\":\"3\"}", 400, "max_attempts"),
+        job("fractional max_attempts", "{" + ok + ",\"max_attempts\":2.5}", 400, "max_attempts"),
         job("unknown priority level", "{" + ok + ",\"priority\":\"urgent\"}", 422, "priority"),
         job("priority is a boolean", "{" + ok + ",\"priority\":true}", 400, "priority"),
         job("negative delay", "{" + ok + ",\"delay_ms\":-1}", 422, "delay_ms"),
@@ -106,9 +108,20 @@ class BadInputTest {
         job("context too long", "{" + ok + ",\"context\":\"" + "x".repeat(10_001) + "\"}", 422, "context"),
         job("invalid queue name", "{" + ok + ",\"queue\":\"bad queue\"}", 422, "queue"),
         job("queue is an object", "{" + ok + ",\"queue\":{}}", 400, "queue"),
-        job("payload does not fit the type", "{\"type\":\"send_email\",\"payload\":{\"to\":{\"x\":1}}}", 422, "payload"),
+        job("payload member of the wrong JSON type", "{\"type\":\"send_email\",\"payload\":{\"to\":{\"x\":1}}}", 400,
+            "payload.to"),
+        job("payload is not an object", "{\"type\":\"send_email\",\"payload\":[1]}", 400, "payload"),
+        job("unknown payload member", "{\"type\":\"task\",\"payload\":{\"note\":\"n\",\"colour\":\"red\"}}", 400,
+            "payload.colour"),
+        post("dispatch with unknown args member", "/jobs/task/dispatch", "{\"args\":{\"notes\":\"n\"}}", 400, "payload.notes"),
         job("payload fails its validator", "{\"type\":\"send_email\",\"payload\":{\"to\":\"x\",\"subject\":\"s\"}}", 422,
             "payload.to"),
+        post("idempotency key reused for another payload", "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"}}",
+            422, "Idempotency-Key", "Idempotency-Key", "seed-key"),
+        post("idempotency key reused for another queue", "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"seed\"},\"queue\":\"elsewhere\"}", 422, "Idempotency-Key",
+            "Idempotency-Key", "seed-key"),
+        job("payload string member given a number", "{\"type\":\"task\",\"payload\":{\"note\":5}}", 400, "payload.note"),
         post("idempotency key too long", "/jobs", "{" + ok + "}", 422, "Idempotency-Key", "Idempotency-Key", "k".repeat(256)),
         job("body over the limit", "{" + ok + ",\"context\":\"" + "x".repeat(MAX_BODY) + "\"}", 413, null),
         new Case("chunked body over the limit", "POST", "/jobs", "application/json",
@@ -129,6 +142,12 @@ class BadInputTest {
         post("bulk cancel with types not a list", "/jobs/cancel", "{\"types\":\"task\"}", 400, "types"),
         post("bulk retry of running jobs", "/jobs/retry", "{\"states\":[\"running\"]}", 422, "states"),
         post("bulk retry with a number in queues", "/jobs/retry", "{\"queues\":[1]}", 400, "queues[0]"),
+        post("bulk cancel without a filter", "/jobs/cancel", "{}", 422, "all"),
+        post("bulk retry without a filter", "/jobs/retry", "{}", 422, "all"),
+        post("bulk cancel with empty lists", "/jobs/cancel", "{\"types\":[],\"queues\":[]}", 422, "all"),
+        post("bulk cancel with all false", "/jobs/cancel", "{\"all\":false}", 422, "all"),
+        post("bulk retry with all a string", "/jobs/retry", "{\"all\":\"yes\"}", 400, "all"),
+        post("bulk cancel with dry_run a number", "/jobs/cancel", "{\"all\":true,\"dry_run\":1}", 400, "dry_run"),
         post("cancel with malformed id", "/jobs/not-a-uuid/cancel", "{}", 400, "id"),
         post("retry with malformed id", "/jobs/1234/retry", "{}", 400, "id"),
         post("pause of invalid queue name", "/queues/bad%20name/pause", "{}", 422, "queue"),
@@ -139,6 +158,10 @@ class BadInputTest {
         get("invalid cursor", "/jobs?cursor=not-a-cursor", 400, "cursor"),
         get("cursor of another kind", "/jobs?cursor=" + java.util.Base64.getUrlEncoder().encodeToString("v2:x".getBytes()),
             400, "cursor"),
+        get("cursor with a short-form id", "/jobs?cursor=" + java.util.Base64.getUrlEncoder().withoutPadding()
+            .encodeToString("v1:1-1-1-1-1".getBytes()), 400, "cursor"),
+        get("cursor with trailing garbage", "/jobs?cursor=" + java.util.Base64.getUrlEncoder().withoutPadding()
+            .encodeToString(("v1:" + UUID.randomUUID() + "x").getBytes()), 400, "cursor"),
         get("unknown state", "/jobs?state=queued,sleeping", 400, "state"),
         get("created_after not a date", "/jobs?created_after=yesterday", 400, "created_after"),
         get("stats window not a duration", "/stats?window=forever", 400, "window"),
@@ -146,6 +169,7 @@ class BadInputTest {
         get("events for a malformed job id", "/events?job_id=xyz", 400, "job_id", "Accept", "text/event-stream"),
         get("events for an unknown job", "/events?job_id=" + UUID.randomUUID(), 404, null, "Accept", "text/event-stream"),
         get("events without Accept", "/events", 406, null),
+        get("events asking for JSON", "/events", 406, null, "Accept", "application/json"),
         get("unknown route", "/no/such/route", 404, null),
         new Case("DELETE on /jobs", "DELETE", "/jobs", null, null, false, List.of(), 405, null)));
     return cases.stream();
@@ -177,10 +201,25 @@ class BadInputTest {
     assertThat(problem.path("status").asInt()).isEqualTo(c.status());
     assertThat(problem.path("detail").asString()).isNotBlank();
     assertThat(r.header("X-Request-Id")).isEqualTo(problem.path("request_id").asString());
+    assertThat(r.body()).as("no Java or Jackson internals")
+        .doesNotContainPattern("io\\.pgjobs|java\\.|tools\\.jackson|\\$[A-Z]|VALUE_|START_|END_|JsonToken|Cannot deserialize");
     if (c.field() != null) {
       assertThat(problem.path("errors").findValuesAsString("field")).as(r.body()).contains(c.field());
     }
     assertThat(api.rowCounts()).isEqualTo(before);
+  }
+
+  @Test
+  void methodNotAllowedSaysWhichMethodsAre() {
+    Response r = api.send(HttpRequest.newBuilder(api.uri("/jobs")).method("DELETE", HttpRequest.BodyPublishers.noBody()).build());
+    assertThat(r.status()).isEqualTo(405);
+    assertThat(r.header("Allow")).isNotNull();
+    assertThat(List.of(r.header("Allow").split(",\\s*"))).contains("GET", "POST").doesNotContain("DELETE");
+    assertThat(r.json().path("detail").asString()).contains("GET", "POST");
+
+    Response one = api.send(HttpRequest.newBuilder(api.uri("/jobs/" + UUID.randomUUID() + "/cancel")).GET().build());
+    assertThat(one.status()).isEqualTo(405);
+    assertThat(one.header("Allow")).isEqualTo("POST");
   }
 
   @Test

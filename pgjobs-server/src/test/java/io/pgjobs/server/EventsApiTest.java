@@ -175,4 +175,25 @@ class EventsApiTest {
           assertThat(events.next("state", WAIT).json().path("job_id").asString()).isEqualTo(id));
     }
   }
+
+  static final String BROWSER_ACCEPT =
+      "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+
+  @Test
+  void browserOpeningTheEventsUrlGetsAPageThatSubscribesToIt() {
+    ApiTestSupport.Response page = api.send(java.net.http.HttpRequest.newBuilder(api.uri("/events"))
+        .header("Accept", BROWSER_ACCEPT).GET().build());
+
+    assertThat(page.status()).isEqualTo(200);
+    assertThat(page.contentType()).startsWith("text/html");
+    assertThat(page.body()).contains("new EventSource(location.href)", "Server-Sent Events", "text/event-stream");
+  }
+
+  @Test
+  void curlsDefaultAcceptGets406SayingWhatToSend() {
+    ApiTestSupport.Response any = api.send(java.net.http.HttpRequest.newBuilder(api.uri("/events"))
+        .header("Accept", "*/*").GET().build());
+    assertThat(any.status()).isEqualTo(406);
+    assertThat(any.json().path("detail").asString()).contains("Accept: text/event-stream", "browser");
+  }
 }

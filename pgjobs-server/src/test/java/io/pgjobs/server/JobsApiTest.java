@@ -89,6 +89,32 @@ class JobsApiTest {
   }
 
   @Test
+  void aDifferentRequestUnderAUsedIdempotencyKeyIs422AndStoresNothing() {
+    Response first = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"a\"}}", "Idempotency-Key", "order-2");
+    String id = first.json().path("id").asString();
+    List<Long> before = api.rowCounts();
+
+    for (String other : List.of(
+        "{\"type\":\"task\",\"payload\":{\"note\":\"b\"}}",
+        "{\"type\":\"send_email\",\"payload\":{\"to\":\"a@example.com\",\"subject\":\"s\"}}",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"a\"},\"queue\":\"elsewhere\"}",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"a\"},\"priority\":\"critical\"}")) {
+      Response r = api.post("/jobs", other, "Idempotency-Key", "order-2");
+      assertThat(r.status()).as(other).isEqualTo(422);
+      assertThat(r.isProblem()).isTrue();
+      assertThat(r.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:idempotency-key-reused");
+      assertThat(r.json().path("detail").asString()).contains("'order-2'", id);
+      assertThat(r.json().path("job_id").asString()).isEqualTo(id);
+      assertThat(r.json().path("errors").findValuesAsString("field")).containsExactly("Idempotency-Key");
+    }
+    assertThat(api.rowCounts()).isEqualTo(before);
+
+    Response same = api.post("/jobs", "{\"payload\":{\"note\":\"a\"},\"type\":\"task\"}", "Idempotency-Key", "order-2");
+    assertThat(same.status()).isEqualTo(200);
+    assertThat(same.json().path("id").asString()).isEqualTo(id);
+  }
+
+  @Test
   void tenConcurrentIdenticalRequestsWithOneIdempotencyKeyCreateExactlyOneJob() throws Exception {
     String key = "concurrent-" + UUID.randomUUID();
     String queue = uniqueQueue();
@@ -304,5 +330,39 @@ class JobsApiTest {
     Response wrongState = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"states\":[\"succeeded\"]}");
     assertThat(wrongState.status()).isEqualTo(422);
     assertThat(wrongState.json().path("errors").get(0).path("field").asString()).isEqualTo("states");
+  }
+
+  @Test
+  void bulkCancelAndRetryWithoutAFilterNeedAllTrueAndADryRunChangesNothing() {
+    String queue = uniqueQueue();
+    for (int i = 0; i < 2; i++) {
+      api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"d\"},\"queue\":\"" + queue + "\"}");
+    }
+    List<Long> before = api.rowCounts();
+
+    Response refused = api.post("/jobs/cancel", "{}");
+    assertThat(refused.status()).isEqualTo(422);
+    assertThat(refused.json().path("errors").findValuesAsString("field")).containsExactly("all");
+    assertThat(refused.json().path("detail").asString()).contains("\"all\": true", "dry_run");
+    assertThat(api.post("/jobs/retry", "{}").status()).isEqualTo(422);
+    assertThat(api.rowCounts()).isEqualTo(before);
+
+    Response dryFiltered = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
+    assertThat(dryFiltered.status()).isEqualTo(200);
+    assertThat(dryFiltered.json().path("cancelled").asLong()).isEqualTo(2);
+    assertThat(dryFiltered.json().path("dry_run").asBoolean()).isTrue();
+    Response dryAll = api.post("/jobs/cancel", "{\"all\":true,\"dry_run\":true}");
+    assertThat(dryAll.json().path("cancelled").asLong()).isGreaterThanOrEqualTo(2);
+    assertThat(api.rowCounts()).isEqualTo(before);
+    assertThat(api.get("/jobs?queue=" + queue + "&state=queued").json().path("jobs").size()).isEqualTo(2);
+
+    Response cancelled = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}");
+    assertThat(cancelled.json().path("cancelled").asLong()).isEqualTo(2);
+    assertThat(cancelled.json().path("dry_run").asBoolean()).isFalse();
+
+    Response dryRetry = api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
+    assertThat(dryRetry.json().path("retried").asLong()).isEqualTo(2);
+    assertThat(dryRetry.json().path("dry_run").asBoolean()).isTrue();
+    assertThat(api.get("/jobs?queue=" + queue + "&state=cancelled").json().path("jobs").size()).isEqualTo(2);
   }
 }

@@ -91,4 +91,21 @@ class MetricsTest {
       assertThat(text).contains("jvm_memory_used_bytes{", "jvm_threads_live_threads", "process_uptime_seconds");
     });
   }
+
+  @Test
+  void unmatchedRoutesAreLabelledNotFoundAndOtherUnroutedAnswersUnknownNeverStatic() {
+    api.get("/no/such/route");
+    api.get("/dashboard/no-such-asset.js");
+    api.send(java.net.http.HttpRequest.newBuilder(api.uri("/jobs")).method("DELETE",
+        java.net.http.HttpRequest.BodyPublishers.noBody()).build());
+
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+      String text = api.get("/metrics").body();
+      assertThat(sample(text, "http_server_requests_seconds_count", "method=\"GET\"", "uri=\"NOT_FOUND\"",
+          "status=\"404\"")).isGreaterThanOrEqualTo(2.0);
+      assertThat(sample(text, "http_server_requests_seconds_count", "method=\"DELETE\"", "uri=\"/jobs\"",
+          "status=\"405\"")).isEqualTo(1.0);
+      assertThat(text).doesNotContainPattern("http_server_requests_seconds_count\\{[^}]*uri=\"static\"[^}]*status=\"4");
+    });
+  }
 }

@@ -69,6 +69,50 @@ class OpenApiTest {
   }
 
   @Test
+  void requestsTheServerAcceptsAreTheOnesTheDocumentAllows() {
+    SpecValidator validator = new SpecValidator(spec);
+    String queue = "nulls-" + UUID.randomUUID().toString().substring(0, 8);
+    // null means "left out" for every optional member, in the document as in the server.
+    String withNulls = "{\"type\":\"task\",\"payload\":{\"note\":\"n\"},\"queue\":null,\"priority\":null,"
+        + "\"context\":null,\"run_at\":null,\"delay_ms\":null,\"max_attempts\":null,\"timeout_ms\":null}";
+    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(withNulls))).isEmpty();
+    assertThat(api.post("/jobs", withNulls).status()).isEqualTo(201);
+    String numeric = "{\"type\":\"task\",\"payload\":{\"note\":\"n\"},\"queue\":\"" + queue + "\",\"priority\":75}";
+    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(numeric))).isEmpty();
+    assertThat(api.post("/jobs", numeric).status()).isEqualTo(201);
+    String bulk = "{\"types\":null,\"queues\":[\"" + queue + "\"],\"states\":null,\"all\":null,\"dry_run\":true}";
+    assertThat(validator.requestProblems("POST", "/jobs/cancel", ApiTestSupport.JSON.readTree(bulk))).isEmpty();
+    assertThat(api.post("/jobs/cancel", bulk).status()).isEqualTo(200);
+    // What the document forbids, the server refuses too.
+    String fractional = "{\"type\":\"task\",\"payload\":{},\"priority\":1.5}";
+    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(fractional))).isNotEmpty();
+    assertThat(api.post("/jobs", fractional).status()).isEqualTo(400);
+    assertThat(validator.requestProblems("POST", "/jobs/cancel", ApiTestSupport.JSON.readTree("{}"))).isEmpty(); // 422: a rule, not a shape
+
+    // A comma-separated list is the documented form of every list parameter, and the server answers it.
+    for (String path : List.of("/jobs", "/dead-letters", "/events")) {
+      spec.path("paths").path(path).path("get").path("parameters").forEach(p -> {
+        if (p.path("schema").path("type").asString().equals("array")) {
+          assertThat(p.path("explode").asBoolean(true)).as(path + " " + p.path("name")).isFalse();
+        }
+      });
+    }
+    assertThat(api.get("/jobs?state=failed,succeeded&queue=" + queue).status()).isEqualTo(200);
+  }
+
+  @Test
+  void everySchemaIsUsedAndPriorityIsAPlainInteger() {
+    String text = api.get("/openapi.json").body();
+    spec.path("components").path("schemas").propertyNames().forEach(name ->
+        assertThat(text).as("schema " + name + " is referenced").contains("\"#/components/schemas/" + name + "\""));
+    for (String request : List.of("EnqueueRequest", "DispatchRequest")) {
+      JsonNode priority = spec.path("components").path("schemas").path(request).path("properties").path("priority");
+      assertThat(priority.has("oneOf")).isFalse();
+      assertThat(priority.path("type").toString()).isEqualTo("[\"integer\",\"null\"]");
+    }
+  }
+
+  @Test
   void yamlAndJsonDocumentsAreTheSame() {
     Response yaml = api.get("/openapi.yaml");
     assertThat(yaml.status()).isEqualTo(200);
@@ -160,12 +204,17 @@ class OpenApiTest {
     problems.addAll(validator.problems("POST", "/jobs/{id}/retry", api.post("/jobs/" + UUID.randomUUID() + "/retry", null)));
     problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}")));
     problems.addAll(validator.problems("POST", "/jobs/retry", api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"]}")));
+    problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"all\":true,\"dry_run\":true}")));
+    problems.addAll(validator.problems("POST", "/jobs/retry", api.post("/jobs/retry", "{\"all\":true,\"dry_run\":true}")));
+    problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{}")));
     problems.addAll(validator.problems("POST", "/dead-letters/retry",
         api.post("/dead-letters/retry", "{\"type\":\"task\",\"error\":\"no luck\"}")));
     problems.addAll(validator.problems("POST", "/dead-letters/retry", api.post("/dead-letters/retry", "{\"type\":\"task\"}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"send_email\",\"payload\":{}}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"nope\",\"payload\":{}}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{oops")));
+    problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"},"
+        + "\"queue\":\"" + queue + "\",\"max_attempts\":1}", "Idempotency-Key", "spec-" + queue)));
     problems.addAll(validator.problems("GET", "/jobs", api.get("/jobs?limit=0")));
     problems.addAll(validator.problems("POST", "/queues/{name}/pause", api.post("/queues/" + queue + "/pause", null)));
     problems.addAll(validator.problems("POST", "/queues/{name}/resume", api.post("/queues/" + queue + "/resume", null)));
@@ -193,7 +242,7 @@ class OpenApiTest {
         .path("description").asString().toLowerCase(Locale.ROOT);
     for (String slug : List.of("invalid-request", "malformed-json", "validation-failed", "unknown-job-type",
         "unauthorized", "forbidden", "not-found", "method-not-allowed", "not-acceptable", "already-finished",
-        "not-retryable", "body-too-large", "unsupported-media-type", "unavailable", "request-timeout", "internal-error")) {
+        "not-retryable", "body-too-large", "unsupported-media-type", "unavailable", "request-timeout", "internal-error", "idempotency-key-reused")) {
       assertThat(description).contains("`" + slug + "`");
     }
   }

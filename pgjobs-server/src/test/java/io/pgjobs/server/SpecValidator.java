@@ -48,6 +48,19 @@ final class SpecValidator {
     return errors.stream().map(e -> method + " " + specPath + " " + response.status() + ": " + e).toList();
   }
 
+  /** The problems of a JSON request body against the operation's request schema; empty when it conforms. */
+  List<String> requestProblems(String method, String specPath, JsonNode body) {
+    JsonNode operation = spec.path("paths").path(specPath).path(method.toLowerCase(Locale.ROOT));
+    JsonNode content = operation.path("requestBody").path("content").path("application/json");
+    if (content.isMissingNode()) {
+      return List.of(method + " " + specPath + " documents no JSON request body");
+    }
+    ObjectNode schemaDoc = ((ObjectNode) content.path("schema")).deepCopy();
+    schemaDoc.set("components", spec.path("components"));
+    return registry.getSchema(schemaDoc).validate(body).stream()
+        .map(e -> method + " " + specPath + " request: " + e).toList();
+  }
+
   private JsonNode resolve(JsonNode node) {
     JsonNode ref = node.path("$ref");
     if (ref.isString()) {

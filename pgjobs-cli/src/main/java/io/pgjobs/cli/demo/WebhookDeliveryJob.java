@@ -1,5 +1,11 @@
 package io.pgjobs.cli.demo;
 
+import tools.jackson.core.JsonParser;
+import tools.jackson.databind.DeserializationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ValueDeserializer;
+import tools.jackson.databind.annotation.JsonDeserialize;
+
 import io.pgjobs.DiscardJobException;
 import io.pgjobs.JobContext;
 import io.pgjobs.JobType;
@@ -32,7 +38,7 @@ import tools.jackson.databind.json.JsonMapper;
  * {@value #SIGNATURE_HEADER}: the lowercase hex HMAC-SHA256 of the body's UTF-8 bytes keyed with the
  * secret. The receiver recomputes it to check the sender and the body.
  *
- * <p>Payload {@code {"url": "https://...", "body": "{...}", "secret": "..."}}; output
+ * <p>Payload {@code {"url": "https://...", "body": {...} or "text", "secret": "..."}}; output
  * {@code {"status": 200}}. Outcomes: 2xx succeeds; 5xx, 408, 429, a timeout or a connection failure
  * fails the attempt (retried with backoff); any other answer (3xx — redirects are not followed — or 4xx)
  * fails the job at once ({@link DiscardJobException}). Each request also carries
@@ -43,10 +49,22 @@ public final class WebhookDeliveryJob {
    * The payload.
    *
    * @param url http or https URL
-   * @param body the request body (sent as {@code application/json} if it is JSON, else as text)
+   * @param body the request body (sent as {@code application/json} if it is JSON, else as text). In
+   *     the payload's JSON it may be any JSON value: a string is sent as given, an object, array, number
+   *     or boolean is sent as its JSON text
    * @param secret the HMAC key
    */
-  public record WebhookDelivery(String url, String body, String secret) {}
+  public record WebhookDelivery(
+      String url, @JsonDeserialize(using = JsonValueAsText.class) String body, String secret) {}
+
+  /** Reads any JSON value as text: a string as it is, anything else as its compact JSON. */
+  static final class JsonValueAsText extends ValueDeserializer<String> {
+    @Override
+    public String deserialize(JsonParser p, DeserializationContext ctxt) {
+      JsonNode node = ctxt.readTree(p);
+      return node.isString() ? node.asString() : node.toString();
+    }
+  }
 
   /** The signature header: {@value}. */
   public static final String SIGNATURE_HEADER = "X-Signature-SHA256";
@@ -102,7 +120,7 @@ public final class WebhookDeliveryJob {
       }
     }
     if (job.body() == null) {
-      problems.add("body", "is required (a string; may be empty)");
+      problems.add("body", "is required (any JSON value: a string is sent as given, anything else as JSON)");
     } else if (job.body().length() > MAX_BODY) {
       problems.add("body", "must be at most " + MAX_BODY + " characters, was " + job.body().length());
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.pgjobs.EnqueueOptions;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
 import io.pgjobs.cli.demo.WebhookDeliveryJob.WebhookDelivery;
@@ -25,6 +26,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 class WebhookDeliveryJobTest extends DemoJobsTestBase {
+  static final tools.jackson.databind.json.JsonMapper JSON = tools.jackson.databind.json.JsonMapper.builder().build();
+
   /** One request the receiver got. */
   record Received(String body, String signature, String contentType, String jobId, String attempt) {}
 
@@ -105,6 +108,23 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
       assertThat(r.attempt()).isEqualTo("1");
     });
     assertThat(job.output().get("status").asInt()).isEqualTo(204);
+  }
+
+  @Test
+  void acceptsAnObjectOrArrayBodyAndSendsItAsJson() throws Exception {
+    startWorker(Map.of());
+    var payload = JSON.readTree("{\"url\":\"" + url("/ok") + "\",\"secret\":\"k\","
+        + "\"body\":{\"event\":\"order.paid\",\"order\":42}}");
+    var arrayPayload = JSON.readTree("{\"url\":\"" + url("/ok") + "\",\"secret\":\"k\",\"body\":[1,2]}");
+
+    var id = client.enqueue("webhook_delivery", payload, EnqueueOptions.DEFAULTS).job().id();
+    awaitState(id, JobState.SUCCEEDED);
+    var id2 = client.enqueue("webhook_delivery", arrayPayload, EnqueueOptions.DEFAULTS).job().id();
+    awaitState(id2, JobState.SUCCEEDED);
+
+    assertThat(received).extracting(Received::body).containsExactly("{\"event\":\"order.paid\",\"order\":42}", "[1,2]");
+    assertThat(received).extracting(Received::contentType).containsOnly("application/json");
+    assertThat(received.get(0).signature()).isEqualTo(hmacSha256Hex("k", "{\"event\":\"order.paid\",\"order\":42}"));
   }
 
   @Test

@@ -77,7 +77,7 @@ public final class DeadLettersApi {
         retried++;
       }
     }
-    return Reply.ok(new JobsApi.RetryCountsView(retried));
+    return Reply.ok(new JobsApi.RetryCountsView(retried, false));
   }
 
   private Reply deadLetters(Context ctx) {

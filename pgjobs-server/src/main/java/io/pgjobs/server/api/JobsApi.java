@@ -42,7 +42,8 @@ public final class JobsApi {
       List.of("queue", "priority", "run_at", "delay_ms", "max_attempts", "context", "timeout_ms");
   private static final Set<String> ENQUEUE_FIELDS = fields("type", "kind", "payload");
   private static final Set<String> DISPATCH_FIELDS = fields("args");
-  private static final Set<String> BULK_FIELDS = new LinkedHashSet<>(List.of("types", "queues", "states"));
+  private static final Set<String> BULK_FIELDS =
+      new LinkedHashSet<>(List.of("types", "queues", "states", "all", "dry_run"));
 
   private final JobClient client;
   private final boolean acceptUnknownTypes;
@@ -238,13 +239,20 @@ public final class JobsApi {
     };
   }
 
-  private record BulkFilter(Set<String> types, Set<String> queues, Set<JobState> states) {}
+  private record BulkFilter(Set<String> types, Set<String> queues, Set<JobState> states, boolean dryRun) {}
 
-  private static BulkFilter bulkFilter(Context ctx, Routes routes) {
+  /**
+   * The filter of a bulk cancel or retry. An empty filter would act on every job, so it needs an
+   * explicit {@code "all": true}: a client that forgot its filter (or sent {@code {}}) gets 422, not
+   * every job cancelled.
+   */
+  private static BulkFilter bulkFilter(Context ctx, Routes routes, String verb) {
     JsonBody body = JsonBody.read(ctx, routes.json(), BULK_FIELDS);
     List<String> types = body.strings("types");
     List<String> queues = body.strings("queues");
     List<String> stateNames = body.strings("states");
+    boolean all = body.bool("all");
+    boolean dryRun = body.bool("dry_run");
     Set<JobState> states = new HashSet<>();
     for (int i = 0; i < stateNames.size(); i++) {
       try {
@@ -253,24 +261,33 @@ public final class JobsApi {
         body.reject("states[" + i + "]", e.getMessage());
       }
     }
+    if (types.isEmpty() && queues.isEmpty() && stateNames.isEmpty() && !all) {
+      body.reject("all", "give at least one of types, queues or states, or \"all\": true to " + verb
+          + " every matching job (add \"dry_run\": true to count them first)");
+    }
     body.done();
-    return new BulkFilter(new HashSet<>(types), new HashSet<>(queues), states);
+    return new BulkFilter(new HashSet<>(types), new HashSet<>(queues), states, dryRun);
   }
 
   private Reply cancelAll(Context ctx, Routes routes) {
-    BulkFilter f = bulkFilter(ctx, routes);
+    BulkFilter f = bulkFilter(ctx, routes, "cancel");
     try {
-      CancelCounts counts = client.cancelAll(f.types(), f.queues(), f.states());
-      return Reply.ok(new CancelCountsView(counts.cancelled(), counts.pendingOnWorker()));
+      CancelCounts counts = f.dryRun()
+          ? client.countCancellable(f.types(), f.queues(), f.states())
+          : client.cancelAll(f.types(), f.queues(), f.states());
+      return Reply.ok(new CancelCountsView(counts.cancelled(), counts.pendingOnWorker(), f.dryRun()));
     } catch (InvalidJobException e) {
       throw ApiProblem.invalidField("states", e.getMessage().substring(e.field().length() + 2));
     }
   }
 
   private Reply retryAll(Context ctx, Routes routes) {
-    BulkFilter f = bulkFilter(ctx, routes);
+    BulkFilter f = bulkFilter(ctx, routes, "retry");
     try {
-      return Reply.ok(new RetryCountsView(client.retryAll(f.types(), f.queues(), f.states())));
+      long retried = f.dryRun()
+          ? client.countRetryable(f.types(), f.queues(), f.states())
+          : client.retryAll(f.types(), f.queues(), f.states());
+      return Reply.ok(new RetryCountsView(retried, f.dryRun()));
     } catch (InvalidJobException e) {
       throw ApiProblem.invalidField("states", e.getMessage().substring(e.field().length() + 2));
     }
@@ -338,9 +355,9 @@ public final class JobsApi {
   /** A page of jobs, newest first; {@code nextCursor} is null on the last page. */
   public record JobPageView(List<JobView> jobs, String nextCursor) {}
 
-  /** What a bulk cancel did. */
-  public record CancelCountsView(long cancelled, long pendingOnWorker) {}
+  /** What a bulk cancel did (or, with {@code dryRun}, would do). */
+  public record CancelCountsView(long cancelled, long pendingOnWorker, boolean dryRun) {}
 
-  /** What a bulk retry did. */
-  public record RetryCountsView(long retried) {}
+  /** What a bulk retry did (or, with {@code dryRun}, would do). */
+  public record RetryCountsView(long retried, boolean dryRun) {}
 }

@@ -54,7 +54,7 @@ public final class JsonBody {
     try {
       tree = json.readTree(bytes);
     } catch (JacksonException e) {
-      throw ApiProblem.malformedJson("the request body is not valid JSON: " + e.getOriginalMessage());
+      throw ApiProblem.malformedJson(e);
     }
     if (tree == null || !tree.isObject()) {
       throw ApiProblem.badRequest("the request body must be a JSON object, was " + kind(tree),
@@ -135,7 +135,8 @@ public final class JsonBody {
       return null;
     }
     if (!value.isIntegralNumber()) {
-      invalid.add(new FieldError(field, "must be an integer, was " + value));
+      // 1.5 is a number, not an integer: the wrong JSON Schema type, so 400 like "3".
+      malformed.add(new FieldError(field, "must be an integer, was " + value));
       return null;
     }
     if (!value.canConvertToLong() || value.asLong() < min || value.asLong() > max) {
@@ -185,6 +186,19 @@ public final class JsonBody {
       return null;
     }
     return instant;
+  }
+
+  /** A boolean member; false when absent or null. */
+  public boolean bool(String field) {
+    JsonNode value = node.get(field);
+    if (value == null || value.isNull()) {
+      return false;
+    }
+    if (!value.isBoolean()) {
+      malformed.add(new FieldError(field, "must be true or false, was " + kind(value)));
+      return false;
+    }
+    return value.asBoolean();
   }
 
   /** An array of strings; empty when absent or null. */

@@ -56,19 +56,57 @@ public final class Routes {
   }
 
   /**
-   * A Server-Sent Events route. A request without {@code Accept: text/event-stream} gets 406, since
-   * Javalin would otherwise answer it with an empty 200.
+   * A Server-Sent Events route. {@code Accept: text/event-stream} gets the stream (Javalin's SSE
+   * handler needs that header). A browser opening the URL (its Accept names {@code text/html} first) gets a
+   * small page that subscribes to the same URL and shows the events as they come. Anything else gets
+   * 406, since Javalin would otherwise answer it with an empty 200.
    */
   public void sse(String path, Consumer<Context> check, Consumer<SseClient> client) {
     io.javalin.http.sse.SseHandler sse = new io.javalin.http.sse.SseHandler(0, client);
     routes.get(path, ctx -> {
-      String accept = ctx.header("Accept");
-      if (accept == null || !accept.contains("text/event-stream")) {
-        throw ApiProblem.notAcceptable(path + " is a Server-Sent Events stream: send Accept: text/event-stream");
+      String accept = ctx.header("Accept") == null ? "" : ctx.header("Accept");
+      if (!accept.contains("text/event-stream") && accept.contains("text/html")) {
+        check.accept(ctx);
+        ctx.contentType("text/html; charset=utf-8");
+        ctx.result(eventsPage(path));
+        return;
+      }
+      if (!accept.contains("text/event-stream")) {
+        throw ApiProblem.notAcceptable(path + " is a Server-Sent Events stream: send Accept: text/event-stream"
+            + " (or open it in a browser)");
       }
       check.accept(ctx);
       sse.handle(ctx);
     });
+  }
+
+  /** The page a browser gets for an event stream: it opens the stream and lists the events. */
+  private static String eventsPage(String path) {
+    return """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><title>pgjobs events</title>
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml">
+        <style>body{font:14px system-ui,sans-serif;margin:1.5em}pre{white-space:pre-wrap;font-size:12px}</style>
+        </head><body>
+        <h1>pgjobs events</h1>
+        <p>PATH is a <a href="https://html.spec.whatwg.org/multipage/server-sent-events.html">Server-Sent Events</a>
+        stream for programs (<code>curl -N -H 'Accept: text/event-stream' URL</code>, or <code>EventSource</code>).
+        This page subscribes to it and shows each event as it arrives; the dashboard is at <a href="/">/</a>.</p>
+        <p id="status">connecting…</p>
+        <pre id="events"></pre>
+        <script>
+        const out = document.getElementById('events'), status = document.getElementById('status');
+        const source = new EventSource(location.href);
+        source.onopen = () => { status.textContent = 'connected'; };
+        source.onerror = () => { status.textContent = 'disconnected; retrying…'; };
+        for (const name of ['snapshot', 'state', 'progress', 'resync']) {
+          source.addEventListener(name, e => {
+            out.textContent = new Date().toISOString() + ' ' + name + ' ' + e.data + '\\n' + out.textContent.slice(0, 200000);
+          });
+        }
+        </script>
+        </body></html>
+        """.replace("PATH", path);
   }
 
   private void run(Context ctx, ApiHandler handler) throws Exception {

@@ -26,6 +26,15 @@ public final class ApiProblem extends RuntimeException {
     this.extensions = extensions == null ? Map.of() : Map.copyOf(extensions);
   }
 
+  /** 422: the Idempotency-Key names a job enqueued by a different request. */
+  public static ApiProblem idempotencyKeyReused(String key, java.util.UUID jobId) {
+    return new ApiProblem(422, "idempotency-key-reused", "Idempotency key reused",
+        "Idempotency-Key '" + key + "' was already used for job " + jobId + " with a different request"
+            + " (type, payload or options); repeat the original request exactly to get that job, or use a new key",
+        List.of(new Problem.FieldError("Idempotency-Key", "was already used for a different request")),
+        Map.of("job_id", jobId.toString()));
+  }
+
   /** 400: the request is not well-formed (bad JSON, wrong JSON types, unknown fields, bad parameters). */
   public static ApiProblem badRequest(String detail, List<Problem.FieldError> errors) {
     return new ApiProblem(400, "invalid-request", "Invalid request", detail, errors, null);
@@ -39,6 +48,27 @@ public final class ApiProblem extends RuntimeException {
   /** 400: the body is not JSON. */
   public static ApiProblem malformedJson(String detail) {
     return new ApiProblem(400, "malformed-json", "Malformed JSON", detail, null, null);
+  }
+
+  /**
+   * 400: the body is not JSON. Says where it stopped being JSON and, for the usual mistakes, what was
+   * wrong, but never Jackson's own words (token names such as {@code VALUE_STRING}).
+   */
+  public static ApiProblem malformedJson(tools.jackson.core.JacksonException e) {
+    tools.jackson.core.TokenStreamLocation at = e.getLocation();
+    String where = at == null || at.getLineNr() < 1 ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+    String message = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
+    String what;
+    if (message.startsWith("Duplicate Object property")) {
+      what = "a member appears twice";
+    } else if (message.contains("end-of-input")) {
+      what = "it ends early";
+    } else if (message.contains("Trailing token")) {
+      what = "more follows the JSON value";
+    } else {
+      what = "unexpected text";
+    }
+    return malformedJson("the request body is not valid JSON: " + what + where);
   }
 
   /** 422: well-formed, but some values are not allowed. */

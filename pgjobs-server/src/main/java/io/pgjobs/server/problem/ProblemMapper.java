@@ -2,6 +2,7 @@ package io.pgjobs.server.problem;
 
 import io.javalin.http.Context;
 import io.javalin.http.HttpResponseException;
+import io.pgjobs.IdempotencyKeyReusedException;
 import io.pgjobs.InvalidJobException;
 import io.pgjobs.InvalidPayloadException;
 import io.pgjobs.PayloadValidator;
@@ -90,9 +91,18 @@ public final class ProblemMapper {
       return new Problem(p.type(), p.title(), p.status(), p.getMessage(), instance, requestId, p.errors(),
           p.extensions());
     }
+    if (error instanceof IdempotencyKeyReusedException e) {
+      // 422 as the IETF draft "The Idempotency-Key HTTP Header Field" asks, and as Stripe answers a
+      // reused key with other parameters (an error, not the first result).
+      return from(ApiProblem.idempotencyKeyReused(e.key(), e.jobId()), instance, requestId);
+    }
     if (error instanceof InvalidPayloadException e) {
       List<Problem.FieldError> errors = e.problems().stream().map(ProblemMapper::payloadError).toList();
-      return from(ApiProblem.validation(stripField(e), errors), instance, requestId);
+      String detail = String.join("; ", errors.stream().map(f -> f.field() + ": " + f.reason()).toList());
+      // The one rule (docs/API.md): a payload whose JSON has the wrong shape is 400, one whose values its
+      // validator refuses is 422.
+      return from(e.malformed() ? ApiProblem.badRequest(detail, errors) : ApiProblem.validation(detail, errors),
+          instance, requestId);
     }
     if (error instanceof InvalidJobException e) {
       String field = apiField(e.field());
@@ -103,7 +113,7 @@ public final class ProblemMapper {
       return from(e.getStatus() == 413 ? ApiProblem.tooLarge(maxBodyBytes) : httpProblem(e, what), instance, requestId);
     }
     if (error instanceof JacksonException e) {
-      return from(ApiProblem.malformedJson("the request body is not valid JSON: " + e.getOriginalMessage()),
+      return from(ApiProblem.malformedJson(e),
           instance, requestId);
     }
     if (isEndOfInput(error)) {

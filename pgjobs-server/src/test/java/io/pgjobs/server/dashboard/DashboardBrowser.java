@@ -82,6 +82,11 @@ final class DashboardBrowser implements AutoCloseable {
     waitFor(d -> d.findElement(By.id("main")).getAttribute("data-page") != null);
   }
 
+  /** Opens any address (not the dashboard's) without waiting for the dashboard to render. */
+  void openOther(String url) {
+    driver.get(url);
+  }
+
   WebElement find(String css) {
     return driver.findElement(By.cssSelector(css));
   }

@@ -355,6 +355,54 @@ class DashboardTest {
     return browser.findAll("#jobs-table tbody tr[data-job]").stream().map(r -> r.getAttribute("data-job")).toList();
   }
 
+  // ---------------------------------------------------------------- bulk actions
+
+  @Test
+  void cancelMatchingShowsTheCountFromADryRunBeforeConfirmingAndThenCancelsExactlyThose() {
+    String queue = "bulk-" + key();
+    List<UUID> ids = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      ids.add(app.enqueue(key(), key(), EnqueueOptions.builder().queue(queue).delay(java.time.Duration.ofHours(1)).build()));
+    }
+    UUID elsewhere = app.enqueue(key(), key(), EnqueueOptions.builder().queue("other-" + key())
+        .delay(java.time.Duration.ofHours(1)).build());
+
+    browser.open(app.url("/jobs?queue=" + queue));
+    browser.waitFor(d -> browser.findAll("#jobs-table tbody tr[data-job]").size() == 3);
+    browser.find("#bulk-cancel").click();
+    browser.visible("#confirm-dialog");
+    assertThat(browser.find("#confirm-title").getText()).isEqualTo("Cancel matching jobs?");
+    assertThat(browser.find("#confirm-message").getText()).startsWith("3 jobs matching these filters will be cancelled");
+    assertThat(browser.find("#confirm-yes").getText()).isEqualTo("Cancel 3 jobs");
+    // The count came from a dry run: nothing is cancelled while the question is open.
+    ids.forEach(id -> assertThat(app.job(id).state()).isEqualTo(JobState.QUEUED));
+    browser.confirm("Cancel matching jobs?");
+
+    browser.waitForText("#bulk-result", "Cancelled 3");
+    ids.forEach(id -> app.awaitState(id, JobState.CANCELLED));
+    assertThat(app.job(elsewhere).state()).isEqualTo(JobState.QUEUED);
+
+    browser.find("#bulk-retry").click();
+    browser.visible("#confirm-dialog");
+    assertThat(browser.find("#confirm-message").getText()).startsWith("3 jobs matching these filters will be queued again");
+    browser.find("#confirm-no").click();
+    browser.waitFor(d -> !d.findElement(By.id("confirm-dialog")).isDisplayed());
+    ids.forEach(id -> assertThat(app.job(id).state()).isEqualTo(JobState.CANCELLED));
+  }
+
+  @Test
+  void eventsUrlOpenedInABrowserShowsTheLiveStream() {
+    String queue = "events-" + key();
+    browser.openOther(app.url("") + "events?queue=" + queue);
+    browser.waitForText("#status", "connected");
+    browser.waitForText("#events", "snapshot");
+
+    app.enqueue(key(), key(), EnqueueOptions.builder().queue(queue).build());
+
+    browser.waitForText("#events", "\"queue\":\"" + queue + "\"");
+    assertThat(browser.find("#events").getText()).contains(" state ");
+  }
+
   // ---------------------------------------------------------------- dead letters
 
   @Test

@@ -1,14 +1,16 @@
 // Jobs: a table of jobs, newest first, filtered by state, type, queue and text in payload or context,
 // a page at a time (keyset cursors). States and progress bars follow the event stream; on the first
-// page new matching jobs appear by themselves.
+// page new matching jobs appear by themselves. "Cancel matching" and "Retry matching" act on every job
+// the state, type and queue filters match: the API is asked for the count first (a dry run), and the
+// confirmation says how many jobs it is about.
 
-import {get, query} from '../api.js';
-import {h, STATES, FINISHED, stateBadge, progressBar, setProgress, timeAgo, throttle} from '../dom.js';
+import {get, post, query} from '../api.js';
+import {h, STATES, FINISHED, stateBadge, progressBar, setProgress, timeAgo, throttle, fmtNumber, message, errorMessage} from '../dom.js';
 import {loader, jobTypes} from './common.js';
 
 const PAGE_SIZE = 50;
 
-export default function jobsPage(root, {query: initial, events}) {
+export default function jobsPage(root, {query: initial, events, confirm}) {
   const filters = {
     state: single(initial.state),
     type: single(initial.type),
@@ -51,9 +53,17 @@ export default function jobsPage(root, {query: initial, events}) {
   }}, 'Clear'),
   typeList, queueList);
 
+  const cancelButton = h('button', {type: 'button', class: 'danger', id: 'bulk-cancel', onclick: () => bulk('cancel')},
+    'Cancel matching…');
+  const retryButton = h('button', {type: 'button', id: 'bulk-retry', onclick: () => bulk('retry')}, 'Retry matching…');
+  const bulkResult = h('div', {id: 'bulk-result'});
+  const bulkBar = h('div', {class: 'bulk-actions', id: 'bulk-actions'}, cancelButton, retryButton);
+
   root.append(
     h('h1', null, 'Jobs'),
     form,
+    bulkBar,
+    bulkResult,
     h('section', {class: 'panel'},
       error,
       h('div', {class: 'table-wrap'}, h('table', {id: 'jobs-table'},
@@ -71,11 +81,62 @@ export default function jobsPage(root, {query: initial, events}) {
     typing = setTimeout(apply, 400);
   });
 
+  /** Bulk actions follow the filters: they cannot filter by text, and each only applies to some states. */
+  function updateBulk() {
+    const text = filters.text.trim() !== '';
+    cancelButton.disabled = text || FINISHED.includes(filters.state);
+    retryButton.disabled = text || (filters.state !== '' && !['failed', 'cancelled'].includes(filters.state));
+    const why = text ? 'Clear the text filter first: bulk actions filter by state, type and queue only.' : '';
+    cancelButton.title = why || (cancelButton.disabled ? 'Finished jobs cannot be cancelled.' : '');
+    retryButton.title = why || (retryButton.disabled ? 'Only failed and cancelled jobs can be retried.' : '');
+  }
+
+  /** Asks the API what the action would do (dry run), confirms with that count, then does it. */
+  async function bulk(kind) {
+    const filter = {};
+    if (filters.type) filter.types = [filters.type];
+    if (filters.queue) filter.queues = [filters.queue];
+    if (filters.state) filter.states = [filters.state];
+    // No filter means every job: the API needs that said explicitly.
+    const body = Object.keys(filter).length ? filter : {all: true};
+    const verb = kind === 'cancel' ? 'cancel' : 'retry';
+    let count;
+    try {
+      const dry = await post('/jobs/' + kind, {...body, dry_run: true});
+      count = kind === 'cancel' ? dry.body.cancelled + dry.body.pending_on_worker : dry.body.retried;
+    } catch (e) {
+      bulkResult.replaceChildren(errorMessage('Could not count the jobs to ' + verb, e));
+      return;
+    }
+    if (count === 0) {
+      bulkResult.replaceChildren(message('ok', `No job matching these filters can be ${kind === 'cancel' ? 'cancelled' : 'retried'}.`));
+      return;
+    }
+    const jobs = `${fmtNumber(count)} job${count === 1 ? '' : 's'}`;
+    const scope = Object.keys(filter).length ? 'matching these filters' : 'in every queue (no filter is set)';
+    const yes = await confirm(kind === 'cancel' ? 'Cancel matching jobs?' : 'Retry matching jobs?',
+      kind === 'cancel'
+        ? `${jobs} ${scope} will be cancelled: waiting ones at once, running ones by their workers.`
+        : `${jobs} ${scope} will be queued again, each with a full set of attempts.`,
+      `${kind === 'cancel' ? 'Cancel' : 'Retry'} ${jobs}`);
+    if (!yes) return;
+    try {
+      const r = await post('/jobs/' + kind, body);
+      bulkResult.replaceChildren(message('ok', h('span', {class: 'code'}, r.status), kind === 'cancel'
+        ? `Cancelled ${fmtNumber(r.body.cancelled)}; ${fmtNumber(r.body.pending_on_worker)} running job(s) asked to stop.`
+        : `Queued again: ${fmtNumber(r.body.retried)}.`));
+    } catch (e) {
+      bulkResult.replaceChildren(errorMessage(kind === 'cancel' ? 'Cancel failed' : 'Retry failed', e));
+    }
+    load();
+  }
+
   function apply() {
     filters.state = stateSelect.value;
     filters.type = typeInput.value.trim();
     filters.queue = queueInput.value.trim();
     filters.text = textInput.value;
+    updateBulk();
     // Keep the filters in the address (bookmarkable) without re-rendering the page.
     history.replaceState(null, '', '#/jobs' + query(filters));
     older.length = 0;
@@ -184,6 +245,7 @@ export default function jobsPage(root, {query: initial, events}) {
   // Suggestions for the type and queue boxes.
   jobTypes().then(t => typeList.replaceChildren(...t.types.map(x => h('option', {value: x.name})))).catch(() => {});
   get('/queues').then(q => queueList.replaceChildren(...q.queues.map(x => h('option', {value: x.name})))).catch(() => {});
+  updateBulk();
   load();
 
   return () => {
