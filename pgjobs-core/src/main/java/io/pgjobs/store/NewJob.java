@@ -18,4 +18,5 @@ public record NewJob(
     Long delayMs,
     String context,
     String idempotencyKey,
-    Long timeoutMs) {}
+    Long timeoutMs,
+    UUID parentId) {}
