@@ -21,6 +21,7 @@ import java.time.Instant;
  * @param context free text for debugging, or null
  * @param idempotencyKey key making the enqueue idempotent, or null
  * @param timeout timeout of each attempt, or null for the type's
+ * @param parentId the job whose handler enqueued this one (set by {@code ctx.enqueue}), or null
  */
 public record EnqueueOptions(
     String queue,
@@ -30,7 +31,8 @@ public record EnqueueOptions(
     Duration delay,
     String context,
     String idempotencyKey,
-    Duration timeout) {
+    Duration timeout,
+    java.util.UUID parentId) {
 
   /** The most characters of a context string: {@value}. */
   public static final int MAX_CONTEXT_LENGTH = 10_000;
@@ -41,7 +43,7 @@ public record EnqueueOptions(
 
   /** No overrides. */
   public static final EnqueueOptions DEFAULTS =
-      new EnqueueOptions(null, null, null, null, null, null, null, null);
+      new EnqueueOptions(null, null, null, null, null, null, null, null, null);
 
   /** Validates every field. */
   public EnqueueOptions {
@@ -92,6 +94,7 @@ public record EnqueueOptions(
     private String context;
     private String idempotencyKey;
     private Duration timeout;
+    private java.util.UUID parentId;
 
     private Builder() {}
 
@@ -140,6 +143,15 @@ public record EnqueueOptions(
       return this;
     }
 
+    /**
+     * The job that enqueues this one: recorded as its parent and shown in both jobs' detail. Set for you
+     * by {@link JobContext#enqueue}.
+     */
+    public Builder parent(java.util.UUID parentId) {
+      this.parentId = parentId;
+      return this;
+    }
+
     /** Timeout of each attempt, overriding the type's (positive, at most {@link JobType#MAX_TIMEOUT}). */
     public Builder timeout(Duration timeout) {
       this.timeout = timeout;
@@ -148,7 +160,7 @@ public record EnqueueOptions(
 
     /** Validates and builds. */
     public EnqueueOptions build() {
-      return new EnqueueOptions(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout);
+      return new EnqueueOptions(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId);
     }
   }
 }

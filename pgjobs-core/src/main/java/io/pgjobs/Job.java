@@ -54,7 +54,8 @@ public record Job(
     String progressMessage,
     List<JobError> errors,
     JsonNode output,
-    boolean cancelRequested) {
+    boolean cancelRequested,
+    UUID parentId) {
 
   /** True for a queued job whose {@code runAt} is still in the future. */
   public boolean isScheduled() {

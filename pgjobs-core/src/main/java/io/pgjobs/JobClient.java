@@ -167,6 +167,17 @@ public final class JobClient {
     return call(() -> adminStore.get(id));
   }
 
+  /**
+   * The ids of the jobs that job {@code parent}'s handler enqueued ({@link JobContext#enqueue}), oldest
+   * first, at most {@code limit} (1 to 1000).
+   */
+  public List<UUID> children(UUID parent, int limit) {
+    if (limit < 1 || limit > 1000) {
+      throw new IllegalArgumentException("limit must be between 1 and 1000, was " + limit);
+    }
+    return call(() -> adminStore.children(parent, limit));
+  }
+
   /** A page of jobs matching {@code filter}, newest first. */
   public JobPage list(JobFilter filter) {
     return call(() -> adminStore.list(filter));
@@ -402,7 +413,8 @@ public final class JobClient {
         o.context(),
         key,
         timeout == null ? null : timeout.toMillis(),
-        key == null ? null : IdempotencyFingerprint.of(name, payloadJson, o));
+        key == null ? null : IdempotencyFingerprint.of(name, payloadJson, o),
+        o.parentId());
   }
 
   private <T> T withConnection(SqlFunction<T> work) {

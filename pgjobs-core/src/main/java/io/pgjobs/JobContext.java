@@ -61,6 +61,26 @@ public interface JobContext {
    */
   JobHttp http();
 
+  /**
+   * Enqueues a child job at once (in a transaction of its own), recording this job as its parent. A
+   * handler that records its success with {@link #complete(Connection, Object)} should enqueue children
+   * with {@link #enqueue(Connection, JobType, Object, EnqueueOptions)} on the same transaction instead, so
+   * that a rolled-back attempt leaves no child.
+   */
+  default <C> EnqueuedJob enqueue(JobType<C> type, C payload) {
+    return enqueue(type, payload, EnqueueOptions.DEFAULTS);
+  }
+
+  /** {@link #enqueue(JobType, Object)} with options (the parent is set whatever they say). */
+  <C> EnqueuedJob enqueue(JobType<C> type, C payload, EnqueueOptions options);
+
+  /**
+   * Enqueues a child job in {@code transaction}, recording this job as its parent: the child exists if
+   * and only if the transaction commits — with {@link #complete(Connection, Object)} on the same
+   * transaction, an attempt that rolls back leaves neither its success nor its children.
+   */
+  <C> EnqueuedJob enqueue(Connection transaction, JobType<C> type, C payload, EnqueueOptions options);
+
   /** The data source the worker uses; handlers may take connections from it. */
   DataSource dataSource();
 

@@ -8,6 +8,16 @@ import static io.pgjobs.store.JobSql.insertFinished;
  * queues, counts and overviews. Placeholders as in {@link JobSql}.
  */
 final class AdminSql {
+  /** The children of a job (jobs its handler enqueued), oldest first, from both tables (parent indexes). */
+  static final String CHILDREN =
+      """
+      SELECT id FROM (
+          SELECT id FROM {schema}.jobs WHERE parent_id = ?
+          UNION ALL
+          SELECT id FROM {schema}.finished_jobs WHERE parent_id = ?) AS c
+       ORDER BY id
+       LIMIT ?""";
+
   private AdminSql() {}
 
   /**
@@ -82,9 +92,9 @@ final class AdminSql {
           RETURNING *
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
-                                     run_at, created_at, context, idempotency_key, timeout_ms, errors)
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id)
           SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
-                 context, idempotency_key, timeout_ms, errors
+                 context, idempotency_key, timeout_ms, errors, parent_id
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + NOTIFY_INSERTED + """
@@ -100,9 +110,9 @@ final class AdminSql {
           RETURNING *
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
-                                     run_at, created_at, context, idempotency_key, timeout_ms, errors)
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id)
           SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
-                 context, idempotency_key, timeout_ms, errors
+                 context, idempotency_key, timeout_ms, errors, parent_id
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + NOTIFY_INSERTED + """

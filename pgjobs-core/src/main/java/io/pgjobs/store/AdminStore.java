@@ -80,6 +80,23 @@ public final class AdminStore {
     return schema;
   }
 
+  /** Ids of the jobs {@code parent}'s handler enqueued, oldest first, at most {@code limit}. */
+  public List<UUID> children(UUID parent, int limit) throws SQLException {
+    List<UUID> ids = new ArrayList<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(JobSql.forSchema(AdminSql.CHILDREN, schema))) {
+      ps.setObject(1, parent);
+      ps.setObject(2, parent);
+      ps.setInt(3, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          ids.add(rs.getObject(1, UUID.class));
+        }
+      }
+    }
+    return ids;
+  }
+
   /** The job, wherever it is. */
   public Optional<Job> get(UUID id) throws SQLException {
     try (Connection c = dataSource.getConnection()) {

@@ -27,10 +27,10 @@ final class EnqueueSql {
       """
       WITH ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms)
+                                     created_at, context, idempotency_key, timeout_ms, parent_id)
           VALUES (?, ?, ?, ?::jsonb, ?, 'queued', ?,
                   COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                  now(), ?, ?, ?)
+                  now(), ?, ?, ?, ?)
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )
       """ + NOTIFY_ONE_INSERTED;
@@ -48,10 +48,10 @@ final class EnqueueSql {
           RETURNING job_id
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms)
+                                     created_at, context, idempotency_key, timeout_ms, parent_id)
           SELECT key.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?
+                 now(), ?, ?, ?, ?
             FROM key
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )

@@ -94,7 +94,8 @@ public final class EnqueueStore {
       ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
       ps.setString(i++, job.context());
       ps.setString(i++, job.idempotencyKey());
-      setLong(ps, i, job.timeoutMs());
+      setLong(ps, i++, job.timeoutMs());
+      ps.setObject(i, job.parentId(), java.sql.Types.OTHER);
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
           Job stored =
@@ -104,7 +105,7 @@ public final class EnqueueStore {
                   JobRowMapper.instant(rs, "created_at"), null, null, null, null, job.context(),
                   job.idempotencyKey(),
                   job.timeoutMs() == null ? null : java.time.Duration.ofMillis(job.timeoutMs()),
-                  null, null, List.of(), null, false);
+                  null, null, List.of(), null, false, job.parentId());
           return new EnqueuedJob(stored, false);
         }
       }

@@ -47,7 +47,8 @@ final class JobRowMapper {
         rs.getString("progress_message"),
         errors(rs.getString("errors")),
         codec.tree(rs.getString("output")),
-        rs.getBoolean("cancel_requested"));
+        rs.getBoolean("cancel_requested"),
+        rs.getObject("parent_id", UUID.class));
   }
 
   private List<JobError> errors(String json) {

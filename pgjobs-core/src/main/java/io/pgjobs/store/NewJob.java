@@ -19,4 +19,5 @@ public record NewJob(
     String context,
     String idempotencyKey,
     Long timeoutMs,
-    String idempotencyFingerprint) {}
+    String idempotencyFingerprint,
+    UUID parentId) {}

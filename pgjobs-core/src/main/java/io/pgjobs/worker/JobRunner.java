@@ -52,6 +52,7 @@ final class JobRunner {
   private final long stuckGraceNanos;
   private final RandomGenerator random;
   private final HttpSupport http;
+  private final io.pgjobs.JobClient children;
   private final Set<RunningJob> running = ConcurrentHashMap.newKeySet();
   private final AtomicInteger stuckLanes = new AtomicInteger();
   /** Once set, every handler that registers is stopped for this reason at once (shutdown). */
@@ -69,7 +70,8 @@ final class JobRunner {
       Duration progressThrottle,
       Duration stuckGrace,
       RandomGenerator random,
-      HttpSupport http) {
+      HttpSupport http,
+      io.pgjobs.JobClient children) {
     this.store = store;
     this.handlers = handlers;
     this.completer = completer;
@@ -82,6 +84,7 @@ final class JobRunner {
     this.stuckGraceNanos = stuckGrace.toNanos();
     this.random = random;
     this.http = http;
+    this.children = children;
   }
 
   /**
@@ -184,7 +187,7 @@ final class JobRunner {
     if (!heldJob.startUnmarked() && !clearPrefetchedMark(heldJob)) {
       return;
     }
-    RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos, http);
+    RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos, http, children);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
     StopReason all = stopAll;

@@ -125,7 +125,8 @@ public final class JobWorker implements AutoCloseable {
     this.runner =
         new JobRunner(
             execution, Map.copyOf(b.handlers), completions, held, timers, metrics, workerId, b.unknownTypeGrace,
-            b.progressThrottle, b.stuckHandlerGrace, b.random, http);
+            b.progressThrottle, b.stuckHandlerGrace, b.random, http,
+            JobClient.builder(b.dataSource).schema(b.schema).jsonMapper(b.mapper).metrics(b.metrics).build());
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
       b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));

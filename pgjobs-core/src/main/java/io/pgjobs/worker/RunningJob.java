@@ -21,6 +21,7 @@ final class RunningJob implements JobContext {
   private final String workerId;
   private final long progressThrottleNanos;
   private final HttpSupport http;
+  private final io.pgjobs.JobClient children;
 
   private volatile Thread thread;
   /** System.nanoTime() by which the handler must end; meaningful while {@link #inHandler}. */
@@ -40,7 +41,10 @@ final class RunningJob implements JobContext {
   private int pendingPercent;
   private String pendingMessage;
 
-  RunningJob(ClaimedJob job, ExecutionStore store, String workerId, long progressThrottleNanos, HttpSupport http) {
+  RunningJob(
+      ClaimedJob job, ExecutionStore store, String workerId, long progressThrottleNanos, HttpSupport http,
+      io.pgjobs.JobClient children) {
+    this.children = children;
     this.http = http;
     this.job = job;
     this.store = store;
@@ -230,6 +234,23 @@ final class RunningJob implements JobContext {
   @Override
   public boolean isCancelled() {
     return stopReason != null;
+  }
+
+  @Override
+  public <C> io.pgjobs.EnqueuedJob enqueue(io.pgjobs.JobType<C> type, C payload, io.pgjobs.EnqueueOptions options) {
+    return children.enqueue(type, payload, asChild(options));
+  }
+
+  @Override
+  public <C> io.pgjobs.EnqueuedJob enqueue(
+      Connection transaction, io.pgjobs.JobType<C> type, C payload, io.pgjobs.EnqueueOptions options) {
+    return children.enqueue(transaction, type, payload, asChild(options));
+  }
+
+  private io.pgjobs.EnqueueOptions asChild(io.pgjobs.EnqueueOptions options) {
+    io.pgjobs.EnqueueOptions o = options == null ? io.pgjobs.EnqueueOptions.DEFAULTS : options;
+    return new io.pgjobs.EnqueueOptions(o.queue(), o.priority(), o.maxAttempts(), o.runAt(), o.delay(), o.context(),
+        o.idempotencyKey(), o.timeout(), job.id());
   }
 
   @Override
