@@ -64,6 +64,22 @@ class JobsApiTest {
   }
 
   @Test
+  void aJobsDetailNamesItsParentAndItsChildrenAndListsNameTheParentOnly() {
+    UUID parent = api.client.enqueue("task", java.util.Map.of("note", "parent"),
+        io.pgjobs.EnqueueOptions.builder().queue(uniqueQueue()).build()).job().id();
+    UUID child = api.client.enqueue("task", java.util.Map.of("note", "child"),
+        io.pgjobs.EnqueueOptions.builder().queue(uniqueQueue()).parent(parent).build()).job().id();
+
+    JsonNode parentView = api.get("/jobs/" + parent).json();
+    assertThat(parentView.path("parent_id").isNull()).isTrue();
+    assertThat(parentView.path("children")).hasSize(1);
+    assertThat(parentView.path("children").get(0).asString()).isEqualTo(child.toString());
+    JsonNode childView = api.get("/jobs/" + child).json();
+    assertThat(childView.path("parent_id").asString()).isEqualTo(parent.toString());
+    assertThat(childView.path("children")).isEmpty();
+  }
+
+  @Test
   void kindIsASynonymOfTypeAndPriorityAcceptsIntegersAndRunAtIsKept() {
     Response r = api.post("/jobs", """
         {"kind":"task","payload":{"note":"x"},"priority":-7,"run_at":"2031-02-03T04:05:06Z"}""");

@@ -202,7 +202,8 @@ public final class JobsApi {
 
   private Reply get(Context ctx) {
     UUID id = QueryParams.uuid(ctx, "id");
-    return Reply.ok(JobView.of(find(id)));
+    Job job = find(id);
+    return Reply.ok(JobView.of(job, client.children(id, 100)));
   }
 
   private Job find(UUID id) {
@@ -325,10 +326,17 @@ public final class JobsApi {
       ProgressView progress,
       List<ErrorView> errors,
       JsonNode output,
-      boolean cancelRequested) {
+      boolean cancelRequested,
+      UUID parentId,
+      List<UUID> children) {
 
-    /** The view of {@code job}. */
+    /** The view of {@code job}, without its children (lists). */
     public static JobView of(Job job) {
+      return of(job, null);
+    }
+
+    /** The view of {@code job} with the ids of the jobs its handler enqueued (the job detail). */
+    public static JobView of(Job job, List<UUID> children) {
       List<ErrorView> errors = new ArrayList<>();
       for (JobError e : job.errors()) {
         errors.add(new ErrorView(e.attempt(), e.at(), e.kind(), e.errorClass(), e.message(), e.stackHead(), e.worker(),
@@ -340,7 +348,7 @@ public final class JobsApi {
           job.isScheduled(), job.attempts(), job.maxAttempts(), job.runAt(), job.createdAt(), job.attemptedAt(),
           job.finishedAt(), job.lockedBy(), job.heartbeatAt(), job.context(), job.idempotencyKey(),
           job.timeout() == null ? null : job.timeout().toMillis(), progress, List.copyOf(errors), job.output(),
-          job.cancelRequested());
+          job.cancelRequested(), job.parentId(), children);
     }
   }
 

@@ -141,6 +141,18 @@ class DashboardTest {
   }
 
   @Test
+  void aChildJobAndItsParentLinkToEachOtherOnTheirPages() {
+    UUID parent = app.enqueue("ok", key(), "parked");
+    UUID child = app.enqueue("ok", key(), io.pgjobs.EnqueueOptions.builder().queue("parked").parent(parent).build());
+
+    browser.open(app.url("/jobs/" + child));
+    browser.waitForText("#job-parent", parent.toString());
+    browser.find("#job-parent").click();
+    browser.waitFor(d -> d.getCurrentUrl().endsWith("#/jobs/" + parent));
+    browser.waitForText("#job-children", child.toString());
+  }
+
+  @Test
   void waitingJobCancelledFromItsPageIsCancelledAtOnce() {
     UUID id = app.enqueue("ok", key(), "parked");
     browser.open(app.url("/jobs/" + id));
@@ -235,6 +247,8 @@ class DashboardTest {
     assertThat(browser.find(row).getText()).contains("paused");
 
     browser.open(app.url("/queues"));
+    // The table loads after the page: wait for the row before pressing its button.
+    browser.waitForAttribute("#queues-admin-table tr[data-queue='reports']", "data-paused", "true");
     browser.find("#queues-admin-table tr[data-queue='reports'] button.resume").click();
     browser.waitForText("#action-result", "resumed");
     app.awaitState(first, JobState.SUCCEEDED);

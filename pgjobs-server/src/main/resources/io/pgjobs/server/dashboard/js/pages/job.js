@@ -59,7 +59,11 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
       j.heartbeat_at ? fact('Heartbeat', when(j.heartbeat_at)) : null,
       fact('Timeout', j.timeout_ms == null ? 'the type\'s default' : fmtDuration(j.timeout_ms)),
       fact('Context', j.context ?? '–'),
-      j.idempotency_key ? fact('Idempotency key', h('span', {class: 'mono'}, j.idempotency_key)) : null);
+      j.idempotency_key ? fact('Idempotency key', h('span', {class: 'mono'}, j.idempotency_key)) : null,
+      // Child jobs (ctx.enqueue): links both ways.
+      j.parent_id ? fact('Parent', h('a', {class: 'mono', id: 'job-parent', href: '#/jobs/' + j.parent_id}, j.parent_id)) : null,
+      j.children?.length ? fact('Children', h('span', {id: 'job-children'},
+        j.children.map((c, i) => [i ? ', ' : '', h('a', {class: 'mono', href: '#/jobs/' + c}, c)]))) : null);
 
     renderAttempts(j);
   }
