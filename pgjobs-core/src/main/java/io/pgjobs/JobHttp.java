@@ -10,7 +10,8 @@ import java.util.Objects;
 
 /**
  * HTTP for a running handler ({@link JobContext#http()}): one {@link HttpClient} shared by every job of
- * a worker (its connection pool and threads are reused), with the worker's connect timeout, and request
+ * a worker (its connection pool and threads are reused), with the worker's connect timeout and no
+ * redirects followed (a 3xx is the handler's to judge), and request
  * builders that carry the worker's request timeout, a {@code User-Agent} and the job's identity:
  *
  * <ul>

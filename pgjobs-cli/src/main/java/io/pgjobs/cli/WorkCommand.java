@@ -130,6 +130,9 @@ final class WorkCommand extends Subcommand {
             .shutdownGrace(settings.shutdownGrace())
             .staleThreshold(settings.staleThreshold())
             .workerDeadAfter(settings.workerDeadAfter())
+            // Handlers' HTTP (ctx.http(), webhook_delivery) times out as webhook_timeout says.
+            .httpConnectTimeout(settings.webhookTimeout())
+            .httpRequestTimeout(settings.webhookTimeout())
             .retention(settings.retention());
     queues(settings, registrations).forEach(builder::queue);
     return builder.build();

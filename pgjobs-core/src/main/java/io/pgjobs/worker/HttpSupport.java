@@ -35,7 +35,9 @@ final class HttpSupport {
         if (c == null) {
           c = HttpClient.newBuilder()
               .connectTimeout(connectTimeout)
-              .followRedirects(HttpClient.Redirect.NORMAL)
+              // Redirects are not followed: a job's request goes where its payload says, and a 3xx is
+              // the handler's to judge (a redirect could otherwise carry a signed body elsewhere).
+              .followRedirects(HttpClient.Redirect.NEVER)
               .build();
           client = c;
         }

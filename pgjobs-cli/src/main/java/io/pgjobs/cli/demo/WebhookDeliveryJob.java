@@ -15,7 +15,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
@@ -81,18 +80,15 @@ public final class WebhookDeliveryJob {
 
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
-  private final HttpClient http;
   private final Duration timeout;
 
-  /** A deliverer whose connections and responses time out after {@code timeout}. */
+  /**
+   * A deliverer whose responses time out after {@code timeout}. Requests go through the worker's shared
+   * client ({@code ctx.http()}: its connect timeout, no redirects followed, the job's id and attempt as
+   * {@code Pgjobs-Job-Id}/{@code Pgjobs-Attempt} headers), set up by the CLI with the same timeout.
+   */
   public WebhookDeliveryJob(Duration timeout) {
     this.timeout = Objects.requireNonNull(timeout, "timeout");
-    this.http =
-        HttpClient.newBuilder()
-            .connectTimeout(timeout)
-            .followRedirects(HttpClient.Redirect.NEVER)
-            .version(HttpClient.Version.HTTP_1_1)
-            .build();
   }
 
   /** The type with this deliverer as handler. */
@@ -149,18 +145,17 @@ public final class WebhookDeliveryJob {
       throw new DiscardJobException("invalid payload: " + validate(job));
     }
     URI uri = URI.create(job.url().strip());
-    HttpRequest request =
-        HttpRequest.newBuilder(uri)
+    HttpRequest.Builder request =
+        ctx.http().request(uri)
             .timeout(timeout)
             .header("Content-Type", isJson(job.body()) ? "application/json" : "text/plain; charset=utf-8")
             .header(SIGNATURE_HEADER, signature(job.secret(), job.body()))
             .header(JOB_ID_HEADER, ctx.jobId().toString())
             .header(ATTEMPT_HEADER, String.valueOf(ctx.attempt()))
-            .POST(HttpRequest.BodyPublishers.ofString(job.body(), StandardCharsets.UTF_8))
-            .build();
+            .POST(HttpRequest.BodyPublishers.ofString(job.body(), StandardCharsets.UTF_8));
     HttpResponse<InputStream> response;
     try {
-      response = http.send(request, HttpResponse.BodyHandlers.ofInputStream());
+      response = ctx.http().send(request, HttpResponse.BodyHandlers.ofInputStream());
     } catch (HttpTimeoutException e) {
       throw new IOException("webhook " + uri + " did not answer within " + timeout.toMillis() + " ms", e);
     }
