@@ -35,7 +35,7 @@ final class ApiTestSupport implements AutoCloseable {
   static ApiTestSupport start(java.util.function.UnaryOperator<ApiServer.Builder> configure) {
     TestDatabase db = TestDatabase.create();
     try {
-      JobClient client = JobClient.builder(db.dataSource()).knownTypes(TestTypes.SEND_EMAIL, TestTypes.TASK, TestTypes.EXPLOSIVE).build();
+      JobClient client = JobClient.builder(db.dataSource()).knownTypes(TestTypes.SEND_EMAIL, TestTypes.TASK, TestTypes.EXPLOSIVE, TestTypes.CHARGE).build();
       client.migrate();
       ApiServer server = configure.apply(ApiServer.builder(client).host("127.0.0.1").port(0)).build().start();
       return new ApiTestSupport(db, client, server);

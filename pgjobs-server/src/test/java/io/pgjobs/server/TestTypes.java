@@ -28,6 +28,11 @@ final class TestTypes {
 
   static final JobType<Task> TASK = JobType.of("task", Task.class);
 
+  /** A payment: its payment_id is its idempotency key. */
+  record Charge(String payment_id, long cents) {}
+
+  static final JobType<Charge> CHARGE = JobType.of("charge", Charge.class).withIdempotencyKeyFrom("payment_id");
+
   /** A type whose validator fails with an internal error, to see that such errors are not echoed. */
   static final JobType<Task> EXPLOSIVE = JobType.of("explosive", Task.class).withValidator(task -> {
     throw new IllegalStateException("secret internals: password=hunter2");
