@@ -85,7 +85,7 @@ public final class AdminStore {
 
   /** The job, in the caller's connection. */
   public Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(get)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(get))) {
       ps.setObject(1, id);
       ps.setObject(2, id);
       try (ResultSet rs = ps.executeQuery()) {
@@ -113,7 +113,7 @@ public final class AdminStore {
       }
       String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
       params.add(filter.limit());
-      try (PreparedStatement ps = c.prepareStatement(sql)) {
+      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(sql))) {
         for (int i = 0; i < params.size(); i++) {
           ps.setObject(i + 1, params.get(i));
         }
@@ -153,10 +153,10 @@ public final class AdminStore {
       params.add(Timestamp.from(filter.createdBefore()));
     }
     if (filter.text() != null) {
-      // strpos, not LIKE: the text is matched literally, % and _ included.
-      where.add("(strpos(lower(payload::text), lower(?)) > 0 OR strpos(lower(context), lower(?)) > 0)");
-      params.add(filter.text());
-      params.add(filter.text());
+      // ILIKE over the expression of finished_jobs_text_trgm_idx (V10), so a trigram index serves it
+      // where pg_trgm is installed; % _ and \ are escaped, so the text is matched literally.
+      where.add(JobSql.SEARCHED_TEXT + " ILIKE ?");
+      params.add("%" + JobSql.likeEscape(filter.text()) + "%");
     }
     if (filter.after() != null) {
       where.add("id < ?");
@@ -173,7 +173,7 @@ public final class AdminStore {
     Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
     Map<String, Long> scheduled = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(countByQueue);
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(countByQueue));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         String queue = rs.getString(1);
@@ -204,13 +204,13 @@ public final class AdminStore {
       inTransaction(
           c,
           () -> {
-            try (PreparedStatement ps = c.prepareStatement(setQueuePaused)) {
+            try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(setQueuePaused))) {
               ps.setString(1, queue);
               ps.setBoolean(2, paused);
               ps.executeUpdate();
             }
             if (!paused) {
-              try (PreparedStatement wake = c.prepareStatement(notifyReady)) {
+              try (PreparedStatement wake = StatementDeadline.apply(c.prepareStatement(notifyReady))) {
                 wake.setString(1, queue);
                 wake.execute();
               }
@@ -226,7 +226,7 @@ public final class AdminStore {
     Map<String, Long> oldestDueMs = new LinkedHashMap<>();
     Map<String, Boolean> paused = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(queueOverview);
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(queueOverview));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         String queue = rs.getString(1);
@@ -255,7 +255,7 @@ public final class AdminStore {
   public List<MinuteStats> statsPerMinute(java.time.Duration window) throws SQLException {
     List<MinuteStats> stats = new ArrayList<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(statsPerMinute)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(statsPerMinute))) {
       ps.setLong(1, window.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -279,7 +279,7 @@ public final class AdminStore {
   public Map<String, Long> readyDepth() throws SQLException {
     Map<String, Long> depth = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(readyDepth);
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(readyDepth));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         depth.put(rs.getString(1), rs.getLong(2));
@@ -294,7 +294,7 @@ public final class AdminStore {
    */
   public CancelResult cancel(Connection connection, UUID id) throws SQLException {
     for (int round = 0; round < 5; round++) {
-      try (PreparedStatement ps = connection.prepareStatement(cancel)) {
+      try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(cancel))) {
         ps.setObject(1, id);
         ps.setObject(2, id);
         try (ResultSet rs = ps.executeQuery()) {
@@ -327,7 +327,7 @@ public final class AdminStore {
       throws SQLException {
     List<Object> values = new ArrayList<>();
     String sql = cancelMatching.replace("{where}", matching(connection, types, queues, states, values));
-    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(sql))) {
       int i = 1;
       for (int part = 0; part < 2; part++) {
         for (Object value : values) {
@@ -346,7 +346,7 @@ public final class AdminStore {
       throws SQLException {
     List<Object> values = new ArrayList<>();
     String sql = retryMatching.replace("{where}", matching(connection, types, queues, states, values));
-    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(sql))) {
       for (int i = 0; i < values.size(); i++) {
         ps.setObject(i + 1, values.get(i));
       }
@@ -382,7 +382,7 @@ public final class AdminStore {
 
   /** Puts a failed or cancelled job back in the queue. */
   public io.pgjobs.RetryResult retry(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(retryFinished)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(retryFinished))) {
       ps.setObject(1, id);
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {

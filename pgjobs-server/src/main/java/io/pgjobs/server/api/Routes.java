@@ -4,6 +4,7 @@ import io.javalin.config.RoutesConfig;
 import io.javalin.http.Context;
 import io.javalin.http.sse.SseClient;
 import io.pgjobs.server.problem.ApiProblem;
+import io.pgjobs.store.StatementDeadline;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -19,7 +20,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Registers the API's routes. Each handler runs on a virtual thread of its own under the request
  * timeout: past it the request thread answers 504 and interrupts the handler, whose late reply is
- * dropped. Event streams are exempt from the timeout.
+ * dropped, and the handler's SQL statements carry the same timeout ({@link StatementDeadline}), so
+ * PostgreSQL cancels a statement still running then. Event streams are exempt from the timeout.
  */
 public final class Routes {
   private final RoutesConfig routes;
@@ -78,7 +80,8 @@ public final class Routes {
         MDC.setContextMap(mdc);
       }
       try {
-        return handler.handle(ctx);
+        // The handler's statements are cancelled in PostgreSQL once the request has timed out.
+        return StatementDeadline.call(timeout, () -> handler.handle(ctx));
       } finally {
         MDC.clear();
       }
