@@ -7,10 +7,12 @@ import java.util.concurrent.Callable;
 
 /**
  * A deadline for the statements a thread runs: every statement the stores prepare while one is set gets a
- * JDBC query timeout of the time left (rounded up to whole seconds, as JDBC counts them), so PostgreSQL
- * cancels it when the caller has stopped waiting. pgjdbc sends the cancel on a connection of its own and
- * changes no session setting, so the connection goes back to its pool as it came. The HTTP API sets one per
- * request, equal to its request timeout.
+ * JDBC query timeout of the whole seconds left (rounded down, as JDBC counts whole seconds; at least 1), so
+ * PostgreSQL cancels it no later than the deadline, or within a second of it when less than a second is left.
+ * pgjdbc sends the cancel on a connection of its own and changes no session setting, so the connection goes
+ * back to its pool as it came. The HTTP API sets one per request, equal to its request timeout. Rounding down
+ * matters: the cancel must come before the request thread gives up on the handler, since a statement whose
+ * thread was interrupted is closed and its pending cancel dropped with it.
  */
 public final class StatementDeadline {
   private static final ThreadLocal<Long> DEADLINE = new ThreadLocal<>();
@@ -40,7 +42,7 @@ public final class StatementDeadline {
       return 0;
     }
     long nanos = deadline - System.nanoTime();
-    long seconds = (nanos + 999_999_999L) / 1_000_000_000L;
+    long seconds = nanos / 1_000_000_000L;
     return (int) Math.max(1, Math.min(Integer.MAX_VALUE, seconds));
   }
 

@@ -94,6 +94,9 @@ public final class Routes {
       throw ApiProblem.timeout(timeout.toMillis());
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
+      if (cancelledByDeadline(cause)) {
+        throw ApiProblem.timeout(timeout.toMillis());
+      }
       if (cause instanceof Exception ex) {
         throw ex;
       }
@@ -104,6 +107,16 @@ public final class Routes {
       throw e;
     }
     apply(ctx, reply);
+  }
+
+  /** A statement PostgreSQL cancelled (SQLSTATE 57014): here, the request's statement deadline passed. */
+  private static boolean cancelledByDeadline(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof java.sql.SQLException sql && "57014".equals(sql.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private void apply(Context ctx, Reply reply) {
