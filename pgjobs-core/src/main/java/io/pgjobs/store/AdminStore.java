@@ -52,6 +52,7 @@ public final class AdminStore {
   private final String notifyReady;
   private final String queueOverview;
   private final String statsPerMinute;
+  private volatile Boolean trigramIndex;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores). */
   public AdminStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -163,9 +164,34 @@ public final class AdminStore {
       params.add(filter.after());
     }
     params.add(filter.limit());
-    return "(SELECT " + columns + " FROM " + schema + "." + table
-        + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
-        + " ORDER BY id DESC LIMIT ?)";
+    String condition = where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where);
+    if (table.equals("finished_jobs") && filter.text() != null && filter.text().length() >= 3 && trigramIndex(c)) {
+      // Read the matches through the trigram index, then take the newest: without the fence (OFFSET 0) the
+      // planner walks the primary key newest first, expecting a match soon, and a text that matches
+      // nothing (or only old jobs) reads the whole table.
+      return "(SELECT " + columns + " FROM (SELECT * FROM " + schema + "." + table + condition
+          + " OFFSET 0) AS matched ORDER BY id DESC LIMIT ?)";
+    }
+    return "(SELECT " + columns + " FROM " + schema + "." + table + condition + " ORDER BY id DESC LIMIT ?)";
+  }
+
+  /**
+   * Whether V10 could create the trigram index over the searched text (it needs pg_trgm); asked once per
+   * store, at the first text search.
+   */
+  private boolean trigramIndex(Connection c) throws SQLException {
+    Boolean known = trigramIndex;
+    if (known == null) {
+      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement("SELECT to_regclass(?) IS NOT NULL"))) {
+        ps.setString(1, schema + ".finished_jobs_text_trgm_idx");
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          known = rs.getBoolean(1);
+        }
+      }
+      trigramIndex = known;
+    }
+    return known;
   }
 
   /** Counts per queue and state, every state present. */
