@@ -47,6 +47,7 @@ public final class JobType<P> {
   private final RetryPolicy retryPolicy;
   private final Duration timeout;
   private final PayloadValidator<? super P> validator;
+  private final P example;
 
   private JobType(
       String name,
@@ -56,7 +57,8 @@ public final class JobType<P> {
       int maxAttempts,
       RetryPolicy retryPolicy,
       Duration timeout,
-      PayloadValidator<? super P> validator) {
+      PayloadValidator<? super P> validator,
+      P example) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -69,6 +71,7 @@ public final class JobType<P> {
     this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
     this.timeout = requireTimeout(timeout);
     this.validator = Objects.requireNonNull(validator, "validator");
+    this.example = example;
   }
 
   /**
@@ -87,7 +90,8 @@ public final class JobType<P> {
           DEFAULT_MAX_ATTEMPTS,
           RetryPolicy.DEFAULT,
           DEFAULT_TIMEOUT,
-          p -> java.util.List.of());
+          p -> java.util.List.of(),
+          null);
     }
     return new JobType<>(
         name,
@@ -97,7 +101,8 @@ public final class JobType<P> {
         defaults.maxAttempts() == 0 ? DEFAULT_MAX_ATTEMPTS : defaults.maxAttempts(),
         retryPolicyOf(defaults.retry(), payloadClass),
         defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass),
-        p -> java.util.List.of());
+        p -> java.util.List.of(),
+        null);
   }
 
   /**
@@ -153,32 +158,48 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, example);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, example);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, example);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, example);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, example);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
   public JobType<P> withValidator(PayloadValidator<? super P> validator) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, example);
+  }
+
+  /**
+   * A copy with an example payload: what the dashboard's enqueue form and {@code GET /job-types} offer as a
+   * starting point (it should pass the validator). Without one they offer the payload class's fields with
+   * empty values.
+   */
+  public JobType<P> withExample(P example) {
+    Objects.requireNonNull(example, "example");
+    validate(example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, example);
+  }
+
+  /** The example payload given with {@link #withExample}, if any. */
+  public java.util.Optional<P> example() {
+    return java.util.Optional.ofNullable(example);
   }
 
   /**

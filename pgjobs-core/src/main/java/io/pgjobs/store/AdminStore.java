@@ -101,8 +101,9 @@ public final class AdminStore {
    */
   public JobPage list(JobFilter filter) throws SQLException {
     boolean hot = filter.states().isEmpty() || filter.states().stream().anyMatch(HOT_STATES::contains);
-    boolean finished =
-        filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s));
+    // Scheduled jobs are queued ones: only the hot table has them.
+    boolean finished = !Boolean.TRUE.equals(filter.scheduled())
+        && (filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s)));
     try (Connection c = dataSource.getConnection()) {
       List<Object> params = new ArrayList<>();
       List<String> parts = new ArrayList<>();
@@ -158,6 +159,9 @@ public final class AdminStore {
       // where pg_trgm is installed; % _ and \ are escaped, so the text is matched literally.
       where.add(JobSql.SEARCHED_TEXT + " ILIKE ?");
       params.add("%" + JobSql.likeEscape(filter.text()) + "%");
+    }
+    if (filter.scheduled() != null && table.equals("jobs")) {
+      where.add(filter.scheduled() ? "(state = 'queued' AND run_at > now())" : "NOT (state = 'queued' AND run_at > now())");
     }
     if (filter.after() != null) {
       where.add("id < ?");
