@@ -81,6 +81,21 @@ class ListFiltersTest {
   }
 
   @Test
+  void scheduledSelectsQueuedJobsNotDueYet() {
+    UUID later = api.client.enqueue(TestTypes.TASK, new TestTypes.Task("later"),
+        io.pgjobs.EnqueueOptions.builder().queue("sched-test").delay(Duration.ofHours(1)).build()).job().id();
+    UUID now = api.client.enqueue(TestTypes.TASK, new TestTypes.Task("now"),
+        io.pgjobs.EnqueueOptions.builder().queue("sched-test").build()).job().id();
+    assertThat(list("queue=sched-test&scheduled=true")).extracting(j -> j.path("id").asString())
+        .containsExactly(later.toString());
+    assertThat(list("queue=sched-test&scheduled=false")).extracting(j -> j.path("id").asString())
+        .containsExactly(now.toString());
+    Response bad = api.get("/jobs?scheduled=maybe");
+    assertThat(bad.status()).isEqualTo(400);
+    assertThat(bad.body()).contains("scheduled");
+  }
+
+  @Test
   void aRequestThatTimesOutHasItsStatementCancelledInPostgresql() throws Exception {
     // Another session holds finished_jobs: the list's statement waits on the lock for as long as it runs.
     try (Connection locker = DriverManager.getConnection(api.db.jdbcUrl());
