@@ -105,34 +105,61 @@ public final class AdminStore {
     boolean finished = !Boolean.TRUE.equals(filter.scheduled())
         && (filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s)));
     try (Connection c = dataSource.getConnection()) {
-      List<Object> params = new ArrayList<>();
-      List<String> parts = new ArrayList<>();
-      if (hot) {
-        parts.add(listPart(c, "jobs", JobSql.HOT_COLUMNS, filter, params));
-      }
-      if (finished) {
-        parts.add(listPart(c, "finished_jobs", JobSql.FINISHED_COLUMNS, filter, params));
-      }
-      String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
-      params.add(filter.limit());
-      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(sql))) {
-        for (int i = 0; i < params.size(); i++) {
-          ps.setObject(i + 1, params.get(i));
+      if (finished && filter.text() != null && filter.text().length() >= 3 && trigramIndex(c)) {
+        // A text many jobs contain is found among the newest finished jobs at once; one that few contain
+        // through the trigram index. The probe is exact when it fills a page with finished jobs: every
+        // match it did not read is older than all it read.
+        List<Job> probed = listOnce(c, filter, hot, FinishedRead.PROBE);
+        long finishedRows = probed.stream().filter(j -> !HOT_STATES.contains(j.state())).count();
+        if (finishedRows >= filter.limit()) {
+          return JobPage.of(probed, filter.limit());
         }
-        List<Job> jobs = new ArrayList<>();
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            jobs.add(rows.map(rs));
-          }
-        }
-        return JobPage.of(jobs, filter.limit());
+        return JobPage.of(listOnce(c, filter, hot, FinishedRead.THROUGH_TEXT_INDEX), filter.limit());
       }
+      return JobPage.of(listOnce(c, filter, hot, finished ? FinishedRead.NEWEST_FIRST : null), filter.limit());
+    }
+  }
+
+  /** How the list reads finished_jobs (null: not at all). */
+  private enum FinishedRead {
+    /** Through the primary key, newest first, until a page matched. */
+    NEWEST_FIRST,
+    /** The newest {@value #PROBE_ROWS} rows matching all but the text, then the text among them. */
+    PROBE,
+    /** Every row matching the text, through the trigram index, then the newest of them. */
+    THROUGH_TEXT_INDEX;
+
+    static final int PROBE_ROWS = 5000;
+  }
+
+  private List<Job> listOnce(Connection c, JobFilter filter, boolean hot, FinishedRead finished) throws SQLException {
+    List<Object> params = new ArrayList<>();
+    List<String> parts = new ArrayList<>();
+    if (hot) {
+      parts.add(listPart(c, "jobs", JobSql.HOT_COLUMNS, filter, params, FinishedRead.NEWEST_FIRST));
+    }
+    if (finished != null) {
+      parts.add(listPart(c, "finished_jobs", JobSql.FINISHED_COLUMNS, filter, params, finished));
+    }
+    String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
+    params.add(filter.limit());
+    try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(sql))) {
+      for (int i = 0; i < params.size(); i++) {
+        ps.setObject(i + 1, params.get(i));
+      }
+      List<Job> jobs = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          jobs.add(rows.map(rs));
+        }
+      }
+      return jobs;
     }
   }
 
   /** One table's share of a page; only whitelisted columns are named, every value is a parameter. */
-  private String listPart(Connection c, String table, String columns, JobFilter filter, List<Object> params)
-      throws SQLException {
+  private String listPart(Connection c, String table, String columns, JobFilter filter, List<Object> params,
+      FinishedRead read) throws SQLException {
     List<String> where = new ArrayList<>();
     if (!filter.states().isEmpty()) {
       where.add("state = ANY(?)");
@@ -154,12 +181,6 @@ public final class AdminStore {
       where.add("created_at < ?");
       params.add(Timestamp.from(filter.createdBefore()));
     }
-    if (filter.text() != null) {
-      // ILIKE over the expression of finished_jobs_text_trgm_idx (V10), so a trigram index serves it
-      // where pg_trgm is installed; % _ and \ are escaped, so the text is matched literally.
-      where.add(JobSql.SEARCHED_TEXT + " ILIKE ?");
-      params.add("%" + JobSql.likeEscape(filter.text()) + "%");
-    }
     if (filter.scheduled() != null && table.equals("jobs")) {
       where.add(filter.scheduled() ? "(state = 'queued' AND run_at > now())" : "NOT (state = 'queued' AND run_at > now())");
     }
@@ -167,16 +188,35 @@ public final class AdminStore {
       where.add("id < ?");
       params.add(filter.after());
     }
+    // The text last, so its parameter comes after the others in every form below. ILIKE over the expression
+    // of finished_jobs_text_trgm_idx (V10), so a trigram index serves it where pg_trgm is installed;
+    // % _ and \ are escaped, so the text is matched literally.
+    String text = null;
+    if (filter.text() != null) {
+      text = JobSql.SEARCHED_TEXT + " ILIKE ?";
+      params.add("%" + JobSql.likeEscape(filter.text()) + "%");
+    }
     params.add(filter.limit());
-    String condition = where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where);
-    if (table.equals("finished_jobs") && filter.text() != null && filter.text().length() >= 3 && trigramIndex(c)) {
-      // Read the matches through the trigram index, then take the newest: without the fence (OFFSET 0) the
-      // planner walks the primary key newest first, expecting a match soon, and a text that matches
-      // nothing (or only old jobs) reads the whole table.
-      return "(SELECT " + columns + " FROM (SELECT * FROM " + schema + "." + table + condition
+    String from = schema + "." + table;
+    if (text != null && read == FinishedRead.PROBE) {
+      return "(SELECT " + columns + " FROM (SELECT * FROM " + from + where(where)
+          + " ORDER BY id DESC LIMIT " + FinishedRead.PROBE_ROWS + ") AS recent WHERE " + text
+          + " ORDER BY id DESC LIMIT ?)";
+    }
+    if (text != null) {
+      where.add(text);
+    }
+    if (read == FinishedRead.THROUGH_TEXT_INDEX) {
+      // Without the fence (OFFSET 0) the planner walks the primary key newest first, expecting a match
+      // soon, and a text that matches nothing (or only old jobs) reads the whole table.
+      return "(SELECT " + columns + " FROM (SELECT * FROM " + from + where(where)
           + " OFFSET 0) AS matched ORDER BY id DESC LIMIT ?)";
     }
-    return "(SELECT " + columns + " FROM " + schema + "." + table + condition + " ORDER BY id DESC LIMIT ?)";
+    return "(SELECT " + columns + " FROM " + from + where(where) + " ORDER BY id DESC LIMIT ?)";
+  }
+
+  private static String where(List<String> conditions) {
+    return conditions.isEmpty() ? "" : " WHERE " + String.join(" AND ", conditions);
   }
 
   /**

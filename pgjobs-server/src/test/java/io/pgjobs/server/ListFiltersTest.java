@@ -70,6 +70,19 @@ class ListFiltersTest {
     // Matched literally, case-insensitively: % and _ are no wildcards.
     assertRare(list("text=" + URLEncoder.encode("50%_OFF", StandardCharsets.UTF_8)));
     assertThat(list("text=" + URLEncoder.encode("50%_of_", StandardCharsets.UTF_8))).isEmpty();
+    // A text most jobs contain: the newest matches, found among the newest jobs without the index.
+    List<String> expected = new ArrayList<>();
+    try (Connection c = api.db.dataSource().getConnection();
+        Statement st = c.createStatement();
+        var rs = st.executeQuery("SELECT id FROM pgjobs.finished_jobs WHERE payload::text ILIKE '%example.com%'"
+            + " ORDER BY id DESC LIMIT 10")) {
+      while (rs.next()) {
+        expected.add(rs.getString(1));
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
+    assertThat(list("text=EXAMPLE.com")).extracting(j -> j.path("id").asString()).containsExactlyElementsOf(expected);
 
     // The server's backend reports its index use to the statistics system when it goes idle (up to 10 s).
     await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).untilAsserted(() -> {
