@@ -110,8 +110,11 @@ public final class AdminStore {
         // through the trigram index. The probe is exact when it fills a page with finished jobs: every
         // match it did not read is older than all it read.
         List<Job> probed = listOnce(c, filter, hot, FinishedRead.PROBE);
-        long finishedRows = probed.stream().filter(j -> !HOT_STATES.contains(j.state())).count();
-        if (finishedRows >= filter.limit()) {
+        UUID boundary = probeBoundary(c, filter);
+        // (Compared as text: PostgreSQL orders uuids by their bytes, unsigned, as their hex text sorts.)
+        boolean exact = boundary == null
+            || (probed.size() == filter.limit() && probed.getLast().id().toString().compareTo(boundary.toString()) >= 0);
+        if (exact) {
           return JobPage.of(probed, filter.limit());
         }
         return JobPage.of(listOnce(c, filter, hot, FinishedRead.THROUGH_TEXT_INDEX), filter.limit());
@@ -127,9 +130,28 @@ public final class AdminStore {
     /** The newest {@value #PROBE_ROWS} rows matching all but the text, then the text among them. */
     PROBE,
     /** Every row matching the text, through the trigram index, then the newest of them. */
-    THROUGH_TEXT_INDEX;
+    THROUGH_TEXT_INDEX,
+    /** Not a read of jobs: the id of the oldest row a probe reads. */
+    BOUNDARY;
 
     static final int PROBE_ROWS = 5000;
+  }
+
+  /**
+   * The oldest of the finished jobs a probe reads (the {@value FinishedRead#PROBE_ROWS}th newest matching all
+   * but the text), or null when fewer match: the probe then read them all. Its primary key answers this.
+   */
+  private UUID probeBoundary(Connection c, JobFilter filter) throws SQLException {
+    List<Object> params = new ArrayList<>();
+    String sql = listPart(c, "finished_jobs", "id", filter, params, FinishedRead.BOUNDARY);
+    try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(sql))) {
+      for (int i = 0; i < params.size(); i++) {
+        ps.setObject(i + 1, params.get(i));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getObject(1, UUID.class) : null;
+      }
+    }
   }
 
   private List<Job> listOnce(Connection c, JobFilter filter, boolean hot, FinishedRead finished) throws SQLException {
@@ -187,6 +209,10 @@ public final class AdminStore {
     if (filter.after() != null) {
       where.add("id < ?");
       params.add(filter.after());
+    }
+    if (read == FinishedRead.BOUNDARY) {
+      return "SELECT id FROM " + schema + "." + table + where(where)
+          + " ORDER BY id DESC OFFSET " + (FinishedRead.PROBE_ROWS - 1) + " LIMIT 1";
     }
     // The text last, so its parameter comes after the others in every form below. ILIKE over the expression
     // of finished_jobs_text_trgm_idx (V10), so a trigram index serves it where pg_trgm is installed;
