@@ -19,7 +19,10 @@ import java.nio.charset.StandardCharsets;
  * @param limit page size, 1 to {@value #MAX_LIMIT}
  * @param cursor the {@link JobPage#nextCursor()} of the previous page, or null for the first
  * @param text only jobs whose payload (as JSON text) or context contains this text, ignoring case; null
- *     for any. It is a scan of the rows in id order, so a rare text over a large table is slow.
+ *     for any. Served by a trigram index where the database has pg_trgm (texts of 3 or more characters);
+ *     otherwise a scan of the rows in id order, so a rare text over a large table is slow.
+ * @param scheduled {@code true}: only scheduled jobs (queued, not due yet); {@code false}: no scheduled
+ *     jobs; null: either
  */
 public record JobFilter(
     Set<JobState> states,
@@ -29,7 +32,8 @@ public record JobFilter(
     Instant createdBefore,
     int limit,
     String cursor,
-    String text) {
+    String text,
+    Boolean scheduled) {
 
   /** Page size when none is given: {@value}. */
   public static final int DEFAULT_LIMIT = 50;
@@ -57,10 +61,16 @@ public record JobFilter(
     }
   }
 
+  /** A filter without the scheduled condition (the form before {@code scheduled} existed). */
+  public JobFilter(Set<JobState> states, Set<String> types, Set<String> queues, Instant createdAfter,
+      Instant createdBefore, int limit, String cursor, String text) {
+    this(states, types, queues, createdAfter, createdBefore, limit, cursor, text, null);
+  }
+
   /** A filter without a search text (the form before {@code text} existed). */
   public JobFilter(Set<JobState> states, Set<String> types, Set<String> queues, Instant createdAfter,
       Instant createdBefore, int limit, String cursor) {
-    this(states, types, queues, createdAfter, createdBefore, limit, cursor, null);
+    this(states, types, queues, createdAfter, createdBefore, limit, cursor, null, null);
   }
 
   /** All jobs, first page of {@value #DEFAULT_LIMIT}. */
@@ -114,6 +124,7 @@ public record JobFilter(
     private int limit = DEFAULT_LIMIT;
     private String cursor;
     private String text;
+    private Boolean scheduled;
 
     private Builder() {}
 
@@ -165,10 +176,16 @@ public record JobFilter(
       return this;
     }
 
+    /** {@code true}: only scheduled jobs (queued, not due yet); {@code false}: none of them; null: either. */
+    public Builder scheduled(Boolean scheduled) {
+      this.scheduled = scheduled;
+      return this;
+    }
+
     /** Validates and builds. */
     public JobFilter build() {
       return new JobFilter(
-          Set.copyOf(states), Set.copyOf(types), Set.copyOf(queues), createdAfter, createdBefore, limit, cursor, text);
+          Set.copyOf(states), Set.copyOf(types), Set.copyOf(queues), createdAfter, createdBefore, limit, cursor, text, scheduled);
     }
   }
 }

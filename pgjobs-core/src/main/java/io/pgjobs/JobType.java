@@ -48,6 +48,7 @@ public final class JobType<P> {
   private final Duration timeout;
   private final PayloadValidator<? super P> validator;
   private final String idempotencyKeyFrom;
+  private final P example;
 
   private JobType(
       String name,
@@ -58,7 +59,8 @@ public final class JobType<P> {
       RetryPolicy retryPolicy,
       Duration timeout,
       PayloadValidator<? super P> validator,
-      String idempotencyKeyFrom) {
+      String idempotencyKeyFrom,
+      P example) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -72,6 +74,7 @@ public final class JobType<P> {
     this.timeout = requireTimeout(timeout);
     this.validator = Objects.requireNonNull(validator, "validator");
     this.idempotencyKeyFrom = idempotencyKeyFrom == null ? null : IdempotencyKeys.requireField(idempotencyKeyFrom);
+    this.example = example;
   }
 
   /**
@@ -91,6 +94,7 @@ public final class JobType<P> {
           RetryPolicy.DEFAULT,
           DEFAULT_TIMEOUT,
           p -> java.util.List.of(),
+          null,
           null);
     }
     return new JobType<>(
@@ -102,7 +106,8 @@ public final class JobType<P> {
         retryPolicyOf(defaults.retry(), payloadClass),
         defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass),
         p -> java.util.List.of(),
-        defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey());
+        defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey(),
+        null);
   }
 
   /**
@@ -158,32 +163,32 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
   public JobType<P> withValidator(PayloadValidator<? super P> validator) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
   }
 
   /**
@@ -194,12 +199,29 @@ public final class JobType<P> {
    */
   public JobType<P> withIdempotencyKeyFrom(String field) {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        Objects.requireNonNull(field, "field"));
+        Objects.requireNonNull(field, "field"), example);
   }
 
   /** The payload field (or JSON pointer) jobs of this type take their idempotency key from, or null. */
   public String idempotencyKeyFrom() {
     return idempotencyKeyFrom;
+  }
+
+  /**
+   * A copy with an example payload: what the dashboard's enqueue form and {@code GET /job-types} offer as a
+   * starting point (it should pass the validator). Without one they offer the payload class's fields with
+   * empty values.
+   */
+  public JobType<P> withExample(P example) {
+    Objects.requireNonNull(example, "example");
+    validate(example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
+        idempotencyKeyFrom, example);
+  }
+
+  /** The example payload given with {@link #withExample}, if any. */
+  public java.util.Optional<P> example() {
+    return java.util.Optional.ofNullable(example);
   }
 
   /**

@@ -54,6 +54,7 @@ public final class AdminStore {
   private final String notifyReady;
   private final String queueOverview;
   private final String statsPerMinute;
+  private volatile Boolean trigramIndex;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores). */
   public AdminStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -106,7 +107,7 @@ public final class AdminStore {
 
   /** The job, in the caller's connection. */
   public Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(get)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(get))) {
       ps.setObject(1, id);
       ps.setObject(2, id);
       try (ResultSet rs = ps.executeQuery()) {
@@ -121,37 +122,87 @@ public final class AdminStore {
    */
   public JobPage list(JobFilter filter) throws SQLException {
     boolean hot = filter.states().isEmpty() || filter.states().stream().anyMatch(HOT_STATES::contains);
-    boolean finished =
-        filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s));
+    // Scheduled jobs are queued ones: only the hot table has them.
+    boolean finished = !Boolean.TRUE.equals(filter.scheduled())
+        && (filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s)));
     try (Connection c = dataSource.getConnection()) {
-      List<Object> params = new ArrayList<>();
-      List<String> parts = new ArrayList<>();
-      if (hot) {
-        parts.add(listPart(c, "jobs", JobSql.HOT_COLUMNS, filter, params));
-      }
-      if (finished) {
-        parts.add(listPart(c, "finished_jobs", JobSql.FINISHED_COLUMNS, filter, params));
-      }
-      String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
-      params.add(filter.limit());
-      try (PreparedStatement ps = c.prepareStatement(sql)) {
-        for (int i = 0; i < params.size(); i++) {
-          ps.setObject(i + 1, params.get(i));
+      if (finished && filter.text() != null && filter.text().length() >= 3 && trigramIndex(c)) {
+        // A text many jobs contain is found among the newest finished jobs at once; one that few contain
+        // through the trigram index. The probe is exact when it fills a page with finished jobs: every
+        // match it did not read is older than all it read.
+        List<Job> probed = listOnce(c, filter, hot, FinishedRead.PROBE);
+        UUID boundary = probeBoundary(c, filter);
+        // (Compared as text: PostgreSQL orders uuids by their bytes, unsigned, as their hex text sorts.)
+        boolean exact = boundary == null
+            || (probed.size() == filter.limit() && probed.getLast().id().toString().compareTo(boundary.toString()) >= 0);
+        if (exact) {
+          return JobPage.of(probed, filter.limit());
         }
-        List<Job> jobs = new ArrayList<>();
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            jobs.add(rows.map(rs));
-          }
-        }
-        return JobPage.of(jobs, filter.limit());
+        return JobPage.of(listOnce(c, filter, hot, FinishedRead.THROUGH_TEXT_INDEX), filter.limit());
+      }
+      return JobPage.of(listOnce(c, filter, hot, finished ? FinishedRead.NEWEST_FIRST : null), filter.limit());
+    }
+  }
+
+  /** How the list reads finished_jobs (null: not at all). */
+  private enum FinishedRead {
+    /** Through the primary key, newest first, until a page matched. */
+    NEWEST_FIRST,
+    /** The newest {@value #PROBE_ROWS} rows matching all but the text, then the text among them. */
+    PROBE,
+    /** Every row matching the text, through the trigram index, then the newest of them. */
+    THROUGH_TEXT_INDEX,
+    /** Not a read of jobs: the id of the oldest row a probe reads. */
+    BOUNDARY;
+
+    static final int PROBE_ROWS = 5000;
+  }
+
+  /**
+   * The oldest of the finished jobs a probe reads (the {@value FinishedRead#PROBE_ROWS}th newest matching all
+   * but the text), or null when fewer match: the probe then read them all. Its primary key answers this.
+   */
+  private UUID probeBoundary(Connection c, JobFilter filter) throws SQLException {
+    List<Object> params = new ArrayList<>();
+    String sql = listPart(c, "finished_jobs", "id", filter, params, FinishedRead.BOUNDARY);
+    try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(sql))) {
+      for (int i = 0; i < params.size(); i++) {
+        ps.setObject(i + 1, params.get(i));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getObject(1, UUID.class) : null;
       }
     }
   }
 
+  private List<Job> listOnce(Connection c, JobFilter filter, boolean hot, FinishedRead finished) throws SQLException {
+    List<Object> params = new ArrayList<>();
+    List<String> parts = new ArrayList<>();
+    if (hot) {
+      parts.add(listPart(c, "jobs", JobSql.HOT_COLUMNS, filter, params, FinishedRead.NEWEST_FIRST));
+    }
+    if (finished != null) {
+      parts.add(listPart(c, "finished_jobs", JobSql.FINISHED_COLUMNS, filter, params, finished));
+    }
+    String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
+    params.add(filter.limit());
+    try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(sql))) {
+      for (int i = 0; i < params.size(); i++) {
+        ps.setObject(i + 1, params.get(i));
+      }
+      List<Job> jobs = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          jobs.add(rows.map(rs));
+        }
+      }
+      return jobs;
+    }
+  }
+
   /** One table's share of a page; only whitelisted columns are named, every value is a parameter. */
-  private String listPart(Connection c, String table, String columns, JobFilter filter, List<Object> params)
-      throws SQLException {
+  private String listPart(Connection c, String table, String columns, JobFilter filter, List<Object> params,
+      FinishedRead read) throws SQLException {
     List<String> where = new ArrayList<>();
     if (!filter.states().isEmpty()) {
       where.add("state = ANY(?)");
@@ -173,20 +224,65 @@ public final class AdminStore {
       where.add("created_at < ?");
       params.add(Timestamp.from(filter.createdBefore()));
     }
-    if (filter.text() != null) {
-      // strpos, not LIKE: the text is matched literally, % and _ included.
-      where.add("(strpos(lower(payload::text), lower(?)) > 0 OR strpos(lower(context), lower(?)) > 0)");
-      params.add(filter.text());
-      params.add(filter.text());
+    if (filter.scheduled() != null && table.equals("jobs")) {
+      where.add(filter.scheduled() ? "(state = 'queued' AND run_at > now())" : "NOT (state = 'queued' AND run_at > now())");
     }
     if (filter.after() != null) {
       where.add("id < ?");
       params.add(filter.after());
     }
+    if (read == FinishedRead.BOUNDARY) {
+      return "SELECT id FROM " + schema + "." + table + where(where)
+          + " ORDER BY id DESC OFFSET " + (FinishedRead.PROBE_ROWS - 1) + " LIMIT 1";
+    }
+    // The text last, so its parameter comes after the others in every form below. ILIKE over the expression
+    // of finished_jobs_text_trgm_idx (V10), so a trigram index serves it where pg_trgm is installed;
+    // % _ and \ are escaped, so the text is matched literally.
+    String text = null;
+    if (filter.text() != null) {
+      text = JobSql.SEARCHED_TEXT + " ILIKE ?";
+      params.add("%" + JobSql.likeEscape(filter.text()) + "%");
+    }
     params.add(filter.limit());
-    return "(SELECT " + columns + " FROM " + schema + "." + table
-        + (where.isEmpty() ? "" : " WHERE " + String.join(" AND ", where))
-        + " ORDER BY id DESC LIMIT ?)";
+    String from = schema + "." + table;
+    if (text != null && read == FinishedRead.PROBE) {
+      return "(SELECT " + columns + " FROM (SELECT * FROM " + from + where(where)
+          + " ORDER BY id DESC LIMIT " + FinishedRead.PROBE_ROWS + ") AS recent WHERE " + text
+          + " ORDER BY id DESC LIMIT ?)";
+    }
+    if (text != null) {
+      where.add(text);
+    }
+    if (read == FinishedRead.THROUGH_TEXT_INDEX) {
+      // Without the fence (OFFSET 0) the planner walks the primary key newest first, expecting a match
+      // soon, and a text that matches nothing (or only old jobs) reads the whole table.
+      return "(SELECT " + columns + " FROM (SELECT * FROM " + from + where(where)
+          + " OFFSET 0) AS matched ORDER BY id DESC LIMIT ?)";
+    }
+    return "(SELECT " + columns + " FROM " + from + where(where) + " ORDER BY id DESC LIMIT ?)";
+  }
+
+  private static String where(List<String> conditions) {
+    return conditions.isEmpty() ? "" : " WHERE " + String.join(" AND ", conditions);
+  }
+
+  /**
+   * Whether V10 could create the trigram index over the searched text (it needs pg_trgm); asked once per
+   * store, at the first text search.
+   */
+  private boolean trigramIndex(Connection c) throws SQLException {
+    Boolean known = trigramIndex;
+    if (known == null) {
+      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement("SELECT to_regclass(?) IS NOT NULL"))) {
+        ps.setString(1, schema + ".finished_jobs_text_trgm_idx");
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          known = rs.getBoolean(1);
+        }
+      }
+      trigramIndex = known;
+    }
+    return known;
   }
 
   /** Counts per queue and state, every state present. */
@@ -194,7 +290,7 @@ public final class AdminStore {
     Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
     Map<String, Long> scheduled = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(countByQueue);
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(countByQueue));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         String queue = rs.getString(1);
@@ -225,13 +321,13 @@ public final class AdminStore {
       inTransaction(
           c,
           () -> {
-            try (PreparedStatement ps = c.prepareStatement(setQueuePaused)) {
+            try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(setQueuePaused))) {
               ps.setString(1, queue);
               ps.setBoolean(2, paused);
               ps.executeUpdate();
             }
             if (!paused) {
-              try (PreparedStatement wake = c.prepareStatement(notifyReady)) {
+              try (PreparedStatement wake = StatementDeadline.apply(c.prepareStatement(notifyReady))) {
                 wake.setString(1, queue);
                 wake.execute();
               }
@@ -247,7 +343,7 @@ public final class AdminStore {
     Map<String, Long> oldestDueMs = new LinkedHashMap<>();
     Map<String, Boolean> paused = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(queueOverview);
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(queueOverview));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         String queue = rs.getString(1);
@@ -276,7 +372,7 @@ public final class AdminStore {
   public List<MinuteStats> statsPerMinute(java.time.Duration window) throws SQLException {
     List<MinuteStats> stats = new ArrayList<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(statsPerMinute)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(statsPerMinute))) {
       ps.setLong(1, window.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -300,7 +396,7 @@ public final class AdminStore {
   public Map<String, Long> readyDepth() throws SQLException {
     Map<String, Long> depth = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(readyDepth);
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(readyDepth));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         depth.put(rs.getString(1), rs.getLong(2));
@@ -315,7 +411,7 @@ public final class AdminStore {
    */
   public CancelResult cancel(Connection connection, UUID id) throws SQLException {
     for (int round = 0; round < 5; round++) {
-      try (PreparedStatement ps = connection.prepareStatement(cancel)) {
+      try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(cancel))) {
         ps.setObject(1, id);
         ps.setObject(2, id);
         try (ResultSet rs = ps.executeQuery()) {
@@ -348,7 +444,7 @@ public final class AdminStore {
       throws SQLException {
     List<Object> values = new ArrayList<>();
     String sql = cancelMatching.replace("{where}", matching(connection, types, queues, states, values));
-    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(sql))) {
       int i = 1;
       for (int part = 0; part < 2; part++) {
         for (Object value : values) {
@@ -399,7 +495,7 @@ public final class AdminStore {
       throws SQLException {
     List<Object> values = new ArrayList<>();
     String sql = retryMatching.replace("{where}", matching(connection, types, queues, states, values));
-    try (PreparedStatement ps = connection.prepareStatement(sql)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(sql))) {
       for (int i = 0; i < values.size(); i++) {
         ps.setObject(i + 1, values.get(i));
       }
@@ -435,7 +531,7 @@ public final class AdminStore {
 
   /** Puts a failed or cancelled job back in the queue. */
   public io.pgjobs.RetryResult retry(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(retryFinished)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(retryFinished))) {
       ps.setObject(1, id);
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {

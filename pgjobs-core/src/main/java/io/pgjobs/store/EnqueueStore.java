@@ -76,7 +76,7 @@ public final class EnqueueStore {
    */
   public EnqueuedJob insert(Connection connection, NewJob job) throws SQLException {
     boolean keyed = job.idempotencyKey() != null;
-    try (PreparedStatement ps = connection.prepareStatement(keyed ? insertWithKey : insert)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(keyed ? insertWithKey : insert))) {
       int i = 1;
       if (keyed) {
         ps.setString(i++, job.idempotencyKey());
@@ -111,7 +111,7 @@ public final class EnqueueStore {
       }
     }
     UUID original;
-    try (PreparedStatement ps = connection.prepareStatement(findKey)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(findKey))) {
       ps.setString(1, job.idempotencyKey());
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
@@ -254,7 +254,7 @@ public final class EnqueueStore {
     payload.put("count", jobs.size());
     payload.put("truncated", listed.size() < jobs.size());
     payload.put("jobs", listed);
-    try (PreparedStatement ps = connection.prepareStatement(notifyCopied)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(notifyCopied))) {
       ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
       ps.setString(2, EVENT_JSON.writeValueAsString(payload));
       ps.execute();
@@ -271,7 +271,7 @@ public final class EnqueueStore {
 
   /** The job, in the caller's connection (as {@link AdminStore#get(Connection, UUID)} reads it). */
   private Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(get)) {
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(get))) {
       ps.setObject(1, id);
       ps.setObject(2, id);
       try (ResultSet rs = ps.executeQuery()) {

@@ -156,6 +156,17 @@ final class JobSql {
     return sql.replace("{schema}", requireSchema(schema));
   }
 
+  /**
+   * The text {@code ?text=} searches: the payload as JSON text and the context, one line apart. The same
+   * expression as the trigram index of V10 ({@code finished_jobs_text_trgm_idx}), so that index serves it.
+   */
+  static final String SEARCHED_TEXT = "(payload::text || coalesce(E'\\n' || context, ''))";
+
+  /** {@code text} with the LIKE wildcards {@code %} and {@code _} and the escape character escaped. */
+  static String likeEscape(String text) {
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_");
+  }
+
   /** A schema name pgjobs accepts: lowercase letters, digits and underscores, not starting with a digit. */
   static String requireSchema(String schema) {
     if (schema == null || !SCHEMA.matcher(schema).matches()) {

@@ -65,12 +65,12 @@ public final class WorkerStore {
     boolean autoCommit = connection.getAutoCommit();
     connection.setAutoCommit(false);
     try {
-      try (PreparedStatement set = connection.prepareStatement("SELECT set_config('lock_timeout', ?, true)")) {
+      try (PreparedStatement set = StatementDeadline.apply(connection.prepareStatement("SELECT set_config('lock_timeout', ?, true)"))) {
         set.setString(1, lockTimeout.toMillis() + "ms");
         set.execute();
       }
       Map<UUID, Boolean> result = new HashMap<>();
-      try (PreparedStatement ps = connection.prepareStatement(heartbeat)) {
+      try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(heartbeat))) {
         ps.setString(1, worker.id());
         ps.setString(2, worker.host());
         ps.setLong(3, worker.pid());
@@ -107,7 +107,7 @@ public final class WorkerStore {
   /** Removes the worker's row (clean shutdown). */
   public void deregister(String workerId) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(deregister)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(deregister))) {
       ps.setString(1, workerId);
       ps.executeUpdate();
     }
@@ -117,7 +117,7 @@ public final class WorkerStore {
   public List<WorkerInfo> list() throws SQLException {
     List<WorkerInfo> workers = new ArrayList<>();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(list);
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(list));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         workers.add(
@@ -139,7 +139,7 @@ public final class WorkerStore {
   /** Takes or renews the lease {@code name} for {@code ttl}; true if {@code holder} has it now. */
   public boolean acquireLease(String name, String holder, Duration ttl) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(acquireLease)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(acquireLease))) {
       ps.setString(1, name);
       ps.setString(2, holder);
       ps.setLong(3, ttl.toMillis());
@@ -152,7 +152,7 @@ public final class WorkerStore {
   /** Gives up a lease held by {@code holder}. */
   public void releaseLease(String name, String holder) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(releaseLease)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(releaseLease))) {
       ps.setString(1, name);
       ps.setString(2, holder);
       ps.executeUpdate();
@@ -179,7 +179,7 @@ public final class WorkerStore {
    */
   public RescueCounts rescue(Duration deadAfter, Duration staleAfter, int limit) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(rescue)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(rescue))) {
       ps.setLong(1, deadAfter.toMillis());
       ps.setLong(2, staleAfter.toMillis());
       ps.setInt(3, limit);
@@ -193,7 +193,7 @@ public final class WorkerStore {
   /** Removes workers silent for longer than {@code staleAfter}; returns how many. */
   public int removeDeadWorkers(Duration staleAfter) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(removeDeadWorkers)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(removeDeadWorkers))) {
       ps.setLong(1, staleAfter.toMillis());
       return ps.executeUpdate();
     }
@@ -202,7 +202,7 @@ public final class WorkerStore {
   /** Deletes up to {@code limit} finished jobs older than {@code retention}; returns how many. */
   public long pruneFinished(Duration retention, int limit) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(pruneFinished)) {
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(pruneFinished))) {
       ps.setLong(1, retention.toMillis());
       ps.setInt(2, limit);
       try (ResultSet rs = ps.executeQuery()) {

@@ -51,7 +51,8 @@ public final class SendEmailJob {
 
   /** The job type, with payload validation. */
   public static final JobType<SendEmail> TYPE =
-      JobType.of("send_email", SendEmail.class).withValidator(SendEmailJob::validate);
+      JobType.of("send_email", SendEmail.class).withValidator(SendEmailJob::validate)
+          .withExample(new SendEmail("ada@example.com", "Hi", "Welcome to pgjobs."));
 
   private final String host;
   private final int port;

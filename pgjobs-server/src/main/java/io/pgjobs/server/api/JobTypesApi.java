@@ -16,6 +16,7 @@ import tools.jackson.databind.node.ObjectNode;
  * client (the dashboard's enqueue form) can offer them.
  */
 public final class JobTypesApi {
+
   /** Nested records deeper than this get {@code null} in a template. */
   private static final int MAX_TEMPLATE_DEPTH = 4;
 
@@ -40,7 +41,7 @@ public final class JobTypesApi {
 
   private static JobTypeView view(JobType<?> type) {
     return new JobTypeView(type.name(), type.queue(), type.priority(), type.maxAttempts(), type.timeout().toMillis(),
-        template(type.payloadClass(), 0));
+        type.example().<JsonNode>map(e -> io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.valueToTree(e)).orElseGet(() -> template(type.payloadClass(), 0)));
   }
 
   /**

@@ -189,6 +189,13 @@ public final class JobsApi {
       throw ApiProblem.badField("text", "must be at most " + JobFilter.MAX_TEXT_LENGTH + " characters, was " + text.length());
     }
     filter.text(text);
+    String scheduled = QueryParams.single(ctx, "scheduled");
+    if (scheduled != null) {
+      if (!scheduled.equals("true") && !scheduled.equals("false")) {
+        throw ApiProblem.badField("scheduled", "must be true or false, was '" + scheduled + "'");
+      }
+      filter.scheduled(Boolean.valueOf(scheduled));
+    }
     String cursor = QueryParams.single(ctx, "cursor");
     JobFilter built;
     try {

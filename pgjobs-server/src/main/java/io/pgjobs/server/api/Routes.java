@@ -4,6 +4,7 @@ import io.javalin.config.RoutesConfig;
 import io.javalin.http.Context;
 import io.javalin.http.sse.SseClient;
 import io.pgjobs.server.problem.ApiProblem;
+import io.pgjobs.store.StatementDeadline;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -19,7 +20,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Registers the API's routes. Each handler runs on a virtual thread of its own under the request
  * timeout: past it the request thread answers 504 and interrupts the handler, whose late reply is
- * dropped. Event streams are exempt from the timeout.
+ * dropped, and the handler's SQL statements carry the same timeout ({@link StatementDeadline}), so
+ * PostgreSQL cancels a statement still running then. Event streams are exempt from the timeout.
  */
 public final class Routes {
   private final RoutesConfig routes;
@@ -116,7 +118,8 @@ public final class Routes {
         MDC.setContextMap(mdc);
       }
       try {
-        return handler.handle(ctx);
+        // The handler's statements are cancelled in PostgreSQL once the request has timed out.
+        return StatementDeadline.call(timeout, () -> handler.handle(ctx));
       } finally {
         MDC.clear();
       }
@@ -129,6 +132,9 @@ public final class Routes {
       throw ApiProblem.timeout(timeout.toMillis());
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
+      if (cancelledByDeadline(cause)) {
+        throw ApiProblem.timeout(timeout.toMillis());
+      }
       if (cause instanceof Exception ex) {
         throw ex;
       }
@@ -139,6 +145,16 @@ public final class Routes {
       throw e;
     }
     apply(ctx, reply);
+  }
+
+  /** A statement PostgreSQL cancelled (SQLSTATE 57014): here, the request's statement deadline passed. */
+  private static boolean cancelledByDeadline(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof java.sql.SQLException sql && "57014".equals(sql.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private void apply(Context ctx, Reply reply) {

@@ -33,8 +33,11 @@ import java.util.concurrent.CompletableFuture;
  * ./mvnw -q -pl pgjobs-server -am test-compile dependency:build-classpath \
  *     -Dmdep.outputFile=/tmp/cp.txt -Dmdep.includeScope=test
  * java -cp pgjobs-server/target/test-classes:pgjobs-server/target/classes:$(cat /tmp/cp.txt) \
- *     io.pgjobs.server.dashboard.DashboardAtOneMillionJobs [target/dashboard-1m.md]
+ *     io.pgjobs.server.dashboard.DashboardAtOneMillionJobs [--filters] [target/dashboard-1m.md]
  * </pre>
+ *
+ * <p>With {@code --filters}: shape A only, and every filter of the job list timed with the indexes of V10
+ * and again without them, with the indexes' sizes, build times and what they cost an insert.
  */
 public final class DashboardAtOneMillionJobs {
   private static final int RUNS = 7;
@@ -49,12 +52,19 @@ public final class DashboardAtOneMillionJobs {
   }
 
   public static void main(String[] args) throws Exception {
-    Path report = Path.of(args.length > 0 ? args[0] : "target/dashboard-1m.md");
+    boolean filtersOnly = Arrays.asList(args).contains("--filters");
+    List<String> rest = Arrays.stream(args).filter(a -> !a.equals("--filters")).toList();
+    Path report = Path.of(!rest.isEmpty() ? rest.getFirst()
+        : filtersOnly ? "target/list-filters-1m.md" : "target/dashboard-1m.md");
     try (TestDatabase db = TestDatabase.create()) {
       JobClient client = JobClient.builder(db.dataSource()).knownTypes(DashboardFixture.TASK).build();
       client.migrate();
       DashboardAtOneMillionJobs bench = new DashboardAtOneMillionJobs(db, client);
-      bench.run();
+      if (filtersOnly) {
+        bench.filters();
+      } else {
+        bench.run();
+      }
       Files.createDirectories(report.toAbsolutePath().getParent());
       Files.writeString(report, bench.out);
       System.out.println(bench.out);
@@ -84,6 +94,122 @@ public final class DashboardAtOneMillionJobs {
     line("Rows written in " + ms(System.nanoTime() - t0) + " ms.");
     line("");
     measure();
+  }
+
+  // ---------------------------------------------------------------- list filters (--filters)
+
+  private static final List<String> V10_INDEXES = List.of("finished_jobs_type_id_idx", "finished_jobs_queue_id_idx",
+      "finished_jobs_created_at_idx", "finished_jobs_text_trgm_idx");
+
+  /** Shape A, then each filter of {@code GET /jobs} with and without the indexes of V10, and what they cost. */
+  private void filters() throws Exception {
+    line("PostgreSQL: " + query("SELECT version()").getFirst());
+    line("CPU cores: " + Runtime.getRuntime().availableProcessors() + ", JVM " + Runtime.version());
+    line("pg_trgm installed: " + query("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'").getFirst());
+    line("");
+    long t0 = System.nanoTime();
+    insertFinished(1_000_000);
+    insertWaiting(10_000);
+    // A rare type and queue: 100 jobs spread over the day.
+    db.execute("UPDATE pgjobs.finished_jobs SET type = 'report_export', queue = 'reports'"
+        + " WHERE (payload->>'n')::int % 10000 = 17", "VACUUM ANALYZE pgjobs.finished_jobs");
+    line("Shape A written in " + ms(System.nanoTime() - t0) + " ms.");
+    line("");
+    line("### Index sizes at 1,000,000 finished jobs");
+    line("");
+    line("| index | size |");
+    line("|---|---:|");
+    for (String row : query("""
+        SELECT indexrelname || ' | ' || pg_size_pretty(pg_relation_size(indexrelid))
+          FROM pg_stat_user_indexes WHERE relname = 'finished_jobs' ORDER BY indexrelname""")) {
+      line("| " + row + " |");
+    }
+    line("| table (heap) | " + query("SELECT pg_size_pretty(pg_relation_size('pgjobs.finished_jobs'))").getFirst() + " |");
+    line("");
+    java.time.Instant now = java.time.Instant.now();
+    List<String[]> cases = List.of(
+        new String[] {"`state=failed` (5 %)", "state=failed"},
+        new String[] {"`state=cancelled` (1 %)", "state=cancelled"},
+        new String[] {"`type=send_email` (25 %)", "type=send_email"},
+        new String[] {"`type=report_export` (a rare type: 100 jobs)", "type=report_export"},
+        new String[] {"`queue=reports` (a rare queue: 100 jobs)", "queue=reports"},
+        new String[] {"`created_before=` 23 h ago (the oldest 4 %)", "created_before=" + now.minusSeconds(23 * 3600)},
+        new String[] {"`created_after=` + `created_before=`: 5 minutes 12 h ago (0.3 %)",
+            "created_after=" + now.minusSeconds(12 * 3600 + 300) + "&created_before=" + now.minusSeconds(12 * 3600)},
+        new String[] {"`text=user4242@` (a rare text: 1 job)", "text=user4242%40"},
+        new String[] {"`text=nothing-like-it` (no job)", "text=nothing-like-it"},
+        new String[] {"`text=example.com` (every job)", "text=example.com"},
+        new String[] {"`text=zq` (2 characters: no trigram; no job)", "text=zq"});
+    ApiServer server = ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
+    try {
+      String base = "http://127.0.0.1:" + server.port() + "/jobs?limit=50&";
+      line("### `GET /jobs?limit=50&…`, median of " + RUNS + " runs (ms), with V10's indexes");
+      line("");
+      line("| filter | median | min | max |");
+      line("|---|---:|---:|---:|");
+      for (String[] c : cases) {
+        time(c[0], () -> get(base + c[1]));
+      }
+      line("");
+      line("### The same without V10's indexes (as before V10; text by ILIKE over the table)");
+      line("");
+      for (String index : V10_INDEXES) {
+        db.execute("DROP INDEX IF EXISTS pgjobs." + index);
+      }
+      db.execute("ANALYZE pgjobs.finished_jobs");
+      line("| filter | median | min | max |");
+      line("|---|---:|---:|---:|");
+      for (String[] c : cases) {
+        time(c[0], () -> get(base + c[1]));
+      }
+      line("");
+    } finally {
+      server.close();
+    }
+    line("### What the indexes cost");
+    line("");
+    long without = insertCost();
+    line("- `INSERT … SELECT` of 100,000 more finished jobs without V10's indexes: " + without + " ms");
+    String trgmSchema = query("""
+        SELECT coalesce((SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                          WHERE e.extname = 'pg_trgm'), '')""").getFirst();
+    List<String> creates = new ArrayList<>(List.of(
+        "CREATE INDEX finished_jobs_type_id_idx ON pgjobs.finished_jobs (type, id)",
+        "CREATE INDEX finished_jobs_queue_id_idx ON pgjobs.finished_jobs (queue, id)",
+        "CREATE INDEX finished_jobs_created_at_idx ON pgjobs.finished_jobs (created_at)"));
+    if (!trgmSchema.isEmpty()) {
+      creates.add("CREATE INDEX finished_jobs_text_trgm_idx ON pgjobs.finished_jobs USING gin "
+          + "((payload::text || coalesce(E'\\n' || context, '')) " + trgmSchema + ".gin_trgm_ops)");
+    }
+    for (String create : creates) {
+      long t = System.nanoTime();
+      db.execute(create);
+      line("- `" + create.replace("pgjobs.", "") + "` at 1,000,000 rows: " + ms(System.nanoTime() - t) + " ms");
+    }
+    long with = insertCost();
+    line("- the same 100,000 with them: " + with + " ms");
+    if (!trgmSchema.isEmpty()) {
+      db.execute("DROP INDEX pgjobs.finished_jobs_text_trgm_idx");
+      line("- the same 100,000 with the three B-tree indexes only (no trigram index): " + insertCost() + " ms");
+    }
+    line("");
+  }
+
+  /** Times an INSERT … SELECT of 100,000 finished jobs (older than the others), then deletes them again. */
+  private long insertCost() {
+    long t = System.nanoTime();
+    db.execute("""
+        INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,
+               created_at, attempted_at, locked_by, context, errors, output, finished_at)
+        SELECT %s, %s, %s, jsonb_build_object('to', 'user' || g || '@example.com', 'n', g), 50, 'succeeded',
+               1, 3, t, t, t, 'worker-1', 'bench ' || g, '[]'::jsonb, '{"ok": true}'::jsonb, t + interval '1 second'
+          FROM (SELECT g, now() - interval '2 days' - g * interval '1 millisecond' AS t
+                  FROM generate_series(2000001, 2100000) AS g) AS s
+        """.formatted(V7, TYPES, QUEUES));
+    long took = ms(System.nanoTime() - t);
+    db.execute("DELETE FROM pgjobs.finished_jobs WHERE created_at < now() - interval '36 hours'",
+        "VACUUM pgjobs.finished_jobs");
+    return took;
   }
 
   // ---------------------------------------------------------------- data

@@ -63,7 +63,8 @@ final class DashboardFixture implements AutoCloseable {
           problems.add(new FieldProblem("subject", "is required"));
         }
         return problems;
-      });
+      })
+      .withExample(new SendEmail("ada@example.com", "Hello"));
 
   final TestDatabase db;
   final JobClient client;

@@ -71,7 +71,9 @@ class DashboardRoutesTest {
     assertThat(email.path("priority").asInt()).isEqualTo(50);
     assertThat(email.path("max_attempts").asInt()).isEqualTo(3);
     assertThat(email.path("timeout_ms").asLong()).isEqualTo(3_600_000L);
-    assertThat(email.path("payload_template").toString()).isEqualTo("{\"to\":\"\",\"subject\":\"\"}");
+    // The type's example payload (JobType.withExample); a type without one gets its fields with empty values.
+    assertThat(email.path("payload_template").toString()).isEqualTo("{\"to\":\"ada@example.com\",\"subject\":\"Hello\"}");
+    assertThat(types.get(1).path("payload_template").toString()).isEqualTo("{\"note\":\"\",\"key\":\"\"}");
     assertThat(types.get(1).path("name").asString()).isEqualTo("task");
     assertThat(r.json().path("accepts_unknown_types").asBoolean()).isFalse();
   }

@@ -465,7 +465,8 @@ class DashboardTest {
     browser.open(app.url("/enqueue?type=send_email"));
     browser.waitFor(d -> "send_email".equals(d.findElement(By.id("enqueue-type")).getAttribute("value")));
     assertThat(browser.find("#enqueue-queue").getAttribute("placeholder")).isEqualTo("emails");
-    assertThat(browser.find("#enqueue-payload").getAttribute("value")).contains("\"to\": \"\"", "\"subject\": \"\"");
+    // Prefilled with the type's example (JobType.withExample).
+    assertThat(browser.find("#enqueue-payload").getAttribute("value")).contains("\"to\": \"ada@example.com\"");
 
     // Not JSON: caught before anything is sent.
     WebElement payload = browser.find("#enqueue-payload");
@@ -474,23 +475,24 @@ class DashboardTest {
     browser.find("#enqueue-submit").click();
     browser.waitForText(".field-error[data-for='payload']", "not valid JSON");
 
-    // A bad option: the API's 422 names the field, shown next to it.
+    // A bad option only the API can judge (the form checks numbers itself): its 422 names the field,
+    // shown next to it.
     browser.expectFailedRequest("/jobs", 422);
     payload.clear();
     payload.sendKeys("{\"to\": \"nobody\", \"subject\": \"\"}");
-    browser.find("#enqueue-max-attempts").sendKeys("0");
+    browser.find("#enqueue-queue").sendKeys("no spaces allowed");
     browser.find("#enqueue-submit").click();
     browser.waitForText("#enqueue-errors", "422");
-    browser.waitForText(".field-error[data-for='max_attempts']", "1");
-    assertThat(browser.find("#enqueue-max-attempts").getAttribute("class")).contains("invalid");
+    browser.waitFor(d -> !browser.find(".field-error[data-for='queue']").getText().isEmpty());
+    assertThat(browser.find("#enqueue-queue").getAttribute("class")).contains("invalid");
 
     // A payload its type's validator rejects: every problem next to the payload.
-    browser.find("#enqueue-max-attempts").clear();
+    browser.find("#enqueue-queue").clear();
     browser.expectFailedRequest("/jobs", 422);
     browser.find("#enqueue-submit").click();
     browser.waitForText(".field-error[data-for='payload']", "payload.to: must be an e-mail address");
     assertThat(browser.find(".field-error[data-for='payload']").getText()).contains("payload.subject: is required");
-    assertThat(browser.find(".field-error[data-for='max_attempts']").getText()).isEmpty();
+    assertThat(browser.find(".field-error[data-for='queue']").getText()).isEmpty();
     assertThat(browser.find("#enqueue-payload").getAttribute("class")).contains("invalid");
     assertThat(browser.driver.getCurrentUrl()).endsWith("#/enqueue?type=send_email");
     assertThat(storedJobs()).isEqualTo(before);

@@ -10,6 +10,7 @@ import job from './pages/job.js';
 import deadLetters from './pages/dead-letters.js';
 import enqueue from './pages/enqueue.js';
 import queues from './pages/queues.js';
+import notFound from './pages/not-found.js';
 
 const ROUTES = [
   {pattern: /^\/?$/, page: overview, nav: 'overview', title: 'Overview'},
@@ -46,7 +47,8 @@ function confirmAction(title, text, yes = 'Yes') {
 function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, search = ''] = hash.split('?');
-  const found = ROUTES.find(r => r.pattern.test(path)) || ROUTES[0];
+  const found = ROUTES.find(r => r.pattern.test(path))
+    || {pattern: /^/, page: notFound, nav: 'not-found', title: 'Not found'};
   const match = path.match(found.pattern) || [];
   if (unmount) {
     try {
@@ -65,7 +67,7 @@ function route() {
   document.title = found.title + ' · pgjobs';
   const message = flash;
   flash = null;
-  unmount = found.page(main, {params: match.slice(1), query: parseQuery(search), events, navigate, confirm: confirmAction, flash: message}) || null;
+  unmount = found.page(main, {path, params: match.slice(1), query: parseQuery(search), events, navigate, confirm: confirmAction, flash: message}) || null;
 }
 
 function start() {

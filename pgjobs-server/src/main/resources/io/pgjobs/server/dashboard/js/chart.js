@@ -5,7 +5,8 @@ import {h, svg, fmtNumber} from './dom.js';
 const MINUTES = 60;
 const W = 640;        // viewBox size; the SVG scales to its container
 const H = 170;
-const LEFT = 34;      // room for the y-axis labels
+const LEFT_MIN = 34;  // room for the y-axis labels; more when the top label is wider ("10,000")
+const CHAR_W = 6.2;   // width of a digit or separator of the 10px axis font, in viewBox units, with margin
 const BOTTOM = 18;    // room for the x-axis labels
 const TOP = 8;
 
@@ -49,6 +50,7 @@ export function renderChart(container, buckets) {
   const succeeded = buckets.reduce((s, b) => s + b.succeeded, 0);
   const failed = buckets.reduce((s, b) => s + b.failed, 0);
   const max = niceCeil(Math.max(...buckets.map(b => b.succeeded + b.failed)));
+  const LEFT = Math.max(LEFT_MIN, Math.ceil(8 + CHAR_W * fmtNumber(max).length));
   const plotW = W - LEFT;
   const plotH = H - TOP - BOTTOM;
   const slot = plotW / buckets.length;

@@ -89,10 +89,26 @@ export default function enqueuePage(root, {query, navigate}) {
       showError('payload', 'not valid JSON: ' + e.message);
     }
     if (queue.value.trim()) b.queue = queue.value.trim();
+    // Every field is checked, so every mistake is shown at once (not one per submit).
     const p = priority.value.trim();
-    if (p) b.priority = /^-?\d+$/.test(p) ? Number(p) : p;
-    if (delay.value !== '') b.delay_ms = Math.round(Number(delay.value) * 1000);
-    if (maxAttempts.value !== '') b.max_attempts = Number(maxAttempts.value);
+    if (p && !/^-?\d+$/.test(p) && !LEVELS.includes(p.toLowerCase())) {
+      showError('priority', `"${p}" is neither an integer nor one of ${LEVELS.join(', ')}`);
+    } else if (p) {
+      b.priority = /^-?\d+$/.test(p) ? Number(p) : p.toLowerCase();
+    }
+    // A number input holding text that is not a number reports an empty value and badInput.
+    if (delay.validity.badInput || (delay.value !== '' && !(Number(delay.value) >= 0))) {
+      showError('delay_ms', 'must be a number of seconds, 0 or more');
+    } else if (delay.value !== '') {
+      b.delay_ms = Math.round(Number(delay.value) * 1000);
+    }
+    const attempts = Number(maxAttempts.value);
+    if (maxAttempts.validity.badInput || (maxAttempts.value !== ''
+        && !(Number.isInteger(attempts) && attempts >= 1 && attempts <= 1000))) {
+      showError('max_attempts', 'must be an integer from 1 to 1000');
+    } else if (maxAttempts.value !== '') {
+      b.max_attempts = attempts;
+    }
     if (context.value) b.context = context.value;
     return Object.values(errors).some(p => p.textContent) ? null : b;
   }

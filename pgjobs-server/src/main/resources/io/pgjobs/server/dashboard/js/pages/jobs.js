@@ -10,7 +10,9 @@ import {loader, jobTypes} from './common.js';
 
 const PAGE_SIZE = 50;
 
-export default function jobsPage(root, {query: initial, events, confirm}) {
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export default function jobsPage(root, {query: initial, events, confirm, navigate}) {
   const filters = {
     state: single(initial.state),
     type: single(initial.type),
@@ -23,7 +25,8 @@ export default function jobsPage(root, {query: initial, events, confirm}) {
   const rows = new Map();  // job id -> {tr, job}
 
   const stateSelect = h('select', {name: 'state', id: 'filter-state', value: filters.state},
-    h('option', {value: ''}, 'any state'), STATES.map(s => h('option', {value: s}, s)));
+    h('option', {value: ''}, 'any state'),
+    STATES.flatMap(s => s === 'queued' ? [h('option', {value: s}, s), h('option', {value: 'scheduled'}, 'scheduled')] : [h('option', {value: s}, s)]));
   const typeInput = h('input', {name: 'type', id: 'filter-type', list: 'known-types', placeholder: 'any type', value: filters.type, autocomplete: 'off'});
   const queueInput = h('input', {name: 'queue', id: 'filter-queue', list: 'known-queues', placeholder: 'any queue', value: filters.queue, autocomplete: 'off'});
   const textInput = h('input', {name: 'text', id: 'filter-text', type: 'search', placeholder: 'text in payload or context', value: filters.text, maxlength: '200'});
@@ -58,9 +61,27 @@ export default function jobsPage(root, {query: initial, events, confirm}) {
   const retryButton = h('button', {type: 'button', id: 'bulk-retry', onclick: () => bulk('retry')}, 'Retry matching…');
   const bulkResult = h('div', {id: 'bulk-result'});
   const bulkBar = h('div', {class: 'bulk-actions', id: 'bulk-actions'}, cancelButton, retryButton);
+  // Straight to one job by its id (what a log line or an API answer shows).
+  const idInput = h('input', {id: 'job-id-input', name: 'id', type: 'search', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'job id, e.g. 0190c1e2-7a4b-7c3d-8e9f-0a1b2c3d4e5f', 'aria-label': 'Job id'});
+  const idError = h('p', {class: 'field-error', id: 'job-id-error'});
+  const idForm = h('form', {class: 'panel', id: 'job-id-search', onsubmit: e => {
+    e.preventDefault();
+    const id = idInput.value.trim();
+    if (UUID.test(id)) {
+      navigate('/jobs/' + id.toLowerCase());
+    } else {
+      idError.textContent = id ? `"${id}" is not a job id: a job id is a UUID (36 characters with dashes)` : 'enter a job id';
+      idInput.classList.add('invalid');
+    }
+  }},
+  h('label', {class: 'grow'}, 'Find a job by id', idInput),
+  h('button', {type: 'submit', id: 'job-id-go'}, 'Open'),
+  idError);
 
   root.append(
     h('h1', null, 'Jobs'),
+    idForm,
     form,
     bulkBar,
     bulkResult,
@@ -154,7 +175,9 @@ export default function jobsPage(root, {query: initial, events, confirm}) {
 
   const load = loader('jobs', error, () => {
     pending.clear();
-    return get('/jobs' + query({...filters, limit: PAGE_SIZE, cursor}));
+    // "scheduled" is not a state of its own: queued jobs not due yet.
+    const asked = filters.state === 'scheduled' ? {...filters, state: 'queued', scheduled: 'true'} : filters;
+    return get('/jobs' + query({...asked, limit: PAGE_SIZE, cursor}));
   }, page => {
     rows.clear();
     nextCursor = page.next_cursor;

@@ -61,11 +61,11 @@ export default function overview(root, {events}) {
     // "queued" on the cards means due now; scheduled ones are counted apart.
     totals.queued -= totals.scheduled;
     cards.replaceChildren(...CARD_STATES.map(s => h('a', {
-      class: 'card ' + s, href: '#/jobs?state=' + (s === 'scheduled' ? 'queued' : s), dataset: {state: s},
+      class: 'card ' + s, href: '#/jobs?state=' + s, dataset: {state: s},
     }, h('span', {class: 'n'}, fmtNumber(totals[s])), h('span', {class: 'l'}, s))));
 
     const cell = (q, state, n, extra) => h('td', {class: 'num ' + (n ? '' : 'zero ') + (extra || ''), dataset: {count: state}},
-      n ? h('a', {href: `#/jobs?queue=${encodeURIComponent(q.name)}&state=${state === 'scheduled' ? 'queued' : state}`}, fmtNumber(n)) : '0');
+      n ? h('a', {href: `#/jobs?queue=${encodeURIComponent(q.name)}&state=${state}`}, fmtNumber(n)) : '0');
     queuesBody.replaceChildren(...(queues.length ? queues.map(q => h('tr', {dataset: {queue: q.name}},
       h('td', null, h('a', {href: '#/jobs?queue=' + encodeURIComponent(q.name)}, q.name),
         q.paused ? [' ', h('span', {class: 'badge paused'}, 'paused')] : null),
