@@ -87,6 +87,7 @@ class ClaimAheadTest extends PgJobsTestBase {
         })
         .queue(JobType.DEFAULT_QUEUE, 1)
         .shutdownGrace(Duration.ofMillis(200))
+        .prefetchHold(Duration.ofHours(1)) // here they wait for the shutdown (WritePathTest: the default hold)
         .build()
         .start();
     try {

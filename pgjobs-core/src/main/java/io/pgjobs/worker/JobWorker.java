@@ -74,6 +74,8 @@ public final class JobWorker implements AutoCloseable {
   public static final Duration DEFAULT_PROGRESS_THROTTLE = Duration.ofMillis(100);
   /** How long a handler asked to stop may go on before it is let go: 10 s. */
   public static final Duration DEFAULT_STUCK_HANDLER_GRACE = Duration.ofSeconds(10);
+  /** How long a job claimed ahead may wait for a lane before it goes back to the queue: 1 s. */
+  public static final Duration DEFAULT_PREFETCH_HOLD = Duration.ofSeconds(1);
   /** Connect timeout of handlers' HTTP ({@code ctx.http()}): 10 s. */
   public static final Duration DEFAULT_HTTP_CONNECT_TIMEOUT = Duration.ofSeconds(10);
   /** Request timeout of handlers' HTTP ({@code ctx.http()}): 30 s. */
@@ -135,7 +137,7 @@ public final class JobWorker implements AutoCloseable {
         (queue, concurrency) -> {
           QueuePoller poller =
               new QueuePoller(queue, concurrency, b.claimBatch, b.pollInterval, execution, runner, completions,
-                  held, handlerThreads, workerId);
+                  held, handlerThreads, workerId, b.prefetchHold);
           pollers.add(poller);
           pollersByQueue.put(queue, poller);
         });
@@ -429,6 +431,7 @@ public final class JobWorker implements AutoCloseable {
     private Duration workerDeadAfter = Maintenance.DEFAULT_WORKER_DEAD_AFTER;
     private Duration stuckHandlerGrace = DEFAULT_STUCK_HANDLER_GRACE;
     private Duration httpConnectTimeout = DEFAULT_HTTP_CONNECT_TIMEOUT;
+    private Duration prefetchHold = DEFAULT_PREFETCH_HOLD;
     private Duration httpRequestTimeout = DEFAULT_HTTP_REQUEST_TIMEOUT;
     private boolean maintenance = true;
     private Duration retention = Maintenance.DEFAULT_RETENTION;
@@ -578,6 +581,15 @@ public final class JobWorker implements AutoCloseable {
      */
     public Builder stuckHandlerGrace(Duration grace) {
       this.stuckHandlerGrace = DurationText.requireBetween("stuck handler grace", grace, Duration.ofMillis(100), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * How long a job claimed ahead may wait for a free lane before it goes back to the queue (another
+     * worker may have lanes free), 10 ms to 1 h (default 1 s).
+     */
+    public Builder prefetchHold(Duration hold) {
+      this.prefetchHold = DurationText.requireBetween("prefetch hold", hold, Duration.ofMillis(10), Duration.ofHours(1));
       return this;
     }
 

@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * prefetched jobs run); slow jobs get no prefetch at all, so they are not hoarded by one worker while
  * another is idle. Prefetched jobs are {@code running} in the database (claimed by this worker, their
  * heartbeat renewed); their timeout starts when their handler starts. Jobs that wait in the buffer
- * longer than {@link #PREFETCH_HOLD_NANOS} (the lanes are slower than the rate said) go back to the
+ * longer than the prefetch hold (default 1 s; the lanes are slower than the rate said) go back to the
  * queue at once, so claiming ahead never keeps jobs from another worker with free lanes; a shutdown gives
  * the rest back.
  *
@@ -51,7 +51,7 @@ final class QueuePoller {
   /** Prefetch this much work, at the recent rate: enough to cover the next claim's round trip. */
   static final long PREFETCH_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
   /** A prefetched job not started within this time goes back to the queue. */
-  static final long PREFETCH_HOLD_NANOS = TimeUnit.SECONDS.toNanos(1);
+  private final long prefetchHoldNanos;
   /** The finish rate is measured over windows of this length. */
   private static final long RATE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
@@ -103,7 +103,8 @@ final class QueuePoller {
       JobCompleter completions,
       HeldJobs held,
       ExecutorService handlers,
-      String workerId) {
+      String workerId,
+      Duration prefetchHold) {
     this.queue = queue;
     this.concurrency = concurrency;
     this.claimBatch = claimBatch;
@@ -114,6 +115,7 @@ final class QueuePoller {
     this.held = held;
     this.handlers = handlers;
     this.workerId = workerId;
+    this.prefetchHoldNanos = prefetchHold.toNanos();
     this.slots = new Semaphore(concurrency);
   }
 
@@ -221,7 +223,7 @@ final class QueuePoller {
         // jobs wait in the buffer, look again soon enough to give back those held too long.
         long waitMs = pollInterval.toMillis();
         if (buffered.get() > 0) {
-          waitMs = Math.min(waitMs, TimeUnit.NANOSECONDS.toMillis(PREFETCH_HOLD_NANOS) / 2);
+          waitMs = Math.min(waitMs, TimeUnit.NANOSECONDS.toMillis(prefetchHoldNanos) / 2);
         }
         await(waitMs);
       }
@@ -284,19 +286,19 @@ final class QueuePoller {
   }
 
   /**
-   * Jobs that have waited in the buffer longer than {@link #PREFETCH_HOLD_NANOS}: the lanes are slower
+   * Jobs that have waited in the buffer longer than the prefetch hold: the lanes are slower
    * than the rate that sized the prefetch. They go back to the queue (another worker may have free
    * lanes), and this poller stops claiming ahead until the rate says otherwise.
    */
   private void giveBackHeldTooLong() {
     HeldJob head = buffer.peek();
-    if (head == null || System.nanoTime() - head.claimedAtNanos() < PREFETCH_HOLD_NANOS) {
+    if (head == null || System.nanoTime() - head.claimedAtNanos() < prefetchHoldNanos) {
       return;
     }
     List<ClaimedJob> back = new ArrayList<>();
     long now = System.nanoTime();
     HeldJob job;
-    while ((job = buffer.peek()) != null && now - job.claimedAtNanos() >= PREFETCH_HOLD_NANOS) {
+    while ((job = buffer.peek()) != null && now - job.claimedAtNanos() >= prefetchHoldNanos) {
       if (buffer.remove(job)) { // a lane may have taken it meanwhile
         buffered.decrementAndGet();
         back.add(job.job());
@@ -312,7 +314,7 @@ final class QueuePoller {
       }
       int given = completions.unclaim(back);
       log.debug("queue '{}': {} prefetched jobs waited over {} ms for a lane; {} given back",
-          queue, back.size(), TimeUnit.NANOSECONDS.toMillis(PREFETCH_HOLD_NANOS), given);
+          queue, back.size(), TimeUnit.NANOSECONDS.toMillis(prefetchHoldNanos), given);
     }
   }
 
