@@ -202,6 +202,9 @@ final class DemoCommand extends Subcommand {
         .setCleanDataDirectory(false)
         .start();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      // Shutdown hooks run side by side: let the worker finish its graceful shutdown on a live database
+      // (it gives its running jobs back) before the database goes.
+      ServeCommand.awaitClosed(java.time.Duration.ofSeconds(45));
       try {
         postgres.close();
       } catch (IOException e) {

@@ -112,16 +112,22 @@ final class ServeCommand extends Subcommand {
     JobWorker startedWorker = jobWorker;
     Maintenance startedMaintenance = maintenance;
     CountDownLatch stopped = new CountDownLatch(1);
+    CountDownLatch closed = new CountDownLatch(1);
+    closing = closed;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      if (startedWorker != null) {
-        startedWorker.close();
+      try {
+        if (startedWorker != null) {
+          startedWorker.close();
+        }
+        if (startedMaintenance != null) {
+          startedMaintenance.close();
+        }
+        api.close();
+        db.close();
+      } finally {
+        closed.countDown();
+        stopped.countDown();
       }
-      if (startedMaintenance != null) {
-        startedMaintenance.close();
-      }
-      api.close();
-      db.close();
-      stopped.countDown();
     }, "pgjobs-serve-shutdown"));
     String base = "http://" + displayHost(settings.host()) + ":" + api.port();
     command.out().println("pgjobs API on " + db.url() + (withWorkers ? " with workers" : "") + ":");
@@ -137,6 +143,27 @@ final class ServeCommand extends Subcommand {
     }
     stopped.await();
     return PgJobsCommand.OK;
+  }
+
+  /** Counted down once the shutdown hook has closed the worker, the API and the pool; null before. */
+  private static volatile CountDownLatch closing;
+
+  /**
+   * Waits (at most {@code timeout}) until a started {@code serve}/{@code demo} has shut down its worker,
+   * API and pool: a shutdown hook that stops what they depend on (the demo's embedded PostgreSQL) runs
+   * after them, so the worker's graceful shutdown still has its database. Returns at once if nothing
+   * was started.
+   */
+  static void awaitClosed(java.time.Duration timeout) {
+    CountDownLatch c = closing;
+    if (c == null) {
+      return;
+    }
+    try {
+      c.await(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   private static String displayHost(String host) {

@@ -57,6 +57,8 @@ final class JobCompleter {
   private final AtomicInteger pending = new AtomicInteger();
   private volatile boolean stopping;
   private volatile long stopDeadline;
+  /** Set when lane writes must give up at {@link #stopDeadline} (shutdown). */
+  private volatile boolean writesBounded;
   private volatile String workerId;
   private Thread thread;
 
@@ -295,7 +297,7 @@ final class JobCompleter {
             return "error";
           }
           ambiguous = true;
-          if (stopping && System.nanoTime() > stopDeadline) {
+          if ((stopping || writesBounded) && System.nanoTime() > stopDeadline) {
             log.error("could not record outcome '{}' of job {} before shutdown ({}); rescue returns it to the queue",
                 intent.label, job.id(), e.getMessage());
             return "error";
@@ -393,6 +395,16 @@ final class JobCompleter {
       Thread.currentThread().interrupt();
       return false;
     }
+  }
+
+  /**
+   * The worker is shutting down: outcome writes that fail from now on are retried until {@code deadline}
+   * (System.nanoTime()) at most, so lanes end even when the database has gone away; the jobs are then
+   * left to rescue. Successes keep being written until {@link #close}.
+   */
+  void stopRetryingAfter(long deadline) {
+    stopDeadline = deadline;
+    writesBounded = true;
   }
 
   /**

@@ -330,6 +330,8 @@ public final class JobWorker implements AutoCloseable {
     }
     log.info("worker {} stopping: {} jobs running, grace {}", workerId, runner.running().size(), shutdownGrace);
     pollers.forEach(QueuePoller::stop);
+    // Outcome writes get the grace and 10 s more: if the database is gone, lanes must still end.
+    completions.stopRetryingAfter(System.nanoTime() + shutdownGrace.plusSeconds(10).toNanos());
     try {
       for (QueuePoller poller : pollers) {
         poller.awaitStopped(Duration.ofSeconds(10));
