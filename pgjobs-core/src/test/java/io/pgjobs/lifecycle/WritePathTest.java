@@ -263,8 +263,9 @@ class WritePathTest extends LifecycleTestBase {
   void prefetchedJobsThatWaitTooLongForALaneGoBackToTheQueueForAnIdleWorker() {
     JobType<Task> slow = JobType.of("slow", Task.class);
     Map<UUID, String> ranOn = new ConcurrentHashMap<>();
-    List<UUID> quick = client.enqueueAll(TASK, Collections.nCopies(20_000, new Task("q", 0)),
-        EnqueueOptions.builder().priority(90).build()); // before the slow ones (priority 50)
+    // One priority level: the quick jobs, enqueued first, come before the slow ones in claim order, and
+    // the claim that reaches the slow ones is still sized by the quick jobs' rate.
+    List<UUID> quick = client.enqueueAll(TASK, Collections.nCopies(20_000, new Task("q", 0)), EnqueueOptions.DEFAULTS);
     List<UUID> slowJobs = client.enqueueAll(slow, Collections.nCopies(40, new Task("s", 400)), EnqueueOptions.DEFAULTS);
     start(worker()
         .workerId("hoarder")
