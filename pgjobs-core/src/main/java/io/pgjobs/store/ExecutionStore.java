@@ -421,18 +421,18 @@ public final class ExecutionStore {
 
   /** Records a heartbeat of a running claim; false if it no longer runs. */
   public boolean heartbeat(UUID id, long claimToken) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(heartbeat)) {
-      ps.setObject(1, id);
-      ps.setLong(2, claimToken);
-      return ps.executeUpdate() == 1;
-    }
+    return updatesOne(heartbeat, id, claimToken);
   }
 
   /** Clears the {@code prefetched} mark of a claim that starts now; false if the job no longer runs it. */
   public boolean clearPrefetched(UUID id, long claimToken) throws SQLException {
+    return updatesOne(clearPrefetched, id, claimToken);
+  }
+
+  /** Runs an UPDATE of one running claim, {@code (id, claim_token)}; true if it matched. */
+  private boolean updatesOne(String sql, UUID id, long claimToken) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(clearPrefetched)) {
+        PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setObject(1, id);
       ps.setLong(2, claimToken);
       return ps.executeUpdate() == 1;
