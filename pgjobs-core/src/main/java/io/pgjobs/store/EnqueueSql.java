@@ -102,7 +102,8 @@ final class EnqueueSql {
             FROM (SELECT ?::bytea AS base, ?::bigint AS period_ms) AS k
       """ + REPLACE + """
 
-          RETURNING """ + JobSql.HOT_COLUMNS + """
+          RETURNING
+      """ + JobSql.HOT_COLUMNS + """
       , j.id <> ?::uuid AS duplicate
       )
       SELECT ins.*,
