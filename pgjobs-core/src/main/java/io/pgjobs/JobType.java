@@ -116,7 +116,7 @@ public final class JobType<P> {
         p -> java.util.List.of(),
         defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey(),
         null,
-        null);
+        uniqueOf(defaults.unique(), payloadClass));
   }
 
   /**
@@ -308,6 +308,31 @@ public final class JobType<P> {
       };
     } catch (IllegalArgumentException e) {
       throw new InvalidJobException("retry", "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static UniqueOptions uniqueOf(JobDefaults.Unique unique, Class<?> owner) {
+    if (!unique.enabled()) {
+      return null;
+    }
+    UniqueOptions.Builder b = UniqueOptions.builder();
+    if (java.util.Arrays.asList(unique.byArgs()).equals(java.util.List.of("*"))) {
+      b.byArgs();
+    } else {
+      b.byFields(unique.byArgs());
+    }
+    if (unique.byQueue()) {
+      b.byQueue();
+    }
+    if (!unique.period().isEmpty()) {
+      b.period(parseDuration("unique.period", unique.period(), owner));
+    }
+    b.replace(unique.replace());
+    try {
+      return b.build();
+    } catch (InvalidJobException e) {
+      throw new InvalidJobException(e.field(), "@JobDefaults on " + owner.getName() + ": "
+          + e.getMessage().substring(e.field().length() + 2), e);
     }
   }
 

@@ -327,4 +327,47 @@ class UniqueJobsTest extends PgJobsTestBase {
     assertThat(count("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_unique_key_uidx'"
         + " AND indexdef LIKE '%WHERE (unique_key IS NOT NULL)%'")).isEqualTo(1);
   }
+
+  /** A payload whose type is unique by default through its annotation. */
+  @JobDefaults(name = "nightly_digest", unique = @JobDefaults.Unique(enabled = true, byArgs = {"id"}, period = "1h",
+      replace = Replace.PAYLOAD))
+  public record Digest(String id, int version) {}
+
+  @Test
+  void jobDefaultsAnnotationMakesATypeUniqueAndChildJobsKeepTheirRule() throws Exception {
+    JobType<Digest> digest = JobType.of(Digest.class);
+    assertThat(digest.unique()).isEqualTo(UniqueOptions.builder().byFields("id").period(Duration.ofHours(1))
+        .replace(Replace.PAYLOAD).build());
+    // One transaction: one now(), so one period whatever the clock does.
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      EnqueuedJob first = client.enqueue(tx, digest, new Digest("d", 1), EnqueueOptions.DEFAULTS);
+      EnqueuedJob second = client.enqueue(tx, digest, new Digest("d", 2), EnqueueOptions.DEFAULTS);
+      assertThat(second.duplicate()).isTrue();
+      assertThat(second.job().id()).isEqualTo(first.job().id());
+      assertThat(second.job().payload().get("version").asInt()).isEqualTo(2);
+      tx.commit();
+    }
+
+    // A handler's ctx.enqueue keeps the unique rule it was given.
+    CountDownLatch done = new CountDownLatch(1);
+    List<EnqueuedJob> children = new java.util.concurrent.CopyOnWriteArrayList<>();
+    start(worker().queue(JobType.DEFAULT_QUEUE, 1).register(NUMBERED, (ctx, p) -> {
+      for (int i = 0; i < 2; i++) {
+        children.add(ctx.enqueue(ORDER, new Order("child", i), unique(UniqueOptions.builder().byFields("id"))));
+      }
+      done.countDown();
+      return null;
+    }));
+    client.enqueue(NUMBERED, new Numbered(1));
+    assertThat(done.await(20, TimeUnit.SECONDS)).isTrue();
+    assertThat(children).hasSize(2);
+    assertThat(children.get(1).duplicate()).isTrue();
+    assertThat(children.get(1).job().id()).isEqualTo(children.get(0).job().id());
+
+    @JobDefaults(name = "bad_unique", unique = @JobDefaults.Unique(enabled = true, period = "0s"))
+    record BadUnique(String id) {}
+    assertThatThrownBy(() -> JobType.of(BadUnique.class)).isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("@JobDefaults");
+  }
 }
