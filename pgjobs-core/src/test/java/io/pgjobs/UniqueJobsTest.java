@@ -275,6 +275,22 @@ class UniqueJobsTest extends PgJobsTestBase {
   }
 
   @Test
+  void bulkEnqueueWithReplaceLeavesTheLastPayloadOfEqualKeysAndARolledBackBatchStoresNothing() throws Exception {
+    EnqueueOptions replacing = unique(UniqueOptions.builder().byFields("id").replace(Replace.PAYLOAD));
+    List<UUID> ids = client.enqueueAll(ORDER, List.of(new Order("a", 1), new Order("a", 2), new Order("a", 3)), replacing);
+    assertThat(new HashSet<>(ids)).hasSize(1);
+    assertThat(client.get(ids.getFirst()).orElseThrow().payload().get("version").asInt())
+        .as("as three enqueues one by one would leave it").isEqualTo(3);
+
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      client.enqueueAll(tx, ORDER, List.of(new Order("r1", 1), new Order("r2", 1)), replacing);
+      tx.rollback();
+    }
+    assertThat(unfinished("order_sync")).isEqualTo(1);
+  }
+
+  @Test
   void idempotencyKeysAndUniqueRules() {
     // Both on one enqueue: refused, nothing stored.
     assertThatThrownBy(() -> EnqueueOptions.builder().idempotencyKey("k").unique(UniqueOptions.BY_TYPE).build())
