@@ -22,6 +22,7 @@ import java.time.Instant;
  * @param idempotencyKey key making the enqueue idempotent, or null
  * @param timeout timeout of each attempt, or null for the type's
  * @param parentId the job whose handler enqueued this one (set by {@code ctx.enqueue}), or null
+ * @param unique makes the job unique among unfinished jobs ({@link UniqueOptions}), or null for the type's
  */
 public record EnqueueOptions(
     String queue,
@@ -32,7 +33,8 @@ public record EnqueueOptions(
     String context,
     String idempotencyKey,
     Duration timeout,
-    java.util.UUID parentId) {
+    java.util.UUID parentId,
+    UniqueOptions unique) {
 
   /** The most characters of a context string: {@value}. */
   public static final int MAX_CONTEXT_LENGTH = 10_000;
@@ -43,7 +45,7 @@ public record EnqueueOptions(
 
   /** No overrides. */
   public static final EnqueueOptions DEFAULTS =
-      new EnqueueOptions(null, null, null, null, null, null, null, null, null);
+      new EnqueueOptions(null, null, null, null, null, null, null, null, null, null);
 
   /** Validates every field. */
   public EnqueueOptions {
@@ -77,6 +79,19 @@ public record EnqueueOptions(
     if (timeout != null) {
       JobType.requireTimeout(timeout);
     }
+    if (unique != null && idempotencyKey != null) {
+      throw new InvalidJobException("unique", "give either an idempotency key or unique, not both: an idempotency"
+          + " key already makes the enqueue return one job for as long as it is kept");
+    }
+  }
+
+  /**
+   * The options of {@link EnqueueOptions#EnqueueOptions(String, Integer, Integer, Instant, Duration, String,
+   * String, Duration, java.util.UUID, UniqueOptions)} without uniqueness (the components before it existed).
+   */
+  public EnqueueOptions(String queue, Integer priority, Integer maxAttempts, Instant runAt, Duration delay,
+      String context, String idempotencyKey, Duration timeout, java.util.UUID parentId) {
+    this(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, null);
   }
 
   /** A new builder with nothing set. */
@@ -95,8 +110,19 @@ public record EnqueueOptions(
     private String idempotencyKey;
     private Duration timeout;
     private java.util.UUID parentId;
+    private UniqueOptions unique;
 
     private Builder() {}
+
+    /**
+     * Makes the job unique ({@link UniqueOptions}): while a job with the same key is not finished, this
+     * enqueue returns it instead of storing another. Overrides the type's rule ({@link JobType#withUnique});
+     * cannot be combined with an idempotency key.
+     */
+    public Builder unique(UniqueOptions unique) {
+      this.unique = unique;
+      return this;
+    }
 
     /** The queue (1–255 of letters, digits, {@code _ . : - /}). */
     public Builder queue(String queue) {
@@ -160,7 +186,8 @@ public record EnqueueOptions(
 
     /** Validates and builds. */
     public EnqueueOptions build() {
-      return new EnqueueOptions(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId);
+      return new EnqueueOptions(
+          queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, unique);
     }
   }
 }

@@ -6,5 +6,18 @@ package io.pgjobs;
  * @param job the job as stored
  * @param replayed true if the idempotency key already named a job: {@code job} is that original job and
  *     nothing new was stored
+ * @param duplicate true if the job is unique ({@link UniqueOptions}) and an unfinished job with the same
+ *     unique key already existed: {@code job} is that job (with {@code run_at}/payload replaced if asked and
+ *     it was not running), and nothing new was stored
  */
-public record EnqueuedJob(Job job, boolean replayed) {}
+public record EnqueuedJob(Job job, boolean replayed, boolean duplicate) {
+  /** A result that is no unique-job duplicate. */
+  public EnqueuedJob(Job job, boolean replayed) {
+    this(job, replayed, false);
+  }
+
+  /** True if this enqueue stored a new job (neither replayed nor a duplicate). */
+  public boolean created() {
+    return !replayed && !duplicate;
+  }
+}

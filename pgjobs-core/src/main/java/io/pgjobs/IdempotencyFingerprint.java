@@ -40,7 +40,7 @@ final class IdempotencyFingerprint {
   }
 
   /** Writes {@code node} as JSON with object members sorted by name. */
-  private static void canonical(JsonNode node, StringBuilder b) {
+  static void canonical(JsonNode node, StringBuilder b) {
     if (node.isObject()) {
       List<String> names = new ArrayList<>(node.propertyNames());
       names.sort(null);

@@ -14,11 +14,21 @@ final class IdempotencyKeys {
 
   /** A field name ({@code payment_id}) or a JSON pointer ({@code /input/payment_id}). */
   static String requireField(String field) {
+    return requireField("idempotencyKey", field);
+  }
+
+  /** Same, reporting a bad name under {@code option}. */
+  static String requireField(String option, String field) {
     if (!FIELD.matcher(field).matches()) {
-      throw new InvalidJobException("idempotencyKey", "the payload field '" + field + "' is neither a field name"
+      throw new InvalidJobException(option, "the payload field '" + field + "' is neither a field name"
           + " (letters, digits, _ . -) nor a JSON pointer (/a/b)");
     }
     return field;
+  }
+
+  /** The value of a field name or JSON pointer in {@code root}: missing node if absent. */
+  static JsonNode fieldOf(JsonNode root, String field) {
+    return field.startsWith("/") ? root.at(field) : root.path(field);
   }
 
   /**
@@ -34,7 +44,7 @@ final class IdempotencyKeys {
     } catch (JacksonException e) {
       throw new InvalidJobException("payload", "is not JSON: " + e.getOriginalMessage(), e);
     }
-    JsonNode value = field.startsWith("/") ? root.at(field) : root.path(field);
+    JsonNode value = fieldOf(root, field);
     if (value.isMissingNode() || value.isNull()) {
       throw new InvalidJobException("payload", "has no field '" + field + "', which job type '" + type
           + "' takes its idempotency key from");

@@ -123,17 +123,28 @@ public final class JobClient {
 
   /**
    * Enqueues many jobs of one type in one round trip (PostgreSQL COPY), all with the same options.
-   * All or none are stored. Idempotency keys are per job and so are not accepted here.
+   * All or none are stored. Idempotency keys are per job and so are not accepted here. Unique jobs
+   * ({@link EnqueueOptions.Builder#unique} or the type's {@link JobType#withUnique}) are: each payload's
+   * job is the new one or the unfinished one with its key, and payloads with equal keys in one call become
+   * one job (one INSERT statement instead of COPY).
    *
    * <p>A call that throws stored none of the jobs, except when the connection was lost during the
    * COMMIT itself: the server may have committed before the answer was lost, as with any transaction.
    * The exception's cause is the error that broke the enqueue; a rollback that failed after it is
    * attached to that cause as suppressed.
    *
-   * @return the new jobs' ids, in the order of {@code payloads}
+   * @return the new jobs' ids, in the order of {@code payloads} (for unique jobs: the id of the job that
+   *     stands for each payload, new or existing)
    */
   public <P> List<UUID> enqueueAll(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
+    if (!jobs.isEmpty() && jobs.getFirst().unique() != null) {
+      return withConnection(c -> {
+        EnqueueStore.UniqueBatch batch = enqueueStore.insertAllUnique(c, jobs); // one statement: all or none
+        metrics.enqueued(type.name(), batch.inserted());
+        return batch.ids();
+      });
+    }
     call(
         () -> {
           enqueueStore.insertAll(jobs); // one transaction: the rows and their wake-up notification
@@ -151,6 +162,11 @@ public final class JobClient {
   public <P> List<UUID> enqueueAll(
       Connection connection, JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
+    if (!jobs.isEmpty() && jobs.getFirst().unique() != null) {
+      EnqueueStore.UniqueBatch batch = call(() -> enqueueStore.insertAllUnique(connection, jobs));
+      metrics.enqueued(type.name(), batch.inserted());
+      return batch.ids();
+    }
     call(
         () -> {
           enqueueStore.insertAll(connection, jobs);
@@ -341,7 +357,7 @@ public final class JobClient {
 
   private EnqueuedJob insert(Connection c, NewJob job) throws SQLException {
     EnqueuedJob result = enqueueStore.insert(c, job);
-    if (!result.replayed()) {
+    if (result.created()) {
       metrics.enqueued(job.type(), 1);
     }
     return result;
@@ -380,7 +396,7 @@ public final class JobClient {
       throw new InvalidJobException(
           "idempotencyKey", "is per job; enqueueAll cannot give one key to many jobs (use enqueue)");
     }
-    if (type.idempotencyKeyFrom() != null) {
+    if (type.idempotencyKeyFrom() != null && opts.unique() == null) {
       throw new InvalidJobException("type", "job type '" + type.name() + "' takes an idempotency key from each payload"
           + " (field '" + type.idempotencyKeyFrom() + "'); enqueueAll cannot check keys: enqueue such jobs one by one");
     }
@@ -397,14 +413,19 @@ public final class JobClient {
   private static NewJob newJob(String name, JobType<?> type, String payloadJson, EnqueueOptions options) {
     EnqueueOptions o = options == null ? EnqueueOptions.DEFAULTS : options;
     Duration timeout = o.timeout();
-    // An explicit key wins; else a type may take its key from a payload field.
-    String key = o.idempotencyKey() != null || type == null || type.idempotencyKeyFrom() == null
+    // An explicit key wins; else a type may take its key from a payload field. An explicit unique rule
+    // replaces the type's key rule, and an explicit key the type's unique rule (both explicit: refused by
+    // EnqueueOptions).
+    String key = o.idempotencyKey() != null || o.unique() != null || type == null || type.idempotencyKeyFrom() == null
         ? o.idempotencyKey()
         : IdempotencyKeys.fromPayload(name, type.idempotencyKeyFrom(), payloadJson);
+    UniqueOptions unique = o.unique() != null ? o.unique()
+        : o.idempotencyKey() != null || type == null ? null : type.unique();
+    String queue = o.queue() != null ? o.queue() : type != null ? type.queue() : JobType.DEFAULT_QUEUE;
     return new NewJob(
         UuidV7.generate(),
         name,
-        o.queue() != null ? o.queue() : type != null ? type.queue() : JobType.DEFAULT_QUEUE,
+        queue,
         payloadJson,
         o.priority() != null ? o.priority() : type != null ? type.priority() : JobType.DEFAULT_PRIORITY,
         o.maxAttempts() != null ? o.maxAttempts() : type != null ? type.maxAttempts() : JobType.DEFAULT_MAX_ATTEMPTS,
@@ -414,7 +435,9 @@ public final class JobClient {
         key,
         timeout == null ? null : timeout.toMillis(),
         key == null ? null : IdempotencyFingerprint.of(name, payloadJson, o),
-        o.parentId());
+        o.parentId(),
+        unique == null ? null : UniqueKeys.base(name, queue, payloadJson, unique),
+        unique);
   }
 
   private <T> T withConnection(SqlFunction<T> work) {

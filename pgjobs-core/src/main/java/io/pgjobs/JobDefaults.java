@@ -46,6 +46,34 @@ public @interface JobDefaults {
   /** Retry policy; the default is exponential, base 1 s, cap 10 min, 10 % jitter. */
   Retry retry() default @Retry;
 
+  /**
+   * Makes every job of the type unique ({@link JobType#withUnique}); the default ({@code enabled = false})
+   * means not unique. Example: {@code unique = @JobDefaults.Unique(enabled = true, byArgs = {"customer_id"},
+   * period = "1h")}.
+   */
+  Unique unique() default @Unique;
+
+  /** A uniqueness rule ({@link UniqueOptions}) written as an annotation. */
+  @Documented
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target({})
+  @interface Unique {
+    /** True to make the type's jobs unique. */
+    boolean enabled() default false;
+
+    /** The payload fields (names or JSON pointers) of the key; {@code {"*"}} for the whole payload; empty for none. */
+    String[] byArgs() default {};
+
+    /** The queue is part of the key. */
+    boolean byQueue() default false;
+
+    /** Period ({@code 30s}, {@code 10m}, {@code 1h}); empty for none. */
+    String period() default "";
+
+    /** What a duplicate replaces in the waiting job. */
+    UniqueOptions.Replace[] replace() default {};
+  }
+
   /** The backoff strategies of {@link RetryPolicy}. */
   enum Backoff {
     /** {@link RetryPolicy#fixed}. */

@@ -49,6 +49,7 @@ public final class JobType<P> {
   private final PayloadValidator<? super P> validator;
   private final String idempotencyKeyFrom;
   private final P example;
+  private final UniqueOptions unique;
 
   private JobType(
       String name,
@@ -60,7 +61,8 @@ public final class JobType<P> {
       Duration timeout,
       PayloadValidator<? super P> validator,
       String idempotencyKeyFrom,
-      P example) {
+      P example,
+      UniqueOptions unique) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -75,6 +77,11 @@ public final class JobType<P> {
     this.validator = Objects.requireNonNull(validator, "validator");
     this.idempotencyKeyFrom = idempotencyKeyFrom == null ? null : IdempotencyKeys.requireField(idempotencyKeyFrom);
     this.example = example;
+    if (unique != null && idempotencyKeyFrom != null) {
+      throw new InvalidJobException("unique", "job type '" + name + "' takes an idempotency key from field '"
+          + idempotencyKeyFrom + "'; a type has either an idempotency key or unique, not both");
+    }
+    this.unique = unique;
   }
 
   /**
@@ -95,6 +102,7 @@ public final class JobType<P> {
           DEFAULT_TIMEOUT,
           p -> java.util.List.of(),
           null,
+          null,
           null);
     }
     return new JobType<>(
@@ -107,7 +115,8 @@ public final class JobType<P> {
         defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass),
         p -> java.util.List.of(),
         defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey(),
-        null);
+        null,
+        uniqueOf(defaults.unique(), payloadClass));
   }
 
   /**
@@ -163,32 +172,32 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
   public JobType<P> withValidator(PayloadValidator<? super P> validator) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
   }
 
   /**
@@ -199,7 +208,7 @@ public final class JobType<P> {
    */
   public JobType<P> withIdempotencyKeyFrom(String field) {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        Objects.requireNonNull(field, "field"), example);
+        Objects.requireNonNull(field, "field"), example, unique);
   }
 
   /** The payload field (or JSON pointer) jobs of this type take their idempotency key from, or null. */
@@ -216,7 +225,23 @@ public final class JobType<P> {
     Objects.requireNonNull(example, "example");
     validate(example);
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        idempotencyKeyFrom, example);
+        idempotencyKeyFrom, example, unique);
+  }
+
+  /**
+   * A copy whose jobs are unique by default ({@link UniqueOptions}): while one with the same unique key is
+   * not finished, enqueueing another returns it. An enqueue's own {@link EnqueueOptions.Builder#unique} or
+   * idempotency key replaces this rule for that enqueue. A type has either this or
+   * {@link #withIdempotencyKeyFrom}, not both.
+   */
+  public JobType<P> withUnique(UniqueOptions unique) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
+        idempotencyKeyFrom, example, Objects.requireNonNull(unique, "unique"));
+  }
+
+  /** The type's default uniqueness rule, or null for none. */
+  public UniqueOptions unique() {
+    return unique;
   }
 
   /** The example payload given with {@link #withExample}, if any. */
@@ -283,6 +308,31 @@ public final class JobType<P> {
       };
     } catch (IllegalArgumentException e) {
       throw new InvalidJobException("retry", "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static UniqueOptions uniqueOf(JobDefaults.Unique unique, Class<?> owner) {
+    if (!unique.enabled()) {
+      return null;
+    }
+    UniqueOptions.Builder b = UniqueOptions.builder();
+    if (java.util.Arrays.asList(unique.byArgs()).equals(java.util.List.of("*"))) {
+      b.byArgs();
+    } else {
+      b.byFields(unique.byArgs());
+    }
+    if (unique.byQueue()) {
+      b.byQueue();
+    }
+    if (!unique.period().isEmpty()) {
+      b.period(parseDuration("unique.period", unique.period(), owner));
+    }
+    b.replace(unique.replace());
+    try {
+      return b.build();
+    } catch (InvalidJobException e) {
+      throw new InvalidJobException(e.field(), "@JobDefaults on " + owner.getName() + ": "
+          + e.getMessage().substring(e.field().length() + 2), e);
     }
   }
 

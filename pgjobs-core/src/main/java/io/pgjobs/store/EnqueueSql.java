@@ -57,6 +57,99 @@ final class EnqueueSql {
       )
       """ + NOTIFY_ONE_INSERTED;
 
+  /**
+   * The unique key of a job, from its base (SHA-256 of type, queue, payload part and period length,
+   * computed in Java: {@code UniqueKeys}) and its period in milliseconds: the base itself without a
+   * period, else SHA-256 of the base followed by the number of the period that now() falls in (periods
+   * counted from the epoch, as an 8-byte big-endian integer). {@link EnqueueStore} computes the same for
+   * bulk inserts from the database's now(), read in the same transaction.
+   */
+  private static final String UNIQUE_KEY =
+      """
+      CASE WHEN k.period_ms IS NULL THEN k.base
+           ELSE sha256(k.base || int8send(floor(extract(epoch FROM now()) * 1000)::bigint / k.period_ms)) END""";
+
+  /**
+   * The replacements a duplicate makes in the existing job: run_at and/or payload, each only when asked
+   * (the two boolean parameters) and only while the job is not running; a running job keeps its own.
+   */
+  private static final String REPLACE =
+      """
+      ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO UPDATE
+         SET run_at  = CASE WHEN ?::boolean AND j.state <> 'running' THEN EXCLUDED.run_at  ELSE j.run_at END,
+             payload = CASE WHEN ?::boolean AND j.state <> 'running' THEN EXCLUDED.payload ELSE j.payload END""";
+
+  /**
+   * One unique job (V14__unique_jobs.sql): inserted, or, when an unfinished job with the same unique key
+   * exists, that job back (with {@code duplicate} true). ON CONFLICT on the partial unique index makes a
+   * concurrent enqueue of the same key wait for the first transaction and then take its row, and an enqueue
+   * racing a job that is leaving the table (finishing) insert once it has gone: PostgreSQL's speculative
+   * insertion, no read-then-insert. DO UPDATE rather than DO NOTHING so the existing row comes back in the
+   * same statement (River does the same); a duplicate writes one row version of that job, which is what
+   * {@code replace} needs anyway. Wakes the queue for a new job due now or a replaced run_at now due;
+   * announces only a new job.
+   */
+  static final String INSERT_UNIQUE =
+      """
+      WITH ins AS (
+          INSERT INTO {schema}.jobs AS j (id, type, queue, payload, priority, state, max_attempts, run_at,
+                                          created_at, context, timeout_ms, parent_id, unique_key)
+          SELECT ?, ?, ?, ?::jsonb, ?, 'queued', ?,
+                 COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
+                 now(), ?, ?, ?,
+      """ + UNIQUE_KEY + """
+
+            FROM (SELECT ?::bytea AS base, ?::bigint AS period_ms) AS k
+      """ + REPLACE + """
+
+          RETURNING
+      """ + JobSql.HOT_COLUMNS + """
+      , j.id <> ?::uuid AS duplicate
+      )
+      SELECT ins.*,
+             CASE WHEN run_at <= now() AND state <> 'running' AND (NOT duplicate OR ?::boolean)
+                  THEN pg_notify('{schema}_jobs_ready', queue) END AS woken,
+             CASE WHEN NOT duplicate THEN pg_notify('{schema}_job_events', json_build_object(
+                 'op', 'state', 'count', 1, 'truncated', false,
+                 'jobs', json_build_array(json_build_object('id', id, 'state', state, 'type', type,
+                                                            'queue', queue, 'attempts', attempts)))::text) END
+                  AS announced
+        FROM ins""";
+
+  /**
+   * Many unique jobs of one type with the same options (a bulk enqueue with unique): the rows of the three
+   * arrays (new id, payload, unique key in hex, computed by {@link EnqueueStore} with the transaction's
+   * now()), which the caller has made distinct by key and sorted by it (one statement may not update a row
+   * twice, and one order for every caller keeps two overlapping batches from deadlocking). Returns each
+   * row's job: the new one, or the existing one with its key. Wakes and announces as
+   * {@link JobSql#NOTIFY_INSERTED} for the new rows; wakes too for replaced run_at now due.
+   */
+  static final String INSERT_UNIQUE_MANY =
+      """
+      WITH r AS (
+          SELECT * FROM unnest(?::uuid[], ?::text[], ?::text[]) AS r(id, payload, unique_key)
+      ), upserted AS (
+          INSERT INTO {schema}.jobs AS j (id, type, queue, payload, priority, state, max_attempts, run_at,
+                                          created_at, context, timeout_ms, parent_id, unique_key)
+          SELECT r.id, ?, ?, r.payload::jsonb, ?, 'queued', ?,
+                 COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
+                 now(), ?, ?, ?, decode(r.unique_key, 'hex')
+            FROM r
+      """ + REPLACE + """
+
+          RETURNING j.id, j.state, j.type, j.queue, j.attempts, j.run_at, encode(j.unique_key, 'hex') AS unique_key
+      ), ins AS (
+          SELECT u.* FROM upserted AS u JOIN r USING (id)
+      ), """ + JobSql.NOTIFY_INSERTED + """
+      , replaced AS (
+          SELECT count(pg_notify('{schema}_jobs_ready', q.queue)) AS woken
+            FROM (SELECT DISTINCT queue FROM upserted
+                   WHERE ?::boolean AND run_at <= now() AND state <> 'running') AS q
+      )
+      SELECT id, unique_key, (SELECT count(*) FROM ins) AS inserted, (SELECT woken FROM notified),
+             (SELECT count(*) FROM announced), (SELECT woken FROM replaced)
+        FROM upserted""";
+
   static final String FIND_KEY =
       """
       SELECT job_id, fingerprint FROM {schema}.job_keys WHERE idempotency_key = ?""";

@@ -48,6 +48,8 @@ public final class EnqueueStore {
 
   private final String insert;
   private final String insertWithKey;
+  private final String insertUnique;
+  private final String insertUniqueMany;
   private final String findKey;
   private final String copyJobs;
   private final String copyDueJobs;
@@ -62,6 +64,8 @@ public final class EnqueueStore {
     JobSql.requireSchema(schema);
     this.insert = JobSql.forSchema(EnqueueSql.INSERT, schema);
     this.insertWithKey = JobSql.forSchema(EnqueueSql.INSERT_WITH_KEY, schema);
+    this.insertUnique = JobSql.forSchema(EnqueueSql.INSERT_UNIQUE, schema);
+    this.insertUniqueMany = JobSql.forSchema(EnqueueSql.INSERT_UNIQUE_MANY, schema);
     this.findKey = JobSql.forSchema(EnqueueSql.FIND_KEY, schema);
     this.copyJobs = JobSql.forSchema(EnqueueSql.COPY_JOBS, schema);
     this.copyDueJobs = JobSql.forSchema(EnqueueSql.COPY_DUE_JOBS, schema);
@@ -75,6 +79,9 @@ public final class EnqueueStore {
    * @param connection the caller's connection (its transaction, if any, decides whether the job exists)
    */
   public EnqueuedJob insert(Connection connection, NewJob job) throws SQLException {
+    if (job.unique() != null) {
+      return insertUnique(connection, job);
+    }
     boolean keyed = job.idempotencyKey() != null;
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(keyed ? insertWithKey : insert))) {
       int i = 1;
@@ -133,6 +140,132 @@ public final class EnqueueStore {
                     "idempotency key '" + job.idempotencyKey() + "' names job " + original
                         + ", which no longer exists; try again"));
     return new EnqueuedJob(existing, true);
+  }
+
+  /** A unique job: the new one, or the unfinished job with its key (see {@link EnqueueSql#INSERT_UNIQUE}). */
+  private EnqueuedJob insertUnique(Connection connection, NewJob job) throws SQLException {
+    io.pgjobs.UniqueOptions u = job.unique();
+    boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUnique))) {
+      int i = 1;
+      ps.setObject(i++, job.id());
+      ps.setString(i++, job.type());
+      ps.setString(i++, job.queue());
+      ps.setString(i++, job.payloadJson());
+      ps.setInt(i++, job.priority());
+      ps.setInt(i++, job.maxAttempts());
+      setInstant(ps, i++, job.runAt());
+      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
+      ps.setString(i++, job.context());
+      setLong(ps, i++, job.timeoutMs());
+      ps.setObject(i++, job.parentId(), Types.OTHER);
+      ps.setBytes(i++, job.uniqueBase());
+      setLong(ps, i++, u.period() == null ? null : u.period().toMillis());
+      ps.setBoolean(i++, replaceRunAt);
+      ps.setBoolean(i++, u.replaces(io.pgjobs.UniqueOptions.Replace.PAYLOAD));
+      ps.setObject(i++, job.id());
+      ps.setBoolean(i, replaceRunAt);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next(); // an upsert always returns its row
+        return new EnqueuedJob(rows.map(rs), false, rs.getBoolean("duplicate"));
+      }
+    }
+  }
+
+  /**
+   * Inserts many unique jobs of one type with the same options in one statement
+   * ({@link EnqueueSql#INSERT_UNIQUE_MANY}); jobs with equal keys in the batch become one job (the first's,
+   * with the last's payload if payloads are replaced, as one-by-one enqueues would leave it).
+   *
+   * @return for each job, in order, the id of the job that stands for it (new or existing), and how many
+   *     were new
+   */
+  public UniqueBatch insertAllUnique(Connection connection, List<NewJob> jobs) throws SQLException {
+    if (jobs.isEmpty()) {
+      return new UniqueBatch(List.of(), 0);
+    }
+    NewJob first = jobs.getFirst();
+    io.pgjobs.UniqueOptions u = first.unique();
+    // The period a key falls in comes from the transaction's now(), as the single insert computes it.
+    Long periodNumber = null;
+    if (u.period() != null) {
+      try (Statement st = connection.createStatement();
+          ResultSet rs = st.executeQuery(EnqueueSql.NOW)) {
+        rs.next();
+        Instant now = rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
+        periodNumber = Math.floorDiv(now.getEpochSecond() * 1000 + now.getNano() / 1_000_000, u.period().toMillis());
+      }
+    }
+    boolean replacePayload = u.replaces(io.pgjobs.UniqueOptions.Replace.PAYLOAD);
+    List<String> keys = new ArrayList<>(jobs.size());
+    java.util.TreeMap<String, NewJob[]> distinct = new java.util.TreeMap<>(); // by key: {first, last}
+    for (NewJob job : jobs) {
+      String key = java.util.HexFormat.of().formatHex(finalKey(job.uniqueBase(), periodNumber));
+      keys.add(key);
+      NewJob[] pair = distinct.computeIfAbsent(key, k -> new NewJob[] {job, job});
+      pair[1] = job;
+    }
+    int n = distinct.size();
+    Object[] ids = new Object[n];
+    String[] payloads = new String[n];
+    String[] hexKeys = new String[n];
+    int k = 0;
+    for (Map.Entry<String, NewJob[]> e : distinct.entrySet()) {
+      ids[k] = e.getValue()[0].id();
+      payloads[k] = (replacePayload ? e.getValue()[1] : e.getValue()[0]).payloadJson();
+      hexKeys[k] = e.getKey();
+      k++;
+    }
+    Map<String, UUID> idByKey = new java.util.HashMap<>();
+    int inserted = 0;
+    boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueMany))) {
+      int i = 1;
+      ps.setArray(i++, connection.createArrayOf("uuid", ids));
+      ps.setArray(i++, connection.createArrayOf("text", payloads));
+      ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      ps.setString(i++, first.type());
+      ps.setString(i++, first.queue());
+      ps.setInt(i++, first.priority());
+      ps.setInt(i++, first.maxAttempts());
+      setInstant(ps, i++, first.runAt());
+      ps.setLong(i++, first.delayMs() == null ? 0L : first.delayMs());
+      ps.setString(i++, first.context());
+      setLong(ps, i++, first.timeoutMs());
+      ps.setObject(i++, first.parentId(), Types.OTHER);
+      ps.setBoolean(i++, replaceRunAt);
+      ps.setBoolean(i++, replacePayload);
+      ps.setBoolean(i, replaceRunAt);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          idByKey.put(rs.getString("unique_key"), rs.getObject("id", UUID.class));
+          inserted = rs.getInt("inserted");
+        }
+      }
+    }
+    List<UUID> result = new ArrayList<>(keys.size());
+    for (String key : keys) {
+      result.add(idByKey.get(key));
+    }
+    return new UniqueBatch(List.copyOf(result), inserted);
+  }
+
+  /** What a bulk insert of unique jobs did: the job id for each job asked for, and how many were new. */
+  public record UniqueBatch(List<UUID> ids, int inserted) {}
+
+  /** The unique key of {@link EnqueueSql#INSERT_UNIQUE}'s UNIQUE_KEY, in Java. */
+  private static byte[] finalKey(byte[] base, Long periodNumber) {
+    if (periodNumber == null) {
+      return base;
+    }
+    try {
+      java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
+      sha.update(base);
+      sha.update(java.nio.ByteBuffer.allocate(8).putLong(periodNumber).array()); // int8send: big-endian
+      return sha.digest();
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java platform has SHA-256", e);
+    }
   }
 
   /**

@@ -5,7 +5,8 @@ import java.util.UUID;
 
 /**
  * A validated job ready to be inserted. At most one of {@code runAt} and {@code delayMs} is set; with
- * neither the job is due at once.
+ * neither the job is due at once. A unique job ({@code unique} set) has the base of its unique key
+ * ({@code uniqueBase}, a SHA-256 without the period; see {@link EnqueueSql#INSERT_UNIQUE}).
  */
 public record NewJob(
     UUID id,
@@ -20,4 +21,6 @@ public record NewJob(
     String idempotencyKey,
     Long timeoutMs,
     String idempotencyFingerprint,
-    UUID parentId) {}
+    UUID parentId,
+    byte[] uniqueBase,
+    io.pgjobs.UniqueOptions unique) {}

@@ -335,7 +335,7 @@ public final class ApiServer implements AutoCloseable {
     }
     ctx.header("Access-Control-Allow-Origin", any ? "*" : origin);
     ctx.header("Vary", "Origin");
-    ctx.header("Access-Control-Expose-Headers", REQUEST_ID_HEADER + ", Location, Idempotent-Replayed");
+    ctx.header("Access-Control-Expose-Headers", REQUEST_ID_HEADER + ", Location, Idempotent-Replayed, Unique-Conflict");
     if (ctx.method() == HandlerType.OPTIONS && ctx.header("Access-Control-Request-Method") != null) {
       ctx.header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
       ctx.header("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, " + REQUEST_ID_HEADER);

@@ -94,7 +94,7 @@ class AuthTest {
 
     Response get = api.get("/jobs", "Origin", "https://ops.example.com", "Authorization", bearer(READ));
     assertThat(get.header("Access-Control-Allow-Origin")).isEqualTo("https://ops.example.com");
-    assertThat(get.header("Access-Control-Expose-Headers")).contains("X-Request-Id");
+    assertThat(get.header("Access-Control-Expose-Headers")).contains("X-Request-Id").contains("Unique-Conflict");
 
     Response stranger = api.get("/jobs", "Origin", "https://evil.example.com", "Authorization", bearer(READ));
     assertThat(stranger.status()).isEqualTo(200);

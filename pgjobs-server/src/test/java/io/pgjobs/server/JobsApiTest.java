@@ -405,4 +405,44 @@ class JobsApiTest {
     assertThat(dryRetry.json().path("dry_run").asBoolean()).isTrue();
     assertThat(api.get("/jobs?queue=" + queue + "&state=cancelled").json().path("jobs").size()).isEqualTo(2);
   }
+
+  @Test
+  void aUniqueJobEnqueuedTwiceAnswers201ThenTheSameJobWith200AndUniqueConflict() {
+    String queue = uniqueQueue();
+    String body = """
+        {"type":"task","payload":{"note":"nightly-%s"},"queue":"%s","delay_ms":3600000,
+         "unique":{"by_args":["note"],"by_queue":true,"period":"P366D"}}""".formatted(queue, queue);
+    Response first = api.post("/jobs", body);
+    Response second = api.post("/jobs", body);
+
+    assertThat(first.status()).isEqualTo(201);
+    assertThat(first.header("Unique-Conflict")).isNull();
+    assertThat(second.status()).isEqualTo(200);
+    assertThat(second.header("Unique-Conflict")).isEqualTo("true");
+    assertThat(second.header("Location")).isEqualTo("/jobs/" + first.json().path("id").asString());
+    assertThat(second.json().path("id")).isEqualTo(first.json().path("id"));
+
+    Response otherQueue = api.post("/jobs", body.replace("\"queue\":\"" + queue + "\"", "\"queue\":\"" + queue + "x\""));
+    assertThat(otherQueue.status()).as("by_queue: another queue is another job").isEqualTo(201);
+  }
+
+  @Test
+  void aUniqueDuplicateWithReplaceUpdatesRunAtAndPayloadOfTheWaitingJob() {
+    String queue = uniqueQueue();
+    Response first = api.post("/jobs", """
+        {"type":"task","payload":{"note":"v1"},"queue":"%s","run_at":"2031-01-01T00:00:00Z",
+         "unique":{"by_queue":true,"period":31536000}}""".formatted(queue));
+    Response replaced = api.post("/jobs", """
+        {"type":"task","payload":{"note":"v2"},"queue":"%s","run_at":"2030-06-01T00:00:00Z",
+         "unique":{"by_queue":true,"period":31536000,"replace":["run_at","payload"]}}""".formatted(queue));
+
+    assertThat(first.status()).isEqualTo(201);
+    assertThat(replaced.status()).isEqualTo(200);
+    assertThat(replaced.header("Unique-Conflict")).isEqualTo("true");
+    assertThat(replaced.json().path("id")).isEqualTo(first.json().path("id"));
+    assertThat(replaced.json().path("run_at").asString()).isEqualTo("2030-06-01T00:00:00Z");
+    assertThat(replaced.json().path("payload").path("note").asString()).isEqualTo("v2");
+    Response stored = api.get("/jobs/" + first.json().path("id").asString());
+    assertThat(stored.json().path("payload").path("note").asString()).isEqualTo("v2");
+  }
 }

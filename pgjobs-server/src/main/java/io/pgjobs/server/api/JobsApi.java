@@ -39,7 +39,7 @@ public final class JobsApi {
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 
   private static final List<String> OPTION_FIELDS =
-      List.of("queue", "priority", "run_at", "delay_ms", "max_attempts", "context", "timeout_ms");
+      List.of("queue", "priority", "run_at", "delay_ms", "max_attempts", "context", "timeout_ms", "unique");
   private static final Set<String> ENQUEUE_FIELDS = fields("type", "kind", "payload");
   private static final Set<String> DISPATCH_FIELDS = fields("args");
   private static final Set<String> BULK_FIELDS =
@@ -114,6 +114,10 @@ public final class JobsApi {
     if (result.replayed()) {
       return Reply.ok(view).withHeader("Idempotent-Replayed", "true");
     }
+    if (result.duplicate()) {
+      // A unique job that already existed (not finished): answered like a replay, with its own header.
+      return Reply.ok(view).withHeader("Unique-Conflict", "true").withHeader("Location", "/jobs/" + view.id());
+    }
     return Reply.created(view).withHeader("Location", "/jobs/" + view.id());
   }
 
@@ -163,6 +167,13 @@ public final class JobsApi {
       } else {
         b.idempotencyKey(key);
       }
+    }
+    io.pgjobs.UniqueOptions unique = UniqueJson.read(body);
+    if (unique != null && key != null) {
+      body.reject("unique", "give either an Idempotency-Key or unique, not both: a key already makes the"
+          + " enqueue return one job for as long as it is kept");
+    } else if (unique != null) {
+      b.unique(unique);
     }
     body.done();
     return b.build();

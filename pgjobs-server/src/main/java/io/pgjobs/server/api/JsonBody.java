@@ -226,6 +226,11 @@ public final class JsonBody {
     return out;
   }
 
+  /** Records a member of the wrong JSON type found by the caller (a 400, as the readers above do). */
+  public void malformed(String field, String reason) {
+    malformed.add(new FieldError(field, reason));
+  }
+
   /** Records a problem found by the caller: a value of the right JSON type that is not allowed. */
   public void reject(String field, String reason) {
     invalid.add(new FieldError(field, reason));

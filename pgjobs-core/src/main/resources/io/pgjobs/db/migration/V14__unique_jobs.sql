@@ -1,0 +1,22 @@
+-- pgjobs schema, version 14: unique jobs (EnqueueOptions.unique, JobType.withUnique, "unique" on POST /jobs).
+--
+-- A unique job carries unique_key: a SHA-256 of its type, optionally its queue, the chosen part of its
+-- payload (all of it as canonical JSON, or the listed fields) and, when a period is given, the start of
+-- the period the enqueue falls in (computed from the database's now(), see EnqueueSql.INSERT_UNIQUE).
+-- Jobs without uniqueness leave it NULL and pay nothing: the column has no default (adding it rewrites
+-- nothing) and the index below is partial, so it holds only unique jobs.
+--
+-- Why an index on the hot table and nothing else: the hot table holds exactly the jobs that are not yet
+-- finished (queued, scheduled, retrying, running), which is the set of states a unique job is unique
+-- among. A job that finishes leaves the table (and so the index) in the statement that finishes it, so
+-- the next enqueue of the same key inserts a new job; a job moving between unfinished states keeps its
+-- key and can never collide with a row that is already there. The enqueue is one INSERT ... ON CONFLICT
+-- on this index, so PostgreSQL's speculative insertion makes concurrent enqueues of one key wait for each
+-- other and yield one job, with no read-then-insert race. Finished states are not supported as part
+-- of the set on purpose: a job leaving this table and a new one arriving cannot be made race-free by a
+-- unique index on two tables; idempotency keys (job_keys) are the tool for "once while it is kept".
+--
+-- A failed or cancelled job queued again by hand (retry) comes back without its key: it is a deliberate
+-- re-run and must not collide with a newer job of the same key.
+ALTER TABLE jobs ADD COLUMN unique_key bytea;
+CREATE UNIQUE INDEX jobs_unique_key_uidx ON jobs (unique_key) WHERE unique_key IS NOT NULL;
