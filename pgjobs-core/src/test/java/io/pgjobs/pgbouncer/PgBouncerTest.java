@@ -142,7 +142,7 @@ class PgBouncerTest extends PgJobsTestBase {
 
   // ------------------------------------------------------------------ exactly once
 
-  @ParameterizedTest
+  @ParameterizedTest(name = "{0}")
   @EnumSource(Mode.class)
   void everyJobRunsExactlyOnceThroughTransactionPooling(Mode mode) {
     int jobs = 2_000;
@@ -173,7 +173,7 @@ class PgBouncerTest extends PgJobsTestBase {
 
   // ------------------------------------------------------------------ retry
 
-  @ParameterizedTest
+  @ParameterizedTest(name = "{0}")
   @EnumSource(Mode.class)
   void aFailingJobIsRetriedAndThenSucceeds(Mode mode) {
     start(worker(mode, "pgb-retry").register(FLAKY, (ctx, p) -> {
@@ -193,7 +193,7 @@ class PgBouncerTest extends PgJobsTestBase {
 
   // ------------------------------------------------------------------ cancel
 
-  @ParameterizedTest
+  @ParameterizedTest(name = "{0}")
   @EnumSource(Mode.class)
   void queuedAndRunningJobsAreCancelled(Mode mode) {
     CountDownLatch release = new CountDownLatch(1);
@@ -226,7 +226,7 @@ class PgBouncerTest extends PgJobsTestBase {
 
   // ------------------------------------------------------------------ outage
 
-  @ParameterizedTest
+  @ParameterizedTest(name = "{0}")
   @EnumSource(Mode.class)
   void jobsEndExactlyOnceWhenThePoolerIsKilledAndRestartedMidRun(Mode mode) {
     int jobs = 1_000;
@@ -280,6 +280,17 @@ class PgBouncerTest extends PgJobsTestBase {
     UUID id = pooledClient.enqueue(EFFECT, new Numbered(1)).job().id();
     awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(10));
     assertThat(w.isListening()).isFalse();
+  }
+
+  @Test
+  void migrationsRunThroughThePooler() {
+    JobClient fresh = JobClient.builder(bouncer.newDataSource(2)).schema("pgb_migrated").knownTypes(NUMBERED).build();
+    fresh.migrate();
+    fresh.migrate(); // up to date: nothing to do
+    assertThat(count("SELECT count(*) FROM pgb_migrated.pgjobs_schema_history WHERE success"))
+        .isEqualTo(count("SELECT count(*) FROM pgjobs.pgjobs_schema_history WHERE success"));
+    UUID id = fresh.enqueue(NUMBERED, new Numbered(7)).job().id();
+    assertThat(count("SELECT count(*) FROM pgb_migrated.jobs WHERE id = '" + id + "'")).isEqualTo(1);
   }
 
   @Test
