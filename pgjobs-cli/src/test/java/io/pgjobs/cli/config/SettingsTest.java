@@ -172,7 +172,7 @@ class SettingsTest {
     assertThatThrownBy(() -> Settings.resolve(Map.of("config", file.toString()), Map.of()))
         .isInstanceOf(InvalidSettingException.class)
         .hasMessageContaining("unknown setting 'stale_treshold' in config file " + file)
-        .hasMessageContaining("allowed keys: database_url, schema, pool_size");
+        .hasMessageContaining("allowed keys: database_url, listen_database_url, schema, pool_size");
   }
 
   @Test
