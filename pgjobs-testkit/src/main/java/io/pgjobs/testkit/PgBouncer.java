@@ -28,8 +28,10 @@ import java.util.stream.Stream;
  *
  * <p>The binary is {@code PGJOBS_PGBOUNCER} or {@value #DEFAULT_BINARY} (Debian's {@code pgbouncer}
  * package, which {@code .ci/run} installs); without it {@link #start} fails with a message saying so.
- * PgBouncer refuses to run as root, so when the tests run as root it is told to switch to the
- * {@code postgres} OS user ({@code user = postgres}); its files are then made readable by that user.
+ * PgBouncer refuses to run as root, so when the tests run as root (CI) it is told to switch to the
+ * {@code postgres} OS user, or {@code nobody} where there is none ({@code user = ...}); its files are then
+ * made readable by that user. It writes no files of its own (no Unix socket, no pid file; its log goes to
+ * a file the test JVM opened).
  *
  * <pre>{@code
  * static TestDatabase db = TestDatabase.create();
@@ -115,7 +117,7 @@ public final class PgBouncer implements AutoCloseable {
               "server_login_retry = 1",
               "log_connections = 0",
               "log_disconnections = 0",
-              root ? "user = postgres" : "",
+              root ? "user = " + unprivilegedUser() : "",
               ""));
       if (root) {
         // PgBouncer drops to the postgres user; it must still read its files.
@@ -249,6 +251,16 @@ public final class PgBouncer implements AutoCloseable {
       files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException ignored) {
       // a temp directory left behind is harmless
+    }
+  }
+
+  /** The OS user PgBouncer switches to when started as root: postgres (Debian's), else nobody. */
+  private static String unprivilegedUser() {
+    try {
+      boolean postgres = Files.readAllLines(Path.of("/etc/passwd")).stream().anyMatch(l -> l.startsWith("postgres:"));
+      return postgres ? "postgres" : "nobody";
+    } catch (IOException e) {
+      return "nobody";
     }
   }
 
