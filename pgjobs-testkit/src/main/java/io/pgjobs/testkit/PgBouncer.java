@@ -111,7 +111,8 @@ public final class PgBouncer implements AutoCloseable {
               "min_pool_size = 0",
               "reserve_pool_size = 0",
               "max_client_conn = 500",
-              // pgjdbc sends extra_float_digits at startup; PgBouncer 1.18 rejects unknown parameters.
+              // pgjdbc sends extra_float_digits at startup when a URL sets assumeMinServerVersion=9.0 or
+              // later; PgBouncer 1.18 rejects startup parameters it does not know.
               "ignore_startup_parameters = extra_float_digits",
               // A killed PostgreSQL backend must not leave the pool unable to connect for long.
               "server_login_retry = 1",
