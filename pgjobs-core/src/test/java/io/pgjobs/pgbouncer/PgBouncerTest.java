@@ -290,7 +290,8 @@ class PgBouncerTest extends PgJobsTestBase {
     assertThat(count("SELECT count(*) FROM pgb_migrated.pgjobs_schema_history WHERE success"))
         .isEqualTo(count("SELECT count(*) FROM pgjobs.pgjobs_schema_history WHERE success"));
     // Flyway's lock was transaction-level: a session-level one would stay on a pooled backend, held forever.
-    assertThat(count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).isZero();
+    assertThat(count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+        + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")).isZero();
     UUID id = fresh.enqueue(NUMBERED, new Numbered(7)).job().id();
     assertThat(count("SELECT count(*) FROM pgb_migrated.jobs WHERE id = '" + id + "'")).isEqualTo(1);
   }
