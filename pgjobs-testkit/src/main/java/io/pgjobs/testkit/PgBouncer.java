@@ -86,6 +86,24 @@ public final class PgBouncer implements AutoCloseable {
     String pgPort = m.group(2) == null ? "5432" : m.group(2);
     String user = userOf(db.jdbcUrl());
     boolean root = "root".equals(System.getProperty("user.name"));
+    // The free port is found by binding and closing it; another process may take it before PgBouncer
+    // binds it, so a start that fails for that reason is tried again on another port.
+    for (int attempt = 1; ; attempt++) {
+      PgBouncer bouncer = prepare(db, serverPoolSize, pgHost, pgPort, user, root);
+      try {
+        bouncer.launch(binary);
+        return bouncer;
+      } catch (IllegalStateException e) {
+        bouncer.close();
+        if (attempt >= 3 || !e.getMessage().contains("in use")) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private static PgBouncer prepare(
+      TestDatabase db, int serverPoolSize, String pgHost, String pgPort, String user, boolean root) {
     try {
       Path dir = Files.createTempDirectory("pgjobs-pgbouncer-");
       int port = freePort();
@@ -127,9 +145,7 @@ public final class PgBouncer implements AutoCloseable {
           Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rw-r--r--"));
         }
       }
-      PgBouncer bouncer = new PgBouncer(dir, config, log, port, user);
-      bouncer.launch(binary);
-      return bouncer;
+      return new PgBouncer(dir, config, log, port, user);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start PgBouncer: " + e.getMessage(), e);
     }
