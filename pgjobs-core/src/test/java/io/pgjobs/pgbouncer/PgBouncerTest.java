@@ -203,7 +203,13 @@ class PgBouncerTest extends PgJobsTestBase {
     CountDownLatch release = new CountDownLatch(1);
     releases.add(release);
     AtomicInteger started = new AtomicInteger();
-    start(worker(mode, "pgb-cancel").register(WAITS_FOR_CANCEL, (ctx, p) -> {
+    JobWorker.Builder builder = worker(mode, "pgb-cancel");
+    if (mode == Mode.LISTEN_DIRECT) {
+      // Heartbeats far apart: the cancellation can only arrive in time through the direct LISTEN.
+      builder.heartbeatInterval(Duration.ofSeconds(20)).workerDeadAfter(Duration.ofMinutes(1))
+          .staleThreshold(Duration.ofMinutes(5));
+    }
+    start(builder.register(WAITS_FOR_CANCEL, (ctx, p) -> {
       started.incrementAndGet();
       // Returns only once the worker saw the cancellation (or the test ended): it cannot succeed by itself.
       while (!ctx.isCancelled() && !release.await(20, TimeUnit.MILLISECONDS)) {
@@ -221,7 +227,8 @@ class PgBouncerTest extends PgJobsTestBase {
     awaitState(running, JobState.RUNNING);
     await().atMost(Duration.ofSeconds(10)).until(() -> started.get() == 1);
     assertThat(pooledClient.cancel(running).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
-    Job cancelled = awaitState(running, JobState.CANCELLED, Duration.ofSeconds(10));
+    // Polling only: the next heartbeat (every 500 ms) carries the flag. LISTEN: the notification does.
+    Job cancelled = awaitState(running, JobState.CANCELLED, Duration.ofSeconds(mode == Mode.LISTEN_DIRECT ? 8 : 10));
     assertThat(release.getCount()).as("the handler was not released by the test").isEqualTo(1);
     assertThat(cancelled.attempts()).isEqualTo(1);
     assertThat(client.get(scheduled).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
