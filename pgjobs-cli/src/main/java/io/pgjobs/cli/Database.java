@@ -22,12 +22,14 @@ final class Database implements AutoCloseable {
   private final HikariDataSource pool;
   private final JobClient client;
   private final boolean created;
+  private final HikariDataSource listenPool;
 
-  private Database(DatabaseUrl url, HikariDataSource pool, JobClient client, boolean created) {
+  private Database(DatabaseUrl url, HikariDataSource pool, JobClient client, boolean created, HikariDataSource listenPool) {
     this.url = url;
     this.pool = pool;
     this.client = client;
     this.created = created;
+    this.listenPool = listenPool;
   }
 
   /**
@@ -77,7 +79,45 @@ final class Database implements AutoCloseable {
       builder.metrics(metrics);
     }
     JobClient client = builder.build();
-    return new Database(url, pool, client, created);
+    HikariDataSource listenPool = null;
+    if (settings.listenDatabaseUrl().isPresent()) {
+      try {
+        listenPool = listenPool(settings.listenDatabaseUrl().get());
+      } catch (CommandFailedException e) {
+        pool.close();
+        throw e;
+      }
+    }
+    return new Database(url, pool, client, created, listenPool);
+  }
+
+  /**
+   * The direct connections of {@code listen_database_url}: one LISTEN connection per worker and one for
+   * the API's event stream, held for the process's life.
+   */
+  private static HikariDataSource listenPool(DatabaseUrl listenUrl) {
+    try (Connection probe = listenUrl.connect()) {
+      probe.isValid(5);
+    } catch (SQLException e) {
+      throw new CommandFailedException("listen_database_url: " + Failures.describe(e, listenUrl.toString()), e);
+    }
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(listenUrl.jdbcUrl());
+    config.setDataSourceProperties(listenUrl.properties());
+    config.setMaximumPoolSize(3);
+    config.setMinimumIdle(0);
+    config.setConnectionTimeout(10_000);
+    config.setPoolName("pgjobs-listen");
+    try {
+      return new HikariDataSource(config);
+    } catch (RuntimeException e) {
+      throw new CommandFailedException("cannot connect to listen_database_url " + listenUrl + ": " + Failures.describe(e), e);
+    }
+  }
+
+  /** The direct data source for LISTEN ({@code listen_database_url}), or null when not configured. */
+  DataSource listenDataSource() {
+    return listenPool;
   }
 
   /** Creates the schema or applies pending migrations; returns how many were applied. */
@@ -112,6 +152,9 @@ final class Database implements AutoCloseable {
 
   @Override
   public void close() {
+    if (listenPool != null) {
+      listenPool.close();
+    }
     pool.close();
   }
 }

@@ -66,6 +66,10 @@ public final class PgJobsCommand implements Callable<Integer> {
       scope = ScopeType.INHERIT)
   String databaseUrl;
 
+  @Option(names = "--listen-database-url", paramLabel = "<url|off>", descriptionKey = Settings.LISTEN_DATABASE_URL,
+      scope = ScopeType.INHERIT)
+  String listenDatabaseUrl;
+
   @Option(names = "--schema", paramLabel = "<name>", descriptionKey = Settings.SCHEMA, scope = ScopeType.INHERIT)
   String schema;
 
@@ -175,6 +179,7 @@ public final class PgJobsCommand implements Callable<Integer> {
     Map<String, String> flags = new LinkedHashMap<>();
     flags.put(Settings.CONFIG, config);
     flags.put(Settings.DATABASE_URL, databaseUrl);
+    flags.put(Settings.LISTEN_DATABASE_URL, listenDatabaseUrl);
     flags.put(Settings.SCHEMA, schema);
     flags.put(Settings.POOL_SIZE, poolSize);
     flags.put(Settings.LOG_FORMAT, logFormat);

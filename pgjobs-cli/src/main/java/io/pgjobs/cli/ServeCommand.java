@@ -76,6 +76,11 @@ final class ServeCommand extends Subcommand {
             .port(settings.port())
             .tokens(tokens(settings.apiTokens()))
             .meterRegistry(registry);
+    if (settings.listenOff()) {
+      apiBuilder.liveEvents(false);
+    } else if (db.listenDataSource() != null) {
+      apiBuilder.listenDataSource(db.listenDataSource());
+    }
     if (customize != null) {
       customize.accept(apiBuilder);
     }

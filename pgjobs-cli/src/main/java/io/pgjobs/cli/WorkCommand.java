@@ -135,6 +135,12 @@ final class WorkCommand extends Subcommand {
             .httpRequestTimeout(settings.webhookTimeout())
             .retention(settings.retention());
     queues(settings, registrations).forEach(builder::queue);
+    // listen_database_url: LISTEN on a direct connection (behind PgBouncer), or `off`: polling only.
+    if (settings.listenOff()) {
+      builder.listen(false);
+    } else if (db.listenDataSource() != null) {
+      builder.listenDataSource(db.listenDataSource());
+    }
     return builder.build();
   }
 

@@ -89,6 +89,8 @@ public final class JobWorker implements AutoCloseable {
   private final AdminStore store;
   private final Duration shutdownGrace;
   private final boolean listen;
+  private final boolean separateListenSource;
+  private final Duration pollInterval;
   private final JobMetrics metrics;
   private final List<QueuePoller> pollers = new ArrayList<>();
   private final Map<String, QueuePoller> pollersByQueue = new LinkedHashMap<>();
@@ -114,6 +116,8 @@ public final class JobWorker implements AutoCloseable {
     ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec);
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
+    this.separateListenSource = b.listenDataSource != null;
+    this.pollInterval = b.pollInterval;
     this.metrics = b.metrics;
     this.completions =
         new JobCompleter(execution, held, metrics, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
@@ -143,7 +147,8 @@ public final class JobWorker implements AutoCloseable {
         });
     this.listener =
         new JobNotificationListener(
-            b.dataSource,
+            // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct connection.
+            b.listenDataSource != null ? b.listenDataSource : b.dataSource,
             this::listenerConnected,
             Map.of(
                 Channels.ready(b.schema),
@@ -265,7 +270,13 @@ public final class JobWorker implements AutoCloseable {
     runner.startWatchdog();
     heartbeat.start();
     if (listen) {
+      log.info("worker {}: LISTEN for new jobs and cancellations on {}; polling every {} as the fallback", workerId,
+          separateListenSource ? "the listen data source (a direct connection)" : "the worker's data source",
+          DurationText.format(pollInterval));
       listener.start();
+    } else {
+      log.info("worker {}: polling only, every {}: LISTEN is off (listen(false)); cancellations of running jobs"
+          + " arrive with the heartbeat", workerId, DurationText.format(pollInterval));
     }
     if (maintenance != null) {
       maintenance.start();
@@ -427,6 +438,7 @@ public final class JobWorker implements AutoCloseable {
     private Duration unknownTypeGrace = DEFAULT_UNKNOWN_TYPE_GRACE;
     private Duration progressThrottle = DEFAULT_PROGRESS_THROTTLE;
     private boolean listen = true;
+    private DataSource listenDataSource;
     private RandomGenerator random = new Random();
     private Duration staleThreshold = Maintenance.DEFAULT_STALE_THRESHOLD;
     private Duration heartbeatInterval;
@@ -558,6 +570,18 @@ public final class JobWorker implements AutoCloseable {
     }
 
     /**
+     * Where the LISTEN connection comes from (default: the worker's own data source). Behind PgBouncer in
+     * transaction pooling mode LISTEN cannot work through the pooler (the session that listens is handed to
+     * other clients after each transaction), so give a data source that connects to PostgreSQL directly;
+     * the worker holds one connection of it for its lifetime (and claims on it when a notification
+     * arrives). Without one, behind such a pooler, use {@code listen(false)}: polling only.
+     */
+    public Builder listenDataSource(DataSource listenDataSource) {
+      this.listenDataSource = Objects.requireNonNull(listenDataSource, "listenDataSource");
+      return this;
+    }
+
+    /**
      * A running job whose heartbeat is older than this is rescued, 1 s to 24 h (default 5 min). Use the
      * same value on every node. Heartbeats run every tenth of it (at most every 30 s) unless
      * {@link #heartbeatInterval} says otherwise.
@@ -661,6 +685,10 @@ public final class JobWorker implements AutoCloseable {
     public JobWorker build() {
       if (handlers.isEmpty()) {
         throw new IllegalArgumentException("a worker needs at least one registered job type (register(type, handler))");
+      }
+      if (!listen && listenDataSource != null) {
+        throw new IllegalArgumentException(
+            "listen(false) and a listenDataSource contradict each other: drop one (polling only, or LISTEN on it)");
       }
       return new JobWorker(this);
     }

@@ -126,6 +126,8 @@ public final class ApiServer implements AutoCloseable {
   private final ExecutorService handlerThreads =
       Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-api-", 0).factory());
   private final EventHub events;
+  private final boolean liveEvents;
+  private final boolean separateListenSource;
   private final List<AutoCloseable> binders = new ArrayList<>();
   private Javalin app;
   private boolean closed;
@@ -144,7 +146,11 @@ public final class ApiServer implements AutoCloseable {
     this.corsOrigins = List.copyOf(b.corsOrigins);
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.plainPosts = Map.copyOf(b.plainPosts);
-    this.events = new EventHub(client.dataSource(), client.eventsChannel(), json, SSE_PING);
+    // Behind a transaction-pooling PgBouncer, LISTEN needs a direct connection (listenDataSource).
+    this.events = new EventHub(
+        b.listenDataSource != null ? b.listenDataSource : client.dataSource(), client.eventsChannel(), json, SSE_PING);
+    this.liveEvents = b.liveEvents;
+    this.separateListenSource = b.listenDataSource != null;
   }
 
   /** A builder for a server over {@code client}; the known job types are {@code client.knownTypes()}. */
@@ -220,7 +226,13 @@ public final class ApiServer implements AutoCloseable {
       closeQuietly();
       throw new IllegalStateException("cannot start the API server on " + host + ":" + requestedPort + ": " + e.getMessage(), e);
     }
-    events.start();
+    if (liveEvents) {
+      events.start();
+      log.info("pgjobs API: live events LISTEN on {}",
+          separateListenSource ? "the listen data source (a direct connection)" : "the client's data source");
+    } else {
+      log.warn("pgjobs API: live events are off (no LISTEN): event streams carry keep-alive pings only");
+    }
     log.info("pgjobs API listening on http://{}:{} (auth {}, CORS {})", host, port(),
         tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
     return this;
@@ -487,9 +499,31 @@ public final class ApiServer implements AutoCloseable {
     private PrometheusMeterRegistry registry;
     private final Map<String, PlainPost> plainPosts = new LinkedHashMap<>();
     private boolean allowUnauthenticated;
+    private javax.sql.DataSource listenDataSource;
+    private boolean liveEvents = true;
 
     private Builder(JobClient client) {
       this.client = Objects.requireNonNull(client, "client");
+    }
+
+    /**
+     * Where the live event stream's one LISTEN connection comes from (default: the client's data source).
+     * Behind PgBouncer in transaction pooling mode give a data source that connects to PostgreSQL directly:
+     * LISTEN does not work through such a pooler.
+     */
+    public Builder listenDataSource(javax.sql.DataSource listenDataSource) {
+      this.listenDataSource = Objects.requireNonNull(listenDataSource, "listenDataSource");
+      return this;
+    }
+
+    /**
+     * Whether {@code /events} streams live job events (default true). Off, the server opens no LISTEN
+     * connection and event streams carry keep-alive pings only (behind a transaction pooler without a
+     * direct connection); everything else works as before.
+     */
+    public Builder liveEvents(boolean liveEvents) {
+      this.liveEvents = liveEvents;
+      return this;
     }
 
     /**
@@ -585,6 +619,10 @@ public final class ApiServer implements AutoCloseable {
      * @throws IllegalArgumentException naming the setting, the value and what is allowed
      */
     public ApiServer build() {
+      if (!liveEvents && listenDataSource != null) {
+        throw new IllegalArgumentException(
+            "liveEvents(false) and a listenDataSource contradict each other: drop one (no LISTEN, or LISTEN on it)");
+      }
       if (host == null || host.isBlank()) {
         throw new IllegalArgumentException("host must be a host name or IP address, was '" + host + "'");
       }

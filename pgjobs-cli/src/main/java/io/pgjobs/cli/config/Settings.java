@@ -37,6 +37,8 @@ import java.util.stream.Collectors;
  *   <tr><td>database_url</td><td>--database-url</td><td>DATABASE_URL, then PGJOBS_DATABASE_URL</td>
  *       <td>postgresql://postgres@127.0.0.1:5432/pgjobs</td><td>postgres://, postgresql:// or
  *       jdbc:postgresql:// URL</td></tr>
+ *   <tr><td>listen_database_url</td><td>--listen-database-url</td><td>PGJOBS_LISTEN_DATABASE_URL</td>
+ *       <td>none (LISTEN through database_url)</td><td>a URL like database_url's, or off (polling only)</td></tr>
  *   <tr><td>schema</td><td>--schema</td><td>PGJOBS_SCHEMA</td><td>pgjobs</td><td>1–51 of lowercase
  *       letters, digits, _; not starting with a digit</td></tr>
  *   <tr><td>pool_size</td><td>--pool-size</td><td>PGJOBS_POOL_SIZE</td><td>20</td><td>2–1000</td></tr>
@@ -137,6 +139,9 @@ public final class Settings {
 
   public static final String CONFIG = "config";
   public static final String DATABASE_URL = "database_url";
+  public static final String LISTEN_DATABASE_URL = "listen_database_url";
+  /** The value of {@link #LISTEN_DATABASE_URL} that turns LISTEN off: polling only. */
+  public static final String LISTEN_OFF = "off";
   public static final String SCHEMA = "schema";
   public static final String POOL_SIZE = "pool_size";
   public static final String LOG_FORMAT = "log_format";
@@ -177,6 +182,13 @@ public final class Settings {
                   + " name and password write `/`, `?`, `#` and `%` as `%2F`, `%3F`, `%23` and `%25` (`@` and `:`"
                   + " may stay: the last `@` before the host ends the password)",
               "the PostgreSQL database", DatabaseUrl::parse),
+          new Definition(LISTEN_DATABASE_URL, "--listen-database-url", List.of("PGJOBS_LISTEN_DATABASE_URL"), null,
+              "none (LISTEN through `database_url`)",
+              "a URL as for `database_url`, or `off`",
+              "where the one LISTEN connection of `work`, `serve` and `demo` goes: behind PgBouncer in transaction"
+                  + " mode, a direct connection to PostgreSQL (LISTEN cannot work through it); `off`: workers poll"
+                  + " only (every `poll_interval`) and the API's live event stream stays silent",
+              text -> text.equalsIgnoreCase(LISTEN_OFF) ? LISTEN_OFF : DatabaseUrl.parse(text)),
           new Definition(SCHEMA, "--schema", List.of("PGJOBS_SCHEMA"), "pgjobs", "`pgjobs`",
               "1–51 of lowercase letters, digits and _, not starting with a digit",
               "the schema holding pgjobs' tables", Settings::parseSchema),
@@ -330,7 +342,7 @@ public final class Settings {
     try {
       return new Value(def.parser().apply(trimmed), trimmed, source, origin);
     } catch (IllegalArgumentException e) {
-      String shown = def.name().equals(DATABASE_URL) || def.name().equals(API_TOKENS) ? "(hidden)" : "'" + trimmed + "'";
+      String shown = def.name().equals(DATABASE_URL) || def.name().equals(LISTEN_DATABASE_URL) || def.name().equals(API_TOKENS) ? "(hidden)" : "'" + trimmed + "'";
       String where =
           switch (source) {
             case FLAG -> "invalid value " + shown + " for option " + origin;
@@ -416,6 +428,16 @@ public final class Settings {
   /** The database. */
   public DatabaseUrl databaseUrl() {
     return (DatabaseUrl) values.get(DATABASE_URL).value();
+  }
+
+  /** The direct database for LISTEN, when {@code listen_database_url} is a URL. */
+  public Optional<DatabaseUrl> listenDatabaseUrl() {
+    return values.get(LISTEN_DATABASE_URL).value() instanceof DatabaseUrl url ? Optional.of(url) : Optional.empty();
+  }
+
+  /** True when {@code listen_database_url} is {@code off}: no LISTEN at all, workers poll only. */
+  public boolean listenOff() {
+    return LISTEN_OFF.equals(values.get(LISTEN_DATABASE_URL).value());
   }
 
   /** The pgjobs schema. */
@@ -538,7 +560,7 @@ public final class Settings {
       return "(none)";
     }
     return switch (name) {
-      case DATABASE_URL -> value.value().toString();
+      case DATABASE_URL, LISTEN_DATABASE_URL -> value.value().toString();
       case API_TOKENS -> apiTokens().size() + " token(s)";
       case QUEUES -> queues().entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(","));
       default -> value.text();

@@ -60,6 +60,34 @@ class SettingsTest {
   }
 
   @Test
+  void listenDatabaseUrlIsUnsetADirectUrlOrOffAndItsPasswordIsNeverShown() {
+    Settings unset = Settings.resolve(Map.of(), Map.of());
+    assertThat(unset.listenDatabaseUrl()).isEmpty();
+    assertThat(unset.listenOff()).isFalse();
+
+    Settings direct = Settings.resolve(Map.of(),
+        Map.of("PGJOBS_LISTEN_DATABASE_URL", "postgres://app:secret@db-primary:5432/app"));
+    assertThat(direct.listenDatabaseUrl()).get().satisfies(u -> {
+      assertThat(u.jdbcUrl()).isEqualTo("jdbc:postgresql://db-primary:5432/app");
+      assertThat(u.password()).isEqualTo("secret");
+    });
+    assertThat(direct.listenOff()).isFalse();
+    assertThat(direct.shown("listen_database_url")).doesNotContain("secret");
+
+    Settings off = Settings.resolve(Map.of("listen_database_url", "off"), Map.of());
+    assertThat(off.listenOff()).isTrue();
+    assertThat(off.listenDatabaseUrl()).isEmpty();
+
+    assertThatThrownBy(() -> Settings.resolve(Map.of(),
+            Map.of("PGJOBS_LISTEN_DATABASE_URL", "mysql://app:secret@db/app")))
+        .isInstanceOf(InvalidSettingException.class)
+        .hasMessageContaining("PGJOBS_LISTEN_DATABASE_URL")
+        .hasMessageContaining("setting listen_database_url")
+        .hasMessageContaining("or off")
+        .hasMessageNotContaining("secret");
+  }
+
+  @Test
   void theConfigFileFlagBeatsPgjobsConfig() throws Exception {
     Path a = Files.writeString(dir.resolve("a.properties"), "schema=from_a\n");
     Path b = Files.writeString(dir.resolve("b.properties"), "schema=from_b\n");
@@ -144,7 +172,7 @@ class SettingsTest {
     assertThatThrownBy(() -> Settings.resolve(Map.of("config", file.toString()), Map.of()))
         .isInstanceOf(InvalidSettingException.class)
         .hasMessageContaining("unknown setting 'stale_treshold' in config file " + file)
-        .hasMessageContaining("allowed keys: database_url, schema, pool_size");
+        .hasMessageContaining("allowed keys: database_url, listen_database_url, schema, pool_size");
   }
 
   @Test
