@@ -141,7 +141,7 @@ public final class ExecutionStore {
                   : a.runAt().compareTo(b.runAt()));
       if (cursor != null) {
         if (full) {
-          cursor.fullPassMade(now, System.nanoTime());
+          cursor.fullPassMade(now);
         }
         cursor.advance(claimed);
       }
