@@ -22,6 +22,7 @@ import java.time.Instant;
  * @param idempotencyKey key making the enqueue idempotent, or null
  * @param timeout timeout of each attempt, or null for the type's
  * @param parentId the job whose handler enqueued this one (set by {@code ctx.enqueue}), or null
+ * @param capability the capability a worker must declare to run this job, or null for the type's
  */
 public record EnqueueOptions(
     String queue,
@@ -32,7 +33,8 @@ public record EnqueueOptions(
     String context,
     String idempotencyKey,
     Duration timeout,
-    java.util.UUID parentId) {
+    java.util.UUID parentId,
+    String capability) {
 
   /** The most characters of a context string: {@value}. */
   public static final int MAX_CONTEXT_LENGTH = 10_000;
@@ -43,7 +45,7 @@ public record EnqueueOptions(
 
   /** No overrides. */
   public static final EnqueueOptions DEFAULTS =
-      new EnqueueOptions(null, null, null, null, null, null, null, null, null);
+      new EnqueueOptions(null, null, null, null, null, null, null, null, null, null);
 
   /** Validates every field. */
   public EnqueueOptions {
@@ -77,6 +79,23 @@ public record EnqueueOptions(
     if (timeout != null) {
       JobType.requireTimeout(timeout);
     }
+    if (capability != null) {
+      JobType.requireCapability("capability", capability);
+    }
+  }
+
+  /** Options without a capability override (the components before {@code capability}). */
+  public EnqueueOptions(
+      String queue,
+      Integer priority,
+      Integer maxAttempts,
+      Instant runAt,
+      Duration delay,
+      String context,
+      String idempotencyKey,
+      Duration timeout,
+      java.util.UUID parentId) {
+    this(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, null);
   }
 
   /** A new builder with nothing set. */
@@ -95,6 +114,7 @@ public record EnqueueOptions(
     private String idempotencyKey;
     private Duration timeout;
     private java.util.UUID parentId;
+    private String capability;
 
     private Builder() {}
 
@@ -147,6 +167,16 @@ public record EnqueueOptions(
      * The job that enqueues this one: recorded as its parent and shown in both jobs' detail. Set for you
      * by {@link JobContext#enqueue}.
      */
+    /**
+     * The capability a worker must declare to run this job ({@code media}), instead of the job type's
+     * ({@link JobType#withCapability}). Allowed: 1 to {@value JobType#MAX_CAPABILITY_LENGTH} characters
+     * of letters, digits and {@code _ . -}.
+     */
+    public Builder capability(String capability) {
+      this.capability = capability;
+      return this;
+    }
+
     public Builder parent(java.util.UUID parentId) {
       this.parentId = parentId;
       return this;
@@ -160,7 +190,7 @@ public record EnqueueOptions(
 
     /** Validates and builds. */
     public EnqueueOptions build() {
-      return new EnqueueOptions(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId);
+      return new EnqueueOptions(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, capability);
     }
   }
 }

@@ -414,7 +414,8 @@ public final class JobClient {
         key,
         timeout == null ? null : timeout.toMillis(),
         key == null ? null : IdempotencyFingerprint.of(name, payloadJson, o),
-        o.parentId());
+        o.parentId(),
+        o.capability() != null ? o.capability() : type != null ? type.capability() : null);
   }
 
   private <T> T withConnection(SqlFunction<T> work) {

@@ -39,6 +39,11 @@ public final class JobType<P> {
 
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
 
+  /** The longest capability name ({@link #withCapability}). */
+  public static final int MAX_CAPABILITY_LENGTH = 64;
+
+  private static final Pattern CAPABILITY = Pattern.compile("[A-Za-z0-9_.\\-]{1," + MAX_CAPABILITY_LENGTH + "}");
+
   private final String name;
   private final Class<P> payloadClass;
   private final String queue;
@@ -49,6 +54,7 @@ public final class JobType<P> {
   private final PayloadValidator<? super P> validator;
   private final String idempotencyKeyFrom;
   private final P example;
+  private final String capability;
 
   private JobType(
       String name,
@@ -60,7 +66,8 @@ public final class JobType<P> {
       Duration timeout,
       PayloadValidator<? super P> validator,
       String idempotencyKeyFrom,
-      P example) {
+      P example,
+      String capability) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -75,6 +82,7 @@ public final class JobType<P> {
     this.validator = Objects.requireNonNull(validator, "validator");
     this.idempotencyKeyFrom = idempotencyKeyFrom == null ? null : IdempotencyKeys.requireField(idempotencyKeyFrom);
     this.example = example;
+    this.capability = capability == null ? null : requireCapability("capability", capability);
   }
 
   /**
@@ -95,6 +103,7 @@ public final class JobType<P> {
           DEFAULT_TIMEOUT,
           p -> java.util.List.of(),
           null,
+          null,
           null);
     }
     return new JobType<>(
@@ -107,7 +116,8 @@ public final class JobType<P> {
         defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass),
         p -> java.util.List.of(),
         defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey(),
-        null);
+        null,
+        defaults.capability().isEmpty() ? null : capabilityOf(defaults.capability(), payloadClass));
   }
 
   /**
@@ -163,32 +173,32 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, capability);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, capability);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, capability);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, capability);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, capability);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
   public JobType<P> withValidator(PayloadValidator<? super P> validator) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, capability);
   }
 
   /**
@@ -199,7 +209,7 @@ public final class JobType<P> {
    */
   public JobType<P> withIdempotencyKeyFrom(String field) {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        Objects.requireNonNull(field, "field"), example);
+        Objects.requireNonNull(field, "field"), example, capability);
   }
 
   /** The payload field (or JSON pointer) jobs of this type take their idempotency key from, or null. */
@@ -216,7 +226,23 @@ public final class JobType<P> {
     Objects.requireNonNull(example, "example");
     validate(example);
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        idempotencyKeyFrom, example);
+        idempotencyKeyFrom, example, capability);
+  }
+
+  /**
+   * A copy whose jobs need a capability ({@code media}, {@code gpu}): only a worker that declares it
+   * ({@code JobWorker.Builder.capabilities}) claims them; a job without one runs on any worker of its
+   * queue. {@link EnqueueOptions.Builder#capability} overrides it per job. Null: no capability needed.
+   * Allowed: 1 to {@value #MAX_CAPABILITY_LENGTH} characters of letters, digits and {@code _ . -}.
+   */
+  public JobType<P> withCapability(String capability) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
+        idempotencyKeyFrom, example, capability);
+  }
+
+  /** The capability jobs of this type need by default, or null if any worker may run them. */
+  public String capability() {
+    return capability;
   }
 
   /** The example payload given with {@link #withExample}, if any. */
@@ -258,6 +284,33 @@ public final class JobType<P> {
               + "'; allowed: 1 to 255 characters of letters, digits and _ . : - /");
     }
     return value;
+  }
+
+  /**
+   * Checks a capability name: 1 to {@value #MAX_CAPABILITY_LENGTH} characters of letters, digits and
+   * {@code _ . -} (the jobs table's CHECK says the same).
+   *
+   * @throws InvalidJobException naming {@code field} and what is allowed
+   */
+  public static String requireCapability(String field, String value) {
+    if (value == null) {
+      throw new InvalidJobException(field, "is required");
+    }
+    if (!CAPABILITY.matcher(value).matches()) {
+      throw new InvalidJobException(
+          field,
+          "invalid capability '" + value + "'; allowed: 1 to " + MAX_CAPABILITY_LENGTH
+              + " characters of letters, digits and _ . -");
+    }
+    return value;
+  }
+
+  private static String capabilityOf(String capability, Class<?> owner) {
+    if (!CAPABILITY.matcher(capability).matches()) {
+      throw new InvalidJobException("capability", "@JobDefaults on " + owner.getName() + ": invalid capability '"
+          + capability + "'; allowed: 1 to " + MAX_CAPABILITY_LENGTH + " characters of letters, digits and _ . -");
+    }
+    return capability;
   }
 
   static Duration requireTimeout(Duration timeout) {

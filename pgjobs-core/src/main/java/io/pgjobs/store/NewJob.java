@@ -20,4 +20,14 @@ public record NewJob(
     String idempotencyKey,
     Long timeoutMs,
     String idempotencyFingerprint,
-    UUID parentId) {}
+    UUID parentId,
+    String capability) {
+
+  /** A job that needs no capability. */
+  public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
+      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
+      UUID parentId) {
+    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
+        idempotencyFingerprint, parentId, null);
+  }
+}
