@@ -124,14 +124,19 @@ final class ExecutionSql {
   /**
    * The part of a claim that only a worker with capabilities makes, before {@link #CLAIM} or
    * {@link #CLAIM_RESUME} fill its remaining slots: up to {@code limit} due jobs of a queue that need one of
-   * the worker's capabilities, by priority (higher first), then {@code run_at}, then id; SKIP LOCKED, a
-   * paused queue yields nothing, primary-key lookups for the UPDATE, one token per statement, as
-   * {@link #CLAIM}. It reads jobs_ready_capability_idx (capability, queue, priority DESC, run_at, id), which
-   * holds only ready jobs that need a capability; with several capabilities the matching entries are
-   * sorted, and a level's future (scheduled) entries are read too: cheap while such jobs are few, which is
-   * what capabilities are for (a media or GPU pool beside a general one).
+   * the worker's capabilities, by priority (higher first), then {@code run_at}, then id. Built as
+   * {@link #CLAIM} is, on jobs_ready_capability_idx (capability, queue, priority DESC, run_at, id), which
+   * holds only waiting jobs that need a capability: the recursive CTE finds, for each capability, the
+   * priority levels present (one index probe each), and each (capability, level) range is read from its
+   * first due job, bounded by {@code run_at <= now()}, so the cost follows the jobs claimed and the levels
+   * present, not the scheduled jobs. Levels are served highest first; within one level, capabilities in
+   * the order the worker declared them (not merged by run_at). The outer LIMIT stops pulling rows as
+   * soon as it has enough, so no more rows are locked than are claimed. SKIP LOCKED, a paused queue yields
+   * nothing, primary-key lookups for the UPDATE, one token per statement, as {@link #CLAIM}. No cursor:
+   * such jobs are expected to be few (see {@link ClaimCursor} for why the generic claim has one).
    *
-   * <p>Parameters: worker id; the capabilities (text[]); the queue; the paused check's queue; the limit.
+   * <p>Parameters: worker id; the queue (first level); the capabilities (text[]); the paused check's
+   * queue; the queue (next level); the queue (ready rows); the limit per level; the limit.
    */
   static final String CLAIM_CAPABLE =
       """
@@ -140,13 +145,30 @@ final class ExecutionSql {
              heartbeat_at = now(), locked_by = ?, prefetched = false,
              claim_token = (SELECT nextval('{schema}.claim_tokens'))
        WHERE j.id = ANY (ARRAY(
-              SELECT id FROM {schema}.jobs
-               WHERE capability = ANY (?::text[]) AND queue = ? AND state IN ('queued', 'retrying')
-                 AND run_at <= now() AND attempts < max_attempts
-                 AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
-               ORDER BY priority DESC, run_at, id
-               LIMIT ?
-                 FOR UPDATE SKIP LOCKED))
+              WITH RECURSIVE levels(capability, rank, priority) AS (
+                  SELECT c.capability, c.rank,
+                         (SELECT max(priority) FROM {schema}.jobs
+                           WHERE capability = c.capability AND queue = ? AND state IN ('queued', 'retrying'))
+                    FROM unnest(?::text[]) WITH ORDINALITY AS c(capability, rank)
+                   WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+                UNION ALL
+                  SELECT l.capability, l.rank,
+                         (SELECT max(n.priority) FROM {schema}.jobs AS n
+                           WHERE n.capability = l.capability AND n.queue = ? AND n.state IN ('queued', 'retrying')
+                             AND n.priority < l.priority)
+                    FROM levels AS l
+                   WHERE l.priority IS NOT NULL
+              )
+              SELECT ready.id
+                FROM (SELECT * FROM levels WHERE priority IS NOT NULL ORDER BY priority DESC, rank) AS lv
+               CROSS JOIN LATERAL (
+                     SELECT id FROM {schema}.jobs
+                      WHERE capability = lv.capability AND queue = ? AND state IN ('queued', 'retrying')
+                        AND priority = lv.priority AND run_at <= now() AND attempts < max_attempts
+                      ORDER BY run_at, id
+                      LIMIT ?
+                        FOR UPDATE SKIP LOCKED) AS ready
+               LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";
 

@@ -145,10 +145,13 @@ public final class ExecutionStore {
   private List<ClaimedJob> claimCapable(Connection c, String queue, int limit, String workerId) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(claimCapable)) {
       ps.setString(1, workerId);
-      ps.setArray(2, c.createArrayOf("text", capabilities));
-      ps.setString(3, queue);
+      ps.setString(2, queue);
+      ps.setArray(3, c.createArrayOf("text", capabilities));
       ps.setString(4, queue);
-      ps.setInt(5, limit);
+      ps.setString(5, queue);
+      ps.setString(6, queue);
+      ps.setInt(7, limit);
+      ps.setInt(8, limit);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
       claimed.sort(CLAIM_ORDER);
       return claimed;
