@@ -151,6 +151,19 @@ class CapabilitiesTest extends PgJobsTestBase {
   }
 
   @Test
+  void aPausedQueueYieldsNothingToACapableWorkerEither() throws Exception {
+    UUID media = enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().capability("media").build());
+    client.pauseQueue(JobType.DEFAULT_QUEUE);
+    try {
+      assertThat(store(List.of("media")).claim(JobType.DEFAULT_QUEUE, 10, "media-worker")).isEmpty();
+    } finally {
+      client.resumeQueue(JobType.DEFAULT_QUEUE);
+    }
+    assertThat(store(List.of("media")).claim(JobType.DEFAULT_QUEUE, 10, "media-worker"))
+        .extracting(ClaimedJob::id).containsExactly(media);
+  }
+
+  @Test
   void theClaimOfAWorkerWithoutCapabilitiesReadsOnlyTheReadyIndexOfJobsThatNeedNone() throws Exception {
     client.enqueueAll(NUMBERED, numbered(0, 200), EnqueueOptions.builder().capability("media").build());
     client.enqueueAll(NUMBERED, numbered(200, 200), EnqueueOptions.DEFAULTS);
