@@ -20,17 +20,31 @@ import java.util.concurrent.TimeUnit;
  * without bound, and with it every job's pickup latency. Resuming past the cursor skips them.
  *
  * <p>What resuming alone would miss is found by a <em>full pass</em> (the claim from the low end of
- * every level present), made at least every {@link #FULL_PASS_INTERVAL_NANOS} and whenever the cursor knows
- * no level: jobs that became due behind the cursor (given back by another worker, enqueued with a
- * {@code run_at} in the past, skipped because another worker had them locked and then gave them back) and
- * priority levels this cursor has not seen yet. Such jobs wait at most that long more under load; an
- * idle queue's polls are full passes anyway.
+ * every level present), made at least every {@link #fullPassInterval() full-pass interval} and whenever
+ * the cursor knows no level: jobs that became due behind the cursor (given back by another worker,
+ * enqueued with a {@code run_at} in the past, skipped because another worker had them locked and then gave
+ * them back) and priority levels this cursor has not seen yet. Such jobs wait at most that long more under
+ * load; an idle queue's polls are full passes anyway.
+ *
+ * <p>The interval adapts to what a full pass costs. A full pass is exactly the claim that still steps over
+ * the dead entries, and the queue's claims wait for it: at 200,000 dead entries one takes tens of
+ * milliseconds, and made every second it would delay a few percent of all jobs by that much — the pickup
+ * p99 would creep up with the dead entries after all. So the interval is {@value #FULL_PASS_COST_FACTOR}
+ * times the last full pass's duration (full passes take at most ~1 % of the poller's time), never less
+ * than {@link #MIN_FULL_PASS_INTERVAL_NANOS} (1 s) and never more than {@link #MAX_FULL_PASS_INTERVAL_NANOS}
+ * (10 s), the longest a job behind the cursor can wait under load.
  *
  * <p>Not thread-safe: one cursor per queue poller, used under its claim lock.
  */
 public final class ClaimCursor {
-  /** The longest time between two full passes: 1 s. */
-  public static final long FULL_PASS_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+  /** The shortest time between two full passes under load: 1 s (a cheap full pass is made this often). */
+  public static final long MIN_FULL_PASS_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+  /** The longest time between two full passes under load: 10 s, however slow a full pass has become. */
+  public static final long MAX_FULL_PASS_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+  /** The interval is this many times the last full pass's duration (within the bounds above). */
+  static final int FULL_PASS_COST_FACTOR = 100;
 
   /** A position in a level's range: the last job claimed there. */
   record Position(Instant runAt, UUID id) {
@@ -43,11 +57,17 @@ public final class ClaimCursor {
   /** Priority level (highest first) to position. */
   private final TreeMap<Integer, Position> positions = new TreeMap<>(java.util.Comparator.reverseOrder());
   private long lastFullPass;
+  private long interval = MIN_FULL_PASS_INTERVAL_NANOS;
   private boolean fullPassAsked = true;
 
   /** True if the next claim should be a full pass. */
   public boolean fullPassDue(long nanoTime) {
-    return fullPassAsked || positions.isEmpty() || nanoTime - lastFullPass >= FULL_PASS_INTERVAL_NANOS;
+    return fullPassAsked || positions.isEmpty() || nanoTime - lastFullPass >= interval;
+  }
+
+  /** The time from one full pass to the next under load, in nanoseconds, as the last full pass set it. */
+  public long fullPassInterval() {
+    return interval;
   }
 
   /** The next claim is a full pass (jobs were given back behind the cursor). */
@@ -55,10 +75,17 @@ public final class ClaimCursor {
     fullPassAsked = true;
   }
 
-  /** Records a full pass made at {@code nanoTime}. */
-  void fullPassMade(long nanoTime) {
-    lastFullPass = nanoTime;
+  /**
+   * Records a full pass started at {@code startNanos} that returned at {@code endNanos}, and sets the
+   * interval to the next one from its duration.
+   */
+  void fullPassMade(long startNanos, long endNanos) {
+    lastFullPass = startNanos;
     fullPassAsked = false;
+    long took = Math.max(0, endNanos - startNanos);
+    interval = took >= MAX_FULL_PASS_INTERVAL_NANOS / FULL_PASS_COST_FACTOR
+        ? MAX_FULL_PASS_INTERVAL_NANOS
+        : Math.max(MIN_FULL_PASS_INTERVAL_NANOS, took * FULL_PASS_COST_FACTOR);
   }
 
   /** Moves each level's position past the jobs just claimed. */

@@ -202,7 +202,7 @@ public final class ExecutionStore {
       claimed.sort(CLAIM_ORDER);
       if (cursor != null) {
         if (full) {
-          cursor.fullPassMade(now);
+          cursor.fullPassMade(now, System.nanoTime());
         }
         cursor.advance(claimed);
       }
