@@ -23,6 +23,7 @@ import java.time.Instant;
  * @param timeout timeout of each attempt, or null for the type's
  * @param parentId the job whose handler enqueued this one (set by {@code ctx.enqueue}), or null
  * @param unique makes the job unique among unfinished jobs ({@link UniqueOptions}), or null for the type's
+ * @param capability the capability a worker must declare to run this job, or null for the type's
  */
 public record EnqueueOptions(
     String queue,
@@ -34,7 +35,8 @@ public record EnqueueOptions(
     String idempotencyKey,
     Duration timeout,
     java.util.UUID parentId,
-    UniqueOptions unique) {
+    UniqueOptions unique,
+    String capability) {
 
   /** The most characters of a context string: {@value}. */
   public static final int MAX_CONTEXT_LENGTH = 10_000;
@@ -45,7 +47,7 @@ public record EnqueueOptions(
 
   /** No overrides. */
   public static final EnqueueOptions DEFAULTS =
-      new EnqueueOptions(null, null, null, null, null, null, null, null, null, null);
+      new EnqueueOptions(null, null, null, null, null, null, null, null, null, null, null);
 
   /** Validates every field. */
   public EnqueueOptions {
@@ -83,15 +85,17 @@ public record EnqueueOptions(
       throw new InvalidJobException("unique", "give either an idempotency key or unique, not both: an idempotency"
           + " key already makes the enqueue return one job for as long as it is kept");
     }
+    if (capability != null) {
+      JobType.requireCapability("capability", capability);
+    }
   }
 
   /**
-   * The options of {@link EnqueueOptions#EnqueueOptions(String, Integer, Integer, Instant, Duration, String,
-   * String, Duration, java.util.UUID, UniqueOptions)} without uniqueness (the components before it existed).
+   * The options without uniqueness or a capability override (the components before they existed).
    */
   public EnqueueOptions(String queue, Integer priority, Integer maxAttempts, Instant runAt, Duration delay,
       String context, String idempotencyKey, Duration timeout, java.util.UUID parentId) {
-    this(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, null);
+    this(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, null, null);
   }
 
   /** A new builder with nothing set. */
@@ -111,6 +115,7 @@ public record EnqueueOptions(
     private Duration timeout;
     private java.util.UUID parentId;
     private UniqueOptions unique;
+    private String capability;
 
     private Builder() {}
 
@@ -173,6 +178,16 @@ public record EnqueueOptions(
      * The job that enqueues this one: recorded as its parent and shown in both jobs' detail. Set for you
      * by {@link JobContext#enqueue}.
      */
+    /**
+     * The capability a worker must declare to run this job ({@code media}), instead of the job type's
+     * ({@link JobType#withCapability}). Allowed: 1 to {@value JobType#MAX_CAPABILITY_LENGTH} characters
+     * of letters, digits and {@code _ . -}.
+     */
+    public Builder capability(String capability) {
+      this.capability = capability;
+      return this;
+    }
+
     public Builder parent(java.util.UUID parentId) {
       this.parentId = parentId;
       return this;
@@ -187,7 +202,7 @@ public record EnqueueOptions(
     /** Validates and builds. */
     public EnqueueOptions build() {
       return new EnqueueOptions(
-          queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, unique);
+          queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, unique, capability);
     }
   }
 }

@@ -31,6 +31,8 @@ import tools.jackson.databind.JsonNode;
  * @param errors one entry per failed attempt, oldest first
  * @param output the handler's output for a succeeded job, or null
  * @param cancelRequested true when cancellation was asked for a running job
+ * @param parentId the job whose handler enqueued this one, or null
+ * @param capability the capability a worker must declare to run it, or null if any worker may
  */
 public record Job(
     UUID id,
@@ -55,7 +57,18 @@ public record Job(
     List<JobError> errors,
     JsonNode output,
     boolean cancelRequested,
-    UUID parentId) {
+    UUID parentId,
+    String capability) {
+
+  /** A job that needs no capability (the components before {@code capability}). */
+  public Job(UUID id, String type, String queue, JsonNode payload, int priority, JobState state, int attempts,
+      int maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String lockedBy,
+      Instant heartbeatAt, String context, String idempotencyKey, Duration timeout, Integer progressPercent,
+      String progressMessage, List<JobError> errors, JsonNode output, boolean cancelRequested, UUID parentId) {
+    this(id, type, queue, payload, priority, state, attempts, maxAttempts, runAt, createdAt, attemptedAt, finishedAt,
+        lockedBy, heartbeatAt, context, idempotencyKey, timeout, progressPercent, progressMessage, errors, output,
+        cancelRequested, parentId, null);
+  }
 
   /** True for a queued job whose {@code runAt} is still in the future. */
   public boolean isScheduled() {

@@ -437,7 +437,8 @@ public final class JobClient {
         key == null ? null : IdempotencyFingerprint.of(name, payloadJson, o),
         o.parentId(),
         unique == null ? null : UniqueKeys.base(name, queue, payloadJson, unique),
-        unique);
+        unique,
+        o.capability() != null ? o.capability() : type != null ? type.capability() : null);
   }
 
   private <T> T withConnection(SqlFunction<T> work) {

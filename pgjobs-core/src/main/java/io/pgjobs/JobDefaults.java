@@ -43,6 +43,12 @@ public @interface JobDefaults {
    */
   String idempotencyKey() default "";
 
+  /**
+   * The capability a worker must declare to run jobs of this type ({@code media}); empty means none:
+   * any worker of the queue runs them (see {@link JobType#withCapability}).
+   */
+  String capability() default "";
+
   /** Retry policy; the default is exponential, base 1 s, cap 10 min, 10 % jitter. */
   Retry retry() default @Retry;
 

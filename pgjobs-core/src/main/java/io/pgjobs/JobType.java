@@ -39,6 +39,11 @@ public final class JobType<P> {
 
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
 
+  /** The longest capability name ({@link #withCapability}). */
+  public static final int MAX_CAPABILITY_LENGTH = 64;
+
+  private static final Pattern CAPABILITY = Pattern.compile("[A-Za-z0-9_.\\-]{1," + MAX_CAPABILITY_LENGTH + "}");
+
   private final String name;
   private final Class<P> payloadClass;
   private final String queue;
@@ -50,6 +55,7 @@ public final class JobType<P> {
   private final String idempotencyKeyFrom;
   private final P example;
   private final UniqueOptions unique;
+  private final String capability;
 
   private JobType(
       String name,
@@ -62,7 +68,8 @@ public final class JobType<P> {
       PayloadValidator<? super P> validator,
       String idempotencyKeyFrom,
       P example,
-      UniqueOptions unique) {
+      UniqueOptions unique,
+      String capability) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -82,6 +89,7 @@ public final class JobType<P> {
           + idempotencyKeyFrom + "'; a type has either an idempotency key or unique, not both");
     }
     this.unique = unique;
+    this.capability = capability == null ? null : requireCapability("capability", capability);
   }
 
   /**
@@ -103,6 +111,7 @@ public final class JobType<P> {
           p -> java.util.List.of(),
           null,
           null,
+          null,
           null);
     }
     return new JobType<>(
@@ -116,7 +125,8 @@ public final class JobType<P> {
         p -> java.util.List.of(),
         defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey(),
         null,
-        uniqueOf(defaults.unique(), payloadClass));
+        uniqueOf(defaults.unique(), payloadClass),
+        defaults.capability().isEmpty() ? null : capabilityOf(defaults.capability(), payloadClass));
   }
 
   /**
@@ -172,32 +182,32 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
   public JobType<P> withValidator(PayloadValidator<? super P> validator) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique);
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
   }
 
   /**
@@ -208,7 +218,7 @@ public final class JobType<P> {
    */
   public JobType<P> withIdempotencyKeyFrom(String field) {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        Objects.requireNonNull(field, "field"), example, unique);
+        Objects.requireNonNull(field, "field"), example, unique, capability);
   }
 
   /** The payload field (or JSON pointer) jobs of this type take their idempotency key from, or null. */
@@ -225,7 +235,7 @@ public final class JobType<P> {
     Objects.requireNonNull(example, "example");
     validate(example);
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        idempotencyKeyFrom, example, unique);
+        idempotencyKeyFrom, example, unique, capability);
   }
 
   /**
@@ -236,12 +246,28 @@ public final class JobType<P> {
    */
   public JobType<P> withUnique(UniqueOptions unique) {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        idempotencyKeyFrom, example, Objects.requireNonNull(unique, "unique"));
+        idempotencyKeyFrom, example, Objects.requireNonNull(unique, "unique"), capability);
   }
 
   /** The type's default uniqueness rule, or null for none. */
   public UniqueOptions unique() {
     return unique;
+  }
+
+  /**
+   * A copy whose jobs need a capability ({@code media}, {@code gpu}): only a worker that declares it
+   * ({@code JobWorker.Builder.capabilities}) claims them; a job without one runs on any worker of its
+   * queue. {@link EnqueueOptions.Builder#capability} overrides it per job. Null: no capability needed.
+   * Allowed: 1 to {@value #MAX_CAPABILITY_LENGTH} characters of letters, digits and {@code _ . -}.
+   */
+  public JobType<P> withCapability(String capability) {
+    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
+        idempotencyKeyFrom, example, unique, capability);
+  }
+
+  /** The capability jobs of this type need by default, or null if any worker may run them. */
+  public String capability() {
+    return capability;
   }
 
   /** The example payload given with {@link #withExample}, if any. */
@@ -283,6 +309,33 @@ public final class JobType<P> {
               + "'; allowed: 1 to 255 characters of letters, digits and _ . : - /");
     }
     return value;
+  }
+
+  /**
+   * Checks a capability name: 1 to {@value #MAX_CAPABILITY_LENGTH} characters of letters, digits and
+   * {@code _ . -} (the jobs table's CHECK says the same).
+   *
+   * @throws InvalidJobException naming {@code field} and what is allowed
+   */
+  public static String requireCapability(String field, String value) {
+    if (value == null) {
+      throw new InvalidJobException(field, "is required");
+    }
+    if (!CAPABILITY.matcher(value).matches()) {
+      throw new InvalidJobException(
+          field,
+          "invalid capability '" + value + "'; allowed: 1 to " + MAX_CAPABILITY_LENGTH
+              + " characters of letters, digits and _ . -");
+    }
+    return value;
+  }
+
+  private static String capabilityOf(String capability, Class<?> owner) {
+    if (!CAPABILITY.matcher(capability).matches()) {
+      throw new InvalidJobException("capability", "@JobDefaults on " + owner.getName() + ": invalid capability '"
+          + capability + "'; allowed: 1 to " + MAX_CAPABILITY_LENGTH + " characters of letters, digits and _ . -");
+    }
+    return capability;
   }
 
   static Duration requireTimeout(Duration timeout) {

@@ -11,8 +11,29 @@ import java.util.Map;
  * @param scheduled queued jobs not yet due
  * @param oldestDueAge how long the oldest due job has been waiting, or null if none is due
  * @param paused true if workers do not claim from it
+ * @param unrunnable its waiting jobs that need a capability no live worker of the queue declares
  */
-public record QueueInfo(String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused) {
+public record QueueInfo(
+    String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused,
+    Unrunnable unrunnable) {
+
+  /** A queue whose jobs every live worker could run (the components before {@code unrunnable}). */
+  public QueueInfo(String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused) {
+    this(name, counts, scheduled, oldestDueAge, paused, Unrunnable.NONE);
+  }
+
+  /**
+   * Waiting jobs (queued or retrying, due or scheduled) that need a capability which no live worker
+   * serving their queue has declared: they stay queued (they are not failed) until such a worker starts.
+   *
+   * @param count how many
+   * @param capabilities the capabilities they need, sorted
+   */
+  public record Unrunnable(long count, java.util.List<String> capabilities) {
+    /** None. */
+    public static final Unrunnable NONE = new Unrunnable(0, java.util.List.of());
+  }
+
   /** The count of one state. */
   public long count(JobState state) {
     return counts.getOrDefault(state, 0L);

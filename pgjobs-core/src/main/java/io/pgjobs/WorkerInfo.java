@@ -15,6 +15,8 @@ import java.util.Map;
  * @param startedAt when it registered
  * @param lastHeartbeat its latest heartbeat
  * @param runningJobs jobs it is running now
+ * @param stuckLanes lanes held by handlers the worker had to let go
+ * @param capabilities the capabilities it declared (empty: none; it runs only jobs that need none)
  */
 public record WorkerInfo(
     String id,
@@ -25,4 +27,12 @@ public record WorkerInfo(
     Instant startedAt,
     Instant lastHeartbeat,
     long runningJobs,
-    int stuckLanes) {}
+    int stuckLanes,
+    List<String> capabilities) {
+
+  /** A worker without capabilities (the components before {@code capabilities}). */
+  public WorkerInfo(String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes,
+      Instant startedAt, Instant lastHeartbeat, long runningJobs, int stuckLanes) {
+    this(id, host, pid, queues, jobTypes, startedAt, lastHeartbeat, runningJobs, stuckLanes, List.of());
+  }
+}

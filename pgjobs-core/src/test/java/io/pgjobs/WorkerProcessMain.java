@@ -12,7 +12,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * A worker process for tests that need real separate JVMs (start it with {@code JvmProcess.start}).
  *
- * <p>Arguments: {@code <jdbc-url> <worker-id> [concurrency] [pool-size]}. It registers
+ * <p>Arguments: {@code <jdbc-url> <worker-id> [concurrency] [pool-size] [capabilities]} (capabilities
+ * comma-separated, none when absent). It registers
  * {@link PgJobsTestBase#NUMBERED} with a handler that inserts {@code (job_id, worker_id)} into the
  * table {@code effects}, starts a {@link JobWorker} on the default queue, prints
  * {@value #READY} followed by its worker id once its LISTEN connection is up, and then runs until it
@@ -33,6 +34,7 @@ public final class WorkerProcessMain {
     String workerId = args[1];
     int concurrency = args.length > 2 ? Integer.parseInt(args[2]) : 10;
     int poolSize = args.length > 3 ? Integer.parseInt(args[3]) : concurrency + 3;
+    java.util.List<String> capabilities = args.length > 4 ? java.util.List.of(args[4].split(",")) : java.util.List.of();
 
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(url);
@@ -45,6 +47,7 @@ public final class WorkerProcessMain {
         JobWorker.builder(pool)
             .workerId(workerId)
             .queue(JobType.DEFAULT_QUEUE, concurrency)
+            .capabilities(capabilities)
             .shutdownGrace(Duration.ofSeconds(2))
             .register(PgJobsTestBase.NUMBERED, (ctx, payload) -> {
               recordEffect(ctx);

@@ -126,6 +126,7 @@ final class WorkCommand extends Subcommand {
             .registerAll(registrations)
             .metrics(metrics)
             .claimBatch(settings.claimBatch())
+            .capabilities(settings.capabilities())
             .pollInterval(settings.pollInterval())
             .shutdownGrace(settings.shutdownGrace())
             .staleThreshold(settings.staleThreshold())

@@ -13,6 +13,9 @@ final class WorkerOptions {
   @Option(names = "--queues", paramLabel = "<q[=n],...>", descriptionKey = Settings.QUEUES)
   String queues;
 
+  @Option(names = "--capabilities", paramLabel = "<name,...>", descriptionKey = Settings.CAPABILITIES)
+  String capabilities;
+
   @Option(names = "--concurrency", paramLabel = "<n>", descriptionKey = Settings.CONCURRENCY)
   String concurrency;
 
@@ -50,6 +53,7 @@ final class WorkerOptions {
   Map<String, String> flags() {
     Map<String, String> flags = new LinkedHashMap<>();
     flags.put(Settings.QUEUES, queues);
+    flags.put(Settings.CAPABILITIES, capabilities);
     flags.put(Settings.CONCURRENCY, concurrency);
     flags.put(Settings.CLAIM_BATCH, claimBatch);
     flags.put(Settings.POLL_INTERVAL, pollInterval);

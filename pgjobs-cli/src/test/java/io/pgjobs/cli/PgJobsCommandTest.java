@@ -372,6 +372,9 @@ class PgJobsCommandTest {
     assertUsage(run("work", "--concurrency", "0"), "invalid value '0' for option --concurrency (setting concurrency): out of range; allowed: an integer from 1 to 10000");
     assertUsage(run("work", "--log-level", "loud"), "invalid value 'loud' for option --log-level (setting log_level): unknown log level");
     assertUsage(run("work", "--queues", "a=1,,b"), "invalid value 'a=1,,b' for option --queues (setting queues): empty queue name");
+    assertUsage(run("work", "--capabilities", "media,needs gpu"), "invalid value 'media,needs gpu' for option"
+        + " --capabilities (setting capabilities): invalid capability name 'needs gpu'; allowed: comma-separated names,"
+        + " each 1–64 of letters, digits and _ . -");
     assertUsage(run("bench", "--workload", "W9"), "unknown workload 'W9'; allowed: W1, W2, W3, W4, all");
     assertUsage(run("bench", "--runs", "0"), "--runs must be between 1 and 100, was 0");
     assertUsage(run("bench", "--scale", "20"), "--scale must be greater than 0 and at most 10, was 20.0");

@@ -92,9 +92,9 @@ final class AdminSql {
           RETURNING *
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
-                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id)
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability)
           SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
-                 context, idempotency_key, timeout_ms, errors, parent_id
+                 context, idempotency_key, timeout_ms, errors, parent_id, capability
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + NOTIFY_INSERTED + """
@@ -110,9 +110,9 @@ final class AdminSql {
           RETURNING *
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
-                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id)
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability)
           SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
-                 context, idempotency_key, timeout_ms, errors, parent_id
+                 context, idempotency_key, timeout_ms, errors, parent_id, capability
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + NOTIFY_INSERTED + """
@@ -169,6 +169,29 @@ final class AdminSql {
         LEFT JOIN all_counts c ON c.queue = n.name
         LEFT JOIN {schema}.queues q ON q.name = n.name
        ORDER BY n.name""";
+
+  /**
+   * Per queue and capability, the waiting jobs (queued or retrying, due or scheduled) that need a
+   * capability no live worker serving that queue declares: a worker is live while its heartbeat is newer
+   * than the threshold (ms). Reads only jobs_ready_capability_idx (waiting jobs that need a capability),
+   * grouped before the workers are looked at, so its cost follows those jobs and the workers, not the
+   * hot table.
+   */
+  static final String UNRUNNABLE =
+      """
+      WITH needed AS (
+          SELECT queue, capability, count(*) AS jobs
+            FROM {schema}.jobs
+           WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL
+           GROUP BY queue, capability
+      )
+      SELECT n.queue, n.capability, n.jobs
+        FROM needed AS n
+       WHERE NOT EXISTS (SELECT 1 FROM {schema}.workers AS w
+                          WHERE w.last_heartbeat >= now() - ?::bigint * interval '1 millisecond'
+                            AND n.capability = ANY (w.capabilities)
+                            AND n.queue IN (SELECT jsonb_object_keys(w.queues)))
+       ORDER BY n.queue, n.capability""";
 
   /** Jobs finished per minute over a window, by type, queue and final state. */
   static final String STATS_PER_MINUTE =

@@ -53,6 +53,7 @@ public final class AdminStore {
   private final String setQueuePaused;
   private final String notifyReady;
   private final String queueOverview;
+  private final String unrunnable;
   private final String statsPerMinute;
   private volatile Boolean trigramIndex;
 
@@ -73,6 +74,7 @@ public final class AdminStore {
     this.setQueuePaused = JobSql.forSchema(AdminSql.SET_QUEUE_PAUSED, schema);
     this.notifyReady = JobSql.forSchema(AdminSql.NOTIFY_READY, schema);
     this.queueOverview = JobSql.forSchema(AdminSql.QUEUE_OVERVIEW, schema);
+    this.unrunnable = JobSql.forSchema(AdminSql.UNRUNNABLE, schema);
     this.statsPerMinute = JobSql.forSchema(AdminSql.STATS_PER_MINUTE, schema);
   }
 
@@ -336,8 +338,23 @@ public final class AdminStore {
     }
   }
 
-  /** Every known queue with counts per state, oldest due job's age and paused flag, by name. */
+  /**
+   * How recent a worker's heartbeat must be for {@link #queues()} to count it as live: the default
+   * dead-worker threshold ({@code Maintenance.DEFAULT_WORKER_DEAD_AFTER}, 20 s).
+   */
+  public static final java.time.Duration LIVE_WORKER_WINDOW = java.time.Duration.ofSeconds(20);
+
+  /**
+   * Every known queue with counts per state, oldest due job's age, paused flag and the jobs no live
+   * worker can run (see {@link QueueInfo.Unrunnable}; live: heartbeat within {@link #LIVE_WORKER_WINDOW}),
+   * by name.
+   */
   public List<QueueInfo> queues() throws SQLException {
+    return queues(LIVE_WORKER_WINDOW);
+  }
+
+  /** {@link #queues()}, a worker counting as live while its heartbeat is newer than {@code workerDeadAfter}. */
+  public List<QueueInfo> queues(java.time.Duration workerDeadAfter) throws SQLException {
     Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
     Map<String, Long> scheduled = new LinkedHashMap<>();
     Map<String, Long> oldestDueMs = new LinkedHashMap<>();
@@ -360,11 +377,35 @@ public final class AdminStore {
         paused.put(queue, rs.getBoolean(6));
       }
     }
+    Map<String, QueueInfo.Unrunnable> unrunnable = unrunnable(workerDeadAfter);
     List<QueueInfo> result = new ArrayList<>();
     counts.forEach((queue, perState) -> result.add(new QueueInfo(
         queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L),
         oldestDueMs.containsKey(queue) ? java.time.Duration.ofMillis(oldestDueMs.get(queue)) : null,
-        paused.getOrDefault(queue, false))));
+        paused.getOrDefault(queue, false), unrunnable.getOrDefault(queue, QueueInfo.Unrunnable.NONE))));
+    return result;
+  }
+
+  /**
+   * Per queue, the waiting jobs that need a capability no live worker serving the queue declares (live:
+   * heartbeat newer than {@code workerDeadAfter}); queues without such jobs are absent.
+   */
+  public Map<String, QueueInfo.Unrunnable> unrunnable(java.time.Duration workerDeadAfter) throws SQLException {
+    Map<String, Long> count = new LinkedHashMap<>();
+    Map<String, List<String>> capabilities = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(unrunnable))) {
+      ps.setLong(1, workerDeadAfter.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          String queue = rs.getString(1);
+          capabilities.computeIfAbsent(queue, q -> new ArrayList<>()).add(rs.getString(2));
+          count.merge(queue, rs.getLong(3), Long::sum);
+        }
+      }
+    }
+    Map<String, QueueInfo.Unrunnable> result = new LinkedHashMap<>();
+    count.forEach((queue, n) -> result.put(queue, new QueueInfo.Unrunnable(n, List.copyOf(capabilities.get(queue)))));
     return result;
   }
 

@@ -102,7 +102,8 @@ public final class EnqueueStore {
       ps.setString(i++, job.context());
       ps.setString(i++, job.idempotencyKey());
       setLong(ps, i++, job.timeoutMs());
-      ps.setObject(i, job.parentId(), java.sql.Types.OTHER);
+      ps.setObject(i++, job.parentId(), java.sql.Types.OTHER);
+      ps.setString(i, job.capability());
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
           Job stored =
@@ -112,7 +113,7 @@ public final class EnqueueStore {
                   JobRowMapper.instant(rs, "created_at"), null, null, null, null, job.context(),
                   job.idempotencyKey(),
                   job.timeoutMs() == null ? null : java.time.Duration.ofMillis(job.timeoutMs()),
-                  null, null, List.of(), null, false, job.parentId());
+                  null, null, List.of(), null, false, job.parentId(), job.capability());
           return new EnqueuedJob(stored, false);
         }
       }
@@ -159,6 +160,7 @@ public final class EnqueueStore {
       ps.setString(i++, job.context());
       setLong(ps, i++, job.timeoutMs());
       ps.setObject(i++, job.parentId(), Types.OTHER);
+      ps.setString(i++, job.capability());
       ps.setBytes(i++, job.uniqueBase());
       setLong(ps, i++, u.period() == null ? null : u.period().toMillis());
       ps.setBoolean(i++, replaceRunAt);
@@ -233,6 +235,7 @@ public final class EnqueueStore {
       ps.setString(i++, first.context());
       setLong(ps, i++, first.timeoutMs());
       ps.setObject(i++, first.parentId(), Types.OTHER);
+      ps.setString(i++, first.capability());
       ps.setBoolean(i++, replaceRunAt);
       ps.setBoolean(i++, replacePayload);
       ps.setBoolean(i, replaceRunAt);
@@ -317,7 +320,8 @@ public final class EnqueueStore {
             .number(job.priority())
             .number(job.maxAttempts())
             .text(job.context())
-            .number(job.timeoutMs());
+            .number(job.timeoutMs())
+            .text(job.capability());
         if (!allDueNow) {
           Instant runAt =
               job.runAt() != null ? job.runAt() : job.delayMs() == null ? now : now.plusMillis(job.delayMs());

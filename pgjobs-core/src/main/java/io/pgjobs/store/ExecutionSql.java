@@ -22,7 +22,10 @@ final class ExecutionSql {
    * The claim from the low end of every level (the full pass of {@link ClaimCursor}): up to
    * {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at} (then id);
    * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
-   * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort.
+   * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort. Only jobs that need
+   * no capability: jobs_ready_idx holds no others (schema version 15), so this reads the same index
+   * ranges, whatever the jobs that need a capability are; a worker with capabilities also runs
+   * {@link #CLAIM_CAPABLE}.
    *
    * <p>Three choices keep its cost independent of how many jobs wait in the future (scheduled, or
    * retrying after a backoff) and of the hot table's ever-stale statistics:
@@ -52,11 +55,12 @@ final class ExecutionSql {
        WHERE j.id = ANY (ARRAY(
               WITH RECURSIVE levels(priority) AS (
                   SELECT max(priority) FROM {schema}.jobs
-                   WHERE queue = ? AND state IN ('queued', 'retrying')
+                   WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
                      AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                 UNION ALL
                   SELECT (SELECT max(n.priority) FROM {schema}.jobs AS n
-                           WHERE n.queue = ? AND n.state IN ('queued', 'retrying') AND n.priority < l.priority)
+                           WHERE n.queue = ? AND n.state IN ('queued', 'retrying') AND n.capability IS NULL
+                             AND n.priority < l.priority)
                     FROM levels AS l
                    WHERE l.priority IS NOT NULL
               )
@@ -64,8 +68,8 @@ final class ExecutionSql {
                 FROM levels
                CROSS JOIN LATERAL (
                      SELECT id FROM {schema}.jobs
-                      WHERE queue = ? AND state IN ('queued', 'retrying') AND priority = levels.priority
-                        AND run_at <= now() AND attempts < max_attempts
+                      WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
+                        AND priority = levels.priority AND run_at <= now() AND attempts < max_attempts
                       ORDER BY run_at, id
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
@@ -99,19 +103,71 @@ final class ExecutionSql {
               SELECT ready.id
                 FROM (SELECT top.priority, '-infinity', '00000000-0000-0000-0000-000000000000'::uuid
                         FROM (SELECT max(priority) AS priority FROM {schema}.jobs
-                               WHERE queue = ? AND state IN ('queued', 'retrying') AND priority > ?) AS top
+                               WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
+                                 AND priority > ?) AS top
                        WHERE top.priority IS NOT NULL
                       UNION ALL
                       SELECT * FROM unnest(?::int[], ?::text[], ?::uuid[])) AS c(priority, after_run_at, after_id)
                CROSS JOIN LATERAL (
                      SELECT id FROM {schema}.jobs
-                      WHERE queue = ? AND state IN ('queued', 'retrying') AND priority = c.priority
-                        AND (run_at, id) > (c.after_run_at::timestamptz, c.after_id)
+                      WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
+                        AND priority = c.priority AND (run_at, id) > (c.after_run_at::timestamptz, c.after_id)
                         AND run_at <= now() AND attempts < max_attempts
                       ORDER BY run_at, id
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
                WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+               LIMIT ?))
+      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
+                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";
+
+  /**
+   * The part of a claim that only a worker with capabilities makes, before {@link #CLAIM} or
+   * {@link #CLAIM_RESUME} fill its remaining slots: up to {@code limit} due jobs of a queue that need one of
+   * the worker's capabilities, by priority (higher first), then {@code run_at}, then id. Built as
+   * {@link #CLAIM} is, on jobs_ready_capability_idx (capability, queue, priority DESC, run_at, id), which
+   * holds only waiting jobs that need a capability: the recursive CTE finds, for each capability, the
+   * priority levels present (one index probe each), and each (capability, level) range is read from its
+   * first due job, bounded by {@code run_at <= now()}, so the cost follows the jobs claimed and the levels
+   * present, not the scheduled jobs. Levels are served highest first; within one level, capabilities in
+   * the order the worker declared them (not merged by run_at). The outer LIMIT stops pulling rows as
+   * soon as it has enough, so no more rows are locked than are claimed. SKIP LOCKED, a paused queue yields
+   * nothing, primary-key lookups for the UPDATE, one token per statement, as {@link #CLAIM}. No cursor:
+   * such jobs are expected to be few (see {@link ClaimCursor} for why the generic claim has one).
+   *
+   * <p>Parameters: worker id; the queue (first level); the capabilities (text[]); the paused check's
+   * queue; the queue (next level); the queue (ready rows); the limit per level; the limit.
+   */
+  static final String CLAIM_CAPABLE =
+      """
+      UPDATE {schema}.jobs AS j
+         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
+             heartbeat_at = now(), locked_by = ?, prefetched = false,
+             claim_token = (SELECT nextval('{schema}.claim_tokens'))
+       WHERE j.id = ANY (ARRAY(
+              WITH RECURSIVE levels(capability, rank, priority) AS (
+                  SELECT c.capability, c.rank,
+                         (SELECT max(priority) FROM {schema}.jobs
+                           WHERE capability = c.capability AND queue = ? AND state IN ('queued', 'retrying'))
+                    FROM unnest(?::text[]) WITH ORDINALITY AS c(capability, rank)
+                   WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+                UNION ALL
+                  SELECT l.capability, l.rank,
+                         (SELECT max(n.priority) FROM {schema}.jobs AS n
+                           WHERE n.capability = l.capability AND n.queue = ? AND n.state IN ('queued', 'retrying')
+                             AND n.priority < l.priority)
+                    FROM levels AS l
+                   WHERE l.priority IS NOT NULL
+              )
+              SELECT ready.id
+                FROM (SELECT * FROM levels WHERE priority IS NOT NULL ORDER BY priority DESC, rank) AS lv
+               CROSS JOIN LATERAL (
+                     SELECT id FROM {schema}.jobs
+                      WHERE capability = lv.capability AND queue = ? AND state IN ('queued', 'retrying')
+                        AND priority = lv.priority AND run_at <= now() AND attempts < max_attempts
+                      ORDER BY run_at, id
+                      LIMIT ?
+                        FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";

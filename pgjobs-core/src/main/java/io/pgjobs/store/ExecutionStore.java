@@ -29,6 +29,9 @@ public final class ExecutionStore {
   private final PayloadCodec codec;
 
   private final String claim;
+  private final String claimCapable;
+  /** The worker's capabilities; empty: it claims only jobs that need none, with the unchanged claim. */
+  private final String[] capabilities;
   private final String claimResume;
   private final String succeedBatch;
   private final String succeedBatchSkipLocked;
@@ -45,12 +48,26 @@ public final class ExecutionStore {
   private final String isRunning;
   private final String clearPrefetched;
 
-  /** A store over {@code schema} (lowercase letters, digits, underscores). */
+  /** A store over {@code schema} (lowercase letters, digits, underscores) for a worker without capabilities. */
   public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec) {
+    this(dataSource, schema, codec, List.of());
+  }
+
+  /**
+   * A store over {@code schema} whose claims are those of a worker with {@code capabilities}: it claims the
+   * jobs that need one of them first, then jobs that need none (see {@link #claim}). Names as
+   * {@link io.pgjobs.JobType#requireCapability} allows.
+   */
+  public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec, Collection<String> capabilities) {
     this.dataSource = dataSource;
     this.codec = codec;
     JobSql.requireSchema(schema);
+    this.capabilities = capabilities.stream()
+        .map(name -> io.pgjobs.JobType.requireCapability("capabilities", name))
+        .distinct()
+        .toArray(String[]::new);
     this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
+    this.claimCapable = JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema);
     this.claimResume = JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
@@ -107,38 +124,82 @@ public final class ExecutionStore {
   /** {@link #claim(String, int, String, ClaimCursor)} on {@code connection}, in auto-commit mode. */
   public List<ClaimedJob> claim(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
       throws SQLException {
+    if (capabilities.length == 0) {
+      return claimWithoutCapability(c, queue, limit, workerId, cursor);
+    }
+    // A worker with capabilities serves the jobs only workers like it can run first (by priority among
+    // them), then fills what is left of the batch with jobs any worker can run. Two statements, each a
+    // complete claim of its own; the cursor follows the second only (its index holds only those jobs).
+    List<ClaimedJob> claimed = claimCapable(c, queue, limit, workerId);
+    if (claimed.size() < limit) {
+      claimed.addAll(claimWithoutCapability(c, queue, limit - claimed.size(), workerId, cursor));
+    }
+    return claimed;
+  }
+
+  /** The worker's capabilities (empty: none). */
+  public List<String> capabilities() {
+    return List.of(capabilities);
+  }
+
+  private List<ClaimedJob> claimCapable(Connection c, String queue, int limit, String workerId) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(claimCapable)) {
+      ps.setString(1, workerId);
+      ps.setString(2, queue);
+      ps.setArray(3, c.createArrayOf("text", capabilities));
+      ps.setString(4, queue);
+      ps.setString(5, queue);
+      ps.setString(6, queue);
+      ps.setInt(7, limit);
+      ps.setInt(8, limit);
+      List<ClaimedJob> claimed = readClaimed(ps, limit);
+      claimed.sort(CLAIM_ORDER);
+      return claimed;
+    }
+  }
+
+  /** Claim order: priority desc, run_at, id. */
+  private static final java.util.Comparator<ClaimedJob> CLAIM_ORDER =
+      (a, b) -> a.priority() != b.priority()
+          ? Integer.compare(b.priority(), a.priority())
+          : a.runAt().equals(b.runAt())
+              ? ClaimCursor.compareUuids(a.id(), b.id())
+              : a.runAt().compareTo(b.runAt());
+
+  private static List<ClaimedJob> readClaimed(PreparedStatement ps, int limit) throws SQLException {
+    List<ClaimedJob> claimed = new ArrayList<>(Math.min(limit, 1_024));
+    try (ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        long timeoutMs = rs.getLong(11);
+        Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
+        claimed.add(
+            new ClaimedJob(
+                rs.getObject(1, UUID.class),
+                rs.getString(2),
+                rs.getString(3),
+                rs.getString(4),
+                rs.getInt(5),
+                rs.getInt(6),
+                rs.getInt(7),
+                rs.getTimestamp(8).toInstant(),
+                rs.getTimestamp(9).toInstant(),
+                rs.getString(10),
+                timeout,
+                rs.getLong(12)));
+      }
+    }
+    return claimed;
+  }
+
+  private List<ClaimedJob> claimWithoutCapability(
+      Connection c, String queue, int limit, String workerId, ClaimCursor cursor) throws SQLException {
     long now = System.nanoTime();
     boolean full = cursor == null || cursor.fullPassDue(now);
     try (PreparedStatement ps = c.prepareStatement(full ? claim : claimResume)) {
       bindClaim(c, ps, queue, limit, workerId, full ? null : cursor);
-      List<ClaimedJob> claimed = new ArrayList<>(Math.min(limit, 1_024));
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          long timeoutMs = rs.getLong(11);
-          Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
-          claimed.add(
-              new ClaimedJob(
-                  rs.getObject(1, UUID.class),
-                  rs.getString(2),
-                  rs.getString(3),
-                  rs.getString(4),
-                  rs.getInt(5),
-                  rs.getInt(6),
-                  rs.getInt(7),
-                  rs.getTimestamp(8).toInstant(),
-                  rs.getTimestamp(9).toInstant(),
-                  rs.getString(10),
-                  timeout,
-                  rs.getLong(12)));
-        }
-      }
+      List<ClaimedJob> claimed = readClaimed(ps, limit);
       // RETURNING has no order: put the batch back in claim order (priority desc, run_at, id).
-      claimed.sort(
-          (a, b) -> a.priority() != b.priority()
-              ? Integer.compare(b.priority(), a.priority())
-              : a.runAt().equals(b.runAt())
-                  ? ClaimCursor.compareUuids(a.id(), b.id())
-                  : a.runAt().compareTo(b.runAt()));
+      claimed.sort(CLAIM_ORDER);
       if (cursor != null) {
         if (full) {
           cursor.fullPassMade(now);

@@ -48,7 +48,8 @@ final class JobRowMapper {
         errors(rs.getString("errors")),
         codec.tree(rs.getString("output")),
         rs.getBoolean("cancel_requested"),
-        rs.getObject("parent_id", UUID.class));
+        rs.getObject("parent_id", UUID.class),
+        rs.getString("capability"));
   }
 
   private List<JobError> errors(String json) {

@@ -28,7 +28,7 @@ final class JobSql {
       """
       id, type, queue, payload::text AS payload, priority, state, attempts, max_attempts, run_at,
       created_at, attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-      progress_message, errors::text AS errors, parent_id""";
+      progress_message, errors::text AS errors, parent_id, capability""";
 
   static final String HOT_COLUMNS =
       COLUMNS
@@ -111,10 +111,10 @@ final class JobSql {
         INSERT INTO {schema}.finished_jobs
                (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
                 attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-                progress_message, errors, output, finished_at, claim_token, parent_id)
+                progress_message, errors, output, finished_at, claim_token, parent_id, capability)
         SELECT id, type, queue, payload, priority, %s, attempts, max_attempts, run_at, created_at,
                attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-               progress_message, %s, %s, now(), %s, parent_id
+               progress_message, %s, %s, now(), %s, parent_id, capability
           FROM %s""".formatted(state, errors, output, claimToken, from);
   }
 

@@ -23,4 +23,22 @@ public record NewJob(
     String idempotencyFingerprint,
     UUID parentId,
     byte[] uniqueBase,
-    io.pgjobs.UniqueOptions unique) {}
+    io.pgjobs.UniqueOptions unique,
+    String capability) {
+
+  /** A job that needs no capability. */
+  public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
+      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
+      UUID parentId, byte[] uniqueBase, io.pgjobs.UniqueOptions unique) {
+    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
+        idempotencyFingerprint, parentId, uniqueBase, unique, null);
+  }
+
+  /** A job that is neither unique nor needs a capability. */
+  public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
+      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
+      UUID parentId) {
+    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
+        idempotencyFingerprint, parentId, null, null, null);
+  }
+}

@@ -23,8 +23,9 @@ final class WorkerSql {
   static final String HEARTBEAT =
       """
       WITH worker AS (
-          INSERT INTO {schema}.workers (id, host, pid, queues, job_types, started_at, last_heartbeat, stuck_lanes)
-          VALUES (?, ?, ?, ?::jsonb, ?::jsonb, now(), now(), ?)
+          INSERT INTO {schema}.workers (id, host, pid, queues, job_types, started_at, last_heartbeat, stuck_lanes,
+                                        capabilities)
+          VALUES (?, ?, ?, ?::jsonb, ?::jsonb, now(), now(), ?, ?::text[])
           ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), stuck_lanes = EXCLUDED.stuck_lanes
           RETURNING id
       ), mine AS (
@@ -47,7 +48,7 @@ final class WorkerSql {
       """
       SELECT w.id, w.host, w.pid, w.queues::text, w.job_types::text, w.started_at, w.last_heartbeat,
              (SELECT count(*) FROM {schema}.jobs j WHERE j.locked_by = w.id AND j.state = 'running') AS running,
-             w.stuck_lanes
+             w.stuck_lanes, w.capabilities
         FROM {schema}.workers w
        ORDER BY w.started_at, w.id""";
 

@@ -44,7 +44,14 @@ public final class WorkerStore {
   }
 
   /** Who the worker is, as registered. */
-  public record Registration(String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes) {}
+  public record Registration(
+      String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes,
+      Collection<String> capabilities) {
+    /** A worker without capabilities. */
+    public Registration(String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes) {
+      this(id, host, pid, queues, jobTypes, List.of());
+    }
+  }
 
   /**
    * Registers or renews the worker and the heartbeats of the jobs it holds, on {@code connection} (the
@@ -77,9 +84,10 @@ public final class WorkerStore {
         ps.setString(4, codec.write(worker.queues()));
         ps.setString(5, codec.write(worker.jobTypes()));
         ps.setInt(6, stuckLanes);
-        ps.setArray(7, connection.createArrayOf("uuid", ids));
-        ps.setObject(8, ExecutionStore.jsonb(tokens));
-        ps.setArray(9, connection.createArrayOf("uuid", waiting.toArray()));
+        ps.setArray(7, connection.createArrayOf("text", worker.capabilities().toArray()));
+        ps.setArray(8, connection.createArrayOf("uuid", ids));
+        ps.setObject(9, ExecutionStore.jsonb(tokens));
+        ps.setArray(10, connection.createArrayOf("uuid", waiting.toArray()));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));
@@ -130,7 +138,8 @@ public final class WorkerStore {
                 rs.getTimestamp(6).toInstant(),
                 rs.getTimestamp(7).toInstant(),
                 rs.getLong(8),
-                rs.getInt(9)));
+                rs.getInt(9),
+                List.of((String[]) rs.getArray(10).getArray())));
       }
     }
     return workers;

@@ -113,7 +113,7 @@ public final class JobWorker implements AutoCloseable {
     this.recurringStore = new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema);
     PayloadCodec codec = new PayloadCodec(b.mapper);
     this.store = new AdminStore(b.dataSource, b.schema, codec);
-    ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec);
+    ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec, b.capabilities);
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
     this.separateListenSource = b.listenDataSource != null;
@@ -169,7 +169,8 @@ public final class JobWorker implements AutoCloseable {
     WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, codec);
     WorkerStore.Registration registration =
         new WorkerStore.Registration(
-            workerId, hostName(), ProcessHandle.current().pid(), Map.copyOf(queues), List.copyOf(b.handlers.keySet()));
+            workerId, hostName(), ProcessHandle.current().pid(), Map.copyOf(queues), List.copyOf(b.handlers.keySet()),
+            execution.capabilities());
     Duration heartbeatInterval =
         b.heartbeatInterval != null
             ? b.heartbeatInterval
@@ -431,6 +432,7 @@ public final class JobWorker implements AutoCloseable {
     private final Map<String, Integer> queues = new LinkedHashMap<>();
     private final Map<String, io.pgjobs.recurring.Recurring> recurring = new LinkedHashMap<>();
     private String workerId;
+    private List<String> capabilities = List.of();
     private int claimBatch = DEFAULT_CLAIM_BATCH;
     private int completionBatch = DEFAULT_COMPLETION_BATCH;
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
@@ -517,6 +519,27 @@ public final class JobWorker implements AutoCloseable {
         throw new IllegalArgumentException("worker id must be 1 to 255 characters, was '" + workerId + "'");
       }
       this.workerId = workerId;
+      return this;
+    }
+
+    /**
+     * The capabilities this worker has ({@code "general", "media"}): besides jobs that need none, it claims
+     * jobs that need one of them ({@link io.pgjobs.JobType#withCapability}), those first. None (the
+     * default): it claims only jobs that need no capability, with the claim of a plain worker. Names: 1 to
+     * {@value io.pgjobs.JobType#MAX_CAPABILITY_LENGTH} characters of letters, digits and {@code _ . -}.
+     *
+     * @throws io.pgjobs.InvalidJobException naming a capability that is not allowed
+     */
+    public Builder capabilities(String... capabilities) {
+      return capabilities(List.of(capabilities));
+    }
+
+    /** Same, from a collection (replaces what was declared before). */
+    public Builder capabilities(Collection<String> capabilities) {
+      this.capabilities = capabilities.stream()
+          .map(name -> io.pgjobs.JobType.requireCapability("capabilities", name))
+          .distinct()
+          .toList();
       return this;
     }
 

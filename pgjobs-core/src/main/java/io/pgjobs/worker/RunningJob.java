@@ -250,7 +250,7 @@ final class RunningJob implements JobContext {
   private io.pgjobs.EnqueueOptions asChild(io.pgjobs.EnqueueOptions options) {
     io.pgjobs.EnqueueOptions o = options == null ? io.pgjobs.EnqueueOptions.DEFAULTS : options;
     return new io.pgjobs.EnqueueOptions(o.queue(), o.priority(), o.maxAttempts(), o.runAt(), o.delay(), o.context(),
-        o.idempotencyKey(), o.timeout(), job.id(), o.unique());
+        o.idempotencyKey(), o.timeout(), job.id(), o.unique(), o.capability());
   }
 
   @Override

@@ -79,6 +79,40 @@ class OperationsApiTest {
   }
 
   @Test
+  void aJobNeedingACapabilityNoLiveWorkerHasIsReportedUntilAWorkerWithItStartsAndRunsIt() {
+    String queue = uniqueQueue();
+    Response created = api.post("/jobs",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"gpu\"},\"queue\":\"" + queue + "\",\"capability\":\"gpu\"}");
+    assertThat(created.status()).isEqualTo(201);
+    assertThat(created.json().path("capability").asString()).isEqualTo("gpu");
+    String id = created.json().path("id").asString();
+
+    JsonNode unrunnable = queue(queue).path("unrunnable");
+    assertThat(unrunnable.path("count").asLong()).isEqualTo(1);
+    assertThat(unrunnable.path("capabilities").toString()).isEqualTo("[\"gpu\"]");
+
+    try (JobWorker worker = JobWorker.builder(api.db.dataSource())
+        .workerId("api-gpu-worker-" + queue)
+        .capabilities("general", "gpu")
+        .register(TestTypes.TASK, (ctx, task) -> null)
+        .queue(queue, 1)
+        .build()
+        .start()) {
+      await().atMost(WAIT).until(() -> api.get("/jobs/" + id).json().path("state").asString().equals("succeeded"));
+      assertThat(api.get("/jobs/" + id).json().path("capability").asString()).isEqualTo("gpu");
+      JsonNode w = null;
+      for (JsonNode candidate : api.get("/workers").json().path("workers")) {
+        if (candidate.path("id").asString().equals(worker.workerId())) {
+          w = candidate;
+        }
+      }
+      assertThat(w).isNotNull();
+      assertThat(w.path("capabilities").toString()).isEqualTo("[\"general\",\"gpu\"]");
+      assertThat(queue(queue).path("unrunnable").path("count").asLong()).isZero();
+    }
+  }
+
+  @Test
   void workersShowLiveWorkersWithHeartbeatsAndRunningJobs() throws Exception {
     String queue = uniqueQueue();
     CountDownLatch release = new CountDownLatch(1);

@@ -48,6 +48,8 @@ import java.util.stream.Collectors;
  *       <td>error, warn, info, debug</td></tr>
  *   <tr><td>queues</td><td>--queues</td><td>PGJOBS_QUEUES</td><td>the queues of the registered job
  *       types</td><td>queue[=concurrency],...</td></tr>
+ *   <tr><td>capabilities</td><td>--capabilities</td><td>PGJOBS_CAPABILITIES</td><td>none</td>
+ *       <td>name,... (1–64 of letters, digits, _ . -)</td></tr>
  *   <tr><td>concurrency</td><td>--concurrency</td><td>PGJOBS_CONCURRENCY</td><td>10</td><td>1–10000</td></tr>
  *   <tr><td>claim_batch</td><td>--claim-batch</td><td>PGJOBS_CLAIM_BATCH</td><td>1000</td><td>1–10000</td></tr>
  *   <tr><td>poll_interval</td><td>--poll-interval</td><td>PGJOBS_POLL_INTERVAL</td><td>1s</td><td>10ms–1h</td></tr>
@@ -147,6 +149,7 @@ public final class Settings {
   public static final String LOG_FORMAT = "log_format";
   public static final String LOG_LEVEL = "log_level";
   public static final String QUEUES = "queues";
+  public static final String CAPABILITIES = "capabilities";
   public static final String CONCURRENCY = "concurrency";
   public static final String CLAIM_BATCH = "claim_batch";
   public static final String POLL_INTERVAL = "poll_interval";
@@ -164,6 +167,8 @@ public final class Settings {
   public static final String API_TOKENS = "api_tokens";
 
   private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,50}");
+  /** As {@code JobType.requireCapability}: the jobs table's CHECK says the same. */
+  private static final Pattern CAPABILITY_NAME = Pattern.compile("[A-Za-z0-9_.\\-]{1,64}");
   private static final Pattern QUEUE_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
   private static final Pattern HOST_NAME =
       Pattern.compile("[A-Za-z0-9]([A-Za-z0-9\\-.]{0,252}[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
@@ -208,6 +213,11 @@ public final class Settings {
               "comma-separated `queue` or `queue=concurrency` (queue: 1–255 of letters, digits, `_ . : - /`;"
                   + " concurrency 1–10000)",
               "queues `work` serves; a queue without `=N` gets `concurrency`", Settings::parseQueues),
+          new Definition(CAPABILITIES, "--capabilities", List.of("PGJOBS_CAPABILITIES"), null, "none",
+              "comma-separated names, each 1–64 of letters, digits and `_ . -`",
+              "capabilities this worker has (`media,gpu`): it also runs jobs that need one of them, those first;"
+                  + " without any it runs only jobs that need none",
+              Settings::parseCapabilities),
           new Definition(CONCURRENCY, "--concurrency", List.of("PGJOBS_CONCURRENCY"), "10", "10",
               "an integer from 1 to 10000", "jobs run at once per queue", text -> parseInt(text, 1, 10_000)),
           new Definition(CLAIM_BATCH, "--claim-batch", List.of("PGJOBS_CLAIM_BATCH"), "1000", "1000",
@@ -475,6 +485,13 @@ public final class Settings {
     return Collections.unmodifiableMap(queues);
   }
 
+  /** The capabilities the worker declares; empty when none were given. */
+  @SuppressWarnings("unchecked")
+  public List<String> capabilities() {
+    Object capabilities = values.get(CAPABILITIES).value();
+    return capabilities == null ? List.of() : (List<String>) capabilities;
+  }
+
   /** Jobs run at once per queue. */
   public int concurrency() {
     return (Integer) values.get(CONCURRENCY).value();
@@ -562,6 +579,7 @@ public final class Settings {
     return switch (name) {
       case DATABASE_URL, LISTEN_DATABASE_URL -> value.value().toString();
       case API_TOKENS -> apiTokens().size() + " token(s)";
+      case CAPABILITIES -> capabilities().isEmpty() ? "(none)" : String.join(",", capabilities());
       case QUEUES -> queues().entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(","));
       default -> value.text();
     };
@@ -649,6 +667,24 @@ public final class Settings {
       case "json" -> LogFormat.JSON;
       default -> throw new IllegalArgumentException("unknown log format");
     };
+  }
+
+  private static List<String> parseCapabilities(String text) {
+    List<String> capabilities = new ArrayList<>();
+    for (String part : text.split(",", -1)) {
+      String name = part.strip();
+      if (name.isEmpty()) {
+        throw new IllegalArgumentException("empty capability name");
+      }
+      if (!CAPABILITY_NAME.matcher(name).matches()) {
+        throw new IllegalArgumentException("invalid capability name '" + name + "'");
+      }
+      if (capabilities.contains(name)) {
+        throw new IllegalArgumentException("capability '" + name + "' is named twice");
+      }
+      capabilities.add(name);
+    }
+    return List.copyOf(capabilities);
   }
 
   private static Map<String, Integer> parseQueues(String text) {

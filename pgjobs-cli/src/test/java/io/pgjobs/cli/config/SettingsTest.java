@@ -125,6 +125,25 @@ class SettingsTest {
   }
 
   @Test
+  void capabilitiesComeFromTheFlagOrPgjobsCapabilitiesAndBadNamesSayWhatIsAllowed() {
+    assertThat(Settings.resolve(Map.of(), Map.of()).capabilities()).isEmpty();
+    Settings s = Settings.resolve(Map.of(), Map.of("PGJOBS_CAPABILITIES", "general, media"));
+    assertThat(s.capabilities()).containsExactly("general", "media");
+    assertThat(s.shown("capabilities")).isEqualTo("general,media");
+    assertThat(Settings.resolve(Map.of("capabilities", "gpu"), Map.of("PGJOBS_CAPABILITIES", "media")).capabilities())
+        .containsExactly("gpu");
+
+    assertInvalid(Map.of(), Map.of("PGJOBS_CAPABILITIES", "media,needs gpu"),
+        "invalid value 'media,needs gpu' in environment variable PGJOBS_CAPABILITIES (setting capabilities):"
+            + " invalid capability name 'needs gpu'; allowed: comma-separated names, each 1–64 of letters, digits"
+            + " and _ . -");
+    assertInvalid(Map.of("capabilities", "media,"), Map.of(), "for option --capabilities (setting capabilities):"
+        + " empty capability name");
+    assertInvalid(Map.of("capabilities", "a,a"), Map.of(), "capability 'a' is named twice");
+    assertInvalid(Map.of("capabilities", "x".repeat(65)), Map.of(), "invalid capability name");
+  }
+
+  @Test
   void tokensAreSplitAndHiddenWhenShown() {
     Settings s = Settings.of(Map.of("api_tokens", "0123456789abcdef,fedcba9876543210-x"));
 

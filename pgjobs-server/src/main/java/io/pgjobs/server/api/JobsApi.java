@@ -39,7 +39,8 @@ public final class JobsApi {
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 
   private static final List<String> OPTION_FIELDS =
-      List.of("queue", "priority", "run_at", "delay_ms", "max_attempts", "context", "timeout_ms", "unique");
+      List.of(
+          "queue", "priority", "run_at", "delay_ms", "max_attempts", "context", "timeout_ms", "unique", "capability");
   private static final Set<String> ENQUEUE_FIELDS = fields("type", "kind", "payload");
   private static final Set<String> DISPATCH_FIELDS = fields("args");
   private static final Set<String> BULK_FIELDS =
@@ -158,6 +159,14 @@ public final class JobsApi {
     Long timeoutMs = body.integer("timeout_ms", 1, MAX_TIMEOUT_MS);
     if (timeoutMs != null) {
       b.timeout(Duration.ofMillis(timeoutMs));
+    }
+    String capability = body.text("capability", false, io.pgjobs.JobType.MAX_CAPABILITY_LENGTH);
+    if (capability != null) {
+      try {
+        b.capability(io.pgjobs.JobType.requireCapability("capability", capability));
+      } catch (io.pgjobs.InvalidJobException e) {
+        body.reject("capability", e.getMessage().substring(e.field().length() + 2));
+      }
     }
     String key = ctx.header(IDEMPOTENCY_KEY);
     if (key != null) {
@@ -321,6 +330,7 @@ public final class JobsApi {
    * @param timeoutMs per-attempt timeout override, or null for the type's
    * @param progress last reported progress, or null
    * @param errors every failed attempt, oldest first
+   * @param capability the capability a worker must declare to run it, or null if any worker may
    */
   public record JobView(
       UUID id,
@@ -346,7 +356,8 @@ public final class JobsApi {
       JsonNode output,
       boolean cancelRequested,
       UUID parentId,
-      List<UUID> children) {
+      List<UUID> children,
+      String capability) {
 
     /** The view of {@code job}, without its children (lists). */
     public static JobView of(Job job) {
@@ -366,7 +377,7 @@ public final class JobsApi {
           job.isScheduled(), job.attempts(), job.maxAttempts(), job.runAt(), job.createdAt(), job.attemptedAt(),
           job.finishedAt(), job.lockedBy(), job.heartbeatAt(), job.context(), job.idempotencyKey(),
           job.timeout() == null ? null : job.timeout().toMillis(), progress, List.copyOf(errors), job.output(),
-          job.cancelRequested(), job.parentId(), children);
+          job.cancelRequested(), job.parentId(), children, job.capability());
     }
   }
 

@@ -52,7 +52,7 @@ public final class QueuesApi {
       Duration age = Duration.ofNanos(now - computedAt);
       return queues.stream()
           .map(q -> q.oldestDueAge() == null ? q
-              : new QueueInfo(q.name(), q.counts(), q.scheduled(), q.oldestDueAge().plus(age), q.paused()))
+              : new QueueInfo(q.name(), q.counts(), q.scheduled(), q.oldestDueAge().plus(age), q.paused(), q.unrunnable()))
           .toList();
     }
   }
@@ -109,7 +109,7 @@ public final class QueuesApi {
     QueueView view = overview().stream()
         .filter(q -> q.name().equals(name))
         .findFirst()
-        .orElseGet(() -> new QueueView(name, zeroCounts(), 0, null, paused));
+        .orElseGet(() -> new QueueView(name, zeroCounts(), 0, null, paused, UnrunnableView.NONE));
     return Reply.ok(view);
   }
 
@@ -128,16 +128,31 @@ public final class QueuesApi {
    * @param scheduled queued jobs whose run_at is in the future
    * @param oldestReadyAgeMs how long the oldest due job has waited, or null when none is due
    * @param paused true while workers do not claim from it
+   * @param unrunnable its waiting jobs that need a capability no live worker of the queue declares
    */
-  public record QueueView(String name, Map<String, Long> counts, long scheduled, Long oldestReadyAgeMs, boolean paused) {
+  public record QueueView(
+      String name, Map<String, Long> counts, long scheduled, Long oldestReadyAgeMs, boolean paused,
+      UnrunnableView unrunnable) {
     static QueueView of(QueueInfo q) {
       Map<String, Long> counts = new LinkedHashMap<>();
       for (JobState s : JobState.values()) {
         counts.put(s.value(), q.count(s));
       }
       return new QueueView(q.name(), counts, q.scheduled(),
-          q.oldestDueAge() == null ? null : q.oldestDueAge().toMillis(), q.paused());
+          q.oldestDueAge() == null ? null : q.oldestDueAge().toMillis(), q.paused(),
+          new UnrunnableView(q.unrunnable().count(), q.unrunnable().capabilities()));
     }
+  }
+
+  /**
+   * Waiting jobs (queued or retrying, due or scheduled) that need a capability no live worker serving the
+   * queue has declared: they stay queued until such a worker starts.
+   *
+   * @param count how many
+   * @param capabilities the capabilities they need, sorted
+   */
+  public record UnrunnableView(long count, List<String> capabilities) {
+    static final UnrunnableView NONE = new UnrunnableView(0, List.of());
   }
 
   /** The queue overview. */

@@ -28,13 +28,14 @@ public final class WorkersApi {
    * @param runningJobs jobs it runs now
    * @param stuckLanes lanes held by handlers it had to let go (they ignored their timeout, cancellation or
    *     shutdown); each stays occupied until its handler returns
+   * @param capabilities the capabilities it declared (empty: it runs only jobs that need none)
    */
   public record WorkerView(
       String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes, Instant startedAt,
-      Instant lastHeartbeat, long runningJobs, int stuckLanes) {
+      Instant lastHeartbeat, long runningJobs, int stuckLanes, List<String> capabilities) {
     static WorkerView of(WorkerInfo w) {
       return new WorkerView(w.id(), w.host(), w.pid(), w.queues(), w.jobTypes(), w.startedAt(), w.lastHeartbeat(),
-          w.runningJobs(), w.stuckLanes());
+          w.runningJobs(), w.stuckLanes(), w.capabilities());
     }
   }
 

@@ -256,6 +256,21 @@ class DashboardTest {
     browser.waitForAttribute("#queues-admin-table tr[data-queue='reports']", "data-paused", "false");
   }
 
+  @Test
+  void aJobThatNoLiveWorkerCanRunIsShownAsSuchOnTheQueuesPage() {
+    // A queue of its own (no other test counts it); the fixture's worker declares no capabilities.
+    String queue = "gpu-" + key();
+    UUID id = app.enqueue("ok", key(), EnqueueOptions.builder().queue(queue).capability("gpu").build());
+    try {
+      browser.open(app.url("/queues"));
+      String row = "#queues-admin-table tr[data-queue='" + queue + "']";
+      browser.waitForText(row + " .badge.unrunnable", "1 need gpu, no live worker has it");
+      assertThat(app.job(id).state()).isEqualTo(JobState.QUEUED);
+    } finally {
+      app.client.cancel(id);
+    }
+  }
+
   // ---------------------------------------------------------------- acceptance: throughput chart
 
   @Test

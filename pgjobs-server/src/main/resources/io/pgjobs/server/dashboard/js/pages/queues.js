@@ -31,7 +31,8 @@ export default function queuesPage(root, {events}) {
   function render(queues) {
     body.replaceChildren(...(queues.length ? queues.map(q => h('tr', {dataset: {queue: q.name, paused: q.paused}},
       h('td', null, h('a', {href: '#/jobs?queue=' + encodeURIComponent(q.name)}, q.name)),
-      h('td', {class: 'status'}, q.paused ? h('span', {class: 'badge paused'}, 'paused') : h('span', {class: 'muted'}, 'active')),
+      h('td', {class: 'status'}, q.paused ? h('span', {class: 'badge paused'}, 'paused') : h('span', {class: 'muted'}, 'active'),
+        unrunnable(q)),
       h('td', {class: 'num'}, fmtNumber(q.counts.queued + q.counts.retrying)),
       h('td', {class: 'num'}, fmtNumber(q.counts.running)),
       h('td', {class: 'num opt'}, q.oldest_ready_age_ms == null ? '–' : fmtDuration(q.oldest_ready_age_ms)),
@@ -39,6 +40,17 @@ export default function queuesPage(root, {events}) {
         ? h('button', {type: 'button', class: 'resume', onclick: () => setPaused(q.name, false)}, 'Resume')
         : h('button', {type: 'button', class: 'pause danger', onclick: () => setPaused(q.name, true)}, 'Pause'))))
       : [h('tr', null, h('td', {class: 'empty', colspan: 6}, 'No queues yet.'))]));
+  }
+
+  // Jobs that need a capability no live worker of the queue declares: they wait (they are not failed)
+  // until a worker with it starts, so say so rather than let them look merely slow.
+  function unrunnable(q) {
+    const u = q.unrunnable;
+    if (!u || !u.count) return null;
+    const caps = u.capabilities.join(', ');
+    return h('span', {class: 'badge unrunnable', title: `No live worker of queue ${q.name} declares ${caps}:`
+        + ' these jobs stay queued until one starts (pgjobs work --capabilities ...).'},
+      `${fmtNumber(u.count)} need ${caps}, no live worker has it`);
   }
 
   async function setPaused(name, paused) {
