@@ -114,7 +114,8 @@ public final class JobsApi {
     if (result.replayed()) {
       return Reply.ok(view).withHeader("Idempotent-Replayed", "true");
     }
-    return Reply.created(view).withHeader("Location", "/jobs/" + view.id());
+    // Below the context path: the API may be mounted under a path of another application.
+    return Reply.created(view).withHeader("Location", ctx.contextPath() + "/jobs/" + view.id());
   }
 
   private List<String> knownTypes() {
