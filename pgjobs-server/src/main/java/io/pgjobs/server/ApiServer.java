@@ -293,6 +293,14 @@ public final class ApiServer implements AutoCloseable {
         .toList();
   }
 
+  /**
+   * Ends the open event streams now (their clients reconnect), before {@link #close()}: a host container's
+   * graceful shutdown waits for open requests, and an event stream never ends by itself.
+   */
+  public void endEventStreams() {
+    events.close();
+  }
+
   /** Stops the server: ends event streams, stops listening and waits for running requests briefly. */
   @Override
   public synchronized void close() {
@@ -306,7 +314,7 @@ public final class ApiServer implements AutoCloseable {
 
   private void closeQuietly() {
     events.close();
-    if (app != null) {
+    if (app != null && standalone) {
       try {
         app.stop();
       } catch (RuntimeException e) {
@@ -462,6 +470,12 @@ public final class ApiServer implements AutoCloseable {
         uri = "UNKNOWN";
       }
       long nanos = (long) (millis * 1_000_000L);
+      if (!standalone && !ownRegistry) {
+        // Mounted in an application that brought its registry: the application measures its requests under
+        // this name with tags of its own, and Prometheus takes one set of tag keys per name.
+        logAccess(ctx, uri, status, millis);
+        return;
+      }
       Timer.builder("http.server.requests")
           .description("HTTP requests served by the pgjobs API")
           .tag("method", ctx.method().name())
@@ -470,13 +484,17 @@ public final class ApiServer implements AutoCloseable {
           .tag("outcome", outcome(status))
           .register(registry)
           .record(nanos, TimeUnit.NANOSECONDS);
-      if (uri.startsWith("/health/") || uri.equals("/metrics")) {
-        access.debug("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
-      } else {
-        access.info("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
-      }
+      logAccess(ctx, uri, status, millis);
     } finally {
       MDC.remove(REQUEST_ID_MDC);
+    }
+  }
+
+  private static void logAccess(Context ctx, String uri, int status, Float millis) {
+    if (uri.startsWith("/health/") || uri.equals("/metrics")) {
+      access.debug("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
+    } else {
+      access.info("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
     }
   }
 

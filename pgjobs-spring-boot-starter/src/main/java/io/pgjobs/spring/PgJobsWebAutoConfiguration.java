@@ -24,6 +24,7 @@ import org.springframework.boot.context.properties.source.InvalidConfigurationPr
 import org.springframework.boot.web.servlet.ServletRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Configuration;
 
 /**
@@ -100,6 +101,33 @@ public class PgJobsWebAutoConfiguration {
       registration.setAsyncSupported(true); // the event stream (/events) is an async response
       registration.setLoadOnStartup(1);
       return registration;
+    }
+
+    /**
+     * Ends the event streams when the context stops, before the web server's graceful shutdown (a lower
+     * phase), which would otherwise wait its whole timeout for streams that never end by themselves.
+     */
+    @Bean
+    SmartLifecycle pgJobsWebEventStreams(ApiServer server) {
+      return new SmartLifecycle() {
+        private volatile boolean running;
+
+        @Override
+        public void start() {
+          running = true;
+        }
+
+        @Override
+        public void stop() {
+          running = false;
+          server.endEventStreams();
+        }
+
+        @Override
+        public boolean isRunning() {
+          return running;
+        }
+      };
     }
 
     /** {@code read:<token>} reads only; {@code admin:<token>} or a bare token may do everything. */

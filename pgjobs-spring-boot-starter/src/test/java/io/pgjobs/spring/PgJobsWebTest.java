@@ -21,6 +21,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -32,9 +33,11 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -52,6 +55,7 @@ import tools.jackson.databind.json.JsonMapper;
       "pgjobs.web.tokens=admin:" + PgJobsWebTest.ADMIN + ",read:" + PgJobsWebTest.READ,
       "pgjobs.worker.shutdown-grace=0s"
     })
+@DirtiesContext
 class PgJobsWebTest {
   static final String ADMIN = "admin-token-0123456789";
   static final String READ = "read-token-0123456789";
@@ -64,8 +68,19 @@ class PgJobsWebTest {
     registry.add("spring.datasource.url", db::jdbcUrl);
   }
 
+  /** The context, closed before its database is dropped (Spring's test context cache would close it at exit). */
+  static ConfigurableApplicationContext running;
+
+  @BeforeEach
+  void remember(@Autowired ConfigurableApplicationContext context) {
+    running = context;
+  }
+
   @AfterAll
-  static void dropDatabase() {
+  static void stopThenDropDatabase() {
+    if (running != null) {
+      running.close();
+    }
     db.close();
   }
 
