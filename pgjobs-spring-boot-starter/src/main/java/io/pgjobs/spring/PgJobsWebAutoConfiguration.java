@@ -80,14 +80,16 @@ public class PgJobsWebAutoConfiguration {
       if (registry != null) {
         builder.meterRegistry(registry); // /jobs/metrics then shows the application's meters, pgjobs' among them
       }
+      builder.requestTimeout(web.getRequestTimeout());
       try {
-        builder.requestTimeout(web.getRequestTimeout());
         return builder.build();
       } catch (IllegalArgumentException e) {
-        String property = e.getMessage().contains("token") ? "pgjobs.web.tokens" : "pgjobs.web.request-timeout";
-        Object shown = property.equals("pgjobs.web.tokens") ? "(hidden)" : web.getRequestTimeout();
-        InvalidConfigurationPropertyValueException invalid =
-            new InvalidConfigurationPropertyValueException(property, shown, e.getMessage());
+        // build() checks the tokens and the request timeout; a token's message must not show the tokens
+        if (e.getMessage().contains("token")) {
+          throw new PgJobsWebTokensException(e.getMessage(), e);
+        }
+        InvalidConfigurationPropertyValueException invalid = new InvalidConfigurationPropertyValueException(
+            "pgjobs.web.request-timeout", web.getRequestTimeout(), e.getMessage());
         invalid.initCause(e);
         throw invalid;
       }

@@ -71,6 +71,13 @@ class PgJobsWebStartupTest {
   }
 
   @Test
+  void invalidRequestTimeoutNamesTheProperty(CapturedOutput output) {
+    assertStartupFails(output, "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.request-timeout=2h")
+        .contains("Invalid value '2h' for configuration property 'pgjobs.web.request-timeout'")
+        .contains("requestTimeout must be between 10ms and 1h");
+  }
+
+  @Test
   void mountWithoutTokensRefusesToStartUnlessAllowed(CapturedOutput output) {
     assertStartupFails(output)
         .contains("APPLICATION FAILED TO START")
@@ -82,7 +89,8 @@ class PgJobsWebStartupTest {
   @Test
   void shortTokenFailsWithoutShowingIt(CapturedOutput output) {
     assertStartupFails(output, "pgjobs.web.tokens=read:short-secret")
-        .contains("configuration property 'pgjobs.web.tokens'")
+        .contains("APPLICATION FAILED TO START")
+        .contains("Invalid value for configuration property 'pgjobs.web.tokens' (not shown: it holds secrets)")
         .contains("every token must be at least 16 characters")
         .doesNotContain("short-secret");
   }

@@ -3,6 +3,7 @@ package io.pgjobs.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.JobClient;
 import io.pgjobs.spring.TestJobs.GreetHandler;
 import io.pgjobs.testkit.TestDatabase;
@@ -20,8 +21,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -33,12 +32,9 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.annotation.DirtiesContext;
-import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -55,38 +51,30 @@ import tools.jackson.databind.json.JsonMapper;
       "pgjobs.web.tokens=admin:" + PgJobsWebTest.ADMIN + ",read:" + PgJobsWebTest.READ,
       "pgjobs.worker.shutdown-grace=0s"
     })
-@DirtiesContext
+@DirtiesContext // closed after the class: its database is dropped then
 class PgJobsWebTest {
   static final String ADMIN = "admin-token-0123456789";
   static final String READ = "read-token-0123456789";
-  static final TestDatabase db = TestDatabase.create();
   static final JsonMapper JSON = JsonMapper.builder().build();
   static final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
-  @DynamicPropertySource
-  static void database(DynamicPropertyRegistry registry) {
-    registry.add("spring.datasource.url", db::jdbcUrl);
-  }
-
-  /** The context, closed before its database is dropped (Spring's test context cache would close it at exit). */
-  static ConfigurableApplicationContext running;
-
-  @BeforeEach
-  void remember(@Autowired ConfigurableApplicationContext context) {
-    running = context;
-  }
-
-  @AfterAll
-  static void stopThenDropDatabase() {
-    if (running != null) {
-      running.close();
-    }
-    db.close();
-  }
 
   @Configuration(proxyBeanMethods = false)
   @EnableAutoConfiguration
   static class App {
+    /** The test's database, dropped when the context closes, after everything that uses the DataSource. */
+    @Bean(destroyMethod = "close")
+    TestDatabase testDatabase() {
+      return TestDatabase.create();
+    }
+
+    @Bean(destroyMethod = "close")
+    HikariDataSource dataSource(TestDatabase db) {
+      HikariDataSource ds = new HikariDataSource();
+      ds.setJdbcUrl(db.jdbcUrl());
+      return ds;
+    }
+
     @Bean
     GreetHandler greetHandler() {
       return new GreetHandler();
