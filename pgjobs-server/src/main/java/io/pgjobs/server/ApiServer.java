@@ -572,7 +572,41 @@ public final class ApiServer implements AutoCloseable {
         public String getServletPath() {
           return "";
         }
+
+        @Override
+        public boolean isAsyncStarted() {
+          try {
+            return super.isAsyncStarted();
+          } catch (IllegalStateException e) {
+            // The container already ended the request (an event stream whose client went away): Javalin
+            // asks when it finishes the stream, and there is nothing left to complete.
+            return false;
+          }
+        }
       }, res);
+      if (req.isAsyncStarted()) {
+        // A client that goes away ends an event stream here and now; without this the container would
+        // dispatch the error to the application's error page, which cannot write to an event stream.
+        req.getAsyncContext().addListener(new jakarta.servlet.AsyncListener() {
+          @Override
+          public void onError(jakarta.servlet.AsyncEvent event) {
+            try {
+              event.getAsyncContext().complete();
+            } catch (IllegalStateException e) {
+              // the stream was already being completed by its own thread
+            }
+          }
+
+          @Override
+          public void onComplete(jakarta.servlet.AsyncEvent event) {}
+
+          @Override
+          public void onTimeout(jakarta.servlet.AsyncEvent event) {}
+
+          @Override
+          public void onStartAsync(jakarta.servlet.AsyncEvent event) {}
+        });
+      }
     }
 
     @Override
