@@ -96,21 +96,26 @@ class PgJobsWebStartupTest {
   }
 
   @Test
-  void allowedUnauthenticatedMountAnswersWithoutTokenAndStopsPromptlyWithAnOpenEventStream() throws Exception {
-    ConfigurableApplicationContext context =
-        start("pgjobs.web.allow-unauthenticated=true", "pgjobs.web.path=/admin/jobs");
+  void allowedUnauthenticatedMountAnswersBelowTheContextPathAndStopsPromptlyWithAnOpenEventStream()
+      throws Exception {
+    ConfigurableApplicationContext context = start(
+        "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.path=/admin/jobs", "server.servlet.context-path=/app");
     HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     HttpResponse<Stream<String>> stream;
     try {
       int port = ((WebServerApplicationContext) context).getWebServer().getPort();
       HttpResponse<String> list = http.send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/jobs/jobs")).build(),
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/app/admin/jobs/jobs")).build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(list.statusCode()).isEqualTo(200);
       assertThat(list.body()).startsWith("{\"jobs\":");
+      HttpResponse<String> health = http.send(
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/app/admin/jobs/health/ready")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(health.statusCode()).isEqualTo(200);
 
       stream = http.send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/admin/jobs/events"))
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/app/admin/jobs/events"))
               .header("Accept", "text/event-stream")
               .build(),
           HttpResponse.BodyHandlers.ofLines());
