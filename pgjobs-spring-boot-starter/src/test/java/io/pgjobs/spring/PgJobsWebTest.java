@@ -103,6 +103,20 @@ class PgJobsWebTest {
   }
 
   @Test
+  void apiDocsAndTheirAssetsAreServedUnderThePath() throws Exception {
+    HttpResponse<String> docs = send("GET", "/jobs/docs", null, null);
+    assertThat(docs.statusCode()).isEqualTo(200);
+    java.util.regex.Matcher bundle =
+        java.util.regex.Pattern.compile("\\./(webjars/swagger-ui/[^/\"]+/swagger-ui-bundle\\.js)").matcher(docs.body());
+    assertThat(bundle.find()).as(docs.body()).isTrue();
+    assertThat(send("GET", "/jobs/" + bundle.group(1), null, null).statusCode()).isEqualTo(200);
+    HttpResponse<String> spec = send("GET", "/jobs/openapi.json", null, null);
+    assertThat(spec.statusCode()).isEqualTo(200);
+    // relative to the document: Swagger UI's requests go to the mount, not to the application's root
+    assertThat(JSON.readTree(spec.body()).path("servers").path(0).path("url").asString()).isEqualTo(".");
+  }
+
+  @Test
   void tokenIsRequiredAndReadTokensOnlyRead() throws Exception {
     HttpResponse<String> none = send("GET", "/jobs/jobs", null, null);
     assertThat(none.statusCode()).isEqualTo(401);
