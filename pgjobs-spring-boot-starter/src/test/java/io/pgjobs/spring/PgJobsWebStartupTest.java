@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pgjobs.spring.TestJobs.GreetHandler;
 import io.pgjobs.testkit.TestDatabase;
+import jakarta.servlet.Filter;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -24,6 +27,7 @@ import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -48,6 +52,30 @@ class PgJobsWebStartupTest {
     @Bean
     GreetHandler greetHandler() {
       return new GreetHandler();
+    }
+  }
+
+  /** An application filter in front of /jobs/*, as Spring Security's filter chain would be. */
+  @Configuration(proxyBeanMethods = false)
+  @EnableAutoConfiguration
+  static class AppWithFilter {
+    @Bean
+    GreetHandler greetHandler() {
+      return new GreetHandler();
+    }
+
+    @Bean
+    FilterRegistrationBean<Filter> opsOnly() {
+      Filter filter = (request, response, chain) -> {
+        if ("yes".equals(((HttpServletRequest) request).getHeader("X-Ops"))) {
+          chain.doFilter(request, response);
+        } else {
+          ((HttpServletResponse) response).sendError(403);
+        }
+      };
+      FilterRegistrationBean<Filter> registration = new FilterRegistrationBean<>(filter);
+      registration.addUrlPatterns("/jobs/*");
+      return registration;
     }
   }
 
@@ -132,13 +160,30 @@ class PgJobsWebStartupTest {
     assertThat(took).isLessThan(Duration.ofSeconds(15));
   }
 
+  @Test
+  void mountSitsBehindTheApplicationsFilters() throws Exception {
+    try (ConfigurableApplicationContext context = start(AppWithFilter.class, "pgjobs.web.allow-unauthenticated=true")) {
+      int port = ((WebServerApplicationContext) context).getWebServer().getPort();
+      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      URI jobs = URI.create("http://127.0.0.1:" + port + "/jobs/jobs");
+      assertThat(http.send(HttpRequest.newBuilder(jobs).build(), HttpResponse.BodyHandlers.ofString()).statusCode())
+          .isEqualTo(403);
+      assertThat(http.send(HttpRequest.newBuilder(jobs).header("X-Ops", "yes").build(),
+          HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+    }
+  }
+
   private static ConfigurableApplicationContext start(String... properties) {
+    return start(App.class, properties);
+  }
+
+  private static ConfigurableApplicationContext start(Class<?> app, String... properties) {
     List<String> all = new ArrayList<>(List.of(properties));
     all.add("spring.datasource.url=" + db.jdbcUrl());
     all.add("server.port=0");
     all.add("pgjobs.web.enabled=true");
     all.add("pgjobs.worker.shutdown-grace=0s");
-    return new SpringApplicationBuilder(App.class)
+    return new SpringApplicationBuilder(app)
         .web(WebApplicationType.SERVLET)
         .properties(all.toArray(String[]::new))
         .run();
