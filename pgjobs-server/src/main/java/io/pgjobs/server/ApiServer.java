@@ -129,7 +129,10 @@ public final class ApiServer implements AutoCloseable {
   private final boolean liveEvents;
   private final boolean separateListenSource;
   private final List<AutoCloseable> binders = new ArrayList<>();
+  private final boolean ownRegistry;
   private Javalin app;
+  /** True when listening on a port of its own, false when started as a servlet. */
+  private boolean standalone;
   private boolean closed;
 
   private ApiServer(Builder b) {
@@ -144,6 +147,7 @@ public final class ApiServer implements AutoCloseable {
     this.maxBodyBytes = b.maxBodyBytes;
     this.problems = new ProblemMapper(json, b.maxBodyBytes);
     this.corsOrigins = List.copyOf(b.corsOrigins);
+    this.ownRegistry = b.registry == null;
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.plainPosts = Map.copyOf(b.plainPosts);
     // Behind a transaction-pooling PgBouncer, LISTEN needs a direct connection (listenDataSource).
@@ -164,13 +168,63 @@ public final class ApiServer implements AutoCloseable {
    * @throws IllegalStateException if already started or closed, or the port cannot be bound
    */
   public synchronized ApiServer start() {
+    app = createApp(true);
+    try {
+      app.start();
+    } catch (RuntimeException e) {
+      closeQuietly();
+      throw new IllegalStateException("cannot start the API server on " + host + ":" + requestedPort + ": " + e.getMessage(), e);
+    }
+    startEvents();
+    log.info("pgjobs API listening on http://{}:{} (auth {}, CORS {})", host, port(),
+        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
+    return this;
+  }
+
+  /**
+   * Starts the API, dashboard and docs as a servlet for another servlet container instead of a port of its
+   * own: map it to {@code /some/path/*} with async support (the event stream needs it), and the API answers
+   * under that path ({@code /some/path/jobs}, the dashboard at {@code /some/path/}). Host and port are
+   * ignored; tokens, CORS, timeouts and limits apply as in {@link #start()}. Live updates use the
+   * Server-Sent Events stream; WebSocket routes are not served through the servlet. {@link #close()} ends
+   * the event streams and the handler threads; the container owns the servlet's own lifecycle.
+   *
+   * @throws IllegalStateException if already started or closed
+   */
+  public synchronized jakarta.servlet.http.HttpServlet startServlet() {
+    app = createApp(false);
+    startEvents();
+    log.info("pgjobs API ready as a servlet (auth {}, CORS {})",
+        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
+    // Javalin's own servlet, not javalinServlet(): that one is Jetty's WebSocket servlet, which needs Jetty.
+    return new MountedServlet(new io.javalin.http.servlet.JavalinServlet(app.unsafe));
+  }
+
+  /** Starts the event hub's LISTEN, unless live events are off. */
+  private void startEvents() {
+    if (liveEvents) {
+      events.start();
+      log.info("pgjobs API: live events LISTEN on {}",
+          separateListenSource ? "the listen data source (a direct connection)" : "the client's data source");
+    } else {
+      log.warn("pgjobs API: live events are off (no LISTEN): event streams carry keep-alive pings only");
+    }
+  }
+
+  /** The Javalin app with every route; {@code standalone}: it will listen on its own port. */
+  private Javalin createApp(boolean standalone) {
     if (app != null || closed) {
       throw new IllegalStateException("an ApiServer can be started once");
     }
-    bindJvmMetrics();
+    this.standalone = standalone;
+    // Mounted in an application that brought its own registry, the application binds the JVM's metrics;
+    // binding them twice would count each GC pause twice.
+    if (standalone || ownRegistry) {
+      bindJvmMetrics();
+    }
     QueuesApi queues = new QueuesApi(client);
     OpenApiDocs docs = new OpenApiDocs();
-    app = Javalin.create(cfg -> {
+    return Javalin.create(cfg -> {
       cfg.concurrency.useVirtualThreads = true;
       cfg.startup.showJavalinBanner = false;
       cfg.jetty.host = host;
@@ -196,7 +250,7 @@ public final class ApiServer implements AutoCloseable {
       cfg.routes.exception(HttpResponseException.class, (e, ctx) -> {
         if (e.getStatus() == 405) {
           // RFC 9110 15.5.6: a 405 must say which methods the resource has.
-          String allow = String.join(", ", allowedMethods(ctx.path()));
+          String allow = String.join(", ", allowedMethods(pathOf(ctx)));
           ctx.header("Allow", allow);
           problems.respond(ctx, ApiProblem.http(405, "method-not-allowed", "Method not allowed",
               ctx.method().name() + " is not allowed on " + ctx.path() + "; allowed: " + allow));
@@ -220,28 +274,15 @@ public final class ApiServer implements AutoCloseable {
       plainPosts.forEach((path, handler) ->
           cfg.routes.post(path, ctx -> ctx.status(handler.handle(ctx::header, ctx.bodyAsBytes()))));
     });
-    try {
-      app.start();
-    } catch (RuntimeException e) {
-      closeQuietly();
-      throw new IllegalStateException("cannot start the API server on " + host + ":" + requestedPort + ": " + e.getMessage(), e);
-    }
-    if (liveEvents) {
-      events.start();
-      log.info("pgjobs API: live events LISTEN on {}",
-          separateListenSource ? "the listen data source (a direct connection)" : "the client's data source");
-    } else {
-      log.warn("pgjobs API: live events are off (no LISTEN): event streams carry keep-alive pings only");
-    }
-    log.info("pgjobs API listening on http://{}:{} (auth {}, CORS {})", host, port(),
-        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
-    return this;
   }
 
   /** The port the server listens on (the bound one when 0 was asked for). */
   public int port() {
     if (app == null) {
       throw new IllegalStateException("the server is not started");
+    }
+    if (!standalone) {
+      throw new IllegalStateException("the API runs as a servlet in another container and has no port of its own");
     }
     return app.port();
   }
@@ -269,6 +310,14 @@ public final class ApiServer implements AutoCloseable {
         .toList();
   }
 
+  /**
+   * Ends the open event streams now (their clients reconnect), before {@link #close()}: a host container's
+   * graceful shutdown waits for open requests, and an event stream never ends by itself.
+   */
+  public void endEventStreams() {
+    events.close();
+  }
+
   /** Stops the server: ends event streams, stops listening and waits for running requests briefly. */
   @Override
   public synchronized void close() {
@@ -282,7 +331,7 @@ public final class ApiServer implements AutoCloseable {
 
   private void closeQuietly() {
     events.close();
-    if (app != null) {
+    if (app != null && standalone) {
       try {
         app.stop();
       } catch (RuntimeException e) {
@@ -329,10 +378,24 @@ public final class ApiServer implements AutoCloseable {
     if (cors(ctx)) {
       return;
     }
+    String path = pathOf(ctx);
+    if (path.equals("/dashboard") || path.equals("/dashboard/") || path.equals("/dashboard/index.html")) {
+      // The dashboard's page lives at the root: its API calls are relative to the directory its scripts
+      // come from, which must be the root of the API (also when mounted under a path).
+      ctx.status(302);
+      ctx.header("Location", ctx.contextPath() + "/");
+      ctx.skipRemainingHandlers();
+      return;
+    }
     long length = ctx.req().getContentLengthLong();
     if (length > maxBodyBytes) {
       throw ApiProblem.tooLarge(maxBodyBytes);
     }
+  }
+
+  /** The request's path below the context path (where the API is mounted; empty on its own port). */
+  private static String pathOf(Context ctx) {
+    return ctx.path().substring(ctx.contextPath().length());
   }
 
   /** CORS for the configured origins only; answers preflight requests. Returns true when answered. */
@@ -417,13 +480,19 @@ public final class ApiServer implements AutoCloseable {
       } else if (status == 404) {
         uri = "NOT_FOUND";
       } else if (status == 405) {
-        uri = routeOf(ctx.path());
+        uri = routeOf(pathOf(ctx));
       } else if (status < 400) {
         uri = "static";
       } else {
         uri = "UNKNOWN";
       }
       long nanos = (long) (millis * 1_000_000L);
+      if (!standalone && !ownRegistry) {
+        // Mounted in an application that brought its registry: the application measures its requests under
+        // this name with tags of its own, and Prometheus takes one set of tag keys per name.
+        logAccess(ctx, uri, status, millis);
+        return;
+      }
       Timer.builder("http.server.requests")
           .description("HTTP requests served by the pgjobs API")
           .tag("method", ctx.method().name())
@@ -432,13 +501,17 @@ public final class ApiServer implements AutoCloseable {
           .tag("outcome", outcome(status))
           .register(registry)
           .record(nanos, TimeUnit.NANOSECONDS);
-      if (uri.startsWith("/health/") || uri.equals("/metrics")) {
-        access.debug("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
-      } else {
-        access.info("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
-      }
+      logAccess(ctx, uri, status, millis);
     } finally {
       MDC.remove(REQUEST_ID_MDC);
+    }
+  }
+
+  private static void logAccess(Context ctx, String uri, int status, Float millis) {
+    if (uri.startsWith("/health/") || uri.equals("/metrics")) {
+      access.debug("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
+    } else {
+      access.info("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
     }
   }
 
@@ -477,6 +550,86 @@ public final class ApiServer implements AutoCloseable {
       return "CLIENT_ERROR";
     }
     return "SERVER_ERROR";
+  }
+
+  /**
+   * Javalin's servlet under a container's mapping {@code /path/*}. Javalin routes on the request URI
+   * minus the context path, so the mapping's path is shown to it as part of the context path.
+   * {@code /path} itself redirects to {@code /path/}, where the dashboard's relative URLs resolve.
+   */
+  private static final class MountedServlet extends jakarta.servlet.http.HttpServlet {
+    private final jakarta.servlet.http.HttpServlet javalin;
+
+    MountedServlet(jakarta.servlet.http.HttpServlet javalin) {
+      this.javalin = javalin;
+    }
+
+    @Override
+    public void init(jakarta.servlet.ServletConfig config) throws jakarta.servlet.ServletException {
+      super.init(config);
+      javalin.init(config);
+    }
+
+    @Override
+    protected void service(jakarta.servlet.http.HttpServletRequest req, jakarta.servlet.http.HttpServletResponse res)
+        throws jakarta.servlet.ServletException, java.io.IOException {
+      String mount = req.getContextPath() + req.getServletPath();
+      if (req.getPathInfo() == null) {
+        String query = req.getQueryString();
+        res.sendRedirect(mount + "/" + (query == null ? "" : "?" + query));
+        return;
+      }
+      javalin.service(new jakarta.servlet.http.HttpServletRequestWrapper(req) {
+        @Override
+        public String getContextPath() {
+          return mount;
+        }
+
+        @Override
+        public String getServletPath() {
+          return "";
+        }
+
+        @Override
+        public boolean isAsyncStarted() {
+          try {
+            return super.isAsyncStarted();
+          } catch (IllegalStateException e) {
+            // The container already ended the request (an event stream whose client went away): Javalin
+            // asks when it finishes the stream, and there is nothing left to complete.
+            return false;
+          }
+        }
+      }, res);
+      if (req.isAsyncStarted()) {
+        // A client that goes away ends an event stream here and now; without this the container would
+        // dispatch the error to the application's error page, which cannot write to an event stream.
+        req.getAsyncContext().addListener(new jakarta.servlet.AsyncListener() {
+          @Override
+          public void onError(jakarta.servlet.AsyncEvent event) {
+            try {
+              event.getAsyncContext().complete();
+            } catch (IllegalStateException e) {
+              // the stream was already being completed by its own thread
+            }
+          }
+
+          @Override
+          public void onComplete(jakarta.servlet.AsyncEvent event) {}
+
+          @Override
+          public void onTimeout(jakarta.servlet.AsyncEvent event) {}
+
+          @Override
+          public void onStartAsync(jakarta.servlet.AsyncEvent event) {}
+        });
+      }
+    }
+
+    @Override
+    public void destroy() {
+      javalin.destroy();
+    }
   }
 
   // ---------------------------------------------------------------- builder

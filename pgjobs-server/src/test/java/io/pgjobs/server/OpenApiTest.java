@@ -133,13 +133,18 @@ class OpenApiTest {
   }
 
   @Test
-  void dashboardPlaceholderIsServedAtRootAndAtDashboard() {
-    for (String path : List.of("/", "/dashboard", "/dashboard/index.html")) {
+  void dashboardIsServedAtRootAndDashboardRedirectsThere() {
+    Response root = api.get("/");
+    assertThat(root.status()).isEqualTo(200);
+    assertThat(root.contentType()).startsWith("text/html");
+    assertThat(root.body()).contains("pgjobs");
+    // The page's API calls are relative to where its scripts are: it must be opened at the API's root.
+    for (String path : List.of("/dashboard", "/dashboard/", "/dashboard/index.html")) {
       Response r = api.get(path);
-      assertThat(r.status()).as(path).isEqualTo(200);
-      assertThat(r.contentType()).as(path).startsWith("text/html");
-      assertThat(r.body()).as(path).contains("pgjobs");
+      assertThat(r.status()).as(path).isEqualTo(302);
+      assertThat(r.header("Location")).as(path).isEqualTo("/");
     }
+    assertThat(api.get("/dashboard/js/api.js").status()).isEqualTo(200);
   }
 
   @Test

@@ -34,7 +34,8 @@ import org.springframework.context.annotation.Configuration;
  * {@code pgjobs.worker.enabled=false}, a {@link JobWorker} running every {@link PgJobsHandler} bean,
  * started and stopped with the context by {@link PgJobsWorkerLifecycle}. With Micrometer, metrics go to
  * the application's {@code MeterRegistry}; with actuator, {@link PgJobsHealthIndicator} is the
- * {@code pgjobs} health contributor.
+ * {@code pgjobs} health contributor. {@link PgJobsWebAutoConfiguration} mounts the HTTP API and dashboard
+ * under a path when {@code pgjobs.web.enabled=true}.
  *
  * <p>An invalid {@code pgjobs.*} value stops the startup with Spring Boot's failure analysis for
  * {@link InvalidConfigurationPropertyValueException}: the property, its value, where it was set, and the

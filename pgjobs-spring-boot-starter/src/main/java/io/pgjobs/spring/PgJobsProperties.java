@@ -1,7 +1,9 @@
 package io.pgjobs.spring;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
@@ -22,6 +24,8 @@ public class PgJobsProperties {
 
   private final Worker worker = new Worker();
 
+  private final Web web = new Web();
+
   public String getSchema() {
     return schema;
   }
@@ -40,6 +44,92 @@ public class PgJobsProperties {
 
   public Worker getWorker() {
     return worker;
+  }
+
+  public Web getWeb() {
+    return web;
+  }
+
+  /**
+   * The {@code pgjobs.web.*} properties: pgjobs' HTTP API, dashboard and API docs mounted under a path of
+   * this application (needs {@code io.pgjobs:pgjobs-server} and a servlet web application).
+   */
+  public static class Web {
+    /** Mount the pgjobs API and dashboard under pgjobs.web.path of this application. */
+    private boolean enabled = false;
+
+    /**
+     * Where the API is mounted: a fixed path starting with / and without a trailing / or wildcard, like
+     * /jobs or /admin/jobs. The dashboard is at {path}/, the API at {path}/jobs, {path}/queues, ...
+     */
+    private String path = "/jobs";
+
+    /**
+     * Bearer tokens the mount accepts (at least 16 characters): read:TOKEN may only read (GET),
+     * admin:TOKEN or a bare TOKEN may do everything. Empty: no token check, which needs
+     * pgjobs.web.allow-unauthenticated=true.
+     */
+    private List<String> tokens = new ArrayList<>();
+
+    /**
+     * Mount the API without tokens. Only when something else protects the path (Spring Security, a proxy):
+     * the API can enqueue, cancel and retry every job.
+     */
+    private boolean allowUnauthenticated = false;
+
+    /** Accept POST {path}/jobs for job types this application has no handler bean for. */
+    private boolean acceptUnknownTypes = false;
+
+    /** Longest an API request may take before it is answered 504 (10ms to 1h); event streams are exempt. */
+    private Duration requestTimeout = Duration.ofSeconds(30);
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public String getPath() {
+      return path;
+    }
+
+    public void setPath(String path) {
+      this.path = path;
+    }
+
+    public List<String> getTokens() {
+      return tokens;
+    }
+
+    public void setTokens(List<String> tokens) {
+      this.tokens = tokens;
+    }
+
+    public boolean isAllowUnauthenticated() {
+      return allowUnauthenticated;
+    }
+
+    public void setAllowUnauthenticated(boolean allowUnauthenticated) {
+      this.allowUnauthenticated = allowUnauthenticated;
+    }
+
+    public boolean isAcceptUnknownTypes() {
+      return acceptUnknownTypes;
+    }
+
+    public void setAcceptUnknownTypes(boolean acceptUnknownTypes) {
+      this.acceptUnknownTypes = acceptUnknownTypes;
+    }
+
+    public Duration getRequestTimeout() {
+      return requestTimeout;
+    }
+
+    public void setRequestTimeout(Duration requestTimeout) {
+      this.requestTimeout = requestTimeout;
+    }
   }
 
   /** The {@code pgjobs.worker.*} properties: the worker that runs the handler beans' jobs. */

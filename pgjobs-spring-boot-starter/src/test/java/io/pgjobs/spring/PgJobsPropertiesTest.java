@@ -130,6 +130,10 @@ class PgJobsPropertiesTest {
     assertThat(w.getDeadAfter()).isEqualTo(Maintenance.DEFAULT_WORKER_DEAD_AFTER);
     assertThat(w.getClaimBatch()).isEqualTo(JobWorker.DEFAULT_CLAIM_BATCH);
     assertThat(w.getRetention()).isEqualTo(Maintenance.DEFAULT_RETENTION);
+    PgJobsProperties.Web web = p.getWeb();
+    assertThat(web.isEnabled()).isFalse();
+    assertThat(web.getPath()).isEqualTo("/jobs");
+    assertThat(web.getRequestTimeout()).isEqualTo(io.pgjobs.server.ApiServer.DEFAULT_REQUEST_TIMEOUT);
   }
 
   private static ConfigurableApplicationContext start(Class<?> app, String... properties) {

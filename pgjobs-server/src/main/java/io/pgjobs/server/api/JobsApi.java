@@ -115,11 +115,13 @@ public final class JobsApi {
     if (result.replayed()) {
       return Reply.ok(view).withHeader("Idempotent-Replayed", "true");
     }
+    // Below the context path: the API may be mounted under a path of another application.
+    String location = ctx.contextPath() + "/jobs/" + view.id();
     if (result.duplicate()) {
       // A unique job that already existed (not finished): answered like a replay, with its own header.
-      return Reply.ok(view).withHeader("Unique-Conflict", "true").withHeader("Location", "/jobs/" + view.id());
+      return Reply.ok(view).withHeader("Unique-Conflict", "true").withHeader("Location", location);
     }
-    return Reply.created(view).withHeader("Location", "/jobs/" + view.id());
+    return Reply.created(view).withHeader("Location", location);
   }
 
   private List<String> knownTypes() {

@@ -87,13 +87,13 @@ public final class Routes {
     return """
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><title>pgjobs events</title>
-        <link rel="icon" href="/favicon.svg" type="image/svg+xml">
+        <link rel="icon" href="favicon.svg" type="image/svg+xml">
         <style>body{font:14px system-ui,sans-serif;margin:1.5em}pre{white-space:pre-wrap;font-size:12px}</style>
         </head><body>
         <h1>pgjobs events</h1>
         <p>PATH is a <a href="https://html.spec.whatwg.org/multipage/server-sent-events.html">Server-Sent Events</a>
         stream for programs (<code>curl -N -H 'Accept: text/event-stream' URL</code>, or <code>EventSource</code>).
-        This page subscribes to it and shows each event as it arrives; the dashboard is at <a href="/">/</a>.</p>
+        This page subscribes to it and shows each event as it arrives; the dashboard is at <a href="./">./</a>.</p>
         <p id="status">connecting…</p>
         <pre id="events"></pre>
         <script>

@@ -57,6 +57,19 @@ class ExampleApplicationTest {
     assertThat(get("/actuator/health/pgjobs").body()).contains("\"status\":\"UP\"");
   }
 
+  @Test
+  void dashboardAndApiAreMountedAtJobsBehindTheToken() throws Exception {
+    assertThat(get("/jobs/jobs").statusCode()).isEqualTo(401);
+    HttpResponse<String> jobs = http.send(
+        HttpRequest.newBuilder(url("/jobs/jobs"))
+            .header("Authorization", "Bearer example-admin-token-change-me")
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(jobs.statusCode()).isEqualTo(200);
+    assertThat(jobs.body()).startsWith("{\"jobs\":[");
+    assertThat(get("/jobs/").body()).contains("<title>pgjobs</title>");
+  }
+
   private HttpResponse<String> post(String json) throws Exception {
     return http.send(
         HttpRequest.newBuilder(url("/orders"))

@@ -11,6 +11,19 @@ export class ApiError extends Error {
   }
 }
 
+// ---------------------------------------------------------------- where the API is
+
+/**
+ * The API's root: the directory this dashboard's page is served from (one level above js/). That is "/" on
+ * pgjobs' own port and "/jobs/" when an application mounts pgjobs under /jobs, so every call is relative to it.
+ */
+const ROOT = new URL('../', import.meta.url);
+
+/** The URL of an API path such as "/jobs?state=failed", below the API's root. */
+export function apiUrl(path) {
+  return new URL(path.replace(/^\/+/, ''), ROOT).href;
+}
+
 // ---------------------------------------------------------------- token
 
 let asking = null;
@@ -82,7 +95,7 @@ export async function request(method, path, body, extraHeaders) {
   for (;;) {
     const headers = {Accept: 'application/json', ...auth.headers(), ...extraHeaders};
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
+    const res = await fetch(apiUrl(path), {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
     if (res.status === 401) {
       await auth.rejected();
       continue;

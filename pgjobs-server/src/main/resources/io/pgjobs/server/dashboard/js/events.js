@@ -2,7 +2,7 @@
 // EventSource cannot send the Authorization header. One stream serves every page: pages subscribe with
 // on(name, fn) and unsubscribe with the function it returns.
 
-import {auth} from './api.js';
+import {apiUrl, auth} from './api.js';
 
 /**
  * A Server-Sent Events parser (WHATWG HTML, "event stream interpretation"). Feed it decoded text in
@@ -78,7 +78,7 @@ export function eventStream() {
     while (!stopped) {
       controller = new AbortController();
       try {
-        const res = await fetch('/events', {
+        const res = await fetch(apiUrl('/events'), {
           headers: {Accept: 'text/event-stream', ...auth.headers()},
           signal: controller.signal,
           cache: 'no-store',
