@@ -9,7 +9,9 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -151,6 +153,7 @@ final class RawSqlWorkloads {
   BenchResult w4(int run, int jobs) throws Exception {
     String channel = schema + "_raw_ready";
     ConcurrentHashMap<Long, Long> claimedAt = new ConcurrentHashMap<>();
+    ConcurrentHashMap<Long, Long> notifiedAt = new ConcurrentHashMap<>(); // the notification that led to the claim
     CountDownLatch listening = new CountDownLatch(1);
     CountDownLatch all = new CountDownLatch(jobs);
     Thread consumer = Thread.ofPlatform().daemon().start(() -> {
@@ -167,9 +170,11 @@ final class RawSqlWorkloads {
           if (ns == null) {
             continue;
           }
+          long notified = System.nanoTime();
           try (ResultSet rs = claim.executeQuery()) {
             long now = System.nanoTime();
             while (rs.next()) {
+              notifiedAt.put(rs.getLong(1), notified);
               claimedAt.put(rs.getLong(1), now);
               all.countDown();
             }
@@ -197,13 +202,20 @@ final class RawSqlWorkloads {
     }
     all.await(30, TimeUnit.SECONDS);
     consumer.join(5_000);
+    // The same stages as pgjobs' up to the claim (the raw reference has no handler: the claim is its end).
+    Map<String, List<Double>> stages = new LinkedHashMap<>();
+    stages.put("return_to_notification", new ArrayList<>());
+    stages.put("notification_to_claim", new ArrayList<>());
     enqueuedAt.forEach((id, t) -> {
       Long claimed = claimedAt.get(id);
       if (claimed != null) {
         fromReturn.add((claimed - t[1]) / 1e6);
         fromCall.add((claimed - t[0]) / 1e6);
+        long notified = notifiedAt.get(id);
+        stages.get("return_to_notification").add((notified - t[1]) / 1e6);
+        stages.get("notification_to_claim").add((claimed - notified) / 1e6);
       }
     });
-    return Percentiles.w4("raw", "LISTEN/NOTIFY + claim", run, jobs, fromReturn, fromCall, null);
+    return Percentiles.w4("raw", "LISTEN/NOTIFY + claim", run, jobs, fromReturn, fromCall, stages);
   }
 }
