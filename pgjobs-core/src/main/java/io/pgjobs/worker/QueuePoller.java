@@ -51,8 +51,6 @@ final class QueuePoller {
   private static final long MAX_ERROR_BACKOFF_MS = 5_000;
   /** Prefetch this much work, at the recent rate: enough to cover the next claim's round trip. */
   static final long PREFETCH_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
-  /** How long a notification waits for a claim in flight before it leaves the claim to the poller. */
-  static final long NOTIFIED_LOCK_WAIT_MILLIS = 20;
   /** A prefetched job not started within this time goes back to the queue. */
   private final long prefetchHoldNanos;
   /** The finish rate is measured over windows of this length. */
@@ -249,7 +247,7 @@ final class QueuePoller {
    */
   void notified(Connection listenerConnection) {
     moreExpected = true;
-    if (completions.isBacklogged() || suspended || !lockForNotification()) {
+    if (completions.isBacklogged() || suspended || !claimLock.tryLock()) {
       signal();
       return;
     }
@@ -269,32 +267,6 @@ final class QueuePoller {
       signal();
     } finally {
       claimLock.unlock();
-    }
-  }
-
-  /**
-   * Takes the claim lock for a claim on a notification. When it is busy, the poller is in the middle of
-   * a claim (its poll, every poll interval, or one a lane asked for) whose snapshot may predate the
-   * notified job. Waiting for that claim to return and then claiming on the listener's connection costs
-   * the rest of one claim; giving up and waking the poller costs the rest of that claim plus a thread
-   * wake-up, a connection from the pool and a second claim on another backend (W4: these were the
-   * slowest 1–4 % of pickups). The wait is bounded, so a slow claim (a busy database) holds other
-   * notifications, cancellations among them, back by at most {@link #NOTIFIED_LOCK_WAIT_MILLIS}. Only
-   * at rest (no lane running, nothing buffered): under load the poller's own loop claims next.
-   */
-  private boolean lockForNotification() {
-    if (claimLock.tryLock()) {
-      return true;
-    }
-    if (slots.availablePermits() < concurrency || buffered.get() > 0) {
-      // Not at rest: the poller claims in a loop anyway (batching under load stays the poller's).
-      return false;
-    }
-    try {
-      return claimLock.tryLock(NOTIFIED_LOCK_WAIT_MILLIS, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
     }
   }
 
