@@ -4,6 +4,7 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.config.DatabaseUrl;
+import io.pgjobs.notify.WakeTrace;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -11,6 +12,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -143,17 +145,25 @@ final class PgJobsWorkloads {
   }
 
   BenchResult w4(int run, int jobs) throws SQLException {
-    Map<UUID, Long> enqueuedAt = new ConcurrentHashMap<>();
+    Map<UUID, long[]> enqueuedAt = new ConcurrentHashMap<>(); // call started, call returned
     Map<UUID, Long> startedAt = new ConcurrentHashMap<>();
-    JobWorker worker =
-        JobWorker.builder(dataSource)
-            .schema(schema)
-            .register(NOOP, (ctx, p) -> {
-              startedAt.put(ctx.jobId(), System.nanoTime());
-              return null;
-            })
-            .build()
-            .start();
+    StageProbe probe = new StageProbe();
+    WakeTrace.install(probe);
+    JobWorker worker;
+    try {
+      worker =
+          JobWorker.builder(dataSource)
+              .schema(schema)
+              .register(NOOP, (ctx, p) -> {
+                startedAt.put(ctx.jobId(), System.nanoTime());
+                return null;
+              })
+              .build()
+              .start();
+    } catch (RuntimeException e) {
+      WakeTrace.install(null);
+      throw e;
+    }
     try {
       long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
       while (!worker.isListening() && System.nanoTime() < deadline) {
@@ -164,23 +174,79 @@ final class PgJobsWorkloads {
       for (int i = 0; i < jobs; i++) {
         long t0 = System.nanoTime();
         UUID id = client.enqueue(NOOP, new Noop(i)).job().id();
-        enqueuedAt.put(id, t0);
+        long t1 = System.nanoTime();
+        enqueuedAt.put(id, new long[] {t0, t1});
         LockSupport.parkNanos(Duration.ofMillis(50).toNanos());
       }
       deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
       while (startedAt.size() < jobs && System.nanoTime() < deadline) {
         LockSupport.parkNanos(1_000_000);
       }
-      List<Double> latencies = new ArrayList<>();
-      enqueuedAt.forEach((id, t0) -> {
-        Long t1 = startedAt.get(id);
-        if (t1 != null) {
-          latencies.add((t1 - t0) / 1e6);
+      List<Double> fromReturn = new ArrayList<>();
+      List<Double> fromCall = new ArrayList<>();
+      Map<String, List<Double>> stages = new LinkedHashMap<>();
+      for (String stage : List.of("return_to_notification", "notification_to_claim", "claim_to_lane", "lane_to_handler")) {
+        stages.put(stage, new ArrayList<>());
+      }
+      int onNotification = 0;
+      for (Map.Entry<UUID, long[]> e : enqueuedAt.entrySet()) {
+        long t0 = e.getValue()[0];
+        long t1 = e.getValue()[1];
+        Long handler = startedAt.get(e.getKey());
+        if (handler == null) {
+          continue;
         }
-      });
-      return Percentiles.of("pgjobs", "LISTEN/NOTIFY, idle worker", Workload.W4, run, jobs, latencies);
+        fromReturn.add((handler - t1) / 1e6);
+        fromCall.add((handler - t0) / 1e6);
+        long[] trace = probe.byJob.get(e.getKey()); // notification, claim, lane, on notification (1/0)
+        if (trace == null || trace[2] == 0) {
+          continue;
+        }
+        onNotification += (int) trace[3];
+        // A notification from before this job's enqueue belongs to an earlier job: a poll found this one.
+        if (trace[0] >= t0) {
+          stages.get("return_to_notification").add((trace[0] - t1) / 1e6);
+          stages.get("notification_to_claim").add((trace[1] - trace[0]) / 1e6);
+        }
+        stages.get("claim_to_lane").add((trace[2] - trace[1]) / 1e6);
+        stages.get("lane_to_handler").add((handler - trace[2]) / 1e6);
+      }
+      BenchResult r = Percentiles.w4("pgjobs", "LISTEN/NOTIFY, idle worker", run, jobs, fromReturn, fromCall, stages);
+      r.stages().put("claimed_on_notification_pct", 100.0 * onNotification / Math.max(1, fromReturn.size()));
+      return r;
     } finally {
+      WakeTrace.install(null);
       worker.close();
+    }
+  }
+
+  /**
+   * Collects the worker's stage stamps per job: the last notification received before the claim that
+   * returned the job, the claim's return, and the lane taking it.
+   */
+  private static final class StageProbe implements WakeTrace.Probe {
+    final Map<UUID, long[]> byJob = new ConcurrentHashMap<>();
+    private volatile long lastNotification;
+
+    @Override
+    public void notificationReceived(long nanos) {
+      lastNotification = nanos;
+    }
+
+    @Override
+    public void claimReturned(List<UUID> ids, long nanos, boolean onNotification) {
+      long notified = lastNotification;
+      for (UUID id : ids) {
+        byJob.put(id, new long[] {notified, nanos, 0, onNotification ? 1 : 0});
+      }
+    }
+
+    @Override
+    public void laneStarted(UUID id, long nanos) {
+      long[] trace = byJob.get(id);
+      if (trace != null) {
+        trace[2] = nanos; // read after the handler's start was seen (a later happens-before edge)
+      }
     }
   }
 

@@ -9,7 +9,9 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -151,6 +153,7 @@ final class RawSqlWorkloads {
   BenchResult w4(int run, int jobs) throws Exception {
     String channel = schema + "_raw_ready";
     ConcurrentHashMap<Long, Long> claimedAt = new ConcurrentHashMap<>();
+    ConcurrentHashMap<Long, Long> notifiedAt = new ConcurrentHashMap<>(); // the notification that led to the claim
     CountDownLatch listening = new CountDownLatch(1);
     CountDownLatch all = new CountDownLatch(jobs);
     Thread consumer = Thread.ofPlatform().daemon().start(() -> {
@@ -167,9 +170,11 @@ final class RawSqlWorkloads {
           if (ns == null) {
             continue;
           }
+          long notified = System.nanoTime();
           try (ResultSet rs = claim.executeQuery()) {
             long now = System.nanoTime();
             while (rs.next()) {
+              notifiedAt.put(rs.getLong(1), notified);
               claimedAt.put(rs.getLong(1), now);
               all.countDown();
             }
@@ -180,8 +185,9 @@ final class RawSqlWorkloads {
       }
     });
     listening.await(10, TimeUnit.SECONDS);
-    List<Double> latencies = new ArrayList<>();
-    ConcurrentHashMap<Long, Long> enqueuedAt = new ConcurrentHashMap<>();
+    List<Double> fromReturn = new ArrayList<>();
+    List<Double> fromCall = new ArrayList<>();
+    ConcurrentHashMap<Long, long[]> enqueuedAt = new ConcurrentHashMap<>(); // call started, call returned
     try (Connection c = dataSource.getConnection();
         PreparedStatement insert = c.prepareStatement("WITH i AS (INSERT INTO " + schema
             + ".raw_jobs (payload) VALUES ('{}') RETURNING id) SELECT id, pg_notify('" + channel + "', '') FROM i")) {
@@ -189,19 +195,27 @@ final class RawSqlWorkloads {
         long t0 = System.nanoTime();
         try (ResultSet rs = insert.executeQuery()) {
           rs.next();
-          enqueuedAt.put(rs.getLong(1), t0);
+          enqueuedAt.put(rs.getLong(1), new long[] {t0, System.nanoTime()});
         }
         LockSupport.parkNanos(Duration.ofMillis(50).toNanos());
       }
     }
     all.await(30, TimeUnit.SECONDS);
     consumer.join(5_000);
-    enqueuedAt.forEach((id, t0) -> {
-      Long t1 = claimedAt.get(id);
-      if (t1 != null) {
-        latencies.add((t1 - t0) / 1e6);
+    // The same stages as pgjobs' up to the claim (the raw reference has no handler: the claim is its end).
+    Map<String, List<Double>> stages = new LinkedHashMap<>();
+    stages.put("return_to_notification", new ArrayList<>());
+    stages.put("notification_to_claim", new ArrayList<>());
+    enqueuedAt.forEach((id, t) -> {
+      Long claimed = claimedAt.get(id);
+      if (claimed != null) {
+        fromReturn.add((claimed - t[1]) / 1e6);
+        fromCall.add((claimed - t[0]) / 1e6);
+        long notified = notifiedAt.get(id);
+        stages.get("return_to_notification").add((notified - t[1]) / 1e6);
+        stages.get("notification_to_claim").add((claimed - notified) / 1e6);
       }
     });
-    return Percentiles.of("raw", "LISTEN/NOTIFY + claim", Workload.W4, run, jobs, latencies);
+    return Percentiles.w4("raw", "LISTEN/NOTIFY + claim", run, jobs, fromReturn, fromCall, stages);
   }
 }

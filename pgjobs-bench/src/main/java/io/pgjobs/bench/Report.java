@@ -14,7 +14,17 @@ public final class Report {
   /** The headline figure of one run. */
   static String figure(BenchResult r) {
     if (r.workload().equals("W4")) {
-      return String.format(Locale.ROOT, "p50 %.2f ms, p95 %.2f ms, p99 %.2f ms", r.p50Ms(), r.p95Ms(), r.p99Ms());
+      String line = String.format(Locale.ROOT, "p50 %.2f ms, p95 %.2f ms, p99 %.2f ms from the call's return", r.p50Ms(), r.p95Ms(), r.p99Ms());
+      if (r.p50FromCallMs() != null) {
+        line += String.format(Locale.ROOT, " (from its start: p50 %.2f, p95 %.2f, p99 %.2f)",
+            r.p50FromCallMs(), r.p95FromCallMs(), r.p99FromCallMs());
+      }
+      if (r.stages() != null) {
+        StringBuilder stages = new StringBuilder();
+        r.stages().forEach((k, v) -> stages.append(String.format(Locale.ROOT, " %s=%.3f", k, v)));
+        line += "; stages:" + stages;
+      }
+      return line;
     }
     String rss = r.peakRssMib() > 0 ? String.format(Locale.ROOT, ", peak RSS %.0f MiB", r.peakRssMib()) : "";
     return String.format(Locale.ROOT, "%,.0f jobs/s%s", r.jobsPerS(), rss);

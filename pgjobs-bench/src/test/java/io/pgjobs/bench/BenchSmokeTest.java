@@ -69,7 +69,19 @@ class BenchSmokeTest {
       }
     }
     assertThat(results).filteredOn(r -> !r.workload().equals("W4")).allSatisfy(r -> assertThat(r.jobsPerS()).isPositive());
-    assertThat(results).filteredOn(r -> r.workload().equals("W4")).allSatisfy(r -> assertThat(r.p99Ms()).isGreaterThanOrEqualTo(r.p50Ms()));
+    assertThat(results).filteredOn(r -> r.workload().equals("W4")).allSatisfy(r -> {
+      assertThat(r.p99Ms()).isGreaterThanOrEqualTo(r.p50Ms());
+      // From the call's start includes the enqueue's own round trip: never shorter than from its return.
+      assertThat(r.p50FromCallMs()).isGreaterThan(r.p50Ms());
+      assertThat(r.toJsonLine()).contains("\"p50_from_call_ms\":", "\"p99_from_call_ms\":",
+          "\"return_to_notification_p50_ms\":", "\"notification_to_claim_p99_ms\":");
+    });
+    assertThat(results).filteredOn(r -> r.workload().equals("W4") && r.system().equals("pgjobs"))
+        .singleElement()
+        .satisfies(r -> assertThat(r.stages()).containsKeys("claim_to_lane_p50_ms", "lane_to_handler_p99_ms",
+            "claimed_on_notification_pct"));
+    assertThat(results).filteredOn(r -> !r.workload().equals("W4"))
+        .allSatisfy(r -> assertThat(r.toJsonLine()).doesNotContain("from_call", "stages"));
     // W3 and W3S: pgjobs' workers ran as processes of their own, whose peak RSS was read.
     List<String> workerRows = List.of(
         "W3 " + BenchRunner.W3_ONE_PROCESS,

@@ -117,6 +117,10 @@ public final class JobNotificationListener implements AutoCloseable {
             throw e;
           }
           if (notifications != null) {
+            WakeTrace.Probe probe = WakeTrace.probe();
+            if (probe != null) {
+              probe.notificationReceived(System.nanoTime());
+            }
             for (PGNotification n : notifications) {
               Handler handler = channels.get(n.getName());
               if (handler != null) {

@@ -1,5 +1,6 @@
 package io.pgjobs.worker;
 
+import io.pgjobs.notify.WakeTrace;
 import io.pgjobs.store.ClaimCursor;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
@@ -345,6 +346,10 @@ final class QueuePoller {
             ? store.claim(queue, limit, workerId, cursor)
             : store.claim(connection, queue, limit, workerId, cursor);
     claims++;
+    WakeTrace.Probe probe = WakeTrace.probe();
+    if (probe != null) {
+      probe.claimReturned(jobs.stream().map(ClaimedJob::id).toList(), System.nanoTime(), connection != null);
+    }
     boolean full = jobs.size() == limit;
     if (log.isDebugEnabled()) {
       log.debug("queue '{}': claimed {} of {} (free slots {}, prefetch {}, buffered {}{})",
@@ -392,6 +397,10 @@ final class QueuePoller {
       while (!stopping && (job = buffer.poll()) != null) {
         if (buffered.decrementAndGet() * 2 < prefetch && moreExpected) {
           signal(); // the prefetch runs low: claim the next batch while this one runs
+        }
+        WakeTrace.Probe probe = WakeTrace.probe();
+        if (probe != null) {
+          probe.laneStarted(job.job().id(), System.nanoTime());
         }
         runner.run(job);
         finished.increment();
