@@ -119,8 +119,8 @@ public final class CronSchedule {
   }
 
   /**
-   * The expression in English words (cron-utils' {@code CronDescriptor}), e.g. "every 15 minutes between 9 and
-   * 17 on Monday to Friday"; a macro is described by what it stands for.
+   * The expression in English words (cron-utils' {@code CronDescriptor}), e.g. "every 15 minutes every hour
+   * between 9 and 17 every day between Monday and Friday"; a macro is described by what it stands for.
    */
   public String describe() {
     return CronDescriptor.instance(Locale.ENGLISH).describe(cron);
