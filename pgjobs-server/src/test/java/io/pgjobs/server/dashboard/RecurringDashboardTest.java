@@ -73,6 +73,9 @@ class RecurringDashboardTest {
     List<Instant> expected = CronSchedule.parse("30 6 * * MON-FRI", "America/New_York").upcoming(Instant.now(), 5);
     assertThat(shown).hasSize(5);
     assertThat(shown).containsExactlyElementsOf(expected.stream().map(Instant::toString).toList());
+    // Shown in the schedule's zone, where its fields are read: 06:30 New York time whatever the browser's zone.
+    assertThat(browser.findAll(row(name) + " ol.next-runs time")).allSatisfy(t -> assertThat(t.getText())
+        .matches("\\d{4}-\\d\\d-\\d\\d 06:30:00"));
     assertThat(browser.find("#nav a[data-page='recurring']").getAttribute("aria-current")).isEqualTo("page");
   }
 

@@ -6,6 +6,16 @@ import {get, post} from '../api.js';
 import {h, message, errorMessage, fmtTime, stateBadge, shortId, timeAgo} from '../dom.js';
 import {loader, every} from './common.js';
 
+/** "2026-11-30 09:00:00" in the schedule's zone (the cron's fields are read there); local time if the browser lacks the zone. */
+function inZone(iso, zone) {
+  try {
+    return new Intl.DateTimeFormat('sv-SE', {timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit',
+      hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false}).format(new Date(iso));
+  } catch {
+    return fmtTime(iso);
+  }
+}
+
 export default function recurringPage(root) {
   const result = h('div', {id: 'action-result'});
   const error = h('div');
@@ -19,7 +29,7 @@ export default function recurringPage(root) {
       h('div', {class: 'table-wrap'}, h('table', {id: 'recurring-table'},
         h('thead', null, h('tr', null,
           h('th', null, 'Schedule'), h('th', null, 'Expression'), h('th', null, 'Zone'),
-          h('th', null, 'Next fire times'), h('th', null, 'Last run'), h('th', null, 'Status'), h('th', null, ''))),
+          h('th', null, 'Next fire times (in its zone)'), h('th', null, 'Last run'), h('th', null, 'Status'), h('th', null, ''))),
         body))),
     h('p', {class: 'hint'}, 'Add, replace and remove schedules with ', h('code', null, 'POST /recurring'), ' (see ',
       h('a', {href: '/docs'}, 'the API'), ') or ', h('code', null, 'pgjobs recurring add'),
@@ -40,7 +50,7 @@ export default function recurringPage(root) {
       h('td', {class: 'expression'}, h('code', null, s.cron), h('div', {class: 'muted words'}, s.description)),
       h('td', {class: 'zone'}, s.zone),
       h('td', null, h('ol', {class: 'next-runs', style: 'margin:0;padding-left:1.2em'}, s.next_runs.map(t =>
-        h('li', null, h('time', {datetime: t, title: t}, fmtTime(t)))))),
+        h('li', null, h('time', {datetime: t, title: t + ' (your time: ' + fmtTime(t) + ')'}, inZone(t, s.zone)))))),
       h('td', null, lastRun(s.last_run)),
       h('td', {class: 'status'}, s.disabled ? h('span', {class: 'badge'}, 'disabled')
         : s.paused ? h('span', {class: 'badge paused'}, 'paused') : h('span', {class: 'muted'}, 'active')),
