@@ -24,6 +24,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -54,6 +56,9 @@ public final class RecurringSchedules {
   public static final int UPCOMING = 5;
   /** Names added at run time: 1 to 200 of letters, digits and {@code _ . : -} (no {@code /}: names are URL path segments). */
   private static final Pattern API_NAME = Pattern.compile("[A-Za-z0-9_.:\\-]{1,200}");
+  /** Any stored name (code schedules may also use {@code /}); another name cannot exist. */
+  private static final Pattern ANY_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,200}");
+  private static final Logger log = LoggerFactory.getLogger(RecurringSchedules.class);
 
   private final JobClient client;
   private final String schema;
@@ -217,6 +222,8 @@ public final class RecurringSchedules {
     if (inserted == 0) {
       throw ScheduleException.exists(r.name());
     }
+    log.info("recurring schedule '{}' added: {} ({}), type {}", r.name(), r.schedule().expression(),
+        r.schedule().zone(), r.jobType());
     return require(r.name());
   }
 
@@ -227,6 +234,9 @@ public final class RecurringSchedules {
    * @throws ScheduleException {@code INVALID}, {@code NOT_FOUND} or {@code DECLARED_IN_CODE}
    */
   public Schedule update(Definition definition) {
+    if (definition != null && definition.name() != null && !ANY_NAME.matcher(definition.name()).matches()) {
+      throw ScheduleException.notFound(definition.name()); // no schedule can have that name
+    }
     Recurring r = validate(definition, false);
     String source = call(c -> {
       try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.UPDATE_FROM_API))) {
@@ -243,6 +253,8 @@ public final class RecurringSchedules {
     if (!source.equals("api")) {
       throw ScheduleException.declaredInCode(r.name(), "updated");
     }
+    log.info("recurring schedule '{}' replaced: {} ({}), type {}", r.name(), r.schedule().expression(),
+        r.schedule().zone(), r.jobType());
     return require(r.name());
   }
 
@@ -268,6 +280,7 @@ public final class RecurringSchedules {
     if (!source.equals("api")) {
       throw ScheduleException.declaredInCode(name, "removed");
     }
+    log.info("recurring schedule '{}' removed", name);
     return before;
   }
 
@@ -303,6 +316,7 @@ public final class RecurringSchedules {
     if (!found) {
       throw ScheduleException.notFound(name);
     }
+    log.info("recurring schedule '{}' {}", name, paused ? "paused" : "resumed");
     return require(name);
   }
 
@@ -346,6 +360,7 @@ public final class RecurringSchedules {
           ps.executeUpdate();
         }
         c.commit();
+        log.info("recurring schedule '{}' run now by hand: job {}", name, job.job().id());
         return job;
       } catch (SQLException | RuntimeException e) {
         c.rollback();

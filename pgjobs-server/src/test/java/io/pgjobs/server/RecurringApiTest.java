@@ -192,6 +192,8 @@ class RecurringApiTest {
     }
     Response putGhost = call("PUT", "/recurring/{name}", "/recurring/ghost", "{\"cron\":\"@daily\",\"type\":\"task\"}");
     assertThat(putGhost.status()).isEqualTo(404);
+    Response putOdd = call("PUT", "/recurring/{name}", "/recurring/no%20such%20name", "{\"cron\":\"@daily\",\"type\":\"task\"}");
+    assertThat(putOdd.status()).as(putOdd.body()).isEqualTo(404);
     assertThat(stored()).isEqualTo(1);
     assertThat(specProblems).isEmpty();
   }
