@@ -186,16 +186,71 @@ public final class RecurringSchedules {
     return all;
   }
 
+  /**
+   * A parsed expression, its words and its upcoming slots, reused across reads: parsing, describing and
+   * computing slots with cron-utils cost about half a millisecond per schedule, and the dashboard reads
+   * every schedule every few seconds.
+   */
+  private static final class Parsed {
+    final CronSchedule schedule;
+    final String description;
+    /** Upcoming slots computed at {@code computedAt}; still the next ones while now is before the first. */
+    private volatile Upcoming upcoming;
+
+    Parsed(CronSchedule schedule, String description) {
+      this.schedule = schedule;
+      this.description = description;
+    }
+
+    CronSchedule schedule() {
+      return schedule;
+    }
+
+    String description() {
+      return description;
+    }
+
+    /** The next {@link #UPCOMING} slots after {@code now}: no slot lies between the computation and now. */
+    List<Instant> upcoming(Instant now) {
+      Upcoming u = upcoming;
+      if (u == null || now.isBefore(u.computedAt) || u.slots.isEmpty() || !now.isBefore(u.slots.get(0))) {
+        u = new Upcoming(now, List.copyOf(schedule.upcoming(now, UPCOMING)));
+        upcoming = u;
+      }
+      return u.slots;
+    }
+  }
+
+  private record Upcoming(Instant computedAt, List<Instant> slots) {}
+
+  private static final int PARSED_MAX = 10_000;
+  private static final java.util.concurrent.ConcurrentHashMap<String, Parsed> PARSED =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static Parsed parsed(String cron, String zone) {
+    Parsed p = PARSED.get(zone + " " + cron);
+    if (p == null) {
+      CronSchedule schedule = CronSchedule.parse(cron, zone);
+      p = new Parsed(schedule, schedule.describe());
+      if (PARSED.size() >= PARSED_MAX) {
+        PARSED.clear(); // bounded; stored schedules are few, so this is for pathological churn only
+      }
+      PARSED.put(zone + " " + cron, p);
+    }
+    return p;
+  }
+
   private static Schedule read(ResultSet rs, Instant now) throws SQLException {
-    CronSchedule schedule = CronSchedule.parse(rs.getString("cron"), rs.getString("zone"));
+    Parsed parsed = parsed(rs.getString("cron"), rs.getString("zone"));
+    CronSchedule schedule = parsed.schedule();
     UUID lastJob = rs.getObject("last_job_id", UUID.class);
     String lastState = rs.getString("last_state");
     LastRun lastRun = lastJob == null ? null : new LastRun(lastJob, lastState == null ? null : JobState.parse(lastState),
         instant(rs, "last_created_at"), instant(rs, "last_finished_at"));
-    return new Schedule(rs.getString("name"), schedule.expression(), schedule.describe(), schedule.zone().getId(),
+    return new Schedule(rs.getString("name"), schedule.expression(), parsed.description(), schedule.zone().getId(),
         rs.getString("job_type"), rs.getString("queue"), rs.getString("payload"), rs.getInt("priority"),
         rs.getInt("max_attempts"), rs.getString("missed"), rs.getInt("catch_up"), rs.getBoolean("paused"),
-        rs.getString("source"), rs.getBoolean("disabled"), instant(rs, "last_slot"), schedule.upcoming(now, UPCOMING),
+        rs.getString("source"), rs.getBoolean("disabled"), instant(rs, "last_slot"), parsed.upcoming(now),
         lastRun, instant(rs, "created_at"), instant(rs, "updated_at"));
   }
 
