@@ -353,6 +353,15 @@ public final class JobClient {
     return dataSource;
   }
 
+  /**
+   * The recurring (cron) schedules of this client's database, managed at run time: list with next fire
+   * times and last run, add, update, remove, pause, resume, run now. See
+   * {@link io.pgjobs.recurring.RecurringSchedules}.
+   */
+  public io.pgjobs.recurring.RecurringSchedules recurring() {
+    return new io.pgjobs.recurring.RecurringSchedules(this);
+  }
+
   // ---------------------------------------------------------------- internals
 
   private EnqueuedJob insert(Connection c, NewJob job) throws SQLException {

@@ -37,6 +37,7 @@ import picocli.CommandLine.Spec;
       WorkCommand.class,
       EnqueueCommand.class,
       JobsCommand.class,
+      RecurringCommand.class,
       SettingsCommand.class,
       ServeCommand.class,
       DemoCommand.class,

@@ -3,6 +3,7 @@ package io.pgjobs.recurring;
 import com.cronutils.model.Cron;
 import com.cronutils.model.CronType;
 import com.cronutils.model.definition.CronDefinitionBuilder;
+import com.cronutils.descriptor.CronDescriptor;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
 import java.time.DateTimeException;
@@ -40,11 +41,13 @@ public final class CronSchedule {
   private final String expression;
   private final ZoneId zone;
   private final ExecutionTime execution;
+  private final Cron cron;
 
-  private CronSchedule(String expression, ZoneId zone, ExecutionTime execution) {
+  private CronSchedule(String expression, ZoneId zone, Cron cron) {
     this.expression = expression;
     this.zone = zone;
-    this.execution = execution;
+    this.cron = cron;
+    this.execution = ExecutionTime.forCron(cron);
   }
 
   /**
@@ -85,7 +88,7 @@ public final class CronSchedule {
       throw new IllegalArgumentException("invalid cron expression '" + text + "': " + whichField(parser, fields, names)
           + e.getMessage());
     }
-    return new CronSchedule(text, zoneId, ExecutionTime.forCron(cron));
+    return new CronSchedule(text, zoneId, cron);
   }
 
   /** "field 3 (day of month) '32': " for the first field that fails alone, or nothing. */
@@ -113,6 +116,14 @@ public final class CronSchedule {
   /** The expression as given. */
   public String expression() {
     return expression;
+  }
+
+  /**
+   * The expression in English words (cron-utils' {@code CronDescriptor}), e.g. "every 15 minutes every hour
+   * between 9 and 17 every day between Monday and Friday"; a macro is described by what it stands for.
+   */
+  public String describe() {
+    return CronDescriptor.instance(Locale.ENGLISH).describe(cron);
   }
 
   /** The zone its fields are read in. */

@@ -156,19 +156,21 @@ public final class RecurringStore {
         List<Instant> enqueue = new ArrayList<>(missed.subList(missed.size() - keep, missed.size()));
         enqueue.addAll(firing);
         Recurring r = s.recurring();
+        java.util.UUID lastJob = null;
         for (Instant slot : enqueue) {
-          client.enqueue(c, r.jobType(), codec.tree(r.payloadJson()),
+          lastJob = client.enqueue(c, r.jobType(), codec.tree(r.payloadJson()),
               EnqueueOptions.builder()
                   .queue(r.queue())
                   .priority(r.priority())
                   .maxAttempts(r.maxAttempts())
                   .idempotencyKey(Recurring.slotKey(name, slot))
                   .context(Recurring.slotContext(name, slot))
-                  .build());
+                  .build()).job().id();
         }
         try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.SET_LAST_SLOT))) {
           ps.setTimestamp(1, Timestamp.from(due.get(due.size() - 1)));
-          ps.setString(2, name);
+          ps.setObject(2, lastJob);
+          ps.setString(3, name);
           ps.executeUpdate();
         }
         c.commit();

@@ -24,6 +24,7 @@ import io.pgjobs.server.api.JobTypesApi;
 import io.pgjobs.server.api.JobsApi;
 import io.pgjobs.server.api.MetricsApi;
 import io.pgjobs.server.api.QueuesApi;
+import io.pgjobs.server.api.RecurringApi;
 import io.pgjobs.server.api.Routes;
 import io.pgjobs.server.api.StatsApi;
 import io.pgjobs.server.api.WorkersApi;
@@ -270,6 +271,7 @@ public final class ApiServer implements AutoCloseable {
       new EventsApi(client, events, queues).register(routes);
       new HealthApi(client).register(routes);
       new MetricsApi(registry, client).register(routes);
+      new RecurringApi(client, acceptUnknownTypes).register(routes);
       docs.register(routes);
       plainPosts.forEach((path, handler) ->
           cfg.routes.post(path, ctx -> ctx.status(handler.handle(ctx::header, ctx.bodyAsBytes()))));
@@ -412,7 +414,7 @@ public final class ApiServer implements AutoCloseable {
     ctx.header("Vary", "Origin");
     ctx.header("Access-Control-Expose-Headers", REQUEST_ID_HEADER + ", Location, Idempotent-Replayed, Unique-Conflict");
     if (ctx.method() == HandlerType.OPTIONS && ctx.header("Access-Control-Request-Method") != null) {
-      ctx.header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      ctx.header("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS");
       ctx.header("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, " + REQUEST_ID_HEADER);
       ctx.header("Access-Control-Max-Age", "600");
       ctx.status(204);

@@ -57,6 +57,16 @@ public final class Routes {
     routes.post(path, ctx -> run(ctx, handler));
   }
 
+  /** A PUT route (replacing a resource: {@code PUT /recurring/{name}}). */
+  public void put(String path, ApiHandler handler) {
+    routes.put(path, ctx -> run(ctx, handler));
+  }
+
+  /** A DELETE route ({@code DELETE /recurring/{name}}). */
+  public void delete(String path, ApiHandler handler) {
+    routes.delete(path, ctx -> run(ctx, handler));
+  }
+
   /**
    * A Server-Sent Events route. {@code Accept: text/event-stream} gets the stream (Javalin's SSE
    * handler needs that header). A browser opening the URL (its Accept names {@code text/html} first) gets a

@@ -10,6 +10,7 @@ import job from './pages/job.js';
 import deadLetters from './pages/dead-letters.js';
 import enqueue from './pages/enqueue.js';
 import queues from './pages/queues.js';
+import recurring from './pages/recurring.js';
 import notFound from './pages/not-found.js';
 
 const ROUTES = [
@@ -19,6 +20,7 @@ const ROUTES = [
   {pattern: /^\/dead-letters\/?$/, page: deadLetters, nav: 'dead-letters', title: 'Dead letters'},
   {pattern: /^\/enqueue\/?$/, page: enqueue, nav: 'enqueue', title: 'Enqueue'},
   {pattern: /^\/queues\/?$/, page: queues, nav: 'queues', title: 'Queues'},
+  {pattern: /^\/recurring\/?$/, page: recurring, nav: 'recurring', title: 'Recurring'},
 ];
 
 const main = document.getElementById('main');
