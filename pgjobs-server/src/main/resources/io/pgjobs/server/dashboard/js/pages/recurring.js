@@ -32,7 +32,7 @@ export default function recurringPage(root) {
           h('th', null, 'Next fire times (in its zone)'), h('th', null, 'Last run'), h('th', null, 'Status'), h('th', null, ''))),
         body))),
     h('p', {class: 'hint'}, 'Add, replace and remove schedules with ', h('code', null, 'POST /recurring'), ' (see ',
-      h('a', {href: '/docs'}, 'the API'), ') or ', h('code', null, 'pgjobs recurring add'),
+      h('a', {href: 'docs'}, 'the API'), ') or ', h('code', null, 'pgjobs recurring add'),
       '; schedules declared in code change with the code.'));
 
   function lastRun(run) {
