@@ -27,6 +27,7 @@ import io.pgjobs.server.api.QueuesApi;
 import io.pgjobs.server.api.Routes;
 import io.pgjobs.server.api.StatsApi;
 import io.pgjobs.server.api.WorkersApi;
+import io.pgjobs.server.api.WsApi;
 import io.pgjobs.server.events.EventHub;
 import io.pgjobs.server.openapi.OpenApiDocs;
 import io.pgjobs.server.problem.ApiProblem;
@@ -179,6 +180,12 @@ public final class ApiServer implements AutoCloseable {
         sf.location = Location.CLASSPATH;
       });
       cfg.staticFiles.add(sf -> {
+        // The browser job tracker (/client/pgjobs.js) and its example page.
+        sf.hostedPath = "/client";
+        sf.directory = "/io/pgjobs/server/client";
+        sf.location = Location.CLASSPATH;
+      });
+      cfg.staticFiles.add(sf -> {
         sf.hostedPath = "/dashboard";
         sf.directory = "/io/pgjobs/server/dashboard";
         sf.location = Location.CLASSPATH;
@@ -207,7 +214,9 @@ public final class ApiServer implements AutoCloseable {
       new WorkersApi(client).register(routes);
       new StatsApi(client).register(routes);
       new DeadLettersApi(client).register(routes);
-      new EventsApi(client, events, queues).register(routes);
+      EventsApi eventsApi = new EventsApi(client, events, queues);
+      eventsApi.register(routes);
+      new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null).register(cfg.routes);
       new HealthApi(client).register(routes);
       new MetricsApi(registry, client).register(routes);
       docs.register(routes);
