@@ -158,4 +158,27 @@ class TrackerPageTest {
     browser.waitForAttribute("body", "data-done", "succeeded");
     assertThat(browser.find("#job-id").getText()).isEqualTo(id.toString());
   }
+
+  @Test
+  void theDashboardFollowsAJobOnTheSameClientOverTheWebSocketAndOverTheFallback() {
+    for (String transport : new String[] {"websocket", "sse"}) {
+      String key = key();
+      UUID id = app.enqueue("steps", key, "default");
+      browser.open(app.url("/jobs/" + id));
+      // The dashboard reads the forced transport when it starts: set it, then reload.
+      browser.script(transport.equals("sse")
+          ? "sessionStorage.setItem('pgjobs.transport', 'sse');" : "sessionStorage.removeItem('pgjobs.transport');");
+      browser.driver.navigate().refresh();
+      browser.waitForAttribute("#live", "data-transport", transport);
+      browser.waitForAttribute("#live", "data-status", "live");
+
+      browser.waitForText("#job-progress-message", "step 1");
+      app.releaseStep(key, 1);
+      browser.waitForText("#job-progress-message", "step 2");
+      app.releaseStep(key, 2);
+      browser.waitForText("#job-state", "succeeded");
+      browser.waitForText("#job-output", "\"done\": \"" + key + "\"");
+    }
+    browser.script("sessionStorage.removeItem('pgjobs.transport');");
+  }
 }

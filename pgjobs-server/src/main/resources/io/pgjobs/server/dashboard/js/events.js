@@ -20,5 +20,15 @@ export function eventStream() {
     // sessionStorage 'pgjobs.transport' = 'sse' forces the fallback (tests, proxies known to break WebSockets).
     transport: sessionStorage.getItem('pgjobs.transport') || 'auto',
   });
-  return client.events();
+  const stream = client.events();
+  // Say on the "live" badge which transport carries the updates (tests read data-transport too).
+  stream.on('status', s => {
+    const live = document.getElementById('live');
+    if (!live || s !== 'live') return;
+    live.dataset.transport = client.transport;
+    live.title = client.transport === 'websocket'
+      ? 'Live updates over the WebSocket /ws'
+      : 'Live updates over Server-Sent Events (/events): WebSockets did not work';
+  });
+  return stream;
 }
