@@ -249,7 +249,12 @@ class WsApiTest {
     assertThatThrownBy(() -> Socket.connect(secured, "Authorization", "Bearer not-a-valid-token-at-all"))
         .isInstanceOf(CompletionException.class)
         .cause().isInstanceOf(WebSocketHandshakeException.class)
-        .satisfies(e -> assertThat(((WebSocketHandshakeException) e).getResponse().statusCode()).isEqualTo(401));
+        .satisfies(e -> {
+          java.net.http.HttpResponse<?> response = ((WebSocketHandshakeException) e).getResponse();
+          assertThat(response.statusCode()).isEqualTo(401);
+          assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
+              type -> assertThat(type).startsWith("application/problem+json"));
+        });
   }
 
   @Test
