@@ -365,7 +365,11 @@ public final class WsApi {
         // connection, so the client reconnects and resubscribes from snapshots instead of silently
         // missing updates.
         if (!ended && !closed) {
-          Connection.this.close(1008, "fell behind or the server is stopping; reconnect and subscribe again");
+          if (hub.isClosed()) {
+            Connection.this.close(1001, "the server is stopping; reconnect and subscribe again");
+          } else {
+            Connection.this.close(1008, "fell behind; reconnect and subscribe again");
+          }
         }
       }
     }

@@ -90,6 +90,11 @@ public final class EventHub implements AutoCloseable {
     return listener.isListening();
   }
 
+  /** True once {@link #close()} was called (the server is stopping). */
+  public boolean isClosed() {
+    return closed;
+  }
+
   /** Subscribers connected now. */
   public int subscribers() {
     return subscriptions.size();

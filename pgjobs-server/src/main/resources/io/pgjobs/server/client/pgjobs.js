@@ -226,14 +226,19 @@ export class JobTracker {
  * connection. Names: `snapshot`, `state`, `progress`, `resync`, and `status` ('connecting', 'live',
  * 'reconnecting').
  */
-class EventStream {
+export class EventStream {
   constructor(client, filter) {
     this._client = client;
     this.filter = filter;
     this._listeners = new Map();
   }
 
-  /** Subscribes fn to events named `name`; returns the unsubscribe function. */
+  /**
+   * Subscribes fn to events named `name`; returns the unsubscribe function.
+   * @param {'snapshot'|'state'|'progress'|'resync'|'status'|'error'} name
+   * @param {(data: *) => void} fn
+   * @returns {() => void}
+   */
   on(name, fn) {
     if (!this._listeners.has(name)) this._listeners.set(name, new Set());
     this._listeners.get(name).add(fn);
@@ -350,6 +355,7 @@ export class PgJobsClient {
   /**
    * The stream of job events for pages that show many jobs (the dashboard), filtered like GET /events.
    * @param {{types?: string[], queues?: string[]}} [filter]
+   * @returns {EventStream}
    */
   events(filter = {}) {
     return new EventStream(this, {types: filter.types || [], queues: filter.queues || []});
