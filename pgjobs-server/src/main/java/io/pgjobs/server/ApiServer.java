@@ -216,7 +216,8 @@ public final class ApiServer implements AutoCloseable {
       new DeadLettersApi(client).register(routes);
       EventsApi eventsApi = new EventsApi(client, events, queues);
       eventsApi.register(routes);
-      new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null).register(cfg.routes);
+      new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null,
+          origin -> corsOrigins.contains("*") || corsOrigins.contains(origin.toLowerCase(Locale.ROOT))).register(cfg.routes);
       new HealthApi(client).register(routes);
       new MetricsApi(registry, client).register(routes);
       docs.register(routes);

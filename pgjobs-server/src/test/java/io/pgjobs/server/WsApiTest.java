@@ -258,6 +258,23 @@ class WsApiTest {
   }
 
   @Test
+  void aPageOfAnotherOriginIsRefusedAtTheUpgradeWith403AndTheServersOwnOriginIsNot() throws Exception {
+    assertThatThrownBy(() -> Socket.connect(open, "Origin", "http://evil.example"))
+        .isInstanceOf(CompletionException.class)
+        .cause().isInstanceOf(WebSocketHandshakeException.class)
+        .satisfies(e -> assertThat(((WebSocketHandshakeException) e).getResponse().statusCode()).isEqualTo(403));
+
+    UUID id = enqueue(open, "same-origin");
+    Socket s = Socket.connect(open, "Origin", "http://127.0.0.1:" + open.server.port());
+    try {
+      s.send("{\"op\":\"subscribe\",\"jobs\":[\"" + id + "\"]}");
+      assertThat(s.nextJob(id, "queued")).isNotNull();
+    } finally {
+      s.close();
+    }
+  }
+
+  @Test
   void theSeedsDispatchPathIsAnAliasOfDispatch() {
     Response r = open.post("/_api/jobs/task/dispatch", "{\"args\":{\"note\":\"seed\"}}");
     assertThat(r.status()).isEqualTo(201);

@@ -55,26 +55,36 @@ public final class WsApi {
   private final JsonMapper json;
   private final boolean tokensRequired;
   private final Predicate<String> validToken;
+  private final Predicate<String> allowedOrigin;
   private final Map<String, Connection> connections = new ConcurrentHashMap<>();
 
   /**
    * @param tokensRequired whether clients must authenticate
    * @param validToken true for a token of any scope (following jobs is reading)
+   * @param allowedOrigin true for a cross-origin page's {@code Origin} the server's CORS settings allow
    */
   public WsApi(JobClient client, EventHub hub, EventsApi events, JsonMapper json, boolean tokensRequired,
-      Predicate<String> validToken) {
+      Predicate<String> validToken, Predicate<String> allowedOrigin) {
     this.client = client;
     this.hub = hub;
     this.events = events;
     this.json = json;
     this.tokensRequired = tokensRequired;
     this.validToken = validToken;
+    this.allowedOrigin = allowedOrigin;
   }
 
   /** Registers {@code /ws}. */
   public void register(RoutesConfig routes) {
     // A client that can send headers authenticates at the upgrade; a bad header is refused with 401 there.
     routes.wsBeforeUpgrade("/ws", ctx -> {
+      // Browsers apply no CORS to WebSockets: without this check any web page could read job updates
+      // from a server on the visitor's machine that has no tokens (cross-site WebSocket hijacking).
+      String origin = ctx.header("Origin");
+      if (origin != null && !sameOrigin(origin, ctx.header("Host")) && !allowedOrigin.test(origin)) {
+        throw ApiProblem.forbidden("WebSocket connections from pages of " + origin + " are not allowed: only this"
+            + " server's own pages and the origins allowed by its CORS settings may connect");
+      }
       String header = ctx.header("Authorization");
       if (tokensRequired && header != null && !validToken.test(bearer(header))) {
         throw ApiProblem.unauthorized("the bearer token is not valid");
@@ -111,6 +121,15 @@ public final class WsApi {
   /** Connections open now. */
   public int connections() {
     return connections.size();
+  }
+
+  /** True if {@code origin} (scheme://host[:port]) names the host and port the request was sent to. */
+  private static boolean sameOrigin(String origin, String host) {
+    if (host == null) {
+      return false;
+    }
+    int scheme = origin.indexOf("://");
+    return scheme > 0 && origin.substring(scheme + 3).equalsIgnoreCase(host);
   }
 
   private static String bearer(String header) {
