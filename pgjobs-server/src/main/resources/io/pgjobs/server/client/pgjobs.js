@@ -279,6 +279,9 @@ export class PgJobsClient {
     this._ws = null;
     this._wsOpen = false;
     this._running = false;
+    // Each start of the connection gets a new generation; a loop of an older one (still closing its
+    // socket when the client was started again) ends instead of opening a second connection.
+    this._generation = 0;
     this._sse = new Map(); // key -> AbortController
     this._wake = null;
   }
@@ -423,6 +426,7 @@ export class PgJobsClient {
 
   _shutdown() {
     this._running = false;
+    this._generation++;
     this._ws?.close(1000, 'done');
     this._ws = null;
     for (const c of this._sse.values()) c.abort();
@@ -434,7 +438,7 @@ export class PgJobsClient {
     if (this._running) return;
     this._running = true;
     this._status('connecting');
-    if (this.transport === 'websocket') this._wsLoop();
+    if (this.transport === 'websocket') this._wsLoop(++this._generation);
     else this._sseAll();
   }
 
@@ -446,12 +450,13 @@ export class PgJobsClient {
   }
 
   /** Opens the WebSocket and keeps it open, reconnecting with a growing delay (0.5 s to 15 s). */
-  async _wsLoop() {
+  async _wsLoop(generation) {
     let delay = 500;
     let failedBeforeOpen = 0;
-    while (this._running && this.transport === 'websocket') {
+    const current = () => this._running && this._generation === generation;
+    while (current() && this.transport === 'websocket') {
       const outcome = await this._wsOnce();
-      if (!this._running) return;
+      if (!current()) return;
       if (outcome.opened) {
         delay = 500;
         failedBeforeOpen = 0;

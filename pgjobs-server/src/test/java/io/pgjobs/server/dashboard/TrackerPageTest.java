@@ -57,8 +57,9 @@ class TrackerPageTest {
 
   /** Clicks Start and returns the id of the job the page started. */
   private static UUID startJob() {
+    String before = browser.find("#job-id").getText();
     browser.find("#start").click();
-    browser.waitFor(d -> !browser.find("#job-id").getText().isEmpty());
+    browser.waitFor(d -> !browser.find("#job-id").getText().isEmpty() && !browser.find("#job-id").getText().equals(before));
     return UUID.fromString(browser.find("#job-id").getText());
   }
 
@@ -145,6 +146,29 @@ class TrackerPageTest {
     app.releaseStep(key, 2);
     browser.waitForAttribute("body", "data-done", "succeeded");
     assertThat(browser.find("#output").getText()).contains("\"done\": \"" + key + "\"");
+  }
+
+  @Test
+  void aSecondJobStartedOnThePageIsFollowedAfterTheFirstWasClosed() {
+    String first = key();
+    openPage("steps", first, "");
+    UUID firstId = startJob();
+    waitForProgress(10, "step 1");
+
+    // The page closes the first tracker (the client's connection goes idle) and follows the new job.
+    String second = key();
+    browser.find("#args").clear();
+    browser.find("#args").sendKeys("{\"note\":\"steps\",\"key\":\"" + second + "\"}");
+    UUID secondId = startJob();
+    assertThat(secondId).isNotEqualTo(firstId);
+    waitForProgress(10, "step 1");
+    app.releaseStep(second, 1);
+    app.releaseStep(second, 2);
+    browser.waitForAttribute("body", "data-done", "succeeded");
+    assertThat(browser.find("#output").getText()).contains("\"done\": \"" + second + "\"");
+    app.releaseStep(first, 1);
+    app.releaseStep(first, 2);
+    app.awaitState(firstId, JobState.SUCCEEDED);
   }
 
   @Test
