@@ -141,6 +141,8 @@ final class ServeCommand extends Subcommand {
     command.out().println("  OpenAPI     " + base + "/openapi.json");
     command.out().println("  metrics     " + base + "/metrics");
     command.out().println("  events      " + base + "/events");
+    // The browser job tracker's example page: start a summary (a demo kind) and watch it live.
+    command.out().println("  tracker     " + base + "/client/tracker.html");
     command.out().println("Stop with SIGTERM or Ctrl-C.");
     command.out().flush();
     if (afterStart != null) {

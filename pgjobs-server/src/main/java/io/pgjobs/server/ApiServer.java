@@ -28,6 +28,7 @@ import io.pgjobs.server.api.RecurringApi;
 import io.pgjobs.server.api.Routes;
 import io.pgjobs.server.api.StatsApi;
 import io.pgjobs.server.api.WorkersApi;
+import io.pgjobs.server.api.WsApi;
 import io.pgjobs.server.events.EventHub;
 import io.pgjobs.server.openapi.OpenApiDocs;
 import io.pgjobs.server.problem.ApiProblem;
@@ -240,6 +241,12 @@ public final class ApiServer implements AutoCloseable {
         sf.location = Location.CLASSPATH;
       });
       cfg.staticFiles.add(sf -> {
+        // The browser job tracker (/client/pgjobs.js) and its example page.
+        sf.hostedPath = "/client";
+        sf.directory = "/io/pgjobs/server/client";
+        sf.location = Location.CLASSPATH;
+      });
+      cfg.staticFiles.add(sf -> {
         sf.hostedPath = "/dashboard";
         sf.directory = "/io/pgjobs/server/dashboard";
         sf.location = Location.CLASSPATH;
@@ -268,7 +275,10 @@ public final class ApiServer implements AutoCloseable {
       new WorkersApi(client).register(routes);
       new StatsApi(client).register(routes);
       new DeadLettersApi(client).register(routes);
-      new EventsApi(client, events, queues).register(routes);
+      EventsApi eventsApi = new EventsApi(client, events, queues);
+      eventsApi.register(routes);
+      new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null,
+          origin -> corsOrigins.contains("*") || corsOrigins.contains(origin.toLowerCase(Locale.ROOT))).register(cfg.routes);
       new HealthApi(client).register(routes);
       new MetricsApi(registry, client).register(routes);
       new RecurringApi(client, acceptUnknownTypes).register(routes);

@@ -61,7 +61,7 @@ public final class EventsApi {
     ctx.attribute(FILTER, filter);
   }
 
-  private Object snapshot(EventFilter filter) {
+  Object snapshot(EventFilter filter) {
     if (filter.jobId() != null) {
       return new JobSnapshot(client.get(filter.jobId()).map(JobsApi.JobView::of).orElse(null));
     }

@@ -65,6 +65,8 @@ public final class JobsApi {
   public void register(Routes routes) {
     routes.post("/jobs", ctx -> enqueue(ctx, routes));
     routes.post("/jobs/{type}/dispatch", ctx -> dispatch(ctx, routes));
+    // The seed's spelling of the same route, so code written against it works unchanged.
+    routes.post("/_api/jobs/{type}/dispatch", ctx -> dispatch(ctx, routes));
     routes.get("/jobs", this::list);
     routes.post("/jobs/cancel", ctx -> cancelAll(ctx, routes));
     routes.post("/jobs/retry", ctx -> retryAll(ctx, routes));

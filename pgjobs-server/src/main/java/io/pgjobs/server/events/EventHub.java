@@ -90,6 +90,11 @@ public final class EventHub implements AutoCloseable {
     return listener.isListening();
   }
 
+  /** True once {@link #close()} was called (the server is stopping). */
+  public boolean isClosed() {
+    return closed;
+  }
+
   /** Subscribers connected now. */
   public int subscribers() {
     return subscriptions.size();
@@ -100,14 +105,50 @@ public final class EventHub implements AutoCloseable {
    * The caller must have called {@link SseClient#keepAlive()}.
    */
   public void subscribe(SseClient client, EventFilter filter, Supplier<Object> snapshot) {
-    Subscription s = new Subscription(client, filter, snapshot);
+    Runnable stop = subscribe(new EventSink() {
+      @Override
+      public void send(String event, Object data, String id) {
+        if (id == null) {
+          client.sendEvent(event, json.writeValueAsString(data));
+        } else {
+          client.sendEvent(event, json.writeValueAsString(data), id);
+        }
+      }
+
+      @Override
+      public void ping() {
+        client.sendComment("ping");
+      }
+
+      @Override
+      public boolean isClosed() {
+        return client.terminated();
+      }
+
+      @Override
+      public void close() {
+        client.close();
+      }
+    }, filter, snapshot);
+    client.onClose(stop);
+  }
+
+  /**
+   * Sends events matching {@code filter} to {@code sink}, starting with {@code snapshot}'s value, until
+   * the returned action is run, the sink closes, the subscriber falls behind or the hub closes; the
+   * sink is closed at the end in every case.
+   *
+   * @return stops the subscription (idempotent)
+   */
+  public Runnable subscribe(EventSink sink, EventFilter filter, Supplier<Object> snapshot) {
+    Subscription s = new Subscription(sink, filter, snapshot);
     if (closed) {
-      client.close();
-      return;
+      sink.close();
+      return () -> {};
     }
     subscriptions.add(s);
-    client.onClose(s::stop);
-    Thread.ofVirtual().name("pgjobs-sse-" + s.id).start(s::run);
+    Thread.ofVirtual().name("pgjobs-events-" + s.id).start(s::run);
+    return s::stop;
   }
 
   private void onBatch(JobEventBatch batch) {
@@ -185,14 +226,14 @@ public final class EventHub implements AutoCloseable {
     private static final AtomicLong IDS = new AtomicLong();
 
     final long id = IDS.incrementAndGet();
-    final SseClient client;
+    final EventSink client;
     final EventFilter filter;
     final Supplier<Object> snapshot;
     final BlockingQueue<Outgoing> queue = new ArrayBlockingQueue<>(QUEUE_CAPACITY + 1);
     final AtomicBoolean stopped = new AtomicBoolean();
     long marks;
 
-    Subscription(SseClient client, EventFilter filter, Supplier<Object> snapshot) {
+    Subscription(EventSink client, EventFilter filter, Supplier<Object> snapshot) {
       this.client = client;
       this.filter = filter;
       this.snapshot = snapshot;
@@ -220,21 +261,21 @@ public final class EventHub implements AutoCloseable {
         if (!sendSnapshot()) {
           return;
         }
-        while (!client.terminated()) {
+        while (!client.isClosed()) {
           Outgoing out = queue.take();
           if (out == Outgoing.STOP) {
             break;
           } else if (out == Outgoing.PING) {
-            client.sendComment("ping");
+            client.ping();
           } else if ("mark".equals(out.event())) {
             continue; // a mark that came back after its snapshot went out anyway
           } else if (out.resyncReason() != null) {
-            client.sendEvent("resync", json.writeValueAsString(new ResyncView(out.resyncReason())));
+            client.send("resync", new ResyncView(out.resyncReason()), null);
             if (!sendSnapshot()) {
               break;
             }
           } else {
-            client.sendEvent(out.event(), json.writeValueAsString(out.data()), Long.toString(out.id()));
+            client.send(out.event(), out.data(), Long.toString(out.id()));
           }
         }
       } catch (InterruptedException e) {
@@ -253,7 +294,7 @@ public final class EventHub implements AutoCloseable {
       if (!awaitMark()) {
         return false;
       }
-      client.sendEvent("snapshot", json.writeValueAsString(snapshot.get()));
+      client.send("snapshot", snapshot.get(), null);
       return true;
     }
 

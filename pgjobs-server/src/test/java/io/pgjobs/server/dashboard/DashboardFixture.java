@@ -68,7 +68,7 @@ final class DashboardFixture implements AutoCloseable {
 
   final TestDatabase db;
   final JobClient client;
-  final ApiServer server;
+  volatile ApiServer server;
   JobWorker worker;
   private final Map<String, CountDownLatch[]> steps = new ConcurrentHashMap<>();
   private final Set<String> failedOnce = ConcurrentHashMap.newKeySet();
@@ -172,6 +172,18 @@ final class DashboardFixture implements AutoCloseable {
 
   private CountDownLatch[] gates(String key) {
     return steps.computeIfAbsent(key, k -> new CountDownLatch[] {new CountDownLatch(1), new CountDownLatch(1)});
+  }
+
+  /** Stops the API server (the worker goes on); {@link #startServerAgain()} brings it back on the same port. */
+  int stopServer() {
+    int port = server.port();
+    server.close();
+    return port;
+  }
+
+  /** A new API server on {@code port}, as a restarted process would be. */
+  void startServerAgain(int port) {
+    server = ApiServer.builder(client).host("127.0.0.1").port(port).build().start();
   }
 
   /** Whether {@code flaky} jobs fail. */

@@ -1,0 +1,25 @@
+package io.pgjobs.server.events;
+
+/**
+ * Where {@link EventHub} writes one subscriber's events: a Server-Sent Events response or a WebSocket
+ * subscription. Calls come from the subscriber's own thread, one at a time.
+ */
+public interface EventSink {
+  /**
+   * Sends one event.
+   *
+   * @param event {@code snapshot}, {@code state}, {@code progress} or {@code resync}
+   * @param data the event's data (a record the API's JSON mapper writes)
+   * @param id the event id ({@code state} and {@code progress}), or null
+   */
+  void send(String event, Object data, String id);
+
+  /** Keeps an idle connection open and finds out whether it is still there. */
+  void ping();
+
+  /** True once the connection is gone; the subscription then ends. */
+  boolean isClosed();
+
+  /** Ends the connection; called when the subscription ends for any reason (including falling behind). */
+  void close();
+}
