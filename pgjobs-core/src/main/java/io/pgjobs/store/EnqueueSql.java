@@ -27,10 +27,11 @@ final class EnqueueSql {
       """
       WITH ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms, parent_id)
+                                     created_at, context, idempotency_key, timeout_ms, parent_id,
+                                     trace_context)
           VALUES (?, ?, ?, ?::jsonb, ?, 'queued', ?,
                   COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                  now(), ?, ?, ?, ?)
+                  now(), ?, ?, ?, ?, ?)
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )
       """ + NOTIFY_ONE_INSERTED;
@@ -48,10 +49,11 @@ final class EnqueueSql {
           RETURNING job_id
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms, parent_id)
+                                     created_at, context, idempotency_key, timeout_ms, parent_id,
+                                     trace_context)
           SELECT key.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?
+                 now(), ?, ?, ?, ?, ?
             FROM key
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )
@@ -64,14 +66,14 @@ final class EnqueueSql {
   /** Bulk insert: the columns a COPY row carries, in order (see {@link CopyRows}). */
   static final String COPY_JOBS =
       """
-      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, run_at,
-                          created_at)
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, trace_context,
+                          run_at, created_at)
       FROM STDIN""";
 
   /** Bulk insert of jobs due now: state, run_at and created_at take their defaults. */
   static final String COPY_DUE_JOBS =
       """
-      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms)
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, trace_context)
       FROM STDIN""";
 
   /**

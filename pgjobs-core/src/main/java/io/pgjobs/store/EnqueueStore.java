@@ -95,7 +95,8 @@ public final class EnqueueStore {
       ps.setString(i++, job.context());
       ps.setString(i++, job.idempotencyKey());
       setLong(ps, i++, job.timeoutMs());
-      ps.setObject(i, job.parentId(), java.sql.Types.OTHER);
+      ps.setObject(i++, job.parentId(), java.sql.Types.OTHER);
+      ps.setString(i, job.traceContext());
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
           Job stored =
@@ -184,7 +185,8 @@ public final class EnqueueStore {
             .number(job.priority())
             .number(job.maxAttempts())
             .text(job.context())
-            .number(job.timeoutMs());
+            .number(job.timeoutMs())
+            .text(job.traceContext());
         if (!allDueNow) {
           Instant runAt =
               job.runAt() != null ? job.runAt() : job.delayMs() == null ? now : now.plusMillis(job.delayMs());

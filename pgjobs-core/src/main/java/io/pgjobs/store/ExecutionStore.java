@@ -129,7 +129,8 @@ public final class ExecutionStore {
                   rs.getTimestamp(9).toInstant(),
                   rs.getString(10),
                   timeout,
-                  rs.getLong(12)));
+                  rs.getLong(12),
+                  rs.getString(13)));
         }
       }
       // RETURNING has no order: put the batch back in claim order (priority desc, run_at, id).

@@ -5,7 +5,8 @@ import java.util.UUID;
 
 /**
  * A validated job ready to be inserted. At most one of {@code runAt} and {@code delayMs} is set; with
- * neither the job is due at once.
+ * neither the job is due at once. {@code traceContext} is the W3C trace context of the enqueue
+ * ({@code traceparent[;tracestate]}, see {@link io.pgjobs.tracing.JobTracing}), or null.
  */
 public record NewJob(
     UUID id,
@@ -20,4 +21,21 @@ public record NewJob(
     String idempotencyKey,
     Long timeoutMs,
     String idempotencyFingerprint,
-    UUID parentId) {}
+    UUID parentId,
+    String traceContext) {
+
+  /** A job without a trace context. */
+  public NewJob(
+      UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
+      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
+      UUID parentId) {
+    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
+        idempotencyFingerprint, parentId, null);
+  }
+
+  /** This job with {@code traceContext}. */
+  public NewJob withTraceContext(String traceContext) {
+    return new NewJob(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey,
+        timeoutMs, idempotencyFingerprint, parentId, traceContext);
+  }
+}
