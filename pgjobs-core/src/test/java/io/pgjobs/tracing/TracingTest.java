@@ -211,7 +211,9 @@ class TracingTest extends PgJobsTestBase {
     awaitState(id, JobState.SUCCEEDED);
     assertThat(storedTraceContext(id))
         .as("the W3C traceparent of the PRODUCER span, kept in finished_jobs")
-        .isEqualTo("00-" + producer.getTraceId() + "-" + producer.getSpanId() + "-01");
+        .isEqualTo("00-" + producer.getTraceId() + "-" + producer.getSpanId() + "-"
+            + producer.getSpanContext().getTraceFlags().asHex());
+    assertThat(producer.getSpanContext().isSampled()).isTrue();
   }
 
   @Test
