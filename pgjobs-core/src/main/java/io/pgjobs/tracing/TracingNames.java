@@ -39,8 +39,8 @@ public final class TracingNames {
   public static final String JOB_MAX_ATTEMPTS = "pgjobs.job.max_attempts";
   /**
    * {@code pgjobs.job.outcome}: how the attempt ended, as the {@code outcome} tag of the completed-jobs
-   * metric: succeeded, retrying, failed, discarded, snoozed, cancelled, released, error (the outcome
-   * could not be written), or let_go (the handler ignored its stop; see the worker's docs).
+   * metric: succeeded, retrying, failed, discarded, snoozed, cancelled, released, not_recorded (the write
+   * matched nothing), error (the outcome could not be written), or let_go (the handler ignored its stop).
    */
   public static final String JOB_OUTCOME = "pgjobs.job.outcome";
 
