@@ -329,6 +329,27 @@ class TracingTest extends PgJobsTestBase {
   }
 
   @Test
+  void operatorRetryKeepsTheJobInTheTraceThatEnqueuedIt() {
+    start(tracedWorker(otel));
+    UUID id = inRequest(() -> tracedClient().enqueue(BROKEN, new Numbered(1)).job().id());
+    awaitState(id, JobState.FAILED);
+    SpanData producer = awaitSpans("send default", SpanKind.PRODUCER, 1).get(0);
+
+    client.retry(id); // from finished_jobs back to jobs, with its trace context
+    List<SpanData> runs = awaitSpans("process default", SpanKind.CONSUMER, 2);
+    assertThat(runs).allSatisfy(s -> assertThat(s.getParentSpanId()).isEqualTo(producer.getSpanId()));
+  }
+
+  @Test
+  void schemaRefusesATraceContextLongerThan1024Characters() {
+    UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
+    db.execute("UPDATE pgjobs.jobs SET trace_context = repeat('x', 1024) WHERE id = '" + id + "'");
+    assertThatThrownBy(
+            () -> db.execute("UPDATE pgjobs.jobs SET trace_context = repeat('x', 1025) WHERE id = '" + id + "'"))
+        .hasMessageContaining("jobs_trace_context_length");
+  }
+
+  @Test
   void failedEnqueueRecordsTheExceptionOnItsSpan() throws Exception {
     Connection closed = db.dataSource().getConnection();
     closed.close();
