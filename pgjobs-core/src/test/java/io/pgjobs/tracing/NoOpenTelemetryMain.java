@@ -22,6 +22,7 @@ import org.postgresql.ds.PGSimpleDataSource;
 public final class NoOpenTelemetryMain {
   static final String OK = "PGJOBS-NO-OTEL-OK";
   static final String API_ABSENT = "PGJOBS-OTEL-API-ABSENT";
+  static final String TRACING_NONE = "PGJOBS-TRACING-NONE";
 
   private NoOpenTelemetryMain() {}
 
@@ -31,6 +32,9 @@ public final class NoOpenTelemetryMain {
       System.out.println("the OpenTelemetry API is on the class path");
     } catch (ClassNotFoundException expected) {
       System.out.println(API_ABSENT);
+    }
+    if (JobTracing.detect() == JobTracing.NONE) {
+      System.out.println(TRACING_NONE);
     }
     PGSimpleDataSource dataSource = new PGSimpleDataSource();
     dataSource.setURL(args[0]);

@@ -30,6 +30,7 @@ import io.pgjobs.JobType;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.RetryPolicy;
 import io.pgjobs.SnoozeJobException;
+import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.worker.JobWorker;
 import java.io.File;
@@ -389,6 +390,18 @@ class TracingTest extends PgJobsTestBase {
   }
 
   @Test
+  void withoutAnSdkNoSpanIsEvenBuilt() {
+    // The hot paths get the shared constants back: no span builder, no scope, no allocation.
+    ClaimedJob claimed = new ClaimedJob(UUID.randomUUID(), "t", "q", "{}", 0, 1, 3, null, null, null, null, 1L,
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    for (JobTracing tracing : List.of(JobTracing.detect(), JobTracing.of(OpenTelemetry.noop()), JobTracing.NONE)) {
+      assertThat(tracing.startEnqueue("q", "t", 1, false)).isSameAs(JobTracing.Enqueue.NONE);
+      assertThat(tracing.startRun(claimed)).isSameAs(JobTracing.Run.NONE);
+    }
+    assertThat(JobTracing.detect()).as("the API is on this class path").isNotSameAs(JobTracing.NONE);
+  }
+
+  @Test
   void pgjobsRunsWithoutTheOpenTelemetryApiOnTheClassPath() throws Exception {
     String classPath = Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
         .filter(entry -> !entry.contains("opentelemetry"))
@@ -397,7 +410,10 @@ class TracingTest extends PgJobsTestBase {
         JvmProcess.start("no-opentelemetry", NoOpenTelemetryMain.class, List.of(db.jdbcUrl()), Map.of(), classPath)) {
       assertThat(process.process().waitFor(90, TimeUnit.SECONDS)).as("exits%n%s", process.output()).isTrue();
       assertThat(process.process().exitValue()).as("exit code%n%s", process.output()).isZero();
-      assertThat(process.output()).contains(NoOpenTelemetryMain.API_ABSENT).contains(NoOpenTelemetryMain.OK + " 4");
+      assertThat(process.output())
+          .contains(NoOpenTelemetryMain.API_ABSENT)
+          .contains(NoOpenTelemetryMain.TRACING_NONE)
+          .contains(NoOpenTelemetryMain.OK + " 4");
     }
     assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE trace_context IS NULL AND state = 'succeeded'"))
         .isEqualTo(4);
