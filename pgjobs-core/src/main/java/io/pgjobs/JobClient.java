@@ -9,6 +9,7 @@ import io.pgjobs.store.EnqueueStore;
 import io.pgjobs.store.NewJob;
 import io.pgjobs.store.UuidV7;
 import io.pgjobs.store.WorkerStore;
+import io.pgjobs.tracing.JobTracing;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -54,6 +55,7 @@ public final class JobClient {
   private final PayloadCodec codec;
   private final JobMetrics metrics;
   private final Map<String, JobType<?>> knownTypes;
+  private final JobTracing tracing;
 
   private JobClient(Builder builder) {
     this.dataSource = builder.dataSource;
@@ -63,6 +65,7 @@ public final class JobClient {
     this.workerStore = new WorkerStore(builder.dataSource, builder.schema, codec);
     this.metrics = builder.metrics;
     this.knownTypes = Map.copyOf(builder.knownTypes);
+    this.tracing = builder.tracing != null ? builder.tracing : JobTracing.detect();
   }
 
   /** A builder over {@code dataSource} (use a pool, e.g. HikariCP). */
@@ -95,13 +98,13 @@ public final class JobClient {
   /** Enqueues a job; {@code options} override the type's defaults. */
   public <P> EnqueuedJob enqueue(JobType<P> type, P payload, EnqueueOptions options) {
     NewJob job = newJob(type, payload, options);
-    return withConnection(c -> insert(c, job));
+    return traced(job, null);
   }
 
   /** Enqueues a job in the caller's transaction: it exists only if that transaction commits. */
   public <P> EnqueuedJob enqueue(Connection connection, JobType<P> type, P payload, EnqueueOptions options) {
     NewJob job = newJob(type, payload, options);
-    return call(() -> insert(connection, job));
+    return traced(job, Objects.requireNonNull(connection, "connection"));
   }
 
   /**
@@ -112,13 +115,13 @@ public final class JobClient {
    */
   public EnqueuedJob enqueue(String type, Object payload, EnqueueOptions options) {
     NewJob job = newJobByName(type, payload, options);
-    return withConnection(c -> insert(c, job));
+    return traced(job, null);
   }
 
   /** {@link #enqueue(String, Object, EnqueueOptions)} in the caller's transaction. */
   public EnqueuedJob enqueue(Connection connection, String type, Object payload, EnqueueOptions options) {
     NewJob job = newJobByName(type, payload, options);
-    return call(() -> insert(connection, job));
+    return traced(job, Objects.requireNonNull(connection, "connection"));
   }
 
   /**
@@ -138,20 +141,9 @@ public final class JobClient {
    */
   public <P> List<UUID> enqueueAll(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
-    if (!jobs.isEmpty() && jobs.getFirst().unique() != null) {
-      return withConnection(c -> {
-        EnqueueStore.UniqueBatch batch = enqueueStore.insertAllUnique(c, jobs); // one statement: all or none
-        metrics.enqueued(type.name(), batch.inserted());
-        return batch.ids();
-      });
-    }
-    call(
-        () -> {
-          enqueueStore.insertAll(jobs); // one transaction: the rows and their wake-up notification
-          return null;
-        });
-    metrics.enqueued(type.name(), jobs.size());
-    return jobs.stream().map(NewJob::id).toList();
+    EnqueueStore.UniqueBatch batch = tracedAll(jobs, null);
+    metrics.enqueued(type.name(), batch.inserted());
+    return batch.ids();
   }
 
   /**
@@ -162,18 +154,9 @@ public final class JobClient {
   public <P> List<UUID> enqueueAll(
       Connection connection, JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
-    if (!jobs.isEmpty() && jobs.getFirst().unique() != null) {
-      EnqueueStore.UniqueBatch batch = call(() -> enqueueStore.insertAllUnique(connection, jobs));
-      metrics.enqueued(type.name(), batch.inserted());
-      return batch.ids();
-    }
-    call(
-        () -> {
-          enqueueStore.insertAll(connection, jobs);
-          return null;
-        });
-    metrics.enqueued(type.name(), jobs.size());
-    return jobs.stream().map(NewJob::id).toList();
+    EnqueueStore.UniqueBatch batch = tracedAll(jobs, Objects.requireNonNull(connection, "connection"));
+    metrics.enqueued(type.name(), batch.inserted());
+    return batch.ids();
   }
 
   // ---------------------------------------------------------------- read and manage
@@ -364,6 +347,65 @@ public final class JobClient {
 
   // ---------------------------------------------------------------- internals
 
+  /**
+   * Inserts {@code job} under an enqueue span (see {@link JobTracing}), on {@code connection} or, if
+   * null, on a connection of its own. The job carries the span's trace context, so its run joins the
+   * trace; with tracing off the span is a constant and the job is inserted as built.
+   */
+  private EnqueuedJob traced(NewJob job, Connection connection) {
+    JobTracing.Enqueue span = tracing.startEnqueue(job.queue(), job.type(), 1, false);
+    EnqueuedJob result;
+    try {
+      String traceContext = span.traceContext();
+      NewJob traced = traceContext == null ? job : job.withTraceContext(traceContext);
+      result = connection == null ? withConnection(c -> insert(c, traced)) : call(() -> insert(connection, traced));
+    } catch (RuntimeException | Error e) {
+      span.end(null, e);
+      throw e;
+    }
+    span.end(result.job().id(), null);
+    return result;
+  }
+
+  /**
+   * {@link #traced(NewJob, Connection)} for a bulk enqueue: one span for the batch. Unique jobs go in with
+   * one INSERT statement (all or none), others by COPY in one transaction with their wake-up notification.
+   *
+   * @return each job's id (for unique jobs, the id of the job that stands for it) and how many are new
+   */
+  private EnqueueStore.UniqueBatch tracedAll(List<NewJob> jobs, Connection connection) {
+    JobTracing.Enqueue span =
+        tracing.startEnqueue(jobs.isEmpty() ? "" : jobs.get(0).queue(), jobs.isEmpty() ? "" : jobs.get(0).type(),
+            jobs.size(), true);
+    EnqueueStore.UniqueBatch batch;
+    try {
+      String traceContext = span.traceContext();
+      List<NewJob> traced =
+          traceContext == null ? jobs : jobs.stream().map(j -> j.withTraceContext(traceContext)).toList();
+      if (!traced.isEmpty() && traced.getFirst().unique() != null) {
+        batch = connection == null
+            ? withConnection(c -> enqueueStore.insertAllUnique(c, traced))
+            : call(() -> enqueueStore.insertAllUnique(connection, traced));
+      } else {
+        call(
+            () -> {
+              if (connection == null) {
+                enqueueStore.insertAll(traced); // one transaction: the rows and their wake-up notification
+              } else {
+                enqueueStore.insertAll(connection, traced);
+              }
+              return null;
+            });
+        batch = new EnqueueStore.UniqueBatch(traced.stream().map(NewJob::id).toList(), traced.size());
+      }
+    } catch (RuntimeException | Error e) {
+      span.end(null, e);
+      throw e;
+    }
+    span.end(null, null);
+    return batch;
+  }
+
   private EnqueuedJob insert(Connection c, NewJob job) throws SQLException {
     EnqueuedJob result = enqueueStore.insert(c, job);
     if (result.created()) {
@@ -483,6 +525,7 @@ public final class JobClient {
     private JsonMapper mapper = PayloadCodec.DEFAULT_MAPPER;
     private JobMetrics metrics = JobMetrics.NONE;
     private final Map<String, JobType<?>> knownTypes = new ConcurrentHashMap<>();
+    private JobTracing tracing;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -503,6 +546,27 @@ public final class JobClient {
     /** Where to record enqueue counts (default: nowhere). */
     public Builder metrics(JobMetrics metrics) {
       this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /**
+     * Traces enqueues with {@code openTelemetry}: each enqueue is a PRODUCER span, and its W3C trace
+     * context is stored with the job so that the worker's run span joins the trace (docs/operations.md,
+     * "Tracing"). Default: {@code GlobalOpenTelemetry} when the OpenTelemetry API is on the class path
+     * (the Java agent's, or an SDK registered globally; nothing is traced until one is), else none.
+     * Pass {@code OpenTelemetry.noop()} to turn tracing off.
+     */
+    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+      this.tracing = JobTracing.of(openTelemetry);
+      return this;
+    }
+
+    /**
+     * Internal: the tracing a worker shares with the client it gives its handlers
+     * ({@link io.pgjobs.JobContext#enqueue}); applications use {@link #openTelemetry}.
+     */
+    public Builder tracing(JobTracing tracing) {
+      this.tracing = Objects.requireNonNull(tracing, "tracing");
       return this;
     }
 

@@ -92,9 +92,10 @@ final class AdminSql {
           RETURNING *
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
-                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability)
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability,
+                                     trace_context)
           SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
-                 context, idempotency_key, timeout_ms, errors, parent_id, capability
+                 context, idempotency_key, timeout_ms, errors, parent_id, capability, trace_context
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + NOTIFY_INSERTED + """
@@ -110,9 +111,10 @@ final class AdminSql {
           RETURNING *
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
-                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability)
+                                     run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability,
+                                     trace_context)
           SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
-                 context, idempotency_key, timeout_ms, errors, parent_id, capability
+                 context, idempotency_key, timeout_ms, errors, parent_id, capability, trace_context
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + NOTIFY_INSERTED + """

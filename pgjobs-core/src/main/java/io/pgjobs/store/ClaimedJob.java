@@ -9,6 +9,7 @@ import java.util.UUID;
  * @param attempt the attempt this claim started (1-based), as shown to the handler and in errors
  * @param claimToken the claim's fence token: every later write to the running job matches on it, so a
  *     write from a claim that is no longer the job's current one changes nothing (see {@link ExecutionSql})
+ * @param traceContext the W3C trace context stored at enqueue ({@code traceparent[;tracestate]}), or null
  */
 public record ClaimedJob(
     UUID id,
@@ -22,4 +23,14 @@ public record ClaimedJob(
     Instant createdAt,
     String context,
     Long timeoutMs,
-    long claimToken) {}
+    long claimToken,
+    String traceContext) {
+
+  /** A claimed job without a trace context. */
+  public ClaimedJob(
+      UUID id, String type, String queue, String payloadJson, int priority, int attempt, int maxAttempts,
+      Instant runAt, Instant createdAt, String context, Long timeoutMs, long claimToken) {
+    this(id, type, queue, payloadJson, priority, attempt, maxAttempts, runAt, createdAt, context, timeoutMs,
+        claimToken, null);
+  }
+}

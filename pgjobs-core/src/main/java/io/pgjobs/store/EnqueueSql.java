@@ -27,10 +27,11 @@ final class EnqueueSql {
       """
       WITH ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms, parent_id, capability)
+                                     created_at, context, idempotency_key, timeout_ms, parent_id, capability,
+                                     trace_context)
           VALUES (?, ?, ?, ?::jsonb, ?, 'queued', ?,
                   COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                  now(), ?, ?, ?, ?, ?)
+                  now(), ?, ?, ?, ?, ?, ?)
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )
       """ + NOTIFY_ONE_INSERTED;
@@ -48,10 +49,11 @@ final class EnqueueSql {
           RETURNING job_id
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms, parent_id, capability)
+                                     created_at, context, idempotency_key, timeout_ms, parent_id, capability,
+                                     trace_context)
           SELECT key.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, ?
+                 now(), ?, ?, ?, ?, ?, ?
             FROM key
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )
@@ -93,10 +95,11 @@ final class EnqueueSql {
       """
       WITH ins AS (
           INSERT INTO {schema}.jobs AS j (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                          created_at, context, timeout_ms, parent_id, capability, unique_key)
+                                          created_at, context, timeout_ms, parent_id, capability, trace_context,
+                                          unique_key)
           SELECT ?, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?,
+                 now(), ?, ?, ?, ?, ?,
       """ + UNIQUE_KEY + """
 
             FROM (SELECT ?::bytea AS base, ?::bigint AS period_ms) AS k
@@ -130,10 +133,11 @@ final class EnqueueSql {
           SELECT * FROM unnest(?::uuid[], ?::text[], ?::text[]) AS r(id, payload, unique_key)
       ), upserted AS (
           INSERT INTO {schema}.jobs AS j (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                          created_at, context, timeout_ms, parent_id, capability, unique_key)
+                                          created_at, context, timeout_ms, parent_id, capability, trace_context,
+                                          unique_key)
           SELECT r.id, ?, ?, r.payload::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, decode(r.unique_key, 'hex')
+                 now(), ?, ?, ?, ?, ?, decode(r.unique_key, 'hex')
             FROM r
       """ + REPLACE + """
 
@@ -157,14 +161,14 @@ final class EnqueueSql {
   /** Bulk insert: the columns a COPY row carries, in order (see {@link CopyRows}). */
   static final String COPY_JOBS =
       """
-      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability,
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
                           run_at, created_at)
       FROM STDIN""";
 
   /** Bulk insert of jobs due now: state, run_at and created_at take their defaults. */
   static final String COPY_DUE_JOBS =
       """
-      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability)
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context)
       FROM STDIN""";
 
   /**

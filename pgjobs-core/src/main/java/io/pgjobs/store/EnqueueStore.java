@@ -103,7 +103,8 @@ public final class EnqueueStore {
       ps.setString(i++, job.idempotencyKey());
       setLong(ps, i++, job.timeoutMs());
       ps.setObject(i++, job.parentId(), java.sql.Types.OTHER);
-      ps.setString(i, job.capability());
+      ps.setString(i++, job.capability());
+      ps.setString(i, job.traceContext());
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
           Job stored =
@@ -161,6 +162,7 @@ public final class EnqueueStore {
       setLong(ps, i++, job.timeoutMs());
       ps.setObject(i++, job.parentId(), Types.OTHER);
       ps.setString(i++, job.capability());
+      ps.setString(i++, job.traceContext());
       ps.setBytes(i++, job.uniqueBase());
       setLong(ps, i++, u.period() == null ? null : u.period().toMillis());
       ps.setBoolean(i++, replaceRunAt);
@@ -236,6 +238,7 @@ public final class EnqueueStore {
       setLong(ps, i++, first.timeoutMs());
       ps.setObject(i++, first.parentId(), Types.OTHER);
       ps.setString(i++, first.capability());
+      ps.setString(i++, first.traceContext()); // one span for the batch: the same for every job
       ps.setBoolean(i++, replaceRunAt);
       ps.setBoolean(i++, replacePayload);
       ps.setBoolean(i, replaceRunAt);
@@ -321,7 +324,8 @@ public final class EnqueueStore {
             .number(job.maxAttempts())
             .text(job.context())
             .number(job.timeoutMs())
-            .text(job.capability());
+            .text(job.capability())
+            .text(job.traceContext());
         if (!allDueNow) {
           Instant runAt =
               job.runAt() != null ? job.runAt() : job.delayMs() == null ? now : now.plusMillis(job.delayMs());

@@ -75,7 +75,7 @@ final class ExecutionSql {
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
-                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";
+                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
   /**
    * The claim that resumes where the last one ended ({@link ClaimCursor}): for each priority level the
@@ -119,7 +119,7 @@ final class ExecutionSql {
                WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
-                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";
+                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
   /**
    * The part of a claim that only a worker with capabilities makes, before {@link #CLAIM} or
@@ -170,7 +170,7 @@ final class ExecutionSql {
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
-                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token""";
+                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
   /**
    * Success of many jobs in one round trip: each job in the id array that this worker still runs under

@@ -185,7 +185,8 @@ public final class ExecutionStore {
                 rs.getTimestamp(9).toInstant(),
                 rs.getString(10),
                 timeout,
-                rs.getLong(12)));
+                rs.getLong(12),
+                rs.getString(13)));
       }
     }
     return claimed;

@@ -111,10 +111,10 @@ final class JobSql {
         INSERT INTO {schema}.finished_jobs
                (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
                 attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-                progress_message, errors, output, finished_at, claim_token, parent_id, capability)
+                progress_message, errors, output, finished_at, claim_token, parent_id, capability, trace_context)
         SELECT id, type, queue, payload, priority, %s, attempts, max_attempts, run_at, created_at,
                attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-               progress_message, %s, %s, now(), %s, parent_id, capability
+               progress_message, %s, %s, now(), %s, parent_id, capability, trace_context
           FROM %s""".formatted(state, errors, output, claimToken, from);
   }
 

@@ -7,6 +7,8 @@ import java.util.UUID;
  * A validated job ready to be inserted. At most one of {@code runAt} and {@code delayMs} is set; with
  * neither the job is due at once. A unique job ({@code unique} set) has the base of its unique key
  * ({@code uniqueBase}, a SHA-256 without the period; see {@link EnqueueSql#INSERT_UNIQUE}).
+ * {@code traceContext} is the W3C trace context of the enqueue ({@code traceparent[;tracestate]}, see
+ * {@link io.pgjobs.tracing.JobTracing}), or null.
  */
 public record NewJob(
     UUID id,
@@ -24,21 +26,36 @@ public record NewJob(
     UUID parentId,
     byte[] uniqueBase,
     io.pgjobs.UniqueOptions unique,
-    String capability) {
+    String capability,
+    String traceContext) {
 
-  /** A job that needs no capability. */
+  /** A job without a trace context. */
+  public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
+      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
+      UUID parentId, byte[] uniqueBase, io.pgjobs.UniqueOptions unique, String capability) {
+    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
+        idempotencyFingerprint, parentId, uniqueBase, unique, capability, null);
+  }
+
+  /** A job that needs no capability, without a trace context. */
   public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
       Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
       UUID parentId, byte[] uniqueBase, io.pgjobs.UniqueOptions unique) {
     this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
-        idempotencyFingerprint, parentId, uniqueBase, unique, null);
+        idempotencyFingerprint, parentId, uniqueBase, unique, null, null);
   }
 
-  /** A job that is neither unique nor needs a capability. */
+  /** A job that is neither unique nor needs a capability, without a trace context. */
   public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
       Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
       UUID parentId) {
     this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
-        idempotencyFingerprint, parentId, null, null, null);
+        idempotencyFingerprint, parentId, null, null, null, null);
+  }
+
+  /** This job with {@code traceContext}. */
+  public NewJob withTraceContext(String traceContext) {
+    return new NewJob(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey,
+        timeoutMs, idempotencyFingerprint, parentId, uniqueBase, unique, capability, traceContext);
   }
 }

@@ -53,6 +53,7 @@ final class JobRunner {
   private final RandomGenerator random;
   private final HttpSupport http;
   private final io.pgjobs.JobClient children;
+  private final io.pgjobs.tracing.JobTracing tracing;
   private final Set<RunningJob> running = ConcurrentHashMap.newKeySet();
   private final AtomicInteger stuckLanes = new AtomicInteger();
   /** Once set, every handler that registers is stopped for this reason at once (shutdown). */
@@ -71,7 +72,8 @@ final class JobRunner {
       Duration stuckGrace,
       RandomGenerator random,
       HttpSupport http,
-      io.pgjobs.JobClient children) {
+      io.pgjobs.JobClient children,
+      io.pgjobs.tracing.JobTracing tracing) {
     this.store = store;
     this.handlers = handlers;
     this.completer = completer;
@@ -85,6 +87,7 @@ final class JobRunner {
     this.random = random;
     this.http = http;
     this.children = children;
+    this.tracing = tracing;
   }
 
   /**
@@ -248,7 +251,17 @@ final class JobRunner {
     // One line per start and finish at debug (the CLI's --log-level debug); MDC holds the job's fields.
     log.debug("job {} ({}) attempt {}/{} started", job.id(), job.type(), job.attempt(), job.maxAttempts());
     long started = System.nanoTime();
-    String label = runAndRecord(attempt, registration, started);
+    // The attempt's span is current from here to its outcome, so the handler's own spans nest under it.
+    io.pgjobs.tracing.JobTracing.Run span = tracing.startRun(job);
+    String label = null;
+    boolean returned = false;
+    try {
+      label = runAndRecord(attempt, registration, started, span);
+      returned = true;
+    } finally {
+      // null: a batched success, or a handler the watchdog let go (it recorded the outcome itself).
+      span.end(!returned ? "error" : label != null ? label : attempt.letGo() ? "let_go" : "succeeded");
+    }
     long nanos = System.nanoTime() - started;
     if (label != null) {
       metrics.completed(job.type(), label, Duration.ofNanos(nanos));
@@ -264,7 +277,8 @@ final class JobRunner {
    * metric label, or null when the completer counts it (a batched success) or the watchdog did (the
    * handler was let go).
    */
-  private <P> String runAndRecord(RunningJob attempt, HandlerRegistration<P> registration, long started) {
+  private <P> String runAndRecord(
+      RunningJob attempt, HandlerRegistration<P> registration, long started, io.pgjobs.tracing.JobTracing.Run span) {
     ClaimedJob job = attempt.job();
     JobType<P> type = registration.type();
     P payload;
@@ -272,6 +286,7 @@ final class JobRunner {
       payload = store.codec().decode(job.payloadJson(), type.payloadClass());
     } catch (JacksonException e) {
       // A payload that does not fit its class never will: no point retrying.
+      span.failure(e);
       attempt.takeOutcome();
       return finish(job, JobCompleter.Intent.FAIL, error(job, "invalid_payload", e,
           "payload does not fit " + type.payloadClass().getName() + ": " + e.getOriginalMessage()));
@@ -284,6 +299,9 @@ final class JobRunner {
       output = registration.handler().run(attempt, payload);
     } catch (Throwable t) {
       failure = t;
+      if (!(t instanceof SnoozeJobException)) {
+        span.failure(t); // a snooze is a request, not a failure
+      }
     } finally {
       // From here on no stop request interrupts this thread: an interrupt during the runtime's own
       // writes would close their connection's socket and lose the outcome.

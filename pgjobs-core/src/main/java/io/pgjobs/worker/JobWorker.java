@@ -114,6 +114,7 @@ public final class JobWorker implements AutoCloseable {
     PayloadCodec codec = new PayloadCodec(b.mapper);
     this.store = new AdminStore(b.dataSource, b.schema, codec);
     ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec, b.capabilities);
+    io.pgjobs.tracing.JobTracing tracing = b.tracing != null ? b.tracing : io.pgjobs.tracing.JobTracing.detect();
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
     this.separateListenSource = b.listenDataSource != null;
@@ -132,7 +133,9 @@ public final class JobWorker implements AutoCloseable {
         new JobRunner(
             execution, Map.copyOf(b.handlers), completions, held, timers, metrics, workerId, b.unknownTypeGrace,
             b.progressThrottle, b.stuckHandlerGrace, b.random, http,
-            JobClient.builder(b.dataSource).schema(b.schema).jsonMapper(b.mapper).metrics(b.metrics).build());
+            JobClient.builder(b.dataSource).schema(b.schema).jsonMapper(b.mapper).metrics(b.metrics)
+                .tracing(tracing).build(),
+            tracing);
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
       b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));
@@ -452,6 +455,7 @@ public final class JobWorker implements AutoCloseable {
     private boolean maintenance = true;
     private Duration retention = Maintenance.DEFAULT_RETENTION;
     private Duration leaseTtl = Maintenance.DEFAULT_LEASE_TTL;
+    private io.pgjobs.tracing.JobTracing tracing;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -472,6 +476,19 @@ public final class JobWorker implements AutoCloseable {
     /** Where to record metrics, e.g. {@code new MicrometerJobMetrics(registry)}. */
     public Builder metrics(JobMetrics metrics) {
       this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /**
+     * Traces job runs with {@code openTelemetry}: each attempt is a CONSUMER span, a child of (and
+     * linked to) the enqueue's PRODUCER span, current on the handler's thread while the handler runs, so
+     * the handler's own spans nest under it (docs/operations.md, "Tracing"). Jobs the handlers enqueue
+     * are traced with it too. Default: {@code GlobalOpenTelemetry} when the OpenTelemetry API is on the
+     * class path (the Java agent's, or an SDK registered globally; nothing is traced until one is), else
+     * none. Pass {@code OpenTelemetry.noop()} to turn tracing off.
+     */
+    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+      this.tracing = io.pgjobs.tracing.JobTracing.of(openTelemetry);
       return this;
     }
 

@@ -181,6 +181,28 @@ public class PgJobsAutoConfiguration {
     }
   }
 
+  /**
+   * Tracing with the application's {@code OpenTelemetry} bean (Spring Boot's OpenTelemetry support, or
+   * the OpenTelemetry Spring starter), when the API is on the class path. Without such a bean the client
+   * and the worker use {@code GlobalOpenTelemetry} (the Java agent's). Order 0: a customizer of the
+   * application's, later in the order, can still change it.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.opentelemetry.api.OpenTelemetry")
+  static class TracingConfiguration {
+    @Bean
+    @org.springframework.core.annotation.Order(0)
+    PgJobsClientCustomizer pgJobsClientTracing(ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+      return builder -> openTelemetry.ifUnique(builder::openTelemetry);
+    }
+
+    @Bean
+    @org.springframework.core.annotation.Order(0)
+    PgJobsWorkerCustomizer pgJobsWorkerTracing(ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+      return builder -> openTelemetry.ifUnique(builder::openTelemetry);
+    }
+  }
+
   /** Metrics into the application's {@code MeterRegistry}, when Micrometer is on the class path. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(MeterRegistry.class)

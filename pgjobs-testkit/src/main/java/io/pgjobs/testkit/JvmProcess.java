@@ -26,13 +26,22 @@ public final class JvmProcess implements AutoCloseable {
    * binary and class path as this JVM. Output goes to {@code target/jvm-processes/<name>.log}.
    */
   public static JvmProcess start(String name, Class<?> mainClass, List<String> args, Map<String, String> env) {
+    return start(name, mainClass, args, env, System.getProperty("java.class.path"));
+  }
+
+  /**
+   * As {@link #start(String, Class, List, Map)} with the class path {@code classPath}: for a test that
+   * runs code without some optional dependency (this JVM's class path minus its jars).
+   */
+  public static JvmProcess start(
+      String name, Class<?> mainClass, List<String> args, Map<String, String> env, String classPath) {
     String java = ProcessHandle.current().info().command().orElse(
         System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     List<String> command = new ArrayList<>();
     command.add(java);
     command.add("-Xmx256m");
     command.add("-cp");
-    command.add(System.getProperty("java.class.path"));
+    command.add(classPath);
     command.add(mainClass.getName());
     command.addAll(args);
     try {
