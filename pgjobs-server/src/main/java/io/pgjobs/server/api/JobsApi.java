@@ -115,7 +115,7 @@ public final class JobsApi {
       return Reply.ok(view).withHeader("Idempotent-Replayed", "true");
     }
     if (result.duplicate()) {
-      // A unique job that already existed (not finished): answered like a replay, with its own header.
+      // A unique job that already existed (in one of its rule's states): answered like a replay, with its own header.
       return Reply.ok(view).withHeader("Unique-Conflict", "true").withHeader("Location", "/jobs/" + view.id());
     }
     return Reply.created(view).withHeader("Location", "/jobs/" + view.id());
