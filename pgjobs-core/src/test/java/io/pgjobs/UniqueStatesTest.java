@@ -336,4 +336,20 @@ class UniqueStatesTest extends PgJobsTestBase {
     assertThat(client.enqueue(SUCCEEDS, new Order("succeeded", 2), options).created())
         .as("once its key row is gone, the key is free").isTrue();
   }
+
+  /** A payload whose type counts succeeded jobs by default, through its annotation. */
+  @JobDefaults(name = "hourly_report", unique = @JobDefaults.Unique(enabled = true, byArgs = {"id"}, period = "1h",
+      states = {QUEUED, RUNNING, RETRYING, SUCCEEDED}))
+  public record Report(String id) {}
+
+  @Test
+  void jobDefaultsAnnotationTakesTheStatesAndRefusesAnIncompleteSet() {
+    assertThat(JobType.of(Report.class).unique()).isEqualTo(UniqueOptions.builder().byFields("id")
+        .period(Duration.ofHours(1)).states(QUEUED, RUNNING, RETRYING, SUCCEEDED).build());
+
+    @JobDefaults(name = "bad_states", unique = @JobDefaults.Unique(enabled = true, states = SUCCEEDED))
+    record BadStates(String id) {}
+    assertThatThrownBy(() -> JobType.of(BadStates.class)).isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("unique.states").hasMessageContaining("@JobDefaults");
+  }
 }
