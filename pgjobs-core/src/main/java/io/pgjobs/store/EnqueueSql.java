@@ -185,9 +185,11 @@ final class EnqueueSql {
    * One unique job whose rule counts finished states (V18__unique_states.sql): the key row in
    * {@code unique_keys} goes in, or is taken over, or names the existing holder; the job is inserted when
    * the key went to it (one statement: the key and the job commit together). The job carries no
-   * {@code jobs.unique_key}. Returns one row: {@code holder_id}, and the new job's columns (NULL for a
-   * duplicate, whose job the caller reads by id in a following statement, since this statement's snapshot
-   * may not see a holder inserted concurrently). Wakes and announces a new job as {@link #INSERT_UNIQUE}.
+   * {@code jobs.unique_key}. Returns one row: {@code holder_id}, {@code created}, and the job's columns:
+   * the new job, or the holder as this statement's snapshot sees it (from either table). The columns are
+   * NULL when the snapshot does not see the holder (a concurrent enqueue inserted it while this one waited
+   * for the key row): the caller then reads it by id in a following statement. Wakes and announces a new
+   * job as {@link #INSERT_UNIQUE}.
    */
   static final String INSERT_UNIQUE_STATES =
       """
@@ -215,15 +217,27 @@ final class EnqueueSql {
           RETURNING
       """ + JobSql.HOT_COLUMNS + """
 
+      ), answer AS (
+          SELECT ins.*, true AS created FROM ins
+          UNION ALL
+          SELECT
+      """ + JobSql.HOT_COLUMNS + """
+      , false FROM {schema}.jobs WHERE id = (SELECT job_id FROM holder)
+          UNION ALL
+          SELECT
+      """ + JobSql.FINISHED_COLUMNS + """
+      , false FROM {schema}.finished_jobs WHERE id = (SELECT job_id FROM holder)
       )
-      SELECT holder.job_id AS holder_id, ins.*,
-             CASE WHEN ins.run_at <= now() THEN pg_notify('{schema}_jobs_ready', ins.queue) END AS woken,
-             CASE WHEN ins.id IS NOT NULL THEN pg_notify('{schema}_job_events', json_build_object(
+      SELECT holder.job_id AS holder_id, answer.*,
+             CASE WHEN answer.created AND answer.run_at <= now()
+                  THEN pg_notify('{schema}_jobs_ready', answer.queue) END AS woken,
+             CASE WHEN answer.created THEN pg_notify('{schema}_job_events', json_build_object(
                  'op', 'state', 'count', 1, 'truncated', false,
-                 'jobs', json_build_array(json_build_object('id', ins.id, 'state', ins.state, 'type', ins.type,
-                                                            'queue', ins.queue, 'attempts', ins.attempts)))::text)
+                 'jobs', json_build_array(json_build_object('id', answer.id, 'state', answer.state,
+                                                            'type', answer.type, 'queue', answer.queue,
+                                                            'attempts', answer.attempts)))::text)
                   END AS announced
-        FROM holder LEFT JOIN ins ON true""";
+        FROM holder LEFT JOIN answer ON true""";
 
   /**
    * Many unique jobs of one type whose rule counts finished states, as {@link #INSERT_UNIQUE_STATES} row by

@@ -183,8 +183,9 @@ public final class EnqueueStore {
 
   /**
    * A unique job whose rule counts finished states ({@link EnqueueSql#INSERT_UNIQUE_STATES}): the new job,
-   * or the holder of its key, read (and replaced, when asked and still waiting) by id in following
-   * statements, which see a holder that a concurrent enqueue committed while this one waited for the key.
+   * or the holder of its key as the statement saw it. A holder to replace, or one the statement could not
+   * see (a concurrent enqueue committed it while this one waited for the key), is replaced (when asked
+   * and still waiting) and read by id in following statements, which see it.
    */
   private EnqueuedJob insertUniqueStates(Connection connection, NewJob job) throws SQLException {
     io.pgjobs.UniqueOptions u = job.unique();
@@ -207,10 +208,13 @@ public final class EnqueueStore {
       ps.setObject(i++, job.parentId(), Types.OTHER);
       ps.setObject(i, job.id());
       try (ResultSet rs = ps.executeQuery()) {
-        rs.next(); // the key upsert always returns its row
+        rs.next(); // the key upsert always returns its row, with the job when the snapshot sees it
         holder = rs.getObject("holder_id", UUID.class);
         if (holder.equals(job.id())) {
           return new EnqueuedJob(rows.map(rs), false, false);
+        }
+        if (u.replace().isEmpty() && rs.getObject("id") != null) {
+          return new EnqueuedJob(rows.map(rs), false, true);
         }
       }
     }
