@@ -337,6 +337,16 @@ class UniqueStatesTest extends PgJobsTestBase {
         .as("once its key row is gone, the key is free").isTrue();
   }
 
+  @Test
+  void aWorkersMaintenanceDeletesTheKeyOfAJobCancelledOutsideTheSet() {
+    EnqueuedJob cancelled = client.enqueue(SUCCEEDS, new Order("m", 1), unique(UNTIL_PRUNED));
+    client.cancel(cancelled.job().id());
+    assertThat(count("pgjobs.unique_keys")).isEqualTo(1);
+    start(worker().register(SUCCEEDS, (ctx, p) -> null)); // maintenance on, as by default
+    await("the pruning pass deletes the key row").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
+        .until(() -> count("pgjobs.unique_keys") == 0);
+  }
+
   /** A payload whose type counts succeeded jobs by default, through its annotation. */
   @JobDefaults(name = "hourly_report", unique = @JobDefaults.Unique(enabled = true, byArgs = {"id"}, period = "1h",
       states = {QUEUED, RUNNING, RETRYING, SUCCEEDED}))
