@@ -242,6 +242,45 @@ class UniqueStatesTest extends PgJobsTestBase {
   }
 
   @Test
+  void bulkAndSingleEnqueuesRacingOnOverlappingKeysGetOneJobPerKeyWithoutDeadlock() throws Exception {
+    EnqueueOptions options = unique(UNTIL_PRUNED);
+    for (int round = 0; round < 5; round++) {
+      db.execute("TRUNCATE pgjobs.jobs, pgjobs.unique_keys");
+      CyclicBarrier barrier = new CyclicBarrier(THREADS);
+      List<Future<java.util.Map<String, UUID>>> futures = new ArrayList<>();
+      for (int t = 0; t < THREADS; t++) {
+        int thread = t;
+        futures.add(pool.submit(() -> {
+          List<Order> orders = new ArrayList<>();
+          for (int k = 0; k < 10; k++) {
+            orders.add(new Order("k" + ((k * 7 + thread * 3) % 10), thread)); // every thread its own order
+          }
+          barrier.await(30, TimeUnit.SECONDS);
+          java.util.Map<String, UUID> seen = new java.util.HashMap<>();
+          if (thread % 2 == 0) {
+            List<UUID> ids = client.enqueueAll(SUCCEEDS, orders, options);
+            for (int i = 0; i < orders.size(); i++) {
+              seen.put(orders.get(i).id(), ids.get(i));
+            }
+          } else {
+            for (Order o : orders) {
+              seen.put(o.id(), client.enqueue(SUCCEEDS, o, options).job().id());
+            }
+          }
+          return seen;
+        }));
+      }
+      java.util.Map<String, Set<UUID>> idsByKey = new java.util.HashMap<>();
+      for (Future<java.util.Map<String, UUID>> f : futures) {
+        f.get(120, TimeUnit.SECONDS).forEach((k, id) -> idsByKey.computeIfAbsent(k, x -> new HashSet<>()).add(id));
+      }
+      assertThat(idsByKey).hasSize(10);
+      idsByKey.forEach((k, ids) -> assertThat(ids).as("every caller got the one job of key %s", k).hasSize(1));
+      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'unique_states_ok'")).isEqualTo(10);
+    }
+  }
+
+  @Test
   void replaceUpdatesAWaitingHolderAndLeavesASucceededOneAsItIs() throws Exception {
     Instant later = Instant.now().plus(Duration.ofHours(2)).truncatedTo(ChronoUnit.MILLIS);
     Instant sooner = Instant.now().plus(Duration.ofMinutes(5)).truncatedTo(ChronoUnit.MILLIS);
