@@ -147,7 +147,8 @@ final class UniqueJson {
           } catch (IllegalArgumentException e) {
             // Names other queues use: a scheduled job is a queued one with a future run_at, a discarded one failed.
             body.reject("unique.states[" + i + "]", "unknown state '" + st.asString() + "'; allowed: "
-                + JobState.allowedValues() + " (a scheduled job is queued with a later run_at)");
+                + JobState.allowedValues()
+                + " (a scheduled job is queued with a later run_at; a discarded one is failed)");
             ok = false;
           }
         }
