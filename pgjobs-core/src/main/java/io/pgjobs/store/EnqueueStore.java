@@ -229,7 +229,10 @@ public final class EnqueueStore {
     return new EnqueuedJob(existing, false, true);
   }
 
-  /** Replaces run_at and/or payload of the waiting ones of {@code holders} ({@link EnqueueSql#REPLACE_UNIQUE_HOLDERS}). */
+  /**
+   * Replaces run_at and/or payload of the waiting ones of {@code holders}
+   * ({@link EnqueueSql#REPLACE_UNIQUE_HOLDERS}).
+   */
   private void replaceHolders(Connection connection, NewJob job, io.pgjobs.UniqueOptions u, Object[] holders,
       String[] payloads) throws SQLException {
     boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
