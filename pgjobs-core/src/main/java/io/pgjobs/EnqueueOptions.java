@@ -22,7 +22,7 @@ import java.time.Instant;
  * @param idempotencyKey key making the enqueue idempotent, or null
  * @param timeout timeout of each attempt, or null for the type's
  * @param parentId the job whose handler enqueued this one (set by {@code ctx.enqueue}), or null
- * @param unique makes the job unique among unfinished jobs ({@link UniqueOptions}), or null for the type's
+ * @param unique makes the job unique among jobs in the rule's states ({@link UniqueOptions}), or null for the type's
  * @param capability the capability a worker must declare to run this job, or null for the type's
  */
 public record EnqueueOptions(
@@ -120,8 +120,8 @@ public record EnqueueOptions(
     private Builder() {}
 
     /**
-     * Makes the job unique ({@link UniqueOptions}): while a job with the same key is not finished, this
-     * enqueue returns it instead of storing another. Overrides the type's rule ({@link JobType#withUnique});
+     * Makes the job unique ({@link UniqueOptions}): while a job with the same key is in one of the rule's
+     * states (by default: not finished), this enqueue returns it instead of storing another. Overrides the type's rule ({@link JobType#withUnique});
      * cannot be combined with an idempotency key.
      */
     public Builder unique(UniqueOptions unique) {

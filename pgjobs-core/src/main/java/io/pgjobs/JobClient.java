@@ -128,8 +128,8 @@ public final class JobClient {
    * Enqueues many jobs of one type in one round trip (PostgreSQL COPY), all with the same options.
    * All or none are stored. Idempotency keys are per job and so are not accepted here. Unique jobs
    * ({@link EnqueueOptions.Builder#unique} or the type's {@link JobType#withUnique}) are: each payload's
-   * job is the new one or the unfinished one with its key, and payloads with equal keys in one call become
-   * one job (one INSERT statement instead of COPY).
+   * job is the new one or the existing one that holds its key, and payloads with equal keys in one call
+   * become one job (one INSERT statement instead of COPY).
    *
    * <p>A call that throws stored none of the jobs, except when the connection was lost during the
    * COMMIT itself: the server may have committed before the answer was lost, as with any transaction.

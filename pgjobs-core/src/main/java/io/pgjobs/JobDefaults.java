@@ -78,6 +78,12 @@ public @interface JobDefaults {
 
     /** What a duplicate replaces in the waiting job. */
     UniqueOptions.Replace[] replace() default {};
+
+    /**
+     * The states in which an existing job counts ({@link UniqueOptions.Builder#states}); empty for the
+     * unfinished ones.
+     */
+    JobState[] states() default {};
   }
 
   /** The backoff strategies of {@link RetryPolicy}. */

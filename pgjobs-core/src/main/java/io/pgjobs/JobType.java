@@ -381,6 +381,7 @@ public final class JobType<P> {
       b.period(parseDuration("unique.period", unique.period(), owner));
     }
     b.replace(unique.replace());
+    b.states(unique.states());
     try {
       return b.build();
     } catch (InvalidJobException e) {

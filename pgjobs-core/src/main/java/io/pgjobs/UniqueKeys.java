@@ -9,8 +9,9 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * The unique key of a job ({@link UniqueOptions}) before its period is applied: a SHA-256 of a versioned
- * text naming the type, the queue if it counts, the chosen part of the payload as canonical JSON, and the
- * period's length (so that two rules with other periods never share a key). The store appends the period
+ * text naming the type, the queue if it counts, the chosen part of the payload as canonical JSON, the
+ * period's length (so that two rules with other periods never share a key) and, when the rule counts
+ * finished states, those states. The store appends the period
  * the enqueue falls in and hashes again (see {@code EnqueueSql.INSERT_UNIQUE}).
  */
 final class UniqueKeys {
@@ -52,6 +53,11 @@ final class UniqueKeys {
       b.append('-');
     }
     b.append('\n').append(u.period() == null ? "-" : Long.toString(u.period().toMillis()));
+    if (!u.finishedStates().isEmpty()) {
+      // Only for sets with finished states: default keys stay as they were (V14), and the two kinds of rule
+      // (hot-table index versus unique_keys, V18) never share a key.
+      b.append("\nstates:").append(String.join(",", u.finishedStates().stream().map(JobState::value).toList()));
+    }
     try {
       return MessageDigest.getInstance("SHA-256").digest(b.toString().getBytes(StandardCharsets.UTF_8));
     } catch (NoSuchAlgorithmException e) {

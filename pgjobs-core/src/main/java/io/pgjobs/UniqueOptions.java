@@ -25,8 +25,8 @@ import java.util.Set;
  * </ul>
  *
  * A duplicate can update the existing job ({@link Builder#replace}): its {@code run_at} and/or its payload
- * take the new enqueue's values, but only while the job is not running (a running job is returned as it
- * is). Concurrent enqueues of one key yield one job: uniqueness is a unique index on the key, not a
+ * take the new enqueue's values, but only while the job is waiting (a running or finished job is returned
+ * as it is). Concurrent enqueues of one key yield one job: uniqueness is a unique index on the key, not a
  * read-then-insert. See the README section "Unique jobs" for when to use this and when idempotency keys.
  *
  * <pre>{@code
@@ -40,9 +40,12 @@ import java.util.Set;
  * @param byQueue the queue is part of the key
  * @param period length of the periods the key is cut into, or null for none
  * @param replace what a duplicate updates in the existing job; empty for nothing
+ * @param states the states in which an existing job counts: every unfinished state ({@link #UNFINISHED},
+ *     the default; null or empty means that) plus any of the finished ones
  */
 public record UniqueOptions(
-    boolean byArgs, List<String> byFields, boolean byQueue, Duration period, Set<Replace> replace) {
+    boolean byArgs, List<String> byFields, boolean byQueue, Duration period, Set<Replace> replace,
+    Set<JobState> states) {
 
   /** The shortest period: {@value #MIN_PERIOD_SECONDS} s. */
   public static final long MIN_PERIOD_SECONDS = 1;
@@ -51,8 +54,17 @@ public record UniqueOptions(
   /** The most payload fields a key may list: {@value}. */
   public static final int MAX_FIELDS = 20;
 
+  /** The unfinished states (queued, running, retrying): the default set, and part of every set. */
+  public static final Set<JobState> UNFINISHED =
+      Set.copyOf(EnumSet.of(JobState.QUEUED, JobState.RUNNING, JobState.RETRYING));
+
   /** Unique by type alone (one unfinished job of the type at a time), nothing replaced. */
   public static final UniqueOptions BY_TYPE = new UniqueOptions(false, List.of(), false, null, Set.of());
+
+  /** A rule among the unfinished states only (the components before {@code states} existed). */
+  public UniqueOptions(boolean byArgs, List<String> byFields, boolean byQueue, Duration period, Set<Replace> replace) {
+    this(byArgs, byFields, byQueue, period, replace, null);
+  }
 
   /** What a duplicate enqueue may update in the existing, not yet running job. */
   public enum Replace {
@@ -85,6 +97,24 @@ public record UniqueOptions(
   public UniqueOptions {
     byFields = byFields == null ? List.of() : List.copyOf(byFields);
     replace = replace == null || replace.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(replace));
+    if (states == null || states.isEmpty()) {
+      states = UNFINISHED;
+    } else {
+      if (states.contains(null)) {
+        throw new InvalidJobException("unique.states", "a state is null; allowed: " + JobState.allowedValues());
+      }
+      // River's rule too: a job moves between the unfinished states by itself (claimed, retried, rescued),
+      // and such a move must never meet a unique constraint, so every set holds all of them.
+      EnumSet<JobState> missing = EnumSet.copyOf(UNFINISHED);
+      missing.removeAll(states);
+      if (!missing.isEmpty()) {
+        throw new InvalidJobException("unique.states", "must include every unfinished state (queued, running,"
+            + " retrying), missing " + names(missing) + ": a job moves between them by itself (claimed, retried),"
+            + " and that move must never meet a unique constraint; add finished states (succeeded, failed,"
+            + " cancelled) to the unfinished ones");
+      }
+      states = Set.copyOf(EnumSet.copyOf(states));
+    }
     if (byArgs && !byFields.isEmpty()) {
       throw new InvalidJobException("unique.byArgs", "give either the whole payload (byArgs) or fields, not both");
     }
@@ -112,6 +142,15 @@ public record UniqueOptions(
     }
   }
 
+  /** The finished states of {@link #states} (succeeded, failed, cancelled), in that order; empty by default. */
+  public List<JobState> finishedStates() {
+    return EnumSet.copyOf(states).stream().filter(JobState::isTerminal).toList();
+  }
+
+  private static String names(Set<JobState> states) {
+    return String.join(", ", states.stream().map(JobState::value).toList());
+  }
+
   /** A new builder: unique by type alone until told otherwise. */
   public static Builder builder() {
     return new Builder();
@@ -129,6 +168,7 @@ public record UniqueOptions(
     private boolean byQueue;
     private Duration period;
     private final Set<Replace> replace = EnumSet.noneOf(Replace.class);
+    private final Set<JobState> states = EnumSet.noneOf(JobState.class);
 
     private Builder() {}
 
@@ -168,9 +208,21 @@ public record UniqueOptions(
       return this;
     }
 
+    /**
+     * The states in which an existing job with the key counts (default: the unfinished ones). The set must
+     * hold every unfinished state ({@link UniqueOptions#UNFINISHED}) and may add finished ones: with
+     * {@link JobState#SUCCEEDED}, a job that succeeded still counts, so "not again if one ran within the
+     * period" is {@code states(QUEUED, RUNNING, RETRYING, SUCCEEDED)} with a {@link #period}. A finished job
+     * counts until the period ends or it is pruned (retention), whichever comes first.
+     */
+    public Builder states(JobState... states) {
+      this.states.addAll(List.of(states));
+      return this;
+    }
+
     /** Validates and builds. */
     public UniqueOptions build() {
-      return new UniqueOptions(byArgs, byFields, byQueue, period, replace);
+      return new UniqueOptions(byArgs, byFields, byQueue, period, replace, states);
     }
   }
 }

@@ -44,7 +44,7 @@ public abstract class PgJobsTestBase {
 
   @BeforeEach
   void emptyTables() {
-    db.execute("TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys, pgjobs.workers, pgjobs.leases");
+    db.execute("TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys, pgjobs.workers, pgjobs.leases, pgjobs.unique_keys");
   }
 
   @AfterEach

@@ -154,6 +154,148 @@ final class EnqueueSql {
              (SELECT count(*) FROM announced), (SELECT woken FROM replaced)
         FROM upserted""";
 
+  /**
+   * Whether the holder of a key row {@code uk} of {@code unique_keys} no longer counts (V18__unique_states.sql):
+   * it is neither unfinished (in jobs: every set holds every unfinished state) nor finished in one of the
+   * row's finished states; and the transaction that made it the holder is visible to this statement's
+   * snapshot. Without that last guard an enqueuer that waited for the row's lock while another inserted
+   * the holder would not see the new job and take it for gone: the reads below use the snapshot, only the
+   * locked key row is its newest version.
+   */
+  static final String HOLDER_GONE =
+      """
+      (pg_visible_in_snapshot(uk.writer, pg_current_snapshot())
+                    AND NOT EXISTS (SELECT 1 FROM {schema}.jobs AS h WHERE h.id = uk.job_id)
+                    AND NOT EXISTS (SELECT 1 FROM {schema}.finished_jobs AS f
+                                     WHERE f.id = uk.job_id AND f.state = ANY (uk.finished_states)))""";
+
+  /**
+   * The key row upsert shared by {@link #INSERT_UNIQUE_STATES} and {@link #INSERT_UNIQUE_STATES_MANY}: a new
+   * key takes the new job; an existing one is handed to it only when its holder is gone
+   * ({@link #HOLDER_GONE}), else keeps its holder. Always DO UPDATE (also when nothing changes) so the row
+   * comes back in the same statement, locked until commit: the lock is what serializes the enqueuers of
+   * one key, and RETURNING says who holds it.
+   */
+  private static final String UPSERT_UNIQUE_KEY =
+      """
+          ON CONFLICT (unique_key) DO UPDATE
+             SET job_id = CASE WHEN """ + HOLDER_GONE + """
+       THEN EXCLUDED.job_id ELSE uk.job_id END,
+                 writer = CASE WHEN """ + HOLDER_GONE + """
+       THEN EXCLUDED.writer ELSE uk.writer END
+          RETURNING uk.job_id, uk.unique_key""";
+
+  /**
+   * One unique job whose rule counts finished states (V18__unique_states.sql): the key row in
+   * {@code unique_keys} goes in, or is taken over, or names the existing holder; the job is inserted when
+   * the key went to it (one statement: the key and the job commit together). The job carries no
+   * {@code jobs.unique_key}. Returns one row: {@code holder_id}, {@code created}, and the job's columns:
+   * the new job, or the holder as this statement's snapshot sees it (from either table). The columns are
+   * NULL when the snapshot does not see the holder (a concurrent enqueue inserted it while this one waited
+   * for the key row): the caller then reads it by id in a following statement. Wakes and announces a new
+   * job as {@link #INSERT_UNIQUE}.
+   */
+  static final String INSERT_UNIQUE_STATES =
+      """
+      WITH k AS (
+          SELECT
+      """ + UNIQUE_KEY + """
+       AS unique_key,
+                 CASE WHEN k.period_ms IS NOT NULL THEN to_timestamp(
+                     (floor(extract(epoch FROM now()) * 1000)::bigint / k.period_ms + 1) * k.period_ms / 1000.0)
+                 END AS expires_at
+            FROM (SELECT ?::bytea AS base, ?::bigint AS period_ms) AS k
+      ), holder AS (
+          INSERT INTO {schema}.unique_keys AS uk (unique_key, job_id, finished_states, expires_at, writer)
+          SELECT k.unique_key, ?::uuid, ?::text[], k.expires_at, pg_current_xact_id() FROM k
+      """ + UPSERT_UNIQUE_KEY + """
+
+      ), ins AS (
+          INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
+                                     created_at, context, timeout_ms, parent_id, capability, trace_context)
+          SELECT holder.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
+                 COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
+                 now(), ?, ?, ?, ?, ?
+            FROM holder
+           WHERE holder.job_id = ?::uuid
+          RETURNING
+      """ + JobSql.HOT_COLUMNS + """
+
+      ), answer AS (
+          SELECT ins.*, true AS created FROM ins
+          UNION ALL
+          SELECT
+      """ + JobSql.HOT_COLUMNS + """
+      , false FROM {schema}.jobs WHERE id = (SELECT job_id FROM holder)
+          UNION ALL
+          SELECT
+      """ + JobSql.FINISHED_COLUMNS + """
+      , false FROM {schema}.finished_jobs WHERE id = (SELECT job_id FROM holder)
+      )
+      SELECT holder.job_id AS holder_id, answer.*,
+             CASE WHEN answer.created AND answer.run_at <= now()
+                  THEN pg_notify('{schema}_jobs_ready', answer.queue) END AS woken,
+             CASE WHEN answer.created THEN pg_notify('{schema}_job_events', json_build_object(
+                 'op', 'state', 'count', 1, 'truncated', false,
+                 'jobs', json_build_array(json_build_object('id', answer.id, 'state', answer.state,
+                                                            'type', answer.type, 'queue', answer.queue,
+                                                            'attempts', answer.attempts)))::text)
+                  END AS announced
+        FROM holder LEFT JOIN answer ON true""";
+
+  /**
+   * Many unique jobs of one type whose rule counts finished states, as {@link #INSERT_UNIQUE_STATES} row by
+   * row: the three arrays as in {@link #INSERT_UNIQUE_MANY} (distinct keys, sorted, so that two overlapping
+   * batches lock key rows in one order and cannot deadlock), then the finished states and the period's
+   * end. Returns each key's holder and how many jobs were new; wakes and announces as
+   * {@link JobSql#NOTIFY_INSERTED}.
+   */
+  static final String INSERT_UNIQUE_STATES_MANY =
+      """
+      WITH r AS (
+          SELECT * FROM unnest(?::uuid[], ?::text[], ?::text[]) AS r(id, payload, unique_key)
+      ), holder AS (
+          INSERT INTO {schema}.unique_keys AS uk (unique_key, job_id, finished_states, expires_at, writer)
+          SELECT decode(r.unique_key, 'hex'), r.id, ?::text[], ?::timestamptz, pg_current_xact_id() FROM r
+      """ + UPSERT_UNIQUE_KEY + """
+
+      ), ins AS (
+          INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
+                                     created_at, context, timeout_ms, parent_id, capability, trace_context)
+          SELECT r.id, ?, ?, r.payload::jsonb, ?, 'queued', ?,
+                 COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
+                 now(), ?, ?, ?, ?, ?
+            FROM r JOIN holder ON holder.job_id = r.id
+          RETURNING id, state, type, queue, attempts, run_at
+      ), """ + JobSql.NOTIFY_INSERTED + """
+
+      SELECT job_id AS id, encode(unique_key, 'hex') AS unique_key, (SELECT count(*) FROM ins) AS inserted,
+             (SELECT woken FROM notified), (SELECT count(*) FROM announced)
+        FROM holder""";
+
+  /**
+   * The replacements duplicates of a rule with finished states make ({@code replace}): the jobs of the
+   * array that are still waiting (in jobs and not running) take run_at and/or the payload of their row,
+   * each only when asked (the two booleans); a running or finished holder is left as it is. A separate
+   * statement because the holder may have been inserted by a transaction this enqueue's statement could
+   * not see. Wakes the queues of jobs whose replaced run_at is now due.
+   */
+  static final String REPLACE_UNIQUE_HOLDERS =
+      """
+      WITH upd AS (
+          UPDATE {schema}.jobs AS j
+             SET run_at  = CASE WHEN ?::boolean
+                                THEN COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond')
+                                ELSE j.run_at END,
+                 payload = CASE WHEN ?::boolean THEN r.payload::jsonb ELSE j.payload END
+            FROM unnest(?::uuid[], ?::text[]) AS r(id, payload)
+           WHERE j.id = r.id AND j.state <> 'running'
+          RETURNING j.queue, j.run_at
+      )
+      SELECT (SELECT count(*) FROM upd) AS replaced,
+             (SELECT count(pg_notify('{schema}_jobs_ready', q.queue))
+                FROM (SELECT DISTINCT queue FROM upd WHERE ?::boolean AND run_at <= now()) AS q) AS woken""";
+
   static final String FIND_KEY =
       """
       SELECT job_id, fingerprint FROM {schema}.job_keys WHERE idempotency_key = ?""";

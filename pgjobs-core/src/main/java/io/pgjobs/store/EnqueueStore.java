@@ -50,6 +50,9 @@ public final class EnqueueStore {
   private final String insertWithKey;
   private final String insertUnique;
   private final String insertUniqueMany;
+  private final String insertUniqueStates;
+  private final String insertUniqueStatesMany;
+  private final String replaceUniqueHolders;
   private final String findKey;
   private final String copyJobs;
   private final String copyDueJobs;
@@ -66,6 +69,9 @@ public final class EnqueueStore {
     this.insertWithKey = JobSql.forSchema(EnqueueSql.INSERT_WITH_KEY, schema);
     this.insertUnique = JobSql.forSchema(EnqueueSql.INSERT_UNIQUE, schema);
     this.insertUniqueMany = JobSql.forSchema(EnqueueSql.INSERT_UNIQUE_MANY, schema);
+    this.insertUniqueStates = JobSql.forSchema(EnqueueSql.INSERT_UNIQUE_STATES, schema);
+    this.insertUniqueStatesMany = JobSql.forSchema(EnqueueSql.INSERT_UNIQUE_STATES_MANY, schema);
+    this.replaceUniqueHolders = JobSql.forSchema(EnqueueSql.REPLACE_UNIQUE_HOLDERS, schema);
     this.findKey = JobSql.forSchema(EnqueueSql.FIND_KEY, schema);
     this.copyJobs = JobSql.forSchema(EnqueueSql.COPY_JOBS, schema);
     this.copyDueJobs = JobSql.forSchema(EnqueueSql.COPY_DUE_JOBS, schema);
@@ -147,6 +153,9 @@ public final class EnqueueStore {
   /** A unique job: the new one, or the unfinished job with its key (see {@link EnqueueSql#INSERT_UNIQUE}). */
   private EnqueuedJob insertUnique(Connection connection, NewJob job) throws SQLException {
     io.pgjobs.UniqueOptions u = job.unique();
+    if (!u.finishedStates().isEmpty()) {
+      return insertUniqueStates(connection, job);
+    }
     boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUnique))) {
       int i = 1;
@@ -174,6 +183,80 @@ public final class EnqueueStore {
         return new EnqueuedJob(rows.map(rs), false, rs.getBoolean("duplicate"));
       }
     }
+  }
+
+  /**
+   * A unique job whose rule counts finished states ({@link EnqueueSql#INSERT_UNIQUE_STATES}): the new job,
+   * or the holder of its key as the statement saw it. A holder to replace, or one the statement could not
+   * see (a concurrent enqueue committed it while this one waited for the key), is replaced (when asked
+   * and still waiting) and read by id in following statements, which see it.
+   */
+  private EnqueuedJob insertUniqueStates(Connection connection, NewJob job) throws SQLException {
+    io.pgjobs.UniqueOptions u = job.unique();
+    UUID holder;
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueStates))) {
+      int i = 1;
+      ps.setBytes(i++, job.uniqueBase());
+      setLong(ps, i++, u.period() == null ? null : u.period().toMillis());
+      ps.setObject(i++, job.id());
+      ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
+      ps.setString(i++, job.type());
+      ps.setString(i++, job.queue());
+      ps.setString(i++, job.payloadJson());
+      ps.setInt(i++, job.priority());
+      ps.setInt(i++, job.maxAttempts());
+      setInstant(ps, i++, job.runAt());
+      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
+      ps.setString(i++, job.context());
+      setLong(ps, i++, job.timeoutMs());
+      ps.setObject(i++, job.parentId(), Types.OTHER);
+      ps.setString(i++, job.capability());
+      ps.setString(i++, job.traceContext());
+      ps.setObject(i, job.id());
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next(); // the key upsert always returns its row, with the job when the snapshot sees it
+        holder = rs.getObject("holder_id", UUID.class);
+        if (holder.equals(job.id())) {
+          return new EnqueuedJob(rows.map(rs), false, false);
+        }
+        if (u.replace().isEmpty() && rs.getObject("id") != null) {
+          return new EnqueuedJob(rows.map(rs), false, true);
+        }
+      }
+    }
+    if (!u.replace().isEmpty()) {
+      replaceHolders(connection, job, u, new Object[] {holder}, new String[] {job.payloadJson()});
+    }
+    Job existing =
+        get(connection, holder)
+            .orElseThrow(
+                () -> new PgJobsException(
+                    "the unique key of this job names job " + holder + ", which no longer exists; try again"));
+    return new EnqueuedJob(existing, false, true);
+  }
+
+  /**
+   * Replaces run_at and/or payload of the waiting ones of {@code holders}
+   * ({@link EnqueueSql#REPLACE_UNIQUE_HOLDERS}).
+   */
+  private void replaceHolders(Connection connection, NewJob job, io.pgjobs.UniqueOptions u, Object[] holders,
+      String[] payloads) throws SQLException {
+    boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(replaceUniqueHolders))) {
+      int i = 1;
+      ps.setBoolean(i++, replaceRunAt);
+      setInstant(ps, i++, job.runAt());
+      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
+      ps.setBoolean(i++, u.replaces(io.pgjobs.UniqueOptions.Replace.PAYLOAD));
+      ps.setArray(i++, connection.createArrayOf("uuid", holders));
+      ps.setArray(i++, connection.createArrayOf("text", payloads));
+      ps.setBoolean(i, replaceRunAt);
+      ps.executeQuery().close();
+    }
+  }
+
+  private static Object[] finishedStates(io.pgjobs.UniqueOptions u) {
+    return u.finishedStates().stream().map(JobState::value).toArray();
   }
 
   /**
@@ -222,6 +305,23 @@ public final class EnqueueStore {
     }
     Map<String, UUID> idByKey = new java.util.HashMap<>();
     int inserted = 0;
+    if (!u.finishedStates().isEmpty()) {
+      Long period = periodNumber;
+      int[] made = new int[1];
+      if (connection.getAutoCommit() && !u.replace().isEmpty()) {
+        // Two statements (insert, then replace in the holders): one transaction keeps the call all or none.
+        inTransaction(connection,
+            () -> made[0] = insertUniqueStatesMany(connection, first, u, period, ids, payloads, hexKeys, idByKey));
+      } else {
+        made[0] = insertUniqueStatesMany(connection, first, u, period, ids, payloads, hexKeys, idByKey);
+      }
+      inserted = made[0];
+      List<UUID> result = new ArrayList<>(keys.size());
+      for (String key : keys) {
+        result.add(idByKey.get(key));
+      }
+      return new UniqueBatch(List.copyOf(result), inserted);
+    }
     boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueMany))) {
       int i = 1;
@@ -254,6 +354,59 @@ public final class EnqueueStore {
       result.add(idByKey.get(key));
     }
     return new UniqueBatch(List.copyOf(result), inserted);
+  }
+
+  /**
+   * The bulk insert of unique jobs whose rule counts finished states ({@link EnqueueSql#INSERT_UNIQUE_STATES_MANY}),
+   * then the replacements in the holders that were there before, when asked. Fills {@code idByKey}.
+   *
+   * @return how many jobs were new
+   */
+  private int insertUniqueStatesMany(Connection connection, NewJob first, io.pgjobs.UniqueOptions u,
+      Long periodNumber, Object[] ids, String[] payloads, String[] hexKeys, Map<String, UUID> idByKey)
+      throws SQLException {
+    int inserted = 0;
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueStatesMany))) {
+      int i = 1;
+      ps.setArray(i++, connection.createArrayOf("uuid", ids));
+      ps.setArray(i++, connection.createArrayOf("text", payloads));
+      ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
+      setInstant(ps, i++, periodNumber == null ? null
+          : Instant.ofEpochMilli(Math.multiplyExact(periodNumber + 1, u.period().toMillis())));
+      ps.setString(i++, first.type());
+      ps.setString(i++, first.queue());
+      ps.setInt(i++, first.priority());
+      ps.setInt(i++, first.maxAttempts());
+      setInstant(ps, i++, first.runAt());
+      ps.setLong(i++, first.delayMs() == null ? 0L : first.delayMs());
+      ps.setString(i++, first.context());
+      setLong(ps, i++, first.timeoutMs());
+      ps.setObject(i++, first.parentId(), Types.OTHER);
+      ps.setString(i++, first.capability());
+      ps.setString(i, first.traceContext()); // one span for the batch: the same for every job
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          idByKey.put(rs.getString("unique_key"), rs.getObject("id", UUID.class));
+          inserted = rs.getInt("inserted");
+        }
+      }
+    }
+    if (!u.replace().isEmpty()) {
+      List<Object> holders = new ArrayList<>();
+      List<String> holderPayloads = new ArrayList<>();
+      for (int k = 0; k < ids.length; k++) {
+        UUID holder = idByKey.get(hexKeys[k]);
+        if (!holder.equals(ids[k])) {
+          holders.add(holder);
+          holderPayloads.add(payloads[k]);
+        }
+      }
+      if (!holders.isEmpty()) {
+        replaceHolders(connection, first, u, holders.toArray(), holderPayloads.toArray(String[]::new));
+      }
+    }
+    return inserted;
   }
 
   /** What a bulk insert of unique jobs did: the job id for each job asked for, and how many were new. */

@@ -156,4 +156,27 @@ final class WorkerSql {
           RETURNING 1
       )
       SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM keys)""";
+
+  /**
+   * Key rows of unique jobs with finished states (V18__unique_states.sql) that no longer hold anything, a
+   * bounded batch at a time: rows whose period ended longer ago than the grace (first parameter, ms; an
+   * enqueue whose transaction began in that period could still compute its key), and rows whose holder
+   * no longer counts ({@link EnqueueSql#HOLDER_GONE}: finished outside the set, pruned, deleted). The
+   * condition is repeated outside the sub-select because a row taken over by a concurrent enqueue is
+   * re-checked in its newest version, whose writer this snapshot does not see: such a row is kept.
+   */
+  static final String PRUNE_UNIQUE_KEYS =
+      """
+      WITH gone AS (
+          DELETE FROM {schema}.unique_keys AS uk
+           WHERE uk.unique_key IN (SELECT uk.unique_key FROM {schema}.unique_keys AS uk
+                                    WHERE uk.expires_at < now() - ?::bigint * interval '1 millisecond'
+                                       OR """ + EnqueueSql.HOLDER_GONE + """
+
+                                    LIMIT ?)
+             AND (uk.expires_at < now() - ?::bigint * interval '1 millisecond' OR """ + EnqueueSql.HOLDER_GONE + """
+      )
+          RETURNING 1
+      )
+      SELECT count(*) FROM gone""";
 }

@@ -28,6 +28,7 @@ public final class WorkerStore {
   private final String rescue;
   private final String removeDeadWorkers;
   private final String pruneFinished;
+  private final String pruneUniqueKeys;
 
   /** A store over {@code schema}. */
   public WorkerStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -41,6 +42,7 @@ public final class WorkerStore {
     this.rescue = JobSql.forSchema(WorkerSql.RESCUE, schema);
     this.removeDeadWorkers = JobSql.forSchema(WorkerSql.REMOVE_DEAD_WORKERS, schema);
     this.pruneFinished = JobSql.forSchema(WorkerSql.PRUNE_FINISHED, schema);
+    this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
   }
 
   /** Who the worker is, as registered. */
@@ -214,6 +216,26 @@ public final class WorkerStore {
         PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(pruneFinished))) {
       ps.setLong(1, retention.toMillis());
       ps.setInt(2, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  /**
+   * Deletes at most {@code limit} key rows of unique jobs with finished states that hold nothing any more
+   * ({@link WorkerSql#PRUNE_UNIQUE_KEYS}): their holder no longer counts, or their period ended more than
+   * {@code grace} ago.
+   *
+   * @return how many were deleted
+   */
+  public long pruneUniqueKeys(Duration grace, int limit) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(pruneUniqueKeys))) {
+      ps.setLong(1, grace.toMillis());
+      ps.setInt(2, limit);
+      ps.setLong(3, grace.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1);

@@ -143,7 +143,15 @@ class BadInputTest {
             "payload.to"),
         job("unique is a string", "{" + ok + ",\"unique\":\"yes\"}", 400, "unique"),
         job("unique with an unknown member", "{" + ok + ",\"unique\":{\"by_colour\":true}}", 400, "unique.by_colour"),
-        job("unique with states", "{" + ok + ",\"unique\":{\"states\":[\"succeeded\"]}}", 422, "unique.states"),
+        job("unique states without the unfinished ones", "{" + ok + ",\"unique\":{\"states\":[\"succeeded\"]}}", 422,
+            "unique.states"),
+        job("unique states missing retrying", "{" + ok
+            + ",\"unique\":{\"states\":[\"queued\",\"running\",\"succeeded\"]}}", 422, "unique.states"),
+        job("unique states a string", "{" + ok + ",\"unique\":{\"states\":\"succeeded\"}}", 400, "unique.states"),
+        job("unique states with a number", "{" + ok + ",\"unique\":{\"states\":[\"queued\",1]}}", 400,
+            "unique.states[1]"),
+        job("unique states unknown state", "{" + ok + ",\"unique\":{\"states\":[\"queued\",\"running\","
+            + "\"retrying\",\"discarded\"]}}", 422, "unique.states[3]"),
         job("unique by_args a number", "{" + ok + ",\"unique\":{\"by_args\":1}}", 400, "unique.by_args"),
         job("unique by_args an empty list", "{" + ok + ",\"unique\":{\"by_args\":[]}}", 422, "unique.by_args"),
         job("unique by_args with a number", "{" + ok + ",\"unique\":{\"by_args\":[\"note\",2]}}", 400,

@@ -445,4 +445,28 @@ class JobsApiTest {
     Response stored = api.get("/jobs/" + first.json().path("id").asString());
     assertThat(stored.json().path("payload").path("note").asString()).isEqualTo("v2");
   }
+
+  @Test
+  void aUniqueJobWithCancelledInItsStatesStaysADuplicateAfterCancelAndOneWithoutItDoesNot() {
+    String queue = uniqueQueue();
+    String counting = """
+        {"type":"task","payload":{"note":"c-%s"},"queue":"%s","delay_ms":3600000,
+         "unique":{"by_args":true,"states":["queued","running","retrying","cancelled"]}}""".formatted(queue, queue);
+    Response first = api.post("/jobs", counting);
+    assertThat(first.status()).isEqualTo(201);
+    String id = first.json().path("id").asString();
+    assertThat(api.post("/jobs/" + id + "/cancel", null).status()).isEqualTo(200);
+
+    Response afterCancel = api.post("/jobs", counting);
+    assertThat(afterCancel.status()).as("cancelled is in the set").isEqualTo(200);
+    assertThat(afterCancel.header("Unique-Conflict")).isEqualTo("true");
+    assertThat(afterCancel.json().path("id").asString()).isEqualTo(id);
+    assertThat(afterCancel.json().path("state").asString()).isEqualTo("cancelled");
+
+    String notCounting = counting.replace("\"cancelled\"", "\"succeeded\"");
+    Response other = api.post("/jobs", notCounting);
+    assertThat(other.status()).isEqualTo(201);
+    assertThat(api.post("/jobs/" + other.json().path("id").asString() + "/cancel", null).status()).isEqualTo(200);
+    assertThat(api.post("/jobs", notCounting).status()).as("cancelled is not in this set").isEqualTo(201);
+  }
 }

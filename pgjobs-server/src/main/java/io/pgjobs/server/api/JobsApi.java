@@ -120,7 +120,7 @@ public final class JobsApi {
     // Below the context path: the API may be mounted under a path of another application.
     String location = ctx.contextPath() + "/jobs/" + view.id();
     if (result.duplicate()) {
-      // A unique job that already existed (not finished): answered like a replay, with its own header.
+      // A unique job that already existed (in one of its rule's states): answered like a replay, with its own header.
       return Reply.ok(view).withHeader("Unique-Conflict", "true").withHeader("Location", location);
     }
     return Reply.created(view).withHeader("Location", location);

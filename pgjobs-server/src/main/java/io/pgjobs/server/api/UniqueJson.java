@@ -1,6 +1,7 @@
 package io.pgjobs.server.api;
 
 import io.pgjobs.InvalidJobException;
+import io.pgjobs.JobState;
 import io.pgjobs.UniqueOptions;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -14,15 +15,18 @@ import tools.jackson.databind.JsonNode;
  * The {@code unique} object of an enqueue request ({@link UniqueOptions}):
  *
  * <pre>{@code
- * "unique": {"by_args": ["customer_id"], "by_queue": false, "period": "PT10M", "replace": ["run_at"]}
+ * "unique": {"by_args": ["customer_id"], "by_queue": false, "period": "PT10M", "replace": ["run_at"],
+ *            "states": ["queued", "running", "retrying", "succeeded"]}
  * }</pre>
  *
  * {@code by_args} is {@code true} (the whole payload) or an array of payload field names / JSON pointers;
  * {@code period} is seconds (an integer) or an ISO-8601 duration; {@code replace} lists {@code run_at}
- * and/or {@code payload}. Problems are recorded on the body under {@code unique.<member>}.
+ * and/or {@code payload}; {@code states} lists the states in which an existing job counts (every
+ * unfinished one, plus any finished ones). Problems are recorded on the body under {@code unique.<member>}.
  */
 final class UniqueJson {
-  static final Set<String> MEMBERS = new LinkedHashSet<>(List.of("by_args", "by_queue", "period", "replace"));
+  static final Set<String> MEMBERS =
+      new LinkedHashSet<>(List.of("by_args", "by_queue", "period", "replace", "states"));
 
   private UniqueJson() {}
 
@@ -33,17 +37,13 @@ final class UniqueJson {
       return null;
     }
     if (!u.isObject()) {
-      body.malformed("unique", "must be an object with by_args, by_queue, period, replace; was " + JsonBody.kind(u));
+      body.malformed("unique", "must be an object with by_args, by_queue, period, replace, states; was "
+          + JsonBody.kind(u));
       return null;
     }
     boolean ok = true;
     for (String name : u.propertyNames()) {
-      if (name.equals("states")) {
-        body.reject("unique.states", "cannot be chosen: a unique job is unique among unfinished jobs (queued,"
-            + " scheduled, retrying, running) and a new one can be enqueued once it has finished; for"
-            + " \"once, even after it finished\" use an Idempotency-Key");
-        ok = false;
-      } else if (!MEMBERS.contains(name)) {
+      if (!MEMBERS.contains(name)) {
         body.malformed("unique." + name, "unknown field; allowed: " + String.join(", ", MEMBERS));
         ok = false;
       }
@@ -124,6 +124,31 @@ final class UniqueJson {
             b.replace(UniqueOptions.Replace.parse(r.asString()));
           } catch (InvalidJobException e) {
             body.reject("unique.replace[" + i + "]", "unknown value '" + r.asString() + "'; allowed: run_at, payload");
+            ok = false;
+          }
+        }
+      }
+    }
+    JsonNode states = u.get("states");
+    if (states != null && !states.isNull()) {
+      if (!states.isArray()) {
+        body.malformed("unique.states", "must be an array of job states; was " + JsonBody.kind(states));
+        ok = false;
+      } else {
+        for (int i = 0; i < states.size(); i++) {
+          JsonNode st = states.get(i);
+          if (!st.isString()) {
+            body.malformed("unique.states[" + i + "]", "must be a string, was " + JsonBody.kind(st));
+            ok = false;
+            continue;
+          }
+          try {
+            b.states(JobState.parse(st.asString()));
+          } catch (IllegalArgumentException e) {
+            // Names other queues use: a scheduled job is a queued one with a future run_at, a discarded one failed.
+            body.reject("unique.states[" + i + "]", "unknown state '" + st.asString() + "'; allowed: "
+                + JobState.allowedValues()
+                + " (a scheduled job is queued with a later run_at; a discarded one is failed)");
             ok = false;
           }
         }
