@@ -27,8 +27,8 @@ final class EnqueueSql {
       """
       WITH ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms, parent_id, capability,
-                                     trace_context)
+                                     created_at, context, timeout_ms, parent_id, capability, trace_context,
+                                     idempotency_key)
           VALUES (?, ?, ?, ?::jsonb, ?, 'queued', ?,
                   COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
                   now(), ?, ?, ?, ?, ?, ?)
@@ -49,8 +49,8 @@ final class EnqueueSql {
           RETURNING job_id
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, idempotency_key, timeout_ms, parent_id, capability,
-                                     trace_context)
+                                     created_at, context, timeout_ms, parent_id, capability, trace_context,
+                                     idempotency_key)
           SELECT key.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
                  now(), ?, ?, ?, ?, ?, ?

@@ -98,19 +98,8 @@ public final class EnqueueStore {
       } else {
         ps.setObject(i++, job.id());
       }
-      ps.setString(i++, job.type());
-      ps.setString(i++, job.queue());
-      ps.setString(i++, job.payloadJson());
-      ps.setInt(i++, job.priority());
-      ps.setInt(i++, job.maxAttempts());
-      setInstant(ps, i++, job.runAt());
-      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
-      ps.setString(i++, job.context());
-      ps.setString(i++, job.idempotencyKey());
-      setLong(ps, i++, job.timeoutMs());
-      ps.setObject(i++, job.parentId(), java.sql.Types.OTHER);
-      ps.setString(i++, job.capability());
-      ps.setString(i, job.traceContext());
+      i = bindColumns(ps, i, job, true);
+      ps.setString(i, job.idempotencyKey());
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
           Job stored =
@@ -160,18 +149,7 @@ public final class EnqueueStore {
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUnique))) {
       int i = 1;
       ps.setObject(i++, job.id());
-      ps.setString(i++, job.type());
-      ps.setString(i++, job.queue());
-      ps.setString(i++, job.payloadJson());
-      ps.setInt(i++, job.priority());
-      ps.setInt(i++, job.maxAttempts());
-      setInstant(ps, i++, job.runAt());
-      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
-      ps.setString(i++, job.context());
-      setLong(ps, i++, job.timeoutMs());
-      ps.setObject(i++, job.parentId(), Types.OTHER);
-      ps.setString(i++, job.capability());
-      ps.setString(i++, job.traceContext());
+      i = bindColumns(ps, i, job, true);
       ps.setBytes(i++, job.uniqueBase());
       setLong(ps, i++, u.period() == null ? null : u.period().toMillis());
       ps.setBoolean(i++, replaceRunAt);
@@ -200,18 +178,7 @@ public final class EnqueueStore {
       setLong(ps, i++, u.period() == null ? null : u.period().toMillis());
       ps.setObject(i++, job.id());
       ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
-      ps.setString(i++, job.type());
-      ps.setString(i++, job.queue());
-      ps.setString(i++, job.payloadJson());
-      ps.setInt(i++, job.priority());
-      ps.setInt(i++, job.maxAttempts());
-      setInstant(ps, i++, job.runAt());
-      ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
-      ps.setString(i++, job.context());
-      setLong(ps, i++, job.timeoutMs());
-      ps.setObject(i++, job.parentId(), Types.OTHER);
-      ps.setString(i++, job.capability());
-      ps.setString(i++, job.traceContext());
+      i = bindColumns(ps, i, job, true);
       ps.setObject(i, job.id());
       try (ResultSet rs = ps.executeQuery()) {
         rs.next(); // the key upsert always returns its row, with the job when the snapshot sees it
@@ -328,17 +295,8 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
-      ps.setString(i++, first.type());
-      ps.setString(i++, first.queue());
-      ps.setInt(i++, first.priority());
-      ps.setInt(i++, first.maxAttempts());
-      setInstant(ps, i++, first.runAt());
-      ps.setLong(i++, first.delayMs() == null ? 0L : first.delayMs());
-      ps.setString(i++, first.context());
-      setLong(ps, i++, first.timeoutMs());
-      ps.setObject(i++, first.parentId(), Types.OTHER);
-      ps.setString(i++, first.capability());
-      ps.setString(i++, first.traceContext()); // one span for the batch: the same for every job
+      // The batch's options are the same for every job (one span for the batch: its trace context too).
+      i = bindColumns(ps, i, first, false);
       ps.setBoolean(i++, replaceRunAt);
       ps.setBoolean(i++, replacePayload);
       ps.setBoolean(i, replaceRunAt);
@@ -374,17 +332,8 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
       setInstant(ps, i++, periodNumber == null ? null
           : Instant.ofEpochMilli(Math.multiplyExact(periodNumber + 1, u.period().toMillis())));
-      ps.setString(i++, first.type());
-      ps.setString(i++, first.queue());
-      ps.setInt(i++, first.priority());
-      ps.setInt(i++, first.maxAttempts());
-      setInstant(ps, i++, first.runAt());
-      ps.setLong(i++, first.delayMs() == null ? 0L : first.delayMs());
-      ps.setString(i++, first.context());
-      setLong(ps, i++, first.timeoutMs());
-      ps.setObject(i++, first.parentId(), Types.OTHER);
-      ps.setString(i++, first.capability());
-      ps.setString(i, first.traceContext()); // one span for the batch: the same for every job
+      // The batch's options are the same for every job (one span for the batch: its trace context too).
+      bindColumns(ps, i, first, false);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           idByKey.put(rs.getString("unique_key"), rs.getObject("id", UUID.class));
@@ -572,6 +521,31 @@ public final class EnqueueStore {
         return rs.next() ? Optional.of(rows.map(rs)) : Optional.empty();
       }
     }
+  }
+
+  /**
+   * Binds the job columns every insert writes, in the order the statements of {@link EnqueueSql} list
+   * them: type, queue, payload (unless the rows' payloads come from an array), priority, max attempts,
+   * run_at, delay, context, timeout, parent, capability, trace context.
+   *
+   * @return the next parameter index
+   */
+  private static int bindColumns(PreparedStatement ps, int i, NewJob job, boolean payload) throws SQLException {
+    ps.setString(i++, job.type());
+    ps.setString(i++, job.queue());
+    if (payload) {
+      ps.setString(i++, job.payloadJson());
+    }
+    ps.setInt(i++, job.priority());
+    ps.setInt(i++, job.maxAttempts());
+    setInstant(ps, i++, job.runAt());
+    ps.setLong(i++, job.delayMs() == null ? 0L : job.delayMs());
+    ps.setString(i++, job.context());
+    setLong(ps, i++, job.timeoutMs());
+    ps.setObject(i++, job.parentId(), Types.OTHER);
+    ps.setString(i++, job.capability());
+    ps.setString(i++, job.traceContext());
+    return i;
   }
 
   private static void setInstant(PreparedStatement ps, int index, Instant value) throws SQLException {
