@@ -297,34 +297,7 @@ class UniqueJobsTest extends PgJobsTestBase {
     try {
       for (int round = 0; round < 5; round++) {
         db.execute("TRUNCATE pgjobs.jobs");
-        CyclicBarrier barrier = new CyclicBarrier(THREADS);
-        List<Future<java.util.Map<String, UUID>>> futures = new ArrayList<>();
-        for (int t = 0; t < THREADS; t++) {
-          int thread = t;
-          futures.add(pool.submit(() -> {
-            List<Order> orders = new ArrayList<>();
-            for (int k = 0; k < 10; k++) {
-              orders.add(new Order("k" + ((k * 7 + thread * 3) % 10), thread)); // every thread its own order
-            }
-            barrier.await(30, TimeUnit.SECONDS);
-            java.util.Map<String, UUID> seen = new java.util.HashMap<>();
-            if (thread % 2 == 0) {
-              List<UUID> ids = client.enqueueAll(ORDER, orders, byId);
-              for (int i = 0; i < orders.size(); i++) {
-                seen.put(orders.get(i).id(), ids.get(i));
-              }
-            } else {
-              for (Order o : orders) {
-                seen.put(o.id(), client.enqueue(ORDER, o, byId).job().id());
-              }
-            }
-            return seen;
-          }));
-        }
-        java.util.Map<String, Set<UUID>> idsByKey = new java.util.HashMap<>();
-        for (Future<java.util.Map<String, UUID>> f : futures) {
-          f.get(120, TimeUnit.SECONDS).forEach((k, id) -> idsByKey.computeIfAbsent(k, x -> new HashSet<>()).add(id));
-        }
+        java.util.Map<String, Set<UUID>> idsByKey = overlappingBulkAndSingleEnqueues(pool, ORDER, byId);
         assertThat(idsByKey).hasSize(10);
         idsByKey.forEach((k, ids) -> assertThat(ids).as("round: every caller got the one job of key %s", k).hasSize(1));
         assertThat(unfinished("order_sync")).isEqualTo(10);
@@ -429,5 +402,43 @@ class UniqueJobsTest extends PgJobsTestBase {
     record BadUnique(String id) {}
     assertThatThrownBy(() -> JobType.of(BadUnique.class)).isInstanceOf(InvalidJobException.class)
         .hasMessageContaining("@JobDefaults");
+  }
+
+  /**
+   * {@value #THREADS} callers at once, each enqueueing its own version of the orders k0..k9 (in its own
+   * order): the even ones in one bulk call, the odd ones one by one. Returns the job ids each key was
+   * answered with, over all callers.
+   */
+  static java.util.Map<String, Set<UUID>> overlappingBulkAndSingleEnqueues(
+      ExecutorService pool, JobType<Order> type, EnqueueOptions options) throws Exception {
+    CyclicBarrier barrier = new CyclicBarrier(THREADS);
+    List<Future<java.util.Map<String, UUID>>> futures = new ArrayList<>();
+    for (int t = 0; t < THREADS; t++) {
+      int thread = t;
+      futures.add(pool.submit(() -> {
+        List<Order> orders = new ArrayList<>();
+        for (int k = 0; k < 10; k++) {
+          orders.add(new Order("k" + ((k * 7 + thread * 3) % 10), thread)); // every thread its own order
+        }
+        barrier.await(30, TimeUnit.SECONDS);
+        java.util.Map<String, UUID> seen = new java.util.HashMap<>();
+        if (thread % 2 == 0) {
+          List<UUID> ids = client.enqueueAll(type, orders, options);
+          for (int i = 0; i < orders.size(); i++) {
+            seen.put(orders.get(i).id(), ids.get(i));
+          }
+        } else {
+          for (Order o : orders) {
+            seen.put(o.id(), client.enqueue(type, o, options).job().id());
+          }
+        }
+        return seen;
+      }));
+    }
+    java.util.Map<String, Set<UUID>> idsByKey = new java.util.HashMap<>();
+    for (Future<java.util.Map<String, UUID>> f : futures) {
+      f.get(120, TimeUnit.SECONDS).forEach((k, id) -> idsByKey.computeIfAbsent(k, x -> new HashSet<>()).add(id));
+    }
+    return idsByKey;
   }
 }

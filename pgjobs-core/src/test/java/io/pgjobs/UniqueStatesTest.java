@@ -9,6 +9,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.UniqueJobsTest.Order;
+
 import io.pgjobs.UniqueOptions.Replace;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.WorkerStore;
@@ -41,9 +43,6 @@ import org.junit.jupiter.api.Test;
 class UniqueStatesTest extends PgJobsTestBase {
   private static final int THREADS = 10;
   private static final int ROUNDS = 20;
-
-  /** A payload with an id (the key) and a version (not part of it). */
-  public record Order(String id, int version) {}
 
   /** Unique among the unfinished states and succeeded: "not again while one waits, runs or has succeeded". */
   private static final UniqueOptions UNTIL_PRUNED =
@@ -246,34 +245,8 @@ class UniqueStatesTest extends PgJobsTestBase {
     EnqueueOptions options = unique(UNTIL_PRUNED);
     for (int round = 0; round < 5; round++) {
       db.execute("TRUNCATE pgjobs.jobs, pgjobs.unique_keys");
-      CyclicBarrier barrier = new CyclicBarrier(THREADS);
-      List<Future<java.util.Map<String, UUID>>> futures = new ArrayList<>();
-      for (int t = 0; t < THREADS; t++) {
-        int thread = t;
-        futures.add(pool.submit(() -> {
-          List<Order> orders = new ArrayList<>();
-          for (int k = 0; k < 10; k++) {
-            orders.add(new Order("k" + ((k * 7 + thread * 3) % 10), thread)); // every thread its own order
-          }
-          barrier.await(30, TimeUnit.SECONDS);
-          java.util.Map<String, UUID> seen = new java.util.HashMap<>();
-          if (thread % 2 == 0) {
-            List<UUID> ids = client.enqueueAll(SUCCEEDS, orders, options);
-            for (int i = 0; i < orders.size(); i++) {
-              seen.put(orders.get(i).id(), ids.get(i));
-            }
-          } else {
-            for (Order o : orders) {
-              seen.put(o.id(), client.enqueue(SUCCEEDS, o, options).job().id());
-            }
-          }
-          return seen;
-        }));
-      }
-      java.util.Map<String, Set<UUID>> idsByKey = new java.util.HashMap<>();
-      for (Future<java.util.Map<String, UUID>> f : futures) {
-        f.get(120, TimeUnit.SECONDS).forEach((k, id) -> idsByKey.computeIfAbsent(k, x -> new HashSet<>()).add(id));
-      }
+      java.util.Map<String, Set<UUID>> idsByKey =
+          UniqueJobsTest.overlappingBulkAndSingleEnqueues(pool, SUCCEEDS, options);
       assertThat(idsByKey).hasSize(10);
       idsByKey.forEach((k, ids) -> assertThat(ids).as("every caller got the one job of key %s", k).hasSize(1));
       assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'unique_states_ok'")).isEqualTo(10);

@@ -5,9 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.Dimension;
@@ -18,30 +16,9 @@ import org.openqa.selenium.support.ui.Select;
  * Issue 11, item 17: what a newcomer tripped over in the dashboard, in a real headless Chromium against a real
  * server and database. After every test the browser console must hold no error.
  */
-class DashboardNewcomerTest {
-  static DashboardFixture app;
-  static DashboardBrowser browser;
-
-  @BeforeAll
-  static void start() {
-    app = DashboardFixture.start();
-    browser = new DashboardBrowser();
-  }
-
-  @AfterAll
-  static void stop() {
-    try {
-      if (browser != null) {
-        browser.close();
-      }
-    } finally {
-      app.close();
-    }
-  }
-
+class DashboardNewcomerTest extends BrowserTest {
   @AfterEach
-  void noConsoleErrors() {
-    browser.assertNoConsoleErrors();
+  void backToTheDesktopSize() {
     browser.windowSize(DashboardBrowser.DESKTOP);
   }
 

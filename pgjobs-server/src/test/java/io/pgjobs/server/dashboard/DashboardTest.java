@@ -10,9 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.Dimension;
@@ -23,30 +21,9 @@ import org.openqa.selenium.support.ui.Select;
  * The dashboard in a real headless Chromium against a real server, database and worker. One browser
  * for the class; after every test the browser console must hold no error.
  */
-class DashboardTest {
-  static DashboardFixture app;
-  static DashboardBrowser browser;
-
-  @BeforeAll
-  static void start() {
-    app = DashboardFixture.start();
-    browser = new DashboardBrowser();
-  }
-
-  @AfterAll
-  static void stop() {
-    try {
-      if (browser != null) {
-        browser.close();
-      }
-    } finally {
-      app.close();
-    }
-  }
-
+class DashboardTest extends BrowserTest {
   @AfterEach
-  void noConsoleErrors() {
-    browser.assertNoConsoleErrors();
+  void backToTheDesktopSize() {
     browser.windowSize(DashboardBrowser.DESKTOP);
   }
 

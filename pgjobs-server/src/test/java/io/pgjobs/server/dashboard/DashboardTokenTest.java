@@ -4,11 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pgjobs.JobState;
 import io.pgjobs.server.ApiServer;
+import java.util.function.UnaryOperator;
 import java.util.Map;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 
@@ -17,32 +15,12 @@ import org.openqa.selenium.By;
  * sessionStorage, sends it as a bearer token on every request and on the event stream (read with
  * fetch, since EventSource cannot send headers).
  */
-class DashboardTokenTest {
+class DashboardTokenTest extends BrowserTest {
   static final String ADMIN = "admin-token-0123456789abcdef";
   static final String READ = "read-token-0123456789abcdef";
-  static DashboardFixture app;
-  static DashboardBrowser browser;
-
-  @BeforeAll
-  static void start() {
-    app = DashboardFixture.start(b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ)));
-    browser = new DashboardBrowser();
-  }
-
-  @AfterAll
-  static void stop() {
-    try {
-      if (browser != null) {
-        browser.close();
-      }
-    } finally {
-      app.close();
-    }
-  }
-
-  @AfterEach
-  void noConsoleErrors() {
-    browser.assertNoConsoleErrors();
+  @Override
+  UnaryOperator<ApiServer.Builder> server() {
+    return b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ));
   }
 
   /** Every API read of the dashboard answers 401 until it has a token; Chrome logs each. */

@@ -12,38 +12,11 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.WebElement;
 
 /** The dashboard's Recurring page in a real headless Chromium against a real server, database and worker. */
-class RecurringDashboardTest {
-  static DashboardFixture app;
-  static DashboardBrowser browser;
-
-  @BeforeAll
-  static void start() {
-    app = DashboardFixture.start();
-    browser = new DashboardBrowser();
-  }
-
-  @AfterAll
-  static void stop() {
-    try {
-      if (browser != null) {
-        browser.close();
-      }
-    } finally {
-      app.close();
-    }
-  }
-
-  @AfterEach
-  void noConsoleErrors() {
-    browser.assertNoConsoleErrors();
-  }
+class RecurringDashboardTest extends BrowserTest {
 
   /** Adds a schedule of the fixture's task type (its jobs succeed) through the library; returns its name. */
   private static String schedule(String cron, String zone) {

@@ -6,9 +6,6 @@ import io.pgjobs.JobState;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -17,31 +14,7 @@ import org.junit.jupiter.api.Test;
  * the page starts a job, follows it over the WebSocket (or the SSE fallback), cancels it, and
  * survives a server restart.
  */
-class TrackerPageTest {
-  static DashboardFixture app;
-  static DashboardBrowser browser;
-
-  @BeforeAll
-  static void start() {
-    app = DashboardFixture.start();
-    browser = new DashboardBrowser();
-  }
-
-  @AfterAll
-  static void stop() {
-    try {
-      if (browser != null) {
-        browser.close();
-      }
-    } finally {
-      app.close();
-    }
-  }
-
-  @AfterEach
-  void noConsoleErrors() {
-    browser.assertNoConsoleErrors();
-  }
+class TrackerPageTest extends BrowserTest {
 
   private static String key() {
     return UUID.randomUUID().toString().substring(0, 8);

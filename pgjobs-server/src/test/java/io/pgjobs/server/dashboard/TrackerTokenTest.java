@@ -6,41 +6,19 @@ import io.pgjobs.JobState;
 import io.pgjobs.server.ApiServer;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import java.util.function.UnaryOperator;
 import java.util.Map;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** The tracker example page against a server with API tokens: the client sends the page's token. */
-class TrackerTokenTest {
+class TrackerTokenTest extends BrowserTest {
   static final String ADMIN = "admin-token-0123456789abcdef";
   static final String READ = "read-token-0123456789abcdef";
 
-  static DashboardFixture app;
-  static DashboardBrowser browser;
-
-  @BeforeAll
-  static void start() {
-    app = DashboardFixture.start(b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ)));
-    browser = new DashboardBrowser();
-  }
-
-  @AfterAll
-  static void stop() {
-    try {
-      if (browser != null) {
-        browser.close();
-      }
-    } finally {
-      app.close();
-    }
-  }
-
-  @AfterEach
-  void noConsoleErrors() {
-    browser.assertNoConsoleErrors();
+  @Override
+  UnaryOperator<ApiServer.Builder> server() {
+    return b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ));
   }
 
   private static int jobCount() {
