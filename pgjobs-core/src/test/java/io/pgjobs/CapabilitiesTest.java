@@ -194,6 +194,20 @@ class CapabilitiesTest extends PgJobsTestBase {
   }
 
   @Test
+  void theLongestCapabilityOnATypeWithTheLongestNameIsReportedThenRunByTheWorkerThatDeclaresIt() {
+    String capability = "c".repeat(64); // the most the CHECK and the client allow
+    JobType<Numbered> type = JobType.of("t".repeat(255), Numbered.class).withCapability(capability);
+    UUID id = enqueue(type, new Numbered(1));
+    QueueInfo queue = client.queues().stream().filter(q -> q.name().equals(JobType.DEFAULT_QUEUE)).findFirst()
+        .orElseThrow();
+    assertThat(queue.unrunnable()).isEqualTo(new QueueInfo.Unrunnable(1, List.of(capability)));
+
+    start(worker().workerId("long").capabilities(capability).register(type, (ctx, p) -> null));
+
+    assertThat(awaitState(id, JobState.SUCCEEDED).capability()).isEqualTo(capability);
+  }
+
+  @Test
   void enqueueOptionsOverrideTheTypeCapabilityInBothDirections() {
     JobType<Numbered> needsGpu = NUMBERED.withCapability("gpu");
     UUID gpu = enqueue(needsGpu, new Numbered(1));

@@ -291,6 +291,27 @@ class UniqueJobsTest extends PgJobsTestBase {
   }
 
   @Test
+  void aPayloadOfAMebibyteOnATypeWithTheLongestNameIsUniqueByTheWholePayload() {
+    JobType<Order> type = JobType.of("u".repeat(255), Order.class);
+    String big = "x\u00e9\"'\\\uD83D\uDE00\t".repeat((1 << 20) / 8); // ~1 MiB of awkward characters
+    EnqueueOptions byArgs = unique(UniqueOptions.builder().byArgs());
+    // U+0000 cannot be stored in jsonb: refused by the database as every enqueue is (LimitsTest), nothing stored.
+    assertThatThrownBy(() -> client.enqueue(type, new Order("before \u0000 after", 1), byArgs))
+        .isInstanceOf(PgJobsException.class);
+    assertThat(unfinished("u".repeat(255))).isZero();
+
+    EnqueuedJob first = client.enqueue(type, new Order(big, 1), byArgs);
+    EnqueuedJob again = client.enqueue(type, new Order(big, 1), byArgs);
+    EnqueuedJob other = client.enqueue(type, new Order(big, 2), byArgs);
+
+    assertThat(first.created()).isTrue();
+    assertThat(again.duplicate()).isTrue();
+    assertThat(again.job().id()).isEqualTo(first.job().id());
+    assertThat(other.created()).as("another payload is another key").isTrue();
+    assertThat(unfinished("u".repeat(255))).isEqualTo(2);
+  }
+
+  @Test
   void bulkAndSingleEnqueuesRacingOnOverlappingKeysGetOneJobPerKeyWithoutDeadlock() throws Exception {
     EnqueueOptions byId = unique(UniqueOptions.builder().byFields("id"));
     ExecutorService pool = Executors.newFixedThreadPool(THREADS);
