@@ -28,6 +28,8 @@ import org.junit.jupiter.api.Test;
 class LongTransactionClaimTest extends PgJobsTestBase {
   private static final Pattern BUFFERS = Pattern.compile("Buffers: shared(?: hit=(\\d+))?(?: read=(\\d+))?");
   private static final int DEAD = 200_000;
+  /** A probe duration above {@link ClaimCursor#CHEAP_PROBE_NANOS}: claims then only resume. */
+  private static final long SLOW_PROBE = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50);
 
   private static ExecutionStore store() {
     return new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
@@ -88,7 +90,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
   }
 
   @Test
-  void jobsThatBecomeDueBehindTheCursorAreFoundByTheNextFullPass() throws Exception {
+  void jobsThatBecomeDueBehindTheCursorAreFoundByTheNextProbe() throws Exception {
     ExecutionStore store = store();
     ClaimCursor cursor = new ClaimCursor();
     client.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(0)), EnqueueOptions.DEFAULTS);
@@ -102,11 +104,126 @@ class LongTransactionClaimTest extends PgJobsTestBase {
     UUID urgent = client.enqueue(NUMBERED, new Numbered(2), EnqueueOptions.builder().priority(Priority.CRITICAL).build())
         .job().id();
 
-    cursor.forceFullPass();
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id)
+        .as("resumed past them, the claim finds only the more urgent level (above every known one)")
+        .containsExactly(urgent);
+
+    cursor.probed(store.firstClaimable(JobType.DEFAULT_QUEUE), System.nanoTime(), 0);
     List<ClaimedJob> next = store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor);
 
-    assertThat(next).extracting(ClaimedJob::id).contains(late, urgent).hasSize(5);
-    assertThat(next.get(0).id()).as("the higher priority first").isEqualTo(urgent);
+    assertThat(next).extracting(ClaimedJob::id).contains(late).hasSize(4);
+    assertThat(next.get(0).id()).as("the one an hour late first").isEqualTo(late);
+  }
+
+  @Test
+  void theProbeFindsANewLevelBelowTheKnownOnesAndJobsGivenBackMoveTheCursorBackAtOnce() throws Exception {
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    client.enqueueAll(NUMBERED, Collections.nCopies(5, new Numbered(0)), EnqueueOptions.DEFAULTS);
+    List<ClaimedJob> first = store.claim(JobType.DEFAULT_QUEUE, 5, "w", cursor);
+    UUID low = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().priority(Priority.LOW).build())
+        .job().id();
+    cursor.probed(List.of(), System.nanoTime(), SLOW_PROBE); // as while a long transaction is open
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).as("a level below the known one").isEmpty();
+    assertThat(cursor.probeDue(System.nanoTime() + ClaimCursor.MIN_PROBE_INTERVAL_NANOS)).isTrue();
+
+    cursor.probed(store.firstClaimable(JobType.DEFAULT_QUEUE), System.nanoTime(), SLOW_PROBE);
+    assertThat(cursor.probeDue(System.nanoTime())).as("not again within the interval").isFalse();
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id).containsExactly(low);
+
+    store.unclaim("w", first.subList(1, 3));
+    cursor.rewind(first.subList(1, 3));
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id)
+        .containsExactly(first.get(1).id(), first.get(2).id());
+  }
+
+  @Test
+  void whileTheProbeIsCheapAResumedClaimThatFindsNothingLooksFromTheLowEndAtOnce() throws Exception {
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    client.enqueueAll(NUMBERED, Collections.nCopies(5, new Numbered(0)), EnqueueOptions.DEFAULTS);
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 5, "w", cursor)).hasSize(5);
+    cursor.probed(store.firstClaimable(JobType.DEFAULT_QUEUE), System.nanoTime(), 0); // cheap: nothing dead
+    UUID late = client.enqueue(NUMBERED, new Numbered(1),
+        EnqueueOptions.builder().runAt(java.time.Instant.now().minusSeconds(60)).build()).job().id();
+
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id).containsExactly(late);
+
+    // The same with the probe slow (a long transaction elsewhere): the claim resumes only.
+    UUID later = client.enqueue(NUMBERED, new Numbered(2),
+        EnqueueOptions.builder().runAt(java.time.Instant.now().minusSeconds(60)).build()).job().id();
+    cursor.probed(List.of(), System.nanoTime(), SLOW_PROBE);
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).isEmpty();
+    cursor.probed(store.firstClaimable(JobType.DEFAULT_QUEUE), System.nanoTime(), SLOW_PROBE);
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id).containsExactly(later);
+  }
+
+  @Test
+  void aSlowProbeIsSpacedOutButNeverMoreThanTheLongestInterval() {
+    ClaimCursor cursor = new ClaimCursor();
+    long start = System.nanoTime();
+    cursor.probed(List.of(), start, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(20));
+    assertThat(cursor.probeIntervalNanos()).isEqualTo(ClaimCursor.MIN_PROBE_INTERVAL_NANOS);
+    cursor.probed(List.of(), start, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(300));
+    assertThat(cursor.probeIntervalNanos()).isEqualTo(java.util.concurrent.TimeUnit.SECONDS.toNanos(3));
+    cursor.probed(List.of(), start, java.util.concurrent.TimeUnit.SECONDS.toNanos(2));
+    assertThat(cursor.probeIntervalNanos()).isEqualTo(ClaimCursor.MAX_PROBE_INTERVAL_NANOS);
+  }
+
+  @Test
+  void theProbeWithTwoHundredThousandDeadEntriesAndATransactionOpenElsewhereFindsTheFirstClaimableJob()
+      throws Exception {
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    try (Connection idle = db.dataSource().getConnection()) {
+      idle.setAutoCommit(false);
+      try (Statement st = idle.createStatement()) {
+        st.execute("SELECT txid_current()");
+      }
+      client.enqueueAll(NUMBERED, Collections.nCopies(DEAD, new Numbered(0)), EnqueueOptions.DEFAULTS);
+      int claimed = 0;
+      while (claimed < DEAD) {
+        claimed += store.claim(JobType.DEFAULT_QUEUE, 10_000, "w", cursor).size();
+      }
+      db.execute("DELETE FROM pgjobs.jobs");
+      // Enqueued an hour in the past: behind every position the claims left.
+      UUID late = client.enqueue(NUMBERED, new Numbered(1),
+          EnqueueOptions.builder().runAt(java.time.Instant.now().minusSeconds(3600)).build()).job().id();
+      cursor.probed(List.of(), System.nanoTime(), SLOW_PROBE);
+      assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).as("resumed past it").isEmpty();
+
+      List<ClaimCursor.LevelStart> firsts = store.firstClaimable(JobType.DEFAULT_QUEUE);
+      assertThat(firsts).extracting(ClaimCursor.LevelStart::id).containsExactly(late);
+      cursor.probed(firsts, System.nanoTime(), SLOW_PROBE);
+      assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id).containsExactly(late);
+      idle.rollback();
+    }
+  }
+
+  @Test
+  void aJobWhoseTransactionCommitsAfterLaterJobsWereClaimedIsRunByTheWorker() throws Exception {
+    java.util.Set<Integer> ran = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    start(worker().register(NUMBERED, (ctx, p) -> {
+      ran.add(p.n());
+      return null;
+    }).queue(JobType.DEFAULT_QUEUE, 4));
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      // Its run_at is this transaction's start: earlier than every job below, which are claimed first
+      // and move the worker's cursor past it before it commits.
+      UUID late = client.enqueue(tx, NUMBERED, new Numbered(-1), EnqueueOptions.DEFAULTS).job().id();
+      for (int i = 0; i < 20; i++) {
+        client.enqueue(NUMBERED, new Numbered(i));
+      }
+      org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> ran.size() == 20);
+      tx.commit();
+
+      // Its notification's claim finds nothing past the cursor and looks from the low end (cheap here);
+      // with a long transaction open elsewhere, the cursor's probe finds it within seconds.
+      Job done = awaitState(late, JobState.SUCCEEDED, java.time.Duration.ofSeconds(15));
+      assertThat(done.attempts()).isEqualTo(1);
+      assertThat(ran).contains(-1);
+    }
   }
 
   /** The total shared buffers (hit + read) of the top node of {@code EXPLAIN (ANALYZE, BUFFERS)} of a claim. */

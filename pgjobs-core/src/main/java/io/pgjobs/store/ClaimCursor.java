@@ -1,6 +1,8 @@
 package io.pgjobs.store;
 
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -8,9 +10,9 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Where one queue's claims have got to, per priority level: the {@code (run_at, id)} of the last job
- * claimed at that level. A claim resumes each known level's index range just past it instead of at the
- * range's low end.
+ * Where one queue's claims have got to, per priority level: a {@code (run_at, id)} position just past
+ * which the next claim of that level starts (the last job claimed there, or just before a job found
+ * behind it). A claim resumes each known level's index range there instead of at the range's low end.
  *
  * <p>Why: every claimed job leaves its entry in {@code jobs_ready_idx} behind as a dead entry, at the low
  * end of its level's range (jobs are claimed in {@code (run_at, id)} order). Vacuum removes such entries,
@@ -19,46 +21,135 @@ import java.util.concurrent.TimeUnit;
  * that starts at the low end then steps over every job claimed since that snapshot: its cost grows
  * without bound, and with it every job's pickup latency. Resuming past the cursor skips them.
  *
- * <p>What resuming alone would miss is found by a <em>full pass</em> (the claim from the low end of
- * every level present), made at least every {@link #FULL_PASS_INTERVAL_NANOS} and whenever the cursor knows
- * no level: jobs that became due behind the cursor (given back by another worker, enqueued with a
- * {@code run_at} in the past, skipped because another worker had them locked and then gave them back) and
- * priority levels this cursor has not seen yet. Such jobs wait at most that long more under load; an
- * idle queue's polls are full passes anyway.
+ * <p>What resuming alone would miss — jobs that became due behind the cursor (given back by another
+ * worker, enqueued with a {@code run_at} in the past or by a transaction that committed after later jobs
+ * were claimed) and priority levels below the highest known one — is found by a <em>probe</em>
+ * ({@link ExecutionStore#firstClaimable}): a read-only statement, run outside the claim lock, that
+ * returns the first claimable job of every level present. The cursor then moves each level's position
+ * back to just before that job if it lies behind it, and learns new levels ({@link #probed}). The probe
+ * still steps over the dead entries, but it takes no lock and holds up no claim: claims go on while it
+ * runs, so its cost no longer shows in pickup latency. It runs at least every {@link #MIN_PROBE_INTERVAL_NANOS},
+ * spaced out to ten times its own duration (at most {@link #MAX_PROBE_INTERVAL_NANOS}) when the dead
+ * entries make it slow, so that it never takes more than a tenth of one backend. Jobs this worker gives
+ * back itself move its cursor back at once ({@link #rewind}).
+ *
+ * <p>While the probe is cheap (no long transaction keeps dead entries, {@link #CHEAP_PROBE_NANOS}), a claim
+ * also starts from the low end of every level (the <em>full pass</em>) at most once per probe interval, and
+ * a resumed claim that found nothing is followed at once by a full pass: a job enqueued by a transaction
+ * that committed after later jobs were claimed then starts on its own notification, not at the next
+ * probe. A cursor that knows no level (a new worker) always makes a full pass. When the probe is slow,
+ * jobs behind the cursor wait for it: at most its interval more.
  *
  * <p>Not thread-safe: one cursor per queue poller, used under its claim lock.
  */
 public final class ClaimCursor {
-  /** The longest time between two full passes: 1 s. */
-  public static final long FULL_PASS_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+  /** The shortest time between two probes: 1 s. */
+  public static final long MIN_PROBE_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+  /** The longest time between two probes, however slow they are: 5 s. */
+  public static final long MAX_PROBE_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(5);
+  /** A probe's duration times this is the time until the next one (within the bounds above). */
+  static final int PROBE_SPACING = 10;
+  /**
+   * A probe that took at most this long says the low ends of the levels are cheap to read (few dead
+   * entries): claims may then start from them as well (a full pass), as often as the probe runs.
+   */
+  public static final long CHEAP_PROBE_NANOS = TimeUnit.MILLISECONDS.toNanos(3);
 
-  /** A position in a level's range: the last job claimed there. */
+  /** A position in a level's range: the next claim of the level starts just past it. */
   record Position(Instant runAt, UUID id) {
     boolean isBefore(Instant otherRunAt, UUID otherId) {
       int byTime = runAt.compareTo(otherRunAt);
       return byTime != 0 ? byTime < 0 : compareUuids(id, otherId) < 0;
     }
+
+    /** The position just before job {@code (runAt, id)}: a claim from it starts with that job. */
+    static Position justBefore(Instant runAt, UUID id) {
+      long low = id.getLeastSignificantBits();
+      long high = id.getMostSignificantBits();
+      if (low != 0) {
+        return new Position(runAt, new UUID(high, low - 1));
+      }
+      if (high != 0) {
+        return new Position(runAt, new UUID(high - 1, -1L));
+      }
+      // The smallest uuid: just before it is the largest uuid a microsecond earlier (PostgreSQL's
+      // timestamps are exact to the microsecond).
+      return new Position(runAt.minus(1, ChronoUnit.MICROS), new UUID(-1L, -1L));
+    }
   }
+
+  /** The first claimable job of a priority level, as a probe found it. */
+  public record LevelStart(int priority, Instant runAt, UUID id) {}
 
   /** Priority level (highest first) to position. */
   private final TreeMap<Integer, Position> positions = new TreeMap<>(java.util.Comparator.reverseOrder());
+  private long lastProbe;
+  private long lastProbeDuration;
+  private long probeInterval = MIN_PROBE_INTERVAL_NANOS;
+  private boolean probedOnce;
   private long lastFullPass;
-  private boolean fullPassAsked = true;
+  private boolean fullPassMadeOnce;
 
-  /** True if the next claim should be a full pass. */
+  /**
+   * True if the next claim, at {@code nanoTime}, should start from the low end of every level: the cursor
+   * knows no level yet, or the last probe was cheap ({@link #CHEAP_PROBE_NANOS}) and no full pass was made
+   * within the shortest probe interval. While a long transaction elsewhere makes the low ends expensive,
+   * claims only resume and the probe alone looks behind them.
+   */
   public boolean fullPassDue(long nanoTime) {
-    return fullPassAsked || positions.isEmpty() || nanoTime - lastFullPass >= FULL_PASS_INTERVAL_NANOS;
+    return positions.isEmpty()
+        || (fullPassCheap() && (!fullPassMadeOnce || nanoTime - lastFullPass >= MIN_PROBE_INTERVAL_NANOS));
   }
 
-  /** The next claim is a full pass (jobs were given back behind the cursor). */
-  public void forceFullPass() {
-    fullPassAsked = true;
+  /** True while the last probe said the low ends of the levels are cheap to read (and before any probe). */
+  public boolean fullPassCheap() {
+    return lastProbeDuration <= CHEAP_PROBE_NANOS;
   }
 
   /** Records a full pass made at {@code nanoTime}. */
   void fullPassMade(long nanoTime) {
     lastFullPass = nanoTime;
-    fullPassAsked = false;
+    fullPassMadeOnce = true;
+  }
+
+  /** True if a probe for jobs behind the cursor and for new levels is due at {@code nanoTime}. */
+  public boolean probeDue(long nanoTime) {
+    return !positions.isEmpty() && (!probedOnce || nanoTime - lastProbe >= probeInterval);
+  }
+
+  /** The time between probes now (it follows their cost). */
+  public long probeIntervalNanos() {
+    return probeInterval;
+  }
+
+  /**
+   * Applies a probe that started at {@code startNanos} and took {@code durationNanos}: each level's
+   * position moves back to just before the level's first claimable job if that job lies at or behind
+   * it, and levels not known yet are added, starting with their first claimable job. Levels the probe did
+   * not find are kept (they cost a claim one index probe each; a level that ran dry is likely to return).
+   */
+  public void probed(Collection<LevelStart> firsts, long startNanos, long durationNanos) {
+    for (LevelStart first : firsts) {
+      Position p = positions.get(first.priority());
+      if (p == null || !p.isBefore(first.runAt(), first.id())) {
+        positions.put(first.priority(), Position.justBefore(first.runAt(), first.id()));
+      }
+    }
+    lastProbe = startNanos;
+    lastProbeDuration = durationNanos;
+    probedOnce = true;
+    probeInterval = Math.max(MIN_PROBE_INTERVAL_NANOS,
+        Math.min(MAX_PROBE_INTERVAL_NANOS, durationNanos * PROBE_SPACING));
+  }
+
+  /** Jobs this worker gives back: each level's position moves back to just before the earliest of them. */
+  public void rewind(List<ClaimedJob> givenBack) {
+    for (ClaimedJob job : givenBack) {
+      Position p = positions.get(job.priority());
+      if (p != null && !p.isBefore(job.runAt(), job.id())) {
+        positions.put(job.priority(), Position.justBefore(job.runAt(), job.id()));
+      }
+    }
   }
 
   /** Moves each level's position past the jobs just claimed. */

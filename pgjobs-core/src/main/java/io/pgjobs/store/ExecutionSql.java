@@ -19,7 +19,8 @@ final class ExecutionSql {
   private ExecutionSql() {}
 
   /**
-   * The claim from the low end of every level (the full pass of {@link ClaimCursor}): up to
+   * The claim from the low end of every level (the full pass of a {@link ClaimCursor} that knows no
+   * level yet, and the claim without a cursor): up to
    * {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at} (then id);
    * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
    * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort. Only jobs that need
@@ -87,7 +88,8 @@ final class ExecutionSql {
    *
    * <p>A level above every level the worker knows is looked for first, from its start (one probe of the
    * index above the highest known level): a more urgent job enqueued meanwhile goes first at once, not
-   * at the next full pass. A new level below the highest known one waits for the next full pass.
+   * at the cursor's next probe ({@link #FIRST_CLAIMABLE}). A new level below the highest known one waits
+   * for that probe.
    *
    * <p>Parameters: worker id; the queue and the highest known level (the probe for a higher one); the
    * levels (int[]), their positions' run_at (text[] of ISO instants, exact to the microsecond) and id
@@ -120,6 +122,36 @@ final class ExecutionSql {
                LIMIT ?))
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
+
+  /**
+   * The probe of {@link ClaimCursor}: the first claimable job of every priority level present in a queue
+   * (priority, run_at, id), due or not, among the jobs that need no capability. Read-only and without
+   * row locks (a job another claim holds right now may be listed: the claim that then resumes before it
+   * skips it), so it holds up no claim however long it takes. A loose index scan of jobs_ready_idx: one
+   * descent per level, each stepping over the dead entries at the low end of its level — the walk a
+   * claim no longer makes.
+   *
+   * <p>Parameters: the queue (first level); the queue (next levels).
+   */
+  static final String FIRST_CLAIMABLE =
+      """
+      WITH RECURSIVE levels(priority, run_at, id) AS (
+          (SELECT priority, run_at, id FROM {schema}.jobs
+            WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
+              AND attempts < max_attempts
+            ORDER BY priority DESC, run_at, id
+            LIMIT 1)
+        UNION ALL
+          SELECT n.priority, n.run_at, n.id
+            FROM levels AS l
+           CROSS JOIN LATERAL (
+                 SELECT priority, run_at, id FROM {schema}.jobs
+                  WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
+                    AND attempts < max_attempts AND priority < l.priority
+                  ORDER BY priority DESC, run_at, id
+                  LIMIT 1) AS n
+      )
+      SELECT priority, run_at, id FROM levels""";
 
   /**
    * The part of a claim that only a worker with capabilities makes, before {@link #CLAIM} or

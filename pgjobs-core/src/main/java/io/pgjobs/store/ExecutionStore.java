@@ -33,6 +33,7 @@ public final class ExecutionStore {
   /** The worker's capabilities; empty: it claims only jobs that need none, with the unchanged claim. */
   private final String[] capabilities;
   private final String claimResume;
+  private final String firstClaimable;
   private final String succeedBatch;
   private final String succeedBatchSkipLocked;
   private final String claimStatus;
@@ -69,6 +70,7 @@ public final class ExecutionStore {
     this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
     this.claimCapable = JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema);
     this.claimResume = JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema);
+    this.firstClaimable = JobSql.forSchema(ExecutionSql.FIRST_CLAIMABLE, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
     this.claimStatus = JobSql.forSchema(ExecutionSql.CLAIM_STATUS, schema);
@@ -113,7 +115,8 @@ public final class ExecutionStore {
 
   /**
    * Claims up to {@code limit} due jobs of {@code queue} for {@code workerId}, in claim order, resuming
-   * where {@code cursor} says (or making the full pass it is due for), and moves the cursor.
+   * where {@code cursor} says or from the low end of every level, as {@link ClaimCursor} decides, and moves
+   * the cursor. The cursor's probe for jobs behind it is the caller's ({@link #firstClaimable}).
    */
   public List<ClaimedJob> claim(String queue, int limit, String workerId, ClaimCursor cursor) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
@@ -196,18 +199,52 @@ public final class ExecutionStore {
       Connection c, String queue, int limit, String workerId, ClaimCursor cursor) throws SQLException {
     long now = System.nanoTime();
     boolean full = cursor == null || cursor.fullPassDue(now);
-    try (PreparedStatement ps = c.prepareStatement(full ? claim : claimResume)) {
-      bindClaim(c, ps, queue, limit, workerId, full ? null : cursor);
+    List<ClaimedJob> claimed = claimOnce(c, queue, limit, workerId, full ? null : cursor);
+    if (cursor == null) {
+      return claimed;
+    }
+    if (full) {
+      cursor.fullPassMade(now);
+    } else if (claimed.isEmpty() && cursor.fullPassCheap()) {
+      // Nothing past the cursor, yet a notification or a poll said jobs may wait: one may have committed
+      // behind it. While the low ends are cheap to read, look there now rather than at the next probe.
+      claimed = claimOnce(c, queue, limit, workerId, null);
+      cursor.fullPassMade(now);
+    }
+    cursor.advance(claimed);
+    return claimed;
+  }
+
+  /** One claim statement: resumed from {@code cursor}'s positions, or a full pass if null. */
+  private List<ClaimedJob> claimOnce(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(cursor == null ? claim : claimResume)) {
+      bindClaim(c, ps, queue, limit, workerId, cursor);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
       // RETURNING has no order: put the batch back in claim order (priority desc, run_at, id).
       claimed.sort(CLAIM_ORDER);
-      if (cursor != null) {
-        if (full) {
-          cursor.fullPassMade(now);
-        }
-        cursor.advance(claimed);
-      }
       return claimed;
+    }
+  }
+
+  /**
+   * The first claimable job of every priority level of {@code queue} (jobs that need no capability), for
+   * {@link ClaimCursor#probed}: read-only, no row locks, so it may run while claims go on. Highest level
+   * first.
+   */
+  public List<ClaimCursor.LevelStart> firstClaimable(String queue) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(firstClaimable)) {
+      ps.setString(1, queue);
+      ps.setString(2, queue);
+      List<ClaimCursor.LevelStart> firsts = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          firsts.add(new ClaimCursor.LevelStart(
+              rs.getInt(1), rs.getTimestamp(2).toInstant(), rs.getObject(3, UUID.class)));
+        }
+      }
+      return firsts;
     }
   }
 

@@ -199,6 +199,7 @@ final class QueuePoller {
         await(pollInterval.toMillis());
         continue;
       }
+      probeIfDue();
       ClaimOutcome outcome = null;
       Exception failure = null;
       claimLock.lock();
@@ -279,10 +280,42 @@ final class QueuePoller {
     List<ClaimedJob> unknown = store.unknownClaims(workerId, queue, held.idsOf(queue));
     reconcileNeeded = false;
     if (!unknown.isEmpty()) {
-      cursor.forceFullPass(); // given back behind the cursor
+      cursor.rewind(unknown); // given back behind the cursor
       int back = completions.unclaim(unknown);
       log.warn("queue '{}': a claim whose reply was lost had taken {} jobs; {} given back to the queue",
           queue, unknown.size(), back);
+    }
+  }
+
+  /**
+   * Runs the cursor's probe when due (see {@link ClaimCursor}): the first claimable job of every level,
+   * read without the claim lock, so that claims on notifications go on meanwhile however long the probe
+   * takes (it steps over the dead entries a long transaction elsewhere keeps). Its result is applied
+   * under the lock. A failed probe is retried at the next interval; claims do not depend on it.
+   */
+  private void probeIfDue() {
+    long start = System.nanoTime();
+    claimLock.lock();
+    try {
+      if (!cursor.probeDue(start)) {
+        return;
+      }
+    } finally {
+      claimLock.unlock();
+    }
+    List<ClaimCursor.LevelStart> firsts;
+    try {
+      firsts = store.firstClaimable(queue);
+    } catch (SQLException | RuntimeException e) {
+      log.debug("probing queue '{}' for jobs behind the claim cursor failed ({})", queue, e.getMessage());
+      firsts = List.of();
+    }
+    long took = System.nanoTime() - start;
+    claimLock.lock();
+    try {
+      cursor.probed(firsts, start, took);
+    } finally {
+      claimLock.unlock();
     }
   }
 
@@ -309,7 +342,7 @@ final class QueuePoller {
     if (!back.isEmpty()) {
       claimLock.lock();
       try {
-        cursor.forceFullPass(); // given back behind the cursor: the next claim looks from the start
+        cursor.rewind(back); // given back behind the cursor: the next claim starts with them
       } finally {
         claimLock.unlock();
       }
