@@ -125,7 +125,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
         .job().id();
     cursor.probed(List.of(), System.nanoTime(), SLOW_PROBE); // as while a long transaction is open
     assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).as("a level below the known one").isEmpty();
-    assertThat(cursor.probeDue(System.nanoTime() + ClaimCursor.MIN_PROBE_INTERVAL_NANOS)).isTrue();
+    assertThat(cursor.probeDue(System.nanoTime() + cursor.probeIntervalNanos())).isTrue();
 
     cursor.probed(store.firstClaimable(JobType.DEFAULT_QUEUE), System.nanoTime(), SLOW_PROBE);
     assertThat(cursor.probeDue(System.nanoTime())).as("not again within the interval").isFalse();
@@ -164,8 +164,8 @@ class LongTransactionClaimTest extends PgJobsTestBase {
     long start = System.nanoTime();
     cursor.probed(List.of(), start, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(20));
     assertThat(cursor.probeIntervalNanos()).isEqualTo(ClaimCursor.MIN_PROBE_INTERVAL_NANOS);
-    cursor.probed(List.of(), start, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(300));
-    assertThat(cursor.probeIntervalNanos()).isEqualTo(java.util.concurrent.TimeUnit.SECONDS.toNanos(3));
+    cursor.probed(List.of(), start, java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(200));
+    assertThat(cursor.probeIntervalNanos()).isEqualTo(java.util.concurrent.TimeUnit.SECONDS.toNanos(5));
     cursor.probed(List.of(), start, java.util.concurrent.TimeUnit.SECONDS.toNanos(2));
     assertThat(cursor.probeIntervalNanos()).isEqualTo(ClaimCursor.MAX_PROBE_INTERVAL_NANOS);
   }
