@@ -228,7 +228,8 @@ public final class PgJobsCommand implements Callable<Integer> {
     @Override
     protected Object[][] getContents() {
       return Settings.DEFINITIONS.stream()
-          .map(d -> new Object[] {d.name(), Settings.helpText(d.name())})
+          // picocli formats descriptions with String.format: a literal % (the URL escapes) must be %%.
+          .map(d -> new Object[] {d.name(), Settings.helpText(d.name()).replace("%", "%%")})
           .toArray(Object[][]::new);
     }
   }

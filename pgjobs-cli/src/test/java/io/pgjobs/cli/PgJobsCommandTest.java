@@ -330,6 +330,24 @@ class PgJobsCommandTest {
   }
 
   @Test
+  void theHelpOfASettingWithAPercentSignIsPrintedAsWrittenWithoutAWarning() {
+    java.io.PrintStream stderr = System.err;
+    java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+    CommandRun help;
+    System.setErr(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+    try {
+      help = run("--help");
+    } finally {
+      System.setErr(stderr);
+    }
+    assertThat(help.exitCode()).isZero();
+    // picocli reads descriptions as format strings: an unescaped "%2F" made it warn on every help.
+    assertThat(captured.toString(java.nio.charset.StandardCharsets.UTF_8)).doesNotContain("picocli WARN");
+    assertThat(help.err()).doesNotContain("picocli WARN");
+    assertThat(help.out().replaceAll("\\s+", " ")).contains("%3F, %23 and %25").doesNotContain("%%");
+  }
+
+  @Test
   void helpAndVersionExit0() {
     CommandRun help = run("--help");
     assertThat(help.exitCode()).isZero();
