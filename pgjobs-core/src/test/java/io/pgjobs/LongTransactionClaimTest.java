@@ -10,7 +10,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
@@ -40,22 +39,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
       throws Exception {
     ExecutionStore store = store();
     ClaimCursor cursor = new ClaimCursor();
-    try (Connection idle = db.dataSource().getConnection()) {
-      // Another session's transaction, open and idle for the whole test: nothing dead after it can go.
-      idle.setAutoCommit(false);
-      try (Statement st = idle.createStatement()) {
-        st.execute("SELECT txid_current()");
-      }
-
-      client.enqueueAll(NUMBERED, Collections.nCopies(DEAD, new Numbered(0)), EnqueueOptions.DEFAULTS);
-      List<UUID> claimed = new ArrayList<>();
-      while (claimed.size() < DEAD) {
-        List<ClaimedJob> batch = store.claim(JobType.DEFAULT_QUEUE, 10_000, "w", cursor);
-        assertThat(batch).isNotEmpty();
-        batch.forEach(j -> claimed.add(j.id()));
-      }
-      // They finish: every one of them is now a dead entry at the low end of the ready index.
-      db.execute("DELETE FROM pgjobs.jobs");
+    try (Connection idle = idleTransactionBehindDeadEntries(store, cursor)) {
       List<UUID> fresh = client.enqueueAll(NUMBERED, Collections.nCopies(100, new Numbered(1)), EnqueueOptions.DEFAULTS);
 
       long resumed = buffersOf(store.explainableClaim(JobType.DEFAULT_QUEUE, 100, "explain", cursor));
@@ -159,6 +143,30 @@ class LongTransactionClaimTest extends PgJobsTestBase {
   }
 
   @Test
+  void aJobSkippedWhileAnotherSessionHeldItsRowLockIsClaimedAfterTheProbeOnceReleased() throws Exception {
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    List<UUID> ids = client.enqueueAll(NUMBERED, Collections.nCopies(3, new Numbered(0)), EnqueueOptions.DEFAULTS);
+    cursor.probed(List.of(), System.nanoTime(), SLOW_PROBE); // claims resume only, as under a long transaction
+    try (Connection locker = db.dataSource().getConnection()) {
+      locker.setAutoCommit(false);
+      try (PreparedStatement ps = locker.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+        ps.setObject(1, ids.get(0));
+        ps.executeQuery().close();
+      }
+      // The first job's row is held: the claim skips it (SKIP LOCKED) and its cursor moves past it.
+      assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id)
+          .containsExactlyInAnyOrderElementsOf(ids.subList(1, 3));
+      locker.commit();
+    }
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).as("behind the cursor").isEmpty();
+
+    cursor.probed(store.firstClaimable(JobType.DEFAULT_QUEUE), System.nanoTime(), SLOW_PROBE);
+
+    assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor)).extracting(ClaimedJob::id).containsExactly(ids.get(0));
+  }
+
+  @Test
   void aSlowProbeIsSpacedOutButNeverMoreThanTheLongestInterval() {
     ClaimCursor cursor = new ClaimCursor();
     long start = System.nanoTime();
@@ -175,17 +183,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
       throws Exception {
     ExecutionStore store = store();
     ClaimCursor cursor = new ClaimCursor();
-    try (Connection idle = db.dataSource().getConnection()) {
-      idle.setAutoCommit(false);
-      try (Statement st = idle.createStatement()) {
-        st.execute("SELECT txid_current()");
-      }
-      client.enqueueAll(NUMBERED, Collections.nCopies(DEAD, new Numbered(0)), EnqueueOptions.DEFAULTS);
-      int claimed = 0;
-      while (claimed < DEAD) {
-        claimed += store.claim(JobType.DEFAULT_QUEUE, 10_000, "w", cursor).size();
-      }
-      db.execute("DELETE FROM pgjobs.jobs");
+    try (Connection idle = idleTransactionBehindDeadEntries(store, cursor)) {
       // Enqueued an hour in the past: behind every position the claims left.
       UUID late = client.enqueue(NUMBERED, new Numbered(1),
           EnqueueOptions.builder().runAt(java.time.Instant.now().minusSeconds(3600)).build()).job().id();
@@ -224,6 +222,29 @@ class LongTransactionClaimTest extends PgJobsTestBase {
       assertThat(done.attempts()).isEqualTo(1);
       assertThat(ran).contains(-1);
     }
+  }
+
+  /**
+   * Opens another session's transaction, idle until the caller rolls it back (nothing that dies after it
+   * can be vacuumed), then enqueues, claims through {@code cursor} and finishes {@link #DEAD} jobs: every
+   * one of them is left as a dead entry at the low end of the ready index.
+   */
+  private static Connection idleTransactionBehindDeadEntries(ExecutionStore store, ClaimCursor cursor)
+      throws Exception {
+    Connection idle = db.dataSource().getConnection();
+    idle.setAutoCommit(false);
+    try (Statement st = idle.createStatement()) {
+      st.execute("SELECT txid_current()");
+    }
+    client.enqueueAll(NUMBERED, Collections.nCopies(DEAD, new Numbered(0)), EnqueueOptions.DEFAULTS);
+    int claimed = 0;
+    while (claimed < DEAD) {
+      List<ClaimedJob> batch = store.claim(JobType.DEFAULT_QUEUE, 10_000, "w", cursor);
+      assertThat(batch).isNotEmpty();
+      claimed += batch.size();
+    }
+    db.execute("DELETE FROM pgjobs.jobs");
+    return idle;
   }
 
   /** The total shared buffers (hit + read) of the top node of {@code EXPLAIN (ANALYZE, BUFFERS)} of a claim. */

@@ -42,6 +42,26 @@ class ChaosTest extends LifecycleTestBase {
     return count("pgjobs.finished_jobs");
   }
 
+  /**
+   * Waits (up to 15 s) until the stubborn process runs a job it started under a second ago, so that its
+   * handler still has more than the stuck grace to go when the process is stopped: a stop that came before
+   * the process (a fresh JVM) had claimed anything, or just as its batch of 2-second jobs ended, would let
+   * nothing go. Gives up quietly when the queue runs dry first (the end of the run); the run's assertion
+   * that some jobs were let go and released says whether it ever happened.
+   */
+  private static void awaitMidJob(WorkerProcess stubborn) {
+    String sql = "SELECT count(*) FROM pgjobs.jobs WHERE locked_by = '" + stubborn.id() + "' AND state = 'running'"
+        + " AND NOT prefetched AND attempted_at > now() - interval '1 second'";
+    try {
+      await("the stubborn process " + stubborn.id() + " in the middle of a job")
+          .pollInterval(Duration.ofMillis(50))
+          .atMost(Duration.ofSeconds(15))
+          .until(() -> count(sql) > 0 || finished() >= JOBS);
+    } catch (org.awaitility.core.ConditionTimeoutException e) {
+      System.out.printf("the stubborn process %s ran no job within 15 s; stopping it anyway%n", stubborn.id());
+    }
+  }
+
   @Test
   void everyJobSucceedsAndRunsAtMostOncePerAttemptWhileWorkersAreKilledAndRestarted() {
     // Each attempt takes 15 ms, so a kill always finds jobs in flight and the run lasts long enough for
@@ -77,6 +97,7 @@ class ChaosTest extends LifecycleTestBase {
       System.out.printf("kill %d: %s killed with %d jobs finished, %.1f s into the run%n",
           kill, workers[victim].id(), finished(), (System.nanoTime() - startedAt) / 1e9);
       workers[victim] = processes.start("chaos-w" + victim + "-" + kill, db.jdbcUrl(), SETTINGS);
+      awaitMidJob(stubborn);
       stubborn.terminate(); // graceful, no grace: its handlers ignore the interrupt and are let go
       stubborn = processes.start("chaos-stubborn-" + kill, db.jdbcUrl(), STUBBORN);
     }
