@@ -10,6 +10,7 @@ import io.pgjobs.store.ExecutionStore;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -56,6 +57,8 @@ final class JobRunner {
   private final io.pgjobs.tracing.JobTracing tracing;
   private final Set<RunningJob> running = ConcurrentHashMap.newKeySet();
   private final AtomicInteger stuckLanes = new AtomicInteger();
+  /** The threads writing the outcomes of let-go handlers, until each has written (see awaitLetGoWrites). */
+  private final Set<Thread> letGoWrites = ConcurrentHashMap.newKeySet();
   /** Once set, every handler that registers is stopped for this reason at once (shutdown). */
   private volatile StopReason stopAll;
 
@@ -121,16 +124,37 @@ final class JobRunner {
     log.error("job {} (type {}) ignored its stop ({}) for {}; recording its outcome without it and letting it go"
             + " ({} stuck lanes on this worker)",
         job.id(), job.type(), reason, Duration.ofNanos(stuckGraceNanos), stuck);
-    Thread.ofVirtual().name("pgjobs-let-go-" + job.id()).start(() -> {
-      String label = switch (reason) {
-        case TIMEOUT -> failed(attempt, null, new IllegalStateException(
-            "the handler ignored the interrupt at its timeout and was let go"), "timeout");
-        case CANCEL -> finish(job, JobCompleter.Intent.CANCEL,
-            ErrorEntries.of(store.codec(), job, workerId, "cancelled", null, "cancelled while running; the handler ignored the interrupt"));
-        case SHUTDOWN, LOST -> release(job, reason, null);
-      };
-      metrics.completed(job.type(), label, Duration.ZERO);
+    Thread writer = Thread.ofVirtual().name("pgjobs-let-go-" + job.id()).unstarted(() -> {
+      try {
+        String label = switch (reason) {
+          case TIMEOUT -> failed(attempt, null, new IllegalStateException(
+              "the handler ignored the interrupt at its timeout and was let go"), "timeout");
+          case CANCEL -> finish(job, JobCompleter.Intent.CANCEL,
+              ErrorEntries.of(store.codec(), job, workerId, "cancelled", null, "cancelled while running; the handler ignored the interrupt"));
+          case SHUTDOWN, LOST -> release(job, reason, null);
+        };
+        metrics.completed(job.type(), label, Duration.ZERO);
+      } finally {
+        letGoWrites.remove(Thread.currentThread());
+      }
     });
+    letGoWrites.add(writer);
+    writer.start();
+  }
+
+  /**
+   * Waits until every let-go handler's outcome has been written, or until {@code deadlineNanos}
+   * ({@link System#nanoTime()}). A shutdown calls it before closing the completer: the write runs on a
+   * thread of its own, and a process that exits while it is in flight would leave the job running until
+   * rescue instead of released at once.
+   */
+  void awaitLetGoWrites(long deadlineNanos) throws InterruptedException {
+    for (Thread writer : List.copyOf(letGoWrites)) {
+      long left = deadlineNanos - System.nanoTime();
+      if (left <= 0 || !writer.join(Duration.ofNanos(left))) {
+        return;
+      }
+    }
   }
 
   /** The job types this runner has handlers for. */

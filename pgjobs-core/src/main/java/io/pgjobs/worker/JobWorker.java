@@ -360,6 +360,9 @@ public final class JobWorker implements AutoCloseable {
           log.error("worker {}: jobs ignored the interrupt; they stay running and will be rescued", workerId);
         }
       }
+      // Handlers that ignored their stop were let go: their outcomes (release) are written on threads of
+      // their own, which must finish before the completer closes and the process may exit.
+      runner.awaitLetGoWrites(System.nanoTime() + TimeUnit.SECONDS.toNanos(10));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

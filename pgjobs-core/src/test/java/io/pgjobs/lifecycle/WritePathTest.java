@@ -300,6 +300,53 @@ class WritePathTest extends LifecycleTestBase {
   // ---------------------------------------------------------------- items 8 and 14: shutdown
 
   @Test
+  void closeReturnsOnlyOnceTheReleaseOfAHandlerItLetGoIsWritten() throws Exception {
+    UUID id = enqueue(1, new Task("stubborn", 0)).get(0);
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch letOut = new CountDownLatch(1);
+    JobWorker worker = JobWorker.builder(db.dataSource())
+        .shutdownGrace(Duration.ZERO)
+        .stuckHandlerGrace(Duration.ofMillis(100))
+        .register(TASK, (ctx, t) -> {
+          started.countDown();
+          while (true) { // ignores the interrupt of the shutdown until the test lets it out
+            try {
+              letOut.await();
+              return null;
+            } catch (InterruptedException ignored) {
+              // stubborn
+            }
+          }
+        })
+        .build()
+        .start();
+    assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+    java.util.concurrent.CompletableFuture<Void> closed;
+    try (Connection locker = db.dataSource().getConnection()) {
+      // The release will wait for this row lock: the write of the let-go handler's outcome is in flight.
+      locker.setAutoCommit(false);
+      try (PreparedStatement ps = locker.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+        ps.setObject(1, id);
+        ps.executeQuery().close();
+      }
+      closed = java.util.concurrent.CompletableFuture.runAsync(worker::close);
+      await("the release waiting for the row lock").atMost(Duration.ofSeconds(10)).until(() -> count(
+          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%released AS%'") > 0);
+      letOut.countDown(); // the handler returns: nothing but the release is left for close() to wait for
+
+      await("close() waiting for the release").during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2))
+          .until(() -> !closed.isDone());
+      locker.commit();
+    }
+    closed.get(15, TimeUnit.SECONDS);
+
+    // Written before close() returned: the job is back in the queue with the shutdown on record.
+    assertThat(queryString("SELECT state FROM pgjobs.jobs WHERE id = ?", id)).isEqualTo("retrying");
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs, jsonb_array_elements(errors) AS e WHERE e->>'kind' = 'shutdown'"))
+        .isEqualTo(1);
+  }
+
+  @Test
   void closeWithNoGraceStopsEveryHandlerIncludingThoseStartingDuringTheStopAndLogsNoWarningOfRejection() {
     Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
     ListAppender<ILoggingEvent> appender = new ListAppender<>();
