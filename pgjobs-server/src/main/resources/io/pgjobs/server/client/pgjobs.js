@@ -40,7 +40,8 @@ export const TERMINAL_STATES = Object.freeze(['succeeded', 'failed', 'cancelled'
  * @property {string|(() => ?string)} [token] an API token, or a function returning the current one
  * @property {(reason: string) => Promise<void>} [onUnauthorized] called when the server rejects the
  *   token; resolve once a new token is available (the client then tries again). Without it, trackers
- *   get an error and stop.
+ *   get an error and stop. A 401 for a request sent before the token changed is not a rejection of the
+ *   new token: the client sends the request again with it, without calling this.
  * @property {'auto'|'websocket'|'sse'} [transport] 'auto' (default): WebSocket, Server-Sent Events
  *   when WebSockets do not work
  */
@@ -291,15 +292,24 @@ export class PgJobsClient {
     return typeof this.token === 'function' ? this.token() : this.token;
   }
 
-  _headers() {
-    const token = this._token();
+  _headers(token = this._token()) {
     return token ? {Authorization: 'Bearer ' + token} : {};
+  }
+
+  /**
+   * After a 401 for a request sent with `sent`: true when the token has changed since (the user entered
+   * one while the request was on its way), so the request is simply sent again with the new one instead of
+   * asking for yet another token.
+   */
+  _tokenChangedSince(sent) {
+    return (this._token() || null) !== (sent || null);
   }
 
   /** Sends a JSON request; resolves to {status, body} for 2xx, rejects with PgJobsError otherwise. */
   async _request(method, path, body) {
     for (;;) {
-      const headers = {Accept: 'application/json', ...this._headers()};
+      const sent = this._token();
+      const headers = {Accept: 'application/json', ...this._headers(sent)};
       if (body !== undefined) headers['Content-Type'] = 'application/json';
       const res = await fetch(this.baseUrl + path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
       const text = await res.text();
@@ -309,6 +319,7 @@ export class PgJobsClient {
       } catch {
         json = {detail: text.slice(0, 300)};
       }
+      if (res.status === 401 && this._tokenChangedSince(sent)) continue;
       if (res.status === 401 && this.onUnauthorized) {
         await this.onUnauthorized(json?.detail || 'the token was not accepted');
         continue;
@@ -464,6 +475,7 @@ export class PgJobsClient {
         failedBeforeOpen++;
       }
       if (outcome.code === 4401) {
+        if (this._tokenChangedSince(outcome.token)) continue;
         if (!this.onUnauthorized) {
           this._unauthorized(outcome.reason);
           this._shutdown();
@@ -488,10 +500,11 @@ export class PgJobsClient {
     }
   }
 
-  /** One WebSocket connection; resolves when it closes, with {opened, code, reason}. */
+  /** One WebSocket connection; resolves when it closes, with {opened, code, reason, token} (the token sent). */
   _wsOnce() {
     return new Promise(resolve => {
       let opened = false;
+      let token = null;
       let ws;
       try {
         ws = new WebSocket(this.baseUrl.replace(/^http/, 'ws') + '/ws');
@@ -503,7 +516,7 @@ export class PgJobsClient {
       ws.onopen = () => {
         opened = true;
         this._wsOpen = true;
-        const token = this._token();
+        token = this._token();
         if (token) ws.send(JSON.stringify({op: 'auth', token}));
         // (Re)subscribe everything: the server answers each job with its current state.
         if (this._trackers.size) ws.send(JSON.stringify({op: 'subscribe', jobs: [...this._trackers.keys()]}));
@@ -527,7 +540,7 @@ export class PgJobsClient {
           this._ws = null;
           this._wsOpen = false;
         }
-        resolve({opened, code: e.code, reason: e.reason});
+        resolve({opened, code: e.code, reason: e.reason, token});
       };
     });
   }
@@ -587,11 +600,13 @@ export class PgJobsClient {
     let delay = 500;
     while (!controller.signal.aborted) {
       try {
+        const sent = this._token();
         const res = await fetch(this.baseUrl + path, {
-          headers: {Accept: 'text/event-stream', ...this._headers()},
+          headers: {Accept: 'text/event-stream', ...this._headers(sent)},
           signal: controller.signal,
           cache: 'no-store',
         });
+        if (res.status === 401 && this._tokenChangedSince(sent)) continue;
         if (res.status === 401) {
           const problem = await res.json().catch(() => ({}));
           if (!this.onUnauthorized) {

@@ -93,9 +93,12 @@ export const auth = {
  */
 export async function request(method, path, body, extraHeaders) {
   for (;;) {
+    const sent = auth.token();
     const headers = {Accept: 'application/json', ...auth.headers(), ...extraHeaders};
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await fetch(apiUrl(path), {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
+    // A token entered while this request was on its way: send it again with that one, without asking.
+    if (res.status === 401 && auth.token() !== sent) continue;
     if (res.status === 401) {
       await auth.rejected();
       continue;
