@@ -444,13 +444,17 @@ final class ExecutionSql {
        WHERE id = ? AND claim_token = ? AND state = 'running'""";
 
   /**
-   * A worker starts a job its heartbeat had marked {@code prefetched}: from now on, should the worker
-   * die, the job counts as started (attempt lost), not as never run.
+   * Lanes start jobs the worker's heartbeat had marked {@code prefetched}: from now on, should the worker
+   * die, each counts as started (its attempt stands), not as never run. One statement for every lane
+   * starting such a job meanwhile (the jsonb object maps each id to its claim token); returns the ids that
+   * are still this claim's. Waits for a row another transaction holds, as the single-row form did (the
+   * handler has not started, so no handler's transaction can hold it).
    */
   static final String CLEAR_PREFETCHED =
       """
-      UPDATE {schema}.jobs SET prefetched = false
-       WHERE id = ? AND claim_token = ? AND state = 'running'""";
+      UPDATE {schema}.jobs AS j SET prefetched = false
+       WHERE j.id = ANY (?) AND j.claim_token = (? ->> j.id::text)::bigint AND j.state = 'running'
+      RETURNING j.id""";
 
   static final String IS_RUNNING =
       """

@@ -10,9 +10,11 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.function.IntFunction;
 import javax.sql.DataSource;
@@ -523,9 +525,29 @@ public final class ExecutionStore {
     return updatesOne(heartbeat, id, claimToken);
   }
 
-  /** Clears the {@code prefetched} mark of a claim that starts now; false if the job no longer runs it. */
-  public boolean clearPrefetched(UUID id, long claimToken) throws SQLException {
-    return updatesOne(clearPrefetched, id, claimToken);
+  /**
+   * Clears the {@code prefetched} mark of claims that start now, in one statement; returns the ids of
+   * those still running under that claim (a job missing from it is no longer the worker's: not run).
+   */
+  public Set<UUID> clearPrefetched(Collection<ClaimedJob> jobs) throws SQLException {
+    if (jobs.isEmpty()) {
+      return Set.of();
+    }
+    List<ClaimedJob> list = List.copyOf(jobs);
+    UUID[] ids = list.stream().map(ClaimedJob::id).toArray(UUID[]::new);
+    PGobject tokens = jsonb(jsonObject(ids, i -> Long.toString(list.get(i).claimToken())));
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(clearPrefetched)) {
+      ps.setArray(1, c.createArrayOf("uuid", ids));
+      ps.setObject(2, tokens);
+      Set<UUID> cleared = new HashSet<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          cleared.add(rs.getObject(1, UUID.class));
+        }
+      }
+      return cleared;
+    }
   }
 
   /** Runs an UPDATE of one running claim, {@code (id, claim_token)}; true if it matched. */

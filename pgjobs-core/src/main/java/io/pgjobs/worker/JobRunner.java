@@ -42,6 +42,8 @@ final class JobRunner {
   static final long WATCHDOG_PERIOD_MS = 20;
 
   private final ExecutionStore store;
+  /** Clears the {@code prefetched} marks of jobs lanes start, many per statement. */
+  private final PrefetchMarks prefetchMarks;
   private final Map<String, HandlerRegistration<?>> handlers;
   private final JobCompleter completer;
   private final HeldJobs held;
@@ -78,6 +80,7 @@ final class JobRunner {
       io.pgjobs.JobClient children,
       io.pgjobs.tracing.JobTracing tracing) {
     this.store = store;
+    this.prefetchMarks = new PrefetchMarks(store);
     this.handlers = handlers;
     this.completer = completer;
     this.held = held;
@@ -250,13 +253,14 @@ final class JobRunner {
   /**
    * The job waited long enough in the buffer for a heartbeat to mark it {@code prefetched} (rescue gives
    * such jobs back with their attempt if the worker dies). Clear the mark before the handler runs; if
-   * that cannot be written, give the job back unstarted rather than run it under a wrong mark.
+   * that cannot be written, give the job back unstarted rather than run it under a wrong mark. The clears
+   * of lanes starting marked jobs at the same time share one statement ({@link PrefetchMarks}).
    */
   private boolean clearPrefetchedMark(HeldJob heldJob) {
     ClaimedJob job = heldJob.job();
     held.startMarked(heldJob);
     try {
-      if (store.clearPrefetched(job.id(), job.claimToken())) {
+      if (prefetchMarks.clear(job)) {
         return true;
       }
       log.warn("job {} was no longer this worker's claim when its lane took it; not run", job.id());
