@@ -167,6 +167,28 @@ class LongTransactionClaimTest extends PgJobsTestBase {
   }
 
   @Test
+  void aJobTheProbeFoundAheadOfTheClaimsDoesNotMoveTheCursorBackOnceTheyPassedIt() throws Exception {
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    List<UUID> ids = client.enqueueAll(NUMBERED, Collections.nCopies(30, new Numbered(0)), EnqueueOptions.DEFAULTS);
+    List<ClaimedJob> first = store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor); // a full pass: level known
+    ClaimCursor.ProbeStart probeStart = cursor.probeStart(System.nanoTime());
+    List<ClaimCursor.LevelStart> firsts = store.firstClaimable(JobType.DEFAULT_QUEUE);
+    List<ClaimedJob> whileProbing = store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor); // resumed
+    assertThat(firsts).extracting(ClaimCursor.LevelStart::id).containsExactly(whileProbing.get(0).id());
+
+    cursor.probed(probeStart, firsts, SLOW_PROBE);
+
+    // The next claim resumes past the last job claimed, not just before the one the probe read.
+    String resumed = store.explainableClaim(JobType.DEFAULT_QUEUE, 10, "w", cursor);
+    assertThat(resumed).contains(whileProbing.get(9).id().toString());
+    List<ClaimedJob> next = store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor);
+    assertThat(next).hasSize(10);
+    assertThat(java.util.stream.Stream.of(first, whileProbing, next).flatMap(List::stream).map(ClaimedJob::id))
+        .containsExactlyInAnyOrderElementsOf(ids);
+  }
+
+  @Test
   void aSlowProbeIsSpacedOutButNeverMoreThanTheLongestInterval() {
     ClaimCursor cursor = new ClaimCursor();
     long start = System.nanoTime();

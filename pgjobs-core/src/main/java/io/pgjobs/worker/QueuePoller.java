@@ -295,11 +295,13 @@ final class QueuePoller {
    */
   private void probeIfDue() {
     long start = System.nanoTime();
+    ClaimCursor.ProbeStart probeStart;
     claimLock.lock();
     try {
       if (!cursor.probeDue(start)) {
         return;
       }
+      probeStart = cursor.probeStart(start);
     } finally {
       claimLock.unlock();
     }
@@ -313,7 +315,7 @@ final class QueuePoller {
     long took = System.nanoTime() - start;
     claimLock.lock();
     try {
-      cursor.probed(firsts, start, took);
+      cursor.probed(probeStart, firsts, took);
     } finally {
       claimLock.unlock();
     }
