@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Maintenance for one pgjobs schema, done by whichever node holds the maintenance lease: rescue of jobs
- * whose worker died or went silent, removal of dead workers, pruning of finished jobs past retention. Start one
+ * whose worker died or went silent, removal of dead workers, pruning of finished jobs past retention,
+ * recurring schedules, and a vacuum of the hot table when its dead row versions pile up. Start one
  * in every process that should be able to take over; only the leader acts.
  *
  * <pre>{@code
@@ -47,6 +48,8 @@ public final class Maintenance implements AutoCloseable {
   public static final Duration DEFAULT_RECURRING_MISSED_AFTER = Duration.ofMinutes(1);
   /** How often the pruner runs: 1 min. */
   public static final Duration DEFAULT_PRUNE_INTERVAL = Duration.ofMinutes(1);
+  /** How often the leader looks at the hot table's dead row versions (and vacuums it if needed): 5 s. */
+  public static final Duration DEFAULT_VACUUM_INTERVAL = Duration.ofSeconds(5);
 
   private final LeaderElector elector;
   private final List<MaintenanceTask> tasks;
@@ -63,13 +66,16 @@ public final class Maintenance implements AutoCloseable {
             ? b.rescueInterval
             : min(min(b.staleThreshold.dividedBy(2), b.workerDeadAfter.dividedBy(4)), Duration.ofSeconds(30));
     this.elector = new LeaderElector(store, b.holderId, b.leaseTtl);
-    this.tasks =
-        List.of(
-            new JobRescuer(store, b.workerDeadAfter, b.staleThreshold, rescueInterval),
-            new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
-            new FinishedJobPruner(store, b.retention, b.pruneInterval),
-            new RecurringFirer(new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema), b.recurringInterval,
-                b.recurringMissedAfter));
+    List<MaintenanceTask> all = new java.util.ArrayList<>(List.of(
+        new JobRescuer(store, b.workerDeadAfter, b.staleThreshold, rescueInterval),
+        new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
+        new FinishedJobPruner(store, b.retention, b.pruneInterval),
+        new RecurringFirer(new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema), b.recurringInterval,
+            b.recurringMissedAfter)));
+    if (b.vacuumInterval != null) {
+      all.add(new HotTableVacuum(store, b.vacuumInterval));
+    }
+    this.tasks = List.copyOf(all);
     this.nextRun = new long[tasks.size()];
   }
 
@@ -178,6 +184,7 @@ public final class Maintenance implements AutoCloseable {
     private Duration leaseTtl = DEFAULT_LEASE_TTL;
     private Duration recurringInterval = DEFAULT_RECURRING_INTERVAL;
     private Duration recurringMissedAfter = DEFAULT_RECURRING_MISSED_AFTER;
+    private Duration vacuumInterval = DEFAULT_VACUUM_INTERVAL;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -254,6 +261,26 @@ public final class Maintenance implements AutoCloseable {
      */
     public Builder recurringMissedAfter(Duration missedAfter) {
       this.recurringMissedAfter = DurationText.requireBetween("recurring missed-after", missedAfter, Duration.ofSeconds(1), Duration.ofDays(1));
+      return this;
+    }
+
+    /**
+     * How often the leader looks at the hot table's dead row versions and vacuums it when they number
+     * 10,000 or more, 1 s to 1 h (default 5 s). At thousands of jobs a second they outrun autovacuum
+     * (at most once a minute per database by default), and claims slow down as they pile up. The database
+     * user must own the table; if it does not, the leader says so once and leaves the table to autovacuum.
+     */
+    public Builder vacuumInterval(Duration interval) {
+      this.vacuumInterval = DurationText.requireBetween("vacuum interval", interval, Duration.ofSeconds(1), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * Whether the leader vacuums the hot table itself (default true; see {@link #vacuumInterval}). Turn it
+     * off when the table's own autovacuum settings, or a schedule of yours, keep it small.
+     */
+    public Builder hotTableVacuum(boolean on) {
+      this.vacuumInterval = on ? (vacuumInterval != null ? vacuumInterval : DEFAULT_VACUUM_INTERVAL) : null;
       return this;
     }
 

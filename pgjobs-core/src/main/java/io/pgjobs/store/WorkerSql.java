@@ -139,6 +139,42 @@ final class WorkerSql {
       """
       DELETE FROM {schema}.workers WHERE last_heartbeat < now() - ?::bigint * interval '1 millisecond'""";
 
+  /**
+   * The dead row versions of the hot table as PostgreSQL's statistics count them (updated as transactions
+   * end, and by every vacuum to what it could not remove yet).
+   */
+  static final String HOT_TABLE_DEAD_ROWS =
+      """
+      SELECT pg_stat_get_dead_tuples('{schema}.jobs'::regclass)""";
+
+  /**
+   * What holds the xmin horizon back the most, as far as this user may see: the session, replication slot
+   * or prepared transaction with the oldest transaction id or snapshot, named with that id (so a new
+   * holder, or the same session in a new transaction, reads differently). Null if nothing visible holds one.
+   */
+  static final String HORIZON_HOLDER =
+      """
+      SELECT holder FROM (
+          SELECT 'session ' || pid || ' ' || coalesce(backend_xid::text, '-') || ' ' || coalesce(backend_xmin::text, '-'),
+                 greatest(age(backend_xid), age(backend_xmin))
+            FROM pg_stat_activity
+           WHERE (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL) AND pid <> pg_backend_pid()
+          UNION ALL
+          SELECT 'slot ' || slot_name || ' ' || xmin::text, age(xmin) FROM pg_replication_slots WHERE xmin IS NOT NULL
+          UNION ALL
+          SELECT 'prepared ' || gid || ' ' || transaction::text, age(transaction) FROM pg_prepared_xacts
+      ) AS h(holder, age)
+       ORDER BY age DESC
+       LIMIT 1""";
+
+  /**
+   * Vacuums the hot table. {@code SKIP_LOCKED}: if another vacuum (autovacuum) or a schema change holds
+   * the table, PostgreSQL skips it with a warning instead of waiting. Must run outside a transaction.
+   */
+  static final String VACUUM_HOT_TABLE =
+      """
+      VACUUM (SKIP_LOCKED) {schema}.jobs""";
+
   /** Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys. */
   static final String PRUNE_FINISHED =
       """

@@ -29,6 +29,9 @@ public final class WorkerStore {
   private final String removeDeadWorkers;
   private final String pruneFinished;
   private final String pruneUniqueKeys;
+  private final String hotTableDeadRows;
+  private final String vacuumHotTable;
+  private final String horizonHolder;
 
   /** A store over {@code schema}. */
   public WorkerStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -43,6 +46,9 @@ public final class WorkerStore {
     this.removeDeadWorkers = JobSql.forSchema(WorkerSql.REMOVE_DEAD_WORKERS, schema);
     this.pruneFinished = JobSql.forSchema(WorkerSql.PRUNE_FINISHED, schema);
     this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
+    this.hotTableDeadRows = JobSql.forSchema(WorkerSql.HOT_TABLE_DEAD_ROWS, schema);
+    this.vacuumHotTable = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE, schema);
+    this.horizonHolder = WorkerSql.HORIZON_HOLDER;
   }
 
   /** Who the worker is, as registered. */
@@ -207,6 +213,64 @@ public final class WorkerStore {
         PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(removeDeadWorkers))) {
       ps.setLong(1, staleAfter.toMillis());
       return ps.executeUpdate();
+    }
+  }
+
+  /** The hot table's dead row versions, as PostgreSQL's statistics count them ({@link WorkerSql#HOT_TABLE_DEAD_ROWS}). */
+  public long hotTableDeadRows() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(hotTableDeadRows));
+        ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /** What holds the xmin horizon back the most ({@link WorkerSql#HORIZON_HOLDER}), or null. */
+  public String horizonHolder() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(horizonHolder));
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? rs.getString(1) : null;
+    }
+  }
+
+  /** What became of a {@link #vacuumHotTable()}. */
+  public enum VacuumOutcome {
+    /** The table was vacuumed. */
+    VACUUMED,
+    /** Another session held a lock that conflicts (another vacuum, a schema change): try later. */
+    LOCKED,
+    /** PostgreSQL refused (the user does not own the table); the warning says why. */
+    REFUSED
+  }
+
+  /** A vacuum's outcome and, when refused, PostgreSQL's warning. */
+  public record Vacuum(VacuumOutcome outcome, String warning) {}
+
+  /**
+   * Vacuums the hot table ({@link WorkerSql#VACUUM_HOT_TABLE}), in auto-commit mode whatever the pool's
+   * default, with no statement deadline (it takes as long as the table needs). PostgreSQL answers a
+   * vacuum it skipped with a warning, not an error: lock not available (SQLSTATE 55P03), or not the owner.
+   */
+  public Vacuum vacuumHotTable() throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      boolean autoCommit = c.getAutoCommit();
+      c.setAutoCommit(true);
+      try (java.sql.Statement s = c.createStatement()) {
+        s.execute(vacuumHotTable);
+        for (java.sql.SQLWarning w = s.getWarnings(); w != null; w = w.getNextWarning()) {
+          if ("55P03".equals(w.getSQLState())) {
+            return new Vacuum(VacuumOutcome.LOCKED, w.getMessage());
+          }
+          if (w.getMessage() != null && w.getMessage().toLowerCase(java.util.Locale.ROOT).contains("skipping")) {
+            return new Vacuum(VacuumOutcome.REFUSED, w.getMessage());
+          }
+        }
+        return new Vacuum(VacuumOutcome.VACUUMED, null);
+      } finally {
+        c.setAutoCommit(autoCommit);
+      }
     }
   }
 

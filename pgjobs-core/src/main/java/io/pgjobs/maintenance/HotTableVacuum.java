@@ -1,0 +1,131 @@
+package io.pgjobs.maintenance;
+
+import io.pgjobs.store.WorkerStore;
+import java.sql.SQLException;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Vacuums the hot table ({@code jobs}) whenever it holds {@link #MIN_DEAD_ROWS} dead row versions or more,
+ * looked at every {@link #interval()}, instead of waiting for autovacuum.
+ *
+ * <p>Why: every job leaves about two dead row versions in the hot table (its claim and its finish). At
+ * thousands of jobs a second they outrun autovacuum, which looks at each database at most once per
+ * {@code autovacuum_naptime} (1 min by default) and is throttled: measured in W5 at 5,000 jobs/s with
+ * autovacuum off (and, less often, with it on, before its first pass), claims and completions grew
+ * CPU-bound as the dead versions passed ~300,000, completions fell to a tenth of the offered rate and the
+ * backlog grew without bound; a {@code VACUUM} of the table every 5 s (50–200 ms each) kept it at
+ * ~7 MiB and pickup p99 at 10–20 ms (docs/BENCHMARKS.md). The hot table holds only unfinished jobs, so
+ * such a vacuum is short.
+ *
+ * <p>The vacuum runs on a virtual thread of its own, so a long one does not hold up rescue or recurring
+ * schedules; a round finds the previous one still running and waits. While a transaction elsewhere
+ * keeps the dead versions from being removed (a vacuum that left more than half of them), vacuuming a
+ * table it cannot shrink would only read it again and again: the next vacuum waits until what held the
+ * xmin horizon back then (the oldest transaction or snapshot of a session, a replication slot's, a
+ * prepared transaction's) no longer does — the moment the long transaction ends — and at most twice as
+ * long as the last wait, up to {@link #MAX_BACKOFF}, in case that cannot be seen (another user's sessions
+ * without {@code pg_read_all_stats}). A vacuum PostgreSQL refuses (the database user does not own
+ * the table) is logged once and not tried again: then autovacuum, or the owner's own schedule, is all the
+ * table gets.
+ */
+final class HotTableVacuum implements MaintenanceTask {
+  private static final Logger log = LoggerFactory.getLogger(HotTableVacuum.class);
+  /** Fewer dead row versions than this are left to autovacuum: a vacuum would cost more than it saves. */
+  static final long MIN_DEAD_ROWS = 10_000;
+  /** The longest wait after vacuums that could not remove what they found. */
+  static final Duration MAX_BACKOFF = Duration.ofMinutes(1);
+
+  private final WorkerStore store;
+  private final Duration interval;
+  private volatile Thread inFlight;
+  private volatile boolean refused;
+  /** Set by the vacuum thread; read by the maintenance thread. */
+  private volatile long waitUntil;
+  private volatile long backoffNanos;
+  /** What held the horizon back when a vacuum removed little (null: not known, or no such vacuum). */
+  private volatile String blockedBy;
+
+  HotTableVacuum(WorkerStore store, Duration interval) {
+    this.store = store;
+    this.interval = interval;
+  }
+
+  @Override
+  public String name() {
+    return "vacuum";
+  }
+
+  @Override
+  public Duration interval() {
+    return interval;
+  }
+
+  @Override
+  public void run() throws SQLException {
+    Thread running = inFlight;
+    if (refused || (running != null && running.isAlive())) {
+      return;
+    }
+    if (System.nanoTime() - waitUntil < 0) {
+      String holder = blockedBy;
+      if (holder == null || holder.equals(store.horizonHolder())) {
+        return; // still held back (or cannot tell): wait out the backoff
+      }
+    }
+    long dead = store.hotTableDeadRows();
+    if (dead < MIN_DEAD_ROWS) {
+      return;
+    }
+    inFlight = Thread.ofVirtual().name("pgjobs-vacuum").start(() -> vacuum(dead));
+  }
+
+  /** True while a vacuum started by this task runs (tests). */
+  boolean vacuuming() {
+    Thread running = inFlight;
+    return running != null && running.isAlive();
+  }
+
+  /** True once PostgreSQL refused a vacuum of the table: none is tried again (tests). */
+  boolean refused() {
+    return refused;
+  }
+
+  private void vacuum(long deadBefore) {
+    long start = System.nanoTime();
+    try {
+      WorkerStore.Vacuum vacuum = store.vacuumHotTable();
+      switch (vacuum.outcome()) {
+        case REFUSED -> {
+          refused = true;
+          log.info("not vacuuming the hot table: PostgreSQL refused ({}); autovacuum keeps it", vacuum.warning());
+          return;
+        }
+        case LOCKED -> {
+          log.debug("hot table vacuum skipped: another session holds the table ({})", vacuum.warning());
+          return;
+        }
+        case VACUUMED -> {
+          // Nothing to do here: what it removed is judged below.
+        }
+      }
+      long deadAfter = store.hotTableDeadRows();
+      long took = System.nanoTime() - start;
+      if (deadAfter * 2 > deadBefore) {
+        // A transaction elsewhere holds the dead versions: wait longer before reading the table again.
+        backoffNanos = Math.min(MAX_BACKOFF.toNanos(), Math.max(interval.toNanos(), backoffNanos * 2));
+        blockedBy = store.horizonHolder();
+        waitUntil = System.nanoTime() + backoffNanos;
+        log.debug("hot table vacuum in {} ms removed little ({} of {} dead row versions left); next in {} s at the"
+            + " earliest", took / 1_000_000, deadAfter, deadBefore, backoffNanos / 1_000_000_000);
+      } else {
+        backoffNanos = 0;
+        blockedBy = null;
+        log.debug("hot table vacuum in {} ms: {} dead row versions before, {} left", took / 1_000_000, deadBefore, deadAfter);
+      }
+    } catch (SQLException | RuntimeException e) {
+      log.warn("hot table vacuum failed: {}", e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,139 @@
+package io.pgjobs.maintenance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.pgjobs.EnqueueOptions;
+import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.store.WorkerStore;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The maintenance leader vacuums the hot table itself once its dead row versions pass
+ * {@link HotTableVacuum#MIN_DEAD_ROWS}: at thousands of jobs a second they outrun autovacuum, and claims
+ * slow down as they pile up (W5, docs/BENCHMARKS.md).
+ */
+class HotTableVacuumTest extends PgJobsTestBase {
+  private static final String MANUAL_VACUUMS = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
+
+  private static WorkerStore store() {
+    return new WorkerStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+  }
+
+  /** Leaves {@code n} dead row versions in the hot table and waits until the statistics count them. */
+  private static void deadRows(WorkerStore store, int n) {
+    client.enqueueAll(NUMBERED, Collections.nCopies(n, new Numbered(1)), EnqueueOptions.DEFAULTS);
+    db.execute("DELETE FROM pgjobs.jobs");
+    await("the statistics count the dead rows").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+        .until(() -> store.hotTableDeadRows() >= n);
+  }
+
+  @Test
+  void theLeaderVacuumsTheHotTableOnceItsDeadRowsPassTheThreshold() throws Exception {
+    WorkerStore store = store();
+    long before = count(MANUAL_VACUUMS);
+    deadRows(store, 12_000);
+
+    try (Maintenance maintenance = Maintenance.builder(db.dataSource()).vacuumInterval(Duration.ofSeconds(1)).build().start()) {
+      await("a vacuum of the hot table").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+          .until(() -> count(MANUAL_VACUUMS) > before);
+      await().atMost(Duration.ofSeconds(10)).until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
+    }
+  }
+
+  @Test
+  void belowTheThresholdOrTurnedOffTheTableIsLeftToAutovacuum() throws Exception {
+    WorkerStore store = store();
+    deadRows(store, 2_000);
+    HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
+    long before = count(MANUAL_VACUUMS);
+    vacuum.run();
+    assertThat(vacuum.vacuuming()).isFalse();
+
+    deadRows(store, 12_000);
+    try (Maintenance off = Maintenance.builder(db.dataSource()).hotTableVacuum(false).build().start()) {
+      long passes = off.passes();
+      await().atMost(Duration.ofSeconds(20)).until(() -> off.passes() >= passes + 3);
+    }
+    assertThat(count(MANUAL_VACUUMS)).as("manual vacuums of the hot table").isEqualTo(before);
+  }
+
+  @Test
+  void whileATransactionElsewhereKeepsTheDeadRowsTheNextVacuumWaitsUntilItEnds() throws Exception {
+    WorkerStore store = store();
+    // Looked at every minute: after a vacuum that removed nothing, the next one waits a minute at least,
+    // unless what held the horizon back lets go.
+    HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofMinutes(1));
+    long before;
+    try (Connection idle = db.dataSource().getConnection()) {
+      idle.setAutoCommit(false);
+      try (Statement s = idle.createStatement()) {
+        s.execute("SELECT txid_current()"); // holds back the xmin horizon: vacuum can remove nothing newer
+      }
+      deadRows(store, 12_000);
+      before = count(MANUAL_VACUUMS);
+      vacuum.run();
+      await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming());
+      assertThat(count(MANUAL_VACUUMS)).isEqualTo(before + 1);
+      assertThat(store.hotTableDeadRows()).as("nothing removable").isGreaterThanOrEqualTo(12_000);
+
+      vacuum.run(); // at once: it removed nothing, so the next one waits
+      await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming());
+      assertThat(count(MANUAL_VACUUMS)).as("no second vacuum yet").isEqualTo(before + 1);
+      idle.rollback();
+    }
+    // The transaction that held the horizon back has ended: the next round vacuums, without waiting out
+    // the backoff. (The dead rows it held were pruned as pages were read meanwhile: leave new ones.)
+    deadRows(store, 12_000);
+    await().atMost(Duration.ofSeconds(30)).until(() -> {
+      vacuum.run();
+      return count(MANUAL_VACUUMS) >= before + 2;
+    });
+    await().atMost(Duration.ofSeconds(10)).until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
+  }
+
+  @Test
+  void afterAVacuumThatRemovedTheDeadRowsTheNextOneNeedNotWait() throws Exception {
+    WorkerStore store = store();
+    deadRows(store, 12_000);
+    HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
+    long before = count(MANUAL_VACUUMS);
+    vacuum.run();
+    await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 1);
+
+    deadRows(store, 12_000);
+    vacuum.run();
+    await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 2);
+  }
+
+  @Test
+  void aUserThatDoesNotOwnTheTableIsRefusedOnceAndNotAskedAgain() throws Exception {
+    String role = "pgjobs_not_owner_" + UUID.randomUUID().toString().substring(0, 8);
+    db.execute("CREATE ROLE " + role + " LOGIN", "GRANT USAGE ON SCHEMA pgjobs TO " + role,
+        "GRANT SELECT ON ALL TABLES IN SCHEMA pgjobs TO " + role);
+    try (HikariDataSource notOwner = new HikariDataSource()) {
+      notOwner.setJdbcUrl(db.jdbcUrl().replaceAll("user=[^&]*", "user=" + role));
+      notOwner.setMaximumPoolSize(2);
+      WorkerStore store = new WorkerStore(notOwner, "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+      deadRows(store(), 12_000);
+
+      WorkerStore.Vacuum refused = store.vacuumHotTable();
+      assertThat(refused.outcome()).isEqualTo(WorkerStore.VacuumOutcome.REFUSED);
+      assertThat(refused.warning()).contains("jobs");
+
+      HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
+      vacuum.run();
+      await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming());
+      assertThat(vacuum.refused()).as("not asked again").isTrue();
+    } finally {
+      db.execute("DROP OWNED BY " + role, "DROP ROLE " + role);
+    }
+  }
+}
