@@ -69,12 +69,7 @@ class PrefetchMarksTest extends PgJobsTestBase {
     PrefetchMarks marks = new PrefetchMarks(store);
     List<CompletableFuture<Boolean>> started = new ArrayList<>();
     try (Connection locker = db.dataSource().getConnection()) {
-      // The first job's row is held elsewhere: the statement that carries it waits, in flight.
-      locker.setAutoCommit(false);
-      lockRow(locker, jobs.get(0));
-      started.add(clearOnALane(marks, jobs.get(0)));
-      await("the first clear waits for the row lock").atMost(Duration.ofSeconds(10))
-          .until(() -> count(CLEAR_WAITING) == 1);
+      started.add(firstClearInFlight(marks, locker, jobs.get(0)));
       for (ClaimedJob job : jobs.subList(1, jobs.size())) {
         started.add(clearOnALane(marks, job));
       }
@@ -99,10 +94,7 @@ class PrefetchMarksTest extends PgJobsTestBase {
     PrefetchMarks marks = new PrefetchMarks(store);
     List<CompletableFuture<Boolean>> started = new ArrayList<>();
     try (Connection locker = db.dataSource().getConnection()) {
-      locker.setAutoCommit(false);
-      lockRow(locker, jobs.get(0));
-      started.add(clearOnALane(marks, jobs.get(0)));
-      await().atMost(Duration.ofSeconds(10)).until(() -> count(CLEAR_WAITING) == 1);
+      started.add(firstClearInFlight(marks, locker, jobs.get(0)));
       started.add(clearOnALane(marks, jobs.get(1)));
       started.add(clearOnALane(marks, jobs.get(2)));
       await().atMost(Duration.ofSeconds(10)).until(() -> marks.waiting() == 2);
@@ -123,10 +115,7 @@ class PrefetchMarksTest extends PgJobsTestBase {
     CompletableFuture<Boolean> first;
     List<CompletableFuture<Boolean>> carried = new ArrayList<>();
     try (Connection locker = db.dataSource().getConnection()) {
-      locker.setAutoCommit(false);
-      lockRow(locker, jobs.get(0));
-      first = clearOnALane(marks, jobs.get(0));
-      await().atMost(Duration.ofSeconds(10)).until(() -> count(CLEAR_WAITING) == 1);
+      first = firstClearInFlight(marks, locker, jobs.get(0));
       carried.add(clearOnALane(marks, jobs.get(1)));
       carried.add(clearOnALane(marks, jobs.get(2)));
       await().atMost(Duration.ofSeconds(10)).until(() -> marks.waiting() == 2);
@@ -165,11 +154,21 @@ class PrefetchMarksTest extends PgJobsTestBase {
     }, lanes);
   }
 
-  private static void lockRow(Connection c, ClaimedJob job) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+  /**
+   * Holds {@code job}'s row on {@code locker} (in a transaction the caller ends) and starts its clear on a
+   * lane: the statement carrying it waits for the lock, in flight, until the caller lets go.
+   */
+  private CompletableFuture<Boolean> firstClearInFlight(PrefetchMarks marks, Connection locker, ClaimedJob job)
+      throws SQLException {
+    locker.setAutoCommit(false);
+    try (PreparedStatement ps = locker.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
       ps.setObject(1, job.id());
       ps.executeQuery().close();
     }
+    CompletableFuture<Boolean> lane = clearOnALane(marks, job);
+    await("the first clear waits for the row lock").atMost(Duration.ofSeconds(10))
+        .until(() -> count(CLEAR_WAITING) == 1);
+    return lane;
   }
 
   private static List<Integer> clears() throws SQLException {
