@@ -40,7 +40,10 @@ final class ExecutionSql {
    *       {@code priority = level AND run_at <= now()}.
    *   <li><b>{@code id = ANY(ARRAY(...))}</b> for the UPDATE, not a join: a join lets the planner pick a
    *       hash join over a sequential scan of the whole hot table (it does, with a generic plan); the
-   *       array form can only be answered by primary-key lookups of the locked rows.
+   *       array form is answered by primary-key lookups of the locked rows — except in a generic plan
+   *       made while the table was nearly empty, which scans it sequentially, and keeps doing so as it
+   *       grows until a vacuum or analyze re-plans (the maintenance leader's {@code HotTableVacuum}
+   *       sees to both).
    *   <li>{@code attempts < max_attempts} keeps a row that somehow has no attempts left from failing
    *       the CHECK constraint and wedging the whole batch.
    * </ul>

@@ -140,12 +140,22 @@ final class WorkerSql {
       DELETE FROM {schema}.workers WHERE last_heartbeat < now() - ?::bigint * interval '1 millisecond'""";
 
   /**
-   * The dead row versions of the hot table as PostgreSQL's statistics count them (updated as transactions
-   * end, and by every vacuum to what it could not remove yet).
+   * The hot table's state for its maintenance: its dead row versions as PostgreSQL's statistics count them
+   * (updated as transactions end, and by every vacuum to what it could not remove yet), its size in pages
+   * as the planner's statistics last saw it ({@code pg_class.relpages}, set by vacuum and analyze), and
+   * its size in pages now.
    */
-  static final String HOT_TABLE_DEAD_ROWS =
+  static final String HOT_TABLE_STATE =
       """
-      SELECT pg_stat_get_dead_tuples('{schema}.jobs'::regclass)""";
+      SELECT pg_stat_get_dead_tuples(c.oid), c.relpages,
+             pg_relation_size(c.oid) / current_setting('block_size')::int
+        FROM pg_class AS c
+       WHERE c.oid = '{schema}.jobs'::regclass""";
+
+  /** Refreshes the hot table's planner statistics; {@code SKIP_LOCKED} as {@link #VACUUM_HOT_TABLE}. */
+  static final String ANALYZE_HOT_TABLE =
+      """
+      ANALYZE (SKIP_LOCKED) {schema}.jobs""";
 
   /**
    * What holds the xmin horizon back the most, as far as this user may see: the session, replication slot

@@ -29,7 +29,8 @@ public final class WorkerStore {
   private final String removeDeadWorkers;
   private final String pruneFinished;
   private final String pruneUniqueKeys;
-  private final String hotTableDeadRows;
+  private final String hotTableState;
+  private final String analyzeHotTable;
   private final String vacuumHotTable;
   private final String horizonHolder;
 
@@ -46,7 +47,8 @@ public final class WorkerStore {
     this.removeDeadWorkers = JobSql.forSchema(WorkerSql.REMOVE_DEAD_WORKERS, schema);
     this.pruneFinished = JobSql.forSchema(WorkerSql.PRUNE_FINISHED, schema);
     this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
-    this.hotTableDeadRows = JobSql.forSchema(WorkerSql.HOT_TABLE_DEAD_ROWS, schema);
+    this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
+    this.analyzeHotTable = JobSql.forSchema(WorkerSql.ANALYZE_HOT_TABLE, schema);
     this.vacuumHotTable = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE, schema);
     this.horizonHolder = WorkerSql.HORIZON_HOLDER;
   }
@@ -216,14 +218,25 @@ public final class WorkerStore {
     }
   }
 
-  /** The hot table's dead row versions, as PostgreSQL's statistics count them ({@link WorkerSql#HOT_TABLE_DEAD_ROWS}). */
-  public long hotTableDeadRows() throws SQLException {
+  /**
+   * The hot table's dead row versions, its size in pages as the planner's statistics last saw it, and
+   * its size in pages now ({@link WorkerSql#HOT_TABLE_STATE}).
+   */
+  public record HotTable(long deadRows, long plannedPages, long pages) {}
+
+  /** The hot table's state now ({@link HotTable}). */
+  public HotTable hotTable() throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(hotTableDeadRows));
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(hotTableState));
         ResultSet rs = ps.executeQuery()) {
       rs.next();
-      return rs.getLong(1);
+      return new HotTable(rs.getLong(1), rs.getLong(2), rs.getLong(3));
     }
+  }
+
+  /** The hot table's dead row versions, as PostgreSQL's statistics count them. */
+  public long hotTableDeadRows() throws SQLException {
+    return hotTable().deadRows();
   }
 
   /** What holds the xmin horizon back the most ({@link WorkerSql#HORIZON_HOLDER}), or null. */
@@ -254,11 +267,23 @@ public final class WorkerStore {
    * vacuum it skipped with a warning, not an error: lock not available (SQLSTATE 55P03), or not the owner.
    */
   public Vacuum vacuumHotTable() throws SQLException {
+    return maintain(vacuumHotTable);
+  }
+
+  /**
+   * Refreshes the hot table's planner statistics ({@link WorkerSql#ANALYZE_HOT_TABLE}); answered like
+   * {@link #vacuumHotTable()}.
+   */
+  public Vacuum analyzeHotTable() throws SQLException {
+    return maintain(analyzeHotTable);
+  }
+
+  private Vacuum maintain(String statement) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(true);
       try (java.sql.Statement s = c.createStatement()) {
-        s.execute(vacuumHotTable);
+        s.execute(statement);
         for (java.sql.SQLWarning w = s.getWarnings(); w != null; w = w.getNextWarning()) {
           if ("55P03".equals(w.getSQLState())) {
             return new Vacuum(VacuumOutcome.LOCKED, w.getMessage());

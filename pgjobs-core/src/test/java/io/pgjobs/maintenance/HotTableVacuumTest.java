@@ -22,15 +22,20 @@ import org.junit.jupiter.api.Test;
  */
 class HotTableVacuumTest extends PgJobsTestBase {
   private static final String MANUAL_VACUUMS = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
+  private static final String MANUAL_ANALYZES = "SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
 
   private static WorkerStore store() {
     return new WorkerStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
   }
 
-  /** Leaves {@code n} dead row versions in the hot table and waits until the statistics count them. */
+  /**
+   * Leaves {@code n} dead row versions in the hot table and waits until the statistics count them. The
+   * planner's statistics are brought up to the table's size, so the task's next round is about the dead
+   * rows, not the growth (see the analyze test).
+   */
   private static void deadRows(WorkerStore store, int n) {
     client.enqueueAll(NUMBERED, Collections.nCopies(n, new Numbered(1)), EnqueueOptions.DEFAULTS);
-    db.execute("DELETE FROM pgjobs.jobs");
+    db.execute("DELETE FROM pgjobs.jobs", "ANALYZE pgjobs.jobs");
     await("the statistics count the dead rows").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
         .until(() -> store.hotTableDeadRows() >= n);
   }
@@ -111,6 +116,47 @@ class HotTableVacuumTest extends PgJobsTestBase {
     deadRows(store, 12_000);
     vacuum.run();
     await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 2);
+  }
+
+  @Test
+  void aTableFourTimesTheSizeThePlannerSawIsAnalyzedSoAGenericPlanMadeWhenItWasEmptyUsesThePrimaryKey()
+      throws Exception {
+    WorkerStore store = store();
+    db.execute("VACUUM pgjobs.jobs"); // the planner's statistics: an empty table
+    long analyzedBefore = count(MANUAL_ANALYZES);
+    try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement()) {
+      // What a worker's prepared statement does after five executions: one generic plan, kept.
+      s.execute("SET plan_cache_mode = force_generic_plan");
+      s.execute("PREPARE find_jobs(uuid[]) AS SELECT id FROM pgjobs.jobs WHERE id = ANY ($1)");
+      try {
+        assertThat(genericPlan(s)).as("planned on an empty table").contains("Seq Scan");
+        client.enqueueAll(NUMBERED, Collections.nCopies(8_000, new Numbered(1)), EnqueueOptions.DEFAULTS);
+        assertThat(store.hotTable().pages()).isGreaterThanOrEqualTo(HotTableVacuum.ANALYZE_MIN_PAGES);
+        assertThat(genericPlan(s)).as("the plan stays as the table grows").contains("Seq Scan");
+
+        HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
+        vacuum.run(); // few dead rows: no vacuum, but the table grew past 4x what the planner saw
+        await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming() && count(MANUAL_ANALYZES) > analyzedBefore);
+
+        assertThat(genericPlan(s)).as("planned again after the analyze").contains("jobs_pkey").doesNotContain("Seq Scan");
+        vacuum.run();
+        await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming());
+        assertThat(count(MANUAL_ANALYZES)).as("not again while the size holds").isEqualTo(analyzedBefore + 1);
+      } finally {
+        s.execute("DEALLOCATE find_jobs");
+        s.execute("RESET plan_cache_mode");
+      }
+    }
+  }
+
+  private static String genericPlan(Statement s) throws java.sql.SQLException {
+    StringBuilder plan = new StringBuilder();
+    try (java.sql.ResultSet rs = s.executeQuery("EXPLAIN EXECUTE find_jobs(ARRAY[gen_random_uuid()])")) {
+      while (rs.next()) {
+        plan.append(rs.getString(1)).append('\n');
+      }
+    }
+    return plan.toString();
   }
 
   @Test
