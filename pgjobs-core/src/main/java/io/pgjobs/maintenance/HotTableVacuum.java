@@ -65,6 +65,7 @@ final class HotTableVacuum implements MaintenanceTask {
   HotTableVacuum(WorkerStore store, Duration interval) {
     this.store = store;
     this.interval = interval;
+    this.waitUntil = System.nanoTime(); // not 0: nanoTime may be negative, and is compared by difference
   }
 
   @Override
@@ -115,7 +116,7 @@ final class HotTableVacuum implements MaintenanceTask {
     }
   }
 
-  /** True while a vacuum started by this task runs (tests). */
+  /** True while a vacuum or analyze started by this task runs (tests). */
   boolean vacuuming() {
     Thread running = inFlight;
     return running != null && running.isAlive();
