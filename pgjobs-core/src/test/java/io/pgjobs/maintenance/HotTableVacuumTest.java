@@ -54,6 +54,20 @@ class HotTableVacuumTest extends PgJobsTestBase {
   }
 
   @Test
+  void aVacuumIntervalOutsideOneSecondToOneHourIsRefusedWithWhatIsAllowed() {
+    for (Duration bad : new Duration[] {Duration.ofMillis(999), Duration.ofHours(1).plusSeconds(1), Duration.ZERO,
+        Duration.ofSeconds(-5)}) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> Maintenance.builder(db.dataSource()).vacuumInterval(bad))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("vacuum interval")
+          .hasMessageContaining("1s");
+    }
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> Maintenance.builder(db.dataSource()).vacuumInterval(null))
+        .isInstanceOf(RuntimeException.class)
+        .hasMessageContaining("vacuum interval");
+  }
+
+  @Test
   void belowTheThresholdOrTurnedOffTheTableIsLeftToAutovacuum() throws Exception {
     WorkerStore store = store();
     deadRows(store, 2_000);
