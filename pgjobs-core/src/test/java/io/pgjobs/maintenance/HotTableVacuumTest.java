@@ -53,6 +53,25 @@ class HotTableVacuumTest extends PgJobsTestBase {
     }
   }
 
+  /**
+   * Schema version 19: no vacuum cuts the empty pages off the hot table's end, autovacuum's (which runs
+   * without options) included — the cut takes a lock every claim waits for, and a table cut back to a few
+   * pages is what every worker connection re-plans its lookups by id on (sequential scans, W5). An
+   * operator who asks for it explicitly still gets it.
+   */
+  @Test
+  void noVacuumCutsTheEmptyPagesOffTheHotTableUnlessAnOperatorAsksForIt() {
+    deadRows(store(), 20_000);
+    long before = db.queryLong("SELECT pg_relation_size('pgjobs.jobs')");
+    assertThat(before).as("the filled table's size").isGreaterThan(100 * 8192L);
+
+    db.execute("VACUUM pgjobs.jobs"); // what autovacuum runs: no options
+    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("after a plain vacuum").isEqualTo(before);
+
+    db.execute("VACUUM (TRUNCATE true) pgjobs.jobs");
+    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("after an explicit truncate").isLessThan(before);
+  }
+
   @Test
   void aVacuumIntervalOutsideOneSecondToOneHourIsRefusedWithWhatIsAllowed() {
     for (Duration bad : new Duration[] {Duration.ofMillis(999), Duration.ofHours(1).plusSeconds(1), Duration.ZERO,

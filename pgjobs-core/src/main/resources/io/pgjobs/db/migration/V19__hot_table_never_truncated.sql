@@ -1,0 +1,18 @@
+-- pgjobs schema, version 19: no vacuum cuts the empty pages off the hot table's end, autovacuum included.
+--
+-- The maintenance leader's own vacuum already ran with TRUNCATE false (WorkerSql.VACUUM_HOT_TABLE);
+-- autovacuum did not, and W5 at 5,000 jobs/s (docs/BENCHMARKS.md) showed
+-- both ways a truncation hurts a queue that is busy again a moment later:
+--   * Cutting the pages takes an ACCESS EXCLUSIVE lock on the table: every claim, completion and
+--     heartbeat waits for it (409 ms of stalled pickups once a long transaction had grown the table to
+--     273 MB and ended).
+--   * A table cut back to a few MB is what the server-prepared statements of every worker connection
+--     are re-planned on. Planned on a nearly empty table, a lookup by id (id = ANY(...)) is a sequential
+--     scan, kept while the table grows again under the next long transaction until an analyze makes the
+--     sessions plan anew: completions fell from 5,000 to ~260 jobs/s for ~17 s right after autovacuum had
+--     cut the table from 274 MB to 6.9 MB.
+-- Kept pages are empty, not lost: the free space map hands them to the next rows, so the table stays at
+-- the size its busiest moment needed. To give the space back to the operating system after a one-off
+-- peak, run VACUUM (TRUNCATE true) pgjobs.jobs (the explicit option wins over this setting) at a quiet
+-- time (docs/operations.md).
+ALTER TABLE jobs SET (vacuum_truncate = false);
