@@ -379,7 +379,7 @@ public final class ExecutionStore {
       tokens[i] = claims.get(ids[i]);
     }
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(claimStatus)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(claimStatus))) {
       ps.setArray(1, c.createArrayOf("uuid", ids));
       ps.setArray(2, c.createArrayOf("bigint", tokens));
       Map<UUID, JobState> status = new LinkedHashMap<>();
@@ -409,7 +409,7 @@ public final class ExecutionStore {
     UUID[] ids = list.stream().map(ClaimedJob::id).toArray(UUID[]::new);
     PGobject tokens = jsonb(jsonObject(ids, i -> Long.toString(list.get(i).claimToken())));
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(unclaimBatch)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(unclaimBatch))) {
       Array idArray = c.createArrayOf("uuid", ids);
       ps.setArray(1, idArray);
       ps.setString(2, workerId);
@@ -432,7 +432,7 @@ public final class ExecutionStore {
    */
   public List<ClaimedJob> unknownClaims(String workerId, String queue, Collection<UUID> known) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(unknownClaims)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(unknownClaims))) {
       ps.setString(1, workerId);
       ps.setString(2, queue);
       ps.setArray(3, c.createArrayOf("uuid", known.toArray()));
@@ -449,7 +449,7 @@ public final class ExecutionStore {
 
   /** Success of one claim in the caller's transaction; false if the job no longer runs that claim. */
   public boolean succeed(Connection connection, UUID id, long claimToken, String outputJson) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(succeedOne)) {
+    try (PreparedStatement ps = CustomPlan.apply(connection.prepareStatement(succeedOne))) {
       ps.setObject(1, id);
       ps.setLong(2, claimToken);
       ps.setString(3, outputJson);
@@ -509,7 +509,7 @@ public final class ExecutionStore {
   /** Records progress of a running claim (and counts as a heartbeat); false if it no longer runs. */
   public boolean progress(UUID id, long claimToken, int percent, String message) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(progress)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(progress))) {
       ps.setInt(1, percent);
       ps.setString(2, message);
       ps.setObject(3, id);
@@ -537,7 +537,7 @@ public final class ExecutionStore {
     UUID[] ids = list.stream().map(ClaimedJob::id).toArray(UUID[]::new);
     PGobject tokens = jsonb(jsonObject(ids, i -> Long.toString(list.get(i).claimToken())));
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(clearPrefetched)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(clearPrefetched))) {
       ps.setArray(1, c.createArrayOf("uuid", ids));
       ps.setObject(2, tokens);
       Set<UUID> cleared = new HashSet<>();
@@ -553,7 +553,7 @@ public final class ExecutionStore {
   /** Runs an UPDATE of one running claim, {@code (id, claim_token)}; true if it matched. */
   private boolean updatesOne(String sql, UUID id, long claimToken) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(sql))) {
       ps.setObject(1, id);
       ps.setLong(2, claimToken);
       return ps.executeUpdate() == 1;
@@ -563,7 +563,7 @@ public final class ExecutionStore {
   /** True if the job is still running that claim. */
   public boolean isRunning(UUID id, long claimToken) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(isRunning)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(isRunning))) {
       ps.setObject(1, id);
       ps.setLong(2, claimToken);
       try (ResultSet rs = ps.executeQuery()) {
@@ -578,7 +578,7 @@ public final class ExecutionStore {
    */
   private JobState writeState(String sql, Object... params) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(sql))) {
       for (int i = 0; i < params.length; i++) {
         ps.setObject(i + 1, params[i]);
       }

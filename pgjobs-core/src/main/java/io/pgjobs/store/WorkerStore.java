@@ -87,7 +87,7 @@ public final class WorkerStore {
         set.execute();
       }
       Map<UUID, Boolean> result = new HashMap<>();
-      try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(heartbeat))) {
+      try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(heartbeat)))) {
         ps.setString(1, worker.id());
         ps.setString(2, worker.host());
         ps.setLong(3, worker.pid());
@@ -198,7 +198,7 @@ public final class WorkerStore {
    */
   public RescueCounts rescue(Duration deadAfter, Duration staleAfter, int limit) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(rescue))) {
+        PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(c.prepareStatement(rescue)))) {
       ps.setLong(1, deadAfter.toMillis());
       ps.setLong(2, staleAfter.toMillis());
       ps.setInt(3, limit);
