@@ -200,6 +200,11 @@ final class DemoCommand extends Subcommand {
         .setPort(EMBEDDED_PORT)
         .setDataDirectory(data)
         .setCleanDataDirectory(false)
+        // Its own hook would stop the server as soon as the JVM begins to exit, side by side with the
+        // worker's graceful shutdown (hooks run in parallel): the worker then spent its grace on a dead
+        // database, 10 s per pooled connection it waited for, and the demo took over a minute to exit.
+        // The hook below stops it once the worker is done.
+        .setRegisterShutdownHook(false)
         .start();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       // Shutdown hooks run side by side: let the worker finish its graceful shutdown on a live database

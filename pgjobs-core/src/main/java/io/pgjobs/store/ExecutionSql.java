@@ -7,13 +7,26 @@ import static io.pgjobs.store.JobSql.insertFinished;
  * {@link JobSql}.
  *
  * <p><b>The fence.</b> A claim statement draws one number from the {@code claim_tokens} sequence and
- * writes it to every job it claims. Every write to a running job matches on {@code state = 'running'}
- * (in the form {@code locked_by IS NOT NULL} where a plan needs it) and that job's {@code claim_token}:
- * a write from a claim that is no longer the job's current one changes nothing, whatever happened
- * meanwhile (rescue, an operator's retry that reset the attempts, a new claim by another worker). Each
- * write returns the state it left each job in, so the caller counts outcomes from what was written.
- * The worker's own writes keep the token on the row they leave behind; {@link #CLAIM_STATUS} reads it
- * to tell a write whose reply was lost from one that never happened.
+ * writes it to every job it claims. Every write to a running job matches on its being running and on
+ * that job's {@code claim_token}: a write from a claim that is no longer the job's current one changes
+ * nothing, whatever happened meanwhile (rescue, an operator's retry that reset the attempts, a new claim
+ * by another worker). Each write returns the state it left each job in, so the caller counts outcomes
+ * from what was written. The worker's own writes keep the token on the row they leave behind;
+ * {@link #CLAIM_STATUS} reads it to tell a write whose reply was lost from one that never happened.
+ *
+ * <p><b>Running, written {@code locked_by}.</b> Statements that find their jobs by id say "running" as
+ * {@code locked_by IS NOT NULL} (or {@code locked_by = worker}), equivalent to {@code state = 'running'}
+ * by the jobs_running_is_locked CHECK: {@code state = 'running'} would make the partial index of running
+ * jobs (on heartbeat_at) a candidate plan, which the planner picks when its statistics count few running
+ * jobs — a scan of every entry of that index, which a long transaction elsewhere fills with dead ones
+ * (W5: clearing the prefetch marks of 2–20 jobs read ~30,000 pages that way). The id is then the only
+ * way in: the primary key.
+ *
+ * <p><b>Claims announce nothing themselves.</b> Each claim statement sets {@code pgjobs.claim} to
+ * {@code on} for its transaction (itself: it runs in auto-commit), which the job-events trigger's
+ * {@code WHEN} skips (schema version 20): the trigger and a {@code NOTIFY} at commit cost a claim of one
+ * job 0.3–0.5 ms of the pickup. The worker announces the claimed jobs right after, with
+ * {@link #ANNOUNCE_RUNNING}.
  */
 final class ExecutionSql {
   private ExecutionSql() {}
@@ -78,6 +91,7 @@ final class ExecutionSql {
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
+         AND (SELECT set_config('pgjobs.claim', 'on', true)) = 'on'
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
@@ -123,6 +137,7 @@ final class ExecutionSql {
                         FOR UPDATE SKIP LOCKED) AS ready
                WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                LIMIT ?))
+         AND (SELECT set_config('pgjobs.claim', 'on', true)) = 'on'
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
@@ -204,6 +219,7 @@ final class ExecutionSql {
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
+         AND (SELECT set_config('pgjobs.claim', 'on', true)) = 'on'
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
@@ -318,7 +334,7 @@ final class ExecutionSql {
       """
       WITH done AS (
           DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND state = 'running'
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL
           RETURNING *
       )
       """ + insertFinished("done", "'succeeded'", "errors", "?::jsonb", "claim_token");
@@ -331,7 +347,7 @@ final class ExecutionSql {
       """
       WITH done AS (
           DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND state = 'running'
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL
           RETURNING *
       ), moved AS (
       """ + insertFinished("done", "CAST(? AS text)", "errors || ?::jsonb", "NULL", "claim_token") + """
@@ -349,7 +365,7 @@ final class ExecutionSql {
       """
       WITH cancelled AS (
           DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND state = 'running' AND cancel_requested
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND cancel_requested
           RETURNING *
       ), moved AS (
       """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
@@ -359,7 +375,7 @@ final class ExecutionSql {
           UPDATE {schema}.jobs
              SET state = 'retrying', run_at = now() + ?::bigint * interval '1 millisecond',
                  locked_by = NULL, heartbeat_at = NULL, errors = errors || ?::jsonb
-           WHERE id = ? AND claim_token = ? AND state = 'running' AND NOT cancel_requested
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND NOT cancel_requested
           RETURNING state
       )
       SELECT state FROM moved UNION ALL SELECT state FROM retried""";
@@ -373,7 +389,7 @@ final class ExecutionSql {
       """
       WITH cancelled AS (
           DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND state = 'running' AND cancel_requested
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND cancel_requested
           RETURNING *
       ), moved AS (
       """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL", "claim_token") + """
@@ -384,7 +400,7 @@ final class ExecutionSql {
              SET state = 'queued', attempts = attempts - 1,
                  run_at = now() + ?::bigint * interval '1 millisecond',
                  locked_by = NULL, heartbeat_at = NULL
-           WHERE id = ? AND claim_token = ? AND state = 'running' AND NOT cancel_requested
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND NOT cancel_requested
           RETURNING state
       )
       SELECT state FROM moved UNION ALL SELECT state FROM snoozed""";
@@ -399,7 +415,7 @@ final class ExecutionSql {
       """
       WITH cancelled AS (
           DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND state = 'running' AND cancel_requested
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND cancel_requested
           RETURNING *
       ), moved AS (
       """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
@@ -410,7 +426,7 @@ final class ExecutionSql {
              SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
                  attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
                  errors = errors || ?::jsonb
-           WHERE id = ? AND claim_token = ? AND state = 'running' AND NOT cancel_requested
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND NOT cancel_requested
           RETURNING state, pg_notify('{schema}_jobs_ready', queue) AS woken
       )
       SELECT state FROM moved UNION ALL SELECT state FROM released""";
@@ -428,7 +444,7 @@ final class ExecutionSql {
       WITH p AS (
           UPDATE {schema}.jobs
              SET progress_percent = ?, progress_message = ?, heartbeat_at = now()
-           WHERE id = ? AND claim_token = ? AND state = 'running'
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL
           RETURNING id, type, queue, attempts, progress_percent, left(progress_message, 1000) AS message
       )
       SELECT pg_notify('{schema}_job_events', json_build_object(
@@ -444,7 +460,7 @@ final class ExecutionSql {
   static final String HEARTBEAT =
       """
       UPDATE {schema}.jobs SET heartbeat_at = now()
-       WHERE id = ? AND claim_token = ? AND state = 'running'""";
+       WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";
 
   /**
    * Lanes start jobs the worker's heartbeat had marked {@code prefetched}: from now on, should the worker
@@ -456,10 +472,32 @@ final class ExecutionSql {
   static final String CLEAR_PREFETCHED =
       """
       UPDATE {schema}.jobs AS j SET prefetched = false
-       WHERE j.id = ANY (?) AND j.claim_token = (? ->> j.id::text)::bigint AND j.state = 'running'
+       WHERE j.id = ANY (?) AND j.claim_token = (? ->> j.id::text)::bigint AND j.locked_by IS NOT NULL
       RETURNING j.id""";
+
+  /**
+   * The {@code running} event of claimed jobs, sent by the worker after the claim (schema version 20: the
+   * trigger on {@code jobs} leaves moves to running out, so the claim itself notifies nothing). The
+   * format of every job event: the true count and the first jobs that fit ({@link JobSql#eventJobs}).
+   * Parameters: ids, types, queues, attempts, in claim order. Reads no table.
+   */
+  static final String ANNOUNCE_RUNNING =
+      """
+      WITH claimed AS (
+          SELECT c.id, 'running' AS state, c.type, c.queue, c.attempts
+            FROM unnest(?::uuid[], ?::text[], ?::text[], ?::int[]) WITH ORDINALITY AS c(id, type, queue, attempts, n)
+           ORDER BY c.n
+      )
+      SELECT pg_notify('{schema}_job_events', json_build_object(
+                 'op', 'state', 'count', t.total, 'truncated', count(*) < t.total,
+                 'jobs', json_agg(e.entry ORDER BY e.n))::text)
+        FROM (SELECT count(*) AS total FROM claimed) AS t
+       CROSS JOIN (
+      """ + JobSql.eventJobs("claimed") + """
+      ) AS e
+       GROUP BY t.total""";
 
   static final String IS_RUNNING =
       """
-      SELECT 1 FROM {schema}.jobs WHERE id = ? AND claim_token = ? AND state = 'running'""";
+      SELECT 1 FROM {schema}.jobs WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";
 }

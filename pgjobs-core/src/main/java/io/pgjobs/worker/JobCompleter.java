@@ -54,6 +54,7 @@ final class JobCompleter {
   private final int maxBatch;
   private final int backlogLimit;
   private final LinkedBlockingQueue<Success> queue = new LinkedBlockingQueue<>();
+  private final RunningEvents runningEvents;
   private final AtomicInteger pending = new AtomicInteger();
   private volatile boolean stopping;
   private volatile long stopDeadline;
@@ -87,6 +88,19 @@ final class JobCompleter {
     this.metrics = metrics;
     this.maxBatch = maxBatch;
     this.backlogLimit = backlogLimit;
+    this.runningEvents = new RunningEvents(store);
+  }
+
+  /**
+   * Announces the jobs of a claim as running (see {@link RunningEvents}); every later write about them,
+   * here or by their handlers, waits until that announcement is out.
+   */
+  void announceRunning(List<ClaimedJob> jobs) {
+    runningEvents.announce(jobs);
+  }
+
+  RunningEvents runningEvents() {
+    return runningEvents;
   }
 
   void start(String workerId) {
@@ -157,6 +171,7 @@ final class JobCompleter {
    * jobs, which {@code skipLocked} says).
    */
   private void writeSuccesses(List<Success> batch, List<Success> busy, boolean skipLocked) {
+    runningEvents.awaitAnnounced(batch.stream().map(Success::job).toList());
     long backoffMs = 50;
     while (true) {
       try {
@@ -275,6 +290,7 @@ final class JobCompleter {
    * left to rescue. Never throws; the job leaves {@link HeldJobs} once the write is settled.
    */
   String write(ClaimedJob job, Intent intent, Write write) {
+    runningEvents.awaitAnnounced(List.of(job));
     long backoffMs = 50;
     boolean ambiguous = false;
     try {
@@ -334,6 +350,7 @@ final class JobCompleter {
     if (jobs.isEmpty()) {
       return 0;
     }
+    runningEvents.awaitAnnounced(jobs);
     try {
       return store.unclaim(workerId, jobs).size();
     } catch (SQLException | RuntimeException e) {

@@ -396,6 +396,7 @@ final class QueuePoller {
     lastClaimFull = full;
     lastClaimSize = jobs.size();
     List<HeldJob> claimed = held.add(jobs);
+    completions.announceRunning(jobs); // sent while the jobs start, not by the claim (see RunningEvents)
     buffered.addAndGet(claimed.size());
     buffer.addAll(claimed);
     startLanes();
