@@ -92,13 +92,9 @@ final class JobCompleter {
   }
 
   /**
-   * Announces the jobs of a claim as running (see {@link RunningEvents}); every later write about them,
-   * here or by their handlers, waits until that announcement is out.
+   * The announcements of claimed jobs as running (see {@link RunningEvents}); every later write about
+   * them, here or by their handlers, waits until theirs is out.
    */
-  void announceRunning(List<ClaimedJob> jobs) {
-    runningEvents.announce(jobs);
-  }
-
   RunningEvents runningEvents() {
     return runningEvents;
   }

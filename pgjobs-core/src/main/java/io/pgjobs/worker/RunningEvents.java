@@ -57,18 +57,37 @@ final class RunningEvents {
 
   /** Announces the jobs of a claim (in claim order) as running; returns at once. */
   void announce(List<ClaimedJob> jobs) {
+    add(jobs);
+    send();
+  }
+
+  /**
+   * Records the jobs of a claim to announce; from now on {@link #awaitAnnounced} waits for them. Call it
+   * before the jobs can start, and {@link #send} once they did: the writer's thread then queues behind the
+   * lanes instead of ahead of them.
+   */
+  void add(List<ClaimedJob> jobs) {
     if (jobs.isEmpty()) {
       return;
     }
     for (ClaimedJob job : jobs) {
       unsent.computeIfAbsent(job.claimToken(), token -> new CompletableFuture<>());
     }
-    boolean startWriter;
     lock.lock();
     try {
       waiting.addAll(jobs);
-      startWriter = !writing;
-      writing = true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Starts the writer if announcements wait and none runs; returns at once. */
+  void send() {
+    boolean startWriter;
+    lock.lock();
+    try {
+      startWriter = !writing && !waiting.isEmpty();
+      writing |= startWriter;
     } finally {
       lock.unlock();
     }
