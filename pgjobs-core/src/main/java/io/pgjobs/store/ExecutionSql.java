@@ -478,7 +478,7 @@ final class ExecutionSql {
   /**
    * The {@code running} event of claimed jobs, sent by the worker after the claim (schema version 20: the
    * trigger on {@code jobs} leaves moves to running out, so the claim itself notifies nothing). The
-   * format of every job event: the true count and the first jobs that fit ({@link JobSql#eventJobs}).
+   * format of every job event: the true count and the first jobs that fit ({@link JobSql#stateEvent}).
    * Parameters: ids, types, queues, attempts, in claim order. Reads no table.
    */
   static final String ANNOUNCE_RUNNING =
@@ -488,14 +488,7 @@ final class ExecutionSql {
             FROM unnest(?::uuid[], ?::text[], ?::text[], ?::int[]) WITH ORDINALITY AS c(id, type, queue, attempts, n)
            ORDER BY c.n
       )
-      SELECT pg_notify('{schema}_job_events', json_build_object(
-                 'op', 'state', 'count', t.total, 'truncated', count(*) < t.total,
-                 'jobs', json_agg(e.entry ORDER BY e.n))::text)
-        FROM (SELECT count(*) AS total FROM claimed) AS t
-       CROSS JOIN (
-      """ + JobSql.eventJobs("claimed") + """
-      ) AS e
-       GROUP BY t.total""";
+      """ + JobSql.stateEvent("claimed");
 
   static final String IS_RUNNING =
       """

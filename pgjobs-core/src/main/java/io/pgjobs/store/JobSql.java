@@ -75,15 +75,25 @@ final class JobSql {
           SELECT count(pg_notify('{schema}_jobs_ready', q.queue)) AS woken
             FROM (SELECT DISTINCT queue FROM ins WHERE run_at <= now()) AS q
       ), announced AS (
-          SELECT pg_notify('{schema}_job_events', json_build_object(
-                     'op', 'state', 'count', t.total, 'truncated', count(*) < t.total,
-                     'jobs', json_agg(e.entry ORDER BY e.n))::text)
-            FROM (SELECT count(*) AS total FROM ins) AS t
-           CROSS JOIN (
-      """ + eventJobs("ins") + """
-      ) AS e
-           GROUP BY t.total
+      """ + stateEvent("ins") + """
+
       )""";
+
+  /**
+   * A query that sends one job event (op {@code state}) for the rows of CTE {@code from} (columns id,
+   * state, type, queue, attempts): their true count and the first of them that fit ({@link #eventJobs}).
+   */
+  static String stateEvent(String from) {
+    return """
+        SELECT pg_notify('{schema}_job_events', json_build_object(
+                   'op', 'state', 'count', t.total, 'truncated', count(*) < t.total,
+                   'jobs', json_agg(e.entry ORDER BY e.n))::text)
+          FROM (SELECT count(*) AS total FROM %1$s) AS t
+         CROSS JOIN (
+        %2$s
+        ) AS e
+         GROUP BY t.total""".formatted(from, eventJobs(from));
+  }
 
   /** Both tables; at most one row exists since a move is one statement. */
   static final String GET =
