@@ -5,8 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.events.JobEvent;
 import io.pgjobs.events.JobEventListener;
-import io.pgjobs.json.PayloadCodec;
-import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.util.List;
@@ -69,62 +67,6 @@ class QueuesAndEventsTest extends PgJobsTestBase {
           .map(e -> e.kind().equals("progress") ? "progress " + e.progress() : e.state().value()).toList();
       assertThat(sequence).containsSubsequence("queued", "running", "progress 40", "progress 100", "succeeded");
     }
-  }
-
-  /**
-   * Schema version 20: the claim statement skips the job-events trigger and notifies nothing (its commit
-   * is on the path from enqueue to handler); the worker announces the jobs it claimed itself, and never writes
-   * anything else about a job before that announcement: its running event comes before its retry and
-   * before its success, however fast the handler.
-   */
-  @Test
-  void aClaimNotifiesNothingAndTheWorkerAnnouncesEachJobAsRunningBeforeItsNextStep() throws Exception {
-    List<JobEvent> events = new CopyOnWriteArrayList<>();
-    List<String> marks = new CopyOnWriteArrayList<>();
-    try (JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel())) {
-      listener.subscribe(batch -> events.addAll(batch.events()));
-      listener.onMark(marks::add);
-      listener.start();
-      await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
-
-      // A claim on its own: notifications arrive in commit order, so had the claim notified, its event
-      // would arrive before the mark sent after it committed.
-      List<UUID> alone = client.enqueueAll(NUMBERED, List.of(new Numbered(1), new Numbered(2)), EnqueueOptions.DEFAULTS);
-      ExecutionStore store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
-      assertThat(store.claim(JobType.DEFAULT_QUEUE, 2, "not-a-worker")).hasSize(2);
-      listener.sendMark("after-the-claim");
-      await().atMost(Duration.ofSeconds(10)).until(() -> marks.contains("after-the-claim"));
-      assertThat(events).filteredOn(e -> alone.contains(e.jobId())).extracting(e -> e.state().value())
-          .containsOnly("queued");
-      db.execute("TRUNCATE pgjobs.jobs");
-
-      // A worker: 40 jobs that succeed at once (few enough for every event to list them all) and one that
-      // fails once, then succeeds.
-      JobType<Numbered> retriedSoon = NUMBERED.withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(10)));
-      start(worker().register(retriedSoon, (ctx, p) -> {
-        if (p.n() < 0 && ctx.attempt() == 1) {
-          throw new IllegalStateException("first attempt fails");
-        }
-        return null;
-      }));
-      List<UUID> fast = client.enqueueAll(retriedSoon, java.util.Collections.nCopies(40, new Numbered(3)), EnqueueOptions.DEFAULTS);
-      UUID failing = client.enqueue(retriedSoon, new Numbered(-1)).job().id();
-      fast.forEach(id -> awaitState(id, JobState.SUCCEEDED));
-      awaitState(failing, JobState.SUCCEEDED);
-      await().atMost(Duration.ofSeconds(10)).until(() -> events.stream()
-          .filter(e -> e.state() == JobState.SUCCEEDED && (fast.contains(e.jobId()) || e.jobId().equals(failing))).count() == 41);
-
-      for (UUID id : fast) {
-        assertThat(sequence(events, id)).as("events of job %s", id).containsSubsequence("running", "succeeded")
-            .doesNotContainSequence("succeeded", "running");
-      }
-      assertThat(sequence(events, failing)).containsSubsequence("queued", "running", "retrying", "running", "succeeded");
-    }
-  }
-
-  private static List<String> sequence(List<JobEvent> events, UUID id) {
-    return events.stream().filter(e -> e.jobId().equals(id) && !"progress".equals(e.kind()))
-        .map(e -> e.state().value()).toList();
   }
 
   @Test

@@ -21,12 +21,6 @@ import static io.pgjobs.store.JobSql.insertFinished;
  * jobs — a scan of every entry of that index, which a long transaction elsewhere fills with dead ones
  * (W5: clearing the prefetch marks of 2–20 jobs read ~30,000 pages that way). The id is then the only
  * way in: the primary key.
- *
- * <p><b>Claims announce nothing themselves.</b> Each claim statement sets {@code pgjobs.claim} to
- * {@code on} for its transaction (itself: it runs in auto-commit), which the job-events trigger's
- * {@code WHEN} skips (schema version 20): the trigger and a {@code NOTIFY} at commit cost a claim of one
- * job 0.3–0.5 ms of the pickup. The worker announces the claimed jobs right after, with
- * {@link #ANNOUNCE_RUNNING}.
  */
 final class ExecutionSql {
   private ExecutionSql() {}
@@ -91,7 +85,6 @@ final class ExecutionSql {
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
-         AND (SELECT set_config('pgjobs.claim', 'on', true)) = 'on'
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
@@ -137,7 +130,6 @@ final class ExecutionSql {
                         FOR UPDATE SKIP LOCKED) AS ready
                WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                LIMIT ?))
-         AND (SELECT set_config('pgjobs.claim', 'on', true)) = 'on'
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
@@ -219,7 +211,6 @@ final class ExecutionSql {
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
-         AND (SELECT set_config('pgjobs.claim', 'on', true)) = 'on'
       RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
                 j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
 
@@ -474,21 +465,6 @@ final class ExecutionSql {
       UPDATE {schema}.jobs AS j SET prefetched = false
        WHERE j.id = ANY (?) AND j.claim_token = (? ->> j.id::text)::bigint AND j.locked_by IS NOT NULL
       RETURNING j.id""";
-
-  /**
-   * The {@code running} event of claimed jobs, sent by the worker after the claim (schema version 20: the
-   * trigger on {@code jobs} leaves moves to running out, so the claim itself notifies nothing). The
-   * format of every job event: the true count and the first jobs that fit ({@link JobSql#stateEvent}).
-   * Parameters: ids, types, queues, attempts, in claim order. Reads no table.
-   */
-  static final String ANNOUNCE_RUNNING =
-      """
-      WITH claimed AS (
-          SELECT c.id, 'running' AS state, c.type, c.queue, c.attempts
-            FROM unnest(?::uuid[], ?::text[], ?::text[], ?::int[]) WITH ORDINALITY AS c(id, type, queue, attempts, n)
-           ORDER BY c.n
-      )
-      """ + JobSql.stateEvent("claimed");
 
   static final String IS_RUNNING =
       """

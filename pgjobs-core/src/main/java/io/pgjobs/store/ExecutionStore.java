@@ -50,7 +50,6 @@ public final class ExecutionStore {
   private final String heartbeat;
   private final String isRunning;
   private final String clearPrefetched;
-  private final String announceRunning;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores) for a worker without capabilities. */
   public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -88,7 +87,6 @@ public final class ExecutionStore {
     this.heartbeat = JobSql.forSchema(ExecutionSql.HEARTBEAT, schema);
     this.isRunning = JobSql.forSchema(ExecutionSql.IS_RUNNING, schema);
     this.clearPrefetched = JobSql.forSchema(ExecutionSql.CLEAR_PREFETCHED, schema);
-    this.announceRunning = JobSql.forSchema(ExecutionSql.ANNOUNCE_RUNNING, schema);
   }
 
   /** The JSON codec. */
@@ -549,36 +547,6 @@ public final class ExecutionStore {
         }
       }
       return cleared;
-    }
-  }
-
-  /**
-   * Sends the {@code running} event of claimed jobs on the job events channel, in claim order (see
-   * {@link ExecutionSql#ANNOUNCE_RUNNING}).
-   */
-  public void announceRunning(List<ClaimedJob> jobs) throws SQLException {
-    if (jobs.isEmpty()) {
-      return;
-    }
-    int n = jobs.size();
-    Object[] ids = new Object[n];
-    String[] types = new String[n];
-    String[] queues = new String[n];
-    Integer[] attempts = new Integer[n];
-    for (int i = 0; i < n; i++) {
-      ClaimedJob job = jobs.get(i);
-      ids[i] = job.id();
-      types[i] = job.type();
-      queues[i] = job.queue();
-      attempts[i] = job.attempt();
-    }
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(announceRunning)) {
-      ps.setArray(1, c.createArrayOf("uuid", ids));
-      ps.setArray(2, c.createArrayOf("text", types));
-      ps.setArray(3, c.createArrayOf("text", queues));
-      ps.setArray(4, c.createArrayOf("int4", attempts));
-      ps.execute();
     }
   }
 

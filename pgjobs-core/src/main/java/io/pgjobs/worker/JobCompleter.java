@@ -54,7 +54,6 @@ final class JobCompleter {
   private final int maxBatch;
   private final int backlogLimit;
   private final LinkedBlockingQueue<Success> queue = new LinkedBlockingQueue<>();
-  private final RunningEvents runningEvents;
   private final AtomicInteger pending = new AtomicInteger();
   private volatile boolean stopping;
   private volatile long stopDeadline;
@@ -88,15 +87,6 @@ final class JobCompleter {
     this.metrics = metrics;
     this.maxBatch = maxBatch;
     this.backlogLimit = backlogLimit;
-    this.runningEvents = new RunningEvents(store);
-  }
-
-  /**
-   * The announcements of claimed jobs as running (see {@link RunningEvents}); every later write about
-   * them, here or by their handlers, waits until theirs is out.
-   */
-  RunningEvents runningEvents() {
-    return runningEvents;
   }
 
   void start(String workerId) {
@@ -167,7 +157,6 @@ final class JobCompleter {
    * jobs, which {@code skipLocked} says).
    */
   private void writeSuccesses(List<Success> batch, List<Success> busy, boolean skipLocked) {
-    runningEvents.awaitAnnounced(batch.stream().map(Success::job).toList());
     long backoffMs = 50;
     while (true) {
       try {
@@ -286,7 +275,6 @@ final class JobCompleter {
    * left to rescue. Never throws; the job leaves {@link HeldJobs} once the write is settled.
    */
   String write(ClaimedJob job, Intent intent, Write write) {
-    runningEvents.awaitAnnounced(List.of(job));
     long backoffMs = 50;
     boolean ambiguous = false;
     try {
@@ -346,7 +334,6 @@ final class JobCompleter {
     if (jobs.isEmpty()) {
       return 0;
     }
-    runningEvents.awaitAnnounced(jobs);
     try {
       return store.unclaim(workerId, jobs).size();
     } catch (SQLException | RuntimeException e) {

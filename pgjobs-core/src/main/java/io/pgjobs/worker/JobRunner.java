@@ -217,7 +217,7 @@ final class JobRunner {
     if (!heldJob.startUnmarked() && !clearPrefetchedMark(heldJob)) {
       return;
     }
-    RunningJob attempt = new RunningJob(job, store, completer.runningEvents(), workerId, progressThrottleNanos, http, children);
+    RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos, http, children);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
     StopReason all = stopAll;

@@ -396,14 +396,9 @@ final class QueuePoller {
     lastClaimFull = full;
     lastClaimSize = jobs.size();
     List<HeldJob> claimed = held.add(jobs);
-    // Announced by the worker, not by the claim (see RunningEvents): recorded before any lane can take a
-    // job (its outcome must not overtake the announcement), sent once the lanes are started, so that the
-    // announcement's thread queues behind them, not ahead.
-    completions.runningEvents().add(jobs);
     buffered.addAndGet(claimed.size());
     buffer.addAll(claimed);
     startLanes();
-    completions.runningEvents().send();
     return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
   }
 

@@ -35,8 +35,6 @@ final class RunningJob implements JobContext {
   private final AtomicBoolean outcomeTaken = new AtomicBoolean();
   private volatile boolean letGo;
 
-  /** Progress and a success in the handler's transaction announce the job's next step: after its running. */
-  private final RunningEvents runningEvents;
   private final Object progressLock = new Object();
   private long lastProgressWrite;
   private boolean progressPending;
@@ -44,9 +42,8 @@ final class RunningJob implements JobContext {
   private String pendingMessage;
 
   RunningJob(
-      ClaimedJob job, ExecutionStore store, RunningEvents runningEvents, String workerId, long progressThrottleNanos,
-      HttpSupport http, io.pgjobs.JobClient children) {
-    this.runningEvents = runningEvents;
+      ClaimedJob job, ExecutionStore store, String workerId, long progressThrottleNanos, HttpSupport http,
+      io.pgjobs.JobClient children) {
     this.children = children;
     this.http = http;
     this.job = job;
@@ -217,7 +214,6 @@ final class RunningJob implements JobContext {
   }
 
   private void writeProgress(int percent, String message) {
-    runningEvents.awaitAnnounced(java.util.List.of(job));
     try {
       store.progress(job.id(), job.claimToken(), percent, message);
     } catch (SQLException e) {
@@ -275,7 +271,6 @@ final class RunningJob implements JobContext {
     }
     flushProgress();
     String json = store.codec().encodeOutput(output);
-    runningEvents.awaitAnnounced(java.util.List.of(job));
     if (!store.succeed(transaction, job.id(), job.claimToken(), json)) {
       throw new PgJobsException(
           "job " + job.id() + " attempt " + job.attempt() + " is no longer running on this worker"
