@@ -44,6 +44,15 @@ class CrashRescueTest extends LifecycleTestBase {
     return count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND locked_by = '" + workerId + "'");
   }
 
+  /**
+   * Handlers of {@code workerId} that started. Claimed is not started: a claimed job still in the
+   * worker's buffer when a heartbeat passes is marked {@code prefetched}, and rescue gives such a job
+   * back without counting an attempt, so a test about started attempts must wait for the starts.
+   */
+  private static long startedOn(String workerId) {
+    return count("SELECT count(*) FROM starts WHERE worker = '" + workerId + "'");
+  }
+
   @Test
   void jobsOfAKilledWorkerAreRescuedAndSucceedExactlyOnceOnAnotherWorker() {
     WorkerProcess doomed = startDoomedWorker("crash-doomed");
@@ -53,6 +62,7 @@ class CrashRescueTest extends LifecycleTestBase {
             Collections.nCopies(5, Work.blockingFirstAttempt(Duration.ofSeconds(60))),
             EnqueueOptions.builder().maxAttempts(3).build());
     await().atMost(LONG).until(() -> runningOn("crash-doomed") == 5);
+    await().atMost(LONG).until(() -> startedOn("crash-doomed") == 5);
     // While it lives, its heartbeat renews its jobs' heartbeat_at.
     await().atMost(LONG).until(() -> count(
         "SELECT count(*) FROM pgjobs.jobs WHERE locked_by = 'crash-doomed' AND heartbeat_at > attempted_at + interval '600 milliseconds'") == 5);
@@ -96,7 +106,7 @@ class CrashRescueTest extends LifecycleTestBase {
             Lifecycle.WORK,
             Collections.nCopies(3, Work.blockingFirstAttempt(Duration.ofSeconds(120))),
             EnqueueOptions.builder().maxAttempts(3).build());
-    await().atMost(LONG).until(() -> count("SELECT count(*) FROM starts WHERE worker = 'dead-defaults'") == 3);
+    await().atMost(LONG).until(() -> startedOn("dead-defaults") == 3);
     start(worker().workerId("rescuer-defaults").register(Lifecycle.WORK, Lifecycle.handler("rescuer-defaults", true)));
 
     long killedAt = System.nanoTime();
@@ -125,6 +135,7 @@ class CrashRescueTest extends LifecycleTestBase {
     UUID last = client.enqueue(Lifecycle.WORK, blocking, EnqueueOptions.builder().maxAttempts(1).build()).job().id();
     UUID notLast = client.enqueue(Lifecycle.WORK, blocking, EnqueueOptions.builder().maxAttempts(2).build()).job().id();
     await().atMost(LONG).until(() -> runningOn("crash-doomed-last") == 2);
+    await().atMost(LONG).until(() -> startedOn("crash-doomed-last") == 2);
     start(rescuer("crash-rescuer-last"));
 
     doomed.kill();
