@@ -19,8 +19,10 @@ import java.nio.charset.StandardCharsets;
  * @param limit page size, 1 to {@value #MAX_LIMIT}
  * @param cursor the {@link JobPage#nextCursor()} of the previous page, or null for the first
  * @param text only jobs whose payload (as JSON text) or context contains this text, ignoring case; null
- *     for any. Served by a trigram index where the database has pg_trgm (texts of 3 or more characters);
- *     otherwise a scan of the rows in id order, so a rare text over a large table is slow.
+ *     for any. The newest 5,000 finished jobs are searched first; past them, a trigram index serves texts of
+ *     3 or more characters where the operator created it (docs/operations.md; it costs every finished job
+ *     a write, so it is not created by default), otherwise the rows are read newest first, so a rare text
+ *     over a large table is slow.
  * @param scheduled {@code true}: only scheduled jobs (queued, not due yet); {@code false}: no scheduled
  *     jobs; null: either
  */

@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 
 /**
@@ -35,6 +36,9 @@ import javax.sql.DataSource;
  * data source in auto-commit mode, except {@link #setQueuePaused}, which runs in a transaction of its own.
  */
 public final class AdminStore {
+  /** How often a text search asks again whether the trigram index exists: 30 s. */
+  static final long TEXT_INDEX_RECHECK_NANOS = TimeUnit.SECONDS.toNanos(30);
+
   private static final Set<JobState> HOT_STATES = Set.of(JobState.QUEUED, JobState.RETRYING, JobState.RUNNING);
 
   private final DataSource dataSource;
@@ -55,7 +59,7 @@ public final class AdminStore {
   private final String queueOverview;
   private final String unrunnable;
   private final String statsPerMinute;
-  private volatile Boolean trigramIndex;
+  private volatile TextIndexLookup trigramIndex;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores). */
   public AdminStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -238,7 +242,7 @@ public final class AdminStore {
           + " ORDER BY id DESC OFFSET " + (FinishedRead.PROBE_ROWS - 1) + " LIMIT 1";
     }
     // The text last, so its parameter comes after the others in every form below. ILIKE over the expression
-    // of finished_jobs_text_trgm_idx (V10), so a trigram index serves it where pg_trgm is installed;
+    // of finished_jobs_text_trgm_idx, so that trigram index serves it where the operator created it;
     // % _ and \ are escaped, so the text is matched literally.
     String text = null;
     if (filter.text() != null) {
@@ -269,23 +273,28 @@ public final class AdminStore {
   }
 
   /**
-   * Whether V10 could create the trigram index over the searched text (it needs pg_trgm); asked once per
-   * store, at the first text search.
+   * Whether the trigram index over the searched text exists. Since V20 it is the operator's to create
+   * (docs/operations.md), so the answer is asked again at most every {@link #TEXT_INDEX_RECHECK_NANOS}:
+   * an index created (or dropped) while the server runs is used (or no longer relied on) without a restart.
    */
   private boolean trigramIndex(Connection c) throws SQLException {
-    Boolean known = trigramIndex;
-    if (known == null) {
+    TextIndexLookup known = trigramIndex;
+    long now = System.nanoTime();
+    if (known == null || now - known.askedAtNanos() > TEXT_INDEX_RECHECK_NANOS) {
       try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement("SELECT to_regclass(?) IS NOT NULL"))) {
         ps.setString(1, schema + ".finished_jobs_text_trgm_idx");
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
-          known = rs.getBoolean(1);
+          known = new TextIndexLookup(rs.getBoolean(1), now);
         }
       }
       trigramIndex = known;
     }
-    return known;
+    return known.exists();
   }
+
+  /** The last answer of {@link #trigramIndex} and when it was asked. */
+  private record TextIndexLookup(boolean exists, long askedAtNanos) {}
 
   /** Counts per queue and state, every state present. */
   public List<QueueCounts> countByQueue() throws SQLException {

@@ -168,7 +168,8 @@ final class JobSql {
 
   /**
    * The text {@code ?text=} searches: the payload as JSON text and the context, one line apart. The same
-   * expression as the trigram index of V10 ({@code finished_jobs_text_trgm_idx}), so that index serves it.
+   * expression as the trigram index {@code finished_jobs_text_trgm_idx} (V10 created it, V20 leaves it to the
+   * operator: docs/operations.md), so that index serves it where it exists.
    */
   static final String SEARCHED_TEXT = "(payload::text || coalesce(E'\\n' || context, ''))";
 
