@@ -113,7 +113,9 @@ public final class AdminStore {
 
   /** The job, in the caller's connection. */
   public Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(get))) {
+    // Planned at every execution (CustomPlan): a generic plan made while the hot table was nearly empty
+    // is a sequential scan, which a dashboard's lookup would keep while a long transaction grows the table.
+    try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
       ps.setObject(1, id);
       ps.setObject(2, id);
       try (ResultSet rs = ps.executeQuery()) {
@@ -461,7 +463,7 @@ public final class AdminStore {
    */
   public CancelResult cancel(Connection connection, UUID id) throws SQLException {
     for (int round = 0; round < 5; round++) {
-      try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(cancel))) {
+      try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(cancel)))) {
         ps.setObject(1, id);
         ps.setObject(2, id);
         try (ResultSet rs = ps.executeQuery()) {

@@ -23,6 +23,10 @@ import org.postgresql.PGStatement;
  * a give-back, a retry or failure, rescue), pays its planning each time (0.1–0.3 ms). The claim and the
  * success batches run hundreds of times a second: they stay server-prepared, and the maintenance leader's
  * vacuum and analyze of the hot table keep their plans current (see {@code HotTableVacuum}).
+ *
+ * <p>The API's lookups and cancellations of one job by id (the dashboard's job page, {@code GET /jobs/{id}},
+ * {@code POST /jobs/{id}/cancel}) are planned the same way: rare, and a sequential scan of a table a long
+ * transaction has grown to a GB would take them past the request timeout.
  */
 final class CustomPlan {
   private CustomPlan() {}

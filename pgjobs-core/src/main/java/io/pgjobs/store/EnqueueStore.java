@@ -514,7 +514,7 @@ public final class EnqueueStore {
 
   /** The job, in the caller's connection (as {@link AdminStore#get(Connection, UUID)} reads it). */
   private Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(get))) {
+    try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
       ps.setObject(1, id);
       ps.setObject(2, id);
       try (ResultSet rs = ps.executeQuery()) {

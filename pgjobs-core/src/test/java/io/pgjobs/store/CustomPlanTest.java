@@ -87,6 +87,21 @@ class CustomPlanTest extends PgJobsTestBase {
     });
   }
 
+  @Test
+  void anApiLookupOfOneJobIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
+    UUID id = claimed.get(0).id();
+    assertPlannedAtEveryExecution("WHERE id = $1\nUNION ALL", () -> assertThat(sessionClient.get(id)).isPresent());
+  }
+
+  @Test
+  void anApiCancellationOfOneJobIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
+    UUID id = claimed.get(0).id();
+    // The first asks the running job's worker to stop; the others find the flag already set. Each runs the
+    // cancel statement and then reads the job.
+    assertPlannedAtEveryExecution("SET cancel_requested = true", () -> assertThat(sessionClient.cancel(id).state())
+        .isEqualTo(io.pgjobs.JobState.RUNNING));
+  }
+
   private interface Call {
     void run() throws Exception;
   }
