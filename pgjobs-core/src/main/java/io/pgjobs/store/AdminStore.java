@@ -275,15 +275,19 @@ public final class AdminStore {
   }
 
   /**
-   * Whether the trigram index over the searched text exists. Since V20 it is the operator's to create
-   * (docs/operations.md), so the answer is asked again at most every {@link #TEXT_INDEX_RECHECK_NANOS}:
-   * an index created (or dropped) while the server runs is used (or no longer relied on) without a restart.
+   * Whether the trigram index over the searched text exists and can serve queries. Since V20 it is the
+   * operator's to create (docs/operations.md), so the answer is asked again at most every
+   * {@link #TEXT_INDEX_RECHECK_NANOS}: an index created (or dropped) while the server runs is used (or no
+   * longer relied on) without a restart. An index still being built by {@code CREATE INDEX CONCURRENTLY},
+   * or left invalid by a build that failed, does not count: the planner cannot use it, and the list's
+   * read "through the index" would then read and sort every match instead of stopping at a page.
    */
-  private boolean trigramIndex(Connection c) throws SQLException {
+  boolean trigramIndex(Connection c) throws SQLException {
     TextIndexLookup known = trigramIndex;
     long now = System.nanoTime();
     if (known == null || now - known.askedAtNanos() > TEXT_INDEX_RECHECK_NANOS) {
-      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement("SELECT to_regclass(?) IS NOT NULL"))) {
+      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(
+          "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(?) AND indisvalid)"))) {
         ps.setString(1, schema + ".finished_jobs_text_trgm_idx");
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
