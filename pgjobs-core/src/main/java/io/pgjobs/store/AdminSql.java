@@ -18,6 +18,15 @@ final class AdminSql {
        ORDER BY id
        LIMIT ?""";
 
+  /**
+   * Whether the list's optional trigram index (named by the parameter, schema-qualified) exists and is
+   * valid: one that {@code CREATE INDEX CONCURRENTLY} is still building, or that a failed build left
+   * behind, cannot serve a query.
+   */
+  static final String TEXT_INDEX_USABLE =
+      """
+      SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(?) AND indisvalid)""";
+
   private AdminSql() {}
 
   /**

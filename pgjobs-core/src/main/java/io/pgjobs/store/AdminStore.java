@@ -286,8 +286,7 @@ public final class AdminStore {
     TextIndexLookup known = trigramIndex;
     long now = System.nanoTime();
     if (known == null || now - known.askedAtNanos() > TEXT_INDEX_RECHECK_NANOS) {
-      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(
-          "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(?) AND indisvalid)"))) {
+      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(AdminSql.TEXT_INDEX_USABLE))) {
         ps.setString(1, schema + ".finished_jobs_text_trgm_idx");
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
