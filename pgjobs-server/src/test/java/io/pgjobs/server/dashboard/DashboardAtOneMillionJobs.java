@@ -115,12 +115,9 @@ public final class DashboardAtOneMillionJobs {
         + " WHERE (payload->>'n')::int % 10000 = 17", "VACUUM ANALYZE pgjobs.finished_jobs");
     line("Shape A written in " + ms(System.nanoTime() - t0) + " ms.");
     // Since V20 the trigram index is the operator's to create (docs/operations.md); measured with it here.
-    String trgm = query("""
-        SELECT coalesce((SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-                          WHERE e.extname = 'pg_trgm'), '')""").getFirst();
+    String trgm = trgmSchema();
     if (!trgm.isEmpty()) {
-      db.execute("CREATE INDEX IF NOT EXISTS finished_jobs_text_trgm_idx ON pgjobs.finished_jobs USING gin "
-          + "((payload::text || coalesce(E'\\n' || context, '')) " + trgm + ".gin_trgm_ops)");
+      db.execute(createTextIndex(trgm));
     }
     line("");
     line("### Index sizes at 1,000,000 finished jobs");
@@ -178,16 +175,13 @@ public final class DashboardAtOneMillionJobs {
     line("");
     long without = insertCost();
     line("- `INSERT … SELECT` of 100,000 more finished jobs without V10's indexes: " + without + " ms");
-    String trgmSchema = query("""
-        SELECT coalesce((SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-                          WHERE e.extname = 'pg_trgm'), '')""").getFirst();
+    String trgmSchema = trgmSchema();
     List<String> creates = new ArrayList<>(List.of(
         "CREATE INDEX finished_jobs_type_id_idx ON pgjobs.finished_jobs (type, id)",
         "CREATE INDEX finished_jobs_queue_id_idx ON pgjobs.finished_jobs (queue, id)",
         "CREATE INDEX finished_jobs_created_at_idx ON pgjobs.finished_jobs (created_at)"));
     if (!trgmSchema.isEmpty()) {
-      creates.add("CREATE INDEX finished_jobs_text_trgm_idx ON pgjobs.finished_jobs USING gin "
-          + "((payload::text || coalesce(E'\\n' || context, '')) " + trgmSchema + ".gin_trgm_ops)");
+      creates.add(createTextIndex(trgmSchema));
     }
     for (String create : creates) {
       long t = System.nanoTime();
@@ -201,6 +195,19 @@ public final class DashboardAtOneMillionJobs {
       line("- the same 100,000 with the three B-tree indexes only (no trigram index): " + insertCost() + " ms");
     }
     line("");
+  }
+
+  /** The schema pg_trgm is installed in, or "" without it. */
+  private String trgmSchema() {
+    return query("""
+        SELECT coalesce((SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                          WHERE e.extname = 'pg_trgm'), '')""").getFirst();
+  }
+
+  /** The optional trigram index of the list's text search (since V20 the operator's to create). */
+  private static String createTextIndex(String trgmSchema) {
+    return "CREATE INDEX IF NOT EXISTS finished_jobs_text_trgm_idx ON pgjobs.finished_jobs USING gin "
+        + "((payload::text || coalesce(E'\\n' || context, '')) " + trgmSchema + ".gin_trgm_ops)";
   }
 
   /** Times an INSERT … SELECT of 100,000 finished jobs (older than the others), then deletes them again. */
