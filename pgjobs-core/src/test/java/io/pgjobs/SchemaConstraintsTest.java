@@ -132,6 +132,158 @@ class SchemaConstraintsTest extends PgJobsTestBase {
     assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.QUEUED);
   }
 
+  /** An INSERT of a queued job whose column {@code column} holds the SQL literal {@code value}. */
+  private static String queuedRowWith(String column, String value) {
+    java.util.Map<String, String> row = new java.util.LinkedHashMap<>();
+    row.put("id", "gen_random_uuid()");
+    row.put("type", "'t'");
+    row.put("queue", "'q'");
+    row.put("payload", "'{}'");
+    row.put("priority", "0");
+    row.put("state", "'queued'");
+    row.put("max_attempts", "3");
+    row.put("run_at", "now()");
+    row.put("created_at", "now()");
+    row.put(column, value);
+    return "INSERT INTO pgjobs.jobs (" + String.join(", ", row.keySet()) + ") VALUES ("
+        + String.join(", ", row.values()) + ")";
+  }
+
+  /** The rules on one column of the hot table, each at its limit: the last allowed value and the first refused. */
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(delimiter = '|', quoteCharacter = '~', textBlock = """
+      type          | repeat('x', 255)             | repeat('x', 256)              | jobs_type_check
+      type          | 'a'                          | ''                            | jobs_type_check
+      queue         | repeat('x', 255)             | repeat('x', 256)              | jobs_queue_check
+      queue         | 'a'                          | ''                            | jobs_queue_check
+      max_attempts  | 1                            | 0                             | jobs_max_attempts_check
+      timeout_ms    | 1                            | 0                             | jobs_timeout_check
+      errors        | '[]'                         | '{}'                          | jobs_errors_is_array
+      capability    | repeat('c', 64)              | repeat('c', 65)               | jobs_capability_check
+      capability    | 'a.b-c_D9'                   | 'gpu!'                        | jobs_capability_check
+      trace_context | repeat('t', 1024)            | repeat('t', 1025)             | jobs_trace_context_length
+      """)
+  void eachSingleColumnRuleHoldsAtItsLimitOnInsert(String column, String allowed, String refused, String constraint)
+      throws SQLException {
+    sql(queuedRowWith(column, allowed));
+    long before = count("pgjobs.jobs");
+    assertThatThrownBy(() -> sql(queuedRowWith(column, refused)))
+        .isInstanceOf(SQLException.class)
+        .hasMessageContaining(constraint)
+        .satisfies(e -> assertThat(((SQLException) e).getSQLState()).isEqualTo("23514"));
+    assertThat(count("pgjobs.jobs")).isEqualTo(before);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(delimiter = '|', quoteCharacter = '~', textBlock = """
+      progress_percent = 101                        | jobs_progress_check
+      progress_percent = -1                         | jobs_progress_check
+      errors = 'null'                               | jobs_errors_is_array
+      errors = '{}'                                 | jobs_errors_is_array
+      queue = ''                                    | jobs_queue_check
+      max_attempts = 0, attempts = 0                | jobs_max_attempts_check
+      capability = 'no spaces'                      | jobs_capability_check
+      trace_context = repeat('t', 1025)             | jobs_trace_context_length
+      timeout_ms = -5                               | jobs_timeout_check
+      """)
+  void eachSingleColumnRuleHoldsOnUpdate(String set, String constraint) {
+    UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
+    assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET " + set + " WHERE id = '" + id + "'"))
+        .isInstanceOf(SQLException.class)
+        .hasMessageContaining(constraint)
+        .satisfies(e -> assertThat(((SQLException) e).getSQLState()).isEqualTo("23514"));
+    Job job = client.get(id).orElseThrow();
+    assertThat(job.queue()).isEqualTo(NUMBERED.queue());
+    assertThat(job.errors()).isEmpty();
+  }
+
+  /**
+   * Why the single-column rules are domains (V21): PostgreSQL re-reads and plans a table's CHECK expressions
+   * for every statement that writes a row, which cost a third of a single-row enqueue when the hot table had
+   * twelve (docs/BENCHMARKS.md); a domain's constraints are planned once per connection. This keeps the
+   * table CHECKs to the rules over several columns, and fails if a single-column rule goes back to one.
+   */
+  @Test
+  void hotTableKeepsOnlyItsMultiColumnRulesAsTableChecksAndTheRestAsDomains() {
+    assertThat(strings("SELECT conname FROM pg_constraint WHERE conrelid = 'pgjobs.jobs'::regclass AND contype = 'c'"
+        + " ORDER BY conname"))
+        .containsExactly("jobs_attempts_check", "jobs_running_has_token", "jobs_running_is_locked", "jobs_state_check");
+    assertThat(count("SELECT sum(length(conbin::text)) FROM pg_constraint"
+        + " WHERE conrelid = 'pgjobs.jobs'::regclass AND contype = 'c'"))
+        .as("characters of node tree every write of the hot table parses")
+        .isLessThan(3_500);
+    assertThat(strings("SELECT a.attname || ' ' || c.conname FROM pg_attribute a"
+        + " JOIN pg_constraint c ON c.contypid = a.atttypid"
+        + " WHERE a.attrelid = 'pgjobs.jobs'::regclass AND a.attnum > 0 ORDER BY a.attname"))
+        .containsExactly(
+            "capability jobs_capability_check", "errors jobs_errors_is_array", "max_attempts jobs_max_attempts_check",
+            "progress_percent jobs_progress_check", "queue jobs_queue_check", "timeout_ms jobs_timeout_check",
+            "trace_context jobs_trace_context_length", "type jobs_type_check");
+  }
+
+  private static java.util.List<String> strings(String query) {
+    try (Connection c = db.dataSource().getConnection();
+        Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery(query)) {
+      java.util.List<String> values = new java.util.ArrayList<>();
+      while (rs.next()) {
+        values.add(rs.getString(1));
+      }
+      return values;
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * A schema at version 20 with jobs at every column limit, migrated to the current version (V21 turns the
+   * single-column rules into domains, rewriting the table): every row is kept as it was, a job enqueued
+   * before the upgrade runs after it, and the rules still refuse what they refused.
+   */
+  @Test
+  void upgradeFromVersion20KeepsEveryJobAndEveryRule() throws SQLException {
+    String schema = "upgrade_from_v20";
+    sql("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+    try {
+      org.flywaydb.core.Flyway.configure(Migrator.class.getClassLoader())
+          .dataSource(db.dataSource()).schemas(schema).defaultSchema(schema).createSchemas(true)
+          .table(Migrator.HISTORY_TABLE).locations("classpath:io/pgjobs/db/migration").target("20")
+          .load().migrate();
+      JobClient old = JobClient.builder(db.dataSource()).schema(schema).build();
+      UUID queued = old.enqueue(NUMBERED, new Numbered(20)).job().id();
+      sql("INSERT INTO " + schema + ".jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
+          + " created_at, locked_by, claim_token, heartbeat_at, timeout_ms, progress_percent, errors, capability,"
+          + " trace_context) VALUES ('00000000-0000-7000-8000-000000000001', repeat('t', 255), repeat('q', 255), '{}',"
+          + " 0, 'running', 1, 1, now(), now(), 'w', 7, now(), 1, 100, '[{\"attempt\": 1}]', repeat('c', 64),"
+          + " repeat('x', 1024))");
+      String rowsBefore = String.join("\n", strings("SELECT row_to_json(j)::text FROM " + schema + ".jobs j ORDER BY id"));
+
+      assertThat(Migrator.migrate(db.dataSource(), schema)).isGreaterThanOrEqualTo(1);
+
+      assertThat(String.join("\n", strings("SELECT row_to_json(j)::text FROM " + schema + ".jobs j ORDER BY id")))
+          .isEqualTo(rowsBefore);
+      assertThatThrownBy(() -> sql("UPDATE " + schema + ".jobs SET queue = repeat('q', 256)"))
+          .hasMessageContaining("jobs_queue_check");
+      sql("DELETE FROM " + schema + ".jobs WHERE locked_by = 'w'");
+      JobWorker worker = JobWorker.builder(db.dataSource())
+          .schema(schema)
+          .pollInterval(Duration.ofMillis(50))
+          .shutdownGrace(Duration.ofSeconds(2))
+          .register(NUMBERED, (ctx, p) -> java.util.Map.of("double", p.n() * 2))
+          .build();
+      try {
+        worker.start();
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+            .until(() -> old.get(queued).map(Job::state).orElse(null) == JobState.SUCCEEDED);
+      } finally {
+        worker.close();
+      }
+      assertThat(old.get(queued).orElseThrow().output().get("double").asInt()).isEqualTo(40);
+    } finally {
+      sql("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+    }
+  }
+
   // ---------------------------------------------------------------- migration and schema name
 
   @Test
