@@ -265,19 +265,7 @@ class SchemaConstraintsTest extends PgJobsTestBase {
       assertThatThrownBy(() -> sql("UPDATE " + schema + ".jobs SET queue = repeat('q', 256)"))
           .hasMessageContaining("jobs_queue_check");
       sql("DELETE FROM " + schema + ".jobs WHERE locked_by = 'w'");
-      JobWorker worker = JobWorker.builder(db.dataSource())
-          .schema(schema)
-          .pollInterval(Duration.ofMillis(50))
-          .shutdownGrace(Duration.ofSeconds(2))
-          .register(NUMBERED, (ctx, p) -> java.util.Map.of("double", p.n() * 2))
-          .build();
-      try {
-        worker.start();
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
-            .until(() -> old.get(queued).map(Job::state).orElse(null) == JobState.SUCCEEDED);
-      } finally {
-        worker.close();
-      }
+      runsToSuccess(schema, old, queued);
       assertThat(old.get(queued).orElseThrow().output().get("double").asInt()).isEqualTo(40);
     } finally {
       sql("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
@@ -299,12 +287,8 @@ class SchemaConstraintsTest extends PgJobsTestBase {
     assertThat(client.get(kept)).isPresent();
   }
 
-  private static void customSchemaRunsAJob(String schema) {
-    JobClient custom = JobClient.builder(db.dataSource()).schema(schema).build();
-    custom.migrate();
-    assertThat(custom.schema()).isEqualTo(schema);
-
-    UUID id = custom.enqueue(NUMBERED, new Numbered(21)).job().id();
+  /** Runs a worker of {@code schema} (its handler doubles the number) until job {@code id} has succeeded. */
+  private static void runsToSuccess(String schema, JobClient schemaClient, UUID id) {
     JobWorker worker = JobWorker.builder(db.dataSource())
         .schema(schema)
         .pollInterval(Duration.ofMillis(50))
@@ -314,10 +298,19 @@ class SchemaConstraintsTest extends PgJobsTestBase {
     try {
       worker.start();
       org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
-          .until(() -> custom.get(id).map(Job::state).orElse(null) == JobState.SUCCEEDED);
+          .until(() -> schemaClient.get(id).map(Job::state).orElse(null) == JobState.SUCCEEDED);
     } finally {
       worker.close();
     }
+  }
+
+  private static void customSchemaRunsAJob(String schema) {
+    JobClient custom = JobClient.builder(db.dataSource()).schema(schema).build();
+    custom.migrate();
+    assertThat(custom.schema()).isEqualTo(schema);
+
+    UUID id = custom.enqueue(NUMBERED, new Numbered(21)).job().id();
+    runsToSuccess(schema, custom, id);
     assertThat(custom.get(id).orElseThrow().output().get("double").asInt()).isEqualTo(42);
     assertThat(count(schema + ".finished_jobs")).isEqualTo(1);
     assertThat(client.get(id)).as("not in the default schema").isEmpty();
