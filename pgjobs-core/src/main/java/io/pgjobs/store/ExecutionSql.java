@@ -26,6 +26,35 @@ final class ExecutionSql {
   private ExecutionSql() {}
 
   /**
+   * The transaction-local setting a claim statement turns on before it updates a row, so that the
+   * statement-level trigger {@code jobs_events_update} (schema version 22: {@code WHEN} the setting is not
+   * {@code on}) does not fire for it: the claim announces its jobs itself ({@link #CLAIM_TAIL}). Firing
+   * the trigger, with its transition tables, cost a single-row claim ~50 µs of its ~90 µs in the server
+   * (docs/BENCHMARKS.md). Claims run in auto-commit mode, so the setting ends with the claim's own
+   * transaction and no other statement is affected.
+   */
+  static final String CLAIM_ANNOUNCES_SETTING = "pgjobs.claim_announces";
+
+  /**
+   * The end of every claim statement: the claimed rows of CTE {@code claimed}, in the column order
+   * {@code ExecutionStore.readClaimed} reads, and the job event announcing them {@code running}
+   * ({@link JobSql#stateEvent}: the same message the events trigger sends for any other state change).
+   * The event is an uncorrelated subquery, evaluated once when the first row is read: a claim that got
+   * no job announces nothing, as the trigger did not.
+   */
+  static final String CLAIM_TAIL =
+      """
+          RETURNING j.id, j.type, j.queue, j.payload::text AS payload, j.priority, j.attempts, j.max_attempts,
+                    j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context, j.state
+      ), announced AS (
+      """ + JobSql.stateEvent("claimed") + """
+
+      )
+      SELECT id, type, queue, payload, priority, attempts, max_attempts, run_at, created_at, context,
+             timeout_ms, claim_token, trace_context, (SELECT count(*) FROM announced) AS announced
+        FROM claimed""";
+
+  /**
    * The claim from the low end of every level (the full pass of a {@link ClaimCursor} that knows no
    * level yet, and the claim without a cursor): up to
    * {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at} (then id);
@@ -59,11 +88,13 @@ final class ExecutionSql {
    */
   static final String CLAIM =
       """
+      WITH claimed AS (
       UPDATE {schema}.jobs AS j
          SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
              heartbeat_at = now(), locked_by = ?, prefetched = false,
              claim_token = (SELECT nextval('{schema}.claim_tokens'))
-       WHERE j.id = ANY (ARRAY(
+       WHERE (SELECT set_config('pgjobs.claim_announces', 'on', true)) = 'on'
+         AND j.id = ANY (ARRAY(
               WITH RECURSIVE levels(priority) AS (
                   SELECT max(priority) FROM {schema}.jobs
                    WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
@@ -85,8 +116,7 @@ final class ExecutionSql {
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
-      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
-                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
+      """ + CLAIM_TAIL;
 
   /**
    * The claim that resumes where the last one ended ({@link ClaimCursor}): for each priority level the
@@ -107,11 +137,13 @@ final class ExecutionSql {
    */
   static final String CLAIM_RESUME =
       """
+      WITH claimed AS (
       UPDATE {schema}.jobs AS j
          SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
              heartbeat_at = now(), locked_by = ?, prefetched = false,
              claim_token = (SELECT nextval('{schema}.claim_tokens'))
-       WHERE j.id = ANY (ARRAY(
+       WHERE (SELECT set_config('pgjobs.claim_announces', 'on', true)) = 'on'
+         AND j.id = ANY (ARRAY(
               SELECT ready.id
                 FROM (SELECT top.priority, '-infinity', '00000000-0000-0000-0000-000000000000'::uuid
                         FROM (SELECT max(priority) AS priority FROM {schema}.jobs
@@ -130,8 +162,7 @@ final class ExecutionSql {
                         FOR UPDATE SKIP LOCKED) AS ready
                WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                LIMIT ?))
-      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
-                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
+      """ + CLAIM_TAIL;
 
   /**
    * The probe of {@link ClaimCursor}: the first claimable job of every priority level present in a queue
@@ -182,11 +213,13 @@ final class ExecutionSql {
    */
   static final String CLAIM_CAPABLE =
       """
+      WITH claimed AS (
       UPDATE {schema}.jobs AS j
          SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
              heartbeat_at = now(), locked_by = ?, prefetched = false,
              claim_token = (SELECT nextval('{schema}.claim_tokens'))
-       WHERE j.id = ANY (ARRAY(
+       WHERE (SELECT set_config('pgjobs.claim_announces', 'on', true)) = 'on'
+         AND j.id = ANY (ARRAY(
               WITH RECURSIVE levels(capability, rank, priority) AS (
                   SELECT c.capability, c.rank,
                          (SELECT max(priority) FROM {schema}.jobs
@@ -211,8 +244,7 @@ final class ExecutionSql {
                       LIMIT ?
                         FOR UPDATE SKIP LOCKED) AS ready
                LIMIT ?))
-      RETURNING j.id, j.type, j.queue, j.payload::text, j.priority, j.attempts, j.max_attempts,
-                j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context""";
+      """ + CLAIM_TAIL;
 
   /**
    * Success of many jobs in one round trip: each job in the id array that this worker still runs under
