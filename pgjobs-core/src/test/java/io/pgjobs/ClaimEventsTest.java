@@ -27,13 +27,19 @@ class ClaimEventsTest extends PgJobsTestBase {
     return events.stream().filter(e -> e.jobId().equals(id)).toList();
   }
 
+  /** A started listener on the job events channel that adds every event to {@code events}. */
+  private static JobEventListener listening(List<JobEvent> events) {
+    JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel());
+    listener.subscribe(batch -> events.addAll(batch.events()));
+    listener.start();
+    await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
+    return listener;
+  }
+
   @Test
   void everyClaimedJobIsAnnouncedRunningExactlyOnceBetweenQueuedAndItsOutcome() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
-    try (JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel())) {
-      listener.subscribe(batch -> events.addAll(batch.events()));
-      listener.start();
-      await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
+    try (JobEventListener listener = listening(events)) {
       // Enqueued while no worker runs: the first claim takes a batch of them in one statement. 40: an
       // event lists at most 50 jobs (JobSql.EVENT_JOBS_MAX_COUNT), so every job is named in every event.
       List<UUID> ids = client.enqueueAll(NUMBERED, IntStream.range(0, 40).mapToObj(Numbered::new).toList(),
@@ -68,12 +74,9 @@ class ClaimEventsTest extends PgJobsTestBase {
   void anUpdateAfterAClaimOnTheSameConnectionIsStillAnnouncedByTheTrigger() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
-    try (JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel());
+    try (JobEventListener listener = listening(events);
         Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement()) {
-      listener.subscribe(batch -> events.addAll(batch.events()));
-      listener.start();
-      await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
       c.setAutoCommit(true);
       try (ResultSet rs = st.executeQuery("SELECT set_config('pgjobs.claim_announces', 'on', true)")) {
         assertThat(rs.next()).isTrue();
@@ -91,12 +94,9 @@ class ClaimEventsTest extends PgJobsTestBase {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     UUID quiet = client.enqueue(NUMBERED, new Numbered(1)).job().id();
     UUID marker = client.enqueue(NUMBERED, new Numbered(2)).job().id();
-    try (JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel());
+    try (JobEventListener listener = listening(events);
         Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement()) {
-      listener.subscribe(batch -> events.addAll(batch.events()));
-      listener.start();
-      await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
       c.setAutoCommit(false);
       st.execute("SELECT set_config('pgjobs.claim_announces', 'on', true)");
       st.executeUpdate("UPDATE pgjobs.jobs SET state = 'retrying' WHERE id = '" + quiet + "'");
