@@ -36,6 +36,22 @@ final class ExecutionSql {
   static final String CLAIM_ANNOUNCES_SETTING = "pgjobs.claim_announces";
 
   /**
+   * The start of every claim statement, up to the ids it claims ({@code j.id = ANY (ARRAY(} the
+   * statement's own selection {@code ))}): the update that starts the jobs under one new claim token, in CTE
+   * {@code claimed}, after turning {@link #CLAIM_ANNOUNCES_SETTING} on (a one-time filter, evaluated before
+   * any row is updated, so the trigger sees it).
+   */
+  static final String CLAIM_HEAD =
+      """
+      WITH claimed AS (
+      UPDATE {schema}.jobs AS j
+         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
+             heartbeat_at = now(), locked_by = ?, prefetched = false,
+             claim_token = (SELECT nextval('{schema}.claim_tokens'))
+       WHERE (SELECT set_config('%s', 'on', true)) = 'on'
+         AND j.id = ANY (ARRAY(""".formatted(CLAIM_ANNOUNCES_SETTING);
+
+  /**
    * The end of every claim statement: the claimed rows of CTE {@code claimed}, in the column order
    * {@code ExecutionStore.readClaimed} reads, and the job event announcing them {@code running}
    * ({@link JobSql#stateEvent}: the same message the events trigger sends for any other state change).
@@ -87,14 +103,7 @@ final class ExecutionSql {
    * one sequence call per claim, not per job.
    */
   static final String CLAIM =
-      """
-      WITH claimed AS (
-      UPDATE {schema}.jobs AS j
-         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
-             heartbeat_at = now(), locked_by = ?, prefetched = false,
-             claim_token = (SELECT nextval('{schema}.claim_tokens'))
-       WHERE (SELECT set_config('pgjobs.claim_announces', 'on', true)) = 'on'
-         AND j.id = ANY (ARRAY(
+      CLAIM_HEAD + """
               WITH RECURSIVE levels(priority) AS (
                   SELECT max(priority) FROM {schema}.jobs
                    WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
@@ -136,14 +145,7 @@ final class ExecutionSql {
    * (uuid[]); the queue; the limit per level; the paused check's queue; the limit.
    */
   static final String CLAIM_RESUME =
-      """
-      WITH claimed AS (
-      UPDATE {schema}.jobs AS j
-         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
-             heartbeat_at = now(), locked_by = ?, prefetched = false,
-             claim_token = (SELECT nextval('{schema}.claim_tokens'))
-       WHERE (SELECT set_config('pgjobs.claim_announces', 'on', true)) = 'on'
-         AND j.id = ANY (ARRAY(
+      CLAIM_HEAD + """
               SELECT ready.id
                 FROM (SELECT top.priority, '-infinity', '00000000-0000-0000-0000-000000000000'::uuid
                         FROM (SELECT max(priority) AS priority FROM {schema}.jobs
@@ -212,14 +214,7 @@ final class ExecutionSql {
    * queue; the queue (next level); the queue (ready rows); the limit per level; the limit.
    */
   static final String CLAIM_CAPABLE =
-      """
-      WITH claimed AS (
-      UPDATE {schema}.jobs AS j
-         SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
-             heartbeat_at = now(), locked_by = ?, prefetched = false,
-             claim_token = (SELECT nextval('{schema}.claim_tokens'))
-       WHERE (SELECT set_config('pgjobs.claim_announces', 'on', true)) = 'on'
-         AND j.id = ANY (ARRAY(
+      CLAIM_HEAD + """
               WITH RECURSIVE levels(capability, rank, priority) AS (
                   SELECT c.capability, c.rank,
                          (SELECT max(priority) FROM {schema}.jobs
