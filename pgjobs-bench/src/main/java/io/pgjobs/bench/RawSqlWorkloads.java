@@ -1,5 +1,6 @@
 package io.pgjobs.bench;
 
+import io.pgjobs.notify.NotificationReader;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Connection;
@@ -18,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 import org.postgresql.copy.CopyManager;
 
 /**
@@ -164,10 +164,11 @@ final class RawSqlWorkloads {
               + " LIMIT 10 FOR UPDATE SKIP LOCKED) x WHERE j.id = x.id RETURNING j.id")) {
         st.execute("LISTEN " + channel);
         listening.countDown();
-        PGConnection pg = c.unwrap(PGConnection.class);
+        // pgjobs' reader, not getNotifications(timeout), which waits 1 ms after every notification
+        // (see NotificationReader): the reference is the floor of a Java LISTEN/NOTIFY claimer.
+        NotificationReader reader = NotificationReader.of(c);
         while (all.getCount() > 0) {
-          PGNotification[] ns = pg.getNotifications(200);
-          if (ns == null) {
+          if (reader.await(200).length == 0) {
             continue;
           }
           long notified = System.nanoTime();

@@ -8,7 +8,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
-import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,7 +18,9 @@ import org.slf4j.LoggerFactory;
  * (re)connect it calls {@code onConnected}, because notifications sent while it was away are lost and
  * the workers should look for work at once.
  *
- * <p>Notifications only make workers faster: a worker that never hears one still polls.
+ * <p>Notifications only make workers faster: a worker that never hears one still polls. They are read
+ * with {@link NotificationReader}, which hands each over as it arrives (pgJDBC's own
+ * {@code getNotifications} would add a millisecond to every one).
  */
 public final class JobNotificationListener implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(JobNotificationListener.class);
@@ -104,11 +105,11 @@ public final class JobNotificationListener implements AutoCloseable {
         listening = true;
         backoffMs = 100;
         onConnected.run();
-        PGConnection pg = connection.unwrap(PGConnection.class);
+        NotificationReader reader = NotificationReader.of(connection);
         while (!closed) {
           PGNotification[] notifications;
           try {
-            notifications = pg.getNotifications(WAIT_MILLIS);
+            notifications = reader.await(WAIT_MILLIS);
           } catch (SQLException e) {
             // Below the pool's proxy: a dead connection must not go back to the pool for reuse.
             if (BrokenConnections.connectionLost(e)) {
@@ -116,7 +117,7 @@ public final class JobNotificationListener implements AutoCloseable {
             }
             throw e;
           }
-          if (notifications != null) {
+          if (notifications.length > 0) {
             WakeTrace.Probe probe = WakeTrace.probe();
             if (probe != null) {
               probe.notificationReceived(System.nanoTime());

@@ -15,7 +15,7 @@ public final class WakeTrace {
 
   /** Receives the stamps; called on the worker's own threads, so it must be quick and never throw. */
   public interface Probe {
-    /** The listener's {@code getNotifications} returned with at least one notification. */
+    /** The listener has read a notification (before handling it). */
     void notificationReceived(long nanos);
 
     /**
