@@ -6,9 +6,9 @@ import io.pgjobs.JobState;
 import io.pgjobs.json.PayloadCodec;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.UUID;
 
@@ -59,8 +59,19 @@ final class JobRowMapper {
     return List.of(codec.mapper().readValue(json, JobError[].class));
   }
 
+  /**
+   * A {@code timestamptz} column as an Instant, read as pgJDBC's OffsetDateTime: {@code getTimestamp}
+   * goes through {@code java.util.Date} and its calendar, several times the cost, which a claim of
+   * 1,000 jobs pays twice per job and an idle worker's pickup pays while its code is still cold.
+   */
   static Instant instant(ResultSet rs, String column) throws SQLException {
-    Timestamp ts = rs.getTimestamp(column);
-    return ts == null ? null : ts.toInstant();
+    OffsetDateTime t = rs.getObject(column, OffsetDateTime.class);
+    return t == null ? null : t.toInstant();
+  }
+
+  /** {@link #instant(ResultSet, String)} by column index. */
+  static Instant instant(ResultSet rs, int column) throws SQLException {
+    OffsetDateTime t = rs.getObject(column, OffsetDateTime.class);
+    return t == null ? null : t.toInstant();
   }
 }
