@@ -1,6 +1,8 @@
 package io.pgjobs.store;
 
 import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.Collection;
 import java.util.List;
@@ -205,6 +207,61 @@ public final class ClaimCursor {
   /** The known levels and their positions, highest priority first. */
   Map<Integer, Position> positions() {
     return positions;
+  }
+
+  /**
+   * The positions as the resumed claim's parameters ({@code ExecutionSql.CLAIM_RESUME}): the highest known
+   * level, and PostgreSQL array literals of the levels, their positions' {@code run_at} (ISO 8601 instants,
+   * exact to the microsecond) and ids, highest level first. Built as text, not with
+   * {@code Connection.createArrayOf} and {@link Instant#toString}: on an idle worker, whose code is still
+   * cold, those were a third of the Java time between a notification and its claim being sent
+   * (docs/BENCHMARKS.md, "What is left of an idle worker's pickup").
+   */
+  ResumeParameters resumeParameters() {
+    StringBuilder levels = new StringBuilder("{");
+    StringBuilder runAts = new StringBuilder("{");
+    StringBuilder ids = new StringBuilder("{");
+    for (Map.Entry<Integer, Position> e : positions.entrySet()) {
+      if (levels.length() > 1) {
+        levels.append(',');
+        runAts.append(',');
+        ids.append(',');
+      }
+      levels.append(e.getKey().intValue());
+      appendInstant(runAts, e.getValue().runAt());
+      ids.append(e.getValue().id());
+    }
+    return new ResumeParameters(
+        positions.firstKey(), levels.append('}').toString(), runAts.append('}').toString(), ids.append('}').toString());
+  }
+
+  /** See {@link #resumeParameters()}. */
+  record ResumeParameters(int highestLevel, String levels, String runAts, String ids) {}
+
+  /**
+   * Appends {@code t} as {@code yyyy-MM-ddTHH:mm:ss.ffffffZ} (UTC, microseconds), which PostgreSQL reads as a
+   * timestamptz and which needs no quoting in an array literal; years outside 1000–9999 as
+   * {@link Instant#toString()} writes them.
+   */
+  static void appendInstant(StringBuilder b, Instant t) {
+    LocalDateTime d = LocalDateTime.ofEpochSecond(t.getEpochSecond(), t.getNano(), ZoneOffset.UTC);
+    int year = d.getYear();
+    if (year < 1000 || year > 9999) {
+      b.append(t);
+      return;
+    }
+    b.append(year).append('-');
+    twoDigits(b, d.getMonthValue()).append('-');
+    twoDigits(b, d.getDayOfMonth()).append('T');
+    twoDigits(b, d.getHour()).append(':');
+    twoDigits(b, d.getMinute()).append(':');
+    twoDigits(b, d.getSecond()).append('.');
+    String micros = Integer.toString(1_000_000 + t.getNano() / 1_000); // "1" and six digits
+    b.append(micros, 1, 7).append('Z');
+  }
+
+  private static StringBuilder twoDigits(StringBuilder b, int value) {
+    return (value < 10 ? b.append('0') : b).append(value);
   }
 
   /**

@@ -221,7 +221,7 @@ public final class ExecutionStore {
   private List<ClaimedJob> claimOnce(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
       throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(cursor == null ? claim : claimResume)) {
-      bindClaim(c, ps, queue, limit, workerId, cursor);
+      bindClaim(ps, queue, limit, workerId, cursor);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
       // RETURNING has no order: put the batch back in claim order (priority desc, run_at, id).
       claimed.sort(CLAIM_ORDER);
@@ -251,7 +251,7 @@ public final class ExecutionStore {
   }
 
   private static void bindClaim(
-      Connection c, PreparedStatement ps, String queue, int limit, String workerId, ClaimCursor resumeFrom)
+      PreparedStatement ps, String queue, int limit, String workerId, ClaimCursor resumeFrom)
       throws SQLException {
     int i = 1;
     ps.setString(i++, workerId);
@@ -264,22 +264,12 @@ public final class ExecutionStore {
       ps.setInt(i, limit);
       return;
     }
-    Map<Integer, ClaimCursor.Position> positions = resumeFrom.positions();
+    ClaimCursor.ResumeParameters resume = resumeFrom.resumeParameters();
     ps.setString(i++, queue);
-    ps.setInt(i++, positions.keySet().iterator().next()); // the highest known level (the map is in that order)
-    Integer[] levels = new Integer[positions.size()];
-    String[] runAts = new String[positions.size()];
-    UUID[] ids = new UUID[positions.size()];
-    int k = 0;
-    for (Map.Entry<Integer, ClaimCursor.Position> e : positions.entrySet()) {
-      levels[k] = e.getKey();
-      runAts[k] = e.getValue().runAt().toString();
-      ids[k] = e.getValue().id();
-      k++;
-    }
-    ps.setArray(i++, c.createArrayOf("int4", levels));
-    ps.setArray(i++, c.createArrayOf("text", runAts));
-    ps.setArray(i++, c.createArrayOf("uuid", ids));
+    ps.setInt(i++, resume.highestLevel());
+    ps.setString(i++, resume.levels());
+    ps.setString(i++, resume.runAts());
+    ps.setString(i++, resume.ids());
     ps.setString(i++, queue);
     ps.setInt(i++, limit);
     ps.setString(i++, queue);
@@ -302,19 +292,12 @@ public final class ExecutionStore {
       literals.add(Integer.toString(limit));
       literals.add(Integer.toString(limit));
     } else {
-      List<String> levels = new ArrayList<>();
-      List<String> runAts = new ArrayList<>();
-      List<String> ids = new ArrayList<>();
-      cursor.positions().forEach((level, p) -> {
-        levels.add(Integer.toString(level));
-        runAts.add(p.runAt().toString());
-        ids.add(p.id().toString());
-      });
+      ClaimCursor.ResumeParameters resume = cursor.resumeParameters();
       literals.add(literal(queue));
-      literals.add(levels.get(0));
-      literals.add(literal("{" + String.join(",", levels) + "}"));
-      literals.add(literal("{" + String.join(",", runAts) + "}"));
-      literals.add(literal("{" + String.join(",", ids) + "}"));
+      literals.add(Integer.toString(resume.highestLevel()));
+      literals.add(literal(resume.levels()));
+      literals.add(literal(resume.runAts()));
+      literals.add(literal(resume.ids()));
       literals.add(literal(queue));
       literals.add(Integer.toString(limit));
       literals.add(literal(queue));
