@@ -243,7 +243,7 @@ public final class ExecutionStore {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           firsts.add(new ClaimCursor.LevelStart(
-              rs.getInt(1), rs.getTimestamp(2).toInstant(), rs.getObject(3, UUID.class)));
+              rs.getInt(1), JobRowMapper.instant(rs, 2), rs.getObject(3, UUID.class)));
         }
       }
       return firsts;
