@@ -126,6 +126,23 @@ public final class PayloadCodec {
   }
 
   /**
+   * Builds the reader {@link #decode} will use for {@code type} now rather than at its first payload:
+   * Jackson looks the class over and builds its deserializer (milliseconds, cold), which a worker does at
+   * start instead of in its first job's pickup. Never throws: a class Jackson cannot read is reported with
+   * its first payload, as before (the attempt fails as {@code invalid_payload}).
+   */
+  public void prepare(Class<?> type) {
+    if (type == JsonNode.class || type == Object.class) {
+      return;
+    }
+    try {
+      readers.computeIfAbsent(type, mapper::readerFor);
+    } catch (RuntimeException e) {
+      // Nothing cached: decode builds the reader again and reports the problem with the first payload.
+    }
+  }
+
+  /**
    * Reads a payload given by name (an API request) into the type's class, strictly: unlike
    * {@link #decode}, a member the class does not have is an error, since here it is a caller's typo
    * rather than a newer producer's addition. Problems are worded in JSON terms (which member, what

@@ -165,6 +165,16 @@ final class JobRunner {
     return handlers.keySet();
   }
 
+  /**
+   * Builds every registered handler's payload reader now (see {@link io.pgjobs.json.PayloadCodec#prepare}),
+   * so that a worker's first job of each type is not the one that waits for it.
+   */
+  void prepareHandlers() {
+    for (HandlerRegistration<?> registration : handlers.values()) {
+      store.codec().prepare(registration.type().payloadClass());
+    }
+  }
+
   /** Handlers that ignored their stop and still occupy their lane. */
   int stuckLanes() {
     return stuckLanes.get();
