@@ -10,6 +10,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -250,27 +251,29 @@ final class PgJobsWorkloads {
     }
   }
 
-  /** Polls every 2 ms until no job (with {@code after} set: no job with a greater id) is left. */
+  /**
+   * Polls every 2 ms until no job (with {@code after} set: no job with a greater id) is left.
+   *
+   * <p>Each poll reads the lowest id left, starting from the one the last poll found: a job leaves the hot
+   * table only when it finishes and never comes back, and every new job has a higher id (UUIDv7), so the
+   * lowest id left only grows. Each poll then starts past the drained jobs' dead primary-key entries
+   * instead of walking all of them again: from the low end, a poll cost ~0.5 ms of server time by the end
+   * of a 50,000-job drain (~1,100 polls, about a tenth of a core taken from the drain it measures).
+   * The bound is a literal, not a parameter: a generic plan for "id >= $1" guesses a third of the table
+   * matches and seq-scans it (W3S: 5M rows every 2 ms), while the literal shows the planner an index range.
+   */
   private void awaitDrained(UUID after, Duration timeout, Runnable check) throws SQLException {
     long deadline = System.nanoTime() + timeout.toNanos();
     long nextCheck = 0;
-    // The bound is a literal, not a parameter: a generic plan for "id > $1" guesses a third of the table
-    // matches and seq-scans it (W3S: 5M rows every 2 ms), while the literal shows the planner it is the
-    // top of the primary key.
-    // "ORDER BY id LIMIT 1" walks the primary key from its low end, where the drained jobs' entries are
-    // (UUIDv7 ids follow enqueue order, and so does the claim), marked dead after the first visit: a
-    // plain EXISTS would scan the heap from its first page, over every drained job's dead row, every
-    // 2 ms, taking CPU from the drain it measures.
-    String sql = "SELECT NOT EXISTS (SELECT 1 FROM " + schema + ".jobs"
-        + (after == null ? "" : " WHERE id > '" + after + "'::uuid") + " ORDER BY id LIMIT 1)";
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
+    String bound = after == null ? null : "id > '" + after + "'::uuid";
+    try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
       while (System.nanoTime() < deadline) {
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          if (rs.getBoolean(1)) {
+        String sql = "SELECT id FROM " + schema + ".jobs" + (bound == null ? "" : " WHERE " + bound) + " ORDER BY id LIMIT 1";
+        try (ResultSet rs = st.executeQuery(sql)) {
+          if (!rs.next()) {
             return;
           }
+          bound = "id >= '" + rs.getObject(1, UUID.class) + "'::uuid";
         }
         if (System.nanoTime() > nextCheck) {
           check.run();
