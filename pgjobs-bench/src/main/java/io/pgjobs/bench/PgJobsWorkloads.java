@@ -7,7 +7,6 @@ import io.pgjobs.config.DatabaseUrl;
 import io.pgjobs.notify.WakeTrace;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
