@@ -211,8 +211,8 @@ public final class ClaimCursor {
 
   /**
    * The positions as the resumed claim's parameters ({@code ExecutionSql.CLAIM_RESUME}): the highest known
-   * level, and PostgreSQL array literals of the levels, their positions' {@code run_at} (ISO 8601 instants,
-   * exact to the microsecond) and ids, highest level first. Built as text, not with
+   * level, and PostgreSQL array literals of the levels, their positions' {@code run_at} (written by
+   * {@link #appendInstant}, exact to the microsecond) and ids, highest level first. Built as text, not with
    * {@code Connection.createArrayOf} and {@link Instant#toString}: on an idle worker, whose code is still
    * cold, those were a third of the Java time between a notification and its claim being sent
    * (docs/BENCHMARKS.md, "What is left of an idle worker's pickup").
@@ -239,18 +239,36 @@ public final class ClaimCursor {
   record ResumeParameters(int highestLevel, String levels, String runAts, String ids) {}
 
   /**
-   * Appends {@code t} as {@code yyyy-MM-ddTHH:mm:ss.ffffffZ} (UTC, microseconds), which PostgreSQL reads as a
-   * timestamptz and which needs no quoting in an array literal; years outside 1000–9999 as
-   * {@link Instant#toString()} writes them.
+   * Appends {@code t} as a timestamp PostgreSQL reads back as exactly the same {@code timestamptz}, in an
+   * array literal: {@code yyyy-MM-ddTHH:mm:ss.ffffffZ} (UTC, microseconds), the year padded to four digits
+   * and as long as it needs past 9999; a year BC quoted with PostgreSQL's era, {@code "0044-03-15T…Z BC"}
+   * (ISO year 0 is 1 BC); and pgJDBC's readings of {@code -infinity} and {@code infinity} (instants far
+   * outside the 4714 BC – 294276 AD that PostgreSQL holds) as those words. A {@code run_at} at any of these
+   * edges can be written into the table by hand or by another program; a position PostgreSQL could not
+   * parse would fail every later claim of the queue. Not {@link Instant#toString()}: PostgreSQL reads
+   * neither its sign before a year nor its negative years.
    */
   static void appendInstant(StringBuilder b, Instant t) {
-    LocalDateTime d = LocalDateTime.ofEpochSecond(t.getEpochSecond(), t.getNano(), ZoneOffset.UTC);
-    int year = d.getYear();
-    if (year < 1000 || year > 9999) {
-      b.append(t);
+    long second = t.getEpochSecond();
+    if (second < FIRST_POSTGRESQL_SECOND) {
+      b.append("-infinity");
       return;
     }
-    b.append(year).append('-');
+    if (second > LAST_POSTGRESQL_SECOND) {
+      b.append("infinity");
+      return;
+    }
+    LocalDateTime d = LocalDateTime.ofEpochSecond(second, t.getNano(), ZoneOffset.UTC);
+    int year = d.getYear();
+    boolean bc = year <= 0;
+    int shown = bc ? 1 - year : year;
+    if (bc) {
+      b.append('"');
+    }
+    for (int digits = 1000; digits > 1 && shown < digits; digits /= 10) {
+      b.append('0');
+    }
+    b.append(shown).append('-');
     twoDigits(b, d.getMonthValue()).append('-');
     twoDigits(b, d.getDayOfMonth()).append('T');
     twoDigits(b, d.getHour()).append(':');
@@ -258,7 +276,16 @@ public final class ClaimCursor {
     twoDigits(b, d.getSecond()).append('.');
     String micros = Integer.toString(1_000_000 + t.getNano() / 1_000); // "1" and six digits
     b.append(micros, 1, 7).append('Z');
+    if (bc) {
+      b.append(" BC\"");
+    }
   }
+
+  /** PostgreSQL's first {@code timestamptz}, 4714-11-24 00:00:00 UTC BC (ISO year -4713). */
+  private static final long FIRST_POSTGRESQL_SECOND = LocalDateTime.of(-4713, 11, 24, 0, 0).toEpochSecond(ZoneOffset.UTC);
+  /** PostgreSQL's last {@code timestamptz} second, 294276-12-31 23:59:59 UTC. */
+  private static final long LAST_POSTGRESQL_SECOND =
+      LocalDateTime.of(294276, 12, 31, 23, 59, 59).toEpochSecond(ZoneOffset.UTC);
 
   private static StringBuilder twoDigits(StringBuilder b, int value) {
     return (value < 10 ? b.append('0') : b).append(value);

@@ -141,8 +141,8 @@ final class ExecutionSql {
    * for that probe.
    *
    * <p>Parameters: worker id; the queue and the highest known level (the probe for a higher one); the
-   * levels (int[]), their positions' run_at (text[] of ISO instants, exact to the microsecond) and id
-   * (uuid[]); the queue; the limit per level; the paused check's queue; the limit.
+   * levels (int[]), their positions' run_at (text[] written by {@code ClaimCursor.appendInstant}, exact to the
+   * microsecond) and id (uuid[]); the queue; the limit per level; the paused check's queue; the limit.
    */
   static final String CLAIM_RESUME =
       CLAIM_HEAD + """

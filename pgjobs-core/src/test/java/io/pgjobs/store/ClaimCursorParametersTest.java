@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The resumed claim's cursor parameters are written as text by hand (not by {@code createArrayOf} and
  * {@link Instant#toString}): each {@code run_at} must read back as the very same instant, to the
- * microsecond, and the three arrays must list the levels highest first with their own positions.
+ * microsecond, whatever its year (and {@code ±infinity}), and the three arrays must list the levels
+ * highest first with their own positions.
  */
 class ClaimCursorParametersTest {
 
@@ -35,11 +36,19 @@ class ClaimCursorParametersTest {
   }
 
   @Test
-  void yearsOutsideFourDigitsAreWrittenAsInstantDoes() {
-    for (String edge : List.of("0999-12-31T23:59:59.999999Z", "0001-01-01T00:00:00Z", "+10000-01-01T00:00:00Z")) {
-      Instant t = Instant.parse(edge);
-      assertThat(written(t)).isEqualTo(t.toString());
-    }
+  void yearsOutsideFourDigitsErasAndInfinitiesAreWrittenAsPostgresqlReadsThem() {
+    // Checked against PostgreSQL itself in RunAtEdgesTest; here the exact text.
+    assertThat(written(Instant.parse("0999-12-31T23:59:59.999999Z"))).isEqualTo("0999-12-31T23:59:59.999999Z");
+    assertThat(written(Instant.parse("0001-01-01T00:00:00Z"))).isEqualTo("0001-01-01T00:00:00.000000Z");
+    assertThat(written(Instant.parse("+10000-01-01T00:00:00Z"))).isEqualTo("10000-01-01T00:00:00.000000Z");
+    assertThat(written(Instant.parse("0000-12-31T23:59:59Z"))).isEqualTo("\"0001-12-31T23:59:59.000000Z BC\"");
+    assertThat(written(Instant.parse("-0043-03-15T12:00:00.000001Z"))).isEqualTo("\"0044-03-15T12:00:00.000001Z BC\"");
+    assertThat(written(Instant.parse("-4713-11-24T00:00:00Z"))).isEqualTo("\"4714-11-24T00:00:00.000000Z BC\"");
+    assertThat(written(Instant.parse("-4713-11-23T23:59:59.999999Z"))).isEqualTo("-infinity");
+    assertThat(written(Instant.MIN)).isEqualTo("-infinity");
+    assertThat(written(Instant.parse("+294276-12-31T23:59:59.999999Z"))).isEqualTo("294276-12-31T23:59:59.999999Z");
+    assertThat(written(Instant.parse("+294277-01-01T00:00:00Z"))).isEqualTo("infinity");
+    assertThat(written(Instant.MAX)).isEqualTo("infinity");
   }
 
   @Test
