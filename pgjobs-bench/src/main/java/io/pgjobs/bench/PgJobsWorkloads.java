@@ -267,7 +267,8 @@ final class PgJobsWorkloads {
     String bound = after == null ? null : "id > '" + after + "'::uuid";
     try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
       while (System.nanoTime() < deadline) {
-        String sql = "SELECT id FROM " + schema + ".jobs" + (bound == null ? "" : " WHERE " + bound) + " ORDER BY id LIMIT 1";
+        String sql =
+            "SELECT id FROM " + schema + ".jobs" + (bound == null ? "" : " WHERE " + bound) + " ORDER BY id LIMIT 1";
         try (ResultSet rs = st.executeQuery(sql)) {
           if (!rs.next()) {
             return;

@@ -282,7 +282,8 @@ public final class ClaimCursor {
   }
 
   /** PostgreSQL's first {@code timestamptz}, 4714-11-24 00:00:00 UTC BC (ISO year -4713). */
-  private static final long FIRST_POSTGRESQL_SECOND = LocalDateTime.of(-4713, 11, 24, 0, 0).toEpochSecond(ZoneOffset.UTC);
+  private static final long FIRST_POSTGRESQL_SECOND =
+      LocalDateTime.of(-4713, 11, 24, 0, 0).toEpochSecond(ZoneOffset.UTC);
   /** PostgreSQL's last {@code timestamptz} second, 294276-12-31 23:59:59 UTC. */
   private static final long LAST_POSTGRESQL_SECOND =
       LocalDateTime.of(294276, 12, 31, 23, 59, 59).toEpochSecond(ZoneOffset.UTC);

@@ -74,7 +74,8 @@ class RunAtEdgesTest extends PgJobsTestBase {
     // those levels' positions.
     UUID never = client.enqueue(NUMBERED, new Numbered(-1), EnqueueOptions.builder().priority(7).build()).job().id();
     db.execute("UPDATE pgjobs.jobs SET run_at = 'infinity' WHERE id = '" + never + "'");
-    UUID farFuture = client.enqueue(NUMBERED, new Numbered(-2), EnqueueOptions.builder().priority(3).build()).job().id();
+    UUID farFuture =
+        client.enqueue(NUMBERED, new Numbered(-2), EnqueueOptions.builder().priority(3).build()).job().id();
     db.execute("UPDATE pgjobs.jobs SET run_at = '294276-12-31 23:59:59.999999+00' WHERE id = '" + farFuture + "'");
 
     Logger poller = (Logger) LoggerFactory.getLogger("io.pgjobs.worker.QueuePoller");
