@@ -123,13 +123,13 @@ final class ScaleFill {
   }
 
   /**
-   * {@code EXPLAIN (ANALYZE, BUFFERS)} of pgjobs' claim statement ({@link ExecutionStore#claimSql()}: worker id
-   * {@code explain}, queue {@code default} four times, limit 1000 twice) as a custom plan (what the first executions on a
+   * {@code EXPLAIN (ANALYZE, BUFFERS)} of pgjobs' claim statement ({@link ExecutionStore#claimSql(int)}: worker id
+   * {@code explain}, queue {@code default} four times, limit 1000 written in) as a custom plan (what the first executions on a
    * connection get) and as a generic plan (what a prepared statement may switch to after five), in one
    * transaction that is rolled back, so nothing stays claimed. Returns both plans as text.
    */
   String explainClaim() throws SQLException {
-    String claim = new ExecutionStore(dataSource, schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER)).claimSql();
+    String claim = new ExecutionStore(dataSource, schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER)).claimSql(1000);
     StringBuilder sql = new StringBuilder();
     int param = 0;
     for (char ch : claim.toCharArray()) {
@@ -139,13 +139,13 @@ final class ScaleFill {
         sql.append(ch);
       }
     }
-    if (param != 7) {
-      throw new IllegalStateException("the claim SQL has " + param + " parameters, expected 7:\n" + claim);
+    if (param != 5) {
+      throw new IllegalStateException("the claim SQL has " + param + " parameters, expected 5:\n" + claim);
     }
     StringBuilder out = new StringBuilder();
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {
-      st.execute("PREPARE " + PREPARED + " (text, text, text, text, text, int, int) AS " + sql);
+      st.execute("PREPARE " + PREPARED + " (text, text, text, text, text) AS " + sql);
       try {
         c.setAutoCommit(false);
         try {
@@ -155,7 +155,7 @@ final class ScaleFill {
             out.append("-- plan_cache_mode = ").append(mode).append('\n');
             String q = "'" + JobType.DEFAULT_QUEUE + "'";
             try (ResultSet rs = st.executeQuery("EXPLAIN (ANALYZE, BUFFERS) EXECUTE " + PREPARED
-                + " ('explain', " + q + ", " + q + ", " + q + ", " + q + ", 1000, 1000)")) {
+                + " ('explain', " + q + ", " + q + ", " + q + ", " + q + ")")) {
               while (rs.next()) {
                 out.append(rs.getString(1)).append('\n');
               }

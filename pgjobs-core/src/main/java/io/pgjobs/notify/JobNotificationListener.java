@@ -29,7 +29,7 @@ public final class JobNotificationListener implements AutoCloseable {
 
   private final DataSource dataSource;
   private final Map<String, Handler> channels;
-  private final Runnable onConnected;
+  private final Consumer<Connection> onConnected;
   private volatile boolean closed;
   private volatile boolean listening;
   private Thread thread;
@@ -52,15 +52,19 @@ public final class JobNotificationListener implements AutoCloseable {
    */
   public JobNotificationListener(
       DataSource dataSource, Map<String, Consumer<String>> channels, Runnable onConnected) {
-    this(dataSource, onConnected, adapt(channels));
+    this(dataSource, connection -> onConnected.run(), adapt(channels));
   }
 
   /**
-   * @param onConnected called after each successful LISTEN
+   * @param onConnected called after each successful LISTEN, on the listener's thread, with the listening
+   *     connection (in auto-commit mode): it may ready statements on it that handlers will run (it must
+   *     leave the connection's session state as it found it); notifications that arrive meanwhile wait
+   *     for it, none is lost
    * @param channels handler per channel name (plain identifiers), called with each payload and the
    *     listening connection
    */
-  public JobNotificationListener(DataSource dataSource, Runnable onConnected, Map<String, Handler> channels) {
+  public JobNotificationListener(
+      DataSource dataSource, Consumer<Connection> onConnected, Map<String, Handler> channels) {
     for (String channel : channels.keySet()) {
       if (!channel.matches("[a-z_][a-z0-9_]{0,62}")) {
         throw new IllegalArgumentException("invalid channel name '" + channel + "'");
@@ -104,7 +108,7 @@ public final class JobNotificationListener implements AutoCloseable {
         }
         listening = true;
         backoffMs = 100;
-        onConnected.run();
+        onConnected.accept(connection);
         NotificationReader reader = NotificationReader.of(connection);
         while (!closed) {
           PGNotification[] notifications;

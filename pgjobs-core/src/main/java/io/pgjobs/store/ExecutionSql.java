@@ -36,6 +36,19 @@ final class ExecutionSql {
   static final String CLAIM_ANNOUNCES_SETTING = "pgjobs.claim_announces";
 
   /**
+   * A claim statement ({@link #CLAIM}, {@link #CLAIM_RESUME}, {@link #CLAIM_CAPABLE}) with its limit, the
+   * most jobs it claims, written in (see {@link #CLAIM} for why it is not a parameter).
+   *
+   * @throws IllegalArgumentException if {@code limit} is not positive
+   */
+  static String withLimit(String claimSql, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("claim limit must be at least 1, was " + limit);
+    }
+    return claimSql.replace("{limit}", Integer.toString(limit));
+  }
+
+  /**
    * The start of every claim statement, up to the ids it claims ({@code j.id = ANY (ARRAY(} the
    * statement's own selection {@code ))}): the update that starts the jobs under one new claim token, in CTE
    * {@code claimed}, after turning {@link #CLAIM_ANNOUNCES_SETTING} on (a one-time filter, evaluated before
@@ -101,6 +114,17 @@ final class ExecutionSql {
    * </ul>
    * The token is an uncorrelated scalar subquery, so it is drawn once per statement (an InitPlan):
    * one sequence call per claim, not per job.
+   *
+   * <p><b>The limit is written into the text</b> ({@code {limit}}, see {@link #withLimit}), not bound: with
+   * {@code LIMIT $n} a generic plan is costed for a tenth of the rows the scans could return, which makes
+   * it look several times dearer than the plans made for the values bound (a claim of 10 from 10,000
+   * waiting jobs: 548 against 134), so PostgreSQL planned every claim afresh — about 0.5 ms of a claim's
+   * ~0.8 ms in the server (this statement is large to plan: the levels' recursive CTE, the lateral
+   * scans, the event). With the limit in the text the generic plan is costed like the others, PostgreSQL
+   * keeps it after its fifth execution, and a claim is planned in ~0.01 ms. Each limit is a statement of
+   * its own, so the worker claims in a few sizes only ({@code QueuePoller}).
+   *
+   * <p>Parameters: worker id; the queue four times (first level, paused check, next levels, ready rows).
    */
   static final String CLAIM =
       CLAIM_HEAD + """
@@ -122,10 +146,13 @@ final class ExecutionSql {
                       WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
                         AND priority = levels.priority AND run_at <= now() AND attempts < max_attempts
                       ORDER BY run_at, id
-                      LIMIT ?
+                      LIMIT {limit}
                         FOR UPDATE SKIP LOCKED) AS ready
-               LIMIT ?))
+               LIMIT {limit}))
       """ + CLAIM_TAIL;
+
+  /** The positions of {@link #CLAIM_RESUME}: one row per level the worker knows. */
+  private static final String RESUME_POSITIONS = "SELECT * FROM unnest(?::int[], ?::text[], ?::uuid[])";
 
   /**
    * The claim that resumes where the last one ended ({@link ClaimCursor}): for each priority level the
@@ -142,7 +169,8 @@ final class ExecutionSql {
    *
    * <p>Parameters: worker id; the queue and the highest known level (the probe for a higher one); the
    * levels (int[]), their positions' run_at (text[] written by {@code ClaimCursor.appendInstant}, exact to the
-   * microsecond) and id (uuid[]); the queue; the limit per level; the paused check's queue; the limit.
+   * microsecond) and id (uuid[]); the queue; the paused check's queue. The limit is written into the text,
+   * as in {@link #CLAIM}.
    */
   static final String CLAIM_RESUME =
       CLAIM_HEAD + """
@@ -153,18 +181,40 @@ final class ExecutionSql {
                                  AND priority > ?) AS top
                        WHERE top.priority IS NOT NULL
                       UNION ALL
-                      SELECT * FROM unnest(?::int[], ?::text[], ?::uuid[])) AS c(priority, after_run_at, after_id)
+                      """ + RESUME_POSITIONS + """
+
+                     ) AS c(priority, after_run_at, after_id)
                CROSS JOIN LATERAL (
                      SELECT id FROM {schema}.jobs
                       WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
                         AND priority = c.priority AND (run_at, id) > (c.after_run_at::timestamptz, c.after_id)
                         AND run_at <= now() AND attempts < max_attempts
                       ORDER BY run_at, id
-                      LIMIT ?
+                      LIMIT {limit}
                         FOR UPDATE SKIP LOCKED) AS ready
                WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
-               LIMIT ?))
+               LIMIT {limit}))
       """ + CLAIM_TAIL;
+
+  /**
+   * {@link #CLAIM_RESUME} for a worker that knows one level (a queue whose jobs all have one priority: the
+   * usual case), with the same parameters: its position is read as the arrays' first elements, one row
+   * of {@code VALUES}. Why a statement of its own: PostgreSQL estimates ten rows for {@code unnest} of an
+   * array parameter, so the generic plan of {@link #CLAIM_RESUME} is costed for ten levels' scans and
+   * looks dearer than the plans made for one (114 against 48 on a small table): the claim would be planned
+   * afresh at every execution (see {@link #CLAIM}). Costed for the one row it reads, the generic plan is
+   * kept.
+   */
+  static final String CLAIM_RESUME_ONE_LEVEL = replaceOnce(
+      CLAIM_RESUME, RESUME_POSITIONS, "VALUES ((?::int[])[1], (?::text[])[1], (?::uuid[])[1])");
+
+  private static String replaceOnce(String sql, String target, String replacement) {
+    int at = sql.indexOf(target);
+    if (at < 0 || sql.indexOf(target, at + 1) >= 0) {
+      throw new IllegalStateException("expected '" + target + "' once in the claim statement");
+    }
+    return sql.replace(target, replacement);
+  }
 
   /**
    * The probe of {@link ClaimCursor}: the first claimable job of every priority level present in a queue
@@ -210,8 +260,11 @@ final class ExecutionSql {
    * nothing, primary-key lookups for the UPDATE, one token per statement, as {@link #CLAIM}. No cursor:
    * such jobs are expected to be few (see {@link ClaimCursor} for why the generic claim has one).
    *
-   * <p>Parameters: worker id; the queue (first level); the capabilities (text[]); the paused check's
-   * queue; the queue (next level); the queue (ready rows); the limit per level; the limit.
+   * <p>Parameters: worker id; the queue (first level); each capability ({@code {capabilities}} is a
+   * placeholder per capability, {@code ?, ?}: an array of a known length, which PostgreSQL plans for as
+   * many rows, where an array parameter would be planned for ten and the claim planned afresh each time,
+   * see {@link #CLAIM}); the paused check's queue; the queue (next level); the queue (ready rows). The
+   * limit is written into the text, as in {@link #CLAIM}.
    */
   static final String CLAIM_CAPABLE =
       CLAIM_HEAD + """
@@ -219,7 +272,7 @@ final class ExecutionSql {
                   SELECT c.capability, c.rank,
                          (SELECT max(priority) FROM {schema}.jobs
                            WHERE capability = c.capability AND queue = ? AND state IN ('queued', 'retrying'))
-                    FROM unnest(?::text[]) WITH ORDINALITY AS c(capability, rank)
+                    FROM unnest(ARRAY[{capabilities}]::text[]) WITH ORDINALITY AS c(capability, rank)
                    WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                 UNION ALL
                   SELECT l.capability, l.rank,
@@ -236,9 +289,9 @@ final class ExecutionSql {
                       WHERE capability = lv.capability AND queue = ? AND state IN ('queued', 'retrying')
                         AND priority = lv.priority AND run_at <= now() AND attempts < max_attempts
                       ORDER BY run_at, id
-                      LIMIT ?
+                      LIMIT {limit}
                         FOR UPDATE SKIP LOCKED) AS ready
-               LIMIT ?))
+               LIMIT {limit}))
       """ + CLAIM_TAIL;
 
   /**

@@ -35,6 +35,7 @@ public final class ExecutionStore {
   /** The worker's capabilities; empty: it claims only jobs that need none, with the unchanged claim. */
   private final String[] capabilities;
   private final String claimResume;
+  private final String claimResumeOneLevel;
   private final String firstClaimable;
   private final String succeedBatch;
   private final String succeedBatchSkipLocked;
@@ -70,8 +71,10 @@ public final class ExecutionStore {
         .distinct()
         .toArray(String[]::new);
     this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
-    this.claimCapable = JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema);
+    this.claimCapable = JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema)
+        .replace("{capabilities}", String.join(", ", java.util.Collections.nCopies(this.capabilities.length, "?")));
     this.claimResume = JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema);
+    this.claimResumeOneLevel = JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema);
     this.firstClaimable = JobSql.forSchema(ExecutionSql.FIRST_CLAIMABLE, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
@@ -100,11 +103,11 @@ public final class ExecutionStore {
   }
 
   /**
-   * The claim statement of this schema, as {@link #claim} runs it (parameters: worker id, queue four
-   * times, limit twice). For diagnostics: the benchmark prints its plan.
+   * The claim statement of this schema for up to {@code limit} jobs, as {@link #claim} runs it (parameters:
+   * worker id, queue four times). For diagnostics: the benchmark prints its plan.
    */
-  public String claimSql() {
-    return claim;
+  public String claimSql(int limit) {
+    return ExecutionSql.withLimit(claim, limit);
   }
 
   /**
@@ -142,25 +145,107 @@ public final class ExecutionStore {
     return claimed;
   }
 
+  /**
+   * How many executions of a server-prepared statement PostgreSQL plans for their values before it
+   * weighs its generic plan (plancache.c: five custom plans), plus the one that then chooses.
+   */
+  private static final int CUSTOM_PLANS_BEFORE_GENERIC = 6;
+
+  /**
+   * The queue {@link #prepareClaims} claims from: no job can be in it (the queue's domain type,
+   * {@code job_queue_name}, requires 1 to 255 characters), so those claims find, lock and change nothing.
+   */
+  static final String NO_QUEUE = "";
+
+  /**
+   * Readies the claim statements on {@code c}, a connection that will claim on notifications (the
+   * worker's LISTEN connection), so that the first jobs after a worker starts or reconnects are not
+   * claimed slowly: runs each claim statement of {@code limit} jobs this worker uses (the full pass, the
+   * resumed claim of one level, and the capable claim if it has capabilities) as often as it takes pgJDBC
+   * to server-prepare it (its {@code prepareThreshold}) and PostgreSQL to weigh its generic plan. The
+   * claims are made from {@link #NO_QUEUE}, inside a transaction that is rolled back: nothing is claimed,
+   * locked or announced, so no other claim has to skip a job meanwhile (a warm-up that locked real jobs
+   * made this worker's first claims, and other workers' claims, skip the most urgent ones and run jobs out
+   * of priority order). The statements do not name the queue (a parameter): they are then ready for every
+   * queue. {@code c} is left in the auto-commit mode it was in.
+   *
+   * <p>Why: a new connection parses and plans the claim afresh at each of its first executions (pgJDBC
+   * sends it unnamed until its fifth, then PostgreSQL plans the prepared statement for its values five
+   * more times): on this project's machine 2–5 ms for the first and about 1 ms for each of the next
+   * ten, against 0.4 ms once settled — the first eleven jobs an idle worker picks up paid it
+   * (docs/BENCHMARKS.md, W4).
+   *
+   * @throws SQLException if a statement fails; the transaction is rolled back
+   */
+  public void prepareClaims(Connection c, int limit, String workerId) throws SQLException {
+    String queue = NO_QUEUE;
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(false);
+    try {
+      prepare(c, ExecutionSql.withLimit(claim, limit), ps -> bindClaim(ps, queue, workerId, null));
+      prepare(c, ExecutionSql.withLimit(claimResumeOneLevel, limit),
+          ps -> bindResume(ps, queue, workerId, LEVEL_ZERO_FROM_START));
+      if (capabilities.length > 0) {
+        prepare(c, ExecutionSql.withLimit(claimCapable, limit), ps -> bindCapable(ps, queue, workerId));
+      }
+    } finally {
+      try {
+        c.rollback();
+      } finally {
+        c.setAutoCommit(autoCommit);
+      }
+    }
+  }
+
+  /** Binds a statement's parameters. */
+  @FunctionalInterface
+  private interface Binder {
+    void bind(PreparedStatement ps) throws SQLException;
+  }
+
+  private static void prepare(Connection c, String sql, Binder binder) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int threshold = ps.isWrapperFor(org.postgresql.PGStatement.class)
+          ? ps.unwrap(org.postgresql.PGStatement.class).getPrepareThreshold()
+          : 0;
+      // A threshold of 0 or less: never server-prepared, planned at each execution; one execution still
+      // loads the catalog entries the statement reads (most of the first execution's cost).
+      int executions = threshold > 0 ? threshold - 1 + CUSTOM_PLANS_BEFORE_GENERIC : 1;
+      for (int i = 0; i < executions; i++) {
+        binder.bind(ps);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            // read nothing: the rows are rolled back
+          }
+        }
+      }
+    }
+  }
+
   /** The worker's capabilities (empty: none). */
   public List<String> capabilities() {
     return List.of(capabilities);
   }
 
   private List<ClaimedJob> claimCapable(Connection c, String queue, int limit, String workerId) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(claimCapable)) {
-      ps.setString(1, workerId);
-      ps.setString(2, queue);
-      ps.setArray(3, c.createArrayOf("text", capabilities));
-      ps.setString(4, queue);
-      ps.setString(5, queue);
-      ps.setString(6, queue);
-      ps.setInt(7, limit);
-      ps.setInt(8, limit);
+    try (PreparedStatement ps = c.prepareStatement(ExecutionSql.withLimit(claimCapable, limit))) {
+      bindCapable(ps, queue, workerId);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
       claimed.sort(CLAIM_ORDER);
       return claimed;
     }
+  }
+
+  private void bindCapable(PreparedStatement ps, String queue, String workerId) throws SQLException {
+    int i = 1;
+    ps.setString(i++, workerId);
+    ps.setString(i++, queue);
+    for (String capability : capabilities) {
+      ps.setString(i++, capability);
+    }
+    ps.setString(i++, queue);
+    ps.setString(i++, queue);
+    ps.setString(i, queue);
   }
 
   /** Claim order: priority desc, run_at, id. */
@@ -217,11 +302,17 @@ public final class ExecutionStore {
     return claimed;
   }
 
+  /** The claim statement for {@code cursor}: the full pass if null, else the resumed claim for its levels. */
+  private String claimSql(ClaimCursor cursor) {
+    return cursor == null ? claim : cursor.positions().size() == 1 ? claimResumeOneLevel : claimResume;
+  }
+
   /** One claim statement: resumed from {@code cursor}'s positions, or a full pass if null. */
   private List<ClaimedJob> claimOnce(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(cursor == null ? claim : claimResume)) {
-      bindClaim(ps, queue, limit, workerId, cursor);
+    String sql = ExecutionSql.withLimit(claimSql(cursor), limit);
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      bindClaim(ps, queue, workerId, cursor);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
       // RETURNING has no order: put the batch back in claim order (priority desc, run_at, id).
       claimed.sort(CLAIM_ORDER);
@@ -250,30 +341,35 @@ public final class ExecutionStore {
     }
   }
 
-  private static void bindClaim(
-      PreparedStatement ps, String queue, int limit, String workerId, ClaimCursor resumeFrom)
+  private static void bindClaim(PreparedStatement ps, String queue, String workerId, ClaimCursor resumeFrom)
       throws SQLException {
-    int i = 1;
-    ps.setString(i++, workerId);
-    if (resumeFrom == null) {
-      ps.setString(i++, queue);
-      ps.setString(i++, queue);
-      ps.setString(i++, queue);
-      ps.setString(i++, queue);
-      ps.setInt(i++, limit);
-      ps.setInt(i, limit);
+    if (resumeFrom != null) {
+      bindResume(ps, queue, workerId, resumeFrom.resumeParameters());
       return;
     }
-    ClaimCursor.ResumeParameters resume = resumeFrom.resumeParameters();
-    ps.setString(i++, queue);
-    ps.setInt(i++, resume.highestLevel());
-    ps.setString(i++, resume.levels());
-    ps.setString(i++, resume.runAts());
-    ps.setString(i++, resume.ids());
-    ps.setString(i++, queue);
-    ps.setInt(i++, limit);
-    ps.setString(i++, queue);
-    ps.setInt(i, limit);
+    ps.setString(1, workerId);
+    for (int i = 2; i <= 5; i++) {
+      ps.setString(i, queue);
+    }
+  }
+
+  /**
+   * Resume parameters for {@link #prepareClaims}: level 0 from its start (the smallest run_at and id), as
+   * a cursor that knows one level reads it.
+   */
+  private static final ClaimCursor.ResumeParameters LEVEL_ZERO_FROM_START =
+      new ClaimCursor.ResumeParameters(0, "{0}", "{-infinity}", "{00000000-0000-0000-0000-000000000000}");
+
+  private static void bindResume(
+      PreparedStatement ps, String queue, String workerId, ClaimCursor.ResumeParameters resume) throws SQLException {
+    ps.setString(1, workerId);
+    ps.setString(2, queue);
+    ps.setInt(3, resume.highestLevel());
+    ps.setString(4, resume.levels());
+    ps.setString(5, resume.runAts());
+    ps.setString(6, resume.ids());
+    ps.setString(7, queue);
+    ps.setString(8, queue);
   }
 
   /**
@@ -289,8 +385,6 @@ public final class ExecutionStore {
       for (int k = 0; k < 4; k++) {
         literals.add(literal(queue));
       }
-      literals.add(Integer.toString(limit));
-      literals.add(Integer.toString(limit));
     } else {
       ClaimCursor.ResumeParameters resume = cursor.resumeParameters();
       literals.add(literal(queue));
@@ -299,13 +393,11 @@ public final class ExecutionStore {
       literals.add(literal(resume.runAts()));
       literals.add(literal(resume.ids()));
       literals.add(literal(queue));
-      literals.add(Integer.toString(limit));
       literals.add(literal(queue));
-      literals.add(Integer.toString(limit));
     }
     StringBuilder out = new StringBuilder();
     int next = 0;
-    for (char ch : (full ? claim : claimResume).toCharArray()) {
+    for (char ch : ExecutionSql.withLimit(claimSql(full ? null : cursor), limit).toCharArray()) {
       out.append(ch == '?' ? literals.get(next++) : String.valueOf(ch));
     }
     return out.toString();

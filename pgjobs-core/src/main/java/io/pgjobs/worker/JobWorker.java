@@ -14,6 +14,7 @@ import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.store.WorkerStore;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
+import java.sql.Connection;
 import java.sql.SQLException;
 import io.pgjobs.config.DurationText;
 import java.time.Duration;
@@ -223,10 +224,19 @@ public final class JobWorker implements AutoCloseable {
    * once, and heartbeat at once: the heartbeat's reply carries the cancel flags a lost notification
    * would have announced.
    */
-  private void listenerConnected() {
+  private void listenerConnected(Connection listenerConnection) {
     pollers.forEach(QueuePoller::wake);
     if (heartbeat != null) {
       heartbeat.beatSoon();
+    }
+    // The listener claims on this connection when a notification finds its queue's poller idle: ready
+    // those claims now, not during the first jobs (see ExecutionStore.prepareClaims); once per claim size,
+    // as the statements of one size serve every queue.
+    java.util.Set<Integer> readied = new java.util.HashSet<>();
+    for (QueuePoller poller : pollers) {
+      if (readied.add(poller.idleClaimSize())) {
+        poller.prepareClaims(listenerConnection);
+      }
     }
   }
 

@@ -271,6 +271,25 @@ final class QueuePoller {
     }
   }
 
+  /** How many jobs this poller claims when idle: as many as it has lanes (or the claim batch, if smaller). */
+  int idleClaimSize() {
+    return claimSize(Math.min(claimBatch, concurrency));
+  }
+
+  /**
+   * Readies the claim statements for {@link #idleClaimSize()} jobs on the listener's {@code connection},
+   * on which {@link #notified} claims ({@link ExecutionStore#prepareClaims}; nothing is claimed), for
+   * every queue whose idle claim is that size. A failure is logged and otherwise ignored: the claims then
+   * ready themselves as they run.
+   */
+  void prepareClaims(Connection connection) {
+    try {
+      store.prepareClaims(connection, idleClaimSize(), workerId);
+    } catch (SQLException | RuntimeException e) {
+      log.debug("readying the claims of queue '{}' on the listener's connection failed ({})", queue, e.getMessage());
+    }
+  }
+
   /**
    * Gives back the jobs of this queue that the database says this worker holds and that it does not
    * know: the jobs of a claim that committed while its reply was lost. Runs under the claim lock, so no
@@ -373,7 +392,7 @@ final class QueuePoller {
       // ramp-up, which matters most while the JVM is still warming up). The window's rate caps it.
       prefetch = Math.min(claimBatch, Math.max(concurrency, lastClaimSize * 2));
     }
-    int limit = Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer));
+    int limit = claimSize(Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer)));
     lastClaimAt = now;
     moreExpected = false;
     List<ClaimedJob> jobs =
@@ -407,6 +426,27 @@ final class QueuePoller {
     buffer.addAll(claimed);
     startLanes();
     return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
+  }
+
+  /**
+   * The most jobs one claim takes when {@code wanted} (at least 1, at most the claim batch) are wanted:
+   * the claim batch if that many are wanted (a busy poller's claim), else the largest of the concurrency
+   * (an idle poller's claim) and the powers of two that is not more than {@code wanted}. Each claim size is
+   * a statement of its own, which PostgreSQL plans once per connection only after five executions of it
+   * (see {@code ExecutionSql.CLAIM}): a few sizes, each run often, keep claims from being planned one by
+   * one. A claim smaller than wanted costs nothing extra: a full claim makes the poller claim again at once.
+   */
+  private int claimSize(int wanted) {
+    return claimSize(wanted, concurrency, claimBatch);
+  }
+
+  /** {@link #claimSize(int)} of a poller with {@code concurrency} lanes and {@code claimBatch}. */
+  static int claimSize(int wanted, int concurrency, int claimBatch) {
+    if (wanted >= claimBatch) {
+      return claimBatch;
+    }
+    int powerOfTwo = Integer.highestOneBit(wanted);
+    return concurrency <= wanted ? Math.max(concurrency, powerOfTwo) : powerOfTwo;
   }
 
   /**

@@ -1,0 +1,154 @@
+package io.pgjobs.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.EnqueueOptions;
+import io.pgjobs.JobState;
+import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.notify.JobNotificationListener;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link ExecutionStore#prepareClaims} readies the claim statements on the connection the worker claims
+ * on when notified, so that the first jobs after a start are not claimed while PostgreSQL still plans the
+ * claim afresh each time: it must leave every statement settled on its kept plan, claim nothing (no job
+ * changes, none is announced), and leave the connection as it found it. The listener hands the
+ * connection over for it without losing a notification sent meanwhile.
+ */
+class PrepareClaimsTest extends PgJobsTestBase {
+  @Test
+  void everyClaimStatementIsServerPreparedAndPlannedForTheLastTimeAfterwards() throws Exception {
+    ExecutionStore store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER), List.of("gpu"));
+    for (int i = 0; i < 30; i++) {
+      client.enqueue(NUMBERED, new Numbered(i));
+    }
+    try (Connection c = db.dataSource().getConnection()) {
+      store.prepareClaims(c, 2, "w-prepare");
+
+      Map<String, long[]> before = claimPlans(c);
+      assertThat(before).as("the full pass, the resumed claim and the capable claim, server-prepared")
+          .hasSize(3);
+      before.forEach((statement, plans) ->
+          assertThat(plans[0] + plans[1]).as("%s: planned until PostgreSQL chose its kept plan", statement)
+              .isGreaterThanOrEqualTo(6));
+
+      // Claims of that size on the connection now, a full pass and then resumed ones (the cursor knows one
+      // level): PostgreSQL plans none of them again, each runs the plan it kept.
+      ClaimCursor cursor = new ClaimCursor();
+      int claimed = 0;
+      for (int i = 0; i < 5; i++) {
+        claimed += store.claim(c, "default", 2, "w-prepare", cursor).size();
+      }
+      assertThat(claimed).isEqualTo(10);
+      Map<String, long[]> after = claimPlans(c);
+      long newCustomPlans = 0;
+      long newRuns = 0;
+      for (Map.Entry<String, long[]> e : after.entrySet()) {
+        long[] was = before.getOrDefault(e.getKey(), new long[2]); // a statement readying did not prepare
+        newCustomPlans += e.getValue()[1] - was[1];
+        newRuns += e.getValue()[0] + e.getValue()[1] - was[0] - was[1];
+      }
+      assertThat(newRuns).as("the claims ran the prepared statements").isGreaterThanOrEqualTo(5);
+      assertThat(newCustomPlans).as("claims planned afresh after readying").isZero();
+    }
+  }
+
+  @Test
+  void readyingClaimsNothingAnnouncesNothingAndLeavesTheConnectionAsItWas() throws Exception {
+    ExecutionStore store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER), List.of("gpu"));
+    List<UUID> ids = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      ids.add(client.enqueue(NUMBERED, new Numbered(i)).job().id());
+    }
+    ids.add(client.enqueue(NUMBERED, new Numbered(-1), EnqueueOptions.builder().capability("gpu").build()).job().id());
+    ids.add(client.enqueue(NUMBERED, new Numbered(-2), EnqueueOptions.builder().priority(5).build()).job().id());
+    List<String> events = new CopyOnWriteArrayList<>();
+    try (io.pgjobs.events.JobEventListener listener = eventsListener(events);
+        Connection c = db.dataSource().getConnection()) {
+      store.prepareClaims(c, 10, "w-prepare");
+      assertThat(c.getAutoCommit()).isTrue();
+      c.setAutoCommit(false);
+      store.prepareClaims(c, 10, "w-prepare");
+      assertThat(c.getAutoCommit()).isFalse();
+      c.rollback();
+      c.setAutoCommit(true);
+
+      for (UUID id : ids) {
+        assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.QUEUED);
+      }
+      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE attempts > 0 OR claim_token IS NOT NULL"
+          + " OR locked_by IS NOT NULL OR attempted_at IS NOT NULL")).isZero();
+      // Not even locked for a moment (a rolled-back update or row lock leaves its transaction in xmax):
+      // another claim meanwhile would have skipped it.
+      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE xmax <> '0'")).as("jobs locked by readying").isZero();
+      // A claim after readying announces its job: the listener hears it, and had heard nothing before.
+      store.claim(c, "default", 1, "w-after", null);
+      await().atMost(Duration.ofSeconds(20)).until(() -> !events.isEmpty());
+      assertThat(events).hasSize(1);
+      assertThat(events.get(0)).contains("RUNNING");
+    }
+  }
+
+  @Test
+  void theListenerHandsItsConnectionOverBeforeReadingAndLosesNoNotificationSentMeanwhile() throws Exception {
+    List<String> heard = new CopyOnWriteArrayList<>();
+    List<Connection> handedOver = new CopyOnWriteArrayList<>();
+    JobNotificationListener listener = new JobNotificationListener(
+        db.dataSource(),
+        connection -> {
+          handedOver.add(connection);
+          // Sent (and committed) while the listener's thread is busy here, before it reads again.
+          db.execute("NOTIFY pgjobs_prepare_test, 'sent while readying'");
+          try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery("SELECT 1")) {
+            rs.next();
+          } catch (java.sql.SQLException e) {
+            throw new IllegalStateException(e);
+          }
+        },
+        Map.of("pgjobs_prepare_test", (payload, connection) -> heard.add(payload)));
+    listener.start();
+    try {
+      await().atMost(Duration.ofSeconds(20)).until(() -> heard.contains("sent while readying"));
+      assertThat(handedOver).hasSize(1);
+      db.execute("NOTIFY pgjobs_prepare_test, 'after'");
+      await().atMost(Duration.ofSeconds(20)).until(() -> heard.contains("after"));
+      assertThat(heard).containsExactly("sent while readying", "after");
+    } finally {
+      listener.close();
+    }
+  }
+
+  private static io.pgjobs.events.JobEventListener eventsListener(List<String> events) {
+    io.pgjobs.events.JobEventListener listener =
+        new io.pgjobs.events.JobEventListener(db.dataSource(), client.eventsChannel());
+    listener.subscribe(batch -> events.add(batch.toString()));
+    listener.start();
+    await().atMost(Duration.ofSeconds(20)).until(listener::isListening);
+    return listener;
+  }
+
+  /** Each server-prepared claim statement on {@code c}: {generic plans, custom plans}. */
+  private static Map<String, long[]> claimPlans(Connection c) throws Exception {
+    Map<String, long[]> plans = new LinkedHashMap<>();
+    try (Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements"
+            + " WHERE statement LIKE '%WITH claimed AS%' ORDER BY name")) {
+      while (rs.next()) {
+        plans.put(rs.getString(1), new long[] {rs.getLong(2), rs.getLong(3)});
+      }
+    }
+    return plans;
+  }
+}
