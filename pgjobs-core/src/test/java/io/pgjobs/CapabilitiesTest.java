@@ -151,6 +151,34 @@ class CapabilitiesTest extends PgJobsTestBase {
   }
 
   @Test
+  void aWorkerWithManyCapabilitiesClaimsThemInTheOrderItDeclaredThemUpToSeventyThousand() throws Exception {
+    // Up to 32 capabilities are bound one parameter each, more as one array (a statement may bind at most
+    // 65,535 parameters): the edges on both sides, and past the protocol's limit.
+    for (int count : new int[] {1, 32, 33, 70_000}) {
+      db.execute("TRUNCATE pgjobs.jobs");
+      List<String> capabilities = new ArrayList<>();
+      for (int i = 0; i < count; i++) {
+        capabilities.add("c" + i);
+      }
+      String last = capabilities.get(count - 1);
+      UUID needsLast = enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().capability(last).build());
+      UUID needsFirst = enqueue(NUMBERED, new Numbered(2), EnqueueOptions.builder().capability("c0").build());
+      UUID needsOther = enqueue(NUMBERED, new Numbered(3), EnqueueOptions.builder().capability("other").build());
+
+      ExecutionStore store = store(capabilities);
+      // One job a claim: the first declared capability's job goes first though the other is older (with
+      // one capability, both jobs need it and go by run_at); the next claim takes the other.
+      UUID first = count == 1 ? needsLast : needsFirst;
+      UUID second = count == 1 ? needsFirst : needsLast;
+      assertThat(store.claim(JobType.DEFAULT_QUEUE, 1, "many-worker")).as("%d capabilities", count)
+          .extracting(ClaimedJob::id).containsExactly(first);
+      assertThat(store.claim(JobType.DEFAULT_QUEUE, 10, "many-worker")).as("%d capabilities", count)
+          .extracting(ClaimedJob::id).containsExactly(second);
+      assertThat(client.get(needsOther).orElseThrow().state()).isEqualTo(JobState.QUEUED);
+    }
+  }
+
+  @Test
   void aPausedQueueYieldsNothingToACapableWorkerEither() throws Exception {
     UUID media = enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().capability("media").build());
     client.pauseQueue(JobType.DEFAULT_QUEUE);

@@ -260,19 +260,23 @@ final class ExecutionSql {
    * nothing, primary-key lookups for the UPDATE, one token per statement, as {@link #CLAIM}. No cursor:
    * such jobs are expected to be few (see {@link ClaimCursor} for why the generic claim has one).
    *
-   * <p>Parameters: worker id; the queue (first level); each capability ({@code {capabilities}} is a
-   * placeholder per capability, {@code ?, ?}: an array of a known length, which PostgreSQL plans for as
-   * many rows, where an array parameter would be planned for ten and the claim planned afresh each time,
-   * see {@link #CLAIM}); the paused check's queue; the queue (next level); the queue (ready rows). The
-   * limit is written into the text, as in {@link #CLAIM}.
+   * <p>Parameters: worker id; the queue (first level); the capabilities ({@code {capabilities}}: up to
+   * {@link #CAPABILITIES_INLINE} of them a placeholder each, {@code ARRAY[?, ?]::text[]}, an array of a
+   * known length that PostgreSQL plans for as many rows, where an array parameter is planned for ten and
+   * the claim would be planned afresh each time, see {@link #CLAIM}; more, one array parameter,
+   * {@code ?::text[]}); the paused check's queue; the queue (next level); the queue (ready rows). The limit
+   * is written into the text, as in {@link #CLAIM}.
    */
+  /** The most capabilities {@link #CLAIM_CAPABLE} binds one by one (see there); more are one array. */
+  static final int CAPABILITIES_INLINE = 32;
+
   static final String CLAIM_CAPABLE =
       CLAIM_HEAD + """
               WITH RECURSIVE levels(capability, rank, priority) AS (
                   SELECT c.capability, c.rank,
                          (SELECT max(priority) FROM {schema}.jobs
                            WHERE capability = c.capability AND queue = ? AND state IN ('queued', 'retrying'))
-                    FROM unnest(ARRAY[{capabilities}]::text[]) WITH ORDINALITY AS c(capability, rank)
+                    FROM unnest({capabilities}) WITH ORDINALITY AS c(capability, rank)
                    WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
                 UNION ALL
                   SELECT l.capability, l.rank,

@@ -71,8 +71,10 @@ public final class ExecutionStore {
         .distinct()
         .toArray(String[]::new);
     this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
-    this.claimCapable = JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema)
-        .replace("{capabilities}", String.join(", ", java.util.Collections.nCopies(this.capabilities.length, "?")));
+    this.claimCapable = JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema).replace("{capabilities}",
+        capabilitiesInline()
+            ? "ARRAY[" + String.join(", ", java.util.Collections.nCopies(this.capabilities.length, "?")) + "]::text[]"
+            : "?::text[]");
     this.claimResume = JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema);
     this.claimResumeOneLevel = JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema);
     this.firstClaimable = JobSql.forSchema(ExecutionSql.FIRST_CLAIMABLE, schema);
@@ -215,7 +217,7 @@ public final class ExecutionStore {
         binder.bind(ps);
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
-            // read nothing: the rows are rolled back
+            // none: no job is in NO_QUEUE
           }
         }
       }
@@ -236,12 +238,21 @@ public final class ExecutionStore {
     }
   }
 
+  /** True if the capable claim binds each capability on its own ({@link ExecutionSql#CAPABILITIES_INLINE}). */
+  private boolean capabilitiesInline() {
+    return capabilities.length <= ExecutionSql.CAPABILITIES_INLINE;
+  }
+
   private void bindCapable(PreparedStatement ps, String queue, String workerId) throws SQLException {
     int i = 1;
     ps.setString(i++, workerId);
     ps.setString(i++, queue);
-    for (String capability : capabilities) {
-      ps.setString(i++, capability);
+    if (capabilitiesInline()) {
+      for (String capability : capabilities) {
+        ps.setString(i++, capability);
+      }
+    } else {
+      ps.setArray(i++, ps.getConnection().createArrayOf("text", capabilities));
     }
     ps.setString(i++, queue);
     ps.setString(i++, queue);
