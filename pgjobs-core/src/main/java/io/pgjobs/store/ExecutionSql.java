@@ -246,6 +246,9 @@ final class ExecutionSql {
       )
       SELECT priority, run_at, id FROM levels""";
 
+  /** The most capabilities {@link #CLAIM_CAPABLE} binds one by one (see there); more are one array. */
+  static final int CAPABILITIES_INLINE = 32;
+
   /**
    * The part of a claim that only a worker with capabilities makes, before {@link #CLAIM} or
    * {@link #CLAIM_RESUME} fill its remaining slots: up to {@code limit} due jobs of a queue that need one of
@@ -267,9 +270,6 @@ final class ExecutionSql {
    * {@code ?::text[]}); the paused check's queue; the queue (next level); the queue (ready rows). The limit
    * is written into the text, as in {@link #CLAIM}.
    */
-  /** The most capabilities {@link #CLAIM_CAPABLE} binds one by one (see there); more are one array. */
-  static final int CAPABILITIES_INLINE = 32;
-
   static final String CLAIM_CAPABLE =
       CLAIM_HEAD + """
               WITH RECURSIVE levels(capability, rank, priority) AS (
