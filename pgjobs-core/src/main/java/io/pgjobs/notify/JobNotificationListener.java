@@ -29,7 +29,8 @@ public final class JobNotificationListener implements AutoCloseable {
 
   private final DataSource dataSource;
   private final Map<String, Handler> channels;
-  private final Consumer<Connection> onConnected;
+  private final Runnable onConnected;
+  private final Consumer<Connection> readyConnection;
   private volatile boolean closed;
   private volatile boolean listening;
   private Thread thread;
@@ -52,19 +53,31 @@ public final class JobNotificationListener implements AutoCloseable {
    */
   public JobNotificationListener(
       DataSource dataSource, Map<String, Consumer<String>> channels, Runnable onConnected) {
-    this(dataSource, connection -> onConnected.run(), adapt(channels));
+    this(dataSource, onConnected, adapt(channels));
   }
 
   /**
-   * @param onConnected called after each successful LISTEN, on the listener's thread, with the listening
-   *     connection (in auto-commit mode): it may ready statements on it that handlers will run (it must
-   *     leave the connection's session state as it found it); notifications that arrive meanwhile wait
-   *     for it, none is lost
+   * @param onConnected called after each successful LISTEN
+   * @param channels handler per channel name (plain identifiers), called with each payload and the
+   *     listening connection
+   */
+  public JobNotificationListener(DataSource dataSource, Runnable onConnected, Map<String, Handler> channels) {
+    this(dataSource, connection -> {}, onConnected, channels);
+  }
+
+  /**
+   * @param readyConnection called with each new connection (in auto-commit mode), on the listener's
+   *     thread, before it LISTENs: it may ready statements on it that handlers will run (it must leave the
+   *     session as it found it). Until it returns the connection does not listen, so its last statement seen
+   *     from other sessions is still the LISTEN, and jobs enqueued meanwhile are found by the poll that
+   *     {@code onConnected} starts.
+   * @param onConnected called after each successful LISTEN
    * @param channels handler per channel name (plain identifiers), called with each payload and the
    *     listening connection
    */
   public JobNotificationListener(
-      DataSource dataSource, Consumer<Connection> onConnected, Map<String, Handler> channels) {
+      DataSource dataSource, Consumer<Connection> readyConnection, Runnable onConnected,
+      Map<String, Handler> channels) {
     for (String channel : channels.keySet()) {
       if (!channel.matches("[a-z_][a-z0-9_]{0,62}")) {
         throw new IllegalArgumentException("invalid channel name '" + channel + "'");
@@ -73,6 +86,7 @@ public final class JobNotificationListener implements AutoCloseable {
     this.dataSource = dataSource;
     this.channels = Map.copyOf(channels);
     this.onConnected = onConnected;
+    this.readyConnection = readyConnection;
   }
 
   private static Map<String, Handler> adapt(Map<String, Consumer<String>> consumers) {
@@ -98,6 +112,7 @@ public final class JobNotificationListener implements AutoCloseable {
     long backoffMs = 100;
     while (!closed) {
       try (Connection connection = dataSource.getConnection()) {
+        readyConnection.accept(connection);
         try (Statement st = connection.createStatement()) {
           for (String channel : channels.keySet()) {
             st.execute("LISTEN " + channel);
@@ -108,7 +123,7 @@ public final class JobNotificationListener implements AutoCloseable {
         }
         listening = true;
         backoffMs = 100;
-        onConnected.accept(connection);
+        onConnected.run();
         NotificationReader reader = NotificationReader.of(connection);
         while (!closed) {
           PGNotification[] notifications;

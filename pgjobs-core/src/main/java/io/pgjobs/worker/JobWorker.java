@@ -153,6 +153,7 @@ public final class JobWorker implements AutoCloseable {
         new JobNotificationListener(
             // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct connection.
             b.listenDataSource != null ? b.listenDataSource : b.dataSource,
+            this::readyListenerConnection,
             this::listenerConnected,
             Map.of(
                 Channels.ready(b.schema),
@@ -224,14 +225,19 @@ public final class JobWorker implements AutoCloseable {
    * once, and heartbeat at once: the heartbeat's reply carries the cancel flags a lost notification
    * would have announced.
    */
-  private void listenerConnected(Connection listenerConnection) {
+  private void listenerConnected() {
     pollers.forEach(QueuePoller::wake);
     if (heartbeat != null) {
       heartbeat.beatSoon();
     }
-    // The listener claims on this connection when a notification finds its queue's poller idle: ready
-    // those claims now, not during the first jobs (see ExecutionStore.prepareClaims); once per claim size,
-    // as the statements of one size serve every queue.
+  }
+
+  /**
+   * The listener claims on its connection when a notification finds its queue's poller idle: ready those
+   * claims on each new listener connection, before it listens, not during the first jobs (see
+   * ExecutionStore.prepareClaims); once per claim size, as the statements of one size serve every queue.
+   */
+  private void readyListenerConnection(Connection listenerConnection) {
     java.util.Set<Integer> readied = new java.util.HashSet<>();
     for (QueuePoller poller : pollers) {
       if (readied.add(poller.idleClaimSize())) {

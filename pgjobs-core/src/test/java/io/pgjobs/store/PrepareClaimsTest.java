@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
  * {@link ExecutionStore#prepareClaims} readies the claim statements on the connection the worker claims
  * on when notified, so that the first jobs after a start are not claimed while PostgreSQL still plans the
  * claim afresh each time: it must leave every statement settled on its kept plan, claim nothing (no job
- * changes, none is announced), and leave the connection as it found it. The listener hands the
- * connection over for it without losing a notification sent meanwhile.
+ * changes, none is announced), and leave the connection as it found it. The listener hands each
+ * new connection over for it before it listens.
  */
 class PrepareClaimsTest extends PgJobsTestBase {
   @Test
@@ -102,29 +102,32 @@ class PrepareClaimsTest extends PgJobsTestBase {
   }
 
   @Test
-  void theListenerHandsItsConnectionOverBeforeReadingAndLosesNoNotificationSentMeanwhile() throws Exception {
+  void theListenerReadiesEachNewConnectionBeforeItListensThenCallsOnConnectedAndHears() throws Exception {
+    List<String> steps = new CopyOnWriteArrayList<>();
     List<String> heard = new CopyOnWriteArrayList<>();
-    List<Connection> handedOver = new CopyOnWriteArrayList<>();
     JobNotificationListener listener = new JobNotificationListener(
         db.dataSource(),
         connection -> {
-          handedOver.add(connection);
-          // Sent (and committed) while the listener's thread is busy here, before it reads again.
-          db.execute("NOTIFY pgjobs_prepare_test, 'sent while readying'");
-          try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery("SELECT 1")) {
+          // Not listening yet: from other sessions, the connection's last statement will be its LISTEN.
+          try (Statement st = connection.createStatement();
+              ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_listening_channels()")) {
             rs.next();
+            steps.add("ready, listening on " + rs.getLong(1));
           } catch (java.sql.SQLException e) {
             throw new IllegalStateException(e);
           }
         },
+        () -> steps.add("connected"),
         Map.of("pgjobs_prepare_test", (payload, connection) -> heard.add(payload)));
     listener.start();
     try {
-      await().atMost(Duration.ofSeconds(20)).until(() -> heard.contains("sent while readying"));
-      assertThat(handedOver).hasSize(1);
+      await().atMost(Duration.ofSeconds(20)).until(listener::isListening);
+      await().atMost(Duration.ofSeconds(20)).until(() -> steps.size() >= 2);
+      assertThat(steps).containsExactly("ready, listening on 0", "connected");
       db.execute("NOTIFY pgjobs_prepare_test, 'after'");
       await().atMost(Duration.ofSeconds(20)).until(() -> heard.contains("after"));
-      assertThat(heard).containsExactly("sent while readying", "after");
+      assertThat(db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+          + " AND query LIKE 'LISTEN %'")).as("the listener's last statement seen from outside").isEqualTo(1);
     } finally {
       listener.close();
     }
