@@ -66,9 +66,9 @@ public final class JobNotificationListener implements AutoCloseable {
   }
 
   /**
-   * @param readyConnection called with each new connection (in auto-commit mode), on the listener's
-   *     thread, before it LISTENs: it may ready statements on it that handlers will run (it must leave the
-   *     session as it found it). Until it returns the connection does not listen, so its last statement seen
+   * @param readyConnection called with each new connection, on the listener's thread, before it LISTENs:
+   *     it may ready statements on it that handlers will run (it must leave the session, and its auto-commit
+   *     mode, as it found them). Until it returns the connection does not listen, so its last statement seen
    *     from other sessions is still the LISTEN, and jobs enqueued meanwhile are found by the poll that
    *     {@code onConnected} starts.
    * @param onConnected called after each successful LISTEN
