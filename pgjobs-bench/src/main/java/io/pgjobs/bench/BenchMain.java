@@ -29,6 +29,7 @@ public final class BenchMain {
     double scale = 1.0;
     boolean sweep = false;
     Path chart = null;
+    String w4Warmup = null;
     try {
       for (int i = 0; i < args.length; i++) {
         switch (args[i]) {
@@ -38,9 +39,11 @@ public final class BenchMain {
           case "--scale" -> scale = Double.parseDouble(value(args, ++i));
           case "--sweep" -> sweep = true;
           case "--chart" -> chart = Path.of(value(args, ++i));
+          case "--w4-warmup-jobs" -> w4Warmup = value(args, ++i);
           case "--w5-chart" -> w5ChartFrom = java.util.Arrays.stream(value(args, ++i).split(",")).map(String::trim).map(Path::of).toList();
           case "--help", "-h" -> {
             System.out.println("usage: run-bench [--workload W1|W2|W3|W4|W3S|all] [--runs N] [--out FILE] [--scale S]"
+                + " [--w4-warmup-jobs N]"
                 + " | --sweep [--runs N] [--chart FILE.png] [--out FILE] [--scale S]"
                 + " | --workload W5 [W5 flags] [--runs N] [--out FILE] [--chart FILE.png]"
                 + " | --w5-chart OUT.jsonl[,OUT2.jsonl...] --chart FILE.png");
@@ -78,6 +81,9 @@ public final class BenchMain {
       DatabaseUrl database = DatabaseUrl.parse(System.getenv().getOrDefault("DATABASE_URL", DatabaseUrl.DEFAULT));
       Path outFile = out;
       BenchRunner runner = new BenchRunner(database, scale, System.err);
+      if (w4Warmup != null) {
+        runner.w4Warmup(W4Warmup.parse(w4Warmup, workloads, sweep));
+      }
       java.util.function.Consumer<BenchResult> sink = r -> {
         if (outFile != null) {
           try {

@@ -21,6 +21,10 @@ public final class BenchRunner {
   private final DatabaseUrl database;
   private final double scale;
   private final PrintStream progress;
+  private int w4WarmupJobs;
+
+  /** The most warm-up jobs W4 accepts ({@link #w4Warmup}). */
+  public static final int MAX_W4_WARMUP_JOBS = 100_000;
 
   /**
    * @param scale 1 for the DESIGN.md sizes; smaller for smoke runs, larger (up to 10) for steady-state figures
@@ -33,6 +37,23 @@ public final class BenchRunner {
     this.database = database;
     this.scale = scale;
     this.progress = progress;
+  }
+
+  /**
+   * Makes W4 run {@code jobs} untimed jobs first, each alone through its notification as the timed ones
+   * (2 ms apart), so the timed jobs meet a worker whose code the JIT has compiled, as in a worker that has
+   * been running for a while; 0 (the default) times a worker fresh from its start. The raw reference gets
+   * the same warm-up. Returns this runner.
+   *
+   * @throws IllegalArgumentException unless 0 ≤ {@code jobs} ≤ {@value #MAX_W4_WARMUP_JOBS}
+   */
+  public BenchRunner w4Warmup(int jobs) {
+    if (jobs < 0 || jobs > MAX_W4_WARMUP_JOBS) {
+      throw new IllegalArgumentException(
+          "--w4-warmup-jobs must be between 0 and " + MAX_W4_WARMUP_JOBS + ", was " + jobs);
+    }
+    this.w4WarmupJobs = jobs;
+    return this;
   }
 
   /** Runs every workload {@code runs} times; each result goes to {@code sink} as soon as it exists. */
@@ -259,8 +280,8 @@ public final class BenchRunner {
         case W5 -> throw new IllegalArgumentException("W5 runs through w5(options, runs, sink)");
         case W4 -> {
           RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
-          out.accept(raw.w4(run, jobs));
-          out.accept(pgjobs.w4(run, jobs));
+          out.accept(raw.w4(run, jobs, w4WarmupJobs));
+          out.accept(pgjobs.w4(run, jobs, w4WarmupJobs));
         }
       }
     } finally {

@@ -28,6 +28,11 @@ final class Percentiles {
         percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99), 0);
   }
 
+  /** A W4 variant's name: {@code base}, and the warm-up if there was one. */
+  static String w4Variant(String base, int warmup) {
+    return warmup == 0 ? base : base + ", after " + warmup + " warm-up jobs";
+  }
+
   /**
    * A W4 row: percentiles from the enqueue call's return (the headline, as the peers measure), from the
    * call's start, and per stage (null when not traced).

@@ -112,6 +112,43 @@ class BenchSmokeTest {
   }
 
   @Test
+  void w4WithAWarmupRunsItForBothSystemsAndNamesItInTheVariant() throws Exception {
+    BenchRunner runner = new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 0.05,
+        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)).w4Warmup(40);
+
+    List<BenchResult> results = runner.run(new Workload[] {Workload.W4}, 1, r -> {});
+
+    assertThat(results).extracting(BenchResult::system, BenchResult::variant).containsExactly(
+        org.assertj.core.groups.Tuple.tuple("raw", "LISTEN/NOTIFY + claim, after 40 warm-up jobs"),
+        org.assertj.core.groups.Tuple.tuple("pgjobs", "LISTEN/NOTIFY, idle worker, after 40 warm-up jobs"));
+    assertThat(results).allSatisfy(r -> {
+      assertThat(r.jobs()).isEqualTo(Workload.W4.jobs(0.05));
+      assertThat(r.p50Ms()).isPositive();
+      assertThat(r.p50FromCallMs()).isGreaterThan(r.p50Ms());
+    });
+    // The timed jobs still carry their stages.
+    assertThat(results.get(1).stages()).containsKeys("notification_to_claim_p50_ms", "claim_to_lane_p50_ms");
+    assertThat(Report.table(results)).contains("| W4 | pgjobs | LISTEN/NOTIFY, idle worker, after 40 warm-up jobs |");
+  }
+
+  @Test
+  void theW4WarmupIsAWholeNumberUpToAHundredThousandAndOnlyForW4() {
+    Workload[] w4 = {Workload.W4};
+    assertThat(W4Warmup.parse("0", w4, false)).isZero();
+    assertThat(W4Warmup.parse("100000", Workload.parse("all"), false)).isEqualTo(100_000);
+    for (String bad : List.of("-1", "100001", "1e3", "", "ten")) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> W4Warmup.parse(bad, w4, false))
+          .hasMessage("--w4-warmup-jobs must be a whole number from 0 to 100000, was '" + bad + "'");
+    }
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> W4Warmup.parse("10", new Workload[] {Workload.W3}, false))
+        .hasMessage("--w4-warmup-jobs goes with --workload W4 or all");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> W4Warmup.parse("10", w4, true))
+        .hasMessage("--w4-warmup-jobs goes with --workload W4 or all");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 1,
+            System.err).w4Warmup(-1)).hasMessageContaining("between 0 and 100000");
+  }
+
+  @Test
   void allMeansW1ToW4AndW3sAndW5RunOnlyWhenNamed() {
     assertThat(Workload.parse("all")).containsExactly(Workload.W1, Workload.W2, Workload.W3, Workload.W4);
     assertThat(Workload.parse("w3s")).containsExactly(Workload.W3S);

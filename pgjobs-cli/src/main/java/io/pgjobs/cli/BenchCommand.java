@@ -69,6 +69,12 @@ final class BenchCommand extends Subcommand {
           + " one per run of the first file, to --chart <file>-<run>.png; each line is named after its file.")
   List<Path> w5ChartFrom;
 
+  @Option(names = "--w4-warmup-jobs", paramLabel = "<n>",
+      description = "W4: run this many untimed jobs first (each alone, 2 ms apart), so the timed ones meet a worker"
+          + " whose code the JIT has compiled, as one that has been running; the raw reference gets the same."
+          + " 0 to " + io.pgjobs.bench.BenchRunner.MAX_W4_WARMUP_JOBS + ". Default: 0 (a worker fresh from its start).")
+  String w4WarmupJobs;
+
   @Option(names = "--rate", paramLabel = "<r[,r...]>",
       description = "W5: offered jobs/s, one sustained run each, or 'none'. Default: 800,5000.")
   String rate;
@@ -129,6 +135,7 @@ final class BenchCommand extends Subcommand {
     Workload[] workloads;
     W5Options w5 = W5Options.DEFAULTS;
     boolean isW5;
+    int w4Warmup = 0;
     try {
       workloads = Workload.parse(workload);
       isW5 = workloads.length == 1 && workloads[0] == Workload.W5;
@@ -142,6 +149,9 @@ final class BenchCommand extends Subcommand {
           }
           w5 = w5.with(flag[0], flag[1]);
         }
+      }
+      if (w4WarmupJobs != null) {
+        w4Warmup = io.pgjobs.bench.W4Warmup.parse(w4WarmupJobs, workloads, sweep);
       }
       if (runs == null) {
         runs = isW5 ? 1 : 3;
@@ -161,7 +171,7 @@ final class BenchCommand extends Subcommand {
     }
     List<BenchResult> results;
     try {
-      BenchRunner runner = new BenchRunner(settings.databaseUrl(), scale, progress);
+      BenchRunner runner = new BenchRunner(settings.databaseUrl(), scale, progress).w4Warmup(w4Warmup);
       if (isW5 && !sweep) {
         List<W5Run> w5Runs = runner.w5(w5, runs, line -> {
           if (out != null) {

@@ -400,6 +400,10 @@ class PgJobsCommandTest {
     assertUsage(run("bench", "--workload", "W5", "--rate", "fast"), "--rate takes whole numbers separated by commas");
     assertUsage(run("bench", "--workload", "W5", "--window", "0"), "--window must be between 0.1 and 3,600 s");
     assertUsage(run("bench", "--chart", "x.png"), "--chart goes with --sweep or --workload W5");
+    assertUsage(run("bench", "--w4-warmup-jobs", "-1"), "--w4-warmup-jobs must be a whole number from 0 to 100000, was '-1'");
+    assertUsage(run("bench", "--w4-warmup-jobs", "many"), "--w4-warmup-jobs must be a whole number from 0 to 100000, was 'many'");
+    assertUsage(run("bench", "--w4-warmup-jobs", "100001"), "--w4-warmup-jobs must be a whole number from 0 to 100000, was '100001'");
+    assertUsage(run("bench", "--workload", "W3", "--w4-warmup-jobs", "10"), "--w4-warmup-jobs goes with --workload W4 or all");
     assertUsage(run("demo", "--interval", "fast"), "invalid duration 'fast'");
     assertUsage(run("demo", "--samples", "-2"), "--samples must be -1 (no end) or a number of rounds, was -2");
     assertUsage(run("serve", "--port", "70000"), "--port");
