@@ -133,6 +133,38 @@ class PrepareClaimsTest extends PgJobsTestBase {
     }
   }
 
+  @Test
+  void aListenerConnectionCutWhileItReadiesItsClaimsIsReplacedAndTheWorkerHearsJobsAgain() throws Exception {
+    // Polls once an hour: only the listener (its notifications, or the poll it starts on connecting)
+    // can bring the job below to a lane in time.
+    io.pgjobs.worker.JobWorker worker =
+        start(worker().pollInterval(Duration.ofHours(1)).register(NUMBERED, (ctx, p) -> null));
+    await().atMost(Duration.ofSeconds(20)).until(worker::isListening);
+    String readying = "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        + " AND wait_event_type = 'Lock' AND query LIKE '%claim_announces%'";
+    try (Connection locker = db.dataSource().getConnection()) {
+      locker.setAutoCommit(false);
+      try (Statement st = locker.createStatement()) {
+        // Claims, readying's too, update jobs: they wait for this lock, so the cut lands mid-readying.
+        st.execute("LOCK TABLE pgjobs.jobs IN SHARE MODE");
+      }
+      assertThat(db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+          + " WHERE datname = current_database() AND query LIKE 'LISTEN %'")).as("listener cut").isEqualTo(1);
+      await().atMost(Duration.ofSeconds(20)).until(() -> count("SELECT count(*) FROM (" + readying + ") r") == 1);
+      long first = db.queryLong(readying);
+      assertThat(db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = " + first))
+          .as("cut while readying").isEqualTo(1);
+      // The listener connects again and readies again (waiting on the lock again): the cut was survived.
+      await().atMost(Duration.ofSeconds(20)).until(() ->
+          count("SELECT count(*) FROM (" + readying + ") r WHERE pid <> " + first) == 1);
+      assertThat(worker.isListening()).isFalse();
+      locker.rollback();
+    }
+    await().atMost(Duration.ofSeconds(20)).until(worker::isListening);
+    UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
+    assertThat(awaitState(id, JobState.SUCCEEDED).attempts()).isEqualTo(1);
+  }
+
   private static io.pgjobs.events.JobEventListener eventsListener(List<String> events) {
     io.pgjobs.events.JobEventListener listener =
         new io.pgjobs.events.JobEventListener(db.dataSource(), client.eventsChannel());
