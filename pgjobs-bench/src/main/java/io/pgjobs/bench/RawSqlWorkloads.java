@@ -203,6 +203,10 @@ final class RawSqlWorkloads {
       while (all.getCount() > jobs && System.nanoTime() < deadline) {
         LockSupport.parkNanos(1_000_000);
       }
+      if (all.getCount() > jobs) {
+        throw new IllegalStateException("W4 raw: " + (warmup + jobs - all.getCount()) + " of " + warmup
+            + " warm-up jobs claimed in 120 s");
+      }
       if (warmup > 0) {
         // The reference keeps its claimed rows (as running), which its claim would step over: start the
         // timed jobs on an empty table, as the cold run does.
