@@ -30,12 +30,12 @@ public final class ExecutionStore {
   private final DataSource dataSource;
   private final PayloadCodec codec;
 
-  private final String claim;
-  private final String claimCapable;
+  private final ClaimTexts claim;
+  private final ClaimTexts claimCapable;
   /** The worker's capabilities; empty: it claims only jobs that need none, with the unchanged claim. */
   private final String[] capabilities;
-  private final String claimResume;
-  private final String claimResumeOneLevel;
+  private final ClaimTexts claimResume;
+  private final ClaimTexts claimResumeOneLevel;
   private final String firstClaimable;
   private final String succeedBatch;
   private final String succeedBatchSkipLocked;
@@ -70,13 +70,13 @@ public final class ExecutionStore {
         .map(name -> io.pgjobs.JobType.requireCapability("capabilities", name))
         .distinct()
         .toArray(String[]::new);
-    this.claim = JobSql.forSchema(ExecutionSql.CLAIM, schema);
-    this.claimCapable = JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema).replace("{capabilities}",
+    this.claim = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM, schema));
+    this.claimCapable = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema).replace("{capabilities}",
         capabilitiesInline()
             ? "ARRAY[" + String.join(", ", java.util.Collections.nCopies(this.capabilities.length, "?")) + "]::text[]"
-            : "?::text[]");
-    this.claimResume = JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema);
-    this.claimResumeOneLevel = JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema);
+            : "?::text[]"));
+    this.claimResume = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema));
+    this.claimResumeOneLevel = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema));
     this.firstClaimable = JobSql.forSchema(ExecutionSql.FIRST_CLAIMABLE, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
@@ -109,7 +109,7 @@ public final class ExecutionStore {
    * worker id, queue four times). For diagnostics: the benchmark prints its plan.
    */
   public String claimSql(int limit) {
-    return ExecutionSql.withLimit(claim, limit);
+    return claim.withLimit(limit);
   }
 
   /**
@@ -184,11 +184,11 @@ public final class ExecutionStore {
     boolean autoCommit = c.getAutoCommit();
     c.setAutoCommit(false);
     try {
-      prepare(c, ExecutionSql.withLimit(claim, limit), ps -> bindClaim(ps, queue, workerId, null));
-      prepare(c, ExecutionSql.withLimit(claimResumeOneLevel, limit),
+      prepare(c, claim.withLimit(limit), ps -> bindClaim(ps, queue, workerId, null));
+      prepare(c, claimResumeOneLevel.withLimit(limit),
           ps -> bindResume(ps, queue, workerId, LEVEL_ZERO_FROM_START));
       if (capabilities.length > 0) {
-        prepare(c, ExecutionSql.withLimit(claimCapable, limit), ps -> bindCapable(ps, queue, workerId));
+        prepare(c, claimCapable.withLimit(limit), ps -> bindCapable(ps, queue, workerId));
       }
     } finally {
       try {
@@ -196,6 +196,28 @@ public final class ExecutionStore {
       } finally {
         c.setAutoCommit(autoCommit);
       }
+    }
+  }
+
+  /**
+   * A claim statement's text for each limit, written once ({@link ExecutionSql#withLimit}): a worker claims
+   * in a few sizes only (QueuePoller.claimSize), and each claim would otherwise copy the whole statement
+   * (several kilobytes) and hash the copy in pgJDBC's statement cache; the same string each time is hashed
+   * once.
+   */
+  private static final class ClaimTexts {
+    private final String sql;
+    private final java.util.concurrent.ConcurrentHashMap<Integer, String> byLimit =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    ClaimTexts(String sql) {
+      this.sql = sql;
+    }
+
+    /** @throws IllegalArgumentException if {@code limit} is not positive */
+    String withLimit(int limit) {
+      String text = byLimit.get(limit);
+      return text != null ? text : byLimit.computeIfAbsent(limit, l -> ExecutionSql.withLimit(sql, l));
     }
   }
 
@@ -230,7 +252,7 @@ public final class ExecutionStore {
   }
 
   private List<ClaimedJob> claimCapable(Connection c, String queue, int limit, String workerId) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(ExecutionSql.withLimit(claimCapable, limit))) {
+    try (PreparedStatement ps = c.prepareStatement(claimCapable.withLimit(limit))) {
       bindCapable(ps, queue, workerId);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
       claimed.sort(CLAIM_ORDER);
@@ -314,14 +336,14 @@ public final class ExecutionStore {
   }
 
   /** The claim statement for {@code cursor}: the full pass if null, else the resumed claim for its levels. */
-  private String claimSql(ClaimCursor cursor) {
+  private ClaimTexts claimSql(ClaimCursor cursor) {
     return cursor == null ? claim : cursor.positions().size() == 1 ? claimResumeOneLevel : claimResume;
   }
 
   /** One claim statement: resumed from {@code cursor}'s positions, or a full pass if null. */
   private List<ClaimedJob> claimOnce(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
       throws SQLException {
-    String sql = ExecutionSql.withLimit(claimSql(cursor), limit);
+    String sql = claimSql(cursor).withLimit(limit);
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       bindClaim(ps, queue, workerId, cursor);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
@@ -408,7 +430,7 @@ public final class ExecutionStore {
     }
     StringBuilder out = new StringBuilder();
     int next = 0;
-    for (char ch : ExecutionSql.withLimit(claimSql(full ? null : cursor), limit).toCharArray()) {
+    for (char ch : claimSql(full ? null : cursor).withLimit(limit).toCharArray()) {
       out.append(ch == '?' ? literals.get(next++) : String.valueOf(ch));
     }
     return out.toString();
