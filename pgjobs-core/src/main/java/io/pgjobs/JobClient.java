@@ -4,6 +4,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.schema.Migrator;
 import io.pgjobs.store.AdminStore;
+import io.pgjobs.store.AutoCommitDataSource;
 import io.pgjobs.store.Channels;
 import io.pgjobs.store.EnqueueStore;
 import io.pgjobs.store.NewJob;
@@ -49,6 +50,8 @@ public final class JobClient {
   public static final String DEFAULT_SCHEMA = "pgjobs";
 
   private final DataSource dataSource;
+  /** {@link #dataSource} as pgjobs borrows from it: in auto-commit mode whatever the pool's default. */
+  private final DataSource borrowed;
   private final EnqueueStore enqueueStore;
   private final AdminStore adminStore;
   private final WorkerStore workerStore;
@@ -59,6 +62,7 @@ public final class JobClient {
 
   private JobClient(Builder builder) {
     this.dataSource = builder.dataSource;
+    this.borrowed = AutoCommitDataSource.of(builder.dataSource);
     this.codec = new PayloadCodec(builder.mapper);
     this.enqueueStore = new EnqueueStore(builder.dataSource, builder.schema, codec);
     this.adminStore = new AdminStore(builder.dataSource, builder.schema, codec);
@@ -331,7 +335,10 @@ public final class JobClient {
     return Channels.events(adminStore.schema());
   }
 
-  /** The data source this client uses. */
+  /**
+   * The data source this client was built on, as given. pgjobs itself borrows its connections in
+   * auto-commit mode whatever the pool's default (see docs/guarantees.md, "Which pools work").
+   */
   public DataSource dataSource() {
     return dataSource;
   }
@@ -493,7 +500,7 @@ public final class JobClient {
   }
 
   private <T> T withConnection(SqlFunction<T> work) {
-    try (Connection c = dataSource.getConnection()) {
+    try (Connection c = borrowed.getConnection()) {
       return work.apply(c);
     } catch (SQLException e) {
       throw new PgJobsException("database error: " + e.getMessage(), e);

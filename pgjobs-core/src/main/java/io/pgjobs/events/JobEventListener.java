@@ -2,6 +2,7 @@ package io.pgjobs.events;
 
 import io.pgjobs.JobState;
 import io.pgjobs.notify.JobNotificationListener;
+import io.pgjobs.store.AutoCommitDataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -51,7 +52,7 @@ public final class JobEventListener implements AutoCloseable {
 
   /** Listens on {@code channel} (see {@code JobClient.eventsChannel()}). */
   public JobEventListener(DataSource dataSource, String channel) {
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.channel = channel;
     this.listener = new JobNotificationListener(dataSource, Map.of(channel, this::dispatch), this::reconnected);
   }

@@ -1,5 +1,6 @@
 package io.pgjobs.notify;
 
+import io.pgjobs.store.AutoCommitDataSource;
 import io.pgjobs.store.BrokenConnections;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -83,7 +84,7 @@ public final class JobNotificationListener implements AutoCloseable {
         throw new IllegalArgumentException("invalid channel name '" + channel + "'");
       }
     }
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.channels = Map.copyOf(channels);
     this.onConnected = onConnected;
     this.readyConnection = readyConnection;

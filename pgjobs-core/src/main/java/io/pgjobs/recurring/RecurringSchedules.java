@@ -10,6 +10,7 @@ import io.pgjobs.JobType;
 import io.pgjobs.PayloadValidator.FieldProblem;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.store.AutoCommitDataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -589,7 +590,7 @@ public final class RecurringSchedules {
   }
 
   private <T> T call(SqlFunction<T> work) {
-    try (Connection c = client.dataSource().getConnection()) {
+    try (Connection c = AutoCommitDataSource.of(client.dataSource()).getConnection()) {
       return work.apply(c);
     } catch (SQLException e) {
       throw new PgJobsException("database error: " + e.getMessage(), e);

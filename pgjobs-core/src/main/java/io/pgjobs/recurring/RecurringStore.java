@@ -3,6 +3,7 @@ package io.pgjobs.recurring;
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
 import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.store.AutoCommitDataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -26,7 +27,7 @@ public final class RecurringStore {
 
   /** A store over {@code schema}. */
   public RecurringStore(DataSource dataSource, String schema) {
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.schema = requireSchema(schema);
     this.client = JobClient.builder(dataSource).schema(schema).build();
   }

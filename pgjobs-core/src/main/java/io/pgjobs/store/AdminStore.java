@@ -63,7 +63,7 @@ public final class AdminStore {
 
   /** A store over {@code schema} (lowercase letters, digits, underscores). */
   public AdminStore(DataSource dataSource, String schema, PayloadCodec codec) {
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.schema = JobSql.requireSchema(schema);
     this.rows = new JobRowMapper(codec);
     this.get = JobSql.forSchema(JobSql.GET, schema);

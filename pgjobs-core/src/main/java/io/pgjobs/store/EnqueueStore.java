@@ -61,7 +61,7 @@ public final class EnqueueStore {
 
   /** A store over {@code schema} (lowercase letters, digits, underscores). */
   public EnqueueStore(DataSource dataSource, String schema, PayloadCodec codec) {
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.codec = codec;
     this.rows = new JobRowMapper(codec);
     JobSql.requireSchema(schema);

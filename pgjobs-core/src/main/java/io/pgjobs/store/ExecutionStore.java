@@ -63,7 +63,7 @@ public final class ExecutionStore {
    * {@link io.pgjobs.JobType#requireCapability} allows.
    */
   public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec, Collection<String> capabilities) {
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.codec = codec;
     JobSql.requireSchema(schema);
     this.capabilities = capabilities.stream()
@@ -99,9 +99,9 @@ public final class ExecutionStore {
     return codec;
   }
 
-  /** The data source. */
+  /** The application's data source (as given, not as pgjobs borrows from it: see {@link AutoCommitDataSource}). */
   public DataSource dataSource() {
-    return dataSource;
+    return AutoCommitDataSource.unwrapped(dataSource);
   }
 
   /**

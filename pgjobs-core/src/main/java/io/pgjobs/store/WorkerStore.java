@@ -36,7 +36,7 @@ public final class WorkerStore {
 
   /** A store over {@code schema}. */
   public WorkerStore(DataSource dataSource, String schema, PayloadCodec codec) {
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.codec = codec;
     this.heartbeat = JobSql.forSchema(WorkerSql.HEARTBEAT, schema);
     this.deregister = JobSql.forSchema(WorkerSql.DEREGISTER, schema);

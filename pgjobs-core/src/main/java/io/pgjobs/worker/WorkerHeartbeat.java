@@ -1,5 +1,6 @@
 package io.pgjobs.worker;
 
+import io.pgjobs.store.AutoCommitDataSource;
 import io.pgjobs.store.WorkerStore;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -65,7 +66,7 @@ final class WorkerHeartbeat {
       Duration interval,
       Duration fenceAfter,
       Fence fence) {
-    this.dataSource = dataSource;
+    this.dataSource = AutoCommitDataSource.of(dataSource);
     this.store = store;
     this.registration = registration;
     this.runner = runner;

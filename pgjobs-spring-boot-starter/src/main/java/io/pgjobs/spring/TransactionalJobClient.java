@@ -80,9 +80,11 @@ public final class TransactionalJobClient {
   }
 
   private <T> T inTransaction(Function<Connection, T> joined, Supplier<T> alone) {
-    if (TransactionSynchronizationManager.getResource(dataSource) == null
-        && !TransactionSynchronizationManager.isSynchronizationActive()) {
-      return alone.get(); // no transaction: the client's own, on a connection of its own
+    if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+      // No transaction (or only a synchronization, e.g. PROPAGATION_SUPPORTS): the client's own, on a
+      // connection of its own. Joining a connection that merely has auto-commit off (a pool tuned so)
+      // would enqueue into a transaction nobody commits.
+      return alone.get();
     }
     Connection connection = DataSourceUtils.getConnection(dataSource);
     boolean autoCommit;
