@@ -46,8 +46,9 @@ final class JobRescuer implements MaintenanceTask {
     do {
       counts = store.rescue(workerDeadAfter, staleThreshold, BATCH);
       if (counts.total() > 0) {
-        log.warn("rescued jobs of dead or silent workers (worker row older than {}, or job heartbeat older than {}):"
-                + " {} started jobs back to the queue, {} ended, {} never-started jobs given back",
+        log.warn("rescued running jobs no live worker holds (worker or job silent for {} while the server was up,"
+                + " or job silent for {}): {} started jobs back to the queue, {} ended, {} never-started jobs"
+                + " given back",
             workerDeadAfter, staleThreshold, counts.requeued(), counts.ended(), counts.unclaimed());
       }
     } while (counts.total() >= BATCH);

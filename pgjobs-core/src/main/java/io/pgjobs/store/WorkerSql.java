@@ -17,26 +17,32 @@ final class WorkerSql {
    *
    * <p>Rows another transaction holds are skipped, not waited for (a handler's own open transaction on
    * its row must not stall the heartbeat of every other job); the caller also bounds the wait for the
-   * worker's own row with a lock timeout. Returns the jobs renewed with their cancel flags, so a missed
-   * cancel notification is seen here at the latest.
+   * worker's own row with a lock timeout. The held jobs it did not renew are named in the worker's row
+   * ({@code held_locked}, V23), so {@link #RESCUE} leaves them to it. Returns the jobs renewed with their
+   * cancel flags, so a missed cancel notification is seen here at the latest.
+   *
+   * <p>Parameters: held ids, worker id, tokens (jsonb), then the worker's row (id, host, pid, queues,
+   * job types, stuck lanes, capabilities), then the waiting ids.
    */
   static final String HEARTBEAT =
       """
-      WITH worker AS (
-          INSERT INTO {schema}.workers (id, host, pid, queues, job_types, started_at, last_heartbeat, stuck_lanes,
-                                        capabilities)
-          VALUES (?, ?, ?, ?::jsonb, ?::jsonb, now(), now(), ?, ?::text[])
-          ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), stuck_lanes = EXCLUDED.stuck_lanes
-          RETURNING id
-      ), mine AS (
+      WITH mine AS (
           SELECT j.id FROM {schema}.jobs AS j
-           WHERE j.id = ANY (?) AND j.locked_by = (SELECT id FROM worker)
+           WHERE j.id = ANY (?) AND j.locked_by = ?
              AND j.claim_token = (? ->> j.id::text)::bigint
              FOR UPDATE SKIP LOCKED
+      ), worker AS (
+          INSERT INTO {schema}.workers (id, host, pid, queues, job_types, started_at, last_heartbeat, stuck_lanes,
+                                        capabilities, held_locked)
+          VALUES (?, ?, ?, ?::jsonb, ?::jsonb, now(), now(), ?, ?::text[],
+                  ARRAY(SELECT h FROM unnest(?::uuid[]) AS h EXCEPT SELECT id FROM mine))
+          ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), stuck_lanes = EXCLUDED.stuck_lanes,
+                                         held_locked = EXCLUDED.held_locked
+          RETURNING id
       )
       UPDATE {schema}.jobs AS j
          SET heartbeat_at = now(), prefetched = (j.id = ANY (?))
-       WHERE j.id = ANY (ARRAY(SELECT id FROM mine))
+       WHERE j.id = ANY (ARRAY(SELECT id FROM mine)) AND EXISTS (SELECT 1 FROM worker)
       RETURNING j.id, j.cancel_requested""";
 
   static final String DEREGISTER =
@@ -69,27 +75,44 @@ final class WorkerSql {
       DELETE FROM {schema}.leases WHERE name = ? AND holder = ?""";
 
   /**
-   * Rescue of jobs whose worker is gone: running jobs whose worker's own row has not been renewed for the
-   * dead-worker threshold (or is missing), and running jobs whose own heartbeat is older than the stale
-   * threshold (a live worker that no longer renews them). Jobs that never started (marked
-   * {@code prefetched} by the worker's last heartbeat) go back to the queue as they were, the claim's
-   * attempt given back. Jobs that did start go back to 'retrying', due now, the attempt counted and a
-   * worker_lost error recorded, or are failed when they have no attempts left; if cancellation was asked
-   * they end cancelled. The claim token is cleared, so a late write of the old claim matches nothing.
-   * Rows another transaction holds are skipped (SKIP LOCKED): a completion in flight wins. Idle workers of
-   * the jobs' queues are woken.
+   * Rescue of running jobs that no live worker holds: jobs whose worker's own row has not been renewed
+   * for the dead-worker threshold (or is missing); jobs whose own heartbeat is older than that threshold
+   * although their worker is alive, unless the worker's last beat named them as held but locked
+   * ({@code held_locked}: a handler's own transaction had the row); and, whatever the worker says, jobs
+   * whose own heartbeat is older than the stale threshold. A job a live worker holds is renewed by its
+   * every beat (see {@link #HEARTBEAT}), so one that is not has been let go: a give-back that failed, a
+   * claim a failover brought back after the worker had finished it.
+   *
+   * <p>Silence is counted only while the server was there to hear it: nothing is rescued before the
+   * server has been up for the threshold ({@code pg_postmaster_start_time()}), so a restart or an outage
+   * of the database does not make every live worker look dead the moment it comes back; the workers beat
+   * again within their interval.
+   *
+   * <p>Jobs that never started (marked {@code prefetched} by the worker's last heartbeat) go back to the
+   * queue as they were, the claim's attempt given back. Jobs that did start go back to 'retrying', due
+   * now, the attempt counted and a worker_lost error recorded, or are failed when they have no attempts
+   * left; if cancellation was asked they end cancelled. The claim token is cleared, so a late write of the
+   * old claim matches nothing. Rows another transaction holds are skipped (SKIP LOCKED): a completion in
+   * flight wins. Idle workers of the jobs' queues are woken.
    *
    * <p>Parameters: dead-worker threshold (ms), stale threshold (ms), batch size.
    */
   static final String RESCUE =
       """
-      WITH lost AS (
-          SELECT j.id FROM {schema}.jobs AS j
+      WITH bounds AS (
+          SELECT now() - ?::bigint * interval '1 millisecond' AS dead_before,
+                 now() - ?::bigint * interval '1 millisecond' AS stale_before,
+                 pg_postmaster_start_time() AS server_started
+      ), lost AS (
+          SELECT j.id FROM {schema}.jobs AS j, bounds AS b
            WHERE j.state = 'running'
-             AND (NOT EXISTS (SELECT 1 FROM {schema}.workers AS w
-                               WHERE w.id = j.locked_by
-                                 AND w.last_heartbeat >= now() - ?::bigint * interval '1 millisecond')
-                  OR j.heartbeat_at < now() - ?::bigint * interval '1 millisecond')
+             AND ((b.server_started < b.dead_before
+                   AND (NOT EXISTS (SELECT 1 FROM {schema}.workers AS w
+                                     WHERE w.id = j.locked_by AND w.last_heartbeat >= b.dead_before)
+                        OR (j.heartbeat_at < b.dead_before
+                            AND NOT EXISTS (SELECT 1 FROM {schema}.workers AS w
+                                             WHERE w.id = j.locked_by AND j.id = ANY (w.held_locked)))))
+                  OR (b.server_started < b.stale_before AND j.heartbeat_at < b.stale_before))
            ORDER BY j.heartbeat_at
            LIMIT ?
              FOR UPDATE OF j SKIP LOCKED

@@ -88,16 +88,19 @@ public final class WorkerStore {
       }
       Map<UUID, Boolean> result = new HashMap<>();
       try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(heartbeat)))) {
-        ps.setString(1, worker.id());
-        ps.setString(2, worker.host());
-        ps.setLong(3, worker.pid());
-        ps.setString(4, codec.write(worker.queues()));
-        ps.setString(5, codec.write(worker.jobTypes()));
-        ps.setInt(6, stuckLanes);
-        ps.setArray(7, connection.createArrayOf("text", worker.capabilities().toArray()));
-        ps.setArray(8, connection.createArrayOf("uuid", ids));
-        ps.setObject(9, ExecutionStore.jsonb(tokens));
-        ps.setArray(10, connection.createArrayOf("uuid", waiting.toArray()));
+        java.sql.Array heldIds = connection.createArrayOf("uuid", ids);
+        ps.setArray(1, heldIds);
+        ps.setString(2, worker.id());
+        ps.setObject(3, ExecutionStore.jsonb(tokens));
+        ps.setString(4, worker.id());
+        ps.setString(5, worker.host());
+        ps.setLong(6, worker.pid());
+        ps.setString(7, codec.write(worker.queues()));
+        ps.setString(8, codec.write(worker.jobTypes()));
+        ps.setInt(9, stuckLanes);
+        ps.setArray(10, connection.createArrayOf("text", worker.capabilities().toArray()));
+        ps.setArray(11, heldIds);
+        ps.setArray(12, connection.createArrayOf("uuid", waiting.toArray()));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));

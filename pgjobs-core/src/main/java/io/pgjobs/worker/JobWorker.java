@@ -204,7 +204,15 @@ public final class JobWorker implements AutoCloseable {
               @Override
               public void resume() {
                 runner.resume();
-                pollers.forEach(p -> p.suspend(false));
+                // Jobs claimed before the fence and never started may have been rescued meanwhile (and
+                // claimed elsewhere): give them all back (the claim token fences off those no longer
+                // ours) and claim afresh. Off the heartbeat's thread, which holds the beat lock.
+                timers.execute(() -> {
+                  releasePrefetched();
+                  if (!JobWorker.this.heartbeat.isFenced()) {
+                    pollers.forEach(p -> p.suspend(false));
+                  }
+                });
               }
             });
     this.maintenance =

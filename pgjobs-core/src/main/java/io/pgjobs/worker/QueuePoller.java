@@ -466,8 +466,8 @@ final class QueuePoller {
    * its lanes; its jobs stay in the buffer and are given back with the rest.
    */
   private void startLanes() {
-    if (stopping) {
-      return;
+    if (stopping || suspended) {
+      return; // a fenced worker starts nothing: its claims may be rescued by now
     }
     int wanted = Math.min(slots.availablePermits(), buffered.get());
     for (int i = 0; i < wanted && slots.tryAcquire(); i++) {
@@ -487,7 +487,7 @@ final class QueuePoller {
   private void lane() {
     try {
       HeldJob job;
-      while (!stopping && (job = buffer.poll()) != null) {
+      while (!stopping && !suspended && (job = buffer.poll()) != null) {
         if (buffered.decrementAndGet() * 2 < prefetch && moreExpected) {
           signal(); // the prefetch runs low: claim the next batch while this one runs
         }

@@ -1,6 +1,5 @@
 package io.pgjobs.worker;
 
-import io.pgjobs.store.AutoCommitDataSource;
 import io.pgjobs.store.WorkerStore;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -16,9 +15,13 @@ import org.slf4j.LoggerFactory;
 /**
  * Liveness. Registers the worker and, every heartbeat interval, renews its row and the heartbeat of every
  * job it holds ({@link HeldJobs}: running, waiting for a lane, or waiting for their outcome write) in one
- * statement. That statement cannot be blocked: it runs on a connection of its own (held for the worker's
- * life, so handlers that use up the pool cannot starve it) with a network timeout, skips job rows another
- * transaction holds, and bounds any other lock wait with a lock timeout.
+ * statement. That statement cannot be blocked: it runs on a connection of its own, held for the worker's
+ * life and opened again after a failure without waiting for the handlers' pool ({@link LivenessConnector}),
+ * with a network timeout; it skips job rows another transaction holds, and bounds any other lock wait
+ * with a lock timeout.
+ *
+ * <p>The worker claims nothing until its first heartbeat has registered it: rescue takes a running job
+ * whose worker has no row for a dead worker's, so a job claimed before would be taken back while it runs.
  *
  * <p>A worker whose row is not renewed for the dead-worker threshold is presumed dead by maintenance and
  * its jobs are rescued. So a worker that has failed to heartbeat for nearly that long fences itself: it
@@ -37,7 +40,7 @@ final class WorkerHeartbeat {
     void resume();
   }
 
-  private final DataSource dataSource;
+  private final LivenessConnector connector;
   private final WorkerStore store;
   private final WorkerStore.Registration registration;
   private final JobRunner runner;
@@ -66,7 +69,7 @@ final class WorkerHeartbeat {
       Duration interval,
       Duration fenceAfter,
       Fence fence) {
-    this.dataSource = AutoCommitDataSource.of(dataSource);
+    this.connector = LivenessConnector.of(dataSource);
     this.store = store;
     this.registration = registration;
     this.runner = runner;
@@ -76,9 +79,17 @@ final class WorkerHeartbeat {
     this.fence = fence;
   }
 
-  /** Registers at once (so the worker is visible before it claims), then beats on its own thread. */
+  /**
+   * Registers at once, then beats on its own thread. If the registration fails (the database is away, or
+   * the workers table locked), the worker starts fenced: it claims nothing until a beat succeeds.
+   */
   void start() {
-    beat();
+    if (!beat()) {
+      fenced = true;
+      log.warn("worker {}: could not register; it claims nothing until a heartbeat succeeds (tried again every"
+          + " {} ms)", registration.id(), Math.max(100, interval.toMillis() / 4));
+      fence.suspend();
+    }
     thread = Thread.ofPlatform().daemon().name("pgjobs-heartbeat-" + registration.id()).start(this::run);
   }
 
@@ -117,23 +128,24 @@ final class WorkerHeartbeat {
     }
   }
 
-  private void beat() {
+  /** One beat; true if it was written. */
+  private boolean beat() {
     held.beatLock().lock();
     try {
-      beatLocked();
+      return beatLocked();
     } finally {
       held.beatLock().unlock();
     }
   }
 
-  private void beatLocked() {
+  private boolean beatLocked() {
     HeldJobs.Snapshot snapshot = held.snapshot();
     try {
       if (connection == null) {
-        connection = dataSource.getConnection();
         // A connection that hangs (a network partition that drops packets rather than resetting) must
         // fail the beat rather than block it, or the worker could never notice it is cut off.
         long timeoutMs = Math.max(1_000, Math.min(10_000, interval.toMillis()));
+        connection = connector.connect(Duration.ofMillis(timeoutMs));
         connection.setNetworkTimeout(Runnable::run, (int) timeoutMs);
       }
       // Bounded: a lock on the worker's own row must not stall the heartbeat for long.
@@ -150,9 +162,10 @@ final class WorkerHeartbeat {
       beats++;
       if (fenced) {
         fenced = false;
-        log.warn("worker {}: heartbeat succeeded again; claiming resumes", registration.id());
+        log.warn("worker {}: heartbeat succeeded{}; claiming resumes", registration.id(), beats == 1 ? "" : " again");
         fence.resume();
       }
+      return true;
     } catch (SQLException | RuntimeException e) {
       log.warn("heartbeat of worker {} failed: {}", registration.id(), e.getMessage());
       closeConnection();
@@ -164,6 +177,7 @@ final class WorkerHeartbeat {
             TimeUnit.NANOSECONDS.toMillis(silentFor), runner.running().size());
         fence.suspend();
       }
+      return false;
     }
   }
 
@@ -196,6 +210,7 @@ final class WorkerHeartbeat {
     }
     if (thread == null || !thread.isAlive()) {
       closeConnection();
+      connector.close();
     }
   }
 }

@@ -9,6 +9,7 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.lifecycle.Lifecycle.Work;
+import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.worker.JobWorker;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
@@ -25,6 +26,10 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
@@ -173,6 +178,104 @@ class OutageTest extends LifecycleTestBase {
         JOBS, seconds, countFresh(url, "SELECT count(*) FROM effects"),
         countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts > 1"),
         countFresh(url, "SELECT max(attempts) FROM pgjobs.finished_jobs"));
+  }
+
+  /**
+   * A server down for twice the dead-worker threshold, and a worker whose network comes back a moment
+   * after the server (maintenance runs in another process, which sees the server first): the live
+   * worker's jobs (finished while the server was away, their outcomes written when it is back) are not
+   * rescued and run again, because silence counts only while the server is up; a worker that died
+   * meanwhile is still rescued, one threshold after the server is back.
+   */
+  @Test
+  void aServerDownForTwiceTheDeadWorkerThresholdRerunsNothingAndStillRescuesTheDead() throws Exception {
+    int port = freePort();
+    Path dataDirectory = Path.of("target", "outage-long-pg").toAbsolutePath();
+    deleteRecursively(dataDirectory);
+    embedded = startEmbedded(port, dataDirectory);
+    String url = "jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres";
+    JobClient embeddedClient = JobClient.builder(pool(url, "long-client", 3)).build();
+    embeddedClient.migrate();
+    int jobs = 2_000;
+    embeddedClient.enqueueAll(Lifecycle.WORK, Collections.nCopies(jobs, Work.QUICK), EnqueueOptions.DEFAULTS);
+    // A worker that dies during the outage: its row and its running job, as a killed process leaves them.
+    UUID orphan = embeddedClient.enqueue(Lifecycle.WORK, Work.QUICK,
+        EnqueueOptions.builder().delay(Duration.ofHours(1)).build()).job().id();
+    try (Connection c = DriverManager.getConnection(url);
+        Statement st = c.createStatement()) {
+      st.execute("INSERT INTO pgjobs.workers (id, host, pid, queues, job_types, started_at, last_heartbeat)"
+          + " VALUES ('dies-in-outage', 'h', 1, '{\"default\": 1}', '[\"work\"]', now(), now())");
+      st.execute("UPDATE pgjobs.jobs SET state = 'running', attempts = 1, run_at = now(), locked_by = 'dies-in-outage',"
+          + " claim_token = 1, heartbeat_at = now() WHERE id = '" + orphan + "'");
+    }
+    // Long enough for the server's own start (counted from its postmaster's) and the worker's return.
+    Duration deadAfter = Duration.ofSeconds(5);
+    try (TcpProxy workerNetwork = new TcpProxy("127.0.0.1", port);
+        Maintenance maintenance =
+            Maintenance.builder(pool(url, "long-maintenance", 3))
+                .holderId("long-maintenance")
+                .workerDeadAfter(deadAfter)
+                .leaseTtl(Duration.ofSeconds(2))
+                .build()) {
+      maintenance.start();
+      Map<UUID, AtomicInteger> runs = new ConcurrentHashMap<>();
+      JobWorker worker =
+          JobWorker.builder(pool("jdbc:postgresql://127.0.0.1:" + workerNetwork.port() + "/postgres?user=postgres",
+                  "long-w1", 12))
+              .workerId("long-w1")
+              .register(Lifecycle.WORK, (ctx, work) -> {
+                runs.computeIfAbsent(ctx.jobId(), id -> new AtomicInteger()).incrementAndGet();
+                return null;
+              })
+              .queue(JobType.DEFAULT_QUEUE, 8)
+              .maintenance(false)
+              .workerDeadAfter(deadAfter)
+              .heartbeatInterval(Duration.ofMillis(300))
+              .pollInterval(Duration.ofMillis(200))
+              .shutdownGrace(Duration.ofSeconds(2))
+              .build();
+      ownWorkers.add(worker);
+      worker.start();
+      await("a fifth of the jobs finished")
+          .pollInterval(Duration.ofMillis(20))
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs") >= jobs / 5);
+
+      embedded.close(); // pg_ctl stop -m fast
+      embedded = null;
+      workerNetwork.cut();
+      long beats = worker.heartbeats();
+      await("the server stays down for twice the dead-worker threshold")
+          .during(deadAfter.multipliedBy(2))
+          .atMost(deadAfter.multipliedBy(2).plusSeconds(2))
+          .until(() -> worker.heartbeats() == beats);
+      assertThat(worker.isFenced()).as("the worker fenced itself meanwhile").isTrue();
+
+      embedded = startEmbedded(port, dataDirectory);
+      // The worker's network comes back 1.5 s after the server: maintenance has run its rescue meanwhile.
+      await("the server answers").atMost(Duration.ofSeconds(10)).ignoreExceptions()
+          .until(() -> countFresh(url, "SELECT 1") == 1);
+      long passes = maintenance.passes();
+      await("maintenance has run, the worker still cut off")
+          .pollDelay(Duration.ofMillis(1_500))
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> maintenance.passes() > passes);
+      workerNetwork.restore();
+      await("every job finished after the restart")
+          .pollInterval(Duration.ofMillis(250))
+          .atMost(Duration.ofSeconds(60))
+          .ignoreExceptions()
+          .until(() -> countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs") == jobs + 1);
+
+      assertThat(countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'")).isZero();
+      assertThat(runs).hasSize(jobs + 1);
+      assertThat(runs.entrySet())
+          .allSatisfy(e -> assertThat(e.getValue().get()).as("runs of %s", e.getKey()).isEqualTo(1));
+      assertThat(countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE errors::text LIKE '%worker_lost%'"))
+          .as("rescued: only the dead worker's job").isEqualTo(1);
+      assertThat(countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE id = '" + orphan
+          + "' AND errors::text LIKE '%dies-in-outage%'")).isEqualTo(1);
+    }
   }
 
   private HikariDataSource pool(String url, String name, int size) {
