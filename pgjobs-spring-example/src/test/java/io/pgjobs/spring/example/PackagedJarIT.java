@@ -14,13 +14,21 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.openqa.selenium.By;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
  * The example as a user runs it: the packaged Spring Boot jar ({@code java -jar}, as
@@ -156,6 +164,51 @@ class PackagedJarIT {
     assertThat(jobs.statusCode()).as(describe(jobs)).isEqualTo(200);
     assertThat(jobs.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
     assertThat(jobs.body()).startsWith("{\"jobs\":[").contains("\"type\":\"send_receipt\"").contains("ada@example.com");
+  }
+
+  @Test
+  void dashboardAndSwaggerUiRenderInABrowserFromTheJar() throws Exception {
+    HttpResponse<String> placed = http.send(
+        HttpRequest.newBuilder(url("/orders"))
+            .header("content-type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString("{\"email\":\"grace@example.com\",\"item\":\"lamp\"}"))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+    Matcher job = Pattern.compile("\"receiptJobId\":\"([0-9a-f-]{36})\"").matcher(placed.body());
+    assertThat(job.find()).as(describe(placed)).isTrue();
+
+    Path profile = Files.createTempDirectory("pgjobs-packaged-chromium-");
+    ChromeDriverService service = new ChromeDriverService.Builder()
+        .usingDriverExecutable(new File(System.getProperty("pgjobs.chromedriver", "/usr/bin/chromedriver")))
+        .usingAnyFreePort()
+        .build();
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(System.getProperty("pgjobs.chromium", "/usr/bin/chromium"));
+    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+        "--user-data-dir=" + profile);
+    ChromeDriver driver = new ChromeDriver(service, options);
+    try {
+      WebDriverWait wait = new WebDriverWait(driver, Duration.ofSeconds(30));
+      // The dashboard's modules (js/*.js) load from the nested pgjobs-server jar, then it asks for a token
+      // and shows the receipt job through /jobs/jobs/{id}.
+      driver.get(url("/jobs/#/jobs/" + job.group(1)).toString());
+      wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input"))).sendKeys(TOKEN);
+      driver.findElement(By.id("token-save")).click();
+      wait.until(d -> d.findElement(By.id("main")).getText().contains("grace@example.com"));
+
+      // Swagger UI's scripts and styles load from the nested swagger-ui webjar and render the document.
+      driver.get(url("/jobs/docs").toString());
+      wait.until(d -> d.findElements(By.cssSelector(".swagger-ui .info .title")).stream()
+          .anyMatch(e -> e.getText().contains("pgjobs API")));
+      wait.until(d -> !d.findElements(By.cssSelector(".swagger-ui .opblock")).isEmpty());
+    } finally {
+      driver.quit();
+      service.stop();
+      try (Stream<Path> files = Files.walk(profile)) {
+        files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
+    }
   }
 
   private static HttpResponse<String> get(String path) throws IOException, InterruptedException {
