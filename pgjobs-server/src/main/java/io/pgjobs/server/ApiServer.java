@@ -4,6 +4,7 @@ import io.javalin.Javalin;
 import io.javalin.http.Context;
 import io.javalin.http.HandlerType;
 import io.javalin.http.HttpResponseException;
+import io.javalin.http.staticfiles.JavalinStaticResourceHandler;
 import io.javalin.http.staticfiles.Location;
 import io.javalin.json.JavalinJackson3;
 import io.javalin.router.Endpoint;
@@ -195,6 +196,8 @@ public final class ApiServer implements AutoCloseable {
    */
   public synchronized jakarta.servlet.http.HttpServlet startServlet() {
     app = createApp(false);
+    // Javalin readies its static files when its own Jetty starts; as a servlet no Jetty starts.
+    app.unsafe.resourceHandler.init(app.unsafe.http.compressionStrategy);
     startEvents();
     log.info("pgjobs API ready as a servlet (auth {}, CORS {})",
         tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
@@ -234,6 +237,10 @@ public final class ApiServer implements AutoCloseable {
       cfg.http.maxRequestSize = maxBodyBytes;
       cfg.http.prefer405over404 = true;
       cfg.jsonMapper(new JavalinJackson3(json, true));
+      // Javalin's own handler reads class path files through the class loader's URLs. The default (Jetty's
+      // ResourceHandler) needs a directory Resource as its base, and a directory inside a nested jar of a
+      // Spring Boot fat jar (jar:nested:...!/BOOT-INF/lib/...) is "an alias" to Jetty: it served nothing.
+      cfg.resourceHandler(new JavalinStaticResourceHandler());
       cfg.staticFiles.enableWebjars();
       cfg.staticFiles.add(sf -> {
         sf.hostedPath = "/";
