@@ -587,7 +587,7 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState retryLater(UUID id, long claimToken, long delayMs, String errorJson) throws SQLException {
-    return writeState(retryLater, id, claimToken, errorJson, delayMs, errorJson, id, claimToken);
+    return writeState(retryLater, id, claimToken, errorJson, delayMs, errorJson);
 
   }
 
@@ -598,7 +598,7 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState snooze(UUID id, long claimToken, long delayMs) throws SQLException {
-    return writeState(snooze, id, claimToken, delayMs, id, claimToken);
+    return writeState(snooze, id, claimToken, delayMs);
 
   }
 
@@ -610,7 +610,7 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState release(UUID id, long claimToken, String errorJson) throws SQLException {
-    return writeState(release, id, claimToken, errorJson, errorJson, id, claimToken);
+    return writeState(release, id, claimToken, errorJson, errorJson);
 
   }
 
