@@ -564,6 +564,16 @@ final class ExecutionSql {
        WHERE j.id = ANY (?) AND j.claim_token = (? ->> j.id::text)::bigint AND j.locked_by IS NOT NULL
       RETURNING j.id""";
 
+  /**
+   * How long ago (ms) a running job was created, by the database's clock ({@code created_at} is written
+   * with it): the unknown-type grace is measured on one clock, not the worker's against the database's.
+   * No row if the job no longer runs that claim.
+   */
+  static final String CREATED_AGO =
+      """
+      SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM {schema}.jobs
+       WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";
+
   static final String IS_RUNNING =
       """
       SELECT 1 FROM {schema}.jobs WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";

@@ -50,6 +50,7 @@ public final class ExecutionStore {
   private final String progress;
   private final String heartbeat;
   private final String isRunning;
+  private final String createdAgo;
   private final String clearPrefetched;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores) for a worker without capabilities. */
@@ -91,6 +92,7 @@ public final class ExecutionStore {
     this.progress = JobSql.forSchema(ExecutionSql.PROGRESS, schema);
     this.heartbeat = JobSql.forSchema(ExecutionSql.HEARTBEAT, schema);
     this.isRunning = JobSql.forSchema(ExecutionSql.IS_RUNNING, schema);
+    this.createdAgo = JobSql.forSchema(ExecutionSql.CREATED_AGO, schema);
     this.clearPrefetched = JobSql.forSchema(ExecutionSql.CLEAR_PREFETCHED, schema);
   }
 
@@ -676,6 +678,21 @@ public final class ExecutionStore {
       ps.setLong(2, claimToken);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
+      }
+    }
+  }
+
+  /**
+   * How long ago a running claim's job was created, by the database's clock (see
+   * {@link ExecutionSql#CREATED_AGO}), or null if the job no longer runs that claim.
+   */
+  public Duration createdAgo(UUID id, long claimToken) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(createdAgo))) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Duration.ofMillis(rs.getLong(1)) : null;
       }
     }
   }
