@@ -369,8 +369,9 @@ final class ExecutionSql {
   /**
    * Claimed jobs that never started (a worker's prefetch given back, jobs of a claim whose reply was
    * lost) go back to the queue as they were: the attempt the claim counted is taken back. Guarded as
-   * {@link #SUCCEED_BATCH}, locked rows skipped. A job whose cancellation was asked meanwhile ends
-   * cancelled. Workers of the queues concerned are woken. Returns each job written and its new state.
+   * {@link #SUCCEED_BATCH}, locked rows skipped, so one held row does not hold up the others or the
+   * caller: the worker keeps holding a skipped job and gives it back again once its row is free
+   * (JobCompleter). A job whose cancellation was asked meanwhile ends cancelled. Workers of the queues concerned are woken. Returns each job written and its new state.
    */
   static final String UNCLAIM_BATCH =
       """

@@ -509,7 +509,9 @@ public final class ExecutionStore {
    * Gives claimed jobs that never started back to their queue (see {@link ExecutionSql#UNCLAIM_BATCH}).
    *
    * @return each job written and the state it is in now ({@code queued}/{@code retrying}, or
-   *     {@code cancelled} if its cancellation had been asked)
+   *     {@code cancelled} if its cancellation had been asked); a job missing from it was not written:
+   *     its row was locked by another transaction (still this claim's: try again), or it is no longer
+   *     this claim's ({@link #claimStatus} tells which)
    */
   public Map<UUID, JobState> unclaim(String workerId, Collection<ClaimedJob> jobs) throws SQLException {
     if (jobs.isEmpty()) {
