@@ -222,7 +222,8 @@ public final class CronSchedule {
    */
   public CatchUp catchUp(Instant after, Instant upTo, int keep, long countLimit) {
     if (keep < 0 || countLimit < keep) {
-      throw new IllegalArgumentException("need 0 <= keep <= countLimit, was keep " + keep + ", countLimit " + countLimit);
+      throw new IllegalArgumentException(
+          "need 0 <= keep <= countLimit, was keep " + keep + ", countLimit " + countLimit);
     }
     Duration span = FIRST_SPAN;
     while (true) {

@@ -292,6 +292,7 @@ final class JobCompleter {
   String write(ClaimedJob job, Intent intent, Write write) {
     long backoffMs = 50;
     int stillOurs = 0;
+    boolean ambiguous = false;
     try {
       while (true) {
         try {
@@ -300,8 +301,8 @@ final class JobCompleter {
             // Matched nothing: the job is no longer this claim's, or an earlier try committed and its
             // reply was lost (the row carries our token), or the claim still holds it. Only the first
             // is "not recorded"; the last is tried again, never dropped while the heartbeat could keep it.
-            state = store.claimStatus(Map.of(job.id(), job.claimToken())).get(job.id());
-            if (state == JobState.RUNNING) {
+            JobState now = store.claimStatus(Map.of(job.id(), job.claimToken())).get(job.id());
+            if (now == JobState.RUNNING) {
               if (++stillOurs > STILL_OURS_TRIES) {
                 log.error("outcome '{}' of job {} matched nothing {} times although the claim still holds the"
                     + " job; the job is left to rescue", intent.label, job.id(), STILL_OURS_TRIES);
@@ -315,6 +316,7 @@ final class JobCompleter {
               backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
               continue;
             }
+            state = ambiguous ? now : null; // a row left by this claim's own earlier try, if there was one
           }
           if (state == null) {
             log.warn("job {} attempt {} was no longer this worker's claim; its outcome '{}' was not recorded",
@@ -328,6 +330,7 @@ final class JobCompleter {
                 intent.label, job.id(), describe(e));
             return "error";
           }
+          ambiguous = true;
           if ((stopping || writesBounded) && System.nanoTime() > stopDeadline) {
             log.error("could not record outcome '{}' of job {} before shutdown ({}); rescue returns it to the queue",
                 intent.label, job.id(), e.getMessage());

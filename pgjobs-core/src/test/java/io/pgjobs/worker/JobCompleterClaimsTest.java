@@ -70,6 +70,28 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
   }
 
   @Test
+  void giveBackOfAnUnknownLockedClaimIsHeldUntilWritten() throws Exception {
+    // A claim whose reply was lost: the worker never held the job; reconciling finds and gives it back.
+    client.enqueue(NUMBERED, new Numbered(2));
+    ClaimedJob job = store.claim("default", 1, WORKER).get(0);
+    ClaimedJob unknown = store.unknownClaims(WORKER, "default", List.of()).get(0);
+    try (Connection other = db.dataSource().getConnection()) {
+      other.setAutoCommit(false);
+      lockRow(other, job);
+
+      assertThat(completer.unclaim(List.of(unknown))).isZero();
+
+      assertThat(held.get(job.id())).as("held meanwhile, so the heartbeat keeps it").isNotNull();
+      other.rollback();
+    }
+
+    await("the give-back is written once the lock goes").atMost(Duration.ofSeconds(10))
+        .until(() -> client.get(job.id()).orElseThrow().state() == JobState.QUEUED);
+    assertThat(client.get(job.id()).orElseThrow().attempts()).isZero();
+    await().atMost(Duration.ofSeconds(5)).until(() -> held.get(job.id()) == null);
+  }
+
+  @Test
   void giveBackOfAnUnlockedClaimIsWrittenAtOnce() throws Exception {
     ClaimedJob job = claimOne();
 
