@@ -8,6 +8,9 @@ package io.pgjobs.store;
 final class WorkerSql {
   private WorkerSql() {}
 
+  /** The dead-worker threshold of a worker that registered none (an older version): 20 s. */
+  static final java.time.Duration DEFAULT_DEAD_AFTER = java.time.Duration.ofSeconds(20);
+
   /**
    * One heartbeat of a worker, in one round trip: registers the worker (again, if maintenance removed it
    * during an outage) or renews it, and renews the heartbeat of every job it holds under the claim token
@@ -22,7 +25,7 @@ final class WorkerSql {
    * cancel flags, so a missed cancel notification is seen here at the latest.
    *
    * <p>Parameters: held ids, worker id, tokens (jsonb), then the worker's row (id, host, pid, queues,
-   * job types, stuck lanes, capabilities), then the waiting ids.
+   * job types, stuck lanes, capabilities, held ids, dead-worker threshold in ms), then the waiting ids.
    */
   static final String HEARTBEAT =
       """
@@ -33,11 +36,11 @@ final class WorkerSql {
              FOR UPDATE SKIP LOCKED
       ), worker AS (
           INSERT INTO {schema}.workers (id, host, pid, queues, job_types, started_at, last_heartbeat, stuck_lanes,
-                                        capabilities, held_locked)
+                                        capabilities, held_locked, dead_after_ms)
           VALUES (?, ?, ?, ?::jsonb, ?::jsonb, now(), now(), ?, ?::text[],
-                  ARRAY(SELECT h FROM unnest(?::uuid[]) AS h EXCEPT SELECT id FROM mine))
+                  ARRAY(SELECT h FROM unnest(?::uuid[]) AS h EXCEPT SELECT id FROM mine), ?)
           ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), stuck_lanes = EXCLUDED.stuck_lanes,
-                                         held_locked = EXCLUDED.held_locked
+                                         held_locked = EXCLUDED.held_locked, dead_after_ms = EXCLUDED.dead_after_ms
           RETURNING id
       )
       UPDATE {schema}.jobs AS j
@@ -49,12 +52,18 @@ final class WorkerSql {
       """
       DELETE FROM {schema}.workers WHERE id = ?""";
 
-  /** Live workers, with how many jobs each is running. */
+  /**
+   * Registered workers, with how many jobs each is running and whether it is alive as {@link #RESCUE}
+   * judges it: heard from within its own dead-worker threshold (20 s if it recorded none), counting
+   * silence only while the server was up.
+   */
   static final String LIST =
       """
       SELECT w.id, w.host, w.pid, w.queues::text, w.job_types::text, w.started_at, w.last_heartbeat,
              (SELECT count(*) FROM {schema}.jobs j WHERE j.locked_by = w.id AND j.state = 'running') AS running,
-             w.stuck_lanes, w.capabilities
+             w.stuck_lanes, w.capabilities,
+             greatest(w.last_heartbeat, pg_postmaster_start_time())
+                 >= now() - coalesce(w.dead_after_ms, 20000) * interval '1 millisecond' AS alive
         FROM {schema}.workers w
        ORDER BY w.started_at, w.id""";
 

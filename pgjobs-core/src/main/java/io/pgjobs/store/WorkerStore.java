@@ -53,13 +53,18 @@ public final class WorkerStore {
     this.horizonHolder = WorkerSql.HORIZON_HOLDER;
   }
 
-  /** Who the worker is, as registered. */
+  /**
+   * Who the worker is, as registered.
+   *
+   * @param deadAfter the worker's dead-worker threshold, recorded so that readers call it live or presumed
+   *     dead as rescue does
+   */
   public record Registration(
       String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes,
-      Collection<String> capabilities) {
-    /** A worker without capabilities. */
+      Collection<String> capabilities, Duration deadAfter) {
+    /** A worker without capabilities, with the default dead-worker threshold. */
     public Registration(String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes) {
-      this(id, host, pid, queues, jobTypes, List.of());
+      this(id, host, pid, queues, jobTypes, List.of(), WorkerSql.DEFAULT_DEAD_AFTER);
     }
   }
 
@@ -100,7 +105,8 @@ public final class WorkerStore {
         ps.setInt(9, stuckLanes);
         ps.setArray(10, connection.createArrayOf("text", worker.capabilities().toArray()));
         ps.setArray(11, heldIds);
-        ps.setArray(12, connection.createArrayOf("uuid", waiting.toArray()));
+        ps.setLong(12, worker.deadAfter().toMillis());
+        ps.setArray(13, connection.createArrayOf("uuid", waiting.toArray()));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));
@@ -152,7 +158,8 @@ public final class WorkerStore {
                 rs.getTimestamp(7).toInstant(),
                 rs.getLong(8),
                 rs.getInt(9),
-                List.of((String[]) rs.getArray(10).getArray())));
+                List.of((String[]) rs.getArray(10).getArray()),
+                rs.getBoolean(11)));
       }
     }
     return workers;
