@@ -314,6 +314,45 @@ final class EnqueueSql {
       FROM STDIN""";
 
   /**
+   * Bulk insert of jobs with idempotency keys: the keys first, each naming its new job, sorted (two
+   * overlapping batches wait for each other's keys in one order, and so cannot deadlock). ON CONFLICT
+   * DO NOTHING, as in {@link #INSERT_WITH_KEY}: a key a concurrent enqueue is inserting makes this one
+   * wait for that transaction, and then insert nothing if it committed. A key given twice in the batch
+   * goes in once, for its first job. Returns the job ids whose keys went in: those jobs are then copied
+   * ({@link #COPY_KEYED_JOBS}); the others' keys are looked up ({@link #FIND_KEYS}).
+   */
+  static final String INSERT_KEYS =
+      """
+      INSERT INTO {schema}.job_keys (idempotency_key, job_id, fingerprint)
+      SELECT r.idempotency_key, r.job_id, r.fingerprint
+        FROM unnest(?::text[], ?::uuid[], ?::text[]) WITH ORDINALITY AS r(idempotency_key, job_id, fingerprint, n)
+       ORDER BY r.idempotency_key, r.n
+      ON CONFLICT (idempotency_key) DO NOTHING
+      RETURNING job_id""";
+
+  /**
+   * The jobs and fingerprints that keys of a bulk insert already name (a statement after
+   * {@link #INSERT_KEYS}, so that it sees the keys of enqueues that committed while that one waited).
+   */
+  static final String FIND_KEYS =
+      """
+      SELECT idempotency_key, job_id, fingerprint FROM {schema}.job_keys WHERE idempotency_key = ANY (?::text[])""";
+
+  /** {@link #COPY_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored: the key in the job's row too. */
+  static final String COPY_KEYED_JOBS =
+      """
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
+                          idempotency_key, run_at, created_at)
+      FROM STDIN""";
+
+  /** {@link #COPY_DUE_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored. */
+  static final String COPY_DUE_KEYED_JOBS =
+      """
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
+                          idempotency_key)
+      FROM STDIN""";
+
+  /**
    * The database's transaction time, read once per bulk insert so COPY rows carry the server's time
    * ({@code now()}, as in {@link #INSERT}).
    */
