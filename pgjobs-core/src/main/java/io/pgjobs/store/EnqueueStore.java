@@ -33,7 +33,8 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The statements that enqueue jobs ({@link EnqueueSql}): one job, one job with an idempotency key, many
- * by COPY, each with the notifications of what it inserted. Methods that take a {@link Connection} run
+ * by COPY (with or without idempotency keys), many unique jobs, each with the notifications of what it
+ * inserted. Methods that take a {@link Connection} run
  * in the caller's transaction and leave commit to the caller; {@link #insertAll(List)} takes a connection
  * from the data source and runs in a transaction of its own.
  */
@@ -251,21 +252,14 @@ public final class EnqueueStore {
     }
     NewJob first = jobs.getFirst();
     io.pgjobs.UniqueOptions u = first.unique();
-    // The period a key falls in comes from the transaction's now(), as the single insert computes it.
-    Long periodNumber = null;
-    if (u.period() != null) {
-      try (Statement st = connection.createStatement();
-          ResultSet rs = st.executeQuery(EnqueueSql.NOW)) {
-        rs.next();
-        Instant now = rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
-        periodNumber = Math.floorDiv(now.getEpochSecond() * 1000 + now.getNano() / 1_000_000, u.period().toMillis());
-      }
-    }
+    // Jobs are told apart by their keys' bases: the statement adds the period, from its own now(), as the
+    // single insert does (one period for the whole batch, so equal bases are equal keys).
+    Long periodMs = u.period() == null ? null : u.period().toMillis();
     boolean replacePayload = u.replaces(io.pgjobs.UniqueOptions.Replace.PAYLOAD);
     List<String> keys = new ArrayList<>(jobs.size());
-    java.util.TreeMap<String, NewJob[]> distinct = new java.util.TreeMap<>(); // by key: {first, last}
+    java.util.TreeMap<String, NewJob[]> distinct = new java.util.TreeMap<>(); // by key base: {first, last}
     for (NewJob job : jobs) {
-      String key = java.util.HexFormat.of().formatHex(finalKey(job.uniqueBase(), periodNumber));
+      String key = java.util.HexFormat.of().formatHex(job.uniqueBase());
       keys.add(key);
       NewJob[] pair = distinct.computeIfAbsent(key, k -> new NewJob[] {job, job});
       pair[1] = job;
@@ -284,14 +278,13 @@ public final class EnqueueStore {
     Map<String, UUID> idByKey = new java.util.HashMap<>();
     int inserted = 0;
     if (!u.finishedStates().isEmpty()) {
-      Long period = periodNumber;
       int[] made = new int[1];
       if (connection.getAutoCommit() && !u.replace().isEmpty()) {
         // Two statements (insert, then replace in the holders): one transaction keeps the call all or none.
         inTransaction(connection,
-            () -> made[0] = insertUniqueStatesMany(connection, first, u, period, ids, payloads, hexKeys, idByKey));
+            () -> made[0] = insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey));
       } else {
-        made[0] = insertUniqueStatesMany(connection, first, u, period, ids, payloads, hexKeys, idByKey);
+        made[0] = insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey);
       }
       inserted = made[0];
       List<UUID> result = new ArrayList<>(keys.size());
@@ -306,6 +299,7 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      setLong(ps, i++, periodMs);
       // The batch's options are the same for every job (one span for the batch: its trace context too).
       i = bindColumns(ps, i, first, false);
       ps.setBoolean(i++, replaceRunAt);
@@ -332,7 +326,7 @@ public final class EnqueueStore {
    * @return how many jobs were new
    */
   private int insertUniqueStatesMany(Connection connection, NewJob first, io.pgjobs.UniqueOptions u,
-      Long periodNumber, Object[] ids, String[] payloads, String[] hexKeys, Map<String, UUID> idByKey)
+      Long periodMs, Object[] ids, String[] payloads, String[] hexKeys, Map<String, UUID> idByKey)
       throws SQLException {
     int inserted = 0;
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueStatesMany))) {
@@ -340,9 +334,8 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      setLong(ps, i++, periodMs);
       ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
-      setInstant(ps, i++, periodNumber == null ? null
-          : Instant.ofEpochMilli(Math.multiplyExact(periodNumber + 1, u.period().toMillis())));
       // The batch's options are the same for every job (one span for the batch: its trace context too).
       bindColumns(ps, i, first, false);
       try (ResultSet rs = ps.executeQuery()) {
@@ -369,23 +362,11 @@ public final class EnqueueStore {
     return inserted;
   }
 
-  /** What a bulk insert of unique jobs did: the job id for each job asked for, and how many were new. */
+  /**
+   * What a bulk insert did: the job id for each job asked for (the new job, or for a unique job or a key
+   * already used, the job that stands for it), and how many were new.
+   */
   public record UniqueBatch(List<UUID> ids, int inserted) {}
-
-  /** The unique key of {@link EnqueueSql#INSERT_UNIQUE}'s UNIQUE_KEY, in Java. */
-  private static byte[] finalKey(byte[] base, Long periodNumber) {
-    if (periodNumber == null) {
-      return base;
-    }
-    try {
-      java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
-      sha.update(base);
-      sha.update(java.nio.ByteBuffer.allocate(8).putLong(periodNumber).array()); // int8send: big-endian
-      return sha.digest();
-    } catch (java.security.NoSuchAlgorithmException e) {
-      throw new IllegalStateException("every Java platform has SHA-256", e);
-    }
-  }
 
   /**
    * Inserts many jobs with one COPY in a transaction of its own, on a connection from the data source:
