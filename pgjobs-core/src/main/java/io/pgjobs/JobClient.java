@@ -116,7 +116,8 @@ public final class JobClient {
    * Enqueues a job by type name with any JSON-serialisable payload (a {@code Map}, a {@code JsonNode},
    * a record). A type this client knows (see {@link Builder#knownTypes}) gets its defaults, and the
    * payload must read into its payload class; an unknown type is accepted with the pgjobs defaults,
-   * since another service may run it.
+   * since another service may run it. Fails as {@link #enqueue(JobType, Object, EnqueueOptions)} does,
+   * {@link EnqueueOutcomeUnknownException} included.
    */
   public EnqueuedJob enqueue(String type, Object payload, EnqueueOptions options) {
     NewJob job = newJobByName(type, payload, options);
@@ -160,7 +161,9 @@ public final class JobClient {
   /**
    * {@link #enqueueAll(JobType, Collection, EnqueueOptions)} in the caller's transaction. If the
    * connection is lost during the COPY, it is aborted (closed) before this throws, so that its pool
-   * discards it rather than handing it out again; the transaction is lost either way.
+   * discards it rather than handing it out again; the transaction is lost either way. After any other
+   * failure roll the transaction back: with keys from the payloads, a refused key
+   * ({@link IdempotencyKeyReusedException}) is found after the batch's rows went in.
    */
   public <P> List<UUID> enqueueAll(
       Connection connection, JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
