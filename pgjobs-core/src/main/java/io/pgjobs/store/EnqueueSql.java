@@ -340,7 +340,8 @@ final class EnqueueSql {
 
   /**
    * Bulk insert of jobs with idempotency keys: the keys first, each naming its new job, sorted (two
-   * overlapping batches wait for each other's keys in one order, and so cannot deadlock). ON CONFLICT
+   * overlapping batches wait for each other's keys in one order, and so cannot deadlock; byte order, the
+   * cheapest to sort, since any one order will do). ON CONFLICT
    * DO NOTHING, as in {@link #INSERT_WITH_KEY}: a key a concurrent enqueue is inserting makes this one
    * wait for that transaction, and then insert nothing if it committed. A key given twice in the batch
    * goes in once, for its first job. Returns the job ids whose keys went in: those jobs are then copied
@@ -351,7 +352,7 @@ final class EnqueueSql {
       INSERT INTO {schema}.job_keys (idempotency_key, job_id, fingerprint)
       SELECT r.idempotency_key, r.job_id, r.fingerprint
         FROM unnest(?::text[], ?::uuid[], ?::text[]) WITH ORDINALITY AS r(idempotency_key, job_id, fingerprint, n)
-       ORDER BY r.idempotency_key, r.n
+       ORDER BY r.idempotency_key COLLATE "C", r.n
       ON CONFLICT (idempotency_key) DO NOTHING
       RETURNING job_id""";
 
