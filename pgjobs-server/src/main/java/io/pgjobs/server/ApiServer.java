@@ -123,6 +123,7 @@ public final class ApiServer implements AutoCloseable {
   private final long maxBodyBytes;
   private final List<String> corsOrigins;
   private final OriginGuard originGuard;
+  private final List<String> allowedHosts;
   private final PrometheusMeterRegistry registry;
   private final Map<String, PlainPost> plainPosts;
   private final JsonMapper json = ApiJson.mapper();
@@ -156,6 +157,7 @@ public final class ApiServer implements AutoCloseable {
     writers.addAll(b.allowedOrigins);
     // With tokens a rebound page has no token to send; without them the Host is all that tells it apart.
     this.originGuard = new OriginGuard(writers, b.allowedHosts, b.tokens.isEmpty());
+    this.allowedHosts = List.copyOf(b.allowedHosts);
     this.ownRegistry = b.registry == null;
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.plainPosts = Map.copyOf(b.plainPosts);
@@ -209,8 +211,12 @@ public final class ApiServer implements AutoCloseable {
     return new MountedServlet(new io.javalin.http.servlet.JavalinServlet(app.unsafe));
   }
 
-  /** Starts the event hub's LISTEN, unless live events are off. */
+  /** Starts the event hub's LISTEN, unless live events are off; says which host names a tokenless API answers. */
   private void startEvents() {
+    if (tokens.isEmpty()) {
+      log.info("pgjobs API without tokens answers the Host names localhost, *.localhost and IP addresses{}",
+          allowedHosts.isEmpty() ? " only (allowedHosts adds more)" : ", and " + allowedHosts);
+    }
     if (liveEvents) {
       events.start();
       log.info("pgjobs API: live events LISTEN on {}",
