@@ -1,0 +1,86 @@
+package io.pgjobs.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.EnqueueOptions;
+import io.pgjobs.JobClient;
+import io.pgjobs.PgJobsTestBase;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/**
+ * Issue 32.3: the hot table keeps the pages its busiest moment needed (schema version 19), so a count of
+ * its waiting jobs that reads the table sequentially costs what that moment cost, however few jobs are
+ * left — 10,482 pages for about 250 jobs, 15–29 ms a call, in the 64-lane harness that asks for the
+ * queue depth before every batch. The counts read the ready indexes instead.
+ *
+ * <p>What a call read is taken from PostgreSQL's own block counters of the table and its indexes
+ * ({@code pg_statio_user_tables}), written when the calling session ends: each call runs on a connection
+ * of its own, closed after it.
+ */
+class CountsOnABloatedHotTableTest extends PgJobsTestBase {
+  private static final String APP = "pgjobs-counts-probe";
+  private static final String BLOCKS_TOUCHED =
+      "SELECT coalesce(heap_blks_read, 0) + coalesce(heap_blks_hit, 0) + coalesce(idx_blks_read, 0)"
+          + " + coalesce(idx_blks_hit, 0) FROM pg_statio_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
+
+  @BeforeEach
+  void noAutovacuumReadsTheTableMeanwhile() {
+    // An autovacuum or autoanalyze of the table would add its own reads to the counters.
+    db.execute("ALTER TABLE pgjobs.jobs SET (autovacuum_enabled = false)");
+  }
+
+  @AfterEach
+  void autovacuumAsBefore() {
+    db.execute("ALTER TABLE pgjobs.jobs RESET (autovacuum_enabled)");
+  }
+
+  /**
+   * Grows the hot table to about 80 MB with a batch that then leaves it (as a drained peak does) and
+   * vacuums it: the pages stay, empty. Returns the table's size in pages.
+   */
+  static long bloat() {
+    db.execute(
+        "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts, run_at, created_at)"
+            + " SELECT gen_random_uuid(), 'numbered', 'peak', jsonb_build_object('n', g, 'pad', repeat('x', 60)),"
+            + " 0, 'queued', 3, now(), now() FROM generate_series(1, 330000) AS g",
+        "DELETE FROM pgjobs.jobs",
+        "VACUUM pgjobs.jobs");
+    long pages = db.queryLong("SELECT pg_relation_size('pgjobs.jobs') / 8192");
+    assertThat(pages).as("the drained table's pages").isGreaterThan(9_000);
+    return pages;
+  }
+
+  /** Runs {@code call} with a client on a connection of its own and returns the blocks it touched. */
+  private static long blocksTouchedBy(java.util.function.Consumer<JobClient> call) {
+    PGSimpleDataSource own = new PGSimpleDataSource();
+    own.setURL(db.jdbcUrl());
+    own.setApplicationName(APP);
+    JobClient probe = JobClient.builder(own).knownTypes(NUMBERED).build();
+    long before = db.queryLong(BLOCKS_TOUCHED);
+    call.accept(probe);
+    // The session's counters reach the shared statistics when it ends.
+    await("the probe's session has ended").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
+        .until(() -> db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + APP + "'") == 0);
+    return db.queryLong(BLOCKS_TOUCHED) - before;
+  }
+
+  @Test
+  void queueDepthReadsTheIndexNotTheEmptyPagesOfTheTable() {
+    long pages = bloat();
+    client.enqueueAll(NUMBERED, Collections.nCopies(250, new Numbered(1)), EnqueueOptions.DEFAULTS);
+
+    Map<String, Long>[] depth = new Map[1];
+    long touched = blocksTouchedBy(probe -> depth[0] = probe.queueDepth());
+
+    assertThat(depth[0]).isEqualTo(Map.of("default", 250L));
+    assertThat(touched).as("blocks of the table and its indexes read for one queueDepth() on %d pages", pages)
+        .isLessThan(pages / 20);
+  }
+}
