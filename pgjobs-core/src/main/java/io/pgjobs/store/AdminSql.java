@@ -130,17 +130,33 @@ final class AdminSql {
 
       SELECT (SELECT count(*) FROM ins), (SELECT woken FROM notified), (SELECT count(*) FROM announced)""";
 
-  /** Counts per queue and state; {@code scheduled} counts queued jobs not yet due. */
-  static final String COUNT_BY_QUEUE =
+  /**
+   * The hot table's jobs per queue and state, from its partial indexes: one part per index (waiting jobs
+   * that need no capability, waiting jobs that need one, running jobs), each saying that index's
+   * predicate, so each is read through its index and only the rows found are looked up in the table
+   * (for their state). Its cost follows the unfinished jobs, not the size the table once grew to (see
+   * {@link #READY_DEPTH}). Columns: queue, state, jobs, scheduled (queued, not yet due), age in ms of the
+   * oldest due job (null if none). Run after {@link #INDEXES_ONLY}.
+   */
+  static final String HOT_COUNTS =
       """
       SELECT queue, state, count(*) AS jobs,
-             count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled
-        FROM {schema}.jobs
-       GROUP BY queue, state
-      UNION ALL
-      SELECT queue, state, count(*), 0
-        FROM {schema}.finished_jobs
+             count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled,
+             EXTRACT(EPOCH FROM now() - min(run_at) FILTER (WHERE run_at <= now())) * 1000 AS oldest_due_ms
+        FROM (SELECT queue, state, run_at FROM {schema}.jobs
+               WHERE state IN ('queued', 'retrying') AND capability IS NULL
+              UNION ALL
+              SELECT queue, state, run_at FROM {schema}.jobs
+               WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL
+              UNION ALL
+              SELECT queue, state, NULL FROM {schema}.jobs
+               WHERE state = 'running') AS hot
        GROUP BY queue, state""";
+
+  /** Finished jobs per queue and state (planned as usual: a count of a large table reads all of it). */
+  static final String FINISHED_COUNTS =
+      """
+      SELECT queue, state, count(*) FROM {schema}.finished_jobs GROUP BY queue, state""";
 
   /** Pause or resume a queue (upsert). */
   static final String SET_QUEUE_PAUSED =
@@ -154,32 +170,35 @@ final class AdminSql {
       SELECT pg_notify('{schema}_jobs_ready', ?)""";
 
   /**
-   * Every queue that has jobs or a pause row: counts per state, scheduled count, age of the oldest due
-   * job, paused flag. The hot table is grouped whole (it is small by design); finished jobs are counted
-   * per queue and state.
+   * The part of the queue overview after {@link #HOT_COUNTS} (which the caller reads first, in the same
+   * snapshot): finished jobs per queue and state, and every queue with a pause row, with its flag — one
+   * row per queue and state, the state null for a queue with a pause row and no finished job.
    */
   static final String QUEUE_OVERVIEW =
       """
-      WITH hot AS (
-          SELECT queue, state, count(*) AS jobs,
-                 count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled,
-                 min(run_at) FILTER (WHERE state IN ('queued', 'retrying') AND run_at <= now()) AS oldest_due
-            FROM {schema}.jobs GROUP BY queue, state
-      ), done AS (
-          SELECT queue, state, count(*) AS jobs, 0::bigint AS scheduled, NULL::timestamptz AS oldest_due
-            FROM {schema}.finished_jobs GROUP BY queue, state
-      ), all_counts AS (
-          SELECT * FROM hot UNION ALL SELECT * FROM done
-      ), names AS (
-          SELECT queue AS name FROM all_counts UNION SELECT name FROM {schema}.queues
+      WITH done AS (
+          SELECT queue, state, count(*) AS jobs FROM {schema}.finished_jobs GROUP BY queue, state
       )
-      SELECT n.name, c.state, COALESCE(c.jobs, 0), COALESCE(c.scheduled, 0),
-             EXTRACT(EPOCH FROM now() - c.oldest_due) * 1000 AS oldest_due_ms,
-             COALESCE(q.paused, false) AS paused
-        FROM names n
-        LEFT JOIN all_counts c ON c.queue = n.name
-        LEFT JOIN {schema}.queues q ON q.name = n.name
-       ORDER BY n.name""";
+      SELECT coalesce(d.queue, q.name), d.state, coalesce(d.jobs, 0), coalesce(q.paused, false)
+        FROM done AS d
+        FULL JOIN {schema}.queues AS q ON q.name = d.queue""";
+
+  /**
+   * Said after {@link #HOT_COUNTS}, in the same transaction, so what follows is planned as usual (see
+   * {@link #INDEXES_ONLY}).
+   */
+  static final String PLANNED_AS_USUAL =
+      """
+      RESET enable_seqscan""";
+
+  /**
+   * Said first in the transaction of the counts: the hot and the finished jobs are counted by separate
+   * statements (one planned with sequential scans off, one not), which then see one snapshot, as the
+   * single statement they replace did: a job that finishes meanwhile is counted once.
+   */
+  static final String ONE_SNAPSHOT =
+      """
+      SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY""";
 
   /**
    * Per queue and capability, the waiting jobs (queued or retrying, due or scheduled) that need a

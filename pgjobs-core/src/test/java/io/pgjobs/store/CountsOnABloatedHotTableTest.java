@@ -5,9 +5,13 @@ import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
+import io.pgjobs.JobState;
 import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.QueueCounts;
+import io.pgjobs.QueueInfo;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -81,6 +85,47 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
 
     assertThat(depth[0]).isEqualTo(Map.of("default", 250L));
     assertThat(touched).as("blocks of the table and its indexes read for one queueDepth() on %d pages", pages)
+        .isLessThan(pages / 20);
+  }
+
+  /**
+   * The queue overview (behind {@code GET /queues} and the dashboard) and {@code countByQueue()} count the
+   * hot table's jobs through its partial indexes too — waiting with and without a capability, scheduled,
+   * running — and still tell each state apart.
+   */
+  @Test
+  void queueOverviewAndCountsReadTheIndexesNotTheEmptyPages() {
+    long pages = bloat();
+    client.enqueueAll(NUMBERED, Collections.nCopies(200, new Numbered(1)), EnqueueOptions.DEFAULTS);
+    client.enqueueAll(NUMBERED, Collections.nCopies(40, new Numbered(2)),
+        EnqueueOptions.builder().delay(Duration.ofHours(1)).build());
+    client.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(3)),
+        EnqueueOptions.builder().capability("gpu").build());
+    // One running job, as a claim leaves it.
+    db.execute("UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w', claim_token = 1, heartbeat_at = now(),"
+        + " attempts = 1 WHERE id = (SELECT id FROM pgjobs.jobs WHERE capability IS NULL AND run_at <= now() LIMIT 1)");
+    client.pauseQueue("quiet");
+
+    List<QueueInfo>[] queues = new List[1];
+    long touchedByOverview = blocksTouchedBy(probe -> queues[0] = probe.queues());
+    List<QueueCounts>[] counts = new List[1];
+    long touchedByCounts = blocksTouchedBy(probe -> counts[0] = probe.countByQueue());
+
+    assertThat(queues[0]).extracting(QueueInfo::name).containsExactly("default", "quiet");
+    QueueInfo main = queues[0].get(0);
+    assertThat(main.counts()).containsEntry(JobState.QUEUED, 249L).containsEntry(JobState.RUNNING, 1L)
+        .containsEntry(JobState.RETRYING, 0L);
+    assertThat(main.scheduled()).isEqualTo(40);
+    assertThat(main.oldestDueAge()).isNotNull();
+    assertThat(queues[0].get(1).paused()).isTrue();
+    assertThat(counts[0]).singleElement().satisfies(q -> {
+      assertThat(q.count(JobState.QUEUED)).isEqualTo(249);
+      assertThat(q.count(JobState.RUNNING)).isEqualTo(1);
+      assertThat(q.scheduled()).isEqualTo(40);
+    });
+    assertThat(touchedByOverview).as("blocks of the table and its indexes read for the overview on %d pages", pages)
+        .isLessThan(pages / 20);
+    assertThat(touchedByCounts).as("blocks of the table and its indexes read for countByQueue() on %d pages", pages)
         .isLessThan(pages / 20);
   }
 }
