@@ -131,12 +131,14 @@ final class AdminSql {
       SELECT (SELECT count(*) FROM ins), (SELECT woken FROM notified), (SELECT count(*) FROM announced)""";
 
   /**
-   * The hot table's jobs per queue and state, from its partial indexes: one part per index (waiting jobs
-   * that need no capability, waiting jobs that need one, running jobs), each saying that index's
-   * predicate, so each is read through its index and only the rows found are looked up in the table
-   * (for their state). Its cost follows the unfinished jobs, not the size the table once grew to (see
-   * {@link #READY_DEPTH}). Columns: queue, state, jobs, scheduled (queued, not yet due), age in ms of the
-   * oldest due job (null if none). Run after {@link #INDEXES_ONLY}.
+   * The hot table's jobs per queue and state: one part per partial index (waiting jobs that need no
+   * capability, waiting jobs that need one, running jobs), each saying that index's predicate, so each
+   * can be read through its index, only the rows found looked up in the table (for their state). After
+   * {@link #PAGES_PRICED_ALIKE} the planner does so when the jobs are few for the table's size (an
+   * emptied table: its cost follows the jobs, not the size the table once grew to, see
+   * {@link #READY_DEPTH}), and reads the table when it is full of waiting jobs (a backlog of a million:
+   * the index as well would read more). Columns: queue, state, jobs, scheduled (queued, not yet due),
+   * age in ms of the oldest due job (null if none).
    */
   static final String HOT_COUNTS =
       """
@@ -184,17 +186,30 @@ final class AdminSql {
         FULL JOIN {schema}.queues AS q ON q.name = d.queue""";
 
   /**
-   * Said after {@link #HOT_COUNTS}, in the same transaction, so what follows is planned as usual (see
-   * {@link #INDEXES_ONLY}).
+   * Said before {@link #HOT_COUNTS}, in its transaction: a page read at random is priced like one read in
+   * order (1.1 against PostgreSQL's default 4), which is what it costs for the hot table and its indexes,
+   * read all the time and so in memory. At the default the planner reads an emptied table whole rather
+   * than its index, which kept its size too and whose every page it prices as a random read, not knowing
+   * that the scan skips the pages vacuum emptied (109 MB table, 250 jobs: a sequential scan of 13,983
+   * pages against 15 buffers through the indexes; docs/BENCHMARKS.md). Not {@link #INDEXES_ONLY}: on a
+   * backlog of a million waiting jobs reading the index too took twice as long as the table alone.
+   */
+  static final String PAGES_PRICED_ALIKE =
+      """
+      SET LOCAL random_page_cost = 1.1""";
+
+  /**
+   * Said after {@link #HOT_COUNTS}, in the same transaction, so what follows (the count of
+   * {@code finished_jobs}) is planned as usual.
    */
   static final String PLANNED_AS_USUAL =
       """
-      RESET enable_seqscan""";
+      RESET random_page_cost""";
 
   /**
    * Said first in the transaction of the counts: the hot and the finished jobs are counted by separate
-   * statements (one planned with sequential scans off, one not), which then see one snapshot, as the
-   * single statement they replace did: a job that finishes meanwhile is counted once.
+   * statements (one planned with {@link #PAGES_PRICED_ALIKE}, one as usual), which then see one snapshot,
+   * as the single statement they replace did: a job that finishes meanwhile is counted once.
    */
   static final String ONE_SNAPSHOT =
       """
@@ -253,14 +268,14 @@ final class AdminSql {
        GROUP BY queue""";
 
   /**
-   * Said first, in the transaction of a count of the hot table that has an index to read: without it the
-   * planner still reads the table sequentially whenever the index looks as dear, and on a table that
-   * emptied after a peak it does — it prices each page of the index (which keeps its size too) as a
-   * random read, four times a page of the table, not knowing that a scan of a btree skips the pages its
-   * vacuum emptied (a table grown to 14,063 pages and left with 250 jobs: 3,641 index pages priced, 266
-   * read; docs/BENCHMARKS.md). Only
-   * for statements that read nothing but the hot table: a count of {@code finished_jobs} is planned as
-   * usual.
+   * Said first, in the transaction of {@link #READY_DEPTH}: without it the planner still reads the table
+   * sequentially whenever the index looks as dear, and on a table that emptied after a peak it does — it
+   * prices each page of the index (which keeps its size too) as a random read, four times a page of the
+   * table, not knowing that a scan of a btree skips the pages its vacuum emptied (a table grown to 14,063
+   * pages and left with 250 jobs: 3,641 index pages priced, 266 read; docs/BENCHMARKS.md). The count
+   * reads the index alone (index-only: {@code queue} and {@code run_at} are in it), which is no dearer
+   * than the table even when the table is full of waiting jobs (a backlog of a million: 343–357 ms
+   * against 420–458 ms). Only for statements that read nothing but the hot table.
    */
   static final String INDEXES_ONLY =
       """

@@ -335,12 +335,12 @@ public final class AdminStore {
 
   /**
    * Starts the caller's transaction as one read-only snapshot ({@link AdminSql#ONE_SNAPSHOT}) and reads
-   * the hot table's counts from its indexes ({@link AdminSql#HOT_COUNTS}); statements after it in the
-   * transaction are planned as usual.
+   * the hot table's counts ({@link AdminSql#HOT_COUNTS}, through its indexes when the jobs are few);
+   * statements after it in the transaction are planned as usual.
    */
   private List<HotCount> hotCounts(Connection c) throws SQLException {
     try (java.sql.Statement s = c.createStatement()) {
-      s.execute(AdminSql.ONE_SNAPSHOT + ";\n" + AdminSql.INDEXES_ONLY);
+      s.execute(AdminSql.ONE_SNAPSHOT + ";\n" + AdminSql.PAGES_PRICED_ALIKE);
     }
     List<HotCount> hot = new ArrayList<>();
     try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(hotCounts));
