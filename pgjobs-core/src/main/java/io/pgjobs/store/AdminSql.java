@@ -273,9 +273,9 @@ final class AdminSql {
    * prices each page of the index (which keeps its size too) as a random read, four times a page of the
    * table, not knowing that a scan of a btree skips the pages its vacuum emptied (a table grown to 14,063
    * pages and left with 250 jobs: 3,641 index pages priced, 266 read; docs/BENCHMARKS.md). The count
-   * reads the index alone (index-only: {@code queue} and {@code run_at} are in it), which is no dearer
-   * than the table even when the table is full of waiting jobs (a backlog of a million: 343–357 ms
-   * against 420–458 ms). Only for statements that read nothing but the hot table.
+   * reads the index alone (index-only: {@code queue} and {@code run_at} are in it), which costs what the
+   * table's scan did even when the table is full of waiting jobs (a backlog of a million: 343–522 ms
+   * against 395–474 ms in five rounds, within the noise of a shared machine). Only for statements that read nothing but the hot table.
    */
   static final String INDEXES_ONLY =
       """

@@ -183,7 +183,8 @@ final class WorkerSql {
    * the table, PostgreSQL skips it with a warning instead of waiting. {@code TRUNCATE false}: the empty
    * pages at the table's end are kept for the rows to come, not cut off — cutting them takes an exclusive
    * lock that every claim and completion waits for (W5: 409 ms of stalled pickups after a long
-   * transaction had grown the table to 273 MB). Must run outside a transaction.
+   * transaction had grown the table to 273 MB). Must run outside a transaction. A table that emptied
+   * after a peak gets {@link #VACUUM_HOT_TABLE_GIVING_PAGES_BACK} instead.
    */
   static final String VACUUM_HOT_TABLE =
       """
