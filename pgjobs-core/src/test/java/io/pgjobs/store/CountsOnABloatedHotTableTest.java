@@ -29,7 +29,9 @@ import org.postgresql.ds.PGSimpleDataSource;
  * of its own, closed after it.
  */
 class CountsOnABloatedHotTableTest extends PgJobsTestBase {
-  private static final String APP = "pgjobs-counts-probe";
+  private static final String PROBE = "pgjobs-counts-probe";
+  /** The sessions that fill the table: each ends after its work, so its counters are written before the probe. */
+  private static final String SETUP = "pgjobs-counts-setup";
   private static final String BLOCKS_TOUCHED =
       "SELECT coalesce(heap_blks_read, 0) + coalesce(heap_blks_hit, 0) + coalesce(idx_blks_read, 0)"
           + " + coalesce(idx_blks_hit, 0) FROM pg_statio_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
@@ -46,11 +48,46 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
   }
 
   /**
+   * Sessions of their own, one per connection, ended when it is closed: a session writes its block
+   * counters to the shared statistics when it ends (a pooled one only now and then, which could land
+   * them in the middle of a measurement).
+   */
+  private static PGSimpleDataSource sessions(String applicationName) {
+    PGSimpleDataSource own = new PGSimpleDataSource();
+    own.setURL(db.jdbcUrl());
+    own.setApplicationName(applicationName);
+    return own;
+  }
+
+  /** A client whose every call runs in a session of its own ({@link #SETUP}). */
+  private static JobClient setupClient() {
+    return JobClient.builder(sessions(SETUP)).knownTypes(NUMBERED).build();
+  }
+
+  /** Runs {@code statements} in a session of its own ({@link #SETUP}). */
+  private static void inOwnSession(String... statements) {
+    try (java.sql.Connection c = sessions(SETUP).getConnection(); java.sql.Statement s = c.createStatement()) {
+      for (String statement : statements) {
+        s.execute(statement);
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void awaitSessionsEnded(String applicationName) {
+    await("the " + applicationName + " sessions have ended").atMost(Duration.ofSeconds(10))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE application_name = '"
+            + applicationName + "'") == 0);
+  }
+
+  /**
    * Grows the hot table to about 80 MB with a batch that then leaves it (as a drained peak does) and
    * vacuums it: the pages stay, empty. Returns the table's size in pages.
    */
   static long bloat() {
-    db.execute(
+    inOwnSession(
         "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts, run_at, created_at)"
             + " SELECT gen_random_uuid(), 'numbered', 'peak', jsonb_build_object('n', g, 'pad', repeat('x', 60)),"
             + " 0, 'queued', 3, now(), now() FROM generate_series(1, 330000) AS g",
@@ -61,25 +98,21 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
     return pages;
   }
 
-  /** Runs {@code call} with a client on a connection of its own and returns the blocks it touched. */
+  /** Runs {@code call} with a client in a session of its own and returns the blocks it touched. */
   private static long blocksTouchedBy(java.util.function.Consumer<JobClient> call) {
-    PGSimpleDataSource own = new PGSimpleDataSource();
-    own.setURL(db.jdbcUrl());
-    own.setApplicationName(APP);
-    JobClient probe = JobClient.builder(own).knownTypes(NUMBERED).build();
+    awaitSessionsEnded(SETUP);
+    JobClient probe = JobClient.builder(sessions(PROBE)).knownTypes(NUMBERED).build();
     long before = db.queryLong(BLOCKS_TOUCHED);
     call.accept(probe);
-    // The session's counters reach the shared statistics when it ends.
-    await("the probe's session has ended").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
-        .until(() -> db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + APP + "'") == 0);
+    awaitSessionsEnded(PROBE);
     return db.queryLong(BLOCKS_TOUCHED) - before;
   }
 
   @Test
   void queueDepthReadsTheIndexNotTheEmptyPagesOfTheTable() {
     long pages = bloat();
-    client.enqueueAll(NUMBERED, Collections.nCopies(250, new Numbered(1)), EnqueueOptions.DEFAULTS);
-    db.execute("ANALYZE pgjobs.jobs");
+    setupClient().enqueueAll(NUMBERED, Collections.nCopies(250, new Numbered(1)), EnqueueOptions.DEFAULTS);
+    inOwnSession("ANALYZE pgjobs.jobs");
 
     Map<String, Long>[] depth = new Map[1];
     long touched = blocksTouchedBy(probe -> depth[0] = probe.queueDepth());
@@ -97,17 +130,18 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
   @Test
   void queueOverviewAndCountsReadTheIndexesNotTheEmptyPages() {
     long pages = bloat();
-    client.enqueueAll(NUMBERED, Collections.nCopies(200, new Numbered(1)), EnqueueOptions.DEFAULTS);
-    client.enqueueAll(NUMBERED, Collections.nCopies(40, new Numbered(2)),
+    JobClient setup = setupClient();
+    setup.enqueueAll(NUMBERED, Collections.nCopies(200, new Numbered(1)), EnqueueOptions.DEFAULTS);
+    setup.enqueueAll(NUMBERED, Collections.nCopies(40, new Numbered(2)),
         EnqueueOptions.builder().delay(Duration.ofHours(1)).build());
-    client.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(3)),
+    setup.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(3)),
         EnqueueOptions.builder().capability("gpu").build());
     // One running job, as a claim leaves it.
-    db.execute("UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w', claim_token = 1, heartbeat_at = now(),"
+    inOwnSession("UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w', claim_token = 1, heartbeat_at = now(),"
         + " attempts = 1 WHERE id = (SELECT id FROM pgjobs.jobs WHERE capability IS NULL AND run_at <= now() LIMIT 1)");
-    client.pauseQueue("quiet");
+    setup.pauseQueue("quiet");
     // The statistics as the leader's next vacuum or analyze leaves them: a few hundred rows in many pages.
-    db.execute("ANALYZE pgjobs.jobs");
+    inOwnSession("ANALYZE pgjobs.jobs");
 
     List<QueueInfo>[] queues = new List[1];
     long touchedByOverview = blocksTouchedBy(probe -> queues[0] = probe.queues());
