@@ -325,7 +325,9 @@ public final class JobClient {
 
   /**
    * Due jobs waiting to be claimed, per queue (queued or retrying with {@code run_at} passed): the
-   * queue depth a gauge reports. Queues with no due job are absent.
+   * queue depth a gauge reports. Queues with no due job are absent. Read from the ready indexes, not the
+   * table: a call costs what the waiting jobs cost, not the size the hot table grew to in a peak (it
+   * keeps its pages until it has emptied; see docs/operations.md).
    */
   public Map<String, Long> queueDepth() {
     return call(adminStore::readyDepth);

@@ -174,13 +174,14 @@ final class WorkerSql {
   /**
    * The hot table's state for its maintenance: its dead row versions as PostgreSQL's statistics count them
    * (updated as transactions end, and by every vacuum to what it could not remove yet), its size in pages
-   * as the planner's statistics last saw it ({@code pg_class.relpages}, set by vacuum and analyze), and
-   * its size in pages now.
+   * as the planner's statistics last saw it ({@code pg_class.relpages}, set by vacuum and analyze), its
+   * size in pages now, and its live rows as the statistics count them (kept like the dead ones).
    */
   static final String HOT_TABLE_STATE =
       """
       SELECT pg_stat_get_dead_tuples(c.oid), c.relpages,
-             pg_relation_size(c.oid) / current_setting('block_size')::int
+             pg_relation_size(c.oid) / current_setting('block_size')::int,
+             pg_stat_get_live_tuples(c.oid)
         FROM pg_class AS c
        WHERE c.oid = '{schema}.jobs'::regclass""";
 
@@ -214,11 +215,25 @@ final class WorkerSql {
    * the table, PostgreSQL skips it with a warning instead of waiting. {@code TRUNCATE false}: the empty
    * pages at the table's end are kept for the rows to come, not cut off — cutting them takes an exclusive
    * lock that every claim and completion waits for (W5: 409 ms of stalled pickups after a long
-   * transaction had grown the table to 273 MB). Must run outside a transaction.
+   * transaction had grown the table to 273 MB). Must run outside a transaction. A table that emptied
+   * after a peak gets {@link #VACUUM_HOT_TABLE_GIVING_PAGES_BACK} instead.
    */
   static final String VACUUM_HOT_TABLE =
       """
       VACUUM (SKIP_LOCKED, TRUNCATE false) {schema}.jobs""";
+
+  /**
+   * {@link #VACUUM_HOT_TABLE} that also gives the empty pages at the table's end back to the operating
+   * system, for a table that emptied after a peak ({@code HotTableVacuum} decides when). The explicit
+   * option wins over the table's {@code vacuum_truncate = false} (schema version 19). PostgreSQL takes the
+   * exclusive lock the cut needs only if it is free at once (it tries again every 50 ms, for 5 s at most,
+   * then keeps the pages), and lets go of it as soon as another session waits for it, having cut what it
+   * had checked by then: so the cut never queues in front of a claim, and a claim that arrives meanwhile
+   * waits ~20 ms at most, not for the whole cut.
+   */
+  static final String VACUUM_HOT_TABLE_GIVING_PAGES_BACK =
+      """
+      VACUUM (SKIP_LOCKED, TRUNCATE true) {schema}.jobs""";
 
   /** Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys. */
   static final String PRUNE_FINISHED =

@@ -32,6 +32,7 @@ public final class WorkerStore {
   private final String hotTableState;
   private final String analyzeHotTable;
   private final String vacuumHotTable;
+  private final String vacuumHotTableGivingPagesBack;
   private final String horizonHolder;
 
   /** A store over {@code schema}. */
@@ -50,6 +51,7 @@ public final class WorkerStore {
     this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
     this.analyzeHotTable = JobSql.forSchema(WorkerSql.ANALYZE_HOT_TABLE, schema);
     this.vacuumHotTable = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE, schema);
+    this.vacuumHotTableGivingPagesBack = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE_GIVING_PAGES_BACK, schema);
     this.horizonHolder = WorkerSql.HORIZON_HOLDER;
   }
 
@@ -229,10 +231,10 @@ public final class WorkerStore {
   }
 
   /**
-   * The hot table's dead row versions, its size in pages as the planner's statistics last saw it, and
-   * its size in pages now ({@link WorkerSql#HOT_TABLE_STATE}).
+   * The hot table's dead row versions, its size in pages as the planner's statistics last saw it, its
+   * size in pages now and its live rows ({@link WorkerSql#HOT_TABLE_STATE}).
    */
-  public record HotTable(long deadRows, long plannedPages, long pages) {}
+  public record HotTable(long deadRows, long plannedPages, long pages, long liveRows) {}
 
   /** The hot table's state now ({@link HotTable}). */
   public HotTable hotTable() throws SQLException {
@@ -240,7 +242,7 @@ public final class WorkerStore {
         PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(hotTableState));
         ResultSet rs = ps.executeQuery()) {
       rs.next();
-      return new HotTable(rs.getLong(1), rs.getLong(2), rs.getLong(3));
+      return new HotTable(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
     }
   }
 
@@ -278,6 +280,14 @@ public final class WorkerStore {
    */
   public Vacuum vacuumHotTable() throws SQLException {
     return maintain(vacuumHotTable);
+  }
+
+  /**
+   * {@link #vacuumHotTable()} that also cuts the empty pages off the table's end
+   * ({@link WorkerSql#VACUUM_HOT_TABLE_GIVING_PAGES_BACK}); answered the same way.
+   */
+  public Vacuum vacuumHotTableGivingPagesBack() throws SQLException {
+    return maintain(vacuumHotTableGivingPagesBack);
   }
 
   /**
