@@ -315,7 +315,7 @@ public final class EventHub implements AutoCloseable {
         marksSent.incrementAndGet();
         timer.schedule(() -> {
           if (pendingMarks.containsKey(mark)) {
-            log.warn("mark {} not back within {}; {} subscribers read their snapshots anyway", mark, MARK_TIMEOUT,
+            log.debug("mark {} not back within {}; {} subscribers read their snapshots anyway", mark, MARK_TIMEOUT,
                 waiting.size());
             release(mark);
           }
