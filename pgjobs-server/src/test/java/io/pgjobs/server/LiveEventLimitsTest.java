@@ -73,6 +73,19 @@ class LiveEventLimitsTest {
   }
 
   @Test
+  void theBrowserPageOfEventsTakesNoStreamPlace() throws Exception {
+    try (ApiTestSupport api = ApiTestSupport.start(b -> b.eventLimits(EventLimits.DEFAULTS.withConnections(1, 1)))) {
+      for (int i = 0; i < 3; i++) {
+        assertThat(api.get("/events", "Accept", "text/html").status()).isEqualTo(200);
+      }
+      try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events"))) {
+        assertThat(events.status()).isEqualTo(200);
+        assertThat(events.next(Duration.ofSeconds(30)).name()).isEqualTo("snapshot");
+      }
+    }
+  }
+
+  @Test
   void aTokenOverItsConnectionLimitIsClosedWithTheReason() throws Exception {
     try (ApiTestSupport api = ApiTestSupport.start(b -> b
         .tokens(Map.of(TOKEN, ApiServer.Scope.READ, OTHER, ApiServer.Scope.READ))

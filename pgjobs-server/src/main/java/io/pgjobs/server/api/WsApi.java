@@ -364,6 +364,7 @@ public final class WsApi {
         log.debug("closing WebSocket client {} failed: {}", ctx.sessionId(), e.toString());
       }
       stopAll();
+      peer.close(); // again in onClose; counted once
     }
 
     /** Ends every subscription; not synchronized, since a subscriber thread may call it while sending. */
