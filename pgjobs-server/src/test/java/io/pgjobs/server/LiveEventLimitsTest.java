@@ -185,6 +185,63 @@ class LiveEventLimitsTest {
         .hasMessage("live events queueCapacity must be between 1 and 10000000, was -5");
   }
 
+  /** A masked client text frame (RFC 6455 5.2). */
+  private static byte[] frame(String text) {
+    byte[] payload = text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    out.write(0x81);
+    if (payload.length < 126) {
+      out.write(0x80 | payload.length);
+    } else {
+      out.write(0x80 | 126);
+      out.write(payload.length >> 8);
+      out.write(payload.length & 0xff);
+    }
+    byte[] mask = {7, 13, 42, 99};
+    out.writeBytes(mask);
+    for (int i = 0; i < payload.length; i++) {
+      out.write(payload[i] ^ mask[i % 4]);
+    }
+    return out.toByteArray();
+  }
+
+  @Test
+  void aSocketThatStopsReadingIsClosedAndGivesItsPlaceBack() throws Exception {
+    try (ApiTestSupport api = ApiTestSupport.start(b -> b.eventLimits(
+        EventLimits.DEFAULTS.withConnections(1, 1).withQueueCapacity(100)))) {
+      UUID id = enqueue(api);
+      try (java.net.Socket raw = new java.net.Socket()) {
+        raw.setReceiveBufferSize(4096);
+        raw.connect(new java.net.InetSocketAddress("127.0.0.1", api.server.port()));
+        raw.getOutputStream().write(("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:" + api.server.port() + "\r\n"
+            + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            + "Sec-WebSocket-Version: 13\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        StringBuilder head = new StringBuilder();
+        while (!head.toString().endsWith("\r\n\r\n")) {
+          head.append((char) raw.getInputStream().read());
+        }
+        assertThat(head.toString()).startsWith("HTTP/1.1 101");
+        raw.getOutputStream().write(frame("{\"op\":\"events\",\"queues\":[\"stuck\"]}"));
+        // From here on the client reads nothing: the server's writes fill the socket buffers and block.
+
+        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500)).until(() -> {
+          api.db.execute("SELECT pg_notify('" + api.client.eventsChannel() + "', json_build_object('op', 'state',"
+              + " 'count', 1, 'jobs', json_build_array(json_build_object('id', gen_random_uuid(), 'state', 'queued',"
+              + " 'type', 'task', 'queue', 'stuck', 'attempts', 0)))::text) FROM generate_series(1, 5000)");
+          // The only connection place is the stuck client's until the server closes it.
+          Socket probe = Socket.connect(api);
+          try {
+            probe.send(subscribe(id));
+            JsonNode m = probe.messages.poll(5, java.util.concurrent.TimeUnit.SECONDS);
+            return m != null && m.path("type").asString().equals("job");
+          } finally {
+            probe.close();
+          }
+        });
+      }
+    }
+  }
+
   @Test
   void aSubscriberThatStopsReadingIsClosedWithItsQueueBounded() throws Exception {
     try (TestDatabase db = TestDatabase.create()) {
