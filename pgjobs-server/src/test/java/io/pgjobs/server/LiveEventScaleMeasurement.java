@@ -76,9 +76,21 @@ class LiveEventScaleMeasurement {
       snapshots.set(0);
       long before = heapAfterGc();
 
+      HttpClient probe = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      // The machine's noise floor: GET /queues back to back for 10 s with no subscriptions being made.
+      List<Long> idle = new ArrayList<>();
+      long idleEnd = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (System.nanoTime() < idleEnd) {
+        long q0 = System.nanoTime();
+        probe.send(HttpRequest.newBuilder(api.uri("/queues")).build(), HttpResponse.BodyHandlers.ofString());
+        idle.add((System.nanoTime() - q0) / 1_000);
+      }
+      Collections.sort(idle);
+      System.out.printf("MEASURE idle queues_requests=%d queues_p50_us=%d queues_p99_us=%d queues_max_us=%d%n",
+          idle.size(), idle.get(idle.size() / 2), idle.get((int) Math.ceil(idle.size() * 0.99) - 1), idle.getLast());
+
       List<Long> queueMillis = Collections.synchronizedList(new ArrayList<>());
       AtomicBoolean burst = new AtomicBoolean(true);
-      HttpClient probe = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
       Thread prober = Thread.ofPlatform().start(() -> {
         while (burst.get()) {
           long t0 = System.nanoTime();
