@@ -42,11 +42,11 @@ import tools.jackson.databind.json.JsonMapper;
  * behind is disconnected (it reconnects and gets a fresh snapshot).
  *
  * <p>Every subscriber first gets a {@code snapshot} event. After the listener reconnects (events may
- * have been lost while it was away) every subscriber gets a {@code resync} event followed by a fresh
- * {@code snapshot}. When a statement changed more jobs than its notification lists (at most 50, fewer
- * with long names), the jobs left out are unknown: stream subscribers (by type or queue) get a resync,
- * while for subscribers of one job the hub reads a fingerprint of every followed job in one query and
- * resyncs only those whose job changed since it last looked (it reads them in one query before their
+ * have been lost while it was away), or when a statement changed more jobs than its notification lists
+ * (at most 50, fewer with long names; the jobs left out are unknown), stream subscribers (by type or
+ * queue) get a {@code resync} event followed by a fresh {@code snapshot}, while for subscribers of one
+ * job the hub reads a fingerprint of every followed job in one query and resyncs only those whose job
+ * changed since it last looked (it reads them in one query before their
  * snapshots, too).
  *
  * <p>A snapshot never comes before events it already shows: the subscriber drops every event from
@@ -65,6 +65,8 @@ public final class EventHub implements AutoCloseable {
   static final int SNAPSHOT_READS = 2;
   /** Job ids per fingerprint query: {@value}. */
   static final int FINGERPRINT_CHUNK = 1_000;
+  private static final String TRUNCATED = "truncated";
+  private static final String RECONNECTED = "reconnected";
   /** The fingerprint of a job that does not exist. */
   private static final String GONE = "gone";
 
@@ -88,6 +90,10 @@ public final class EventHub implements AutoCloseable {
   private final AtomicInteger connects = new AtomicInteger();
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicInteger fingerprintRequests = new AtomicInteger();
+  /** Why the next fingerprint check runs ({@code reconnected} wins over {@code truncated}); null: truncated. */
+  private final java.util.concurrent.atomic.AtomicReference<String> fingerprintReason =
+      new java.util.concurrent.atomic.AtomicReference<>();
+  private final AtomicLong fingerprintChecks = new AtomicLong();
   private final Semaphore snapshotReads = new Semaphore(SNAPSHOT_READS, true);
   private final ScheduledExecutorService timer =
       Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon().name("pgjobs-sse-ping").unstarted(r));
@@ -380,12 +386,20 @@ public final class EventHub implements AutoCloseable {
     if (batch.truncated()) {
       // The jobs left out are not named anywhere: any stream may want them; a follower of one job needs
       // a resync only if its job changed, which one query over all followed jobs finds out.
-      streams.forEach(s -> s.offer(Outgoing.resync("truncated")));
-      if (fingerprintSql == null) {
-        byJob.values().forEach(set -> set.forEach(s -> s.offer(Outgoing.resync("truncated"))));
-      } else if (fingerprintRequests.getAndIncrement() == 0) {
-        Thread.ofVirtual().name("pgjobs-events-fingerprints").start(this::checkFingerprints);
-      }
+      streams.forEach(s -> s.offer(Outgoing.resync(TRUNCATED)));
+      resyncChangedFollowers(TRUNCATED);
+    }
+  }
+
+  /** Resyncs the followers of one job whose job changed (all of them without a read source). */
+  private void resyncChangedFollowers(String reason) {
+    if (fingerprintSql == null) {
+      byJob.values().forEach(set -> set.forEach(s -> s.offer(Outgoing.resync(reason))));
+      return;
+    }
+    fingerprintReason.accumulateAndGet(reason, (old, given) -> RECONNECTED.equals(old) ? old : given);
+    if (fingerprintRequests.getAndIncrement() == 0) {
+      Thread.ofVirtual().name("pgjobs-events-fingerprints").start(this::checkFingerprints);
     }
   }
 
@@ -394,16 +408,19 @@ public final class EventHub implements AutoCloseable {
     int handled;
     do {
       handled = fingerprintRequests.get();
+      String given = fingerprintReason.getAndSet(null);
+      String reason = given == null ? TRUNCATED : given;
       try {
-        resyncChangedJobs();
+        resyncChangedJobs(reason);
       } catch (SQLException | RuntimeException e) {
         log.warn("could not read the followed jobs ({}); resyncing all {} of them", e.toString(), byJob.size());
-        byJob.values().forEach(set -> set.forEach(s -> s.offer(Outgoing.resync("truncated"))));
+        byJob.values().forEach(set -> set.forEach(s -> s.offer(Outgoing.resync(reason))));
       }
+      fingerprintChecks.incrementAndGet();
     } while (fingerprintRequests.addAndGet(-handled) > 0);
   }
 
-  private void resyncChangedJobs() throws SQLException {
+  private void resyncChangedJobs(String reason) throws SQLException {
     List<UUID> ids = new ArrayList<>(byJob.keySet());
     Map<UUID, String> fingerprints = fingerprints(ids);
     for (UUID id : ids) {
@@ -413,7 +430,7 @@ public final class EventHub implements AutoCloseable {
         // latest snapshot. Unchanged, there is nothing to re-read.
         if (!now.equals(s.fingerprint)) {
           s.fingerprint = now;
-          s.offer(Outgoing.resync("truncated"));
+          s.offer(Outgoing.resync(reason));
         }
       }
     }
@@ -443,9 +460,18 @@ public final class EventHub implements AutoCloseable {
 
   private void onConnected() {
     if (connects.incrementAndGet() > 1) {
-      log.info("job events listener reconnected; sending resync to {} subscribers", subscriptions.size());
-      subscriptions.forEach(s -> s.offer(Outgoing.resync("reconnected")));
+      // Events sent while the listener was away are lost: streams resync, and so do the followers whose
+      // job changed (one query over all followed jobs finds them).
+      log.info("job events listener reconnected; sending resync to {} streams and checking {} followed jobs",
+          streams.size(), byJob.size());
+      streams.forEach(s -> s.offer(Outgoing.resync(RECONNECTED)));
+      resyncChangedFollowers(RECONNECTED);
     }
+  }
+
+  /** Fingerprint checks done since start (after truncated notifications and reconnects). */
+  long fingerprintChecks() {
+    return fingerprintChecks.get();
   }
 
   /** Stops listening and ends every stream. */
