@@ -163,8 +163,8 @@ public final class ApiServer implements AutoCloseable {
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.plainPosts = Map.copyOf(b.plainPosts);
     // Behind a transaction-pooling PgBouncer, LISTEN needs a direct connection (listenDataSource).
-    this.events = new EventHub(
-        b.listenDataSource != null ? b.listenDataSource : client.dataSource(), client.eventsChannel(), json, SSE_PING);
+    this.events = new EventHub(b.listenDataSource != null ? b.listenDataSource : client.dataSource(),
+        client.eventsChannel(), json, SSE_PING, b.eventLimits, client.dataSource(), client.schema());
     this.liveEvents = b.liveEvents;
     this.separateListenSource = b.listenDataSource != null;
   }
@@ -295,7 +295,7 @@ public final class ApiServer implements AutoCloseable {
       new WorkersApi(client).register(routes);
       new StatsApi(client).register(routes);
       new DeadLettersApi(client).register(routes);
-      EventsApi eventsApi = new EventsApi(client, events, queues);
+      EventsApi eventsApi = new EventsApi(client, events, queues, !tokens.isEmpty());
       eventsApi.register(routes);
       new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null, originGuard)
           .register(cfg.routes);
@@ -692,6 +692,7 @@ public final class ApiServer implements AutoCloseable {
     private boolean allowUnauthenticated;
     private javax.sql.DataSource listenDataSource;
     private boolean liveEvents = true;
+    private io.pgjobs.server.events.EventLimits eventLimits = io.pgjobs.server.events.EventLimits.DEFAULTS;
 
     private Builder(JobClient client) {
       this.client = Objects.requireNonNull(client, "client");
@@ -714,6 +715,16 @@ public final class ApiServer implements AutoCloseable {
      */
     public Builder liveEvents(boolean liveEvents) {
       this.liveEvents = liveEvents;
+      return this;
+    }
+
+    /**
+     * Limits of {@code /events} and {@code /ws}: connections and subscriptions per server and per token,
+     * and how far a subscriber may fall behind (default {@code EventLimits.DEFAULTS}). The record checks
+     * its values when it is made.
+     */
+    public Builder eventLimits(io.pgjobs.server.events.EventLimits eventLimits) {
+      this.eventLimits = Objects.requireNonNull(eventLimits, "eventLimits");
       return this;
     }
 
