@@ -259,7 +259,7 @@ public final class JobsApi {
 
   private Reply retry(Context ctx) {
     UUID id = QueryParams.uuid(ctx, "id");
-    RetryResult result = client.retry(id);
+    RetryResult result = client.retry(id, QueryParams.bool(ctx, "now", false));
     return switch (result) {
       case RETRIED -> Reply.ok(JobView.of(find(id)));
       case NOT_RETRYABLE -> {
