@@ -1,0 +1,143 @@
+package io.pgjobs.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.pgjobs.JobClient;
+import io.pgjobs.server.ApiTestSupport.Response;
+import io.pgjobs.testkit.PostgresCluster;
+import io.pgjobs.testkit.PostgresCluster.Node;
+import io.pgjobs.testkit.PostgresCluster.Replication;
+import io.pgjobs.worker.JobWorker;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A worker and an API server whose database is a read-only standby: readiness fails with the reason,
+ * {@code POST /jobs} answers 503 {@code database-read-only}, the worker says once what it waits for, and
+ * both work again by themselves once the standby is promoted. Runs on a private primary and standby
+ * ({@link PostgresCluster}); the primary is crashed so that the standby is the only server left.
+ */
+class ReadOnlyNodeTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+  @Test
+  void aStandbyIsNotReadyRefusesJobsAndBothResumeWhenPromoted() throws Exception {
+    Logger pollerLog = (Logger) LoggerFactory.getLogger("io.pgjobs.worker.QueuePoller");
+    ListAppender<ILoggingEvent> pollerEvents = new ListAppender<>();
+    pollerEvents.start();
+    Level levelBefore = pollerLog.getLevel();
+    pollerLog.setLevel(Level.DEBUG);
+    pollerLog.addAppender(pollerEvents);
+    Set<String> done = ConcurrentHashMap.newKeySet();
+    try (PostgresCluster cluster = PostgresCluster.start(Replication.ASYNCHRONOUS)) {
+      cluster.createDatabase("jobs");
+      try (HikariDataSource primary = pool(cluster.jdbcUrl(Node.PRIMARY, "jobs"))) {
+        JobClient.builder(primary).build().migrate();
+      }
+      cluster.awaitStandbyReplayed();
+      cluster.crashPrimary();
+
+      try (HikariDataSource standby = pool(cluster.jdbcUrl(Node.STANDBY, "jobs"))) {
+        JobClient client = JobClient.builder(standby).knownTypes(TestTypes.TASK).build();
+        try (ApiServer server = ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
+            JobWorker worker = JobWorker.builder(standby)
+                .register(TestTypes.TASK, (ctx, task) -> {
+                  done.add(task.note());
+                  return null;
+                })
+                .queue("default", 2)
+                .pollInterval(Duration.ofMillis(100))
+                .build()
+                .start()) {
+          Response ready = get(server, "/health/ready");
+          assertThat(ready.status()).as(ready.body()).isEqualTo(503);
+          assertThat(ready.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:database-read-only");
+          assertThat(ready.json().path("detail").asString()).contains("read-only", "standby");
+
+          Response refused = postJob(server, "while read-only");
+          assertThat(refused.status()).as(refused.body()).isEqualTo(503);
+          assertThat(refused.contentType()).startsWith("application/problem+json");
+          assertThat(refused.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:database-read-only");
+          assertThat(refused.json().path("detail").asString()).contains("read-only");
+
+          // Several failed claims, one warning saying what the worker waits for.
+          await().atMost(WAIT).until(() -> readOnlyEvents(pollerEvents, Level.DEBUG) >= 3);
+          assertThat(readOnlyEvents(pollerEvents, Level.WARN)).isEqualTo(1);
+          assertThat(warnings(pollerEvents)).singleElement().satisfies(message ->
+              assertThat(message).contains("read-only", "waits", "promoted"));
+
+          cluster.promoteStandby();
+
+          await().atMost(WAIT).until(() -> get(server, "/health/ready").status() == 200);
+          Response accepted = postJob(server, "after promotion");
+          assertThat(accepted.status()).as(accepted.body()).isEqualTo(201);
+          await().atMost(WAIT).until(() -> done.contains("after promotion"));
+          assertThat(pollerEvents.list).anySatisfy(event -> assertThat(event.getFormattedMessage())
+              .contains("accepts writes again"));
+        }
+      }
+    } finally {
+      pollerLog.detachAppender(pollerEvents);
+      pollerLog.setLevel(levelBefore);
+    }
+  }
+
+  private static long readOnlyEvents(ListAppender<ILoggingEvent> events, Level level) {
+    return List.copyOf(events.list).stream()
+        .filter(e -> e.getLevel() == level && e.getFormattedMessage().contains("read-only"))
+        .count();
+  }
+
+  private static List<String> warnings(ListAppender<ILoggingEvent> events) {
+    return List.copyOf(events.list).stream()
+        .filter(e -> e.getLevel() == Level.WARN)
+        .map(ILoggingEvent::getFormattedMessage)
+        .toList();
+  }
+
+  private Response get(ApiServer server, String path) throws Exception {
+    return send(HttpRequest.newBuilder(uri(server, path)).GET().build());
+  }
+
+  private Response postJob(ApiServer server, String note) throws Exception {
+    return send(HttpRequest.newBuilder(uri(server, "/jobs"))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(
+            "{\"type\":\"task\",\"queue\":\"default\",\"payload\":{\"note\":\"" + note + "\"}}"))
+        .build());
+  }
+
+  private Response send(HttpRequest request) throws Exception {
+    HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+    return new Response(r.statusCode(), r.headers().map(), r.body());
+  }
+
+  private static URI uri(ApiServer server, String path) {
+    return URI.create("http://127.0.0.1:" + server.port() + path);
+  }
+
+  private static HikariDataSource pool(String jdbcUrl) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(jdbcUrl);
+    config.setMaximumPoolSize(10);
+    config.setMinimumIdle(0);
+    config.setConnectionTimeout(5_000);
+    return new HikariDataSource(config);
+  }
+}
