@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A worker and an API server whose database is a read-only standby: readiness fails with the reason,
- * {@code POST /jobs} answers 503 {@code database-read-only}, the worker says once what it waits for, and
+ * {@code POST /jobs} answers 503 {@code database-read-only}, the worker's poller and each listener say once
+ * what they wait for, and
  * both work again by themselves once the standby is promoted. Runs on a private primary and standby
  * ({@link PostgresCluster}); the primary is crashed so that the standby is the only server left.
  */
@@ -44,6 +45,12 @@ class ReadOnlyNodeTest {
     Level levelBefore = pollerLog.getLevel();
     pollerLog.setLevel(Level.DEBUG);
     pollerLog.addAppender(pollerEvents);
+    Logger listenerLog = (Logger) LoggerFactory.getLogger("io.pgjobs.notify.JobNotificationListener");
+    ListAppender<ILoggingEvent> listenerEvents = new ListAppender<>();
+    listenerEvents.start();
+    Level listenerLevelBefore = listenerLog.getLevel();
+    listenerLog.setLevel(Level.DEBUG);
+    listenerLog.addAppender(listenerEvents);
     Set<String> done = ConcurrentHashMap.newKeySet();
     try (PostgresCluster cluster = PostgresCluster.start(Replication.ASYNCHRONOUS)) {
       cluster.createDatabase("jobs");
@@ -82,6 +89,12 @@ class ReadOnlyNodeTest {
           assertThat(warnings(pollerEvents)).singleElement().satisfies(message ->
               assertThat(message).contains("read-only", "waits", "promoted"));
 
+          // The two listeners (the worker's, the API's event stream) retry LISTEN, each saying once why it fails.
+          await().atMost(WAIT).until(() -> List.copyOf(listenerEvents.list).stream()
+              .filter(e -> e.getFormattedMessage().startsWith("LISTEN")).count() >= 6);
+          assertThat(warnings(listenerEvents)).as("the listeners' warnings").hasSize(2).allSatisfy(message ->
+              assertThat(message).contains("read-only standby", "until it is promoted"));
+
           cluster.promoteStandby();
 
           await().atMost(WAIT).until(() -> get(server, "/health/ready").status() == 200);
@@ -95,6 +108,8 @@ class ReadOnlyNodeTest {
     } finally {
       pollerLog.detachAppender(pollerEvents);
       pollerLog.setLevel(levelBefore);
+      listenerLog.detachAppender(listenerEvents);
+      listenerLog.setLevel(listenerLevelBefore);
     }
   }
 
