@@ -27,8 +27,8 @@ import java.util.stream.Stream;
  * not survive the machine crashing, only its own processes; an immediate stop keeps everything written
  * to the OS).
  *
- * <p>The binaries are {@code PGJOBS_PG_BIN} or {@value #DEFAULT_BIN} (Debian's {@code postgresql-15}
- * package, installed with the shared server). {@code initdb} and {@code postgres} refuse to run as root,
+ * <p>The binaries are {@code PGJOBS_PG_BIN}, else {@value #DEFAULT_BIN} (Debian's {@code postgresql-15}
+ * package, installed with the shared server), else the newest {@code /usr/lib/postgresql/<major>/bin}. {@code initdb} and {@code postgres} refuse to run as root,
  * so when the tests run as root (CI) every command runs as the {@code postgres} OS user through
  * {@code runuser}, and the cluster's directory belongs to that user. Starting both servers takes a
  * couple of seconds: {@code initdb --no-sync}, {@code pg_basebackup -R} (which writes the standby's
@@ -95,7 +95,7 @@ public final class PostgresCluster implements AutoCloseable {
    * primary reports the standby as synchronous.
    */
   public static PostgresCluster start(Replication replication) {
-    Path bin = Path.of(System.getenv().getOrDefault("PGJOBS_PG_BIN", DEFAULT_BIN));
+    Path bin = binaries();
     if (!Files.isExecutable(bin.resolve("initdb"))) {
       throw new IllegalStateException("PostgreSQL's server binaries are not in " + bin + ": install Debian's"
           + " postgresql-15 package or set PGJOBS_PG_BIN to the directory holding initdb, pg_ctl and pg_basebackup");
@@ -130,6 +130,37 @@ public final class PostgresCluster implements AutoCloseable {
       String logs = cluster.logText();
       cluster.close();
       throw new IllegalStateException(e.getMessage() + "\n" + logs, e);
+    }
+  }
+
+  /**
+   * {@code PGJOBS_PG_BIN}, else {@value #DEFAULT_BIN} if it holds initdb, else the newest
+   * {@code /usr/lib/postgresql/<major>/bin} that does (Debian installs one directory per major version).
+   */
+  private static Path binaries() {
+    String configured = System.getenv("PGJOBS_PG_BIN");
+    if (configured != null) {
+      return Path.of(configured);
+    }
+    Path preferred = Path.of(DEFAULT_BIN);
+    if (Files.isExecutable(preferred.resolve("initdb"))) {
+      return preferred;
+    }
+    try (Stream<Path> majors = Files.list(Path.of("/usr/lib/postgresql"))) {
+      return majors.map(major -> major.resolve("bin"))
+          .filter(dir -> Files.isExecutable(dir.resolve("initdb")))
+          .max(Comparator.comparingInt(dir -> majorOf(dir.getParent().getFileName().toString())))
+          .orElse(preferred);
+    } catch (IOException e) {
+      return preferred;
+    }
+  }
+
+  private static int majorOf(String name) {
+    try {
+      return Integer.parseInt(name);
+    } catch (NumberFormatException e) {
+      return -1;
     }
   }
 
