@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A worker and an API server whose database is a read-only standby: readiness fails with the reason,
- * {@code POST /jobs} answers 503 {@code database-read-only}, the worker's poller and each listener say once
- * what they wait for, and
+ * {@code POST /jobs} answers 503 {@code database-read-only}, the worker's poller, each listener and the
+ * maintenance lease say once what they wait for, and
  * both work again by themselves once the standby is promoted. Runs on a private primary and standby
  * ({@link PostgresCluster}); the primary is crashed so that the standby is the only server left.
  */
@@ -51,6 +51,12 @@ class ReadOnlyNodeTest {
     Level listenerLevelBefore = listenerLog.getLevel();
     listenerLog.setLevel(Level.DEBUG);
     listenerLog.addAppender(listenerEvents);
+    Logger leaseLog = (Logger) LoggerFactory.getLogger("io.pgjobs.maintenance.LeaderElector");
+    ListAppender<ILoggingEvent> leaseEvents = new ListAppender<>();
+    leaseEvents.start();
+    Level leaseLevelBefore = leaseLog.getLevel();
+    leaseLog.setLevel(Level.DEBUG);
+    leaseLog.addAppender(leaseEvents);
     Set<String> done = ConcurrentHashMap.newKeySet();
     try (PostgresCluster cluster = PostgresCluster.start(Replication.ASYNCHRONOUS)) {
       cluster.createDatabase("jobs");
@@ -70,6 +76,7 @@ class ReadOnlyNodeTest {
                 })
                 .queue("default", 2)
                 .pollInterval(Duration.ofMillis(100))
+                .leaseTtl(Duration.ofSeconds(1)) // renewed every third of a second: many tries while read-only
                 .build()
                 .start()) {
           Response ready = get(server, "/health/ready");
@@ -95,6 +102,12 @@ class ReadOnlyNodeTest {
           assertThat(warnings(listenerEvents)).as("the listeners' warnings").hasSize(2).allSatisfy(message ->
               assertThat(message).contains("read-only standby", "until it is promoted"));
 
+          // The maintenance lease is tried again and again; its failure is reported once.
+          await().atMost(WAIT).until(() -> List.copyOf(leaseEvents.list).stream()
+              .filter(e -> e.getFormattedMessage().contains("maintenance lease")).count() >= 4);
+          assertThat(warnings(leaseEvents)).as("the lease's warnings").singleElement().satisfies(message ->
+              assertThat(message).contains("read-only", "until it is promoted"));
+
           cluster.promoteStandby();
 
           await().atMost(WAIT).until(() -> get(server, "/health/ready").status() == 200);
@@ -110,6 +123,8 @@ class ReadOnlyNodeTest {
       pollerLog.setLevel(levelBefore);
       listenerLog.detachAppender(listenerEvents);
       listenerLog.setLevel(listenerLevelBefore);
+      leaseLog.detachAppender(leaseEvents);
+      leaseLog.setLevel(leaseLevelBefore);
     }
   }
 
