@@ -137,6 +137,11 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
             + (hosts.size() > 1 ? " (host " + (i + 1) + " of " + hosts.size() + " is empty)" : "") + "; " + ALLOWED
             + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
       }
+      if (host.startsWith("/")) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' names the Unix-domain socket directory '"
+            + host + "' as a host; pgJDBC connects over TCP only: give a host name or address (127.0.0.1 for this"
+            + " machine)");
+      }
       if (host.startsWith("[") ? !IPV6.matcher(host).matches() : !HOST.matcher(host).matches()) {
         throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid host '" + host + "'; "
             + ALLOWED + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");

@@ -122,6 +122,9 @@ class DatabaseUrlTest {
         .hasMessageContaining("unclosed '['");
     assertThatThrownBy(() -> DatabaseUrl.parse("postgres://h1:5432,h2:x/db"))
         .hasMessageContaining("invalid port 'x'");
+    assertThatThrownBy(() -> DatabaseUrl.parse("postgres:///db?host=/var/run/postgresql"))
+        .hasMessageContaining("Unix-domain socket directory '/var/run/postgresql'")
+        .hasMessageContaining("pgJDBC connects over TCP only");
     assertThatThrownBy(() -> DatabaseUrl.parse("postgres://h1/db?target_session_attrs=any&targetServerType=primary"))
         .hasMessageContaining("both target_session_attrs and targetServerType");
   }
