@@ -61,8 +61,9 @@ class FailoverTest {
         Outcome o = run.failOver();
         await("every acknowledged job finished").atMost(WAIT).pollInterval(Duration.ofMillis(200))
             .until(() -> run.notFinished(o.acknowledged()) == 0);
-        System.out.printf("failover (synchronous): %d acknowledged, work resumed %.2f s after the promotion%n",
-            o.acknowledged().size(), o.resumedSeconds());
+        System.out.printf("failover (synchronous): %d acknowledged, %d enqueues failed during the switch, work"
+            + " resumed %.2f s after the promotion%n", o.acknowledged().size(), run.failedEnqueues.get(),
+            o.resumedSeconds());
         assertThat(run.lost(o.acknowledged())).as("acknowledged jobs lost").isZero();
         assertThat(run.count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'"))
             .as("jobs not succeeded").isZero();
