@@ -97,13 +97,13 @@ class ReadOnlyNodeTest {
               assertThat(message).contains("read-only", "waits", "promoted"));
 
           // The two listeners (the worker's, the API's event stream) retry LISTEN, each saying once why it fails.
-          await().atMost(WAIT).until(() -> List.copyOf(listenerEvents.list).stream()
+          await().atMost(WAIT).until(() -> snapshot(listenerEvents).stream()
               .filter(e -> e.getFormattedMessage().startsWith("LISTEN")).count() >= 6);
           assertThat(warnings(listenerEvents)).as("the listeners' warnings").hasSize(2).allSatisfy(message ->
               assertThat(message).contains("read-only standby", "until it is promoted"));
 
           // The maintenance lease is tried again and again; its failure is reported once.
-          await().atMost(WAIT).until(() -> List.copyOf(leaseEvents.list).stream()
+          await().atMost(WAIT).until(() -> snapshot(leaseEvents).stream()
               .filter(e -> e.getFormattedMessage().contains("maintenance lease")).count() >= 4);
           assertThat(warnings(leaseEvents)).as("the lease's warnings").singleElement().satisfies(message ->
               assertThat(message).contains("read-only", "until it is promoted"));
@@ -114,7 +114,7 @@ class ReadOnlyNodeTest {
           Response accepted = postJob(server, "after promotion");
           assertThat(accepted.status()).as(accepted.body()).isEqualTo(201);
           await().atMost(WAIT).until(() -> done.contains("after promotion"));
-          assertThat(pollerEvents.list).anySatisfy(event -> assertThat(event.getFormattedMessage())
+          assertThat(snapshot(pollerEvents)).anySatisfy(event -> assertThat(event.getFormattedMessage())
               .contains("accepts writes again"));
         }
       }
@@ -128,14 +128,21 @@ class ReadOnlyNodeTest {
     }
   }
 
+  /** The events so far, copied while no logging thread appends (the appender appends under its own lock). */
+  private static List<ILoggingEvent> snapshot(ListAppender<ILoggingEvent> events) {
+    synchronized (events) {
+      return List.copyOf(events.list);
+    }
+  }
+
   private static long readOnlyEvents(ListAppender<ILoggingEvent> events, Level level) {
-    return List.copyOf(events.list).stream()
+    return snapshot(events).stream()
         .filter(e -> e.getLevel() == level && e.getFormattedMessage().contains("read-only"))
         .count();
   }
 
   private static List<String> warnings(ListAppender<ILoggingEvent> events) {
-    return List.copyOf(events.list).stream()
+    return snapshot(events).stream()
         .filter(e -> e.getLevel() == Level.WARN)
         .map(ILoggingEvent::getFormattedMessage)
         .toList();
