@@ -150,6 +150,14 @@ public final class ApiProblem extends RuntimeException {
     return new ApiProblem(503, "unavailable", "Service unavailable", detail, null, null);
   }
 
+  /**
+   * 503: the database takes no writes (a standby in recovery, or read-only sessions): after a failover
+   * the request succeeds once the URL reaches the new primary.
+   */
+  public static ApiProblem databaseReadOnly(String detail) {
+    return new ApiProblem(503, "database-read-only", "Database is read-only", detail, null, null);
+  }
+
   /** 504: the request took longer than the request timeout. */
   public static ApiProblem timeout(long millis) {
     return new ApiProblem(504, "request-timeout", "Request timed out",
