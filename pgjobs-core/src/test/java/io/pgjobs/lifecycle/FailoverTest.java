@@ -25,7 +25,6 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -92,14 +91,13 @@ class FailoverTest {
   }
 
   /**
-   * Disabled: the assertion that jobs left {@code running} under a live worker's row are back in the queue
-   * within the dead-worker threshold needs the heartbeat to name the jobs a worker holds and the rescue to
-   * return running jobs no live worker holds (work in progress on main). Until then such jobs wait for the
-   * stale threshold (5 min): run on the code without it, it failed with "7 of the 11 jobs running at the
-   * promotion still run under the same claim PT25S later; 5 of those ... had their attempt's effect recorded
-   * (no worker held them)" (and passed once, when the crash left no such job). Enable it with that change.
+   * Asynchronous replication: the warning at start, and jobs the promoted standby shows {@code running}
+   * under a live worker's row that the worker no longer holds (it finished them on the old primary) are
+   * back in the queue within the dead-worker threshold: every heartbeat renews the jobs a worker holds,
+   * and rescue returns a running job a live worker did not renew (WorkerSql.RESCUE). On the code before
+   * that rescue it failed with "7 of the 11 jobs running at the promotion still run under the same claim
+   * PT25S later".
    */
-  @Disabled("needs heartbeats naming held jobs and a rescue of running jobs no live worker holds (in progress)")
   @Test
   void asynchronousFailoverWarnsAtStartAndRequeuesOrphansQuickly() throws Exception {
     try (PostgresCluster cluster = PostgresCluster.start(Replication.ASYNCHRONOUS)) {
