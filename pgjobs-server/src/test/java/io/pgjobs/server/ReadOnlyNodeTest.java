@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A worker and an API server whose database is a read-only standby: readiness fails with the reason,
- * {@code POST /jobs} answers 503 {@code database-read-only}, the worker's poller, each listener and the
- * maintenance lease say once what they wait for, and
+ * {@code POST /jobs} answers 503 {@code database-read-only}, the worker (which cannot register, so claims
+ * nothing), each listener and the maintenance lease say once what they wait for, and
  * both work again by themselves once the standby is promoted. Runs on a private primary and standby
  * ({@link PostgresCluster}); the primary is crashed so that the standby is the only server left.
  */
@@ -45,6 +45,12 @@ class ReadOnlyNodeTest {
     Level levelBefore = pollerLog.getLevel();
     pollerLog.setLevel(Level.DEBUG);
     pollerLog.addAppender(pollerEvents);
+    Logger heartbeatLog = (Logger) LoggerFactory.getLogger("io.pgjobs.worker.WorkerHeartbeat");
+    ListAppender<ILoggingEvent> heartbeatEvents = new ListAppender<>();
+    heartbeatEvents.start();
+    Level heartbeatLevelBefore = heartbeatLog.getLevel();
+    heartbeatLog.setLevel(Level.DEBUG);
+    heartbeatLog.addAppender(heartbeatEvents);
     Logger listenerLog = (Logger) LoggerFactory.getLogger("io.pgjobs.notify.JobNotificationListener");
     ListAppender<ILoggingEvent> listenerEvents = new ListAppender<>();
     listenerEvents.start();
@@ -90,11 +96,13 @@ class ReadOnlyNodeTest {
           assertThat(refused.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:database-read-only");
           assertThat(refused.json().path("detail").asString()).contains("read-only");
 
-          // Several failed claims, one warning saying what the worker waits for.
-          await().atMost(WAIT).until(() -> readOnlyEvents(pollerEvents, Level.DEBUG) >= 3);
-          assertThat(readOnlyEvents(pollerEvents, Level.WARN)).isEqualTo(1);
-          assertThat(warnings(pollerEvents)).singleElement().satisfies(message ->
-              assertThat(message).contains("read-only", "waits", "promoted"));
+          // The worker cannot register on a standby, so it claims nothing: several failed beats, one warning
+          // saying what the worker waits for.
+          await().atMost(WAIT).until(() -> readOnlyEvents(heartbeatEvents, Level.DEBUG) >= 3);
+          assertThat(readOnlyEvents(heartbeatEvents, Level.WARN)).isEqualTo(1);
+          assertThat(warnings(heartbeatEvents)).filteredOn(message -> message.contains("read-only")).singleElement()
+              .satisfies(message -> assertThat(message).contains("waits", "promoted"));
+          assertThat(worker.isFenced()).isTrue();
 
           // The two listeners (the worker's, the API's event stream) retry LISTEN, each saying once why it fails.
           await().atMost(WAIT).until(() -> snapshot(listenerEvents).stream()
@@ -114,13 +122,16 @@ class ReadOnlyNodeTest {
           Response accepted = postJob(server, "after promotion");
           assertThat(accepted.status()).as(accepted.body()).isEqualTo(201);
           await().atMost(WAIT).until(() -> done.contains("after promotion"));
-          assertThat(snapshot(pollerEvents)).anySatisfy(event -> assertThat(event.getFormattedMessage())
+          assertThat(snapshot(heartbeatEvents)).anySatisfy(event -> assertThat(event.getFormattedMessage())
               .contains("accepts writes again"));
+          assertThat(warnings(pollerEvents)).as("the poller never claimed on the standby").isEmpty();
         }
       }
     } finally {
       pollerLog.detachAppender(pollerEvents);
       pollerLog.setLevel(levelBefore);
+      heartbeatLog.detachAppender(heartbeatEvents);
+      heartbeatLog.setLevel(heartbeatLevelBefore);
       listenerLog.detachAppender(listenerEvents);
       listenerLog.setLevel(listenerLevelBefore);
       leaseLog.detachAppender(leaseEvents);
