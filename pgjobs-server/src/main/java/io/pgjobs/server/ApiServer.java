@@ -182,6 +182,7 @@ public final class ApiServer implements AutoCloseable {
   public synchronized ApiServer start() {
     app = createApp(true);
     try {
+      requirePortFree();
       app.start();
     } catch (RuntimeException e) {
       closeQuietly();
@@ -191,6 +192,23 @@ public final class ApiServer implements AutoCloseable {
     log.info("pgjobs API listening on http://{}:{} (auth {}, CORS {})", host, port(),
         tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
     return this;
+  }
+
+  /**
+   * Fails with a plain message when the port is taken, before Javalin tries (which logs the bind failure
+   * at ERROR with a stack trace before the caller can say what happened). A port taken between this
+   * check and the start still fails, with Javalin's log line.
+   */
+  private void requirePortFree() {
+    if (requestedPort == 0) {
+      return;
+    }
+    try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+      probe.setReuseAddress(true);
+      probe.bind(new java.net.InetSocketAddress(host, requestedPort));
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("port " + requestedPort + " is already in use (" + e.getMessage() + ")", e);
+    }
   }
 
   /**
@@ -245,6 +263,9 @@ public final class ApiServer implements AutoCloseable {
     return Javalin.create(cfg -> {
       cfg.concurrency.useVirtualThreads = true;
       cfg.startup.showJavalinBanner = false;
+      // Mounted as a servlet no Jetty of Javalin's starts, by design: its "you never started it" hint
+      // would only mislead.
+      cfg.startup.startupWatcherEnabled = standalone;
       cfg.jetty.host = host;
       cfg.jetty.port = requestedPort;
       cfg.http.maxRequestSize = maxBodyBytes;
