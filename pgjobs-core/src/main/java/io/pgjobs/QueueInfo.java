@@ -12,10 +12,18 @@ import java.util.Map;
  * @param oldestDueAge how long the oldest due job has been waiting, or null if none is due
  * @param paused true if workers do not claim from it
  * @param unrunnable its waiting jobs that need a capability no live worker of the queue declares
+ * @param unserved true while jobs wait in it and no live worker serves the queue at all (a typo in a queue
+ *     name, a worker not started): they wait until one does
  */
 public record QueueInfo(
     String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused,
-    Unrunnable unrunnable) {
+    Unrunnable unrunnable, boolean unserved) {
+
+  /** A queue that some live worker serves, or where nothing waits (the components before {@code unserved}). */
+  public QueueInfo(String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused,
+      Unrunnable unrunnable) {
+    this(name, counts, scheduled, oldestDueAge, paused, unrunnable, false);
+  }
 
   /** A queue whose jobs every live worker could run (the components before {@code unrunnable}). */
   public QueueInfo(String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused) {

@@ -246,6 +246,18 @@ final class AdminSql {
                             AND n.queue IN (SELECT jsonb_object_keys(w.queues)))
        ORDER BY n.queue, n.capability""";
 
+  /**
+   * The queues some live worker serves: live as {@link WorkerSql#LIST} judges it (heard from within its own
+   * dead-worker threshold, the parameter (ms) for a worker that recorded none, counting silence only while
+   * the server was up).
+   */
+  static final String SERVED_QUEUES =
+      """
+      SELECT DISTINCT jsonb_object_keys(w.queues)
+        FROM {schema}.workers AS w
+       WHERE greatest(w.last_heartbeat, pg_postmaster_start_time())
+                 >= now() - coalesce(w.dead_after_ms, ?::bigint) * interval '1 millisecond'""";
+
   /** Jobs finished per minute over a window, by type, queue and final state. */
   static final String STATS_PER_MINUTE =
       """

@@ -61,6 +61,7 @@ public final class AdminStore {
   private final String notifyReady;
   private final String queueOverview;
   private final String unrunnable;
+  private final String servedQueues;
   private final String statsPerMinute;
   private volatile TextIndexLookup trigramIndex;
 
@@ -83,6 +84,7 @@ public final class AdminStore {
     this.notifyReady = JobSql.forSchema(AdminSql.NOTIFY_READY, schema);
     this.queueOverview = JobSql.forSchema(AdminSql.QUEUE_OVERVIEW, schema);
     this.unrunnable = JobSql.forSchema(AdminSql.UNRUNNABLE, schema);
+    this.servedQueues = JobSql.forSchema(AdminSql.SERVED_QUEUES, schema);
     this.statsPerMinute = JobSql.forSchema(AdminSql.STATS_PER_MINUTE, schema);
   }
 
@@ -425,12 +427,32 @@ public final class AdminStore {
       });
     }
     Map<String, QueueInfo.Unrunnable> unrunnable = unrunnable(workerDeadAfter);
+    java.util.Set<String> served = servedQueues(workerDeadAfter);
     List<QueueInfo> result = new ArrayList<>();
-    counts.forEach((queue, perState) -> result.add(new QueueInfo(
-        queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L),
-        oldestDueMs.containsKey(queue) ? java.time.Duration.ofMillis(oldestDueMs.get(queue)) : null,
-        paused.getOrDefault(queue, false), unrunnable.getOrDefault(queue, QueueInfo.Unrunnable.NONE))));
+    counts.forEach((queue, perState) -> {
+      boolean waiting = perState.getOrDefault(JobState.QUEUED, 0L) + perState.getOrDefault(JobState.RETRYING, 0L) > 0;
+      result.add(new QueueInfo(
+          queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L),
+          oldestDueMs.containsKey(queue) ? java.time.Duration.ofMillis(oldestDueMs.get(queue)) : null,
+          paused.getOrDefault(queue, false), unrunnable.getOrDefault(queue, QueueInfo.Unrunnable.NONE),
+          waiting && !served.contains(queue)));
+    });
     return result;
+  }
+
+  /** The queues some live worker serves ({@link AdminSql#SERVED_QUEUES}). */
+  public java.util.Set<String> servedQueues(java.time.Duration workerDeadAfter) throws SQLException {
+    java.util.Set<String> served = new java.util.HashSet<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(servedQueues))) {
+      ps.setLong(1, workerDeadAfter.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          served.add(rs.getString(1));
+        }
+      }
+    }
+    return served;
   }
 
   /**

@@ -113,6 +113,25 @@ class OperationsApiTest {
   }
 
   @Test
+  void aQueueNoLiveWorkerServesIsReportedUntilOneStarts() {
+    String queue = uniqueQueue();
+    Response created = api.post("/jobs",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"typo\"},\"queue\":\"" + queue + "\"}");
+    assertThat(created.status()).isEqualTo(201);
+    String id = created.json().path("id").asString();
+    assertThat(queue(queue).path("unserved").asBoolean()).as("nobody serves %s", queue).isTrue();
+
+    try (JobWorker worker = JobWorker.builder(api.db.dataSource())
+        .register(TestTypes.TASK, (ctx, task) -> null)
+        .queue(queue, 1)
+        .build()
+        .start()) {
+      await().atMost(WAIT).until(() -> api.get("/jobs/" + id).json().path("state").asString().equals("succeeded"));
+      assertThat(queue(queue).path("unserved").asBoolean()).as("served, nothing waits").isFalse();
+    }
+  }
+
+  @Test
   void workersShowLiveWorkersWithHeartbeatsAndRunningJobs() throws Exception {
     String queue = uniqueQueue();
     CountDownLatch release = new CountDownLatch(1);

@@ -52,7 +52,8 @@ public final class QueuesApi {
       Duration age = Duration.ofNanos(now - computedAt);
       return queues.stream()
           .map(q -> q.oldestDueAge() == null ? q
-              : new QueueInfo(q.name(), q.counts(), q.scheduled(), q.oldestDueAge().plus(age), q.paused(), q.unrunnable()))
+              : new QueueInfo(q.name(), q.counts(), q.scheduled(), q.oldestDueAge().plus(age), q.paused(), q.unrunnable(),
+                  q.unserved()))
           .toList();
     }
   }
@@ -109,7 +110,7 @@ public final class QueuesApi {
     QueueView view = overview().stream()
         .filter(q -> q.name().equals(name))
         .findFirst()
-        .orElseGet(() -> new QueueView(name, zeroCounts(), 0, null, paused, UnrunnableView.NONE));
+        .orElseGet(() -> new QueueView(name, zeroCounts(), 0, null, paused, UnrunnableView.NONE, false));
     return Reply.ok(view);
   }
 
@@ -129,10 +130,11 @@ public final class QueuesApi {
    * @param oldestReadyAgeMs how long the oldest due job has waited, or null when none is due
    * @param paused true while workers do not claim from it
    * @param unrunnable its waiting jobs that need a capability no live worker of the queue declares
+   * @param unserved true while jobs wait in it and no live worker serves the queue
    */
   public record QueueView(
       String name, Map<String, Long> counts, long scheduled, Long oldestReadyAgeMs, boolean paused,
-      UnrunnableView unrunnable) {
+      UnrunnableView unrunnable, boolean unserved) {
     static QueueView of(QueueInfo q) {
       Map<String, Long> counts = new LinkedHashMap<>();
       for (JobState s : JobState.values()) {
@@ -140,7 +142,7 @@ public final class QueuesApi {
       }
       return new QueueView(q.name(), counts, q.scheduled(),
           q.oldestDueAge() == null ? null : q.oldestDueAge().toMillis(), q.paused(),
-          new UnrunnableView(q.unrunnable().count(), q.unrunnable().capabilities()));
+          new UnrunnableView(q.unrunnable().count(), q.unrunnable().capabilities()), q.unserved());
     }
   }
 

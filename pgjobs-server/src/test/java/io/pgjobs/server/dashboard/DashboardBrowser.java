@@ -103,6 +103,17 @@ final class DashboardBrowser implements AutoCloseable {
         .until(condition);
   }
 
+  /**
+   * Clicks the element matching {@code css}, finding it again if the page re-rendered it between the find
+   * and the click (a live update can replace a job page's buttons at any moment).
+   */
+  void click(String css) {
+    waitFor(d -> {
+      d.findElement(By.cssSelector(css)).click();
+      return true;
+    });
+  }
+
   /** Waits until an element matching {@code css} is visible, and returns it. */
   WebElement visible(String css) {
     return new WebDriverWait(driver, WAIT).until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector(css)));

@@ -105,7 +105,7 @@ class DashboardTest extends BrowserTest {
     browser.waitForText("#job-state", "running");
     markPage();
 
-    browser.find("#action-cancel").click();
+    browser.click("#action-cancel");
     browser.confirm("Cancel this job?");
 
     browser.waitForText("#action-result", "202");
@@ -135,7 +135,7 @@ class DashboardTest extends BrowserTest {
     browser.open(app.url("/jobs/" + id));
     browser.waitForText("#job-state", "queued");
 
-    browser.find("#action-cancel").click();
+    browser.click("#action-cancel");
     browser.confirm("Cancel this job?");
 
     browser.waitForText("#action-result", "200");
@@ -150,9 +150,9 @@ class DashboardTest extends BrowserTest {
     browser.open(app.url("/jobs/" + id));
     browser.waitForText("#job-state", "queued");
 
-    browser.find("#action-cancel").click();
+    browser.click("#action-cancel");
     browser.visible("#confirm-dialog");
-    browser.find("#confirm-no").click();
+    browser.click("#confirm-no");
 
     browser.waitFor(d -> !d.findElement(By.id("confirm-dialog")).isDisplayed());
     assertThat(browser.find("#action-result").getText()).isEmpty();
@@ -171,7 +171,7 @@ class DashboardTest extends BrowserTest {
     browser.find("#job-attempts details summary").click();
     assertThat(browser.find("#job-attempts details pre").getText()).contains("at ");
 
-    browser.find("#action-retry").click();
+    browser.click("#action-retry");
     browser.confirm("Retry this job?");
 
     browser.waitForText("#action-result", "200");
@@ -190,7 +190,7 @@ class DashboardTest extends BrowserTest {
     browser.open(app.url("/jobs/" + id));
     browser.waitForText("#job-state", "failed");
 
-    browser.find("#action-requeue").click();
+    browser.click("#action-requeue");
     browser.confirm("Requeue as a new job?");
 
     browser.waitFor(d -> !d.getCurrentUrl().endsWith(id.toString()));
@@ -391,7 +391,7 @@ class DashboardTest extends BrowserTest {
     browser.find("#bulk-retry").click();
     browser.visible("#confirm-dialog");
     assertThat(browser.find("#confirm-message").getText()).startsWith("3 jobs matching these filters will be queued again");
-    browser.find("#confirm-no").click();
+    browser.click("#confirm-no");
     browser.waitFor(d -> !d.findElement(By.id("confirm-dialog")).isDisplayed());
     ids.forEach(id -> assertThat(app.job(id).state()).isEqualTo(JobState.CANCELLED));
   }

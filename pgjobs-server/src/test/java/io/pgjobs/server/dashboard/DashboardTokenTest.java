@@ -132,7 +132,7 @@ class DashboardTokenTest extends BrowserTest {
     browser.waitForText("#job-state", "queued");
 
     browser.expectFailedRequest("/jobs/" + id + "/cancel", 403);
-    browser.find("#action-cancel").click();
+    browser.click("#action-cancel");
     browser.confirm("Cancel this job?");
     browser.waitForText("#action-result", "403");
     assertThat(browser.find("#action-result").getText()).contains("READ token");

@@ -32,7 +32,7 @@ export default function queuesPage(root, {events}) {
     body.replaceChildren(...(queues.length ? queues.map(q => h('tr', {dataset: {queue: q.name, paused: q.paused}},
       h('td', null, h('a', {href: '#/jobs?queue=' + encodeURIComponent(q.name)}, q.name)),
       h('td', {class: 'status'}, q.paused ? h('span', {class: 'badge paused'}, 'paused') : h('span', {class: 'muted'}, 'active'),
-        unrunnable(q)),
+        unrunnable(q), unserved(q)),
       h('td', {class: 'num'}, fmtNumber(q.counts.queued + q.counts.retrying)),
       h('td', {class: 'num'}, fmtNumber(q.counts.running)),
       h('td', {class: 'num opt'}, q.oldest_ready_age_ms == null ? '–' : fmtDuration(q.oldest_ready_age_ms)),
@@ -51,6 +51,14 @@ export default function queuesPage(root, {events}) {
     return h('span', {class: 'badge unrunnable', title: `No live worker of queue ${q.name} declares ${caps}:`
         + ' these jobs stay queued until one starts (pgjobs work --capabilities ...).'},
       `${fmtNumber(u.count)} need ${caps}, no live worker has it`);
+  }
+
+  // Jobs waiting in a queue no live worker serves (a typo in the queue's name, a worker not started).
+  function unserved(q) {
+    if (!q.unserved) return null;
+    return h('span', {class: 'badge unrunnable unserved', title: `No live worker serves queue ${q.name}: its jobs`
+        + ' wait until one does (pgjobs work --queues ' + q.name + '=N, or the queue of a JobType).'},
+      'no live worker serves this queue');
   }
 
   async function setPaused(name, paused) {
