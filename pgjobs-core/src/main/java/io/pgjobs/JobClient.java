@@ -99,7 +99,12 @@ public final class JobClient {
     return enqueue(type, payload, EnqueueOptions.DEFAULTS);
   }
 
-  /** Enqueues a job; {@code options} override the type's defaults. */
+  /**
+   * Enqueues a job; {@code options} override the type's defaults. The job is stored when this returns.
+   * If it throws {@link EnqueueOutcomeUnknownException}, the connection was lost while the INSERT (which
+   * commits on its own) was under way: the job may be stored or not. Call again with the same
+   * idempotency key (and request) to store it exactly once; any other failure stored nothing.
+   */
   public <P> EnqueuedJob enqueue(JobType<P> type, P payload, EnqueueOptions options) {
     NewJob job = newJob(type, payload, options);
     return traced(job, null);
@@ -115,7 +120,8 @@ public final class JobClient {
    * Enqueues a job by type name with any JSON-serialisable payload (a {@code Map}, a {@code JsonNode},
    * a record). A type this client knows (see {@link Builder#knownTypes}) gets its defaults, and the
    * payload must read into its payload class; an unknown type is accepted with the pgjobs defaults,
-   * since another service may run it.
+   * since another service may run it. Fails as {@link #enqueue(JobType, Object, EnqueueOptions)} does,
+   * {@link EnqueueOutcomeUnknownException} included.
    */
   public EnqueuedJob enqueue(String type, Object payload, EnqueueOptions options) {
     NewJob job = newJobByName(type, payload, options);
@@ -130,18 +136,24 @@ public final class JobClient {
 
   /**
    * Enqueues many jobs of one type in one round trip (PostgreSQL COPY), all with the same options.
-   * All or none are stored. Idempotency keys are per job and so are not accepted here. Unique jobs
-   * ({@link EnqueueOptions.Builder#unique} or the type's {@link JobType#withUnique}) are: each payload's
-   * job is the new one or the existing one that holds its key, and payloads with equal keys in one call
-   * become one job (one INSERT statement instead of COPY).
+   * All or none are stored. An idempotency key in {@code options} is refused (one key cannot name many
+   * jobs); a type that takes its key from each payload ({@link JobType#withIdempotencyKeyFrom}) gives
+   * every job its own: the keys go in first (one statement), the jobs whose keys are new by COPY, and a
+   * payload whose key was already used gets the job that key names (a different request under it is
+   * refused with {@link IdempotencyKeyReusedException}, and nothing is stored). Unique jobs
+   * ({@link EnqueueOptions.Builder#unique} or the type's {@link JobType#withUnique}) are accepted too: each
+   * payload's job is the new one or the existing one that holds its key, and payloads with equal keys in
+   * one call become one job (one INSERT statement instead of COPY).
    *
-   * <p>A call that throws stored none of the jobs, except when the connection was lost during the
-   * COMMIT itself: the server may have committed before the answer was lost, as with any transaction.
-   * The exception's cause is the error that broke the enqueue; a rollback that failed after it is
-   * attached to that cause as suppressed.
+   * <p>A call that throws stored none of the jobs, except when it throws
+   * {@link EnqueueOutcomeUnknownException}: the connection was lost while the COMMIT was under way, and
+   * the server may have committed (the whole batch) before the answer was lost. Call again with the same
+   * payloads: with keys from the payloads each job is then stored exactly once. The exception's cause is
+   * the error that broke the enqueue; a rollback that failed after it is attached to that cause as
+   * suppressed.
    *
-   * @return the new jobs' ids, in the order of {@code payloads} (for unique jobs: the id of the job that
-   *     stands for each payload, new or existing)
+   * @return the jobs' ids, in the order of {@code payloads} (for unique jobs, the id of the job that
+   *     stands for each payload, new or existing; for keyed jobs, the job each key names)
    */
   public <P> List<UUID> enqueueAll(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
@@ -153,7 +165,9 @@ public final class JobClient {
   /**
    * {@link #enqueueAll(JobType, Collection, EnqueueOptions)} in the caller's transaction. If the
    * connection is lost during the COPY, it is aborted (closed) before this throws, so that its pool
-   * discards it rather than handing it out again; the transaction is lost either way.
+   * discards it rather than handing it out again; the transaction is lost either way. After any other
+   * failure roll the transaction back: with keys from the payloads, a refused key
+   * ({@link IdempotencyKeyReusedException}) is found after the batch's rows went in.
    */
   public <P> List<UUID> enqueueAll(
       Connection connection, JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
@@ -311,7 +325,9 @@ public final class JobClient {
 
   /**
    * Due jobs waiting to be claimed, per queue (queued or retrying with {@code run_at} passed): the
-   * queue depth a gauge reports. Queues with no due job are absent.
+   * queue depth a gauge reports. Queues with no due job are absent. Read from the ready indexes, not the
+   * table: a call costs what the waiting jobs cost, not the size the hot table grew to in a peak (it
+   * keeps its pages until it has emptied; see docs/operations.md).
    */
   public Map<String, Long> queueDepth() {
     return call(adminStore::readyDepth);
@@ -365,7 +381,9 @@ public final class JobClient {
     try {
       String traceContext = span.traceContext();
       NewJob traced = traceContext == null ? job : job.withTraceContext(traceContext);
-      result = connection == null ? withConnection(c -> insert(c, traced)) : call(() -> insert(connection, traced));
+      result = connection == null
+          ? withConnection(c -> committingItself(() -> insert(c, traced)))
+          : call(() -> insert(connection, traced));
     } catch (RuntimeException | Error e) {
       span.end(null, e);
       throw e;
@@ -391,19 +409,14 @@ public final class JobClient {
           traceContext == null ? jobs : jobs.stream().map(j -> j.withTraceContext(traceContext)).toList();
       if (!traced.isEmpty() && traced.getFirst().unique() != null) {
         batch = connection == null
-            ? withConnection(c -> enqueueStore.insertAllUnique(c, traced))
+            ? withConnection(c -> committingItself(() -> enqueueStore.insertAllUnique(c, traced)))
             : call(() -> enqueueStore.insertAllUnique(connection, traced));
       } else {
-        call(
-            () -> {
-              if (connection == null) {
-                enqueueStore.insertAll(traced); // one transaction: the rows and their wake-up notification
-              } else {
-                enqueueStore.insertAll(connection, traced);
-              }
-              return null;
-            });
-        batch = new EnqueueStore.UniqueBatch(traced.stream().map(NewJob::id).toList(), traced.size());
+        // In a transaction of its own: the rows (and keys) with their wake-up notification. A COMMIT
+        // whose answer was lost is reported by the store (EnqueueOutcomeUnknownException).
+        batch = connection == null
+            ? call(() -> enqueueStore.insertAll(traced))
+            : call(() -> enqueueStore.insertAll(connection, traced));
       }
     } catch (RuntimeException | Error e) {
       span.end(null, e);
@@ -454,10 +467,6 @@ public final class JobClient {
       throw new InvalidJobException(
           "idempotencyKey", "is per job; enqueueAll cannot give one key to many jobs (use enqueue)");
     }
-    if (type.idempotencyKeyFrom() != null && opts.unique() == null) {
-      throw new InvalidJobException("type", "job type '" + type.name() + "' takes an idempotency key from each payload"
-          + " (field '" + type.idempotencyKeyFrom() + "'); enqueueAll cannot check keys: enqueue such jobs one by one");
-    }
     List<NewJob> jobs = new ArrayList<>(payloads.size());
     for (P payload : payloads) {
       if (payload != null) {
@@ -497,6 +506,22 @@ public final class JobClient {
         unique == null ? null : UniqueKeys.base(name, queue, payloadJson, unique),
         unique,
         o.capability() != null ? o.capability() : type != null ? type.capability() : null);
+  }
+
+  /**
+   * Runs an enqueue on a connection of the client's own in auto-commit mode (each statement commits as it
+   * ends): a connection lost under it may have lost the answer of a statement that committed, so that
+   * failure is {@link EnqueueOutcomeUnknownException}; any other is thrown as it is.
+   */
+  private static <T> T committingItself(SqlSupplier<T> work) throws SQLException {
+    try {
+      return work.get();
+    } catch (SQLException e) {
+      if (io.pgjobs.store.BrokenConnections.connectionLost(e)) {
+        throw EnqueueStore.outcomeUnknown(e);
+      }
+      throw e;
+    }
   }
 
   private <T> T withConnection(SqlFunction<T> work) {

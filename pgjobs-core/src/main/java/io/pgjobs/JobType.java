@@ -215,6 +215,8 @@ public final class JobType<P> {
    * JSON pointer such as {@code /input/payment_id}): enqueueing the same value twice gives one job. An
    * explicit key ({@link EnqueueOptions.Builder#idempotencyKey}) still wins; a payload without the field
    * is refused, naming it. The key is {@code <type>:<value>}, so equal values of two types do not collide.
+   * A bulk enqueue ({@link JobClient#enqueueAll}) gives each job its own key too, so calling it again after
+   * {@link EnqueueOutcomeUnknownException} stores each job once.
    */
   public JobType<P> withIdempotencyKeyFrom(String field) {
     return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,

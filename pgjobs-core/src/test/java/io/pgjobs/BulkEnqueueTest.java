@@ -19,10 +19,14 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Acceptance 7: bulk enqueue. 100,000 jobs go in with one call (one COPY) and all run; a bulk enqueue
- * in the caller's transaction is all-or-nothing with that transaction; idempotency keys are refused.
+ * in the caller's transaction is all-or-nothing with that transaction; one idempotency key for the
+ * batch is refused, keys taken from each payload make a retried batch store each job once.
  */
 class BulkEnqueueTest extends PgJobsTestBase {
   private static final int MANY = 100_000;
+
+  /** Jobs of this type take their idempotency key from their payload: {@code keyed:<n>}. */
+  private static final JobType<Numbered> KEYED = JobType.of("keyed", Numbered.class).withIdempotencyKeyFrom("n");
 
   @Test
   void hundredThousandJobsEnqueuedInOneCallAreStoredAtOnceAndAllRunToSuccess() throws Exception {
@@ -110,6 +114,97 @@ class BulkEnqueueTest extends PgJobsTestBase {
     assertThat(count("pgjobs.jobs")).isZero();
     assertThat(count("pgjobs.job_keys")).isZero();
     assertThat(count("pgjobs.finished_jobs")).isZero();
+  }
+
+  @Test
+  void aKeyedBatchCalledAgainStoresNothingMoreAndReturnsTheSameIds() throws Exception {
+    List<UUID> first = client.enqueueAll(KEYED, numbered(1_000), EnqueueOptions.DEFAULTS);
+
+    List<UUID> again = client.enqueueAll(KEYED, numbered(1_000), EnqueueOptions.DEFAULTS);
+
+    assertThat(again).as("ids of the second call, in order").isEqualTo(first);
+    assertThat(new HashSet<>(first)).hasSize(1_000);
+    assertThat(count("pgjobs.jobs")).isEqualTo(1_000);
+    assertThat(count("pgjobs.job_keys")).isEqualTo(1_000);
+    assertThat(storedInPayloadOrder(first)).isEqualTo(1_000);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE idempotency_key = 'keyed:' || (payload->>'n')"))
+        .as("jobs carrying their payload's key").isEqualTo(1_000);
+  }
+
+  @Test
+  void aKeyedBatchOverlappingStoredJobsStoresOnlyTheNewOnes() throws Exception {
+    EnqueuedJob single = client.enqueue(KEYED, new Numbered(5), EnqueueOptions.DEFAULTS);
+    List<UUID> earlier = client.enqueueAll(KEYED, numbered(3), EnqueueOptions.DEFAULTS); // 0, 1, 2
+
+    List<UUID> ids = client.enqueueAll(KEYED, numbered(10), EnqueueOptions.DEFAULTS); // 0 .. 9
+
+    assertThat(ids.subList(0, 3)).as("keys stored by the earlier batch").isEqualTo(earlier);
+    assertThat(ids.get(5)).as("key stored by the single enqueue").isEqualTo(single.job().id());
+    assertThat(new HashSet<>(ids)).hasSize(10);
+    assertThat(count("pgjobs.jobs")).isEqualTo(10);
+    assertThat(storedInPayloadOrder(ids)).as("each id's job has its payload").isEqualTo(10);
+  }
+
+  @Test
+  void aKeyUsedBeforeForAnotherPayloadRefusesTheWholeBatch() {
+    // keyed:1 was used for another request: n = 1 in another queue.
+    client.enqueue(KEYED, new Numbered(1), EnqueueOptions.builder().queue("elsewhere").build());
+
+    assertThatThrownBy(() -> client.enqueueAll(KEYED, numbered(5), EnqueueOptions.DEFAULTS))
+        .isInstanceOf(IdempotencyKeyReusedException.class)
+        .satisfies(e -> assertThat(((IdempotencyKeyReusedException) e).key()).isEqualTo("keyed:1"));
+
+    assertThat(count("pgjobs.jobs")).as("only the earlier job").isEqualTo(1);
+    assertThat(count("pgjobs.job_keys")).isEqualTo(1);
+  }
+
+  @Test
+  void aKeyTwiceInOneBatchIsOneJobForBoth() {
+    List<UUID> ids = client.enqueueAll(KEYED, List.of(new Numbered(1), new Numbered(2), new Numbered(1)),
+        EnqueueOptions.DEFAULTS);
+
+    assertThat(ids.get(2)).isEqualTo(ids.get(0));
+    assertThat(ids.get(1)).isNotEqualTo(ids.get(0));
+    assertThat(count("pgjobs.jobs")).isEqualTo(2);
+  }
+
+  @Test
+  void aKeyedBatchInTheCallersTransactionGoesWithIt() throws Exception {
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      client.enqueueAll(tx, KEYED, numbered(100), EnqueueOptions.DEFAULTS);
+      assertThat(countIn(tx, "SELECT count(*) FROM pgjobs.jobs")).isEqualTo(100);
+      tx.rollback();
+    }
+    assertThat(count("pgjobs.jobs")).isZero();
+    assertThat(count("pgjobs.job_keys")).as("keys rolled back with their jobs").isZero();
+
+    List<UUID> ids = client.enqueueAll(KEYED, numbered(100), EnqueueOptions.DEFAULTS);
+    assertThat(new HashSet<>(ids)).hasSize(100);
+    assertThat(count("pgjobs.jobs")).isEqualTo(100);
+  }
+
+  @Test
+  void keyedBatchesRacingOverTheSameKeysStoreEachJobOnce() throws Exception {
+    // Overlapping batches in opposite orders: keys are inserted sorted, so they wait, never deadlock.
+    List<Numbered> up = numbered(500);
+    List<Numbered> down = up.reversed();
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    try {
+      List<java.util.concurrent.Future<List<UUID>>> results = new java.util.ArrayList<>();
+      for (int t = 0; t < 8; t++) {
+        List<Numbered> payloads = t % 2 == 0 ? up : down;
+        results.add(pool.submit(() -> client.enqueueAll(KEYED, payloads, EnqueueOptions.DEFAULTS)));
+      }
+      List<UUID> reference = results.getFirst().get();
+      for (int t = 0; t < results.size(); t++) {
+        List<UUID> ids = results.get(t).get();
+        assertThat(t % 2 == 0 ? ids : ids.reversed()).as("ids of batch " + t).isEqualTo(reference);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(count("pgjobs.jobs")).isEqualTo(500);
   }
 
   // ---------------------------------------------------------------- helpers

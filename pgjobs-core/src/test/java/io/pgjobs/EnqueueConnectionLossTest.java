@@ -3,23 +3,31 @@ package io.pgjobs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.pgjobs.lifecycle.TcpProxy;
+import java.net.URI;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.UUID;
 import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Bulk enqueue when the connection dies under it, by real backend terminations (no mocks): the error
- * reported is the one that broke the enqueue, not the rollback's "Connection is closed" that follows it
- * (which is attached as suppressed); and a connection that died under the COPY is discarded, not handed
- * out again by the pool.
+ * Enqueue when the connection dies under it, by real backend terminations and a real TCP proxy that
+ * drops the server's answer (no mocks): the error reported is the one that broke the enqueue, not the
+ * rollback's "Connection is closed" that follows it (which is attached as suppressed); a connection
+ * that died under the COPY is discarded, not handed out again by the pool; a failure while the commit
+ * was under way is {@link EnqueueOutcomeUnknownException}, any other is not; and the documented retry
+ * (the same call again, with the same idempotency keys) stores each job exactly once.
  */
 class EnqueueConnectionLossTest extends PgJobsTestBase {
   /** Jobs of this type end their session when their transaction commits (trigger below). */
@@ -31,7 +39,19 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
   /** Jobs of this type are refused by the database while the COPY stores them (trigger below). */
   private static final JobType<Numbered> REFUSED_IN_COPY = JobType.of("refused_in_copy", Numbered.class);
 
+  /** Jobs of this type take their idempotency key from their payload ({@code keyed_numbered:<n>}). */
+  private static final JobType<Numbered> KEYED = JobType.of("keyed_numbered", Numbered.class).withIdempotencyKeyFrom("n");
+
   private static final String HIKARI_ALIVE_BYPASS = "com.zaxxer.hikari.aliveBypassWindowMs";
+
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (AutoCloseable c : closeables.reversed()) {
+      c.close();
+    }
+  }
 
   @BeforeEach
   void killerTriggers() {
@@ -68,6 +88,9 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
 
     // The COPY went through; the COMMIT ran the deferred trigger, which ended the session.
     assertThat(thrown).as("enqueueAll failed").isNotNull();
+    // The session ended while the COMMIT was under way: the caller cannot know what happened (here,
+    // the trigger ran before the commit, so nothing was stored).
+    assertThat(thrown).as("failure during the COMMIT").isInstanceOf(EnqueueOutcomeUnknownException.class);
     SQLException cause = (SQLException) thrown.getCause();
     assertThat(cause.getSQLState()).as("SQLState of the reported error: " + cause).isEqualTo("57P01");
     assertThat(cause.getMessage()).contains("terminating connection due to administrator command");
@@ -88,6 +111,8 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
             () -> client.enqueueAll(KILLED_IN_COPY, numbered(3), EnqueueOptions.DEFAULTS));
 
     assertThat(thrown).as("enqueueAll failed").isNotNull();
+    // Lost before the COMMIT was sent: the transaction is gone, nothing is stored, and the error says so.
+    assertThat(thrown).as("failure before the COMMIT").isNotInstanceOf(EnqueueOutcomeUnknownException.class);
     SQLException cause = (SQLException) thrown.getCause();
     // The driver reports the end of the COPY failing on the lost connection (class 08).
     assertThat(cause.getSQLState()).as("SQLState of the reported error: " + cause).startsWith("08");
@@ -112,6 +137,7 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
           catchThrowableOfType(
               PgJobsException.class, () -> producer.enqueueAll(NUMBERED, numbered(5), EnqueueOptions.DEFAULTS));
       assertThat(first).as("bulk enqueue on the dead connection failed").isNotNull();
+      assertThat(first).as("failure before anything was sent").isNotInstanceOf(EnqueueOutcomeUnknownException.class);
       assertThat(((SQLException) first.getCause()).getSQLState()).startsWith("08");
 
       // The only connection of the pool was discarded: the next call gets a new one.
@@ -156,6 +182,7 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
               PgJobsException.class, () -> producer.enqueueAll(REFUSED_IN_COPY, numbered(3), EnqueueOptions.DEFAULTS));
 
       assertThat(thrown).as("enqueueAll failed").isNotNull();
+      assertThat(thrown).as("refused by the database").isNotInstanceOf(EnqueueOutcomeUnknownException.class);
       SQLException cause = (SQLException) thrown.getCause();
       assertThat(cause.getSQLState()).as("SQLState of the reported error: " + cause).isEqualTo("P0001");
       assertThat(cause.getMessage()).contains("job type refused_in_copy refused");
@@ -165,6 +192,109 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
       assertThat(physicalConnection(pool)).as("the pool's connection").isSameAs(physical);
     }
     assertThat(count("pgjobs.jobs")).isEqualTo(3);
+  }
+
+  @Test
+  void aSingleEnqueueWhoseAnswerIsLostIsOutcomeUnknownAndItsRetryStoresOnce() throws Exception {
+    TcpProxy proxy = proxy();
+    JobClient producer = JobClient.builder(poolThrough(proxy)).build();
+    EnqueueOptions keyed = EnqueueOptions.builder().idempotencyKey("answer-lost-1").build();
+    // The INSERT (one statement, committed on its own) reaches the server; its answer does not come back.
+    proxy.loseReplyTo("answer-lost-1");
+
+    PgJobsException thrown =
+        catchThrowableOfType(PgJobsException.class, () -> producer.enqueue(NUMBERED, new Numbered(7), keyed));
+
+    assertThat(proxy.repliesLost()).as("answers dropped by the proxy").isEqualTo(1);
+    assertThat(thrown).as("enqueue whose answer was lost").isInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(((SQLException) thrown.getCause()).getSQLState()).startsWith("08");
+    assertThat(count("pgjobs.jobs")).as("the job was stored all the same").isEqualTo(1);
+
+    // The documented retry: the same call, with the same key.
+    EnqueuedJob again = producer.enqueue(NUMBERED, new Numbered(7), keyed);
+    assertThat(again.replayed()).as("the retry finds the stored job").isTrue();
+    assertThat(count("pgjobs.jobs")).as("jobs after the retry").isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + again.job().id() + "'")).isEqualTo(1);
+  }
+
+  @Test
+  void aSingleEnqueueRefusedByTheDatabaseIsNotOutcomeUnknown() {
+    PgJobsException thrown =
+        catchThrowableOfType(
+            PgJobsException.class, () -> client.enqueue(REFUSED_IN_COPY, new Numbered(1), EnqueueOptions.DEFAULTS));
+
+    assertThat(thrown).as("enqueue refused").isNotNull().isNotInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(count("pgjobs.jobs")).isZero();
+  }
+
+  @Test
+  void aBulkEnqueueWhoseCommitAnswerIsLostIsOutcomeUnknown() throws Exception {
+    TcpProxy proxy = proxy();
+    JobClient producer = JobClient.builder(poolThrough(proxy)).build();
+    proxy.loseReplyTo("COMMIT");
+
+    PgJobsException thrown =
+        catchThrowableOfType(
+            PgJobsException.class, () -> producer.enqueueAll(NUMBERED, numbered(50), EnqueueOptions.DEFAULTS));
+
+    assertThat(proxy.repliesLost()).as("answers dropped by the proxy").isEqualTo(1);
+    assertThat(thrown).as("bulk enqueue whose COMMIT answer was lost").isInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(((SQLException) thrown.getCause()).getSQLState()).startsWith("08");
+    assertThat(count("pgjobs.jobs")).as("the batch was committed all the same").isEqualTo(50);
+  }
+
+  @Test
+  void aBulkEnqueueRetriedWithItsKeysAfterALostCommitStoresEachJobOnce() throws Exception {
+    TcpProxy proxy = proxy();
+    JobClient producer = JobClient.builder(poolThrough(proxy)).build();
+    proxy.loseReplyTo("COMMIT");
+
+    PgJobsException thrown =
+        catchThrowableOfType(
+            PgJobsException.class, () -> producer.enqueueAll(KEYED, numbered(50), EnqueueOptions.DEFAULTS));
+    assertThat(thrown).as("bulk enqueue whose COMMIT answer was lost").isInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(count("pgjobs.jobs")).as("the batch was committed all the same").isEqualTo(50);
+
+    // The documented retry: the same call again; each payload carries its key.
+    List<UUID> ids = producer.enqueueAll(KEYED, numbered(50), EnqueueOptions.DEFAULTS);
+
+    assertThat(count("pgjobs.jobs")).as("jobs after the retry").isEqualTo(50);
+    assertThat(new HashSet<>(ids)).as("the retry's ids: the stored jobs").hasSize(50)
+        .isEqualTo(new HashSet<>(storedIds()));
+    for (int i = 0; i < 50; i++) {
+      assertThat(client.get(ids.get(i)).orElseThrow().idempotencyKey()).isEqualTo("keyed_numbered:" + (i + 1));
+    }
+  }
+
+  private TcpProxy proxy() throws java.io.IOException {
+    TcpProxy proxy = new TcpProxy("127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());
+    closeables.add(proxy);
+    return proxy;
+  }
+
+  /** A pool of its own whose connections go through {@code proxy}. */
+  private HikariDataSource poolThrough(TcpProxy proxy) {
+    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setMaximumPoolSize(2);
+    config.setMinimumIdle(0);
+    config.setConnectionTimeout(5_000);
+    HikariDataSource pool = new HikariDataSource(config);
+    closeables.add(pool);
+    return pool;
+  }
+
+  private static List<UUID> storedIds() throws SQLException {
+    List<UUID> ids = new ArrayList<>();
+    try (Connection c = db.dataSource().getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT id FROM pgjobs.jobs")) {
+      while (rs.next()) {
+        ids.add(rs.getObject(1, UUID.class));
+      }
+    }
+    return ids;
   }
 
   /** The driver's connection under the pool's (only) connection. */

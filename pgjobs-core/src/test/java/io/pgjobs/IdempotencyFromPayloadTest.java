@@ -99,10 +99,15 @@ class IdempotencyFromPayloadTest extends PgJobsTestBase {
   }
 
   @Test
-  void bulkEnqueueOfSuchATypeIsRefusedSayingWhy() {
-    assertThatThrownBy(() -> client.enqueueAll(CHARGE, List.of(new Charge("x", 1), new Charge("y", 2)), EnqueueOptions.DEFAULTS))
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("one by one");
-    assertThat(count("pgjobs.jobs")).isZero();
+  void bulkEnqueueOfSuchATypeGivesEachJobTheKeyOfItsPayload() {
+    EnqueuedJob single = client.enqueue(CHARGE, new Charge("x", 1));
+
+    List<UUID> ids = client.enqueueAll(CHARGE, List.of(new Charge("x", 1), new Charge("y", 2)), EnqueueOptions.DEFAULTS);
+
+    assertThat(ids.get(0)).as("the payment enqueued before").isEqualTo(single.job().id());
+    assertThat(client.get(ids.get(1)).orElseThrow().idempotencyKey()).isEqualTo("charge:y");
+    assertThat(count("pgjobs.jobs")).isEqualTo(2);
+    assertThat(client.enqueue(CHARGE, new Charge("y", 2)).job().id()).as("a single enqueue of y").isEqualTo(ids.get(1));
   }
 
   @Test

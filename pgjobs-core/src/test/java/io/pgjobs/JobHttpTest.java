@@ -42,6 +42,7 @@ class JobHttpTest extends PgJobsTestBase {
           "job", String.valueOf(exchange.getRequestHeaders().getFirst(JobHttp.JOB_ID_HEADER)),
           "attempt", String.valueOf(attempt),
           "agent", String.valueOf(exchange.getRequestHeaders().getFirst("User-Agent")),
+          "upgrade", String.valueOf(exchange.getRequestHeaders().getFirst("Upgrade")),
           "body", new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8),
           "path", exchange.getRequestURI().getPath()));
       if ("1".equals(attempt) && exchange.getRequestURI().getQuery() != null) {
@@ -91,7 +92,9 @@ class JobHttpTest extends PgJobsTestBase {
     assertThat(received).singleElement().satisfies(r -> {
       assertThat(r.get("job")).isEqualTo(id.toString());
       assertThat(r.get("attempt")).isEqualTo("1");
-      assertThat(r.get("agent")).startsWith("pgjobs/").contains("(http_call)");
+      // The library's own version, not "dev"; plain HTTP/1.1 (no "Upgrade: h2c" that some receivers refuse).
+      assertThat(r.get("agent")).matches("pgjobs/\\d+\\.\\d+\\.\\d+(-SNAPSHOT)? \\(http_call\\)");
+      assertThat(r.get("upgrade")).isEqualTo("null");
       assertThat(r.get("body")).isEqualTo("{\"hello\":1}");
     });
   }

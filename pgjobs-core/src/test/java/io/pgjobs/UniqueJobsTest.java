@@ -4,8 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.UniqueOptions.Replace;
+import io.pgjobs.lifecycle.TcpProxy;
+import java.net.URI;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -272,6 +278,71 @@ class UniqueJobsTest extends PgJobsTestBase {
     // Non-unique bulk enqueues stay on COPY and store no key.
     client.enqueueAll(NUMBERED, List.of(new Numbered(1), new Numbered(1)), EnqueueOptions.DEFAULTS);
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'numbered' AND unique_key IS NULL")).isEqualTo(2);
+  }
+
+  /**
+   * Finding 15: a bulk enqueue with a period computes the period from its INSERT's own now() (as the
+   * single enqueue does), not from a clock read in another statement before it. The network stalls
+   * 1.5 s just before the INSERT reaches the server, so more than a one-second period passes between
+   * anything read before and the INSERT: the stored key must still be the key of the period the row's
+   * created_at (the INSERT's now()) falls in, or a single enqueue in that period would store a second job.
+   */
+  @Test
+  void bulkEnqueueWithAPeriodTakesThePeriodOfItsOwnInsert() throws Exception {
+    UniqueOptions perSecond = UniqueOptions.builder().byFields("id").period(Duration.ofSeconds(1)).build();
+    UniqueOptions perSecondWithSucceeded = UniqueOptions.builder().byFields("id").period(Duration.ofSeconds(1))
+        .states(JobState.QUEUED, JobState.RUNNING, JobState.RETRYING, JobState.SUCCEEDED).build();
+    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
+    try (TcpProxy proxy = new TcpProxy("127.0.0.1", direct.getPort());
+        HikariDataSource pool = poolThrough(proxy, direct)) {
+      JobClient producer = JobClient.builder(pool).build();
+
+      // The default states: the key is the job's unique_key column.
+      proxy.delayMessage("INSERT INTO pgjobs.jobs", Duration.ofMillis(1_500));
+      UUID id = producer.enqueueAll(ORDER, List.of(new Order("p15", 1)),
+          EnqueueOptions.builder().unique(perSecond).build()).getFirst();
+      assertThat(keyOfCreatedAtsPeriod(
+          "SELECT unique_key, created_at FROM pgjobs.jobs WHERE id = ?", id, perSecond))
+          .as("key stored by the bulk enqueue is its INSERT's period's").isTrue();
+
+      // Finished states counted: the key is a row of unique_keys naming the job.
+      proxy.delayMessage("INSERT INTO pgjobs.unique_keys", Duration.ofMillis(1_500));
+      UUID held = producer.enqueueAll(ORDER, List.of(new Order("p15-states", 1)),
+          EnqueueOptions.builder().unique(perSecondWithSucceeded).build()).getFirst();
+      assertThat(keyOfCreatedAtsPeriod(
+          "SELECT k.unique_key, j.created_at FROM pgjobs.unique_keys k JOIN pgjobs.jobs j ON j.id = k.job_id"
+              + " WHERE j.id = ? AND k.expires_at = to_timestamp(ceil(extract(epoch FROM j.created_at + interval '1 microsecond')))",
+          held, perSecondWithSucceeded))
+          .as("key (and end of period) stored by the bulk enqueue are its INSERT's period's").isTrue();
+    }
+  }
+
+  /**
+   * Whether the key the query returns with a created_at (one row for {@code id}) is the key of the
+   * one-second period that created_at falls in, as {@code EnqueueSql.UNIQUE_KEY} computes it.
+   */
+  private static boolean keyOfCreatedAtsPeriod(String sql, UUID id, UniqueOptions rule) throws Exception {
+    byte[] base = UniqueKeys.base("order_sync", JobType.DEFAULT_QUEUE,
+        "{\"id\":\"" + client.get(id).orElseThrow().payload().get("id").asString() + "\",\"version\":1}", rule);
+    try (Connection c = db.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement(
+            "SELECT q.unique_key = sha256(?::bytea || int8send(floor(extract(epoch FROM q.created_at) * 1000)::bigint / 1000))"
+                + " FROM (" + sql + ") AS q")) {
+      ps.setBytes(1, base);
+      ps.setObject(2, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertThat(rs.next()).as("the job's key row").isTrue();
+        return rs.getBoolean(1);
+      }
+    }
+  }
+
+  private static HikariDataSource poolThrough(TcpProxy proxy, URI direct) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setMaximumPoolSize(1);
+    config.setMinimumIdle(0);
+    return new HikariDataSource(config);
   }
 
   @Test

@@ -110,4 +110,30 @@ class UnknownTypeTest extends PgJobsTestBase {
       assertThat(e.message()).contains("'mystery'").contains("numbered").contains("PT5M");
     });
   }
+
+  @Test
+  void applicationClockAheadOfTheDatabasesDoesNotFailANewJob() throws Exception {
+    try (SkewedDatabaseClock skewed = new SkewedDatabaseClock(db, Duration.ofMinutes(5))) {
+      UUID mystery = enqueueMystery();
+      // Created and due now by the database's clock: five minutes ago by the worker's.
+      try (java.sql.Connection c = skewed.dataSource().getConnection();
+          java.sql.Statement st = c.createStatement()) {
+        st.execute("UPDATE pgjobs.jobs SET created_at = now(), run_at = now() WHERE id = '" + mystery + "'");
+      }
+      JobWorker worker = start(JobWorker.builder(skewed.dataSource()).shutdownGrace(Duration.ofSeconds(2))
+          .pollInterval(Duration.ofMillis(50)).unknownTypeGrace(Duration.ofMinutes(1))
+          .register(NUMBERED, (ctx, p) -> null));
+
+      await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20)).until(() -> {
+        Job j = client.get(mystery).orElseThrow();
+        return j.attemptedAt() != null && j.state() != JobState.RUNNING;
+      });
+      worker.close();
+
+      Job waiting = client.get(mystery).orElseThrow();
+      assertThat(waiting.state()).as("within the grace by the database's clock").isEqualTo(JobState.QUEUED);
+      assertThat(waiting.attempts()).isZero();
+      assertThat(waiting.errors()).isEmpty();
+    }
+  }
 }

@@ -75,6 +75,8 @@ final class ServeCommand extends Subcommand {
             .host(settings.host())
             .port(settings.port())
             .tokens(tokens(settings.apiTokens()))
+            .allowedOrigins(settings.allowedOrigins())
+            .allowedHosts(settings.allowedHosts())
             .meterRegistry(registry);
     if (settings.listenOff()) {
       apiBuilder.liveEvents(false);

@@ -16,6 +16,12 @@ final class ServerOptions {
   @Option(names = "--api-tokens", paramLabel = "<token,...>", descriptionKey = Settings.API_TOKENS)
   String apiTokens;
 
+  @Option(names = "--allowed-origins", paramLabel = "<origin,...>", descriptionKey = Settings.ALLOWED_ORIGINS)
+  String allowedOrigins;
+
+  @Option(names = "--allowed-hosts", paramLabel = "<host,...>", descriptionKey = Settings.ALLOWED_HOSTS)
+  String allowedHosts;
+
   @Option(names = "--insecure",
       description = "Allow listening on a non-loopback --host without --api-tokens: anyone who can reach the port"
           + " may then enqueue, cancel and retry jobs.")
@@ -27,6 +33,8 @@ final class ServerOptions {
     flags.put(Settings.HOST, host);
     flags.put(Settings.PORT, port);
     flags.put(Settings.API_TOKENS, apiTokens);
+    flags.put(Settings.ALLOWED_ORIGINS, allowedOrigins);
+    flags.put(Settings.ALLOWED_HOSTS, allowedHosts);
     return flags;
   }
 }

@@ -40,6 +40,18 @@ import org.slf4j.LoggerFactory;
  * described above). A vacuum of this task re-plans at the size of the day; while vacuums wait (a long
  * transaction) the table may grow a lot, so a table {@link #ANALYZE_GROWTH} times the size the planner
  * last saw, and at least {@link #ANALYZE_MIN_PAGES} pages, is analyzed at once, backoff or not.
+ *
+ * <p><b>Pages given back after a peak.</b> No vacuum cuts the hot table's empty end pages on its own
+ * (schema version 19): the cut takes an exclusive lock, and a table cut small is what sessions re-plan
+ * on. So the table keeps the size its busiest moment needed — and everything that reads it whole pays
+ * for that size (issue 32.3: 10,482 pages for 250 jobs). Once the table has emptied after a peak (at
+ * least {@link #SHRINK_MIN_PAGES} pages, fewer live rows than one per {@link #SHRINK_PAGES_PER_LIVE_ROW}
+ * pages: far more than any steady rate keeps in use), this task's vacuum cuts them
+ * ({@code TRUNCATE true}), at most once per {@link #SHRINK_INTERVAL}. Why this is safe where autovacuum's
+ * cut was not: PostgreSQL takes the lock for the cut only when it is free at once and gives it up as
+ * soon as a claim waits for it (see {@code WorkerSql.VACUUM_HOT_TABLE_GIVING_PAGES_BACK}); under
+ * steady claims it gets no gap and keeps the pages. And a table that grows again after the cut is
+ * re-planned by the analyze on growth above, which did not exist when version 19 was written.
  */
 final class HotTableVacuum implements MaintenanceTask {
   private static final Logger log = LoggerFactory.getLogger(HotTableVacuum.class);
@@ -51,6 +63,15 @@ final class HotTableVacuum implements MaintenanceTask {
   static final int ANALYZE_GROWTH = 4;
   /** ... once it has at least this many pages (1 MiB): below, a sequential scan costs next to nothing. */
   static final long ANALYZE_MIN_PAGES = 128;
+  /**
+   * A table smaller than this (32 MiB) keeps its pages: W5's table at 5,000 jobs/s stayed at 7–17 MB, so
+   * a steady rate never has its pages cut and grown again.
+   */
+  static final long SHRINK_MIN_PAGES = 4_096;
+  /** A table with fewer live rows than one per this many pages has emptied (a page holds 20–40 jobs). */
+  static final long SHRINK_PAGES_PER_LIVE_ROW = 8;
+  /** The shortest time between two vacuums that give pages back (a cut may find live rows at the end). */
+  static final Duration SHRINK_INTERVAL = Duration.ofMinutes(1);
 
   private final WorkerStore store;
   private final Duration interval;
@@ -61,11 +82,14 @@ final class HotTableVacuum implements MaintenanceTask {
   private volatile long backoffNanos;
   /** What held the horizon back when a vacuum removed little (null: not known, or no such vacuum). */
   private volatile String blockedBy;
+  /** When the next vacuum that gives pages back may start (nanoTime; read and set by the maintenance thread). */
+  private long shrinkAllowedFrom;
 
   HotTableVacuum(WorkerStore store, Duration interval) {
     this.store = store;
     this.interval = interval;
     this.waitUntil = System.nanoTime(); // not 0: nanoTime may be negative, and is compared by difference
+    this.shrinkAllowedFrom = waitUntil;
   }
 
   @Override
@@ -98,10 +122,19 @@ final class HotTableVacuum implements MaintenanceTask {
       }
     }
     long dead = table.deadRows();
-    if (dead < MIN_DEAD_ROWS) {
+    boolean givePagesBack = emptied(table) && System.nanoTime() - shrinkAllowedFrom >= 0;
+    if (dead < MIN_DEAD_ROWS && !givePagesBack) {
       return;
     }
-    inFlight = Thread.ofVirtual().name("pgjobs-vacuum").start(() -> vacuum(dead));
+    if (givePagesBack) {
+      shrinkAllowedFrom = System.nanoTime() + SHRINK_INTERVAL.toNanos();
+    }
+    inFlight = Thread.ofVirtual().name("pgjobs-vacuum").start(() -> vacuum(dead, givePagesBack ? table.pages() : -1));
+  }
+
+  /** Whether the table has emptied after a peak: its pages are worth giving back (see the class comment). */
+  static boolean emptied(WorkerStore.HotTable table) {
+    return table.pages() >= SHRINK_MIN_PAGES && table.liveRows() * SHRINK_PAGES_PER_LIVE_ROW < table.pages();
   }
 
   private void analyze() {
@@ -127,10 +160,11 @@ final class HotTableVacuum implements MaintenanceTask {
     return refused;
   }
 
-  private void vacuum(long deadBefore) {
+  /** Vacuums the table; {@code pagesBefore} is -1, or its size when this vacuum is to give pages back. */
+  private void vacuum(long deadBefore, long pagesBefore) {
     long start = System.nanoTime();
     try {
-      WorkerStore.Vacuum vacuum = store.vacuumHotTable();
+      WorkerStore.Vacuum vacuum = pagesBefore < 0 ? store.vacuumHotTable() : store.vacuumHotTableGivingPagesBack();
       switch (vacuum.outcome()) {
         case REFUSED -> {
           refused = true;
@@ -145,9 +179,16 @@ final class HotTableVacuum implements MaintenanceTask {
           // Nothing to do here: what it removed is judged below.
         }
       }
-      long deadAfter = store.hotTableDeadRows();
+      WorkerStore.HotTable after = store.hotTable();
+      long deadAfter = after.deadRows();
       long took = System.nanoTime() - start;
-      if (deadAfter * 2 > deadBefore) {
+      if (pagesBefore >= 0) {
+        // None given back: live rows at the table's end, or claims that left the lock no gap for 5 s.
+        log.info("hot table vacuum in {} ms gave back {} of its {} pages ({} left)", took / 1_000_000,
+            Math.max(0, pagesBefore - after.pages()), pagesBefore, after.pages());
+      }
+      // A vacuum for the pages alone (few dead rows before) is not judged by what it removed.
+      if (deadBefore >= MIN_DEAD_ROWS && deadAfter * 2 > deadBefore) {
         // A transaction elsewhere holds the dead versions: wait longer before reading the table again.
         backoffNanos = Math.min(MAX_BACKOFF.toNanos(), Math.max(interval.toNanos(), backoffNanos * 2));
         blockedBy = store.horizonHolder();

@@ -7,10 +7,12 @@ import com.cronutils.descriptor.CronDescriptor;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
 import java.time.DateTimeException;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneId;
 import java.time.ZonedDateTime;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -159,16 +161,95 @@ public final class CronSchedule {
    * there are more).
    */
   public List<Instant> slots(Instant after, Instant upTo, int max) {
-    List<Instant> slots = new ArrayList<>();
+    return catchUp(after, upTo, max).newest();
+  }
+
+  /**
+   * The slots in {@code (after, upTo]}: how many there are, and the newest {@code keep} of them.
+   *
+   * @param count every slot in the range if {@code exact}, else a lower bound
+   * @param exact whether {@code count} counts every slot of the range (see
+   *     {@link #catchUp(Instant, Instant, int, long)})
+   * @param newest the newest {@code keep} slots (all of them if fewer), oldest first
+   */
+  public record CatchUp(long count, boolean exact, List<Instant> newest) {}
+
+  /**
+   * Counts the slots in {@code (after, upTo]} and keeps the newest {@code keep} of them: work linear in the
+   * number of slots, memory bounded by {@code keep} (the oldest kept slot leaves a deque at each new one;
+   * removing it from the head of a list moved every other one: quadratic).
+   *
+   * @throws IllegalArgumentException if {@code keep} is negative
+   */
+  public CatchUp catchUp(Instant after, Instant upTo, int keep) {
+    if (keep < 0) {
+      throw new IllegalArgumentException("keep must not be negative, was " + keep);
+    }
+    ArrayDeque<Instant> newest = new ArrayDeque<>(Math.min(keep, 1_024));
+    long count = 0;
     Instant cursor = after;
     while (true) {
       Optional<Instant> next = next(cursor);
       if (next.isEmpty() || next.get().isAfter(upTo)) {
-        return slots;
+        return new CatchUp(count, true, List.copyOf(newest));
       }
-      slots.add(next.get());
-      if (slots.size() > max) {
-        slots.remove(0);
+      count++;
+      if (keep > 0) {
+        if (newest.size() == keep) {
+          newest.removeFirst();
+        }
+        newest.addLast(next.get());
+      }
+      cursor = next.get();
+    }
+  }
+
+  /** The first span {@link #catchUp(Instant, Instant, int, long)} looks back over; it doubles from there. */
+  private static final Duration FIRST_SPAN = Duration.ofMinutes(1);
+
+  /**
+   * {@link #catchUp(Instant, Instant, int)} with work bounded by {@code countLimit} rather than by the
+   * length of the range: the newest {@code keep} slots of {@code (after, upTo]}, and their count, exact
+   * when the range holds at most {@code countLimit} slots; otherwise only the slots of a recent part of
+   * the range holding more than {@code countLimit} are read, and the count is that part's (a lower bound,
+   * {@code exact} false). Why: each slot costs cron-utils some 20 µs to find, so reading every slot of a
+   * per-second schedule paused for days took seconds (two days: 172,800 slots, 3.4 s on a 2-core machine),
+   * and a week would outlast the maintenance lease. The recent part is found by looking back over spans
+   * that double from one minute (one count each, stopped past {@code countLimit}), so about
+   * {@code 4 × countLimit} slots are read at most for slots evenly spread, whatever the range's length.
+   *
+   * @throws IllegalArgumentException if {@code keep} is negative or {@code countLimit} is below {@code keep}
+   */
+  public CatchUp catchUp(Instant after, Instant upTo, int keep, long countLimit) {
+    if (keep < 0 || countLimit < keep) {
+      throw new IllegalArgumentException(
+          "need 0 <= keep <= countLimit, was keep " + keep + ", countLimit " + countLimit);
+    }
+    Duration span = FIRST_SPAN;
+    while (true) {
+      Instant from = upTo.minus(span);
+      if (!from.isAfter(after)) {
+        return catchUp(after, upTo, keep);
+      }
+      if (countBeyond(from, upTo, countLimit)) {
+        CatchUp recent = catchUp(from, upTo, keep);
+        return new CatchUp(recent.count(), false, recent.newest());
+      }
+      span = span.multipliedBy(2);
+    }
+  }
+
+  /** True if {@code (after, upTo]} holds more than {@code limit} slots; reads at most {@code limit + 1}. */
+  private boolean countBeyond(Instant after, Instant upTo, long limit) {
+    long count = 0;
+    Instant cursor = after;
+    while (true) {
+      Optional<Instant> next = next(cursor);
+      if (next.isEmpty() || next.get().isAfter(upTo)) {
+        return false;
+      }
+      if (++count > limit) {
+        return true;
       }
       cursor = next.get();
     }

@@ -32,11 +32,14 @@ final class RecurringSql {
              paused, source, disabled, last_slot, created_at
         FROM {schema}.recurring ORDER BY name""";
 
-  /** One schedule, locked for its firing; a concurrent firing skips it. */
+  /**
+   * One schedule, locked for its firing, with the database's clock ({@code now()}: the firing's
+   * transaction began with this statement), which decides what is due; a concurrent firing skips it.
+   */
   static final String LOCK =
       """
       SELECT name, cron, zone, job_type, queue, payload::text AS payload, priority, max_attempts, missed, catch_up,
-             paused, source, disabled, last_slot, created_at
+             paused, source, disabled, last_slot, created_at, now() AS database_now
         FROM {schema}.recurring WHERE name = ? FOR UPDATE SKIP LOCKED""";
 
   /** The newest slot handled, and the job of the newest slot enqueued (null: the last job stays). */

@@ -113,21 +113,55 @@ public final class RecurringStore {
         last == null ? null : last.toInstant(), rs.getTimestamp("created_at").toInstant());
   }
 
-  /** What one firing of a schedule did. */
-  public record Fired(int enqueued, int skipped) {}
+  /**
+   * What one firing of a schedule did.
+   *
+   * @param enqueued the slots that enqueued a job
+   * @param skipped the missed slots skipped; a lower bound if {@code moreSkipped}
+   * @param moreSkipped more slots than {@code skipped} were missed and skipped: beyond
+   *     {@link #MISSED_COUNTED} missed slots they are not read one by one (see {@link CronSchedule#catchUp})
+   */
+  public record Fired(int enqueued, int skipped, boolean moreSkipped) {
+    /** A firing whose skipped slots were all counted. */
+    public Fired(int enqueued, int skipped) {
+      this(enqueued, skipped, false);
+    }
+  }
 
   /**
-   * Fires the slots of schedule {@code name} that are due at {@code now}, in one transaction that locks
-   * the schedule's row (a concurrent pass skips it): each slot after the last one handled enqueues one
-   * job with the slot's idempotency key; slots older than {@code missedAfter} are missed and follow the
-   * schedule's policy; the newest slot becomes the last one handled. Nothing for a paused or disabled
-   * schedule.
+   * How many of the slots that are not yet missed (within missedAfter) a firing enqueues at most: the
+   * newest ones.
+   */
+  private static final int SLOTS_KEPT = 100_000;
+
+  /** Up to how many missed slots a firing counts exactly (see {@link Fired#moreSkipped}). */
+  public static final int MISSED_COUNTED = 1_000;
+
+  /**
+   * Fires the slots of schedule {@code name} that are due by the database's clock ({@code now()} of the
+   * firing's transaction), as {@link #fire(String, Instant, Duration)} does: what is due and what was
+   * missed is decided on the clock every job's {@code run_at} and {@code created_at} are written with,
+   * so a leader whose own clock runs ahead neither fires future slots nor skips due ones as missed.
+   */
+  public Fired fire(String name, Duration missedAfter) throws SQLException {
+    return fire(name, null, missedAfter);
+  }
+
+  /**
+   * Fires the slots of schedule {@code name} that are due at {@code now} (null: the database's
+   * {@code now()}), in one transaction that locks the schedule's row (a concurrent pass skips it): each
+   * slot after the last one handled enqueues one job with the slot's idempotency key; slots older than
+   * {@code missedAfter} are missed and follow the schedule's policy; the newest slot becomes the last one
+   * handled. Nothing for a paused or disabled schedule. The work is bounded whatever the time since the
+   * last slot handled: missed slots beyond the newest {@link #MISSED_COUNTED} are not read one by one
+   * ({@link CronSchedule#catchUp(Instant, Instant, int, long)}).
    */
   public Fired fire(String name, Instant now, Duration missedAfter) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       try {
         Stored s;
+        Instant at;
         try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.LOCK))) {
           ps.setString(1, name);
           try (ResultSet rs = ps.executeQuery()) {
@@ -136,6 +170,7 @@ public final class RecurringStore {
               return new Fired(0, 0);
             }
             s = read(rs);
+            at = now != null ? now : rs.getTimestamp("database_now").toInstant();
           }
         }
         if (s.paused() || s.disabled()) {
@@ -143,19 +178,29 @@ public final class RecurringStore {
           return new Fired(0, 0);
         }
         Instant after = s.lastSlot() != null ? s.lastSlot() : s.createdAt();
-        List<Instant> due = s.recurring().schedule().slots(after, now, 100_000);
-        if (due.isEmpty()) {
+        CronSchedule schedule = s.recurring().schedule();
+        // A slot is missed when older than missedAfter: before 'boundary'. Only the newest missed slots
+        // the policy fires are read, and the others counted up to a limit (CronSchedule.catchUp): the
+        // work no longer grows with how long the schedule did not fire.
+        Instant boundary = at.minus(missedAfter).minusNanos(1);
+        int firingMissed = s.recurring().missed().firing();
+        int keepMissed = Math.max(1, firingMissed); // the newest missed slot is the last handled if none is on time
+        CronSchedule.CatchUp missed = boundary.isAfter(after)
+            ? schedule.catchUp(after, boundary, keepMissed, Math.max(keepMissed, MISSED_COUNTED))
+            : new CronSchedule.CatchUp(0, true, List.of());
+        CronSchedule.CatchUp onTime = schedule.catchUp(boundary.isAfter(after) ? boundary : after, at, SLOTS_KEPT);
+        if (missed.count() == 0 && onTime.count() == 0) {
           c.rollback();
           return new Fired(0, 0);
         }
-        List<Instant> missed = new ArrayList<>();
-        List<Instant> firing = new ArrayList<>();
-        for (Instant slot : due) {
-          (Duration.between(slot, now).compareTo(missedAfter) > 0 ? missed : firing).add(slot);
-        }
-        int keep = Math.min(missed.size(), s.recurring().missed().firing());
-        List<Instant> enqueue = new ArrayList<>(missed.subList(missed.size() - keep, missed.size()));
-        enqueue.addAll(firing);
+        List<Instant> newestMissed = missed.newest();
+        List<Instant> enqueue = new ArrayList<>(
+            newestMissed.subList(Math.max(0, newestMissed.size() - firingMissed), newestMissed.size()));
+        int missedFiring = enqueue.size();
+        enqueue.addAll(onTime.newest());
+        Instant newest = onTime.newest().isEmpty()
+            ? newestMissed.get(newestMissed.size() - 1)
+            : onTime.newest().get(onTime.newest().size() - 1);
         Recurring r = s.recurring();
         java.util.UUID lastJob = null;
         for (Instant slot : enqueue) {
@@ -169,13 +214,14 @@ public final class RecurringStore {
                   .build()).job().id();
         }
         try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.SET_LAST_SLOT))) {
-          ps.setTimestamp(1, Timestamp.from(due.get(due.size() - 1)));
+          ps.setTimestamp(1, Timestamp.from(newest));
           ps.setObject(2, lastJob);
           ps.setString(3, name);
           ps.executeUpdate();
         }
         c.commit();
-        return new Fired(enqueue.size(), due.size() - enqueue.size());
+        long skipped = missed.count() - missedFiring + (onTime.count() - onTime.newest().size());
+        return new Fired(enqueue.size(), (int) Math.min(Integer.MAX_VALUE, skipped), !missed.exact());
       } catch (SQLException | RuntimeException e) {
         c.rollback();
         throw e;

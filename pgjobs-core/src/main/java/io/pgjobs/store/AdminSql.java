@@ -130,17 +130,35 @@ final class AdminSql {
 
       SELECT (SELECT count(*) FROM ins), (SELECT woken FROM notified), (SELECT count(*) FROM announced)""";
 
-  /** Counts per queue and state; {@code scheduled} counts queued jobs not yet due. */
-  static final String COUNT_BY_QUEUE =
+  /**
+   * The hot table's jobs per queue and state: one part per partial index (waiting jobs that need no
+   * capability, waiting jobs that need one, running jobs), each saying that index's predicate, so each
+   * can be read through its index, only the rows found looked up in the table (for their state). After
+   * {@link #PAGES_PRICED_ALIKE} the planner does so when the jobs are few for the table's size (an
+   * emptied table: its cost follows the jobs, not the size the table once grew to, see
+   * {@link #READY_DEPTH}), and reads the table when it is full of waiting jobs (a backlog of a million:
+   * the index as well would read more). Columns: queue, state, jobs, scheduled (queued, not yet due),
+   * age in ms of the oldest due job (null if none).
+   */
+  static final String HOT_COUNTS =
       """
       SELECT queue, state, count(*) AS jobs,
-             count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled
-        FROM {schema}.jobs
-       GROUP BY queue, state
-      UNION ALL
-      SELECT queue, state, count(*), 0
-        FROM {schema}.finished_jobs
+             count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled,
+             EXTRACT(EPOCH FROM now() - min(run_at) FILTER (WHERE run_at <= now())) * 1000 AS oldest_due_ms
+        FROM (SELECT queue, state, run_at FROM {schema}.jobs
+               WHERE state IN ('queued', 'retrying') AND capability IS NULL
+              UNION ALL
+              SELECT queue, state, run_at FROM {schema}.jobs
+               WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL
+              UNION ALL
+              SELECT queue, state, NULL FROM {schema}.jobs
+               WHERE state = 'running') AS hot
        GROUP BY queue, state""";
+
+  /** Finished jobs per queue and state (planned as usual: a count of a large table reads all of it). */
+  static final String FINISHED_COUNTS =
+      """
+      SELECT queue, state, count(*) FROM {schema}.finished_jobs GROUP BY queue, state""";
 
   /** Pause or resume a queue (upsert). */
   static final String SET_QUEUE_PAUSED =
@@ -154,32 +172,48 @@ final class AdminSql {
       SELECT pg_notify('{schema}_jobs_ready', ?)""";
 
   /**
-   * Every queue that has jobs or a pause row: counts per state, scheduled count, age of the oldest due
-   * job, paused flag. The hot table is grouped whole (it is small by design); finished jobs are counted
-   * per queue and state.
+   * The part of the queue overview after {@link #HOT_COUNTS} (which the caller reads first, in the same
+   * snapshot): finished jobs per queue and state, and every queue with a pause row, with its flag — one
+   * row per queue and state, the state null for a queue with a pause row and no finished job.
    */
   static final String QUEUE_OVERVIEW =
       """
-      WITH hot AS (
-          SELECT queue, state, count(*) AS jobs,
-                 count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled,
-                 min(run_at) FILTER (WHERE state IN ('queued', 'retrying') AND run_at <= now()) AS oldest_due
-            FROM {schema}.jobs GROUP BY queue, state
-      ), done AS (
-          SELECT queue, state, count(*) AS jobs, 0::bigint AS scheduled, NULL::timestamptz AS oldest_due
-            FROM {schema}.finished_jobs GROUP BY queue, state
-      ), all_counts AS (
-          SELECT * FROM hot UNION ALL SELECT * FROM done
-      ), names AS (
-          SELECT queue AS name FROM all_counts UNION SELECT name FROM {schema}.queues
+      WITH done AS (
+          SELECT queue, state, count(*) AS jobs FROM {schema}.finished_jobs GROUP BY queue, state
       )
-      SELECT n.name, c.state, COALESCE(c.jobs, 0), COALESCE(c.scheduled, 0),
-             EXTRACT(EPOCH FROM now() - c.oldest_due) * 1000 AS oldest_due_ms,
-             COALESCE(q.paused, false) AS paused
-        FROM names n
-        LEFT JOIN all_counts c ON c.queue = n.name
-        LEFT JOIN {schema}.queues q ON q.name = n.name
-       ORDER BY n.name""";
+      SELECT coalesce(d.queue, q.name), d.state, coalesce(d.jobs, 0), coalesce(q.paused, false)
+        FROM done AS d
+        FULL JOIN {schema}.queues AS q ON q.name = d.queue""";
+
+  /**
+   * Said before {@link #HOT_COUNTS}, in its transaction: a page read at random is priced like one read in
+   * order (1.1 against PostgreSQL's default 4), which is what it costs for the hot table and its indexes,
+   * read all the time and so in memory. At the default the planner reads an emptied table whole rather
+   * than its index, which kept its size too and whose every page it prices as a random read, not knowing
+   * that the scan skips the pages vacuum emptied (109 MB table, 250 jobs: a sequential scan of 13,983
+   * pages against 15 buffers through the indexes; docs/BENCHMARKS.md). Not {@link #INDEXES_ONLY}: on a
+   * backlog of a million waiting jobs reading the index too took twice as long as the table alone.
+   */
+  static final String PAGES_PRICED_ALIKE =
+      """
+      SET LOCAL random_page_cost = 1.1""";
+
+  /**
+   * Said after {@link #HOT_COUNTS}, in the same transaction, so what follows (the count of
+   * {@code finished_jobs}) is planned as usual.
+   */
+  static final String PLANNED_AS_USUAL =
+      """
+      RESET random_page_cost""";
+
+  /**
+   * Said first in the transaction of the counts: the hot and the finished jobs are counted by separate
+   * statements (one planned with {@link #PAGES_PRICED_ALIKE}, one as usual), which then see one snapshot,
+   * as the single statement they replace did: a job that finishes meanwhile is counted once.
+   */
+  static final String ONE_SNAPSHOT =
+      """
+      SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY""";
 
   /**
    * Per queue and capability, the waiting jobs (queued or retrying, due or scheduled) that need a
@@ -213,10 +247,37 @@ final class AdminSql {
        GROUP BY 1, 2, 3, 4
        ORDER BY 1, 2, 3, 4""";
 
-  /** Ready jobs per queue, for the queue depth gauge. */
+  /**
+   * Due jobs per queue, for the queue depth gauge and {@code JobClient.queueDepth()}: one part per ready
+   * index (jobs that need no capability, jobs that need one), each saying that index's predicate so it
+   * can be read alone, index-only ({@code queue} and {@code run_at} are in it). One statement saying
+   * {@code state IN (...)} matches neither partial index, so it could only read the table, all of it:
+   * the hot table keeps the pages of its busiest moment (schema version 19), 10,482 pages for 250 jobs
+   * in issue 32.3. Run after {@link #INDEXES_ONLY}.
+   */
   static final String READY_DEPTH =
       """
-      SELECT queue, count(*) FROM {schema}.jobs
-       WHERE state IN ('queued', 'retrying') AND run_at <= now()
+      SELECT queue, sum(jobs)::bigint FROM (
+          SELECT queue, count(*) AS jobs FROM {schema}.jobs
+           WHERE state IN ('queued', 'retrying') AND capability IS NULL AND run_at <= now()
+           GROUP BY queue
+          UNION ALL
+          SELECT queue, count(*) FROM {schema}.jobs
+           WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL AND run_at <= now()
+           GROUP BY queue) AS due
        GROUP BY queue""";
+
+  /**
+   * Said first, in the transaction of {@link #READY_DEPTH}: without it the planner still reads the table
+   * sequentially whenever the index looks as dear, and on a table that emptied after a peak it does — it
+   * prices each page of the index (which keeps its size too) as a random read, four times a page of the
+   * table, not knowing that a scan of a btree skips the pages its vacuum emptied (a table grown to 14,063
+   * pages and left with 250 jobs: 3,641 index pages priced, 266 read; docs/BENCHMARKS.md). The count
+   * reads the index alone (index-only: {@code queue} and {@code run_at} are in it), which costs what the
+   * table's scan did even when the table is full of waiting jobs (a backlog of a million: 343–522 ms
+   * against 395–474 ms in five rounds, within the noise of a shared machine). Only for statements that read nothing but the hot table.
+   */
+  static final String INDEXES_ONLY =
+      """
+      SET LOCAL enable_seqscan = off""";
 }

@@ -20,11 +20,13 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -49,7 +51,8 @@ public final class AdminStore {
   private final String cancel;
   private final String cancelMatching;
   private final String retryFinished;
-  private final String countByQueue;
+  private final String hotCounts;
+  private final String finishedCounts;
   private final String readyDepth;
   private final String retryMatching;
   private final String countCancelMatching;
@@ -70,7 +73,8 @@ public final class AdminStore {
     this.cancel = JobSql.forSchema(AdminSql.CANCEL, schema);
     this.cancelMatching = JobSql.forSchema(AdminSql.CANCEL_MATCHING, schema);
     this.retryFinished = JobSql.forSchema(AdminSql.RETRY_FINISHED, schema);
-    this.countByQueue = JobSql.forSchema(AdminSql.COUNT_BY_QUEUE, schema);
+    this.hotCounts = JobSql.forSchema(AdminSql.HOT_COUNTS, schema);
+    this.finishedCounts = JobSql.forSchema(AdminSql.FINISHED_COUNTS, schema);
     this.readyDepth = JobSql.forSchema(AdminSql.READY_DEPTH, schema);
     this.retryMatching = JobSql.forSchema(AdminSql.RETRY_MATCHING, schema);
     this.countCancelMatching = JobSql.forSchema(AdminSql.COUNT_CANCEL_MATCHING, schema);
@@ -301,34 +305,56 @@ public final class AdminStore {
   /** The last answer of {@link #trigramIndex} and when it was asked. */
   private record TextIndexLookup(boolean exists, long askedAtNanos) {}
 
-  /** Counts per queue and state, every state present. */
+  /** Counts per queue and state, every state present, by queue name. */
   public List<QueueCounts> countByQueue() throws SQLException {
-    Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
-    Map<String, Long> scheduled = new LinkedHashMap<>();
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(countByQueue));
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        String queue = rs.getString(1);
-        EnumMap<JobState, Long> perState =
-            counts.computeIfAbsent(
-                queue,
-                q -> {
-                  EnumMap<JobState, Long> m = new EnumMap<>(JobState.class);
-                  for (JobState s : JobState.values()) {
-                    m.put(s, 0L);
-                  }
-                  return m;
-                });
-        perState.merge(JobState.parse(rs.getString(2)), rs.getLong(3), Long::sum);
-        scheduled.merge(queue, rs.getLong(4), Long::sum);
-      }
+    Map<String, EnumMap<JobState, Long>> counts = new TreeMap<>();
+    Map<String, Long> scheduled = new HashMap<>();
+    try (Connection c = dataSource.getConnection()) {
+      inTransaction(c, () -> {
+        for (HotCount hot : hotCounts(c)) {
+          counts.computeIfAbsent(hot.queue(), q -> zeroCounts()).merge(hot.state(), hot.jobs(), Long::sum);
+          scheduled.merge(hot.queue(), hot.scheduled(), Long::sum);
+        }
+        try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(finishedCounts));
+            ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            counts.computeIfAbsent(rs.getString(1), q -> zeroCounts())
+                .merge(JobState.parse(rs.getString(2)), rs.getLong(3), Long::sum);
+          }
+        }
+      });
     }
     List<QueueCounts> result = new ArrayList<>();
-    counts.entrySet().stream()
-        .sorted(Map.Entry.comparingByKey())
-        .forEach(e -> result.add(new QueueCounts(e.getKey(), Map.copyOf(e.getValue()), scheduled.get(e.getKey()))));
+    counts.forEach((queue, perState) ->
+        result.add(new QueueCounts(queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L))));
     return result;
+  }
+
+  /** One queue and state of {@link AdminSql#HOT_COUNTS}; {@code oldestDueMs} null when none is due. */
+  private record HotCount(String queue, JobState state, long jobs, long scheduled, Long oldestDueMs) {}
+
+  /**
+   * Starts the caller's transaction as one read-only snapshot ({@link AdminSql#ONE_SNAPSHOT}) and reads
+   * the hot table's counts ({@link AdminSql#HOT_COUNTS}, through its indexes when the jobs are few);
+   * statements after it in the transaction are planned as usual.
+   */
+  private List<HotCount> hotCounts(Connection c) throws SQLException {
+    try (java.sql.Statement s = c.createStatement()) {
+      s.execute(AdminSql.ONE_SNAPSHOT + ";\n" + AdminSql.PAGES_PRICED_ALIKE);
+    }
+    List<HotCount> hot = new ArrayList<>();
+    try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(hotCounts));
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        double oldest = rs.getDouble(5);
+        hot.add(new HotCount(rs.getString(1), JobState.parse(rs.getString(2)), rs.getLong(3), rs.getLong(4),
+            rs.wasNull() ? null : (long) oldest));
+      }
+    }
+    try (java.sql.Statement s = c.createStatement()) {
+      s.execute(AdminSql.PLANNED_AS_USUAL);
+    }
+    return hot;
   }
 
   /** Pauses or resumes a queue; a resumed queue's workers are woken in the same transaction. */
@@ -369,27 +395,34 @@ public final class AdminStore {
 
   /** {@link #queues()}, a worker counting as live while its heartbeat is newer than {@code workerDeadAfter}. */
   public List<QueueInfo> queues(java.time.Duration workerDeadAfter) throws SQLException {
-    Map<String, EnumMap<JobState, Long>> counts = new LinkedHashMap<>();
-    Map<String, Long> scheduled = new LinkedHashMap<>();
-    Map<String, Long> oldestDueMs = new LinkedHashMap<>();
-    Map<String, Boolean> paused = new LinkedHashMap<>();
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(queueOverview));
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        String queue = rs.getString(1);
-        EnumMap<JobState, Long> perState = counts.computeIfAbsent(queue, q -> zeroCounts());
-        String state = rs.getString(2);
-        if (state != null) {
-          perState.merge(JobState.parse(state), rs.getLong(3), Long::sum);
+    Map<String, EnumMap<JobState, Long>> counts = new TreeMap<>();
+    Map<String, Long> scheduled = new HashMap<>();
+    Map<String, Long> oldestDueMs = new HashMap<>();
+    Map<String, Boolean> paused = new HashMap<>();
+    try (Connection c = dataSource.getConnection()) {
+      inTransaction(c, () -> {
+        for (HotCount hot : hotCounts(c)) {
+          counts.computeIfAbsent(hot.queue(), q -> zeroCounts()).merge(hot.state(), hot.jobs(), Long::sum);
+          scheduled.merge(hot.queue(), hot.scheduled(), Long::sum);
+          if (hot.oldestDueMs() != null) {
+            oldestDueMs.merge(hot.queue(), hot.oldestDueMs(), Math::max);
+          }
         }
-        scheduled.merge(queue, rs.getLong(4), Long::sum);
-        double oldest = rs.getDouble(5);
-        if (!rs.wasNull()) {
-          oldestDueMs.merge(queue, (long) oldest, Math::max);
+        try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(queueOverview));
+            ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            String queue = rs.getString(1);
+            EnumMap<JobState, Long> perState = counts.computeIfAbsent(queue, q -> zeroCounts());
+            String state = rs.getString(2);
+            if (state != null) {
+              perState.merge(JobState.parse(state), rs.getLong(3), Long::sum);
+            }
+            if (rs.getBoolean(4)) {
+              paused.put(queue, true);
+            }
+          }
         }
-        paused.put(queue, rs.getBoolean(6));
-      }
+      });
     }
     Map<String, QueueInfo.Unrunnable> unrunnable = unrunnable(workerDeadAfter);
     List<QueueInfo> result = new ArrayList<>();
@@ -447,17 +480,31 @@ public final class AdminStore {
     return m;
   }
 
-  /** Due jobs per queue (queue depth). */
+  /**
+   * Due jobs per queue (queue depth), read from the ready indexes ({@link AdminSql#READY_DEPTH}): its cost
+   * follows the jobs waiting, not the size the hot table once grew to.
+   */
   public Map<String, Long> readyDepth() throws SQLException {
     Map<String, Long> depth = new LinkedHashMap<>();
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(readyDepth));
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        depth.put(rs.getString(1), rs.getLong(2));
-      }
+    try (Connection c = dataSource.getConnection()) {
+      inTransaction(c, () -> {
+        indexesOnly(c);
+        try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(readyDepth));
+            ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            depth.put(rs.getString(1), rs.getLong(2));
+          }
+        }
+      });
     }
     return depth;
+  }
+
+  /** {@link AdminSql#INDEXES_ONLY}, for the rest of the caller's transaction. */
+  private static void indexesOnly(Connection c) throws SQLException {
+    try (java.sql.Statement s = c.createStatement()) {
+      s.execute(AdminSql.INDEXES_ONLY);
+    }
   }
 
   /**

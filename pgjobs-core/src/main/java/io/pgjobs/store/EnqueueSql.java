@@ -63,13 +63,44 @@ final class EnqueueSql {
    * The unique key of a job, from its base (SHA-256 of type, queue, payload part and period length,
    * computed in Java: {@code UniqueKeys}) and its period in milliseconds: the base itself without a
    * period, else SHA-256 of the base followed by the number of the period that now() falls in (periods
-   * counted from the epoch, as an 8-byte big-endian integer). {@link EnqueueStore} computes the same for
-   * bulk inserts from the database's now(), read in the same transaction.
+   * counted from the epoch, as an 8-byte big-endian integer). The bulk inserts compute it in their own
+   * statement too ({@link #UNIQUE_ROWS}): the period is always the one the INSERT's own now() falls in,
+   * never one read before it (at a period's end that would be the previous period, whose key can then
+   * stand beside a single enqueue's key of the new one).
    */
   private static final String UNIQUE_KEY =
       """
       CASE WHEN k.period_ms IS NULL THEN k.base
            ELSE sha256(k.base || int8send(floor(extract(epoch FROM now()) * 1000)::bigint / k.period_ms)) END""";
+
+  /**
+   * The end of the period {@code now()} falls in (NULL without a period): when a finished holder stops
+   * counting ({@code unique_keys.expires_at}).
+   */
+  private static final String PERIOD_END =
+      """
+      CASE WHEN k.period_ms IS NOT NULL THEN to_timestamp(
+                     (floor(extract(epoch FROM now()) * 1000)::bigint / k.period_ms + 1) * k.period_ms / 1000.0)
+                 END""";
+
+  /**
+   * The rows of a bulk insert of unique jobs (CTE {@code r}): the three arrays (new id, payload, key base in
+   * hex, computed by {@link EnqueueStore}; distinct by base) and the period in milliseconds (or NULL), each
+   * row with its {@code unique_key} ({@link #UNIQUE_KEY}, from this statement's now()) and its period's end.
+   * Rows with distinct bases have distinct keys; the inserts take them in key order, one order for every
+   * caller, so that two overlapping batches wait for each other's keys instead of deadlocking.
+   */
+  private static final String UNIQUE_ROWS =
+      """
+      WITH r AS (
+          SELECT r.id, r.payload, r.base_hex,
+      """ + UNIQUE_KEY + """
+       AS unique_key,
+      """ + PERIOD_END + """
+       AS expires_at
+            FROM unnest(?::uuid[], ?::text[], ?::text[]) AS r(id, payload, base_hex)
+           CROSS JOIN LATERAL (SELECT decode(r.base_hex, 'hex') AS base, ?::bigint AS period_ms) AS k
+      )""";
 
   /**
    * The replacements a duplicate makes in the existing job: run_at and/or payload, each only when asked
@@ -120,28 +151,26 @@ final class EnqueueSql {
         FROM ins""";
 
   /**
-   * Many unique jobs of one type with the same options (a bulk enqueue with unique): the rows of the three
-   * arrays (new id, payload, unique key in hex, computed by {@link EnqueueStore} with the transaction's
-   * now()), which the caller has made distinct by key and sorted by it (one statement may not update a row
-   * twice, and one order for every caller keeps two overlapping batches from deadlocking). Returns each
-   * row's job: the new one, or the existing one with its key. Wakes and announces as
-   * {@link JobSql#NOTIFY_INSERTED} for the new rows; wakes too for replaced run_at now due.
+   * Many unique jobs of one type with the same options (a bulk enqueue with unique): the rows of
+   * {@link #UNIQUE_ROWS}, which the caller has made distinct by key base (one statement may not update a
+   * row twice). Returns each row's job (the new one, or the existing one with its key) with the row's
+   * base in hex. Wakes and announces as {@link JobSql#NOTIFY_INSERTED} for the new rows; wakes too for
+   * replaced run_at now due.
    */
   static final String INSERT_UNIQUE_MANY =
-      """
-      WITH r AS (
-          SELECT * FROM unnest(?::uuid[], ?::text[], ?::text[]) AS r(id, payload, unique_key)
-      ), upserted AS (
+      UNIQUE_ROWS + """
+      , upserted AS (
           INSERT INTO {schema}.jobs AS j (id, type, queue, payload, priority, state, max_attempts, run_at,
                                           created_at, context, timeout_ms, parent_id, capability, trace_context,
                                           unique_key)
           SELECT r.id, ?, ?, r.payload::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, ?, decode(r.unique_key, 'hex')
+                 now(), ?, ?, ?, ?, ?, r.unique_key
             FROM r
+           ORDER BY r.unique_key
       """ + REPLACE + """
 
-          RETURNING j.id, j.state, j.type, j.queue, j.attempts, j.run_at, encode(j.unique_key, 'hex') AS unique_key
+          RETURNING j.id, j.state, j.type, j.queue, j.attempts, j.run_at, j.unique_key
       ), ins AS (
           SELECT u.* FROM upserted AS u JOIN r USING (id)
       ), """ + JobSql.NOTIFY_INSERTED + """
@@ -150,9 +179,9 @@ final class EnqueueSql {
             FROM (SELECT DISTINCT queue FROM upserted
                    WHERE ?::boolean AND run_at <= now() AND state <> 'running') AS q
       )
-      SELECT id, unique_key, (SELECT count(*) FROM ins) AS inserted, (SELECT woken FROM notified),
+      SELECT u.id, r.base_hex AS unique_key, (SELECT count(*) FROM ins) AS inserted, (SELECT woken FROM notified),
              (SELECT count(*) FROM announced), (SELECT woken FROM replaced)
-        FROM upserted""";
+        FROM upserted AS u JOIN r ON r.unique_key = u.unique_key""";
 
   /**
    * Whether the holder of a key row {@code uk} of {@code unique_keys} no longer counts (V18__unique_states.sql):
@@ -201,9 +230,8 @@ final class EnqueueSql {
           SELECT
       """ + UNIQUE_KEY + """
        AS unique_key,
-                 CASE WHEN k.period_ms IS NOT NULL THEN to_timestamp(
-                     (floor(extract(epoch FROM now()) * 1000)::bigint / k.period_ms + 1) * k.period_ms / 1000.0)
-                 END AS expires_at
+      """ + PERIOD_END + """
+       AS expires_at
             FROM (SELECT ?::bytea AS base, ?::bigint AS period_ms) AS k
       ), holder AS (
           INSERT INTO {schema}.unique_keys AS uk (unique_key, job_id, finished_states, expires_at, writer)
@@ -245,18 +273,15 @@ final class EnqueueSql {
 
   /**
    * Many unique jobs of one type whose rule counts finished states, as {@link #INSERT_UNIQUE_STATES} row by
-   * row: the three arrays as in {@link #INSERT_UNIQUE_MANY} (distinct keys, sorted, so that two overlapping
-   * batches lock key rows in one order and cannot deadlock), then the finished states and the period's
-   * end. Returns each key's holder and how many jobs were new; wakes and announces as
-   * {@link JobSql#NOTIFY_INSERTED}.
+   * row: the rows of {@link #UNIQUE_ROWS} (distinct by base; key rows locked in key order, so that two
+   * overlapping batches cannot deadlock), then the finished states. Returns each key's holder with the
+   * row's base in hex, and how many jobs were new; wakes and announces as {@link JobSql#NOTIFY_INSERTED}.
    */
   static final String INSERT_UNIQUE_STATES_MANY =
-      """
-      WITH r AS (
-          SELECT * FROM unnest(?::uuid[], ?::text[], ?::text[]) AS r(id, payload, unique_key)
-      ), holder AS (
+      UNIQUE_ROWS + """
+      , holder AS (
           INSERT INTO {schema}.unique_keys AS uk (unique_key, job_id, finished_states, expires_at, writer)
-          SELECT decode(r.unique_key, 'hex'), r.id, ?::text[], ?::timestamptz, pg_current_xact_id() FROM r
+          SELECT r.unique_key, r.id, ?::text[], r.expires_at, pg_current_xact_id() FROM r ORDER BY r.unique_key
       """ + UPSERT_UNIQUE_KEY + """
 
       ), ins AS (
@@ -269,9 +294,9 @@ final class EnqueueSql {
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + JobSql.NOTIFY_INSERTED + """
 
-      SELECT job_id AS id, encode(unique_key, 'hex') AS unique_key, (SELECT count(*) FROM ins) AS inserted,
+      SELECT holder.job_id AS id, r.base_hex AS unique_key, (SELECT count(*) FROM ins) AS inserted,
              (SELECT woken FROM notified), (SELECT count(*) FROM announced)
-        FROM holder""";
+        FROM holder JOIN r ON r.unique_key = holder.unique_key""";
 
   /**
    * The replacements duplicates of a rule with finished states make ({@code replace}): the jobs of the
@@ -314,8 +339,48 @@ final class EnqueueSql {
       FROM STDIN""";
 
   /**
-   * The database's transaction time, read once per bulk insert so COPY rows carry the server's time
-   * ({@code now()}, as in {@link #INSERT}).
+   * Bulk insert of jobs with idempotency keys: the keys first, each naming its new job, sorted (two
+   * overlapping batches wait for each other's keys in one order, and so cannot deadlock; byte order, the
+   * cheapest to sort, since any one order will do). ON CONFLICT
+   * DO NOTHING, as in {@link #INSERT_WITH_KEY}: a key a concurrent enqueue is inserting makes this one
+   * wait for that transaction, and then insert nothing if it committed. A key given twice in the batch
+   * goes in once, for its first job. Returns the job ids whose keys went in: those jobs are then copied
+   * ({@link #COPY_KEYED_JOBS}); the others' keys are looked up ({@link #FIND_KEYS}).
+   */
+  static final String INSERT_KEYS =
+      """
+      INSERT INTO {schema}.job_keys (idempotency_key, job_id, fingerprint)
+      SELECT r.idempotency_key, r.job_id, r.fingerprint
+        FROM unnest(?::text[], ?::uuid[], ?::text[]) WITH ORDINALITY AS r(idempotency_key, job_id, fingerprint, n)
+       ORDER BY r.idempotency_key COLLATE "C", r.n
+      ON CONFLICT (idempotency_key) DO NOTHING
+      RETURNING job_id""";
+
+  /**
+   * The jobs and fingerprints that keys of a bulk insert already name (a statement after
+   * {@link #INSERT_KEYS}, so that it sees the keys of enqueues that committed while that one waited).
+   */
+  static final String FIND_KEYS =
+      """
+      SELECT idempotency_key, job_id, fingerprint FROM {schema}.job_keys WHERE idempotency_key = ANY (?::text[])""";
+
+  /** {@link #COPY_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored: the key in the job's row too. */
+  static final String COPY_KEYED_JOBS =
+      """
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
+                          idempotency_key, run_at, created_at)
+      FROM STDIN""";
+
+  /** {@link #COPY_DUE_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored. */
+  static final String COPY_DUE_KEYED_JOBS =
+      """
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
+                          idempotency_key)
+      FROM STDIN""";
+
+  /**
+   * The database's transaction time, read once per bulk insert by COPY of jobs not all due now, in the
+   * COPY's transaction, so COPY rows carry the server's time ({@code now()}, as in {@link #INSERT}).
    */
   static final String NOW = "SELECT now()";
 

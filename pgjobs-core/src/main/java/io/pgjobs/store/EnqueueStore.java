@@ -2,6 +2,7 @@ package io.pgjobs.store;
 
 import static io.pgjobs.store.Transactions.inTransaction;
 
+import io.pgjobs.EnqueueOutcomeUnknownException;
 import io.pgjobs.EnqueuedJob;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
@@ -17,6 +18,8 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +33,8 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The statements that enqueue jobs ({@link EnqueueSql}): one job, one job with an idempotency key, many
- * by COPY, each with the notifications of what it inserted. Methods that take a {@link Connection} run
+ * by COPY (with or without idempotency keys), many unique jobs, each with the notifications of what it
+ * inserted. Methods that take a {@link Connection} run
  * in the caller's transaction and leave commit to the caller; {@link #insertAll(List)} takes a connection
  * from the data source and runs in a transaction of its own.
  */
@@ -56,6 +60,10 @@ public final class EnqueueStore {
   private final String findKey;
   private final String copyJobs;
   private final String copyDueJobs;
+  private final String insertKeys;
+  private final String findKeys;
+  private final String copyKeyedJobs;
+  private final String copyDueKeyedJobs;
   private final String get;
   private final String notifyCopied;
 
@@ -75,6 +83,10 @@ public final class EnqueueStore {
     this.findKey = JobSql.forSchema(EnqueueSql.FIND_KEY, schema);
     this.copyJobs = JobSql.forSchema(EnqueueSql.COPY_JOBS, schema);
     this.copyDueJobs = JobSql.forSchema(EnqueueSql.COPY_DUE_JOBS, schema);
+    this.insertKeys = JobSql.forSchema(EnqueueSql.INSERT_KEYS, schema);
+    this.findKeys = JobSql.forSchema(EnqueueSql.FIND_KEYS, schema);
+    this.copyKeyedJobs = JobSql.forSchema(EnqueueSql.COPY_KEYED_JOBS, schema);
+    this.copyDueKeyedJobs = JobSql.forSchema(EnqueueSql.COPY_DUE_KEYED_JOBS, schema);
     this.get = JobSql.forSchema(JobSql.GET, schema);
     this.notifyCopied = JobSql.forSchema(EnqueueSql.NOTIFY_COPIED, schema);
   }
@@ -240,21 +252,14 @@ public final class EnqueueStore {
     }
     NewJob first = jobs.getFirst();
     io.pgjobs.UniqueOptions u = first.unique();
-    // The period a key falls in comes from the transaction's now(), as the single insert computes it.
-    Long periodNumber = null;
-    if (u.period() != null) {
-      try (Statement st = connection.createStatement();
-          ResultSet rs = st.executeQuery(EnqueueSql.NOW)) {
-        rs.next();
-        Instant now = rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
-        periodNumber = Math.floorDiv(now.getEpochSecond() * 1000 + now.getNano() / 1_000_000, u.period().toMillis());
-      }
-    }
+    // Jobs are told apart by their keys' bases: the statement adds the period, from its own now(), as the
+    // single insert does (one period for the whole batch, so equal bases are equal keys).
+    Long periodMs = u.period() == null ? null : u.period().toMillis();
     boolean replacePayload = u.replaces(io.pgjobs.UniqueOptions.Replace.PAYLOAD);
     List<String> keys = new ArrayList<>(jobs.size());
-    java.util.TreeMap<String, NewJob[]> distinct = new java.util.TreeMap<>(); // by key: {first, last}
+    java.util.TreeMap<String, NewJob[]> distinct = new java.util.TreeMap<>(); // by key base: {first, last}
     for (NewJob job : jobs) {
-      String key = java.util.HexFormat.of().formatHex(finalKey(job.uniqueBase(), periodNumber));
+      String key = java.util.HexFormat.of().formatHex(job.uniqueBase());
       keys.add(key);
       NewJob[] pair = distinct.computeIfAbsent(key, k -> new NewJob[] {job, job});
       pair[1] = job;
@@ -273,14 +278,13 @@ public final class EnqueueStore {
     Map<String, UUID> idByKey = new java.util.HashMap<>();
     int inserted = 0;
     if (!u.finishedStates().isEmpty()) {
-      Long period = periodNumber;
       int[] made = new int[1];
       if (connection.getAutoCommit() && !u.replace().isEmpty()) {
         // Two statements (insert, then replace in the holders): one transaction keeps the call all or none.
         inTransaction(connection,
-            () -> made[0] = insertUniqueStatesMany(connection, first, u, period, ids, payloads, hexKeys, idByKey));
+            () -> made[0] = insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey));
       } else {
-        made[0] = insertUniqueStatesMany(connection, first, u, period, ids, payloads, hexKeys, idByKey);
+        made[0] = insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey);
       }
       inserted = made[0];
       List<UUID> result = new ArrayList<>(keys.size());
@@ -295,6 +299,7 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      setLong(ps, i++, periodMs);
       // The batch's options are the same for every job (one span for the batch: its trace context too).
       i = bindColumns(ps, i, first, false);
       ps.setBoolean(i++, replaceRunAt);
@@ -321,7 +326,7 @@ public final class EnqueueStore {
    * @return how many jobs were new
    */
   private int insertUniqueStatesMany(Connection connection, NewJob first, io.pgjobs.UniqueOptions u,
-      Long periodNumber, Object[] ids, String[] payloads, String[] hexKeys, Map<String, UUID> idByKey)
+      Long periodMs, Object[] ids, String[] payloads, String[] hexKeys, Map<String, UUID> idByKey)
       throws SQLException {
     int inserted = 0;
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueStatesMany))) {
@@ -329,9 +334,8 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      setLong(ps, i++, periodMs);
       ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
-      setInstant(ps, i++, periodNumber == null ? null
-          : Instant.ofEpochMilli(Math.multiplyExact(periodNumber + 1, u.period().toMillis())));
       // The batch's options are the same for every job (one span for the batch: its trace context too).
       bindColumns(ps, i, first, false);
       try (ResultSet rs = ps.executeQuery()) {
@@ -358,49 +362,151 @@ public final class EnqueueStore {
     return inserted;
   }
 
-  /** What a bulk insert of unique jobs did: the job id for each job asked for, and how many were new. */
+  /**
+   * What a bulk insert did: the job id for each job asked for (the new job, or for a unique job or a key
+   * already used, the job that stands for it), and how many were new.
+   */
   public record UniqueBatch(List<UUID> ids, int inserted) {}
 
-  /** The unique key of {@link EnqueueSql#INSERT_UNIQUE}'s UNIQUE_KEY, in Java. */
-  private static byte[] finalKey(byte[] base, Long periodNumber) {
-    if (periodNumber == null) {
-      return base;
-    }
-    try {
-      java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
-      sha.update(base);
-      sha.update(java.nio.ByteBuffer.allocate(8).putLong(periodNumber).array()); // int8send: big-endian
-      return sha.digest();
-    } catch (java.security.NoSuchAlgorithmException e) {
-      throw new IllegalStateException("every Java platform has SHA-256", e);
-    }
-  }
-
   /**
-   * Inserts many jobs with one COPY (jobs without idempotency keys) in a transaction of its own, on a
-   * connection from the data source: the rows and their wake-up notification commit together (a
-   * notification is delivered at commit, so workers never wake before the rows are visible). All or none
-   * are stored. A failure is reported as it happened (see {@link #insertAll(Connection, List)}); a
-   * rollback that fails after it is attached as suppressed.
+   * Inserts many jobs with one COPY in a transaction of its own, on a connection from the data source:
+   * the rows (with their keys, if they have idempotency keys) and their wake-up notification commit
+   * together (a notification is delivered at commit, so workers never wake before the rows are visible).
+   * All or none are stored. A failure is reported as it happened (see {@link #insertAll(Connection, List)});
+   * a rollback that fails after it is attached as suppressed.
+   *
+   * @throws EnqueueOutcomeUnknownException if the connection was lost while the COMMIT was under way: the
+   *     batch may have been stored (all of it) or not; any other failure means nothing was stored
    */
-  public void insertAll(List<NewJob> jobs) throws SQLException {
+  public UniqueBatch insertAll(List<NewJob> jobs) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
-      inTransaction(c, () -> insertAll(c, jobs));
+      UniqueBatch[] batch = new UniqueBatch[1];
+      boolean[] committing = new boolean[1];
+      try {
+        inTransaction(c, () -> {
+          batch[0] = insertAll(c, jobs);
+          committing[0] = true; // what fails from here on is the COMMIT
+        });
+      } catch (SQLException | RuntimeException e) {
+        if (committing[0] && BrokenConnections.connectionLost(e)) {
+          throw outcomeUnknown(e);
+        }
+        throw e;
+      }
+      return batch[0];
     }
   }
 
   /**
-   * Inserts many jobs with one COPY (jobs without idempotency keys). Delays are turned into absolute
-   * times with the database's clock, read once.
+   * The failure of an enqueue that lost its connection while its commit was under way (its COMMIT, or
+   * its one statement committed on its own, had gone out): it may have been stored.
+   */
+  public static EnqueueOutcomeUnknownException outcomeUnknown(Throwable cause) {
+    return new EnqueueOutcomeUnknownException(
+        "database error: " + cause.getMessage() + " (the connection was lost while the enqueue committed:"
+            + " its jobs may or may not be stored; call again with the same idempotency keys to store each once)",
+        cause);
+  }
+
+  /**
+   * Inserts many jobs with one COPY. Delays are turned into absolute times with the database's clock,
+   * read once. Jobs with idempotency keys (every job of the batch has one, or none has) go in as
+   * {@link #insertKeyed} says.
    *
    * <p>If the connection is lost during the COPY (SQLState class 08, or the server terminated the
    * session), it is aborted before the failure is thrown, so that its pool discards it: the caller's
    * transaction is gone either way, and the connection must not be handed out again.
+   *
+   * @return each job's id, in order (for a job whose key was already used: the id of the job the key
+   *     names), and how many jobs were new
    */
-  public void insertAll(Connection connection, List<NewJob> jobs) throws SQLException {
+  public UniqueBatch insertAll(Connection connection, List<NewJob> jobs) throws SQLException {
     if (jobs.isEmpty()) {
-      return;
+      return new UniqueBatch(List.of(), 0);
     }
+    if (jobs.getFirst().idempotencyKey() != null) {
+      return insertKeyed(connection, jobs);
+    }
+    copy(connection, jobs, false);
+    return new UniqueBatch(jobs.stream().map(NewJob::id).toList(), jobs.size());
+  }
+
+  /**
+   * Jobs with idempotency keys, in bulk: the keys in one statement ({@link EnqueueSql#INSERT_KEYS}), then
+   * the jobs whose keys went in by COPY, then, if some keys were there already, what they name
+   * ({@link EnqueueSql#FIND_KEYS}): the same request (fingerprint) answers with the job the key names, a
+   * different one is refused ({@link IdempotencyKeyReusedException}: the caller's transaction must then
+   * roll back, as the bulk call's own does). Three statements in the caller's transaction, whatever the
+   * batch size; a retry of a batch whose keys all went in costs two.
+   */
+  private UniqueBatch insertKeyed(Connection connection, List<NewJob> jobs) throws SQLException {
+    int n = jobs.size();
+    String[] keys = new String[n];
+    Object[] ids = new Object[n];
+    String[] fingerprints = new String[n];
+    for (int i = 0; i < n; i++) {
+      NewJob job = jobs.get(i);
+      if (job.idempotencyKey() == null) {
+        throw new IllegalArgumentException("a bulk insert's jobs all have idempotency keys, or none has");
+      }
+      keys[i] = job.idempotencyKey();
+      ids[i] = job.id();
+      fingerprints[i] = job.idempotencyFingerprint();
+    }
+    Set<UUID> inserted = new HashSet<>();
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertKeys))) {
+      ps.setArray(1, connection.createArrayOf("text", keys));
+      ps.setArray(2, connection.createArrayOf("uuid", ids));
+      ps.setArray(3, connection.createArrayOf("text", fingerprints));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          inserted.add(rs.getObject(1, UUID.class));
+        }
+      }
+    }
+    List<NewJob> fresh = jobs.stream().filter(j -> inserted.contains(j.id())).toList();
+    if (!fresh.isEmpty()) {
+      copy(connection, fresh, true);
+    }
+    if (fresh.size() == n) {
+      return new UniqueBatch(jobs.stream().map(NewJob::id).toList(), n);
+    }
+    Map<String, String[]> named = new HashMap<>(); // key -> {job id, fingerprint}
+    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(findKeys))) {
+      ps.setArray(1, connection.createArrayOf("text",
+          jobs.stream().filter(j -> !inserted.contains(j.id())).map(NewJob::idempotencyKey).distinct().toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          named.put(rs.getString(1), new String[] {rs.getString(2), rs.getString(3)});
+        }
+      }
+    }
+    List<UUID> result = new ArrayList<>(n);
+    for (NewJob job : jobs) {
+      if (inserted.contains(job.id())) {
+        result.add(job.id());
+        continue;
+      }
+      String[] row = named.get(job.idempotencyKey());
+      if (row == null) {
+        throw new PgJobsException(
+            "idempotency key '" + job.idempotencyKey() + "' conflicted but names no job; try again");
+      }
+      UUID original = UUID.fromString(row[0]);
+      // NULL: a key stored before fingerprints (schema version 9) answers any request, as in insert().
+      if (row[1] != null && !row[1].equals(job.idempotencyFingerprint())) {
+        throw new IdempotencyKeyReusedException(job.idempotencyKey(), original);
+      }
+      result.add(original);
+    }
+    return new UniqueBatch(List.copyOf(result), fresh.size());
+  }
+
+  /**
+   * The COPY of {@code jobs} and its notifications ({@link #announceCopied}); {@code keyed}: with each
+   * job's idempotency key in its row.
+   */
+  private void copy(Connection connection, List<NewJob> jobs, boolean keyed) throws SQLException {
     // Jobs due now (the usual bulk enqueue) leave state, run_at and created_at to the columns' defaults
     // ('queued', now(), now()): parsing two timestamps per row is a quarter of the server's COPY time.
     boolean allDueNow = jobs.stream().allMatch(j -> j.runAt() == null && (j.delayMs() == null || j.delayMs() == 0));
@@ -412,9 +518,10 @@ public final class EnqueueStore {
         now = rs.getTimestamp(1).toInstant();
       }
     }
+    String copySql = keyed ? (allDueNow ? copyDueKeyedJobs : copyKeyedJobs) : (allDueNow ? copyDueJobs : copyJobs);
     CopyIn copy = null;
     try {
-      copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(allDueNow ? copyDueJobs : copyJobs);
+      copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(copySql);
       CopyRows rowsOut = new CopyRows();
       for (NewJob job : jobs) {
         rowsOut
@@ -428,6 +535,9 @@ public final class EnqueueStore {
             .number(job.timeoutMs())
             .text(job.capability())
             .text(job.traceContext());
+        if (keyed) {
+          rowsOut.text(job.idempotencyKey());
+        }
         if (!allDueNow) {
           Instant runAt =
               job.runAt() != null ? job.runAt() : job.delayMs() == null ? now : now.plusMillis(job.delayMs());

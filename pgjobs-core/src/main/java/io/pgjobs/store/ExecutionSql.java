@@ -369,8 +369,9 @@ final class ExecutionSql {
   /**
    * Claimed jobs that never started (a worker's prefetch given back, jobs of a claim whose reply was
    * lost) go back to the queue as they were: the attempt the claim counted is taken back. Guarded as
-   * {@link #SUCCEED_BATCH}, locked rows skipped. A job whose cancellation was asked meanwhile ends
-   * cancelled. Workers of the queues concerned are woken. Returns each job written and its new state.
+   * {@link #SUCCEED_BATCH}, locked rows skipped, so one held row does not hold up the others or the
+   * caller: the worker keeps holding a skipped job and gives it back again once its row is free
+   * (JobCompleter). A job whose cancellation was asked meanwhile ends cancelled. Workers of the queues concerned are woken. Returns each job written and its new state.
    */
   static final String UNCLAIM_BATCH =
       """
@@ -432,25 +433,46 @@ final class ExecutionSql {
       SELECT state FROM moved""";
 
   /**
-   * A failed attempt with attempts left: wait {@code delay} ms, keep the error. A job whose cancellation
-   * was asked meanwhile (its worker had not yet heard) ends cancelled instead of running again. Returns
-   * the state written.
+   * The head of a write that ends a running attempt one of two ways, decided by whether its
+   * cancellation was asked: CTE {@code mine} locks the job's row if this claim still holds it
+   * (parameters: id, claim token) and reads {@code cancel_requested} from the row it locked. Why a lock
+   * first: the statement's other parts read their snapshot, taken before any wait. A cancel that commits
+   * while the write waits for its row lock would be seen as not asked by a part that reads the snapshot
+   * (the DELETE of a cancelled job matches nothing) and as asked by the part that re-checks the row it
+   * waited for (the UPDATE of a job not cancelled matches nothing): nothing written, the job left
+   * running with its worker told it was no longer its claim. {@code FOR UPDATE} returns the newest row
+   * version once the lock is granted (READ COMMITTED), so exactly one of the two parts matches; they
+   * find the row by the id {@code mine} returned, which the newest version still has.
    */
-  static final String RETRY_LATER =
+  private static final String LOCK_MINE =
       """
-      WITH cancelled AS (
+      WITH mine AS (
+          SELECT id, cancel_requested FROM {schema}.jobs
+           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL
+             FOR UPDATE
+      ), cancelled AS (
           DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND cancel_requested
+           WHERE id = (SELECT id FROM mine WHERE cancel_requested)
           RETURNING *
       ), moved AS (
-      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
+      """;
+
+  /**
+   * A failed attempt with attempts left: wait {@code delay} ms, keep the error. A job whose cancellation
+   * was asked meanwhile (its worker had not yet heard, or the cancel committed while this waited for the
+   * row) ends cancelled instead of running again ({@link #LOCK_MINE}). Returns the state written.
+   *
+   * <p>Parameters: id, claim token; the error (cancelled); the delay (ms), the error (retrying).
+   */
+  static final String RETRY_LATER =
+      LOCK_MINE + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
 
           RETURNING state
       ), retried AS (
           UPDATE {schema}.jobs
              SET state = 'retrying', run_at = now() + ?::bigint * interval '1 millisecond',
                  locked_by = NULL, heartbeat_at = NULL, errors = errors || ?::jsonb
-           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND NOT cancel_requested
+           WHERE id = (SELECT id FROM mine WHERE NOT cancel_requested)
           RETURNING state
       )
       SELECT state FROM moved UNION ALL SELECT state FROM retried""";
@@ -458,16 +480,12 @@ final class ExecutionSql {
   /**
    * Back to the queue without spending the attempt: snooze, and jobs a worker has no handler for
    * (yet). The claim had added one; this takes it back. A job whose cancellation was asked meanwhile
-   * ends cancelled instead. Returns the state written.
+   * ends cancelled instead ({@link #LOCK_MINE}). Returns the state written.
+   *
+   * <p>Parameters: id, claim token; the delay (ms).
    */
   static final String SNOOZE =
-      """
-      WITH cancelled AS (
-          DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND cancel_requested
-          RETURNING *
-      ), moved AS (
-      """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL", "claim_token") + """
+      LOCK_MINE + insertFinished("cancelled", "'cancelled'", "errors", "NULL", "claim_token") + """
 
           RETURNING state
       ), snoozed AS (
@@ -475,7 +493,7 @@ final class ExecutionSql {
              SET state = 'queued', attempts = attempts - 1,
                  run_at = now() + ?::bigint * interval '1 millisecond',
                  locked_by = NULL, heartbeat_at = NULL
-           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND NOT cancel_requested
+           WHERE id = (SELECT id FROM mine WHERE NOT cancel_requested)
           RETURNING state
       )
       SELECT state FROM moved UNION ALL SELECT state FROM snoozed""";
@@ -484,16 +502,13 @@ final class ExecutionSql {
    * A worker that is shutting down (or about to be presumed dead) gives a running job back, due at
    * once. The attempt stays counted (the handler did start, and may have done part of its work) unless
    * it was the last one: a job is never failed because its worker stopped. A job whose cancellation was
-   * asked ends cancelled instead. Workers of the queue are woken. Returns the state written.
+   * asked ends cancelled instead ({@link #LOCK_MINE}). Workers of the queue are woken. Returns the state
+   * written.
+   *
+   * <p>Parameters: id, claim token; the error (cancelled); the error (released).
    */
   static final String RELEASE =
-      """
-      WITH cancelled AS (
-          DELETE FROM {schema}.jobs
-           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND cancel_requested
-          RETURNING *
-      ), moved AS (
-      """ + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
+      LOCK_MINE + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
 
           RETURNING state
       ), released AS (
@@ -501,7 +516,7 @@ final class ExecutionSql {
              SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL,
                  attempts = CASE WHEN attempts >= max_attempts THEN attempts - 1 ELSE attempts END,
                  errors = errors || ?::jsonb
-           WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL AND NOT cancel_requested
+           WHERE id = (SELECT id FROM mine WHERE NOT cancel_requested)
           RETURNING state, pg_notify('{schema}_jobs_ready', queue) AS woken
       )
       SELECT state FROM moved UNION ALL SELECT state FROM released""";
@@ -549,6 +564,16 @@ final class ExecutionSql {
       UPDATE {schema}.jobs AS j SET prefetched = false
        WHERE j.id = ANY (?) AND j.claim_token = (? ->> j.id::text)::bigint AND j.locked_by IS NOT NULL
       RETURNING j.id""";
+
+  /**
+   * How long ago (ms) a running job was created, by the database's clock ({@code created_at} is written
+   * with it): the unknown-type grace is measured on one clock, not the worker's against the database's.
+   * No row if the job no longer runs that claim.
+   */
+  static final String CREATED_AGO =
+      """
+      SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM {schema}.jobs
+       WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";
 
   static final String IS_RUNNING =
       """

@@ -50,6 +50,7 @@ public final class ExecutionStore {
   private final String progress;
   private final String heartbeat;
   private final String isRunning;
+  private final String createdAgo;
   private final String clearPrefetched;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores) for a worker without capabilities. */
@@ -91,6 +92,7 @@ public final class ExecutionStore {
     this.progress = JobSql.forSchema(ExecutionSql.PROGRESS, schema);
     this.heartbeat = JobSql.forSchema(ExecutionSql.HEARTBEAT, schema);
     this.isRunning = JobSql.forSchema(ExecutionSql.IS_RUNNING, schema);
+    this.createdAgo = JobSql.forSchema(ExecutionSql.CREATED_AGO, schema);
     this.clearPrefetched = JobSql.forSchema(ExecutionSql.CLEAR_PREFETCHED, schema);
   }
 
@@ -507,7 +509,9 @@ public final class ExecutionStore {
    * Gives claimed jobs that never started back to their queue (see {@link ExecutionSql#UNCLAIM_BATCH}).
    *
    * @return each job written and the state it is in now ({@code queued}/{@code retrying}, or
-   *     {@code cancelled} if its cancellation had been asked)
+   *     {@code cancelled} if its cancellation had been asked); a job missing from it was not written:
+   *     its row was locked by another transaction (still this claim's: try again), or it is no longer
+   *     this claim's ({@link #claimStatus} tells which)
    */
   public Map<UUID, JobState> unclaim(String workerId, Collection<ClaimedJob> jobs) throws SQLException {
     if (jobs.isEmpty()) {
@@ -587,7 +591,7 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState retryLater(UUID id, long claimToken, long delayMs, String errorJson) throws SQLException {
-    return writeState(retryLater, id, claimToken, errorJson, delayMs, errorJson, id, claimToken);
+    return writeState(retryLater, id, claimToken, errorJson, delayMs, errorJson);
 
   }
 
@@ -598,7 +602,7 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState snooze(UUID id, long claimToken, long delayMs) throws SQLException {
-    return writeState(snooze, id, claimToken, delayMs, id, claimToken);
+    return writeState(snooze, id, claimToken, delayMs);
 
   }
 
@@ -610,7 +614,7 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState release(UUID id, long claimToken, String errorJson) throws SQLException {
-    return writeState(release, id, claimToken, errorJson, errorJson, id, claimToken);
+    return writeState(release, id, claimToken, errorJson, errorJson);
 
   }
 
@@ -676,6 +680,21 @@ public final class ExecutionStore {
       ps.setLong(2, claimToken);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
+      }
+    }
+  }
+
+  /**
+   * How long ago a running claim's job was created, by the database's clock (see
+   * {@link ExecutionSql#CREATED_AGO}), or null if the job no longer runs that claim.
+   */
+  public Duration createdAgo(UUID id, long claimToken) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = CustomPlan.apply(c.prepareStatement(createdAgo))) {
+      ps.setObject(1, id);
+      ps.setLong(2, claimToken);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Duration.ofMillis(rs.getLong(1)) : null;
       }
     }
   }

@@ -8,6 +8,9 @@ package io.pgjobs.store;
 final class WorkerSql {
   private WorkerSql() {}
 
+  /** The dead-worker threshold of a worker that registered none (an older version): 20 s. */
+  static final java.time.Duration DEFAULT_DEAD_AFTER = java.time.Duration.ofSeconds(20);
+
   /**
    * One heartbeat of a worker, in one round trip: registers the worker (again, if maintenance removed it
    * during an outage) or renews it, and renews the heartbeat of every job it holds under the claim token
@@ -22,7 +25,7 @@ final class WorkerSql {
    * cancel flags, so a missed cancel notification is seen here at the latest.
    *
    * <p>Parameters: held ids, worker id, tokens (jsonb), then the worker's row (id, host, pid, queues,
-   * job types, stuck lanes, capabilities), then the waiting ids.
+   * job types, stuck lanes, capabilities, held ids, dead-worker threshold in ms), then the waiting ids.
    */
   static final String HEARTBEAT =
       """
@@ -33,11 +36,11 @@ final class WorkerSql {
              FOR UPDATE SKIP LOCKED
       ), worker AS (
           INSERT INTO {schema}.workers (id, host, pid, queues, job_types, started_at, last_heartbeat, stuck_lanes,
-                                        capabilities, held_locked)
+                                        capabilities, held_locked, dead_after_ms)
           VALUES (?, ?, ?, ?::jsonb, ?::jsonb, now(), now(), ?, ?::text[],
-                  ARRAY(SELECT h FROM unnest(?::uuid[]) AS h EXCEPT SELECT id FROM mine))
+                  ARRAY(SELECT h FROM unnest(?::uuid[]) AS h EXCEPT SELECT id FROM mine), ?)
           ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), stuck_lanes = EXCLUDED.stuck_lanes,
-                                         held_locked = EXCLUDED.held_locked
+                                         held_locked = EXCLUDED.held_locked, dead_after_ms = EXCLUDED.dead_after_ms
           RETURNING id
       )
       UPDATE {schema}.jobs AS j
@@ -49,12 +52,18 @@ final class WorkerSql {
       """
       DELETE FROM {schema}.workers WHERE id = ?""";
 
-  /** Live workers, with how many jobs each is running. */
+  /**
+   * Registered workers, with how many jobs each is running and whether it is alive as {@link #RESCUE}
+   * judges it: heard from within its own dead-worker threshold (20 s if it recorded none), counting
+   * silence only while the server was up.
+   */
   static final String LIST =
       """
       SELECT w.id, w.host, w.pid, w.queues::text, w.job_types::text, w.started_at, w.last_heartbeat,
              (SELECT count(*) FROM {schema}.jobs j WHERE j.locked_by = w.id AND j.state = 'running') AS running,
-             w.stuck_lanes, w.capabilities
+             w.stuck_lanes, w.capabilities,
+             greatest(w.last_heartbeat, pg_postmaster_start_time())
+                 >= now() - coalesce(w.dead_after_ms, 20000) * interval '1 millisecond' AS alive
         FROM {schema}.workers w
        ORDER BY w.started_at, w.id""";
 
@@ -165,13 +174,14 @@ final class WorkerSql {
   /**
    * The hot table's state for its maintenance: its dead row versions as PostgreSQL's statistics count them
    * (updated as transactions end, and by every vacuum to what it could not remove yet), its size in pages
-   * as the planner's statistics last saw it ({@code pg_class.relpages}, set by vacuum and analyze), and
-   * its size in pages now.
+   * as the planner's statistics last saw it ({@code pg_class.relpages}, set by vacuum and analyze), its
+   * size in pages now, and its live rows as the statistics count them (kept like the dead ones).
    */
   static final String HOT_TABLE_STATE =
       """
       SELECT pg_stat_get_dead_tuples(c.oid), c.relpages,
-             pg_relation_size(c.oid) / current_setting('block_size')::int
+             pg_relation_size(c.oid) / current_setting('block_size')::int,
+             pg_stat_get_live_tuples(c.oid)
         FROM pg_class AS c
        WHERE c.oid = '{schema}.jobs'::regclass""";
 
@@ -205,11 +215,25 @@ final class WorkerSql {
    * the table, PostgreSQL skips it with a warning instead of waiting. {@code TRUNCATE false}: the empty
    * pages at the table's end are kept for the rows to come, not cut off — cutting them takes an exclusive
    * lock that every claim and completion waits for (W5: 409 ms of stalled pickups after a long
-   * transaction had grown the table to 273 MB). Must run outside a transaction.
+   * transaction had grown the table to 273 MB). Must run outside a transaction. A table that emptied
+   * after a peak gets {@link #VACUUM_HOT_TABLE_GIVING_PAGES_BACK} instead.
    */
   static final String VACUUM_HOT_TABLE =
       """
       VACUUM (SKIP_LOCKED, TRUNCATE false) {schema}.jobs""";
+
+  /**
+   * {@link #VACUUM_HOT_TABLE} that also gives the empty pages at the table's end back to the operating
+   * system, for a table that emptied after a peak ({@code HotTableVacuum} decides when). The explicit
+   * option wins over the table's {@code vacuum_truncate = false} (schema version 19). PostgreSQL takes the
+   * exclusive lock the cut needs only if it is free at once (it tries again every 50 ms, for 5 s at most,
+   * then keeps the pages), and lets go of it as soon as another session waits for it, having cut what it
+   * had checked by then: so the cut never queues in front of a claim, and a claim that arrives meanwhile
+   * waits ~20 ms at most, not for the whole cut.
+   */
+  static final String VACUUM_HOT_TABLE_GIVING_PAGES_BACK =
+      """
+      VACUUM (SKIP_LOCKED, TRUNCATE true) {schema}.jobs""";
 
   /** Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys. */
   static final String PRUNE_FINISHED =

@@ -32,6 +32,7 @@ public final class WorkerStore {
   private final String hotTableState;
   private final String analyzeHotTable;
   private final String vacuumHotTable;
+  private final String vacuumHotTableGivingPagesBack;
   private final String horizonHolder;
 
   /** A store over {@code schema}. */
@@ -50,16 +51,22 @@ public final class WorkerStore {
     this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
     this.analyzeHotTable = JobSql.forSchema(WorkerSql.ANALYZE_HOT_TABLE, schema);
     this.vacuumHotTable = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE, schema);
+    this.vacuumHotTableGivingPagesBack = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE_GIVING_PAGES_BACK, schema);
     this.horizonHolder = WorkerSql.HORIZON_HOLDER;
   }
 
-  /** Who the worker is, as registered. */
+  /**
+   * Who the worker is, as registered.
+   *
+   * @param deadAfter the worker's dead-worker threshold, recorded so that readers call it live or presumed
+   *     dead as rescue does
+   */
   public record Registration(
       String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes,
-      Collection<String> capabilities) {
-    /** A worker without capabilities. */
+      Collection<String> capabilities, Duration deadAfter) {
+    /** A worker without capabilities, with the default dead-worker threshold. */
     public Registration(String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes) {
-      this(id, host, pid, queues, jobTypes, List.of());
+      this(id, host, pid, queues, jobTypes, List.of(), WorkerSql.DEFAULT_DEAD_AFTER);
     }
   }
 
@@ -100,7 +107,8 @@ public final class WorkerStore {
         ps.setInt(9, stuckLanes);
         ps.setArray(10, connection.createArrayOf("text", worker.capabilities().toArray()));
         ps.setArray(11, heldIds);
-        ps.setArray(12, connection.createArrayOf("uuid", waiting.toArray()));
+        ps.setLong(12, worker.deadAfter().toMillis());
+        ps.setArray(13, connection.createArrayOf("uuid", waiting.toArray()));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));
@@ -152,7 +160,8 @@ public final class WorkerStore {
                 rs.getTimestamp(7).toInstant(),
                 rs.getLong(8),
                 rs.getInt(9),
-                List.of((String[]) rs.getArray(10).getArray())));
+                List.of((String[]) rs.getArray(10).getArray()),
+                rs.getBoolean(11)));
       }
     }
     return workers;
@@ -222,10 +231,10 @@ public final class WorkerStore {
   }
 
   /**
-   * The hot table's dead row versions, its size in pages as the planner's statistics last saw it, and
-   * its size in pages now ({@link WorkerSql#HOT_TABLE_STATE}).
+   * The hot table's dead row versions, its size in pages as the planner's statistics last saw it, its
+   * size in pages now and its live rows ({@link WorkerSql#HOT_TABLE_STATE}).
    */
-  public record HotTable(long deadRows, long plannedPages, long pages) {}
+  public record HotTable(long deadRows, long plannedPages, long pages, long liveRows) {}
 
   /** The hot table's state now ({@link HotTable}). */
   public HotTable hotTable() throws SQLException {
@@ -233,7 +242,7 @@ public final class WorkerStore {
         PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(hotTableState));
         ResultSet rs = ps.executeQuery()) {
       rs.next();
-      return new HotTable(rs.getLong(1), rs.getLong(2), rs.getLong(3));
+      return new HotTable(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
     }
   }
 
@@ -271,6 +280,14 @@ public final class WorkerStore {
    */
   public Vacuum vacuumHotTable() throws SQLException {
     return maintain(vacuumHotTable);
+  }
+
+  /**
+   * {@link #vacuumHotTable()} that also cuts the empty pages off the table's end
+   * ({@link WorkerSql#VACUUM_HOT_TABLE_GIVING_PAGES_BACK}); answered the same way.
+   */
+  public Vacuum vacuumHotTableGivingPagesBack() throws SQLException {
+    return maintain(vacuumHotTableGivingPagesBack);
   }
 
   /**

@@ -18,8 +18,24 @@ final class HttpSupport {
   HttpSupport(Duration connectTimeout, Duration requestTimeout) {
     this.connectTimeout = connectTimeout;
     this.requestTimeout = requestTimeout;
-    String version = HttpSupport.class.getPackage().getImplementationVersion();
-    this.userAgent = "pgjobs/" + (version == null ? "dev" : version);
+    this.userAgent = "pgjobs/" + version();
+  }
+
+  /** The library's version, from the resource the build writes (a jar's manifest is not there in tests). */
+  static String version() {
+    try (java.io.InputStream in = HttpSupport.class.getResourceAsStream("/io/pgjobs/version.properties")) {
+      if (in != null) {
+        java.util.Properties p = new java.util.Properties();
+        p.load(in);
+        String v = p.getProperty("version");
+        if (v != null && !v.isBlank() && !v.startsWith("${")) {
+          return v;
+        }
+      }
+    } catch (java.io.IOException ignored) {
+      // fall through
+    }
+    return "dev";
   }
 
   /** The {@link JobHttp} of one attempt. */
@@ -38,6 +54,9 @@ final class HttpSupport {
               // Redirects are not followed: a job's request goes where its payload says, and a 3xx is
               // the handler's to judge (a redirect could otherwise carry a signed body elsewhere).
               .followRedirects(HttpClient.Redirect.NEVER)
+              // HTTP/1.1: the client's default (HTTP/2) asks plain-http receivers to upgrade ("Upgrade:
+              // h2c"), which many webhook endpoints and proxies refuse or mishandle.
+              .version(HttpClient.Version.HTTP_1_1)
               .build();
           client = c;
         }

@@ -11,8 +11,12 @@ import java.sql.SQLTransientException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -45,6 +49,11 @@ final class JobCompleter {
   /** The metric outcome of a write that found the job no longer its claim's. */
   static final String NOT_RECORDED = "not_recorded";
   private static final long MAX_BACKOFF_MS = 2_000;
+  /**
+   * How often a write that matched nothing while its claim still holds the job is tried again before
+   * the job is left to rescue (a fenced write matches its own claim's running job, so this is a guard).
+   */
+  private static final int STILL_OURS_TRIES = 3;
   /** How long a success batch waits for a row another transaction holds before it writes around it. */
   static final Duration LOCK_WAIT = Duration.ofSeconds(1);
 
@@ -55,6 +64,11 @@ final class JobCompleter {
   private final int backlogLimit;
   private final LinkedBlockingQueue<Success> queue = new LinkedBlockingQueue<>();
   private final AtomicInteger pending = new AtomicInteger();
+  /** Claimed jobs whose give-back is to be tried again on the completer's thread (see {@link #unclaim}). */
+  private final ConcurrentLinkedQueue<ClaimedJob> giveBacks = new ConcurrentLinkedQueue<>();
+  /** When the completer's thread tries {@link #giveBacks} next (System.nanoTime()), and its backoff. */
+  private long nextGiveBackAt;
+  private long giveBackBackoffMs;
   private volatile boolean stopping;
   private volatile long stopDeadline;
   /** Set when lane writes must give up at {@link #stopDeadline} (shutdown). */
@@ -123,6 +137,7 @@ final class JobCompleter {
         Thread.currentThread().interrupt();
         return;
       }
+      retryGiveBacks();
       batch.clear();
       batch.addAll(busy);
       boolean retryingSkipped = !busy.isEmpty(); // their rows were locked a moment ago: write around them
@@ -131,7 +146,7 @@ final class JobCompleter {
         batch.add(first);
       }
       if (batch.isEmpty()) {
-        if (stopping) {
+        if (stopping && giveBacks.isEmpty()) {
           return;
         }
         continue;
@@ -276,13 +291,32 @@ final class JobCompleter {
    */
   String write(ClaimedJob job, Intent intent, Write write) {
     long backoffMs = 50;
+    int stillOurs = 0;
     boolean ambiguous = false;
     try {
       while (true) {
         try {
           JobState state = write.run();
-          if (state == null && ambiguous) {
-            state = statusAfterLostReply(job);
+          if (state == null) {
+            // Matched nothing: the job is no longer this claim's, or an earlier try committed and its
+            // reply was lost (the row carries our token), or the claim still holds it. Only the first
+            // is "not recorded"; the last is tried again, never dropped while the heartbeat could keep it.
+            JobState now = store.claimStatus(Map.of(job.id(), job.claimToken())).get(job.id());
+            if (now == JobState.RUNNING) {
+              if (++stillOurs > STILL_OURS_TRIES) {
+                log.error("outcome '{}' of job {} matched nothing {} times although the claim still holds the"
+                    + " job; the job is left to rescue", intent.label, job.id(), STILL_OURS_TRIES);
+                return "error";
+              }
+              log.warn("outcome '{}' of job {} matched nothing although the claim still holds the job; writing"
+                  + " it again", intent.label, job.id());
+              if (!pause(backoffMs)) {
+                return "error";
+              }
+              backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+              continue;
+            }
+            state = ambiguous ? now : null; // a row left by this claim's own earlier try, if there was one
           }
           if (state == null) {
             log.warn("job {} attempt {} was no longer this worker's claim; its outcome '{}' was not recorded",
@@ -315,33 +349,119 @@ final class JobCompleter {
     }
   }
 
-  /** After a retried write matched nothing: did an earlier try commit? Its row carries our token. */
-  private JobState statusAfterLostReply(ClaimedJob job) {
-    try {
-      JobState state = store.claimStatus(Map.of(job.id(), job.claimToken())).get(job.id());
-      return state == JobState.RUNNING ? null : state;
-    } catch (SQLException | RuntimeException e) {
-      return null;
-    }
-  }
-
   /**
    * Gives claimed jobs that never started back to the queue (a prefetch held too long, the buffer at
-   * shutdown, claims whose reply was lost). Returns how many were given back; the others are left to
-   * rescue. They leave {@link HeldJobs} either way.
+   * shutdown, claims whose reply was lost). Returns how many were given back now. A job whose row another
+   * transaction holds (the give-back skips locked rows, so one such row does not hold up the rest or the
+   * caller), or whose give-back failed on a transient error, stays held (the heartbeat keeps it, marked
+   * as not started) and is given back on the completer's thread once its row is free: never left running
+   * for rescue to count an attempt it did not make. A job that is no longer this claim's is let go.
    */
   int unclaim(List<ClaimedJob> jobs) {
     if (jobs.isEmpty()) {
       return 0;
     }
-    try {
-      return store.unclaim(workerId, jobs).size();
-    } catch (SQLException | RuntimeException e) {
-      log.warn("could not give {} claimed jobs back ({}); rescue returns them", jobs.size(), e.getMessage());
-      return 0;
-    } finally {
-      jobs.forEach(j -> held.remove(j.id(), j.claimToken()));
+    GiveBack result = giveBack(jobs);
+    if (!result.again().isEmpty()) {
+      for (ClaimedJob job : result.again()) {
+        if (held.get(job.id()) == null) {
+          held.add(List.of(job)); // a claim whose reply was lost was never held: hold it while it waits
+        }
+      }
+      giveBacks.addAll(result.again());
+      log.info("{} of {} claimed jobs could not be given back yet (row held by another transaction); trying again",
+          result.again().size(), jobs.size());
     }
+    return result.given();
+  }
+
+  /** What one give-back did: how many jobs went back, and the jobs still this claim's to try again. */
+  private record GiveBack(int given, List<ClaimedJob> again) {}
+
+  /**
+   * One give-back of {@code jobs}; every job it settles (given back, or no longer this claim's) leaves
+   * {@link HeldJobs}. Never throws.
+   */
+  private GiveBack giveBack(List<ClaimedJob> jobs) {
+    Map<UUID, JobState> written;
+    try {
+      written = store.unclaim(workerId, jobs);
+    } catch (SQLException | RuntimeException e) {
+      if (!isTransient(e)) {
+        log.warn("could not give {} claimed jobs back ({}); rescue returns them", jobs.size(), describe(e));
+        jobs.forEach(j -> held.remove(j.id(), j.claimToken()));
+        return new GiveBack(0, List.of());
+      }
+      log.warn("giving {} claimed jobs back failed ({}); trying again", jobs.size(), e.getMessage());
+      return new GiveBack(0, jobs);
+    }
+    int given = written.size();
+    List<ClaimedJob> again = new ArrayList<>();
+    Map<UUID, Long> missing = new HashMap<>();
+    for (ClaimedJob job : jobs) {
+      if (!written.containsKey(job.id())) {
+        missing.put(job.id(), job.claimToken());
+      }
+    }
+    if (!missing.isEmpty()) {
+      Map<UUID, JobState> status;
+      try {
+        status = store.claimStatus(missing);
+      } catch (SQLException | RuntimeException e) {
+        status = null; // could not look: try them all again (one already written then matches nothing)
+      }
+      for (ClaimedJob job : jobs) {
+        if (!missing.containsKey(job.id())) {
+          continue;
+        }
+        JobState state = status == null ? JobState.RUNNING : status.get(job.id());
+        if (state == JobState.RUNNING) {
+          again.add(job); // still this claim's: its row was locked
+        } else if (state != null) {
+          given++; // an earlier try's reply was lost: the row carries this claim's token
+        } // else no longer this claim's (rescued, cancelled, claimed again): nothing to give back
+      }
+    }
+    Set<UUID> keep = new HashSet<>();
+    again.forEach(j -> keep.add(j.id()));
+    for (ClaimedJob job : jobs) {
+      if (!keep.contains(job.id())) {
+        held.remove(job.id(), job.claimToken());
+      }
+    }
+    return new GiveBack(given, again);
+  }
+
+  /**
+   * On the completer's thread: tries the waiting give-backs again when their backoff is over. At
+   * shutdown, past the deadline, the ones left are let go (rescue gives back a job the heartbeat last
+   * marked as not started without counting an attempt).
+   */
+  private void retryGiveBacks() {
+    if (giveBacks.isEmpty() || System.nanoTime() - nextGiveBackAt < 0) {
+      return;
+    }
+    List<ClaimedJob> waiting = new ArrayList<>();
+    for (ClaimedJob job; (job = giveBacks.poll()) != null; ) {
+      waiting.add(job);
+    }
+    GiveBack result = giveBack(waiting);
+    if (result.again().isEmpty()) {
+      giveBackBackoffMs = 0;
+      if (result.given() > 0) {
+        log.info("{} claimed jobs given back once their rows were free", result.given());
+      }
+      return;
+    }
+    if (stopping && System.nanoTime() > stopDeadline) {
+      log.error("could not give {} claimed jobs back before shutdown (their rows stay locked by other transactions);"
+          + " rescue returns them", result.again().size());
+      result.again().forEach(j -> held.remove(j.id(), j.claimToken()));
+      return;
+    }
+    giveBacks.addAll(result.again());
+    giveBackBackoffMs = Math.min(Math.max(giveBackBackoffMs * 2, 20), 1_000);
+    nextGiveBackAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(giveBackBackoffMs);
   }
 
   /** The label of a write that left the job in {@code state}, meant as {@code intended}. */

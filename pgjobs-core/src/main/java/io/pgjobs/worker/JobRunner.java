@@ -9,7 +9,6 @@ import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -462,7 +461,20 @@ final class JobRunner {
   }
 
   private void unknownType(ClaimedJob job) {
-    Duration age = Duration.between(job.createdAt(), Instant.now());
+    // The job's age by the database's clock, which wrote created_at: the worker's own clock may be
+    // minutes off, and a job would then fail at once (clock ahead) or wait too long (behind).
+    Duration age;
+    try {
+      age = store.createdAgo(job.id(), job.claimToken());
+    } catch (SQLException | RuntimeException e) {
+      age = Duration.ZERO; // cannot tell: look again later rather than fail a job that may be new
+      log.debug("could not read the age of job {} ({}); treating it as within the grace", job.id(), e.getMessage());
+    }
+    if (age == null) {
+      log.warn("job {} was no longer this worker's claim when its unknown type was handled", job.id());
+      held.remove(job.id(), job.claimToken());
+      return;
+    }
     String known = handlers.keySet().stream().sorted().collect(Collectors.joining(", "));
     if (age.compareTo(unknownTypeGrace) < 0) {
       // Another worker may know this type: give it back without spending an attempt, and look again

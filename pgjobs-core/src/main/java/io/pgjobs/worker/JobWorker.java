@@ -175,7 +175,7 @@ public final class JobWorker implements AutoCloseable {
     WorkerStore.Registration registration =
         new WorkerStore.Registration(
             workerId, hostName(), ProcessHandle.current().pid(), Map.copyOf(queues), List.copyOf(b.handlers.keySet()),
-            execution.capabilities());
+            execution.capabilities(), b.workerDeadAfter);
     Duration heartbeatInterval =
         b.heartbeatInterval != null
             ? b.heartbeatInterval

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.EnqueueOptions;
+import io.pgjobs.EnqueueOutcomeUnknownException;
 import io.pgjobs.EnqueuedJob;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobHandler;
@@ -39,7 +40,10 @@ import org.junit.jupiter.api.Test;
  * Every backend of the test database terminated twice a second for 30 s while producers enqueue (bulk
  * by COPY and single) and two workers, each with a pool of its own, run the jobs. Enqueue recovers
  * within 2 s of the last kill (a connection that died under a COPY must not go back to the pool), every
- * stored job succeeds exactly once, nothing whose enqueue returned is lost, nothing stays running.
+ * stored job succeeds exactly once, nothing whose enqueue returned is lost, nothing stays running; and
+ * producers that retry a failed call as documented (the same call again, each job with its idempotency
+ * key) store no job twice, though some of their failed calls had committed: every such call failed
+ * with {@link EnqueueOutcomeUnknownException}, never with a plain failure.
  */
 class BackendKillTest extends LifecycleTestBase {
   private static final Duration KILLING = Duration.ofSeconds(30);
@@ -50,17 +54,26 @@ class BackendKillTest extends LifecycleTestBase {
   /** A producer's pause between tries of a failed call, as an application would back off. */
   private static final long RETRY_PAUSE_MILLIS = 50;
 
-  /** The payload: the enqueue call's marker (one per job) and which try of that call stored it. */
-  record Marked(String marker, int call) {}
+  /**
+   * The payload: the job's marker (one per job), which is its idempotency key (the type takes it from the
+   * payload), the same in every try of its call. Which try stored a job is in its context
+   * ({@code call-<n>}), which the key's fingerprint leaves out.
+   */
+  record Marked(String marker) {}
 
   /** Many attempts, short fixed retry delay: kills fail attempts, they must not exhaust a job. */
   static final JobType<Marked> MARKED =
       JobType.of("backend_kill_work", Marked.class)
           .withMaxAttempts(100)
-          .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)));
+          .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)))
+          .withIdempotencyKeyFrom("marker");
 
-  /** One try of one enqueue call, with its times on the nanosecond clock. */
-  private record Call(boolean bulk, String marker, int call, long startedAt, long endedAt, List<UUID> ids, String error) {
+  /**
+   * One try of one enqueue call, with its times on the nanosecond clock; {@code unknown}: it failed with
+   * {@link EnqueueOutcomeUnknownException}.
+   */
+  private record Call(boolean bulk, String marker, int call, long startedAt, long endedAt, List<UUID> ids, String error,
+      boolean unknown) {
     boolean ok() {
       return error == null;
     }
@@ -127,22 +140,27 @@ class BackendKillTest extends LifecycleTestBase {
     }
   }
 
-  /** Bulk producer: batches of {@link #BATCH}, each call tried until it returns (new call number each try). */
+  /**
+   * Bulk producer: batches of {@link #BATCH}, each call tried until it returns, as documented: the same
+   * payloads again (each job's key is its marker), whatever the failure.
+   */
   private void produceBulk(JobClient producer, AtomicInteger batches, long everyMillis) {
     while (producing) {
       int batch = batches.incrementAndGet();
+      List<Marked> payloads = new ArrayList<>(BATCH);
+      for (int i = 0; i < BATCH; i++) {
+        payloads.add(new Marked("b" + batch + "-" + i));
+      }
       for (int call = 1; producing; call++) {
-        List<Marked> payloads = new ArrayList<>(BATCH);
-        for (int i = 0; i < BATCH; i++) {
-          payloads.add(new Marked("b" + batch + "-" + i, call));
-        }
+        EnqueueOptions options = EnqueueOptions.builder().context("call-" + call).build();
         long start = System.nanoTime();
         try {
-          List<UUID> ids = producer.enqueueAll(MARKED, payloads, EnqueueOptions.DEFAULTS);
-          calls.add(new Call(true, "b" + batch, call, start, System.nanoTime(), ids, null));
+          List<UUID> ids = producer.enqueueAll(MARKED, payloads, options);
+          calls.add(new Call(true, "b" + batch, call, start, System.nanoTime(), ids, null, false));
           break;
         } catch (RuntimeException e) {
-          calls.add(new Call(true, "b" + batch, call, start, System.nanoTime(), List.of(), describe(e)));
+          calls.add(new Call(true, "b" + batch, call, start, System.nanoTime(), List.of(), describe(e),
+              e instanceof EnqueueOutcomeUnknownException));
           pause(RETRY_PAUSE_MILLIS);
         }
       }
@@ -154,17 +172,18 @@ class BackendKillTest extends LifecycleTestBase {
   private void produceSingle(JobClient producer, String prefix, AtomicInteger counter, long everyMillis) {
     while (producing) {
       String marker = prefix + counter.incrementAndGet();
-      EnqueueOptions options = EnqueueOptions.builder().idempotencyKey(marker).build();
       for (int call = 1; producing; call++) {
+        EnqueueOptions options = EnqueueOptions.builder().idempotencyKey(marker).context("call-" + call).build();
         long start = System.nanoTime();
         try {
           // The same payload on every call: a retry under an idempotency key must repeat the request
           // (a different one is refused as a reused key).
-          EnqueuedJob job = producer.enqueue(MARKED, new Marked(marker, 1), options);
-          calls.add(new Call(false, marker, call, start, System.nanoTime(), List.of(job.job().id()), null));
+          EnqueuedJob job = producer.enqueue(MARKED, new Marked(marker), options);
+          calls.add(new Call(false, marker, call, start, System.nanoTime(), List.of(job.job().id()), null, false));
           break;
         } catch (RuntimeException e) {
-          calls.add(new Call(false, marker, call, start, System.nanoTime(), List.of(), describe(e)));
+          calls.add(new Call(false, marker, call, start, System.nanoTime(), List.of(), describe(e),
+              e instanceof EnqueueOutcomeUnknownException));
           pause(RETRY_PAUSE_MILLIS);
         }
       }
@@ -279,7 +298,7 @@ class BackendKillTest extends LifecycleTestBase {
     Map<UUID, String> stateOf = new HashMap<>();
     try (Connection c = DriverManager.getConnection(url);
         Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT id, payload->>'marker', (payload->>'call')::int, state"
+        ResultSet rs = st.executeQuery("SELECT id, payload->>'marker', substring(context FROM 6)::int, state"
             + " FROM pgjobs.finished_jobs")) {
       while (rs.next()) {
         String marker = rs.getString(2);
@@ -297,16 +316,23 @@ class BackendKillTest extends LifecycleTestBase {
     List<Call> failedSingle = all.stream().filter(c -> !c.bulk() && !c.ok()).toList();
     long failedBulkStoredAnyway =
         failedBulk.stream().filter(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0).count();
+    long failedSingleStoredAnyway =
+        failedSingle.stream().filter(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0).count();
+    long unknownOutcomes = all.stream().filter(Call::unknown).count();
+    // Jobs stored more than once: a marker (one job asked for) with more than one row.
+    long duplicates = storedPerMarker.values().stream().filter(n -> n > 1).mapToLong(n -> n - 1).sum();
     Map<String, Long> errors = new HashMap<>();
     all.stream().filter(c -> !c.ok()).forEach(c -> errors.merge(c.error(), 1L, Long::sum));
     double seconds = (System.nanoTime() - testStart) / 1e9;
     System.out.printf(
-        "backend kills: %d rounds, %d sessions terminated; %d jobs stored (%d bulk calls ok, %d failed of which"
-            + " %d stored anyway; %d single calls ok, %d failed); recovery after the last kill: bulk %d ms,"
+        "backend kills: %d rounds, %d sessions terminated; %d jobs stored, %d stored twice (%d bulk calls ok,"
+            + " %d failed of which %d stored anyway; %d single calls ok, %d failed of which %d stored anyway;"
+            + " %d failures with outcome unknown); recovery after the last kill: bulk %d ms,"
             + " single %d ms (%d calls failed after it); %d effects, %d jobs ran more than once, max attempts %d;"
             + " %.1f s in all%n",
-        rounds, terminated.get(), stored, okBulk.size(), failedBulk.size(), failedBulkStoredAnyway, okSingle.size(),
-        failedSingle.size(), TimeUnit.NANOSECONDS.toMillis(bulkRecovered),
+        rounds, terminated.get(), stored, duplicates, okBulk.size(), failedBulk.size(), failedBulkStoredAnyway,
+        okSingle.size(), failedSingle.size(), failedSingleStoredAnyway, unknownOutcomes,
+        TimeUnit.NANOSECONDS.toMillis(bulkRecovered),
         TimeUnit.NANOSECONDS.toMillis(singleRecovered), failuresAfterLastKill,
         countFresh(url, "SELECT count(*) FROM effects"),
         countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts > 1"),
@@ -315,9 +341,10 @@ class BackendKillTest extends LifecycleTestBase {
         .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
         .limit(10)
         .forEach(e -> System.out.printf("  %5d x %s%n", e.getValue(), e.getKey()));
-    failedBulk.stream()
-        .filter(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0)
-        .forEach(c -> System.out.printf("  bulk call %s#%d failed but was stored: %s%n", c.marker(), c.call(), c.error()));
+    all.stream()
+        .filter(c -> !c.ok() && storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0)
+        .forEach(c -> System.out.printf("  %s call %s#%d failed (%s) but was stored: %s%n", c.bulk() ? "bulk" : "single",
+            c.marker(), c.call(), c.unknown() ? "outcome unknown" : "plain failure", c.error()));
 
     assertThat(terminated.get()).as("sessions terminated").isGreaterThanOrEqualTo(rounds);
     assertThat(Duration.ofNanos(bulkRecovered)).as("first bulk enqueue after the last kill").isLessThanOrEqualTo(RECOVERY_BOUND);
@@ -328,7 +355,12 @@ class BackendKillTest extends LifecycleTestBase {
     // Nothing lost: every job of a call that returned exists and succeeded.
     for (Call c : okBulk) {
       assertThat(c.ids()).hasSize(BATCH);
-      assertThat(storedPerCall.get(c.marker() + "#" + c.call())).as("jobs of returned bulk call " + c).isEqualTo(BATCH);
+      // Stored by this try or, when an earlier try's outcome was unknown, by that one.
+      int byItsTries = 0;
+      for (int call = 1; call <= c.call(); call++) {
+        byItsTries += storedPerCall.getOrDefault(c.marker() + "#" + call, 0);
+      }
+      assertThat(byItsTries).as("jobs of returned bulk call " + c).isEqualTo(BATCH);
     }
     for (Call c : all) {
       for (UUID id : c.ids()) {
@@ -340,10 +372,18 @@ class BackendKillTest extends LifecycleTestBase {
     for (Call c : failedBulk) {
       assertThat(storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0)).as("jobs of failed bulk call " + c).isIn(0, BATCH);
     }
-    // A single enqueue stores its marker once however often it was tried (the marker is its idempotency key).
-    all.stream().filter(c -> !c.bulk()).map(Call::marker).distinct().forEach(marker ->
-        assertThat(storedPerMarker.getOrDefault(marker, 0)).as("jobs of single marker " + marker).isLessThanOrEqualTo(1));
+    // Nothing stored twice: each job was asked for under its key, however often its call was tried.
+    assertThat(duplicates).as("jobs stored more than once").isZero();
     okSingle.forEach(c -> assertThat(storedPerMarker.get(c.marker())).as("jobs of single marker " + c.marker()).isEqualTo(1));
+    for (Call c : okBulk) {
+      for (int i = 0; i < BATCH; i++) {
+        assertThat(storedPerMarker.get(c.marker() + "-" + i)).as("jobs of marker " + c.marker() + "-" + i).isEqualTo(1);
+      }
+    }
+    // A call that failed plainly stored nothing; one that failed and stored anyway said the outcome was unknown.
+    assertThat(all.stream().filter(c -> !c.ok() && !c.unknown()))
+        .as("plain failures whose jobs were stored")
+        .noneMatch(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0);
     // Every stored job came from a call this test made.
     Map<String, Boolean> madeCalls = new HashMap<>();
     all.forEach(c -> madeCalls.put(c.marker() + "#" + c.call(), true));

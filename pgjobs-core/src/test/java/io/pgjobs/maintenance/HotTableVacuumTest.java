@@ -45,12 +45,23 @@ class HotTableVacuumTest extends PgJobsTestBase {
     WorkerStore store = store();
     long before = count(MANUAL_VACUUMS);
     deadRows(store, 12_000);
+    long size = db.queryLong("SELECT pg_relation_size('pgjobs.jobs')");
 
     try (Maintenance maintenance = Maintenance.builder(db.dataSource()).vacuumInterval(Duration.ofSeconds(1)).build().start()) {
       await("a vacuum of the hot table").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
           .until(() -> count(MANUAL_VACUUMS) > before);
       await().atMost(Duration.ofSeconds(10)).until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
     }
+    // Empty, but under 32 MiB: the size a busy queue keeps in use, so its pages stay (schema version 19).
+    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("the emptied small table's size").isEqualTo(size);
+  }
+
+  @Test
+  void onlyATableOf32MiBOrMoreWithFewerLiveRowsThanOnePer8PagesIsCut() {
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 4_095, 0))).as("31.99 MiB, empty").isFalse();
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 4_096, 0))).as("32 MiB, empty").isTrue();
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 80_000, 10_000))).as("one row per 8 pages").isFalse();
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 80_000, 9_999))).as("fewer").isTrue();
   }
 
   /**
@@ -70,6 +81,50 @@ class HotTableVacuumTest extends PgJobsTestBase {
 
     db.execute("VACUUM (TRUNCATE true) pgjobs.jobs");
     assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("after an explicit truncate").isLessThan(before);
+  }
+
+  /**
+   * Issue 32.3: a hot table that emptied after a peak gives its pages back — the leader's vacuum cuts
+   * them — while a worker claims and finishes a steady trickle of jobs, none of which is lost or run
+   * twice. (Version 19's own rule still holds: no plain vacuum cuts them, see above.)
+   */
+  @Test
+  void aTableThatEmptiedGivesItsPagesBackWhileClaimsRunLosingNoJob() throws Exception {
+    db.execute(
+        "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts, run_at, created_at)"
+            + " SELECT gen_random_uuid(), 'numbered', 'peak', jsonb_build_object('n', g, 'pad', repeat('x', 60)),"
+            + " 0, 'queued', 3, now(), now() FROM generate_series(1, 330000) AS g",
+        "DELETE FROM pgjobs.jobs",
+        "VACUUM pgjobs.jobs"); // the peak drained: ~80 MB of empty pages, kept
+    long peak = db.queryLong("SELECT pg_relation_size('pgjobs.jobs') / 8192");
+    assertThat(peak).as("the drained table's pages").isGreaterThan(9_000);
+
+    java.util.Map<UUID, java.util.concurrent.atomic.AtomicInteger> runs = new java.util.concurrent.ConcurrentHashMap<>();
+    java.util.List<UUID> enqueued = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.concurrent.atomic.AtomicBoolean enqueuing = new java.util.concurrent.atomic.AtomicBoolean(true);
+    start(worker().maintenance(false).queue(io.pgjobs.JobType.DEFAULT_QUEUE, 4).register(NUMBERED, (ctx, payload) -> {
+      runs.computeIfAbsent(ctx.jobId(), id -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+      return null;
+    }));
+    Thread producer = Thread.ofVirtual().start(() -> {
+      while (enqueuing.get()) {
+        enqueued.addAll(client.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(1)), EnqueueOptions.DEFAULTS));
+        java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(10).toNanos());
+      }
+    });
+    try (Maintenance maintenance = Maintenance.builder(db.dataSource()).vacuumInterval(Duration.ofSeconds(1)).build().start()) {
+      await("the emptied table's pages given back").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+          .until(() -> db.queryLong("SELECT pg_relation_size('pgjobs.jobs') / 8192") < peak / 10);
+      assertThat(runs).as("jobs ran while the pages were given back").isNotEmpty();
+    } finally {
+      enqueuing.set(false);
+      producer.join();
+    }
+    await("every job enqueued finished").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
+        .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == enqueued.size());
+    assertThat(count("pgjobs.jobs")).isZero();
+    assertThat(runs.keySet()).containsExactlyInAnyOrderElementsOf(enqueued);
+    assertThat(runs.values()).allSatisfy(n -> assertThat(n.get()).as("runs of one job").isEqualTo(1));
   }
 
   @Test

@@ -81,4 +81,47 @@ class CronScheduleTest {
     assertThatThrownBy(() -> CronSchedule.parse("* * * * *", "Mars/Olympus")).hasMessageContaining("unknown time zone");
     assertThatThrownBy(() -> CronSchedule.parse(" ", "UTC")).hasMessageContaining("empty");
   }
+
+  @Test
+  void catchingUpTwoDaysOfAPerSecondScheduleCountsEverySlotAndKeepsTheNewest() {
+    CronSchedule everySecond = CronSchedule.parse("* * * * * *", "UTC");
+    Instant t = Instant.parse("2026-11-26T10:00:00Z");
+
+    CronSchedule.CatchUp catchUp = everySecond.catchUp(t, t.plus(java.time.Duration.ofDays(2)), 100_000);
+
+    assertThat(catchUp.count()).isEqualTo(172_800);
+    assertThat(catchUp.exact()).isTrue();
+    assertThat(catchUp.newest()).hasSize(100_000);
+    List<Instant> expected = new java.util.ArrayList<>(100_000);
+    for (int i = 72_801; i <= 172_800; i++) {
+      expected.add(t.plusSeconds(i));
+    }
+    assertThat(catchUp.newest().equals(expected)).as("the newest 100,000 slots, oldest first").isTrue();
+  }
+
+  @Test
+  void boundedCatchUpReadsARecentPartOfALongRangeOnly() {
+    CronSchedule everySecond = CronSchedule.parse("* * * * * *", "UTC");
+    Instant t = Instant.parse("2026-11-26T10:00:00Z");
+    Instant upTo = t.plus(java.time.Duration.ofDays(30)); // 2,592,000 slots
+
+    CronSchedule.CatchUp catchUp = everySecond.catchUp(t, upTo, 3, 10_000);
+
+    assertThat(catchUp.exact()).isFalse();
+    assertThat(catchUp.count()).isGreaterThan(10_000).isLessThan(40_000);
+    assertThat(catchUp.newest()).containsExactly(upTo.minusSeconds(2), upTo.minusSeconds(1), upTo);
+  }
+
+  @Test
+  void boundedCatchUpCountsExactlyWithinItsLimit() {
+    CronSchedule everyMinute = CronSchedule.parse("* * * * *", "UTC");
+    Instant t = Instant.parse("2026-11-26T10:00:00Z");
+
+    CronSchedule.CatchUp catchUp = everyMinute.catchUp(t, t.plus(java.time.Duration.ofDays(3)), 2, 10_000);
+
+    assertThat(catchUp.exact()).isTrue();
+    assertThat(catchUp.count()).isEqualTo(3 * 24 * 60);
+    assertThat(catchUp.newest()).containsExactly(t.plus(java.time.Duration.ofDays(3)).minusSeconds(60),
+        t.plus(java.time.Duration.ofDays(3)));
+  }
 }

@@ -87,6 +87,37 @@ class RecurringTest extends PgJobsTestBase {
   }
 
   @Test
+  void twoDaysPausedEverySecondFireTheLatestAndTheOnTimeSlots() throws Exception {
+    declare(everySecond("paused", MissedSlots.LATEST));
+    lastSlot("paused", T0);
+    Instant now = T0.plus(Duration.ofDays(2)); // 172,800 slots since the last one handled
+
+    RecurringStore.Fired fired = store.fire("paused", now, MISSED_AFTER);
+
+    // 172,796 missed (older than 3 s): the newest of them fires, the rest are skipped; 4 on time fire.
+    // Beyond MISSED_COUNTED the skipped ones are not read one by one: their count is a lower bound.
+    assertThat(fired.enqueued()).isEqualTo(5);
+    assertThat(fired.moreSkipped()).isTrue();
+    assertThat(fired.skipped()).isGreaterThan(RecurringStore.MISSED_COUNTED).isLessThan(172_796);
+    assertThat(jobsOf("paused")).extracting(Job::context).containsExactlyInAnyOrder(
+        "recurring paused @ 2026-11-28T09:59:56Z", "recurring paused @ 2026-11-28T09:59:57Z",
+        "recurring paused @ 2026-11-28T09:59:58Z", "recurring paused @ 2026-11-28T09:59:59Z",
+        "recurring paused @ 2026-11-28T10:00:00Z");
+    assertThat(store.fire("paused", now, MISSED_AFTER)).isEqualTo(new RecurringStore.Fired(0, 0));
+  }
+
+  @Test
+  void tenMinutesPausedEverySecondCountEachSkippedSlot() throws Exception {
+    declare(everySecond("ten", MissedSlots.catchUp(2)));
+    lastSlot("ten", T0);
+
+    RecurringStore.Fired fired = store.fire("ten", T0.plus(Duration.ofMinutes(10)), MISSED_AFTER);
+
+    // 596 missed: the newest 2 fire, 594 are skipped; 4 on time.
+    assertThat(fired).isEqualTo(new RecurringStore.Fired(6, 594));
+  }
+
+  @Test
   void aDailyScheduleAtTwoThirtyInBerlinFiresOnceOnBothTransitionDays() throws Exception {
     ZoneId berlin = ZoneId.of("Europe/Berlin");
     declare(Recurring.of("berlin", "30 2 * * *", "Europe/Berlin", NUMBERED, new Numbered(1)));

@@ -24,6 +24,7 @@ import io.pgjobs.server.api.HealthApi;
 import io.pgjobs.server.api.JobTypesApi;
 import io.pgjobs.server.api.JobsApi;
 import io.pgjobs.server.api.MetricsApi;
+import io.pgjobs.server.api.OriginGuard;
 import io.pgjobs.server.api.QueuesApi;
 import io.pgjobs.server.api.RecurringApi;
 import io.pgjobs.server.api.Routes;
@@ -122,6 +123,8 @@ public final class ApiServer implements AutoCloseable {
   private final Duration requestTimeout;
   private final long maxBodyBytes;
   private final List<String> corsOrigins;
+  private final OriginGuard originGuard;
+  private final List<String> allowedHosts;
   private final PrometheusMeterRegistry registry;
   private final Map<String, PlainPost> plainPosts;
   private final JsonMapper json = ApiJson.mapper();
@@ -150,6 +153,12 @@ public final class ApiServer implements AutoCloseable {
     this.maxBodyBytes = b.maxBodyBytes;
     this.problems = new ProblemMapper(json, b.maxBodyBytes);
     this.corsOrigins = List.copyOf(b.corsOrigins);
+    // The CORS origins may already call the API from their pages (with a preflight); they may write too.
+    List<String> writers = new ArrayList<>(b.corsOrigins);
+    writers.addAll(b.allowedOrigins);
+    // With tokens a rebound page has no token to send; without them the Host is all that tells it apart.
+    this.originGuard = new OriginGuard(writers, b.allowedHosts, b.tokens.isEmpty());
+    this.allowedHosts = List.copyOf(b.allowedHosts);
     this.ownRegistry = b.registry == null;
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.plainPosts = Map.copyOf(b.plainPosts);
@@ -205,8 +214,12 @@ public final class ApiServer implements AutoCloseable {
     return new MountedServlet(new io.javalin.http.servlet.JavalinServlet(app.unsafe));
   }
 
-  /** Starts the event hub's LISTEN, unless live events are off. */
+  /** Starts the event hub's LISTEN, unless live events are off; says which host names a tokenless API answers. */
   private void startEvents() {
+    if (tokens.isEmpty()) {
+      log.info("pgjobs API without tokens answers the Host names localhost, *.localhost and IP addresses{}",
+          allowedHosts.isEmpty() ? " only (allowedHosts adds more)" : ", and " + allowedHosts);
+    }
     if (liveEvents) {
       events.start();
       log.info("pgjobs API: live events LISTEN on {}",
@@ -284,8 +297,8 @@ public final class ApiServer implements AutoCloseable {
       new DeadLettersApi(client).register(routes);
       EventsApi eventsApi = new EventsApi(client, events, queues);
       eventsApi.register(routes);
-      new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null,
-          origin -> corsOrigins.contains("*") || corsOrigins.contains(origin.toLowerCase(Locale.ROOT))).register(cfg.routes);
+      new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null, originGuard)
+          .register(cfg.routes);
       new HealthApi(client).register(routes);
       new MetricsApi(registry, client).register(routes);
       new RecurringApi(client, acceptUnknownTypes).register(routes);
@@ -385,7 +398,7 @@ public final class ApiServer implements AutoCloseable {
 
   // ---------------------------------------------------------------- request pipeline
 
-  /** Request id, CORS, and the body size limit (before any routing). */
+  /** Request id, the Host and Origin checks, CORS, and the body size limit (before any routing). */
   private void beforeRequest(Context ctx) {
     String requestId = ctx.header(REQUEST_ID_HEADER);
     if (requestId == null || !REQUEST_ID.matcher(requestId).matches()) {
@@ -394,6 +407,8 @@ public final class ApiServer implements AutoCloseable {
     ctx.attribute(ATTR_REQUEST_ID, requestId);
     ctx.header(REQUEST_ID_HEADER, requestId);
     MDC.put(REQUEST_ID_MDC, requestId);
+    // Before anything can change: a cross-site write or a rebound host name is refused here (421/403).
+    originGuard.check(ctx, false);
     if (cors(ctx)) {
       return;
     }
@@ -656,6 +671,8 @@ public final class ApiServer implements AutoCloseable {
   /** Builder of {@link ApiServer}; {@link #build()} validates every setting. */
   public static final class Builder {
     private static final Pattern ORIGIN = Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
+    private static final Pattern ALLOWED_HOST =
+        Pattern.compile("(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9\\-.]{0,251}[A-Za-z0-9])?");
     private static final Duration MIN_TIMEOUT = Duration.ofMillis(10);
     private static final Duration MAX_TIMEOUT = Duration.ofHours(1);
     private static final long MAX_MAX_BODY_BYTES = 1L << 30;
@@ -668,6 +685,8 @@ public final class ApiServer implements AutoCloseable {
     private Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
     private long maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
     private List<String> corsOrigins = List.of();
+    private List<String> allowedOrigins = List.of();
+    private List<String> allowedHosts = List.of();
     private PrometheusMeterRegistry registry;
     private final Map<String, PlainPost> plainPosts = new LinkedHashMap<>();
     private boolean allowUnauthenticated;
@@ -755,6 +774,32 @@ public final class ApiServer implements AutoCloseable {
     }
 
     /**
+     * Origins ({@code https://ops.example.com}, or {@code *} for any) whose web pages may send requests
+     * that change something (POST, PUT, PATCH, DELETE, the WebSocket upgrade) besides the server's own
+     * pages and the {@link #corsOrigins(List) CORS origins}. Default: none. Such a request from a page of
+     * any other origin is refused with 403, so a page of another site cannot pause a queue or cancel a job
+     * through the visitor's browser. Requests without {@code Origin} (programs) are not affected. Unlike
+     * {@code corsOrigins}, this sends no CORS headers: the page may send, not read.
+     */
+    public Builder allowedOrigins(List<String> allowedOrigins) {
+      this.allowedOrigins = allowedOrigins == null ? null : new ArrayList<>(allowedOrigins);
+      return this;
+    }
+
+    /**
+     * Host names the server answers to without tokens, besides {@code localhost}, {@code *.localhost}
+     * and IP addresses: {@code jobs.internal}, {@code *.example.com} (its subdomains), or {@code *} (any:
+     * turns the check off). Default: none. Without tokens, a request whose {@code Host} names another
+     * host is refused with 421: a web page can make a name of its own resolve to this server (DNS
+     * rebinding) and would otherwise read and change everything. With tokens, {@code Host} is not
+     * checked. Names only, without scheme or port.
+     */
+    public Builder allowedHosts(List<String> allowedHosts) {
+      this.allowedHosts = allowedHosts == null ? null : new ArrayList<>(allowedHosts);
+      return this;
+    }
+
+    /**
      * An extra POST route outside the API, for a receiver that lives next to it (the demo's webhook
      * receiver): answered without a bearer token, not in the OpenAPI document, not under the request
      * timeout. The handler gets the request's headers and body and returns the status.
@@ -838,6 +883,30 @@ public final class ApiServer implements AutoCloseable {
         origins.add(origin.toLowerCase(Locale.ROOT));
       }
       corsOrigins = origins;
+      if (allowedOrigins == null) {
+        throw new IllegalArgumentException("allowedOrigins must not be null (use an empty list for none)");
+      }
+      List<String> writers = new ArrayList<>();
+      for (String origin : allowedOrigins) {
+        if (origin == null || !(origin.equals("*") || ORIGIN.matcher(origin).matches())) {
+          throw new IllegalArgumentException("every allowed origin must be scheme://host[:port] (http or https, no"
+              + " path, like https://ops.example.com) or *, was '" + origin + "'");
+        }
+        writers.add(origin.toLowerCase(Locale.ROOT));
+      }
+      allowedOrigins = writers;
+      if (allowedHosts == null) {
+        throw new IllegalArgumentException("allowedHosts must not be null (use an empty list for none)");
+      }
+      List<String> hosts = new ArrayList<>();
+      for (String name : allowedHosts) {
+        if (name == null || !(name.equals("*") || ALLOWED_HOST.matcher(name).matches())) {
+          throw new IllegalArgumentException("every allowed host must be a host name like jobs.example.com, *.example.com"
+              + " for its subdomains, or * for any host (no scheme, no port), was '" + name + "'");
+        }
+        hosts.add(name.toLowerCase(Locale.ROOT));
+      }
+      allowedHosts = hosts;
       return new ApiServer(this);
     }
 

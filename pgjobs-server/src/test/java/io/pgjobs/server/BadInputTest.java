@@ -306,6 +306,20 @@ class BadInputTest {
     assertThat(api.rowCounts()).isEqualTo(before);
   }
 
+  @Test
+  void aBrokenPercentEncodingInAQueryParameterIs400NamingIt() throws Exception {
+    // java.net.URI refuses such a query string, so it goes out on a socket as a browser or curl sends it.
+    try (Socket socket = new Socket(api.uri("/").getHost(), api.uri("/").getPort())) {
+      socket.setSoTimeout(60_000);
+      OutputStream out = socket.getOutputStream();
+      out.write("GET /jobs?cursor=%%% HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+          .getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      String answer = readResponse(socket.getInputStream());
+      assertThat(answer).startsWith("HTTP/1.1 400 ").contains("application/problem+json", "cursor", "percent-encoding");
+    }
+  }
+
   /** One HTTP/1.1 response with a Content-Length body, read from {@code in}. */
   private static String readResponse(InputStream in) throws IOException {
     StringBuilder head = new StringBuilder();

@@ -121,6 +121,7 @@ class JobsApiTest {
     assertThat(first.status()).isEqualTo(201);
     assertThat(second.status()).isEqualTo(200);
     assertThat(second.header("Idempotent-Replayed")).isEqualTo("true");
+    assertThat(second.header("Location")).isEqualTo(first.header("Location")).endsWith(first.json().path("id").asString());
     assertThat(second.json().path("id")).isEqualTo(first.json().path("id"));
     assertThat(second.json().path("idempotency_key").asString()).isEqualTo("order-1");
   }

@@ -83,6 +83,18 @@ public class PgJobsProperties {
     /** Longest an API request may take before it is answered 504 (10ms to 1h); event streams are exempt. */
     private Duration requestTimeout = Duration.ofSeconds(30);
 
+    /**
+     * Origins (scheme://host[:port], or *) whose pages may change jobs, queues and schedules through the
+     * mount besides this application's own; a POST from any other page is refused with 403.
+     */
+    private List<String> allowedOrigins = new ArrayList<>();
+
+    /**
+     * Host names the mount answers to without tokens besides localhost, *.localhost and IP addresses
+     * (jobs.example.com, *.example.com, or * for any); any other Host gets 421 (DNS rebinding).
+     */
+    private List<String> allowedHosts = new ArrayList<>();
+
     public boolean isEnabled() {
       return enabled;
     }
@@ -129,6 +141,22 @@ public class PgJobsProperties {
 
     public void setRequestTimeout(Duration requestTimeout) {
       this.requestTimeout = requestTimeout;
+    }
+
+    public List<String> getAllowedOrigins() {
+      return allowedOrigins;
+    }
+
+    public void setAllowedOrigins(List<String> allowedOrigins) {
+      this.allowedOrigins = allowedOrigins;
+    }
+
+    public List<String> getAllowedHosts() {
+      return allowedHosts;
+    }
+
+    public void setAllowedHosts(List<String> allowedHosts) {
+      this.allowedHosts = allowedHosts;
     }
   }
 

@@ -81,6 +81,7 @@ public class PgJobsWebAutoConfiguration {
         builder.meterRegistry(registry); // /jobs/metrics then shows the application's meters, pgjobs' among them
       }
       builder.requestTimeout(web.getRequestTimeout());
+      builder.allowedOrigins(web.getAllowedOrigins()).allowedHosts(web.getAllowedHosts());
       try {
         return builder.build();
       } catch (IllegalArgumentException e) {
@@ -88,8 +89,12 @@ public class PgJobsWebAutoConfiguration {
         if (e.getMessage().contains("token")) {
           throw new PgJobsWebTokensException(e.getMessage(), e);
         }
+        String property = e.getMessage().contains("allowed origin") ? "pgjobs.web.allowed-origins"
+            : e.getMessage().contains("allowed host") ? "pgjobs.web.allowed-hosts" : "pgjobs.web.request-timeout";
+        Object value = property.endsWith("origins") ? web.getAllowedOrigins()
+            : property.endsWith("hosts") ? web.getAllowedHosts() : web.getRequestTimeout();
         InvalidConfigurationPropertyValueException invalid = new InvalidConfigurationPropertyValueException(
-            "pgjobs.web.request-timeout", web.getRequestTimeout(), e.getMessage());
+            property, value, e.getMessage());
         invalid.initCause(e);
         throw invalid;
       }

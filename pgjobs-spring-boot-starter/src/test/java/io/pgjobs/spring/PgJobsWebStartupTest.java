@@ -3,6 +3,7 @@ package io.pgjobs.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.pgjobs.JobClient;
 import io.pgjobs.spring.TestJobs.GreetHandler;
 import io.pgjobs.testkit.TestDatabase;
 import jakarta.servlet.Filter;
@@ -103,6 +104,43 @@ class PgJobsWebStartupTest {
     assertStartupFails(output, "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.request-timeout=2h")
         .contains("Invalid value '2h' for configuration property 'pgjobs.web.request-timeout'")
         .contains("requestTimeout must be between 10ms and 1h");
+  }
+
+  @Test
+  void invalidAllowedHostNamesTheProperty(CapturedOutput output) {
+    assertStartupFails(output, "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.allowed-hosts=http://jobs.internal")
+        .contains("configuration property 'pgjobs.web.allowed-hosts'")
+        .contains("every allowed host must be a host name");
+  }
+
+  @Test
+  void tokenlessMountRefusesForeignOriginWritesAndRebindingHosts() throws Exception {
+    try (ConfigurableApplicationContext context = start("pgjobs.web.allow-unauthenticated=true",
+        "pgjobs.web.allowed-origins=https://ops.example.com")) {
+      int port = ((WebServerApplicationContext) context).getWebServer().getPort();
+      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      HttpResponse<String> foreign = http.send(
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/jobs/queues/xsite/pause"))
+              .header("Origin", "http://evil.example").header("Content-Type", "text/plain")
+              .POST(HttpRequest.BodyPublishers.ofString("x")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(foreign.statusCode()).isEqualTo(403);
+      assertThat(foreign.body()).contains("cross-site-request", "http://evil.example");
+      HttpResponse<String> listed = http.send(
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/jobs/queues/xsite/pause"))
+              .header("Origin", "https://ops.example.com").POST(HttpRequest.BodyPublishers.noBody()).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(listed.statusCode()).isEqualTo(200);
+      JobClient client = context.getBean(JobClient.class);
+      client.resumeQueue("xsite");
+
+      try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+        socket.getOutputStream().write(("GET /jobs/queues HTTP/1.1\r\nHost: evil.example:" + port
+            + "\r\nConnection: close\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        String response = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(response).startsWith("HTTP/1.1 421").contains("host-not-allowed", "pgjobs.web.allowed-hosts");
+      }
+    }
   }
 
   @Test

@@ -62,11 +62,15 @@ import java.util.stream.Collectors;
  *   <tr><td>smtp_from</td><td>--smtp-from</td><td>PGJOBS_SMTP_FROM</td><td>pgjobs@localhost</td><td>an e-mail address</td></tr>
  *   <tr><td>webhook_timeout</td><td>--webhook-timeout</td><td>PGJOBS_WEBHOOK_TIMEOUT</td><td>10s</td><td>100ms–10m</td></tr>
  *   <tr><td>worker_metrics_bind</td><td>--metrics-bind</td><td>PGJOBS_WORKER_METRICS_BIND, then
- *       WORKER_METRICS_BIND_ADDR</td><td>0.0.0.0:9091</td><td>host:port or off</td></tr>
+ *       WORKER_METRICS_BIND_ADDR</td><td>127.0.0.1:9091</td><td>host:port or off</td></tr>
  *   <tr><td>host</td><td>--host</td><td>PGJOBS_HOST</td><td>127.0.0.1</td><td>host name or IP to listen on</td></tr>
  *   <tr><td>port</td><td>--port</td><td>PGJOBS_PORT</td><td>8080</td><td>0–65535 (0: any free port)</td></tr>
  *   <tr><td>api_tokens</td><td>--api-tokens</td><td>PGJOBS_API_TOKENS</td><td>none (no authentication)</td>
  *       <td>comma-separated tokens of 16–256 visible characters</td></tr>
+ *   <tr><td>allowed_origins</td><td>--allowed-origins</td><td>PGJOBS_ALLOWED_ORIGINS</td><td>none</td>
+ *       <td>comma-separated scheme://host[:port], or *</td></tr>
+ *   <tr><td>allowed_hosts</td><td>--allowed-hosts</td><td>PGJOBS_ALLOWED_HOSTS</td><td>none</td>
+ *       <td>comma-separated host names, *.domain, or *</td></tr>
  * </table>
  *
  * The same table, generated from {@link #DEFINITIONS}, is in the README ({@link #markdownTable()}); a
@@ -165,6 +169,8 @@ public final class Settings {
   public static final String HOST = "host";
   public static final String PORT = "port";
   public static final String API_TOKENS = "api_tokens";
+  public static final String ALLOWED_ORIGINS = "allowed_origins";
+  public static final String ALLOWED_HOSTS = "allowed_hosts";
 
   private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,50}");
   /** As {@code JobType.requireCapability}: the jobs table's CHECK says the same. */
@@ -174,6 +180,9 @@ public final class Settings {
       Pattern.compile("[A-Za-z0-9]([A-Za-z0-9\\-.]{0,252}[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
   private static final Pattern EMAIL = Pattern.compile("[^@\\s<>,;\"]+@[A-Za-z0-9]([A-Za-z0-9\\-.]*[A-Za-z0-9])?");
   private static final Pattern TOKEN = Pattern.compile("[\\x21-\\x2b\\x2d-\\x7e]{16,256}");
+  /** As {@code ApiServer.Builder}'s checks of its allowed origins and hosts. */
+  private static final Pattern ORIGIN = Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
+  private static final Pattern ALLOWED_HOST = Pattern.compile("(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9\\-.]{0,251}[A-Za-z0-9])?");
 
   /** Every setting, in documentation order. */
   public static final List<Definition> DEFINITIONS =
@@ -251,8 +260,9 @@ public final class Settings {
               durationAllowed("100ms", "10m"), "connect and response timeout of `webhook_delivery`",
               text -> parseDuration(text, Duration.ofMillis(100), Duration.ofMinutes(10), "100ms", "10m")),
           new Definition(WORKER_METRICS_BIND, "--metrics-bind", List.of("PGJOBS_WORKER_METRICS_BIND", "WORKER_METRICS_BIND_ADDR"),
-              "0.0.0.0:9091", "`0.0.0.0:9091`", "`host:port` (port 0–65535, 0: any free port) or `off`",
-              "where `work` serves its own `/metrics` (Prometheus) and `/health/live`, `/health/ready`",
+              "127.0.0.1:9091", "`127.0.0.1:9091`", "`host:port` (port 0–65535, 0: any free port) or `off`",
+              "where `work` serves its own `/metrics` (Prometheus) and `/health/live`, `/health/ready`; this"
+                  + " machine only by default, `0.0.0.0:9091` for every interface (a scraper on another host)",
               Settings::parseBind),
           new Definition(HOST, "--host", List.of("PGJOBS_HOST"), "127.0.0.1", "`127.0.0.1`",
               "a host name or IP address (`0.0.0.0` for every interface)", "address the HTTP API listens on (`serve`, `demo`)",
@@ -261,7 +271,20 @@ public final class Settings {
               "an integer from 0 to 65535 (0: any free port)", "port of the HTTP API (`serve`, `demo`)", text -> parseInt(text, 0, 65_535)),
           new Definition(API_TOKENS, "--api-tokens", List.of("PGJOBS_API_TOKENS"), null, "none (no authentication)",
               "comma-separated tokens, each 16–256 visible ASCII characters other than `,`",
-              "bearer tokens the HTTP API accepts (`serve`, `demo`)", Settings::parseTokens));
+              "bearer tokens the HTTP API accepts (`serve`, `demo`)", Settings::parseTokens),
+          new Definition(ALLOWED_ORIGINS, "--allowed-origins", List.of("PGJOBS_ALLOWED_ORIGINS"), null,
+              "none (the API's own pages only)",
+              "comma-separated origins `scheme://host[:port]` (http or https, no path), or `*` (any)",
+              "web pages besides the API's own that may change jobs, queues and schedules through it (`serve`,"
+                  + " `demo`); a POST from any other page is refused with 403 (cross-site requests)",
+              Settings::parseOrigins),
+          new Definition(ALLOWED_HOSTS, "--allowed-hosts", List.of("PGJOBS_ALLOWED_HOSTS"), null,
+              "none (`localhost`, `*.localhost` and IP addresses only)",
+              "comma-separated host names (`jobs.example.com`, `*.example.com` for its subdomains, no port), or"
+                  + " `*` (any)",
+              "names the HTTP API answers to without `api_tokens`, besides `localhost`, `*.localhost` and IP"
+                  + " addresses (`serve`, `demo`); any other `Host` gets 421 (DNS rebinding)",
+              Settings::parseAllowedHosts));
 
   private static final Map<String, Definition> BY_NAME =
       DEFINITIONS.stream().collect(Collectors.toMap(Definition::name, d -> d, (a, b) -> a, LinkedHashMap::new));
@@ -570,6 +593,20 @@ public final class Settings {
     return tokens == null ? List.of() : (List<String>) tokens;
   }
 
+  /** Origins whose pages may change things through the HTTP API besides its own; empty for none. */
+  @SuppressWarnings("unchecked")
+  public List<String> allowedOrigins() {
+    Object origins = values.get(ALLOWED_ORIGINS).value();
+    return origins == null ? List.of() : (List<String>) origins;
+  }
+
+  /** Host names the HTTP API answers to without tokens besides loopback names and IP addresses; empty for none. */
+  @SuppressWarnings("unchecked")
+  public List<String> allowedHosts() {
+    Object hosts = values.get(ALLOWED_HOSTS).value();
+    return hosts == null ? List.of() : (List<String>) hosts;
+  }
+
   /** The value as shown to people: the database password and API tokens hidden. */
   public String shown(String name) {
     Value value = value(name);
@@ -761,6 +798,30 @@ public final class Settings {
       throw new IllegalArgumentException("not an e-mail address");
     }
     return text;
+  }
+
+  private static List<String> parseOrigins(String text) {
+    return parseList(text, "origin", ORIGIN);
+  }
+
+  private static List<String> parseAllowedHosts(String text) {
+    return parseList(text, "host", ALLOWED_HOST);
+  }
+
+  /** Comma-separated items each matching {@code pattern} or {@code *}. */
+  private static List<String> parseList(String text, String what, Pattern pattern) {
+    List<String> items = new ArrayList<>();
+    for (String part : text.split(",", -1)) {
+      String item = part.strip();
+      if (item.isEmpty()) {
+        throw new IllegalArgumentException("empty " + what);
+      }
+      if (!item.equals("*") && !pattern.matcher(item).matches()) {
+        throw new IllegalArgumentException("'" + item + "' is not " + (what.equals("origin") ? "an " : "a ") + what);
+      }
+      items.add(item);
+    }
+    return List.copyOf(items);
   }
 
   private static List<String> parseTokens(String text) {

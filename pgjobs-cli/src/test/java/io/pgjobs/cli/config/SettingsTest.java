@@ -36,6 +36,29 @@ class SettingsTest {
     assertThat(s.smtpPort()).isEqualTo(25);
     assertThat(s.configFile()).isNull();
     assertThat(s.values().values()).allSatisfy(v -> assertThat(v.source()).isEqualTo(Settings.Source.DEFAULT));
+    assertThat(s.workerMetricsBind()).contains(new Settings.Bind("127.0.0.1", 9091));
+    assertThat(s.allowedOrigins()).isEmpty();
+    assertThat(s.allowedHosts()).isEmpty();
+  }
+
+  @Test
+  void allowedOriginsAndHostsAreListsCheckedItemByItem() {
+    Settings s = Settings.resolve(Map.of(Settings.ALLOWED_ORIGINS, "https://ops.example.com, http://127.0.0.1:3000"),
+        Map.of("PGJOBS_ALLOWED_HOSTS", "jobs.internal,*.corp.example"));
+    assertThat(s.allowedOrigins()).containsExactly("https://ops.example.com", "http://127.0.0.1:3000");
+    assertThat(s.allowedHosts()).containsExactly("jobs.internal", "*.corp.example");
+    assertThat(Settings.of(Map.of(Settings.ALLOWED_HOSTS, "*")).allowedHosts()).containsExactly("*");
+
+    assertThatThrownBy(() -> Settings.of(Map.of(Settings.ALLOWED_ORIGINS, "https://ops.example.com/path")))
+        .isInstanceOf(InvalidSettingException.class)
+        .hasMessageContaining("--allowed-origins")
+        .hasMessageContaining("'https://ops.example.com/path' is not an origin")
+        .hasMessageContaining("scheme://host[:port]");
+    assertThatThrownBy(() -> Settings.resolve(Map.of(), Map.of("PGJOBS_ALLOWED_HOSTS", "jobs.internal:8080")))
+        .isInstanceOf(InvalidSettingException.class)
+        .hasMessageContaining("PGJOBS_ALLOWED_HOSTS")
+        .hasMessageContaining("'jobs.internal:8080' is not a host")
+        .hasMessageContaining("no port");
   }
 
   @Test

@@ -8,3 +8,8 @@
 -- holds but could not renew, because their rows were locked at its last beat, are listed here so rescue
 -- leaves them to that worker; the stale threshold still applies to them.
 ALTER TABLE workers ADD COLUMN held_locked uuid[] NOT NULL DEFAULT '{}';
+
+-- Each worker also records its own dead-worker threshold, so that what the API and dashboard call a live
+-- worker is what rescue believes: a worker silent for longer than its threshold is shown as presumed dead,
+-- not as live until the stale threshold removes its row. NULL: a worker of an older version (20 s).
+ALTER TABLE workers ADD COLUMN dead_after_ms bigint CHECK (dead_after_ms > 0);

@@ -114,11 +114,12 @@ public final class JobsApi {
       throw e;
     }
     JobView view = JobView.of(result.job());
-    if (result.replayed()) {
-      return Reply.ok(view).withHeader("Idempotent-Replayed", "true");
-    }
     // Below the context path: the API may be mounted under a path of another application.
     String location = ctx.contextPath() + "/jobs/" + view.id();
+    if (result.replayed()) {
+      // The job the key first created, where it is: a replay answers as the first call did, but with 200.
+      return Reply.ok(view).withHeader("Idempotent-Replayed", "true").withHeader("Location", location);
+    }
     if (result.duplicate()) {
       // A unique job that already existed (in one of its rule's states): answered like a replay, with its own header.
       return Reply.ok(view).withHeader("Unique-Conflict", "true").withHeader("Location", location);

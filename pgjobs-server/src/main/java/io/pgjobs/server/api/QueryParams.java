@@ -8,6 +8,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.UUID;
 
@@ -17,6 +18,7 @@ public final class QueryParams {
 
   /** Every value of a repeatable parameter, each also split at commas; blanks dropped. */
   public static List<String> list(Context ctx, String name) {
+    requireWellEncoded(ctx, name);
     List<String> out = new ArrayList<>();
     for (String value : ctx.queryParams(name)) {
       for (String part : value.split(",")) {
@@ -80,6 +82,7 @@ public final class QueryParams {
 
   /** A single-valued parameter, or null when absent or empty. */
   public static String single(Context ctx, String name) {
+    requireWellEncoded(ctx, name);
     List<String> values = ctx.queryParams(name);
     if (values.isEmpty() || values.get(0).isEmpty()) {
       return null;
@@ -88,6 +91,33 @@ public final class QueryParams {
       throw ApiProblem.badField(name, "may be given once, was given " + values.size() + " times");
     }
     return values.get(0);
+  }
+
+  /**
+   * Refuses a value of {@code name} in the raw query string whose percent-encoding is broken ({@code %}
+   * not followed by two hex digits): the server's decoder drops such a value silently, which would answer
+   * as if the parameter had not been given.
+   */
+  private static void requireWellEncoded(Context ctx, String name) {
+    String query = ctx.queryString();
+    if (query == null || query.indexOf('%') < 0) {
+      return;
+    }
+    for (String pair : query.split("&")) {
+      int eq = pair.indexOf('=');
+      String key = eq < 0 ? pair : pair.substring(0, eq);
+      if (!key.equals(name)) {
+        continue;
+      }
+      String value = eq < 0 ? "" : pair.substring(eq + 1);
+      for (int i = value.indexOf('%'); i >= 0; i = value.indexOf('%', i + 1)) {
+        if (i + 2 >= value.length() || !HexFormat.isHexDigit(value.charAt(i + 1))
+            || !HexFormat.isHexDigit(value.charAt(i + 2))) {
+          throw ApiProblem.badField(name, "has a broken percent-encoding ('%' must be followed by two hex"
+              + " digits; write a literal % as %25), was '" + value + "'");
+        }
+      }
+    }
   }
 
   /** A UUID path parameter. */

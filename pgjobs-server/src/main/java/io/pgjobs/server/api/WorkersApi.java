@@ -29,13 +29,15 @@ public final class WorkersApi {
    * @param stuckLanes lanes held by handlers it had to let go (they ignored their timeout, cancellation or
    *     shutdown); each stays occupied until its handler returns
    * @param capabilities the capabilities it declared (empty: it runs only jobs that need none)
+   * @param alive false once it has been silent for longer than its dead-worker threshold: presumed dead,
+   *     its jobs rescued
    */
   public record WorkerView(
       String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes, Instant startedAt,
-      Instant lastHeartbeat, long runningJobs, int stuckLanes, List<String> capabilities) {
+      Instant lastHeartbeat, long runningJobs, int stuckLanes, List<String> capabilities, boolean alive) {
     static WorkerView of(WorkerInfo w) {
       return new WorkerView(w.id(), w.host(), w.pid(), w.queues(), w.jobTypes(), w.startedAt(), w.lastHeartbeat(),
-          w.runningJobs(), w.stuckLanes(), w.capabilities());
+          w.runningJobs(), w.stuckLanes(), w.capabilities(), w.alive());
     }
   }
 

@@ -55,23 +55,23 @@ public final class WsApi {
   private final JsonMapper json;
   private final boolean tokensRequired;
   private final Predicate<String> validToken;
-  private final Predicate<String> allowedOrigin;
+  private final OriginGuard originGuard;
   private final Map<String, Connection> connections = new ConcurrentHashMap<>();
 
   /**
    * @param tokensRequired whether clients must authenticate
    * @param validToken true for a token of any scope (following jobs is reading)
-   * @param allowedOrigin true for a cross-origin page's {@code Origin} the server's CORS settings allow
+   * @param originGuard the server's Host and Origin checks, applied to the upgrade
    */
   public WsApi(JobClient client, EventHub hub, EventsApi events, JsonMapper json, boolean tokensRequired,
-      Predicate<String> validToken, Predicate<String> allowedOrigin) {
+      Predicate<String> validToken, OriginGuard originGuard) {
     this.client = client;
     this.hub = hub;
     this.events = events;
     this.json = json;
     this.tokensRequired = tokensRequired;
     this.validToken = validToken;
-    this.allowedOrigin = allowedOrigin;
+    this.originGuard = originGuard;
   }
 
   /** Registers {@code /ws}. */
@@ -80,11 +80,8 @@ public final class WsApi {
     routes.wsBeforeUpgrade("/ws", ctx -> {
       // Browsers apply no CORS to WebSockets: without this check any web page could read job updates
       // from a server on the visitor's machine that has no tokens (cross-site WebSocket hijacking).
-      String origin = ctx.header("Origin");
-      if (origin != null && !sameOrigin(origin, ctx.header("Host")) && !allowedOrigin.test(origin)) {
-        throw ApiProblem.forbidden("WebSocket connections from pages of " + origin + " are not allowed: only this"
-            + " server's own pages and the origins allowed by its CORS settings may connect");
-      }
+      // The same checks as every write (OriginGuard): own pages, allowed and CORS origins; a rebound Host is 421.
+      originGuard.check(ctx, true);
       String header = ctx.header("Authorization");
       if (tokensRequired && header != null && !validToken.test(bearer(header))) {
         throw ApiProblem.unauthorized("the bearer token is not valid");
@@ -121,15 +118,6 @@ public final class WsApi {
   /** Connections open now. */
   public int connections() {
     return connections.size();
-  }
-
-  /** True if {@code origin} (scheme://host[:port]) names the host and port the request was sent to. */
-  private static boolean sameOrigin(String origin, String host) {
-    if (host == null) {
-      return false;
-    }
-    int scheme = origin.indexOf("://");
-    return scheme > 0 && origin.substring(scheme + 3).equalsIgnoreCase(host);
   }
 
   private static String bearer(String header) {

@@ -99,6 +99,20 @@ public final class ApiProblem extends RuntimeException {
     return new ApiProblem(403, "forbidden", "Forbidden", detail, null, null);
   }
 
+  /**
+   * 403: a request that can change something, sent by a page of another site (an {@code Origin} that is
+   * not the server's own nor allowed); {@code origin} is added as a member when there was one.
+   */
+  public static ApiProblem crossSite(String origin, String detail) {
+    return new ApiProblem(403, "cross-site-request", "Cross-site request refused", detail, null,
+        origin == null ? null : Map.of("origin", origin));
+  }
+
+  /** 421: the {@code Host} header names a host this server does not answer for; {@code host} is added as a member. */
+  public static ApiProblem hostNotAllowed(String host, String detail) {
+    return new ApiProblem(421, "host-not-allowed", "Host not allowed", detail, null, Map.of("host", host));
+  }
+
   /** 404: no such resource. */
   public static ApiProblem notFound(String detail) {
     return new ApiProblem(404, "not-found", "Not found", detail, null, null);

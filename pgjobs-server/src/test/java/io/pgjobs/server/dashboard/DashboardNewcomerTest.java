@@ -122,6 +122,29 @@ class DashboardNewcomerTest extends BrowserTest {
   }
 
   @Test
+  void theFindByIdBoxIsOneLineHighAtDesktopAndPhoneWidths() {
+    for (Dimension size : List.of(new Dimension(1280, 900), new Dimension(390, 844))) {
+      browser.windowSize(size);
+      browser.open(app.url("/jobs"));
+      browser.visible("#job-id-input");
+      @SuppressWarnings("unchecked")
+      Map<String, Object> box = (Map<String, Object>) browser.script("""
+          const input = document.getElementById('job-id-input').getBoundingClientRect();
+          const go = document.getElementById('job-id-go').getBoundingClientRect();
+          const form = document.getElementById('job-id-search').getBoundingClientRect();
+          return {input: input.height, go: go.height, form: form.height, width: input.width,
+                  page: document.documentElement.clientWidth};""");
+      double input = ((Number) box.get("input")).doubleValue();
+      double go = ((Number) box.get("go")).doubleValue();
+      assertThat(input).as("the id input's height at %s", size).isLessThanOrEqualTo(go * 1.5);
+      assertThat(((Number) box.get("form")).doubleValue()).as("the find-by-id panel's height at %s", size)
+          .isLessThan(160);
+      assertThat(((Number) box.get("width")).doubleValue()).as("the id input's width at %s", size)
+          .isGreaterThan(((Number) box.get("page")).doubleValue() * 0.4);
+    }
+  }
+
+  @Test
   void aJobCanBeFoundByItsId() {
     UUID id = app.enqueue("gate", "find-" + UUID.randomUUID(), "nobody-serves-this");
     browser.open(app.url("/jobs"));

@@ -92,10 +92,14 @@ export default function overview(root, {events}) {
   // ---- workers
 
   function renderWorkers(workers) {
-    workersCount.textContent = workers.length ? `${workers.length} live` : '';
+    // What the engine believes: a worker silent past its dead-worker threshold is presumed dead (its jobs
+    // were put back in the queue), even while its row is still listed.
+    const live = workers.filter(w => w.alive !== false).length;
+    const dead = workers.length - live;
+    workersCount.textContent = workers.length ? `${live} live` + (dead ? ` · ${dead} presumed dead` : '') : '';
     workersBody.replaceChildren(...(workers.length ? workers.map(w => {
       const capacity = Object.values(w.queues).reduce((a, b) => a + b, 0);
-      return h('tr', {dataset: {worker: w.id}},
+      return h('tr', {dataset: {worker: w.id, alive: String(w.alive !== false)}, class: w.alive === false ? 'dead' : null},
         h('td', {title: `${w.id}\nstarted ${w.started_at}\ntypes: ${w.job_types.join(', ')}`},
           h('div', {class: 'nowrap'}, `${w.host} · pid ${w.pid}`), h('div', {class: 'muted mono nowrap'}, shortId(w.id))),
         h('td', {class: 'wrap'}, Object.entries(w.queues).map(([q, n], i) => [i ? ', ' : '', h('span', null, q, h('span', {class: 'muted'}, ' ×' + n))])),
@@ -103,7 +107,9 @@ export default function overview(root, {events}) {
           // Lanes held by handlers that ignored their timeout, cancellation or shutdown and were let go.
           w.stuck_lanes > 0 ? h('div', {class: 'stuck', title: 'handlers that ignored their stop and were let go; each holds its lane until it returns'},
             `${w.stuck_lanes} stuck`) : null),
-        h('td', null, timeAgo(w.last_heartbeat)));
+        h('td', null, timeAgo(w.last_heartbeat),
+          w.alive === false ? h('div', {class: 'stuck', title: 'silent for longer than its dead-worker threshold: its jobs were put back in the queue'},
+            'presumed dead') : null));
     }) : [h('tr', null, h('td', {class: 'empty', colspan: 4}, 'No worker is running.'))]));
   }
 
