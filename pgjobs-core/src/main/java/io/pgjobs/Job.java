@@ -33,6 +33,8 @@ import tools.jackson.databind.JsonNode;
  * @param cancelRequested true when cancellation was asked for a running job
  * @param parentId the job whose handler enqueued this one, or null
  * @param capability the capability a worker must declare to run it, or null if any worker may
+ * @param snoozes how often its handler snoozed it ({@link SnoozeJobException}); a snooze does not count as
+ *     an attempt
  */
 public record Job(
     UUID id,
@@ -58,7 +60,19 @@ public record Job(
     JsonNode output,
     boolean cancelRequested,
     UUID parentId,
-    String capability) {
+    String capability,
+    int snoozes) {
+
+  /** A job never snoozed (the components before {@code snoozes}). */
+  public Job(UUID id, String type, String queue, JsonNode payload, int priority, JobState state, int attempts,
+      int maxAttempts, Instant runAt, Instant createdAt, Instant attemptedAt, Instant finishedAt, String lockedBy,
+      Instant heartbeatAt, String context, String idempotencyKey, Duration timeout, Integer progressPercent,
+      String progressMessage, List<JobError> errors, JsonNode output, boolean cancelRequested, UUID parentId,
+      String capability) {
+    this(id, type, queue, payload, priority, state, attempts, maxAttempts, runAt, createdAt, attemptedAt, finishedAt,
+        lockedBy, heartbeatAt, context, idempotencyKey, timeout, progressPercent, progressMessage, errors, output,
+        cancelRequested, parentId, capability, 0);
+  }
 
   /** A job that needs no capability (the components before {@code capability}). */
   public Job(UUID id, String type, String queue, JsonNode payload, int priority, JobState state, int attempts,

@@ -267,11 +267,20 @@ public final class JobClient {
   }
 
   /**
-   * Puts a {@code failed} or {@code cancelled} job back in the queue, due now. Its attempt count starts
-   * again from 0, so it gets its full number of attempts; its error history is kept.
+   * Puts a {@code failed} or {@code cancelled} job back in the queue. Its attempt count starts again
+   * from 0, so it gets its full number of attempts; its error history is kept. It is due when it was due
+   * if that is still ahead (a job cancelled while scheduled keeps its time), else at once; see
+   * {@link #retry(UUID, boolean)} to run it now.
    */
   public RetryResult retry(UUID id) {
-    return withConnection(c -> adminStore.retry(c, id));
+    return retry(id, false);
+  }
+
+  /**
+   * As {@link #retry(UUID)}; with {@code now}, the job is due at once even if it was scheduled for later.
+   */
+  public RetryResult retry(UUID id, boolean now) {
+    return withConnection(c -> adminStore.retry(c, id, now));
   }
 
   /**
@@ -294,7 +303,7 @@ public final class JobClient {
 
   /** {@link #retry(UUID)} in the caller's transaction. */
   public RetryResult retry(Connection connection, UUID id) {
-    return call(() -> adminStore.retry(connection, id));
+    return call(() -> adminStore.retry(connection, id, false));
   }
 
   /**

@@ -22,6 +22,15 @@ public interface JobContext {
   /** The most attempts the job gets. */
   int maxAttempts();
 
+  /**
+   * How often this job was snoozed before this run ({@link SnoozeJobException}): 0 on its first run. A
+   * snooze gives its attempt back, so {@link #attempt()} stays the same across snoozes; this is how a
+   * handler that snoozes "once, then goes on" knows it already did.
+   */
+  default int snoozes() {
+    return 0;
+  }
+
   /** True if an earlier attempt ran ({@code attempt() > 1}). */
   default boolean isRetry() {
     return attempt() > 1;

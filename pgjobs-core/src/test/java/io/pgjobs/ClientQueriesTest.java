@@ -369,4 +369,23 @@ class ClientQueriesTest extends PgJobsTestBase {
     assertThat(client.retry(UUID.randomUUID())).isEqualTo(RetryResult.NOT_FOUND);
     assertThat(Arrays.asList(count("pgjobs.jobs"), count("pgjobs.finished_jobs"))).containsOnly(0L);
   }
+
+  @Test
+  void aCancelledJobScheduledAheadKeepsItsTimeWhenRetriedUnlessAskedToRunNow() {
+    java.time.Instant inAnHour = java.time.Instant.now().plus(Duration.ofHours(1)).truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
+    UUID kept = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().runAt(inAnHour).build()).job().id();
+    UUID now = client.enqueue(NUMBERED, new Numbered(2), EnqueueOptions.builder().runAt(inAnHour).build()).job().id();
+    client.cancel(kept);
+    client.cancel(now);
+
+    assertThat(client.retry(kept)).isEqualTo(RetryResult.RETRIED);
+    assertThat(client.retry(now, true)).isEqualTo(RetryResult.RETRIED);
+
+    Job scheduled = client.get(kept).orElseThrow();
+    assertThat(scheduled.runAt()).isEqualTo(inAnHour);
+    assertThat(scheduled.state()).isEqualTo(JobState.QUEUED);
+    Job due = client.get(now).orElseThrow();
+    assertThat(due.runAt()).isBefore(inAnHour.minus(Duration.ofMinutes(59)));
+    assertThat(due.state()).isEqualTo(JobState.QUEUED);
+  }
 }

@@ -31,6 +31,8 @@ class RetryTest extends PgJobsTestBase {
       JobType.of("hopeless", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
   /** Snoozes for {@code n} ms on its first run, then succeeds. */
   static final JobType<Numbered> SLEEPY = JobType.of("sleepy", Numbered.class);
+  /** Snoozes until it has been snoozed {@code n} times, as its context tells it, then succeeds. */
+  static final JobType<Numbered> SNOOZES_N_TIMES = JobType.of("snoozes_n_times", Numbered.class);
 
   /** What a handler saw on one run. */
   record Seen(UUID jobId, String jobType, String queue, int attempt, int maxAttempts, boolean isRetry,
@@ -80,6 +82,15 @@ class RetryTest extends PgJobsTestBase {
                     (ctx, p) -> {
                       record(ctx);
                       throw new DiscardJobException("recipient does not exist");
+                    })
+                .register(
+                    SNOOZES_N_TIMES,
+                    (ctx, p) -> {
+                      record(ctx);
+                      if (ctx.snoozes() < p.n()) {
+                        throw new SnoozeJobException(Duration.ofMillis(20));
+                      }
+                      return Map.of("snoozes", ctx.snoozes(), "attempt", ctx.attempt());
                     })
                 .register(
                     SLEEPY,
@@ -198,6 +209,19 @@ class RetryTest extends PgJobsTestBase {
     assertThat(seen).extracting(Seen::attempt).containsExactly(1, 1);
     assertThat(Duration.between(seen.get(0).startedAt(), seen.get(1).startedAt()))
         .isGreaterThanOrEqualTo(Duration.ofMillis(300));
+  }
+
+  @Test
+  void aHandlerKnowsHowOftenItsJobWasSnoozedAndTheJobShowsIt() {
+    UUID id = enqueue(SNOOZES_N_TIMES, 2, EnqueueOptions.builder().maxAttempts(1).build());
+
+    Job done = awaitState(id, JobState.SUCCEEDED);
+
+    assertThat(runsOf(id)).hasSize(3);
+    assertThat(done.output().path("snoozes").asInt()).isEqualTo(2);
+    assertThat(done.output().path("attempt").asInt()).isEqualTo(1);
+    assertThat(done.snoozes()).isEqualTo(2);
+    assertThat(done.attempts()).isEqualTo(1);
   }
 
   @Test

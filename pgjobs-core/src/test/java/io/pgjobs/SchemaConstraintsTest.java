@@ -256,12 +256,13 @@ class SchemaConstraintsTest extends PgJobsTestBase {
           + " trace_context) VALUES ('00000000-0000-7000-8000-000000000001', repeat('t', 255), repeat('q', 255), '{}',"
           + " 0, 'running', 1, 1, now(), now(), 'w', 7, now(), 1, 100, '[{\"attempt\": 1}]', repeat('c', 64),"
           + " repeat('x', 1024))");
-      String rowsBefore = String.join("\n", strings("SELECT row_to_json(j)::text FROM " + schema + ".jobs j ORDER BY id"));
+      String rowsBefore = String.join("\n", strings("SELECT to_jsonb(j)::text FROM " + schema + ".jobs j ORDER BY id"));
 
       assertThat(Migrator.migrate(db.dataSource(), schema)).isGreaterThanOrEqualTo(1);
 
-      assertThat(String.join("\n", strings("SELECT row_to_json(j)::text FROM " + schema + ".jobs j ORDER BY id")))
-          .isEqualTo(rowsBefore);
+      // Every column the rows had, unchanged (columns added since, V24's snooze count, left out).
+      assertThat(String.join("\n", strings("SELECT (to_jsonb(j) - 'snoozes')::text FROM " + schema
+          + ".jobs j ORDER BY id"))).isEqualTo(rowsBefore);
       assertThatThrownBy(() -> sql("UPDATE " + schema + ".jobs SET queue = repeat('q', 256)"))
           .hasMessageContaining("jobs_queue_check");
       sql("DELETE FROM " + schema + ".jobs WHERE locked_by = 'w'");

@@ -127,6 +127,9 @@ final class EnqueueCommand extends Subcommand {
       } else {
         enqueueMany(db.client(), knownType, typedPayload, options);
       }
+    } catch (InvalidPayloadException e) {
+      // The client's own checks (e.g. a member the payload class lacks): bad input like the others, exit 2.
+      throw usage(payloadMessage(e));
     }
     return PgJobsCommand.OK;
   }
@@ -196,13 +199,17 @@ final class EnqueueCommand extends Subcommand {
     try {
       known.validate(typed);
     } catch (InvalidPayloadException e) {
-      StringBuilder message = new StringBuilder("invalid --payload for job type '" + type + "':");
-      for (PayloadValidator.FieldProblem problem : e.problems()) {
-        message.append(System.lineSeparator()).append("  ").append(problem.field()).append(": ").append(problem.reason());
-      }
-      throw usage(message.toString());
+      throw usage(payloadMessage(e));
     }
     return typed;
+  }
+
+  private String payloadMessage(InvalidPayloadException e) {
+    StringBuilder message = new StringBuilder("invalid --payload for job type '" + type + "':");
+    for (PayloadValidator.FieldProblem problem : e.problems()) {
+      message.append(System.lineSeparator()).append("  ").append(problem.field()).append(": ").append(problem.reason());
+    }
+    return message.toString();
   }
 
   private void enqueueOne(JobClient client, JsonNode json, EnqueueOptions options) {

@@ -17,10 +17,14 @@ import picocli.CommandLine.Parameters;
     versionProvider = VersionProvider.class,
     description = {
       "Put a failed or cancelled job back in the queue.",
-      "The job is due at once and gets a full set of attempts; its error history is kept."
-          + " Exits 1 if the job is in another state or does not exist."
+      "The job gets a full set of attempts; its error history is kept. It is due when it was due if that"
+          + " is still ahead (a job cancelled while scheduled keeps its time), else at once; --now runs it at"
+          + " once. Exits 1 if the job is in another state or does not exist."
     })
 final class JobsRetryCommand extends Subcommand {
+  @picocli.CommandLine.Option(names = "--now", description = "Due at once, even if it was scheduled for later.")
+  boolean now;
+
   @Parameters(index = "0", paramLabel = "ID",
       description = "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
   String idText;
@@ -29,7 +33,7 @@ final class JobsRetryCommand extends Subcommand {
   public Integer call() {
     try (Database db = Database.open(settings(Map.of()), false, List.of())) {
       UUID id = JobIdArgument.resolve(this, db, idText);
-      RetryResult result = db.client().retry(id);
+      RetryResult result = db.client().retry(id, now);
       switch (result) {
         case RETRIED -> out().println("job " + id + " queued again");
         case NOT_FOUND -> throw new CommandFailedException("job " + id + " not found");

@@ -66,6 +66,10 @@ final class ServeCommand extends Subcommand {
       command.out().println("created database " + db.url().database());
     }
     db.migrate();
+    if (!withWorkers) {
+      // Workers give this warning as they start; an API-only process enqueues, which a failover can lose too.
+      io.pgjobs.replication.ReplicationCheck.warnIfCommitsCanBeLost(db.dataSource());
+    }
     if (db.dataSource() instanceof com.zaxxer.hikari.HikariDataSource pool) {
       // Connection pool metrics (hikaricp_connections_*) next to the API's and the workers'.
       pool.setMetricRegistry(registry);

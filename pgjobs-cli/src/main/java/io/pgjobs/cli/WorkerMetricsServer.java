@@ -9,14 +9,17 @@ import java.io.OutputStream;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import io.pgjobs.replication.DatabaseRole;
 import java.sql.Connection;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import javax.sql.DataSource;
 
 /**
  * The worker process's own endpoints ({@code pgjobs work}), so one Prometheus scrape configuration covers
  * every process: {@code /metrics} (the worker's job metrics, its connection pool, the JVM),
- * {@code /health/live} (the process answers) and {@code /health/ready} (the database answers). Read-only:
+ * {@code /health/live} (the process answers) and {@code /health/ready} (the database answers and takes writes:
+ * a read-only standby is 503 with {@code checks.database = read-only} and the {@code reason}). Read-only:
  * nothing here changes a job.
  */
 final class WorkerMetricsServer implements AutoCloseable {
@@ -62,12 +65,22 @@ final class WorkerMetricsServer implements AutoCloseable {
         return;
       }
       boolean up;
+      Optional<String> readOnly = Optional.empty();
       try (Connection c = dataSource.getConnection()) {
         up = c.isValid(2);
+        if (up) {
+          readOnly = DatabaseRole.readOnlyReason(c);
+        }
       } catch (Exception e) {
         up = false;
       }
       exchange.getResponseHeaders().set("Content-Type", "application/json");
+      if (readOnly.isPresent()) {
+        // A standby answers queries but the worker can claim nothing there: not ready, and say why.
+        reply(exchange, 503, "{\"status\":\"down\",\"checks\":{\"database\":\"read-only\"},\"reason\":\""
+            + readOnly.get().replace("\\", "\\\\").replace("\"", "\\\"") + "\"}");
+        return;
+      }
       reply(exchange, up ? 200 : 503, up ? "{\"status\":\"up\",\"checks\":{\"database\":\"up\"}}"
           : "{\"status\":\"down\",\"checks\":{\"database\":\"down\"}}");
     });

@@ -179,6 +179,15 @@ class PgJobsCommandTest {
   }
 
   @Test
+  void enqueueRejectsAPayloadMemberTheTypeLacksWithExit2LikeAnyBadValue() {
+    CommandRun bad = run("enqueue", "summarize_text", "--payload", "{\"text\":\"Hi.\",\"sentences\":1,\"lenght\":3}");
+
+    assertThat(bad.exitCode()).as(bad.err()).isEqualTo(2);
+    assertThat(bad.err()).contains("invalid --payload for job type 'summarize_text':").contains("lenght");
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs")).isZero();
+  }
+
+  @Test
   void listShowsJobsNewestFirstFiltersThemAndPrintsACursorForTheNextPage() {
     UUID a = run("enqueue", "report", "--allow-unknown-type", "-q").firstId();
     UUID b = run("enqueue", "report", "--allow-unknown-type", "-q", "--queue", "other").firstId();

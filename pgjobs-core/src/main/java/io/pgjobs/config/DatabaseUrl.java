@@ -8,7 +8,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.regex.Pattern;
@@ -22,6 +24,15 @@ import java.util.regex.Pattern;
  * and '%' must be written {@code %2F}, {@code %3F}, {@code %23} and {@code %25}. No message and no
  * {@link #toString()} ever shows any part of a password.
  *
+ * <p>For a primary with standbys, list several hosts as libpq does: {@code postgres://u@h1:5432,h2:5432/db},
+ * with bracketed IPv6 addresses ({@code [::1]:5432,[fe80::2]}) or as query parameters
+ * ({@code postgres://u@/db?host=h1,h2&port=5432,5433}; one port for all hosts or one per host). libpq's
+ * {@code target_session_attrs} becomes pgJDBC's {@code targetServerType}: {@code read-write} and
+ * {@code primary} → {@code primary}, {@code read-only} and {@code standby} → {@code secondary},
+ * {@code prefer-standby} → {@code preferSecondary}, {@code any} → {@code any}. With
+ * {@code target_session_attrs=read-write} every new connection goes to whichever host accepts writes, so
+ * after a failover new connections reach the promoted standby.
+ *
  * @param jdbcUrl the JDBC URL without credentials
  * @param user user name, or null
  * @param password password, or null
@@ -32,6 +43,13 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
   public static final String DEFAULT = "postgresql://postgres@127.0.0.1:5432/pgjobs";
 
   private static final Pattern HOST = Pattern.compile("[A-Za-z0-9_.\\-]{1,253}");
+  private static final Pattern IPV6 = Pattern.compile("\\[[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.\\-]+)?]");
+  /** libpq's {@code target_session_attrs} values and pgJDBC's {@code targetServerType} for each. */
+  private static final Map<String, String> TARGET_SERVER_TYPES = orderedMap(
+      "any", "any", "read-write", "primary", "read-only", "secondary", "primary", "primary",
+      "standby", "secondary", "prefer-standby", "preferSecondary");
+  /** Query parameters of a libpq URL that pgJDBC spells differently or takes in the host list. */
+  private static final java.util.Set<String> LIBPQ_PARAMETERS = java.util.Set.of("host", "port", "target_session_attrs");
   private static final Pattern DATABASE_NAME = Pattern.compile("[A-Za-z0-9_\\-]{1,63}");
   private static final String ALLOWED =
       "allowed: postgres://user:password@host:port/database, postgresql://... or jdbc:postgresql://host:port/database";
@@ -65,7 +83,7 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     String userInfo = at < 0 ? null : rest.substring(0, at);
     String afterUserInfo = rest.substring(at + 1);
     int authorityEnd = indexOfAny(afterUserInfo, "/?#");
-    String hostPort = authorityEnd < 0 ? afterUserInfo : afterUserInfo.substring(0, authorityEnd);
+    String authority = authorityEnd < 0 ? afterUserInfo : afterUserInfo.substring(0, authorityEnd);
     String tail = authorityEnd < 0 ? "" : afterUserInfo.substring(authorityEnd);
     if (tail.indexOf('#') >= 0) {
       throw new IllegalArgumentException("database URL '" + redact(text) + "' has a fragment (#); write '#' in a"
@@ -74,45 +92,74 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     int queryStart = tail.indexOf('?');
     String path = queryStart < 0 ? tail : tail.substring(0, queryStart);
     String rawQuery = queryStart < 0 ? null : tail.substring(queryStart + 1);
-    String host;
-    String portText = null;
-    if (hostPort.startsWith("[")) {
-      int close = hostPort.indexOf(']');
-      if (close < 0) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an unclosed '[' in its host; "
-            + ALLOWED);
+    // libpq's host and port parameters replace the authority's hosts and ports; the other parameters go
+    // to pgJDBC as they are, but for target_session_attrs, which pgJDBC names targetServerType.
+    Map<String, String> libpq = new LinkedHashMap<>();
+    StringBuilder forwarded = new StringBuilder();
+    if (rawQuery != null) {
+      for (String pair : rawQuery.split("&")) {
+        String[] kv = pair.split("=", 2);
+        if (LIBPQ_PARAMETERS.contains(kv[0])) {
+          libpq.put(kv[0], kv.length > 1 ? decodeParameter(kv[0], kv[1], text) : "");
+        } else if (!pair.isEmpty()) {
+          forwarded.append(forwarded.isEmpty() ? "?" : "&").append(pair);
+        }
       }
-      host = hostPort.substring(0, close + 1);
-      String after = hostPort.substring(close + 1);
-      if (after.startsWith(":")) {
-        portText = after.substring(1);
-      } else if (!after.isEmpty()) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid host; " + ALLOWED);
+    }
+    List<String> hosts = new ArrayList<>();
+    List<String> ports = new ArrayList<>();
+    if (libpq.containsKey("host")) {
+      for (String host : libpq.get("host").split(",", -1)) {
+        // In the query an IPv6 address is written without brackets; pgJDBC wants them.
+        hosts.add(host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host);
+        ports.add(null);
       }
     } else {
-      int colon = hostPort.lastIndexOf(':');
-      host = colon < 0 ? hostPort : hostPort.substring(0, colon);
-      portText = colon < 0 ? null : hostPort.substring(colon + 1);
-    }
-    if (host.isEmpty()) {
-      throw new IllegalArgumentException("database URL '" + redact(text) + "' has no host; " + ALLOWED
-          + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
-    }
-    if (!host.startsWith("[") && !HOST.matcher(host).matches()) {
-      throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid host '" + host + "'; "
-          + ALLOWED + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
-    }
-    int port = 5432;
-    if (portText != null && !portText.isEmpty()) {
-      try {
-        port = Integer.parseInt(portText);
-      } catch (NumberFormatException e) {
-        port = -1;
+      for (String hostPort : authority.split(",", -1)) {
+        splitHostPort(hostPort, text, hosts, ports);
       }
-      if (port < 1 || port > 65535) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid port '" + portText
-            + "'; allowed: 1 to 65535");
+    }
+    if (libpq.containsKey("port")) {
+      List<String> queryPorts = List.of(libpq.get("port").split(",", -1));
+      if (queryPorts.size() != 1 && queryPorts.size() != hosts.size()) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' has " + queryPorts.size()
+            + " ports for " + hosts.size() + " hosts; give one port for all hosts or one per host");
       }
+      for (int i = 0; i < hosts.size(); i++) {
+        ports.set(i, queryPorts.size() == 1 ? queryPorts.get(0) : queryPorts.get(i));
+      }
+    }
+    StringBuilder hostList = new StringBuilder();
+    for (int i = 0; i < hosts.size(); i++) {
+      String host = hosts.get(i);
+      if (host.isEmpty()) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' has no host"
+            + (hosts.size() > 1 ? " (host " + (i + 1) + " of " + hosts.size() + " is empty)" : "") + "; " + ALLOWED
+            + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
+      }
+      if (host.startsWith("/")) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' names the Unix-domain socket directory '"
+            + host + "' as a host; pgJDBC connects over TCP only: give a host name or address (127.0.0.1 for this"
+            + " machine)");
+      }
+      if (host.startsWith("[") ? !IPV6.matcher(host).matches() : !HOST.matcher(host).matches()) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid host '" + host + "'; "
+            + ALLOWED + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
+      }
+      hostList.append(i == 0 ? "" : ",").append(host).append(':').append(port(ports.get(i), text));
+    }
+    if (libpq.containsKey("target_session_attrs")) {
+      if (forwarded.indexOf("targetServerType=") >= 0) {
+        throw new IllegalArgumentException("database URL '" + redact(text) + "' has both target_session_attrs and"
+            + " targetServerType; give one of them");
+      }
+      String attrs = libpq.get("target_session_attrs");
+      String serverType = TARGET_SERVER_TYPES.get(attrs);
+      if (serverType == null) {
+        throw new IllegalArgumentException("target_session_attrs '" + attrs + "' in database URL '" + redact(text)
+            + "' is not allowed; allowed: " + String.join(", ", TARGET_SERVER_TYPES.keySet()));
+      }
+      forwarded.append(forwarded.isEmpty() ? "?" : "&").append("targetServerType=").append(serverType);
     }
     String database = path.length() <= 1 ? "postgres" : decode(path.substring(1), "database name", text);
     String user = null;
@@ -122,9 +169,47 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
       user = decode(colon < 0 ? userInfo : userInfo.substring(0, colon), "user name", text);
       password = colon < 0 ? null : decode(userInfo.substring(colon + 1), "password", text);
     }
-    String jdbc = "jdbc:postgresql://" + host + ":" + port + "/" + database
-        + (rawQuery == null || rawQuery.isEmpty() ? "" : "?" + rawQuery);
+    String jdbc = "jdbc:postgresql://" + hostList + "/" + database + forwarded;
     return new DatabaseUrl(jdbc, user, password, requireDatabase(database, text));
+  }
+
+  /** Splits one {@code host}, {@code host:port}, {@code [v6]} or {@code [v6]:port} of the authority. */
+  private static void splitHostPort(String hostPort, String url, List<String> hosts, List<String> ports) {
+    if (hostPort.startsWith("[")) {
+      int close = hostPort.indexOf(']');
+      if (close < 0) {
+        throw new IllegalArgumentException("database URL '" + redact(url) + "' has an unclosed '[' in its host; "
+            + ALLOWED);
+      }
+      String after = hostPort.substring(close + 1);
+      if (!after.isEmpty() && !after.startsWith(":")) {
+        throw new IllegalArgumentException("database URL '" + redact(url) + "' has an invalid host; " + ALLOWED);
+      }
+      hosts.add(hostPort.substring(0, close + 1));
+      ports.add(after.isEmpty() ? null : after.substring(1));
+    } else {
+      int colon = hostPort.lastIndexOf(':');
+      hosts.add(colon < 0 ? hostPort : hostPort.substring(0, colon));
+      ports.add(colon < 0 ? null : hostPort.substring(colon + 1));
+    }
+  }
+
+  /** The port of {@code portText}, 5432 when it is absent or empty. */
+  private static int port(String portText, String url) {
+    if (portText == null || portText.isEmpty()) {
+      return 5432;
+    }
+    int port;
+    try {
+      port = Integer.parseInt(portText);
+    } catch (NumberFormatException e) {
+      port = -1;
+    }
+    if (port < 1 || port > 65535) {
+      throw new IllegalArgumentException("database URL '" + redact(url) + "' has an invalid port '" + portText
+          + "'; allowed: 1 to 65535");
+    }
+    return port;
   }
 
   private static DatabaseUrl fromJdbc(String text) {
@@ -148,6 +233,14 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     }
     String jdbc = text.substring(0, slash + 1) + database + rest;
     return new DatabaseUrl(jdbc, params.get("user"), params.get("password"), requireDatabase(database, text));
+  }
+
+  private static Map<String, String> orderedMap(String... keysAndValues) {
+    Map<String, String> map = new LinkedHashMap<>();
+    for (int i = 0; i < keysAndValues.length; i += 2) {
+      map.put(keysAndValues[i], keysAndValues[i + 1]);
+    }
+    return java.util.Collections.unmodifiableMap(map);
   }
 
   /** Connection properties (user and password) for {@link DriverManager}. */

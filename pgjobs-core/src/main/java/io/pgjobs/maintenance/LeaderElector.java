@@ -1,5 +1,6 @@
 package io.pgjobs.maintenance;
 
+import io.pgjobs.replication.DatabaseRole;
 import io.pgjobs.store.WorkerStore;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -19,6 +20,8 @@ final class LeaderElector {
   private final String holder;
   private final Duration ttl;
   private volatile boolean leader;
+  /** True once a read-only refusal of the lease was logged, until a renewal succeeds. */
+  private volatile boolean readOnlyReported;
 
   LeaderElector(WorkerStore store, String holder, Duration ttl) {
     this.store = store;
@@ -40,9 +43,19 @@ final class LeaderElector {
     boolean was = leader;
     try {
       leader = store.acquireLease(LEASE, holder, ttl);
+      readOnlyReported = false;
     } catch (SQLException | RuntimeException e) {
       leader = false;
-      log.warn("could not renew the maintenance lease ({}); not leading until it can", e.getMessage());
+      if (!DatabaseRole.isReadOnlyError(e)) {
+        log.warn("could not renew the maintenance lease ({}); not leading until it can", e.getMessage());
+      } else if (!readOnlyReported) {
+        // A standby refuses the lease at every renewal until it is promoted: say so once.
+        readOnlyReported = true;
+        log.warn("could not take the maintenance lease: the database is read-only ({}); not leading until it is"
+            + " promoted or the database URL reaches the primary", e.getMessage());
+      } else {
+        log.debug("the maintenance lease is still refused: the database is read-only");
+      }
     }
     if (leader != was) {
       log.info(leader ? "{} is now the maintenance leader" : "{} is no longer the maintenance leader", holder);

@@ -1,5 +1,6 @@
 package io.pgjobs.notify;
 
+import io.pgjobs.replication.DatabaseRole;
 import io.pgjobs.store.AutoCommitDataSource;
 import io.pgjobs.store.BrokenConnections;
 import java.sql.Connection;
@@ -34,6 +35,8 @@ public final class JobNotificationListener implements AutoCloseable {
   private final Consumer<Connection> readyConnection;
   private volatile boolean closed;
   private volatile boolean listening;
+  /** True once a read-only refusal of LISTEN was logged, until LISTEN succeeds (listener thread only). */
+  private boolean readOnlyReported;
   private Thread thread;
 
   /**
@@ -123,6 +126,7 @@ public final class JobNotificationListener implements AutoCloseable {
           connection.commit();
         }
         listening = true;
+        readOnlyReported = false;
         backoffMs = 100;
         onConnected.run();
         NotificationReader reader = NotificationReader.of(connection);
@@ -160,7 +164,17 @@ public final class JobNotificationListener implements AutoCloseable {
         if (closed) {
           break;
         }
-        log.warn("LISTEN {} failed ({}); polling only, reconnecting in {} ms", channels.keySet(), e.getMessage(), backoffMs);
+        if (!DatabaseRole.isReadOnlyError(e)) {
+          log.warn("LISTEN {} failed ({}); polling only, reconnecting in {} ms", channels.keySet(), e.getMessage(), backoffMs);
+        } else if (!readOnlyReported) {
+          // A standby refuses LISTEN until it is promoted: say so once, not at every retry.
+          readOnlyReported = true;
+          log.warn("LISTEN {} refused: the database is a read-only standby ({}); polling only, trying again every {}"
+              + " ms at most until it is promoted or the database URL reaches the primary", channels.keySet(),
+              e.getMessage(), MAX_BACKOFF.toMillis());
+        } else {
+          log.debug("LISTEN {} still refused ({}); trying again in {} ms", channels.keySet(), e.getMessage(), backoffMs);
+        }
         try {
           Thread.sleep(backoffMs);
         } catch (InterruptedException ie) {

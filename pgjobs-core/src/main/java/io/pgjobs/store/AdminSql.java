@@ -91,7 +91,11 @@ final class AdminSql {
 
   /**
    * A failed or cancelled job goes back to the queue: attempts start again from 0 (it gets a full set
-   * of attempts), the error history is kept so earlier failures stay visible.
+   * of attempts), the error history is kept so earlier failures stay visible. It is due when it was due,
+   * or now if that has passed: a job cancelled while scheduled an hour ahead keeps its time, unless the
+   * second parameter asks to run it now.
+   *
+   * <p>Parameters: id, run now (boolean).
    */
   static final String RETRY_FINISHED =
       """
@@ -103,7 +107,8 @@ final class AdminSql {
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                                      run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability,
                                      trace_context)
-          SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
+          SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts,
+                 CASE WHEN ?::boolean THEN now() ELSE greatest(now(), run_at) END, created_at,
                  context, idempotency_key, timeout_ms, errors, parent_id, capability, trace_context
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
@@ -111,7 +116,10 @@ final class AdminSql {
 
       SELECT id, (SELECT woken FROM notified), (SELECT count(*) FROM announced) FROM ins""";
 
-  /** Every failed or cancelled job matching {@code {where}} back to the queue, as RETRY_FINISHED does. */
+  /**
+   * Every failed or cancelled job matching {@code {where}} back to the queue, as RETRY_FINISHED does
+   * (each due when it was due, or now if that has passed).
+   */
   static final String RETRY_MATCHING =
       """
       WITH moved AS (
@@ -122,8 +130,8 @@ final class AdminSql {
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                                      run_at, created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability,
                                      trace_context)
-          SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, now(), created_at,
-                 context, idempotency_key, timeout_ms, errors, parent_id, capability, trace_context
+          SELECT id, type, queue, payload, priority, 'queued', 0, max_attempts, greatest(now(), run_at),
+                 created_at, context, idempotency_key, timeout_ms, errors, parent_id, capability, trace_context
             FROM moved
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + NOTIFY_INSERTED + """

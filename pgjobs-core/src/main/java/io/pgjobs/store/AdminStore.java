@@ -631,10 +631,14 @@ public final class AdminStore {
     return where.isEmpty() ? "true" : String.join(" AND ", where);
   }
 
-  /** Puts a failed or cancelled job back in the queue. */
-  public io.pgjobs.RetryResult retry(Connection connection, UUID id) throws SQLException {
+  /**
+   * Puts a failed or cancelled job back in the queue, due when it was due (or now if that has passed),
+   * or now if {@code now}.
+   */
+  public io.pgjobs.RetryResult retry(Connection connection, UUID id, boolean now) throws SQLException {
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(retryFinished))) {
       ps.setObject(1, id);
+      ps.setBoolean(2, now);
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
           return io.pgjobs.RetryResult.RETRIED;

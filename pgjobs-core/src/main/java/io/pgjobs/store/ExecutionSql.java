@@ -74,13 +74,14 @@ final class ExecutionSql {
   static final String CLAIM_TAIL =
       """
           RETURNING j.id, j.type, j.queue, j.payload::text AS payload, j.priority, j.attempts, j.max_attempts,
-                    j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context, j.state
+                    j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context, j.state,
+                    j.snoozes
       ), announced AS (
       """ + JobSql.stateEvent("claimed") + """
 
       )
       SELECT id, type, queue, payload, priority, attempts, max_attempts, run_at, created_at, context,
-             timeout_ms, claim_token, trace_context, (SELECT count(*) FROM announced) AS announced
+             timeout_ms, claim_token, trace_context, (SELECT count(*) FROM announced) AS announced, snoozes
         FROM claimed""";
 
   /**
@@ -490,7 +491,7 @@ final class ExecutionSql {
           RETURNING state
       ), snoozed AS (
           UPDATE {schema}.jobs
-             SET state = 'queued', attempts = attempts - 1,
+             SET state = 'queued', attempts = attempts - 1, snoozes = snoozes + 1,
                  run_at = now() + ?::bigint * interval '1 millisecond',
                  locked_by = NULL, heartbeat_at = NULL
            WHERE id = (SELECT id FROM mine WHERE NOT cancel_requested)

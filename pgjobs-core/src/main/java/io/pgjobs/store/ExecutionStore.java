@@ -311,7 +311,8 @@ public final class ExecutionStore {
                 rs.getString(10),
                 timeout,
                 rs.getLong(12),
-                rs.getString(13)));
+                rs.getString(13),
+                rs.getInt(15)));
       }
     }
     return claimed;

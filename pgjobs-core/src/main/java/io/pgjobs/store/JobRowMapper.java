@@ -49,7 +49,8 @@ final class JobRowMapper {
         codec.tree(rs.getString("output")),
         rs.getBoolean("cancel_requested"),
         rs.getObject("parent_id", UUID.class),
-        rs.getString("capability"));
+        rs.getString("capability"),
+        rs.getInt("snoozes"));
   }
 
   private List<JobError> errors(String json) {

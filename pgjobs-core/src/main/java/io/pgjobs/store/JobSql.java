@@ -28,7 +28,7 @@ final class JobSql {
       """
       id, type, queue, payload::text AS payload, priority, state, attempts, max_attempts, run_at,
       created_at, attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-      progress_message, errors::text AS errors, parent_id, capability""";
+      progress_message, errors::text AS errors, parent_id, capability, snoozes""";
 
   static final String HOT_COLUMNS =
       COLUMNS
@@ -121,10 +121,11 @@ final class JobSql {
         INSERT INTO {schema}.finished_jobs
                (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
                 attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-                progress_message, errors, output, finished_at, claim_token, parent_id, capability, trace_context)
+                progress_message, errors, output, finished_at, claim_token, parent_id, capability, trace_context,
+                snoozes)
         SELECT id, type, queue, payload, priority, %s, attempts, max_attempts, run_at, created_at,
                attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-               progress_message, %s, %s, now(), %s, parent_id, capability, trace_context
+               progress_message, %s, %s, now(), %s, parent_id, capability, trace_context, snoozes
           FROM %s""".formatted(state, errors, output, claimToken, from);
   }
 

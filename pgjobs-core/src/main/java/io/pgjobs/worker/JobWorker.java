@@ -107,8 +107,11 @@ public final class JobWorker implements AutoCloseable {
   private Phase phase = Phase.NEW;
   private final List<io.pgjobs.recurring.Recurring> recurring;
   private final io.pgjobs.recurring.RecurringStore recurringStore;
+  /** The worker's data source, for the replication check at start. */
+  private final javax.sql.DataSource replicationCheckSource;
 
   private JobWorker(Builder b) {
+    this.replicationCheckSource = b.dataSource;
     this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
     this.recurring = List.copyOf(b.recurring.values());
     this.recurringStore = new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema);
@@ -314,6 +317,8 @@ public final class JobWorker implements AutoCloseable {
     if (maintenance != null) {
       maintenance.start();
     }
+    // Off the caller's thread: a database that is away must not delay the start (the heartbeat reports it).
+    timers.execute(() -> io.pgjobs.replication.ReplicationCheck.warnIfCommitsCanBeLost(replicationCheckSource));
     pollers.forEach(QueuePoller::start);
     log.info("worker {} started: queues {}", workerId, pollersByQueue.keySet());
     return this;

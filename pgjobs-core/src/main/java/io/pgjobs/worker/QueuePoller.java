@@ -1,6 +1,7 @@
 package io.pgjobs.worker;
 
 import io.pgjobs.notify.WakeTrace;
+import io.pgjobs.replication.DatabaseRole;
 import io.pgjobs.store.ClaimCursor;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
@@ -48,6 +49,8 @@ import org.slf4j.LoggerFactory;
  */
 final class QueuePoller {
   private static final Logger log = LoggerFactory.getLogger(QueuePoller.class);
+  /** True after a claim failed because the database is read-only, until a claim succeeds (poller thread only). */
+  private boolean waitingForWrites;
   private static final long MAX_ERROR_BACKOFF_MS = 5_000;
   /** Prefetch this much work, at the recent rate: enough to cover the next claim's round trip. */
   static final long PREFETCH_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
@@ -213,10 +216,27 @@ final class QueuePoller {
       }
       if (failure != null) {
         // Back off without holding the claim lock (a shutdown's drain must not wait for it).
-        log.warn("claiming from queue '{}' failed ({}); retrying in {} ms", queue, failure.getMessage(), errorBackoffMs);
+        if (DatabaseRole.isReadOnlyError(failure)) {
+          // A standby (or read-only sessions): every claim fails alike until a promotion, or until new
+          // connections reach the new primary. Say so once, not at every retry.
+          if (!waitingForWrites) {
+            waitingForWrites = true;
+            log.warn("queue '{}': the database is read-only (a standby in recovery, or default_transaction_read_only"
+                + " is on); the worker claims nothing and waits, trying again every {} ms at most, until it is"
+                + " promoted or the database URL reaches the primary", queue, MAX_ERROR_BACKOFF_MS);
+          } else {
+            log.debug("queue '{}': the database is still read-only; claiming again in {} ms", queue, errorBackoffMs);
+          }
+        } else {
+          log.warn("claiming from queue '{}' failed ({}); retrying in {} ms", queue, failure.getMessage(), errorBackoffMs);
+        }
         await(errorBackoffMs);
         errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
         continue;
+      }
+      if (waitingForWrites) {
+        waitingForWrites = false;
+        log.info("queue '{}': the database accepts writes again; claiming resumes", queue);
       }
       errorBackoffMs = 100;
       if (outcome != ClaimOutcome.FULL) {

@@ -169,6 +169,11 @@ final class RunningJob implements JobContext {
   }
 
   @Override
+  public int snoozes() {
+    return job.snoozes();
+  }
+
+  @Override
   public String context() {
     return job.context();
   }

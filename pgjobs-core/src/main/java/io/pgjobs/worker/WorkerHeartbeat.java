@@ -1,5 +1,6 @@
 package io.pgjobs.worker;
 
+import io.pgjobs.replication.DatabaseRole;
 import io.pgjobs.store.WorkerStore;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -53,6 +54,8 @@ final class WorkerHeartbeat {
   private volatile long beats;
   private volatile long lastSuccessNanos = System.nanoTime();
   private volatile boolean fenced;
+  /** The last beat failed because the database is read-only (reported once). */
+  private boolean readOnly;
   private Connection connection;
   private Thread thread;
 
@@ -160,6 +163,10 @@ final class WorkerHeartbeat {
       });
       lastSuccessNanos = System.nanoTime();
       beats++;
+      if (readOnly) {
+        readOnly = false;
+        log.info("worker {}: the database accepts writes again (heartbeat written)", registration.id());
+      }
       if (fenced) {
         fenced = false;
         log.warn("worker {}: heartbeat succeeded{}; claiming resumes", registration.id(), beats == 1 ? "" : " again");
@@ -167,7 +174,20 @@ final class WorkerHeartbeat {
       }
       return true;
     } catch (SQLException | RuntimeException e) {
-      log.warn("heartbeat of worker {} failed: {}", registration.id(), e.getMessage());
+      if (DatabaseRole.isReadOnlyError(e)) {
+        // A standby (before a failover completes, or a URL that reaches one): every beat fails the same
+        // way until it is promoted; say so once, not at every retry.
+        if (!readOnly) {
+          readOnly = true;
+          log.warn("worker {}: the database is read-only (a standby, or read-only sessions): the worker cannot"
+              + " register or heartbeat, so it claims nothing and waits until the database is promoted or its"
+              + " URL reaches the primary; {}", registration.id(), e.getMessage());
+        } else {
+          log.debug("heartbeat of worker {} failed: the database is still read-only", registration.id());
+        }
+      } else {
+        log.warn("heartbeat of worker {} failed: {}", registration.id(), e.getMessage());
+      }
       closeConnection();
       long silentFor = System.nanoTime() - lastSuccessNanos;
       if (!fenced && silentFor > fenceAfterNanos && !stopping) {

@@ -11,7 +11,7 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * A worker process for the crash, chaos, shutdown and leader tests. Arguments are {@code key=value}:
- * {@code url} (JDBC URL, required), {@code id} (worker id, required), {@code concurrency} (5),
+ * {@code url} (JDBC URL or {@code postgres://} URL, required), {@code id} (worker id, required), {@code concurrency} (5),
  * {@code pool} (concurrency + 5), {@code staleMs} (3000), {@code heartbeatMs} (300), {@code leaseTtlMs}
  * (2000), {@code graceMs} (2000), {@code pollMs} (200), {@code maintenance} (true),
  * {@code connectionTimeoutMs} (5000). It runs {@link Lifecycle#WORK} with {@link Lifecycle#handler},
@@ -33,7 +33,15 @@ public final class LifecycleWorkerMain {
     int concurrency = Integer.parseInt(a.getOrDefault("concurrency", "5"));
 
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(required(a, "url"));
+    String url = required(a, "url");
+    if (url.startsWith("jdbc:")) {
+      config.setJdbcUrl(url);
+    } else {
+      // A libpq-style URL (postgres://h1,h2/db?target_session_attrs=...), as an operator writes it.
+      io.pgjobs.config.DatabaseUrl parsed = io.pgjobs.config.DatabaseUrl.parse(url);
+      config.setJdbcUrl(parsed.jdbcUrl());
+      config.setDataSourceProperties(parsed.properties());
+    }
     config.setMaximumPoolSize(Integer.parseInt(a.getOrDefault("pool", String.valueOf(concurrency + 5))));
     config.setMinimumIdle(1);
     config.setConnectionTimeout(Long.parseLong(a.getOrDefault("connectionTimeoutMs", "5000")));

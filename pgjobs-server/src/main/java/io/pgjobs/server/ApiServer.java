@@ -163,8 +163,8 @@ public final class ApiServer implements AutoCloseable {
     this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.plainPosts = Map.copyOf(b.plainPosts);
     // Behind a transaction-pooling PgBouncer, LISTEN needs a direct connection (listenDataSource).
-    this.events = new EventHub(
-        b.listenDataSource != null ? b.listenDataSource : client.dataSource(), client.eventsChannel(), json, SSE_PING);
+    this.events = new EventHub(b.listenDataSource != null ? b.listenDataSource : client.dataSource(),
+        client.eventsChannel(), json, SSE_PING, b.eventLimits, client.dataSource(), client.schema());
     this.liveEvents = b.liveEvents;
     this.separateListenSource = b.listenDataSource != null;
   }
@@ -182,6 +182,7 @@ public final class ApiServer implements AutoCloseable {
   public synchronized ApiServer start() {
     app = createApp(true);
     try {
+      requirePortFree();
       app.start();
     } catch (RuntimeException e) {
       closeQuietly();
@@ -191,6 +192,23 @@ public final class ApiServer implements AutoCloseable {
     log.info("pgjobs API listening on http://{}:{} (auth {}, CORS {})", host, port(),
         tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
     return this;
+  }
+
+  /**
+   * Fails with a plain message when the port is taken, before Javalin tries (which logs the bind failure
+   * at ERROR with a stack trace before the caller can say what happened). A port taken between this
+   * check and the start still fails, with Javalin's log line.
+   */
+  private void requirePortFree() {
+    if (requestedPort == 0) {
+      return;
+    }
+    try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+      probe.setReuseAddress(true);
+      probe.bind(new java.net.InetSocketAddress(host, requestedPort));
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("port " + requestedPort + " is already in use (" + e.getMessage() + ")", e);
+    }
   }
 
   /**
@@ -245,6 +263,9 @@ public final class ApiServer implements AutoCloseable {
     return Javalin.create(cfg -> {
       cfg.concurrency.useVirtualThreads = true;
       cfg.startup.showJavalinBanner = false;
+      // Mounted as a servlet no Jetty of Javalin's starts, by design: its "you never started it" hint
+      // would only mislead.
+      cfg.startup.startupWatcherEnabled = standalone;
       cfg.jetty.host = host;
       cfg.jetty.port = requestedPort;
       cfg.http.maxRequestSize = maxBodyBytes;
@@ -295,7 +316,7 @@ public final class ApiServer implements AutoCloseable {
       new WorkersApi(client).register(routes);
       new StatsApi(client).register(routes);
       new DeadLettersApi(client).register(routes);
-      EventsApi eventsApi = new EventsApi(client, events, queues);
+      EventsApi eventsApi = new EventsApi(client, events, queues, !tokens.isEmpty());
       eventsApi.register(routes);
       new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null, originGuard)
           .register(cfg.routes);
@@ -692,6 +713,7 @@ public final class ApiServer implements AutoCloseable {
     private boolean allowUnauthenticated;
     private javax.sql.DataSource listenDataSource;
     private boolean liveEvents = true;
+    private io.pgjobs.server.events.EventLimits eventLimits = io.pgjobs.server.events.EventLimits.DEFAULTS;
 
     private Builder(JobClient client) {
       this.client = Objects.requireNonNull(client, "client");
@@ -714,6 +736,16 @@ public final class ApiServer implements AutoCloseable {
      */
     public Builder liveEvents(boolean liveEvents) {
       this.liveEvents = liveEvents;
+      return this;
+    }
+
+    /**
+     * Limits of {@code /events} and {@code /ws}: connections and subscriptions per server and per token,
+     * and how far a subscriber may fall behind (default {@code EventLimits.DEFAULTS}). The record checks
+     * its values when it is made.
+     */
+    public Builder eventLimits(io.pgjobs.server.events.EventLimits eventLimits) {
+      this.eventLimits = Objects.requireNonNull(eventLimits, "eventLimits");
       return this;
     }
 

@@ -32,6 +32,24 @@ class ApiServerBuilderTest {
   }
 
   @Test
+  void aPortInUseFailsWithAPlainMessageAndNoErrorLoggedBeforeIt() throws Exception {
+    ch.qos.logback.classic.Logger root =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> events =
+        new ch.qos.logback.core.read.ListAppender<>();
+    events.start();
+    root.addAppender(events);
+    try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+      assertThatThrownBy(() -> ApiServer.builder(CLIENT).port(taken.getLocalPort()).build().start())
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("port " + taken.getLocalPort() + " is already in use");
+    } finally {
+      root.detachAppender(events);
+    }
+    assertThat(events.list).noneMatch(e -> e.getLevel() == ch.qos.logback.classic.Level.ERROR);
+  }
+
+  @Test
   void listensOnLoopbackByDefault() {
     assertThat(ApiServer.DEFAULT_HOST).isEqualTo("127.0.0.1");
     try (ApiServer server = ApiServer.builder(CLIENT).port(0).build().start()) {

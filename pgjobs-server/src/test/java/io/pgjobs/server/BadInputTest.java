@@ -118,6 +118,7 @@ class BadInputTest {
         job("unknown payload member", "{\"type\":\"task\",\"payload\":{\"note\":\"n\",\"colour\":\"red\"}}", 400,
             "payload.colour"),
         post("dispatch with unknown args member", "/jobs/task/dispatch", "{\"args\":{\"notes\":\"n\"}}", 400, "payload.notes"),
+        post("retry with now neither true nor false", "/jobs/" + java.util.UUID.randomUUID() + "/retry?now=yes", "{}", 400, "now"),
         job("payload fails its validator", "{\"type\":\"send_email\",\"payload\":{\"to\":\"x\",\"subject\":\"s\"}}", 422,
             "payload.to"),
         post("idempotency key reused for another payload", "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"}}",

@@ -1,8 +1,10 @@
 package io.pgjobs.spring;
 
+import io.pgjobs.replication.DatabaseRole;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.time.Duration;
+import java.util.Optional;
 import javax.sql.DataSource;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
@@ -13,6 +15,8 @@ import org.springframework.boot.health.contributor.HealthIndicator;
  * <ul>
  *   <li>DOWN when the database does not answer (no connection, or it is not valid within
  *       {@value #VALIDATION_TIMEOUT_SECONDS} s);
+ *   <li>DOWN when the database takes no writes (a standby in recovery, or read-only sessions):
+ *       {@code database} is {@code read-only} and {@code reason} says why and what ends it;
  *   <li>DOWN when the worker is enabled but not running, or fenced (it could not heartbeat for nearly
  *       {@code pgjobs.worker.dead-after} and stopped its own handlers);
  *   <li>UP otherwise. Stuck lanes (handlers that ignored a stop and were let go) are reported as a
@@ -50,7 +54,13 @@ public final class PgJobsHealthIndicator implements HealthIndicator {
       if (!c.isValid(VALIDATION_TIMEOUT_SECONDS)) {
         health.down().withDetail("database", "not valid within " + VALIDATION_TIMEOUT_SECONDS + " s");
       } else {
-        health.withDetail("database", "reachable");
+        Optional<String> readOnly = DatabaseRole.readOnlyReason(c);
+        if (readOnly.isPresent()) {
+          // A standby answers queries, yet nothing can be enqueued or claimed there.
+          health.down().withDetail("database", "read-only").withDetail("reason", readOnly.get());
+        } else {
+          health.withDetail("database", "reachable");
+        }
       }
     } catch (Exception e) {
       health.down().withDetail("database", "unreachable: " + e.getMessage());

@@ -194,7 +194,9 @@ public final class Settings {
               DatabaseUrl.DEFAULT, "`" + DatabaseUrl.DEFAULT + "`",
               "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`; in the user"
                   + " name and password write `/`, `?`, `#` and `%` as `%2F`, `%3F`, `%23` and `%25` (`@` and `:`"
-                  + " may stay: the last `@` before the host ends the password)",
+                  + " may stay: the last `@` before the host ends the password); for a primary with standbys list"
+                  + " every host, `postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write` (docs/operations.md,"
+                  + " \"High availability\")",
               "the PostgreSQL database", DatabaseUrl::parse),
           new Definition(LISTEN_DATABASE_URL, "--listen-database-url", List.of("PGJOBS_LISTEN_DATABASE_URL"), null,
               "none (LISTEN through `database_url`)",

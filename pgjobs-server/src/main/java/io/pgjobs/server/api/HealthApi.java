@@ -2,13 +2,17 @@ package io.pgjobs.server.api;
 
 import io.pgjobs.JobClient;
 import io.pgjobs.server.problem.ApiProblem;
+import io.pgjobs.replication.DatabaseRole;
 import java.sql.Connection;
+import java.util.Optional;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code /health/live} (the process answers) and {@code /health/ready} (it can reach the database).
+ * {@code /health/live} (the process answers) and {@code /health/ready} (it can reach the database and the
+ * database takes writes: a read-only standby answers 503 {@code database-read-only} with the reason, so a
+ * load balancer sends no requests to a server that can only refuse them).
  * Both are open even when tokens are configured.
  */
 public final class HealthApi {
@@ -29,20 +33,26 @@ public final class HealthApi {
   }
 
   private Reply ready() {
-    String problem = databaseProblem();
+    String problem;
+    Optional<String> readOnly = Optional.empty();
+    try (Connection c = client.dataSource().getConnection()) {
+      problem = c.isValid(DATABASE_CHECK_SECONDS) ? null
+          : "the connection did not answer within " + DATABASE_CHECK_SECONDS + " s";
+      if (problem == null) {
+        readOnly = DatabaseRole.readOnlyReason(c);
+      }
+    } catch (Exception e) {
+      problem = "cannot connect (" + e.getClass().getSimpleName() + ")";
+    }
     if (problem != null) {
       log.warn("not ready: {}", problem);
       throw ApiProblem.unavailable("the database is unavailable: " + problem);
     }
-    return Reply.ok(new HealthView("up", Map.of("database", "up")));
-  }
-
-  private String databaseProblem() {
-    try (Connection c = client.dataSource().getConnection()) {
-      return c.isValid(DATABASE_CHECK_SECONDS) ? null : "the connection did not answer within " + DATABASE_CHECK_SECONDS + " s";
-    } catch (Exception e) {
-      return "cannot connect (" + e.getClass().getSimpleName() + ")";
+    if (readOnly.isPresent()) {
+      log.warn("not ready: {}", readOnly.get());
+      throw ApiProblem.databaseReadOnly(readOnly.get());
     }
+    return Reply.ok(new HealthView("up", Map.of("database", "up")));
   }
 
   /**

@@ -259,7 +259,7 @@ public final class JobsApi {
 
   private Reply retry(Context ctx) {
     UUID id = QueryParams.uuid(ctx, "id");
-    RetryResult result = client.retry(id);
+    RetryResult result = client.retry(id, QueryParams.bool(ctx, "now", false));
     return switch (result) {
       case RETRIED -> Reply.ok(JobView.of(find(id)));
       case NOT_RETRYABLE -> {
@@ -336,6 +336,7 @@ public final class JobsApi {
    * @param progress last reported progress, or null
    * @param errors every failed attempt, oldest first
    * @param capability the capability a worker must declare to run it, or null if any worker may
+   * @param snoozes how often its handler snoozed it (a snooze is not an attempt)
    */
   public record JobView(
       UUID id,
@@ -362,7 +363,8 @@ public final class JobsApi {
       boolean cancelRequested,
       UUID parentId,
       List<UUID> children,
-      String capability) {
+      String capability,
+      int snoozes) {
 
     /** The view of {@code job}, without its children (lists). */
     public static JobView of(Job job) {
@@ -382,7 +384,7 @@ public final class JobsApi {
           job.isScheduled(), job.attempts(), job.maxAttempts(), job.runAt(), job.createdAt(), job.attemptedAt(),
           job.finishedAt(), job.lockedBy(), job.heartbeatAt(), job.context(), job.idempotencyKey(),
           job.timeout() == null ? null : job.timeout().toMillis(), progress, List.copyOf(errors), job.output(),
-          job.cancelRequested(), job.parentId(), children, job.capability());
+          job.cancelRequested(), job.parentId(), children, job.capability(), job.snoozes());
     }
   }
 

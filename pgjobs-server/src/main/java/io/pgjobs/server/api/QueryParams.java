@@ -80,6 +80,19 @@ public final class QueryParams {
     return parsed;
   }
 
+  /** {@code true} or {@code false}, or {@code fallback} when absent. */
+  public static boolean bool(Context ctx, String name, boolean fallback) {
+    String value = single(ctx, name);
+    if (value == null) {
+      return fallback;
+    }
+    return switch (value) {
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw ApiProblem.badField(name, "must be true or false, was '" + value + "'");
+    };
+  }
+
   /** A single-valued parameter, or null when absent or empty. */
   public static String single(Context ctx, String name) {
     requireWellEncoded(ctx, name);

@@ -5,6 +5,7 @@ import io.javalin.websocket.WsContext;
 import io.pgjobs.JobClient;
 import io.pgjobs.server.events.EventFilter;
 import io.pgjobs.server.events.EventHub;
+import io.pgjobs.server.events.EventLimits;
 import io.pgjobs.server.events.EventSink;
 import io.pgjobs.server.problem.ApiProblem;
 import java.time.Duration;
@@ -35,13 +36,13 @@ import tools.jackson.databind.json.JsonMapper;
  * (re)subscribes always gets the job's current state, including a final state it missed while it was
  * disconnected. Each subscription runs on the {@link EventHub} with its bounded queue; a connection
  * whose subscription falls behind, or that does not take a message within {@link #SEND_TIMEOUT}, is
- * closed (code 1008), and its client resubscribes from fresh snapshots.
+ * closed (code 1008), and its client resubscribes from fresh snapshots. The hub's {@link EventLimits}
+ * bound connections (over the limit: closed with code {@value EventLimits#CLOSE_TRY_AGAIN_LATER} and
+ * the reason) and subscriptions (over the limit: an {@code error} message with the reason).
  */
 public final class WsApi {
   /** Close code for a missing or rejected token: {@value}. */
   public static final int CLOSE_UNAUTHORIZED = 4401;
-  /** Jobs one connection may follow at once: {@value}. */
-  public static final int MAX_JOBS_PER_CONNECTION = 1000;
   /** Longest a message may wait for a slow client before the connection is closed. */
   static final Duration SEND_TIMEOUT = Duration.ofSeconds(10);
   /** WebSocket ping interval: keeps proxies from closing idle connections and finds dead ones. */
@@ -90,7 +91,15 @@ public final class WsApi {
     routes.ws("/ws", ws -> {
       ws.onConnect(ctx -> {
         String header = ctx.header("Authorization");
-        Connection c = new Connection(ctx, !tokensRequired || (header != null && validToken.test(bearer(header))));
+        String token = tokensRequired && header != null && validToken.test(bearer(header)) ? bearer(header) : null;
+        EventHub.Peer peer;
+        try {
+          peer = hub.connect(token);
+        } catch (EventHub.Refused e) {
+          ctx.closeSession(EventLimits.CLOSE_TRY_AGAIN_LATER, e.getMessage());
+          return;
+        }
+        Connection c = new Connection(ctx, peer, !tokensRequired || token != null);
         connections.put(ctx.sessionId(), c);
         ctx.enableAutomaticPings(PING.toMillis(), TimeUnit.MILLISECONDS);
       });
@@ -104,12 +113,14 @@ public final class WsApi {
         Connection c = connections.remove(ctx.sessionId());
         if (c != null) {
           c.stopAll();
+          c.peer.close();
         }
       });
       ws.onError(ctx -> {
         Connection c = connections.remove(ctx.sessionId());
         if (c != null) {
           c.stopAll();
+          c.peer.close();
         }
       });
     });
@@ -148,6 +159,7 @@ public final class WsApi {
   /** One WebSocket connection: its subscriptions and the lock that keeps its writes in order. */
   private final class Connection {
     private final WsContext ctx;
+    private final EventHub.Peer peer;
     private final Object sendLock = new Object();
     // Touched by the receiving thread and by the hub's subscriber threads (stopAll), hence concurrent.
     private final Map<UUID, JobSink> jobs = new ConcurrentHashMap<>();
@@ -155,8 +167,9 @@ public final class WsApi {
     private volatile boolean closed;
     private volatile StreamSink eventStream;
 
-    Connection(WsContext ctx, boolean authenticated) {
+    Connection(WsContext ctx, EventHub.Peer peer, boolean authenticated) {
       this.ctx = ctx;
+      this.peer = peer;
       this.authenticated = authenticated;
     }
 
@@ -214,6 +227,12 @@ public final class WsApi {
       } else if (token == null || !validToken.test(token)) {
         close(CLOSE_UNAUTHORIZED, token == null ? "auth needs \"token\": a string" : "the token is not valid");
       } else {
+        try {
+          peer.authenticate(token);
+        } catch (EventHub.Refused e) {
+          close(EventLimits.CLOSE_TRY_AGAIN_LATER, e.getMessage());
+          return;
+        }
         authenticated = true;
       }
     }
@@ -247,14 +266,14 @@ public final class WsApi {
           send(new JobMessage(id, read(id)));
           continue;
         }
-        if (jobs.size() >= MAX_JOBS_PER_CONNECTION) {
-          send(new ErrorMessage("subscribe", "a connection may follow at most " + MAX_JOBS_PER_CONNECTION
-              + " jobs; unsubscribe some first (not subscribed: " + id + ")"));
-          continue;
-        }
         JobSink sink = new JobSink(id);
         jobs.put(id, sink);
-        sink.stop = hub.subscribe(sink, new EventFilter(id, Set.of(), Set.of()), () -> read(id));
+        try {
+          sink.stop = peer.subscribe(sink, new EventFilter(id, Set.of(), Set.of()), () -> read(id));
+        } catch (EventHub.Refused e) {
+          jobs.remove(id, sink);
+          send(new ErrorMessage("subscribe", e.getMessage() + " (not subscribed: " + id + ")"));
+        }
       }
     }
 
@@ -272,7 +291,12 @@ public final class WsApi {
       EventFilter filter = new EventFilter(null, new HashSet<>(types), new HashSet<>(queues));
       StreamSink sink = new StreamSink();
       eventStream = sink;
-      sink.stop = hub.subscribe(sink, filter, () -> events.snapshot(filter));
+      try {
+        sink.stop = peer.subscribe(sink, filter, () -> events.snapshot(filter));
+      } catch (EventHub.Refused e) {
+        eventStream = null;
+        send(new ErrorMessage("events", e.getMessage()));
+      }
     }
 
     private static List<String> strings(JsonNode msg, String field) {
@@ -328,6 +352,7 @@ public final class WsApi {
         log.debug("closing WebSocket client {} failed: {}", ctx.sessionId(), e.toString());
       }
       stopAll();
+      peer.close(); // again in onClose; counted once
     }
 
     /** Ends every subscription; not synchronized, since a subscriber thread may call it while sending. */
@@ -359,6 +384,11 @@ public final class WsApi {
       @Override
       public void ping() {
         // WebSocket pings are automatic (enableAutomaticPings).
+      }
+
+      @Override
+      public boolean wantsPings() {
+        return false;
       }
 
       @Override

@@ -150,6 +150,22 @@ public final class ApiProblem extends RuntimeException {
     return new ApiProblem(503, "unavailable", "Service unavailable", detail, null, null);
   }
 
+  /**
+   * 503: the database takes no writes (a standby in recovery, or read-only sessions): after a failover
+   * the request succeeds once the URL reaches the new primary.
+   */
+  public static ApiProblem databaseReadOnly(String detail) {
+    return new ApiProblem(503, "database-read-only", "Database is read-only", detail, null, null);
+  }
+
+  /**
+   * 503: the connection to the database was lost while the enqueue's commit was under way: the job may
+   * or may not be stored. Sent again with the same {@code Idempotency-Key}, the request stores it once.
+   */
+  public static ApiProblem enqueueOutcomeUnknown(String detail) {
+    return new ApiProblem(503, "enqueue-outcome-unknown", "Enqueue outcome unknown", detail, null, null);
+  }
+
   /** 504: the request took longer than the request timeout. */
   public static ApiProblem timeout(long millis) {
     return new ApiProblem(504, "request-timeout", "Request timed out",

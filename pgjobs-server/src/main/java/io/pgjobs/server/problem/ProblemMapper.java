@@ -6,6 +6,7 @@ import io.pgjobs.IdempotencyKeyReusedException;
 import io.pgjobs.InvalidJobException;
 import io.pgjobs.InvalidPayloadException;
 import io.pgjobs.PayloadValidator;
+import io.pgjobs.replication.DatabaseRole;
 import java.io.IOException;
 import java.io.InputStream;
 import java.sql.SQLException;
@@ -122,6 +123,23 @@ public final class ProblemMapper {
       log.debug("{}: the request body ended early: {}", what, error.toString());
       return from(ApiProblem.badRequest("the request body ended before its declared length",
           List.of(new Problem.FieldError("body", "ended early"))), instance, requestId);
+    }
+    if (error instanceof io.pgjobs.EnqueueOutcomeUnknownException) {
+      // Neither "stored" nor "not stored": the client must be told to retry with the same key, which
+      // is what makes the retry safe (a plain 503 would invite a retry without one, a duplicate).
+      log.warn("{} failed: the database connection was lost while the enqueue committed: {}", what, error.toString());
+      return from(ApiProblem.enqueueOutcomeUnknown("the connection to the database was lost while the job was"
+          + " being committed: it may or may not be stored. Send the same request again with the same"
+          + " Idempotency-Key: the job is then stored once (a request without a key may store it twice)"),
+          instance, requestId);
+    }
+    if (DatabaseRole.isReadOnlyError(error)) {
+      // Not a bug and not an outage of this server: the database is a standby (or its sessions are
+      // read-only). One line, no stack: during a failover every write request lands here until it ends.
+      log.warn("{} failed: the database is read-only: {}", what, error.toString());
+      return from(ApiProblem.databaseReadOnly("the database is read-only (a standby in recovery, or"
+          + " default_transaction_read_only is on) and takes no writes; try again once it is promoted or the"
+          + " database URL reaches the primary"), instance, requestId);
     }
     if (isDatabaseDown(error)) {
       log.error("{} failed: database unavailable: {}", what, error.toString());
