@@ -1,15 +1,11 @@
 package io.pgjobs.replication;
 
+import io.pgjobs.store.SqlStates;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.ArrayDeque;
-import java.util.Collections;
-import java.util.IdentityHashMap;
-import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 
 /**
  * Whether the database pgjobs is connected to accepts writes. A standby in recovery (or a server with
@@ -53,27 +49,6 @@ public final class DatabaseRole {
    * write because the server or the transaction is read-only (SQLState {@value #READ_ONLY_SQL_STATE}).
    */
   public static boolean isReadOnlyError(Throwable failure) {
-    ArrayDeque<Throwable> todo = new ArrayDeque<>();
-    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
-    todo.add(failure);
-    while (!todo.isEmpty() && seen.size() < 50) {
-      Throwable t = todo.poll();
-      if (!seen.add(t)) {
-        continue;
-      }
-      if (t instanceof SQLException sql) {
-        if (READ_ONLY_SQL_STATE.equals(sql.getSQLState())) {
-          return true;
-        }
-        if (sql.getNextException() != null) {
-          todo.add(sql.getNextException());
-        }
-      }
-      if (t.getCause() != null) {
-        todo.add(t.getCause());
-      }
-      todo.addAll(List.of(t.getSuppressed()));
-    }
-    return false;
+    return SqlStates.anyInChain(failure, READ_ONLY_SQL_STATE::equals);
   }
 }

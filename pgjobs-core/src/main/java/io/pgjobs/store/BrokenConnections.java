@@ -2,11 +2,6 @@ package io.pgjobs.store;
 
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.ArrayDeque;
-import java.util.Collections;
-import java.util.IdentityHashMap;
-import java.util.List;
-import java.util.Set;
 
 /**
  * What to do with a pooled connection that died under a call made on the driver's own connection
@@ -24,30 +19,8 @@ public final class BrokenConnections {
    * crash or shutdown of the server, which the driver reports before the socket closes).
    */
   public static boolean connectionLost(Throwable failure) {
-    ArrayDeque<Throwable> todo = new ArrayDeque<>();
-    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
-    todo.add(failure);
-    while (!todo.isEmpty() && seen.size() < 50) {
-      Throwable t = todo.poll();
-      if (!seen.add(t)) {
-        continue;
-      }
-      if (t instanceof SQLException sql) {
-        String state = sql.getSQLState();
-        if (state != null && (state.startsWith("08") || state.equals("57P01") || state.equals("57P02")
-            || state.equals("57P03"))) {
-          return true;
-        }
-        if (sql.getNextException() != null) {
-          todo.add(sql.getNextException());
-        }
-      }
-      if (t.getCause() != null) {
-        todo.add(t.getCause());
-      }
-      todo.addAll(List.of(t.getSuppressed()));
-    }
-    return false;
+    return SqlStates.anyInChain(failure, state -> state.startsWith("08") || state.equals("57P01")
+        || state.equals("57P02") || state.equals("57P03"));
   }
 
   /**
