@@ -98,13 +98,18 @@ final class DemoCommand extends Subcommand {
       flags.put(Settings.DATABASE_URL, startEmbeddedPostgres());
     }
     if (settings.value(Settings.SMTP_HOST).source() == Settings.Source.DEFAULT) {
-      int smtpPort = freePort();
+      // On smtp_port (1025 unless set) when it is free, which is where a `pgjobs work` beside this demo
+      // sends its e-mails by default; else on any free port, and the demo says how to point a worker at it.
+      int wanted = settings.smtpPort();
+      int smtpPort = portFree(wanted) ? wanted : freePort();
       GreenMail smtp = new GreenMail(new ServerSetup(smtpPort, "127.0.0.1", ServerSetup.PROTOCOL_SMTP));
       smtp.start();
       Runtime.getRuntime().addShutdownHook(new Thread(smtp::stop, "pgjobs-demo-smtp-stop"));
       flags.put(Settings.SMTP_HOST, "127.0.0.1");
       flags.put(Settings.SMTP_PORT, Integer.toString(smtpPort));
-      out().println("demo SMTP server (in process) on 127.0.0.1:" + smtpPort);
+      out().println("demo SMTP server (in process) on 127.0.0.1:" + smtpPort
+          + (smtpPort == wanted ? "" : " (" + wanted + " was taken: a second worker beside this demo needs"
+              + " --smtp-port " + smtpPort + ")"));
     }
     Settings effective = settings(flags);
     Path images = Files.createTempDirectory("pgjobs-demo-images");
@@ -222,6 +227,17 @@ final class DemoCommand extends Subcommand {
   private static boolean answers(String host, int port) {
     try (Socket socket = new Socket()) {
       socket.connect(new InetSocketAddress(host, port), 500);
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /** True if nothing listens on 127.0.0.1:{@code port} and this process may bind it. */
+  private static boolean portFree(int port) {
+    try (ServerSocket socket = new ServerSocket()) {
+      socket.setReuseAddress(true);
+      socket.bind(new java.net.InetSocketAddress("127.0.0.1", port));
       return true;
     } catch (IOException e) {
       return false;

@@ -105,8 +105,19 @@ class DemoProcessTest {
     assertThat(demo.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).as(demo.output()).isTrue();
   }
 
+  private static boolean portFree(int port) {
+    try (java.net.ServerSocket socket = new java.net.ServerSocket()) {
+      socket.setReuseAddress(true);
+      socket.bind(new java.net.InetSocketAddress("127.0.0.1", port));
+      return true;
+    } catch (java.io.IOException e) {
+      return false;
+    }
+  }
+
   @Test
   void demoServesTheApiAndRunsJobsOfAllFourKindsToSuccess() throws Exception {
+    boolean defaultSmtpPortFree = portFree(1025);
     demo = JvmProcess.start("pgjobs-demo", Main.class,
         List.of("demo", "--port", "0", "--interval", "300ms", "--samples", "3"),
         Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_SHUTDOWN_GRACE", "1s"));
@@ -150,6 +161,32 @@ class DemoProcessTest {
     String webhookId = json.readTree(enqueued.body()).path("id").asString();
     await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(json.readTree(
         get(http, base + "/jobs/" + webhookId)).path("state").asString()).isEqualTo("succeeded"));
+
+    // A second worker beside the demo, as `pgjobs work` with nothing configured, sends its e-mails to the
+    // demo's in-process SMTP server (on 1025 when that was free: the default smtp_port of `work`). It alone
+    // serves queue "mailroom", and claims only the types it runs, so the demo's jobs are not taken either.
+    Matcher smtpLine = Pattern.compile("demo SMTP server \\(in process\\) on 127\\.0\\.0\\.1:(\\d+)").matcher(demo.output());
+    assertThat(smtpLine.find()).as(demo.output()).isTrue();
+    if (defaultSmtpPortFree) {
+      assertThat(smtpLine.group(1)).as("the demo's SMTP port when 1025 is free").isEqualTo("1025");
+    }
+    try (JvmProcess second = JvmProcess.start("pgjobs-work-beside-demo", Main.class,
+        defaultSmtpPortFree
+            ? List.of("work", "--queues", "mailroom=2")
+            : List.of("work", "--queues", "mailroom=2", "--smtp-port", smtpLine.group(1)),
+        Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_POLL_INTERVAL", "200ms", "PGJOBS_SHUTDOWN_GRACE", "1s"))) {
+      HttpResponse<String> mail = http.send(HttpRequest.newBuilder(URI.create(base + "/jobs"))
+          .header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString("{\"type\":\"send_email\",\"queue\":\"mailroom\",\"payload\":"
+              + "{\"to\":\"ada@example.com\",\"subject\":\"beside the demo\",\"body\":\"hello\"}}"))
+          .build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(mail.statusCode()).as(mail.body()).isIn(200, 201);
+      String mailId = json.readTree(mail.body()).path("id").asString();
+      await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(json.readTree(
+          get(http, base + "/jobs/" + mailId)).path("state").asString())
+          .as("second worker output:%n%s", second.output()).isEqualTo("succeeded"));
+      assertThat(second.output()).doesNotContain("no handler for job type");
+    }
 
     // Quiet by default: no mail sink passwords, no Jetty or Javalin INFO lines, no line per job.
     assertThat(demo.output()).doesNotContain("Created user", "with password", "o.e.jetty", "org.eclipse.jetty",

@@ -44,10 +44,20 @@ public final class Maintenance implements AutoCloseable {
   public static final Duration DEFAULT_WORKER_DEAD_AFTER = Duration.ofSeconds(20);
   /** How often the leader fires recurring schedules' due slots: 1 s. */
   public static final Duration DEFAULT_RECURRING_INTERVAL = Duration.ofSeconds(1);
-  /** A recurring slot older than this when looked at was missed: 1 min. */
-  public static final Duration DEFAULT_RECURRING_MISSED_AFTER = Duration.ofMinutes(1);
+  /**
+   * A recurring slot older than this when looked at was missed, with the default lease TTL and recurring
+   * interval: 22 s. Unless set ({@link Builder#recurringMissedAfter}), it is the time a leader change may
+   * take: twice the lease TTL and twice the recurring interval.
+   */
+  public static final Duration DEFAULT_RECURRING_MISSED_AFTER =
+      missedAfter(DEFAULT_LEASE_TTL, DEFAULT_RECURRING_INTERVAL);
   /** How often the pruner runs: 1 min. */
   public static final Duration DEFAULT_PRUNE_INTERVAL = Duration.ofMinutes(1);
+  /**
+   * A due job whose type no live worker serving its queue runs is failed once it is this old: 5 min
+   * (see {@link Builder#unknownTypeGrace}).
+   */
+  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = Duration.ofMinutes(5);
   /** How often the leader looks at the hot table's dead row versions (and vacuums it if needed): 5 s. */
   public static final Duration DEFAULT_VACUUM_INTERVAL = Duration.ofSeconds(5);
 
@@ -71,7 +81,8 @@ public final class Maintenance implements AutoCloseable {
         new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
         new FinishedJobPruner(store, b.retention, b.pruneInterval),
         new RecurringFirer(new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema), b.recurringInterval,
-            b.recurringMissedAfter)));
+            b.recurringMissedAfter != null ? b.recurringMissedAfter : missedAfter(b.leaseTtl, b.recurringInterval))));
+    all.add(new UnknownTypeFailer(store, b.unknownTypeGrace, b.holderId));
     if (b.vacuumInterval != null) {
       all.add(new HotTableVacuum(store, b.vacuumInterval));
     }
@@ -167,6 +178,11 @@ public final class Maintenance implements AutoCloseable {
     }
   }
 
+  /** The time a leader change may take: twice the lease TTL and twice the recurring interval. */
+  private static Duration missedAfter(Duration leaseTtl, Duration recurringInterval) {
+    return leaseTtl.multipliedBy(2).plus(recurringInterval.multipliedBy(2));
+  }
+
   private static Duration min(Duration a, Duration b) {
     return a.compareTo(b) <= 0 ? a : b;
   }
@@ -183,8 +199,9 @@ public final class Maintenance implements AutoCloseable {
     private Duration pruneInterval = DEFAULT_PRUNE_INTERVAL;
     private Duration leaseTtl = DEFAULT_LEASE_TTL;
     private Duration recurringInterval = DEFAULT_RECURRING_INTERVAL;
-    private Duration recurringMissedAfter = DEFAULT_RECURRING_MISSED_AFTER;
+    private Duration recurringMissedAfter;
     private Duration vacuumInterval = DEFAULT_VACUUM_INTERVAL;
+    private Duration unknownTypeGrace = DEFAULT_UNKNOWN_TYPE_GRACE;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -255,9 +272,11 @@ public final class Maintenance implements AutoCloseable {
     }
 
     /**
-     * A recurring slot older than this when the leader looks at it was missed (nothing ran), and follows
-     * its schedule's missed-slots policy; younger ones always fire (a leader change takes less), 1 s to
-     * 1 d (default 1 min).
+     * A recurring slot older than this when the leader looks at it was missed (nothing fired it: every
+     * worker was stopped, or the schedule paused), and follows its schedule's missed-slots policy; while
+     * none is missed, every due slot fires (a per-second schedule keeps each slot across the leader's
+     * jitter and a leader change). 1 s to 1 d (default: the time a leader change may take, twice the lease
+     * TTL and twice the recurring interval: 22 s with their defaults).
      */
     public Builder recurringMissedAfter(Duration missedAfter) {
       this.recurringMissedAfter = DurationText.requireBetween("recurring missed-after", missedAfter, Duration.ofSeconds(1), Duration.ofDays(1));
@@ -281,6 +300,17 @@ public final class Maintenance implements AutoCloseable {
      */
     public Builder hotTableVacuum(boolean on) {
       this.vacuumInterval = on ? (vacuumInterval != null ? vacuumInterval : DEFAULT_VACUUM_INTERVAL) : null;
+      return this;
+    }
+
+    /**
+     * A due job whose type none of the live workers serving its queue has a handler for is failed
+     * ({@code unknown_type}) once it was created this long ago, 0 to 30 d (default 5 min). Workers claim
+     * only the types they run, so such a job would otherwise wait for ever; a queue no live worker serves
+     * is left alone. Use one value on every node.
+     */
+    public Builder unknownTypeGrace(Duration grace) {
+      this.unknownTypeGrace = DurationText.requireBetween("unknown type grace", grace, Duration.ZERO, Duration.ofDays(30));
       return this;
     }
 

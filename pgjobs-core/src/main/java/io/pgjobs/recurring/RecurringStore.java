@@ -194,13 +194,19 @@ public final class RecurringStore {
           return new Fired(0, 0);
         }
         List<Instant> newestMissed = missed.newest();
-        List<Instant> enqueue = new ArrayList<>(
-            newestMissed.subList(Math.max(0, newestMissed.size() - firingMissed), newestMissed.size()));
-        int missedFiring = enqueue.size();
-        enqueue.addAll(onTime.newest());
         Instant newest = onTime.newest().isEmpty()
             ? newestMissed.get(newestMissed.size() - 1)
             : onTime.newest().get(onTime.newest().size() - 1);
+        List<Instant> enqueue;
+        if (missed.count() > 0 && s.recurring().missed().latestOnly()) {
+          // After a gap, "latest" is the latest due slot, whether it was missed or is on time: a restart
+          // after 42 s of a per-5-seconds schedule enqueues one job, not the eight slots of the gap.
+          enqueue = new ArrayList<>(List.of(newest));
+        } else {
+          enqueue = new ArrayList<>(
+              newestMissed.subList(Math.max(0, newestMissed.size() - firingMissed), newestMissed.size()));
+          enqueue.addAll(onTime.newest());
+        }
         Recurring r = s.recurring();
         java.util.UUID lastJob = null;
         for (Instant slot : enqueue) {
@@ -220,7 +226,7 @@ public final class RecurringStore {
           ps.executeUpdate();
         }
         c.commit();
-        long skipped = missed.count() - missedFiring + (onTime.count() - onTime.newest().size());
+        long skipped = missed.count() + onTime.count() - enqueue.size();
         return new Fired(enqueue.size(), (int) Math.min(Integer.MAX_VALUE, skipped), !missed.exact());
       } catch (SQLException | RuntimeException e) {
         c.rollback();

@@ -49,6 +49,31 @@ final class ExecutionSql {
   }
 
   /**
+   * The claim statements' type filter, written into their text where they say {@code {types}} (the ready
+   * rows' scan, after the index has found them): none for a store that claims every type ({@code types}
+   * null), else {@code AND type IN ('a', 'b')}, so a worker claims only jobs it has a handler for, as
+   * graphile-worker claims only the task identifiers a worker knows. Written in, not bound: a worker's
+   * types are fixed when it is built, and literals keep the generic plan's estimates those of the
+   * statement without a filter (an array parameter would be costed as ten values). The filter is applied
+   * to rows the index scan reads in claim order, so jobs of types this worker does not run are stepped
+   * over, never locked; the cost is a comparison per row read, and rows of other types are read only when
+   * they wait ahead of this worker's own.
+   *
+   * @throws IllegalArgumentException if {@code types} is empty (such a worker could claim nothing)
+   */
+  static String typeFilter(java.util.Collection<String> types) {
+    if (types == null) {
+      return "";
+    }
+    if (types.isEmpty()) {
+      throw new IllegalArgumentException("a worker that claims only the types it runs needs at least one type");
+    }
+    return types.stream().sorted().distinct()
+        .map(t -> "'" + t.replace("'", "''") + "'")
+        .collect(java.util.stream.Collectors.joining(", ", " AND type IN (", ")"));
+  }
+
+  /**
    * The start of every claim statement, up to the ids it claims ({@code j.id = ANY (ARRAY(} the
    * statement's own selection {@code ))}): the update that starts the jobs under one new claim token, in CTE
    * {@code claimed}, after turning {@link #CLAIM_ANNOUNCES_SETTING} on (a one-time filter, evaluated before
@@ -145,7 +170,7 @@ final class ExecutionSql {
                CROSS JOIN LATERAL (
                      SELECT id FROM {schema}.jobs
                       WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
-                        AND priority = levels.priority AND run_at <= now() AND attempts < max_attempts
+                        AND priority = levels.priority AND run_at <= now() AND attempts < max_attempts{types}
                       ORDER BY run_at, id
                       LIMIT {limit}
                         FOR UPDATE SKIP LOCKED) AS ready
@@ -189,7 +214,7 @@ final class ExecutionSql {
                      SELECT id FROM {schema}.jobs
                       WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
                         AND priority = c.priority AND (run_at, id) > (c.after_run_at::timestamptz, c.after_id)
-                        AND run_at <= now() AND attempts < max_attempts
+                        AND run_at <= now() AND attempts < max_attempts{types}
                       ORDER BY run_at, id
                       LIMIT {limit}
                         FOR UPDATE SKIP LOCKED) AS ready
@@ -292,7 +317,7 @@ final class ExecutionSql {
                CROSS JOIN LATERAL (
                      SELECT id FROM {schema}.jobs
                       WHERE capability = lv.capability AND queue = ? AND state IN ('queued', 'retrying')
-                        AND priority = lv.priority AND run_at <= now() AND attempts < max_attempts
+                        AND priority = lv.priority AND run_at <= now() AND attempts < max_attempts{types}
                       ORDER BY run_at, id
                       LIMIT {limit}
                         FOR UPDATE SKIP LOCKED) AS ready

@@ -64,6 +64,19 @@ public final class ExecutionStore {
    * {@link io.pgjobs.JobType#requireCapability} allows.
    */
   public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec, Collection<String> capabilities) {
+    this(dataSource, schema, codec, capabilities, null);
+  }
+
+  /**
+   * A store over {@code schema} whose claims are those of a worker with {@code capabilities} that runs only
+   * {@code types}: its claims step over jobs of any other type, leaving them to a worker that runs them
+   * ({@link ExecutionSql#typeFilter}). Null {@code types}: every type.
+   *
+   * @throws IllegalArgumentException if {@code types} is empty
+   */
+  public ExecutionStore(
+      DataSource dataSource, String schema, PayloadCodec codec, Collection<String> capabilities,
+      Collection<String> types) {
     this.dataSource = AutoCommitDataSource.of(dataSource);
     this.codec = codec;
     JobSql.requireSchema(schema);
@@ -71,13 +84,16 @@ public final class ExecutionStore {
         .map(name -> io.pgjobs.JobType.requireCapability("capabilities", name))
         .distinct()
         .toArray(String[]::new);
-    this.claim = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM, schema));
-    this.claimCapable = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema).replace("{capabilities}",
+    String typeFilter = ExecutionSql.typeFilter(types);
+    this.claim = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM, schema).replace("{types}", typeFilter));
+    this.claimCapable = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema)
+        .replace("{types}", typeFilter).replace("{capabilities}",
         capabilitiesInline()
             ? "ARRAY[" + String.join(", ", java.util.Collections.nCopies(this.capabilities.length, "?")) + "]::text[]"
             : "?::text[]"));
-    this.claimResume = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema));
-    this.claimResumeOneLevel = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema));
+    this.claimResume = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema).replace("{types}", typeFilter));
+    this.claimResumeOneLevel = new ClaimTexts(
+        JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema).replace("{types}", typeFilter));
     this.firstClaimable = JobSql.forSchema(ExecutionSql.FIRST_CLAIMABLE, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);

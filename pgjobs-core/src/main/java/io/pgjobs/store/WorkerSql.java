@@ -166,6 +166,69 @@ final class WorkerSql {
       SELECT (SELECT count(*) FROM requeued) AS requeued, (SELECT count(*) FROM moved) AS ended,
              (SELECT count(*) FROM unclaimed) AS unclaimed, (SELECT count(*) FROM woken) AS woken""";
 
+  /**
+   * Fails waiting jobs that no live worker will ever run: due jobs created longer than the unknown-type
+   * grace ago, in a queue that at least one live worker serves, whose type none of the live workers
+   * serving that queue has a handler for. Claims step over jobs of types a worker does not run
+   * ({@code ExecutionSql.typeFilter}), so without this such a job would wait unseen for ever; a queue no
+   * live worker serves is left alone (its workers may be stopped for a deployment, and {@code GET /queues}
+   * says {@code unserved}). "Live" as {@link #LIST} judges it. The job moves to finished_jobs as failed
+   * with an {@code unknown_type} error naming the type, the queue, the types its workers run and the grace,
+   * written by the maintenance leader. Rows another transaction holds are skipped.
+   *
+   * <p>The due jobs of a served queue are read in full (the type is in no index): the leader runs this
+   * at most once a minute by default ({@code UnknownTypeFailer}), and it reads what a queue overview reads.
+   *
+   * <p>Parameters: grace (ms); grace as text (for the message); the leader's id; batch size.
+   */
+  static final String FAIL_UNKNOWN_TYPES =
+      """
+      WITH live AS (
+          SELECT w.queues, w.job_types FROM {schema}.workers AS w
+           WHERE greatest(w.last_heartbeat, pg_postmaster_start_time())
+                     >= now() - coalesce(w.dead_after_ms, 20000) * interval '1 millisecond'
+      ), served AS (
+          SELECT DISTINCT q.queue, t.type
+            FROM live
+           CROSS JOIN LATERAL jsonb_object_keys(live.queues) AS q(queue)
+           CROSS JOIN LATERAL jsonb_array_elements_text(live.job_types) AS t(type)
+      ), args AS (
+          SELECT now() - ?::bigint * interval '1 millisecond' AS created_before, ?::text AS grace, ?::text AS leader
+      ), doomed AS (
+          SELECT j.id FROM {schema}.jobs AS j, args
+           WHERE j.state IN ('queued', 'retrying') AND j.run_at <= now() AND j.created_at < args.created_before
+             AND j.queue IN (SELECT s.queue FROM served AS s)
+             AND NOT EXISTS (SELECT 1 FROM served AS s WHERE s.queue = j.queue AND s.type = j.type)
+           LIMIT ?
+             FOR UPDATE OF j SKIP LOCKED
+      ), ended AS (
+          DELETE FROM {schema}.jobs AS j
+           USING doomed
+           WHERE j.id = doomed.id AND j.state IN ('queued', 'retrying')
+          RETURNING j.*
+      ), moved AS (
+      """
+          + JobSql.insertFinished(
+              "ended",
+              "'failed'",
+              """
+              errors || jsonb_build_array(jsonb_build_object(
+                  'attempt', attempts,
+                  'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                  'kind', 'unknown_type', 'errorClass', 'io.pgjobs.UnknownJobType',
+                  'message', 'no live worker serving queue ''' || ended.queue || ''' has a handler for job type '''
+                      || ended.type || ''' (known types: '
+                      || coalesce((SELECT string_agg(s.type, ', ' ORDER BY s.type) FROM served AS s
+                                    WHERE s.queue = ended.queue), 'none')
+                      || ') after a grace period of ' || (SELECT grace FROM args),
+                  'stackHead', NULL, 'worker', (SELECT leader FROM args)))""",
+              "NULL")
+          + """
+
+          RETURNING id
+      )
+      SELECT count(*) FROM moved""";
+
   /** Workers that stopped heartbeating without deregistering (killed processes). */
   static final String REMOVE_DEAD_WORKERS =
       """

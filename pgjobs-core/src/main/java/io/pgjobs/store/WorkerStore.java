@@ -27,6 +27,7 @@ public final class WorkerStore {
   private final String releaseLease;
   private final String rescue;
   private final String removeDeadWorkers;
+  private final String failUnknownTypes;
   private final String pruneFinished;
   private final String pruneUniqueKeys;
   private final String hotTableState;
@@ -45,6 +46,7 @@ public final class WorkerStore {
     this.acquireLease = JobSql.forSchema(WorkerSql.ACQUIRE_LEASE, schema);
     this.releaseLease = JobSql.forSchema(WorkerSql.RELEASE_LEASE, schema);
     this.rescue = JobSql.forSchema(WorkerSql.RESCUE, schema);
+    this.failUnknownTypes = JobSql.forSchema(WorkerSql.FAIL_UNKNOWN_TYPES, schema);
     this.removeDeadWorkers = JobSql.forSchema(WorkerSql.REMOVE_DEAD_WORKERS, schema);
     this.pruneFinished = JobSql.forSchema(WorkerSql.PRUNE_FINISHED, schema);
     this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
@@ -217,6 +219,25 @@ public final class WorkerStore {
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return new RescueCounts(rs.getLong(1), rs.getLong(2), rs.getLong(3));
+      }
+    }
+  }
+
+  /**
+   * Fails up to {@code limit} waiting jobs whose type no live worker serving their queue runs, created more
+   * than {@code grace} ago ({@link WorkerSql#FAIL_UNKNOWN_TYPES}); {@code leader} is named in their error.
+   * Returns how many.
+   */
+  public long failUnknownTypes(Duration grace, String leader, int limit) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(c.prepareStatement(failUnknownTypes)))) {
+      ps.setLong(1, grace.toMillis());
+      ps.setString(2, grace.toString());
+      ps.setString(3, leader);
+      ps.setInt(4, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
       }
     }
   }

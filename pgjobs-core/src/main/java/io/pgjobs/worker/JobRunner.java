@@ -460,6 +460,12 @@ final class JobRunner {
     return resolved.timeout().toMillis();
   }
 
+  /**
+   * A claimed job this worker has no handler for. The worker's claims are filtered to its registered types
+   * ({@code ExecutionStore}'s type filter), so this is a safety net for a store that claims every type: give
+   * the job back within the grace, fail it after. Jobs no worker runs are failed by the maintenance leader
+   * ({@code UnknownTypeFailer}) without being claimed.
+   */
   private void unknownType(ClaimedJob job) {
     // The job's age by the database's clock, which wrote created_at: the worker's own clock may be
     // minutes off, and a job would then fail at once (clock ahead) or wait too long (behind).

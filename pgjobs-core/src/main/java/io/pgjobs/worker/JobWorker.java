@@ -69,8 +69,11 @@ public final class JobWorker implements AutoCloseable {
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
   /** How long running jobs get to finish on {@link #close()}: 30 s. */
   public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(30);
-  /** How long a job of a type no handler knows waits before it is failed: 5 min. */
-  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = Duration.ofMinutes(5);
+  /**
+   * How long a due job of a type no live worker serving its queue runs waits before it is failed: 5 min
+   * ({@link io.pgjobs.maintenance.Maintenance#DEFAULT_UNKNOWN_TYPE_GRACE}).
+   */
+  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = io.pgjobs.maintenance.Maintenance.DEFAULT_UNKNOWN_TYPE_GRACE;
   /** Least time between two persisted progress updates of one job: 100 ms. */
   public static final Duration DEFAULT_PROGRESS_THROTTLE = Duration.ofMillis(100);
   /** How long a handler asked to stop may go on before it is let go: 10 s. */
@@ -117,7 +120,8 @@ public final class JobWorker implements AutoCloseable {
     this.recurringStore = new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema);
     PayloadCodec codec = new PayloadCodec(b.mapper);
     this.store = new AdminStore(b.dataSource, b.schema, codec);
-    ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec, b.capabilities);
+    // Claims only the types registered here: a job of another type is left to a worker that runs it.
+    ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec, b.capabilities, b.handlers.keySet());
     io.pgjobs.tracing.JobTracing tracing = b.tracing != null ? b.tracing : io.pgjobs.tracing.JobTracing.detect();
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
@@ -227,6 +231,7 @@ public final class JobWorker implements AutoCloseable {
                 .workerDeadAfter(b.workerDeadAfter)
                 .retention(b.retention)
                 .leaseTtl(b.leaseTtl)
+                .unknownTypeGrace(b.unknownTypeGrace)
                 .build()
             : null;
   }
@@ -628,7 +633,12 @@ public final class JobWorker implements AutoCloseable {
       return this;
     }
 
-    /** How long a job of an unknown type may wait for a worker that knows it (default 5 min). */
+    /**
+     * How long a due job of a type no live worker serving its queue has a handler for may wait for one
+     * before this worker's maintenance (when it leads) fails it as {@code unknown_type}, 0 to 30 d (default
+     * 5 min). This worker never claims such a job: it claims only the types registered here. Use one value
+     * on every worker.
+     */
     public Builder unknownTypeGrace(Duration grace) {
       this.unknownTypeGrace = DurationText.requireBetween("unknown type grace", grace, Duration.ZERO, Duration.ofDays(30));
       return this;

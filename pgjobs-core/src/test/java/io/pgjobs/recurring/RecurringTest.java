@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.pgjobs.Job;
 import io.pgjobs.JobFilter;
 import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.maintenance.Maintenance;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -47,13 +48,13 @@ class RecurringTest extends PgJobsTestBase {
     declare(everySecond("tick", MissedSlots.LATEST));
     lastSlot("tick", T0);
 
-    RecurringStore.Fired first = store.fire("tick", T0.plusSeconds(5), MISSED_AFTER);
+    RecurringStore.Fired first = store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
     assertThat(first.enqueued()).isEqualTo(5);
-    assertThat(store.fire("tick", T0.plusSeconds(5), MISSED_AFTER).enqueued()).isZero();
+    assertThat(store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER).enqueued()).isZero();
     // A second leader that read the schedule before the first one's write (here: its last slot put back)
     // fires the same slots again: their keys already exist, no job is added.
     lastSlot("tick", T0);
-    store.fire("tick", T0.plusSeconds(5), MISSED_AFTER);
+    store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
 
     List<Job> jobs = jobsOf("tick");
     assertThat(jobs).hasSize(5);
@@ -78,31 +79,50 @@ class RecurringTest extends PgJobsTestBase {
 
     // Slots 97..100 s are at most MISSED_AFTER (3 s) old: on time. 1..96 were missed.
     assertThat(skipping).isEqualTo(new RecurringStore.Fired(4, 96));
-    assertThat(latest).isEqualTo(new RecurringStore.Fired(5, 95));
+    assertThat(latest).isEqualTo(new RecurringStore.Fired(1, 99));
     assertThat(three).isEqualTo(new RecurringStore.Fired(7, 93));
     assertThat(jobsOf("latest")).extracting(Job::context)
-        .contains("recurring latest @ 2026-11-26T10:01:36Z")       // the newest missed one
-        .doesNotContain("recurring latest @ 2026-11-26T10:01:35Z");
+        .containsExactly("recurring latest @ 2026-11-26T10:01:40Z"); // after a gap: the latest due slot only
     assertThat(store.fire("three", now, MISSED_AFTER).enqueued()).isZero();
   }
 
+  /** Issue 27.5: a per-5-seconds schedule restarted after 42 s enqueued 9 jobs at once with "latest". */
   @Test
-  void twoDaysPausedEverySecondFireTheLatestAndTheOnTimeSlots() throws Exception {
+  void aRestartAfterAGapFiresOneJobWithLatestUnderTheDefaultMissedAfter() throws Exception {
+    declare(Recurring.of("five", "*/5 * * * * *", "UTC", NUMBERED, new Numbered(5)).withMissed(MissedSlots.LATEST));
+    lastSlot("five", T0);
+
+    RecurringStore.Fired fired = store.fire("five", T0.plusSeconds(42), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
+
+    assertThat(fired).isEqualTo(new RecurringStore.Fired(1, 7));
+    assertThat(jobsOf("five")).extracting(Job::context).containsExactly("recurring five @ 2026-11-26T10:00:40Z");
+  }
+
+  /** Within the missed-after window nothing was missed: every due slot fires (a leader change, jitter). */
+  @Test
+  void slotsWithinTheMissedAfterWindowAllFireWhateverThePolicy() throws Exception {
+    declare(everySecond("jitter", MissedSlots.LATEST));
+    lastSlot("jitter", T0);
+
+    RecurringStore.Fired fired = store.fire("jitter", T0.plusSeconds(6), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
+
+    assertThat(fired).isEqualTo(new RecurringStore.Fired(6, 0));
+  }
+
+  @Test
+  void twoDaysPausedEverySecondFireOnlyTheLatestSlot() throws Exception {
     declare(everySecond("paused", MissedSlots.LATEST));
     lastSlot("paused", T0);
     Instant now = T0.plus(Duration.ofDays(2)); // 172,800 slots since the last one handled
 
     RecurringStore.Fired fired = store.fire("paused", now, MISSED_AFTER);
 
-    // 172,796 missed (older than 3 s): the newest of them fires, the rest are skipped; 4 on time fire.
+    // 172,796 missed (older than 3 s), 4 on time: after the gap only the latest due slot fires.
     // Beyond MISSED_COUNTED the skipped ones are not read one by one: their count is a lower bound.
-    assertThat(fired.enqueued()).isEqualTo(5);
+    assertThat(fired.enqueued()).isEqualTo(1);
     assertThat(fired.moreSkipped()).isTrue();
-    assertThat(fired.skipped()).isGreaterThan(RecurringStore.MISSED_COUNTED).isLessThan(172_796);
-    assertThat(jobsOf("paused")).extracting(Job::context).containsExactlyInAnyOrder(
-        "recurring paused @ 2026-11-28T09:59:56Z", "recurring paused @ 2026-11-28T09:59:57Z",
-        "recurring paused @ 2026-11-28T09:59:58Z", "recurring paused @ 2026-11-28T09:59:59Z",
-        "recurring paused @ 2026-11-28T10:00:00Z");
+    assertThat(fired.skipped()).isGreaterThan(RecurringStore.MISSED_COUNTED).isLessThan(172_799);
+    assertThat(jobsOf("paused")).extracting(Job::context).containsExactly("recurring paused @ 2026-11-28T10:00:00Z");
     assertThat(store.fire("paused", now, MISSED_AFTER)).isEqualTo(new RecurringStore.Fired(0, 0));
   }
 

@@ -58,7 +58,7 @@ import java.util.stream.Collectors;
  *   <tr><td>worker_dead_after</td><td>--worker-dead-after</td><td>PGJOBS_WORKER_DEAD_AFTER</td><td>20s</td><td>1s–1h</td></tr>
  *   <tr><td>retention</td><td>--retention</td><td>PGJOBS_RETENTION</td><td>24h</td><td>1s–3650d</td></tr>
  *   <tr><td>smtp_host</td><td>--smtp-host</td><td>PGJOBS_SMTP_HOST</td><td>localhost</td><td>host name or IP</td></tr>
- *   <tr><td>smtp_port</td><td>--smtp-port</td><td>PGJOBS_SMTP_PORT</td><td>25</td><td>1–65535</td></tr>
+ *   <tr><td>smtp_port</td><td>--smtp-port</td><td>PGJOBS_SMTP_PORT</td><td>1025</td><td>1–65535</td></tr>
  *   <tr><td>smtp_from</td><td>--smtp-from</td><td>PGJOBS_SMTP_FROM</td><td>pgjobs@localhost</td><td>an e-mail address</td></tr>
  *   <tr><td>webhook_timeout</td><td>--webhook-timeout</td><td>PGJOBS_WEBHOOK_TIMEOUT</td><td>10s</td><td>100ms–10m</td></tr>
  *   <tr><td>worker_metrics_bind</td><td>--metrics-bind</td><td>PGJOBS_WORKER_METRICS_BIND, then
@@ -253,8 +253,10 @@ public final class Settings {
               text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofDays(3650), "1s", "3650d")),
           new Definition(SMTP_HOST, "--smtp-host", List.of("PGJOBS_SMTP_HOST"), "localhost", "`localhost`",
               "a host name or IP address", "SMTP server of the `send_email` demo kind (`work`)", Settings::parseHost),
-          new Definition(SMTP_PORT, "--smtp-port", List.of("PGJOBS_SMTP_PORT"), "25", "25",
-              "an integer from 1 to 65535", "port of that SMTP server", text -> parseInt(text, 1, 65_535)),
+          new Definition(SMTP_PORT, "--smtp-port", List.of("PGJOBS_SMTP_PORT"), "1025", "1025",
+              "an integer from 1 to 65535",
+              "port of that SMTP server (1025: where `pgjobs demo` runs its own, as MailHog and Mailpit do)",
+              text -> parseInt(text, 1, 65_535)),
           new Definition(SMTP_FROM, "--smtp-from", List.of("PGJOBS_SMTP_FROM"), "pgjobs@localhost",
               "`pgjobs@localhost`", "an e-mail address (`name@host`)", "sender address of `send_email`",
               Settings::parseEmail),

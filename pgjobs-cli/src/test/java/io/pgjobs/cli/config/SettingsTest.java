@@ -33,7 +33,7 @@ class SettingsTest {
     assertThat(s.host()).isEqualTo("127.0.0.1");
     assertThat(s.apiTokens()).isEmpty();
     assertThat(s.logFormat()).isEqualTo(Settings.LogFormat.PLAIN);
-    assertThat(s.smtpPort()).isEqualTo(25);
+    assertThat(s.smtpPort()).isEqualTo(1025);
     assertThat(s.configFile()).isNull();
     assertThat(s.values().values()).allSatisfy(v -> assertThat(v.source()).isEqualTo(Settings.Source.DEFAULT));
     assertThat(s.workerMetricsBind()).contains(new Settings.Bind("127.0.0.1", 9091));
