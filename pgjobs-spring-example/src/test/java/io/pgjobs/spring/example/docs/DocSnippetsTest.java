@@ -2,7 +2,13 @@ package io.pgjobs.spring.example.docs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.joran.JoranConfigurator;
+import ch.qos.logback.core.status.Status;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -10,11 +16,12 @@ import java.util.List;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.Logger;
 
 /**
  * Every {@code ```java} block of README.md and docs/*.md compiles as written (the rule is
  * {@link DocSnippets}'s), against this module's test class path: pgjobs-core, -server, the Spring Boot
- * starter, Spring, HikariCP, Micrometer and OpenTelemetry.
+ * starter, Spring, HikariCP, Micrometer and OpenTelemetry. The README's logback.xml loads as written.
  */
 class DocSnippetsTest {
   private static final Path REPOSITORY = Path.of("..");
@@ -38,6 +45,26 @@ class DocSnippetsTest {
             blocks.stream().map(DocSnippets.Block::where).collect(Collectors.joining(", ")),
             failures.stream().map(DocSnippets.Failure::toString).collect(Collectors.joining("\n")))
         .isEmpty();
+  }
+
+  @Test
+  void theReadmesLogbackConfigurationLoadsAndLogsAtInfo() throws Exception {
+    String readme = Files.readString(REPOSITORY.resolve("README.md"));
+    int start = readme.indexOf("```xml\n<configuration>");
+    assertThat(start).as("README.md's logback.xml block").isNotNegative();
+    String xml = readme.substring(start + "```xml\n".length(), readme.indexOf("```", start + 3));
+
+    LoggerContext context = new LoggerContext();
+    JoranConfigurator configurator = new JoranConfigurator();
+    configurator.setContext(context);
+    configurator.doConfigure(new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8)));
+
+    assertThat(context.getStatusManager().getCopyOfStatusList())
+        .filteredOn(status -> status.getLevel() >= Status.WARN).as("logback's warnings and errors").isEmpty();
+    assertThat(context.getLogger(Logger.ROOT_LOGGER_NAME).getLevel()).isEqualTo(Level.INFO);
+    assertThat(context.getLogger("io.pgjobs.worker.JobRunner").isDebugEnabled()).isFalse();
+    assertThat(context.getLogger("com.zaxxer.hikari.pool.HikariPool").getEffectiveLevel()).isEqualTo(Level.WARN);
+    context.stop();
   }
 
   @Test
