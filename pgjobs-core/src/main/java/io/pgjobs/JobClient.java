@@ -611,7 +611,12 @@ public final class JobClient {
       return this;
     }
 
-    /** Job types whose defaults and payload class apply when enqueueing by name. */
+    /**
+     * Job types whose defaults and payload class apply where a type is named by a string: {@link
+     * JobClient#enqueue(String, Object, EnqueueOptions)} (an unknown name gets pgjobs' defaults and no payload
+     * check), {@link JobClient#recurring()}, and an {@code ApiServer} over this client (which refuses other
+     * types unless told to accept unknown ones). Enqueueing with a {@link JobType} and running jobs need none.
+     */
     public Builder knownTypes(JobType<?>... types) {
       for (JobType<?> type : types) {
         knownTypes.put(type.name(), type);
