@@ -5,7 +5,7 @@
 -- channels, so two pgjobs installations in one database do not wake each other.
 --
 -- Released migrations are append-only: a change to the schema is a new V<n>__*.sql file, never an edit
--- of this one (docs/operations.md, "Schema and migrations").
+-- of this one (docs/operations.md, "Schema").
 --
 -- Two tables hold jobs, by design:
 --   jobs           the HOT table: only jobs that can still run (queued, scheduled, retrying, running).
