@@ -77,7 +77,13 @@ public final class JobClient {
     return new Builder(dataSource);
   }
 
-  /** Creates the schema if needed and applies pending migrations; safe to call from many processes. */
+  /**
+   * Creates the schema if needed and applies pending migrations; safe to call from many processes.
+   *
+   * @throws PgJobsException if the schema was created by a pre-release pgjobs, whose migration history was
+   *     reset before the first release: it cannot be upgraded, the message gives the SQL to drop it, and
+   *     nothing was changed
+   */
   public void migrate() {
     Migrator.migrate(dataSource, adminStore.schema());
   }

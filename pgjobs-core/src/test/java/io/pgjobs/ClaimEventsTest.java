@@ -16,7 +16,7 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Claims announce the jobs they start themselves, in the claim statement (schema version 22), and the
+ * Claims announce the jobs they start themselves, in the claim statement, and the
  * statement-level events trigger of {@code jobs} does not fire for them: each claimed job is announced
  * {@code running} exactly once, with its new attempt, between its {@code queued} and its outcome; every
  * other update of the hot table still fires the trigger.

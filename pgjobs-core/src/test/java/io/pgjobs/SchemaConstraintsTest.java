@@ -198,7 +198,7 @@ class SchemaConstraintsTest extends PgJobsTestBase {
   }
 
   /**
-   * Why the single-column rules are domains (V21): PostgreSQL re-reads and plans a table's CHECK expressions
+   * Why the single-column rules are domains: PostgreSQL re-reads and plans a table's CHECK expressions
    * for every statement that writes a row, which cost a third of a single-row enqueue when the hot table had
    * twelve (docs/BENCHMARKS.md); a domain's constraints are planned once per connection. This keeps the
    * table CHECKs to the rules over several columns, and fails if a single-column rule goes back to one.
@@ -232,44 +232,6 @@ class SchemaConstraintsTest extends PgJobsTestBase {
       return values;
     } catch (SQLException e) {
       throw new IllegalStateException(e);
-    }
-  }
-
-  /**
-   * A schema at version 20 with jobs at every column limit, migrated to the current version (V21 turns the
-   * single-column rules into domains, rewriting the table): every row is kept as it was, a job enqueued
-   * before the upgrade runs after it, and the rules still refuse what they refused.
-   */
-  @Test
-  void upgradeFromVersion20KeepsEveryJobAndEveryRule() throws SQLException {
-    String schema = "upgrade_from_v20";
-    sql("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
-    try {
-      org.flywaydb.core.Flyway.configure(Migrator.class.getClassLoader())
-          .dataSource(db.dataSource()).schemas(schema).defaultSchema(schema).createSchemas(true)
-          .table(Migrator.HISTORY_TABLE).locations("classpath:io/pgjobs/db/migration").target("20")
-          .load().migrate();
-      JobClient old = JobClient.builder(db.dataSource()).schema(schema).build();
-      UUID queued = old.enqueue(NUMBERED, new Numbered(20)).job().id();
-      sql("INSERT INTO " + schema + ".jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
-          + " created_at, locked_by, claim_token, heartbeat_at, timeout_ms, progress_percent, errors, capability,"
-          + " trace_context) VALUES ('00000000-0000-7000-8000-000000000001', repeat('t', 255), repeat('q', 255), '{}',"
-          + " 0, 'running', 1, 1, now(), now(), 'w', 7, now(), 1, 100, '[{\"attempt\": 1}]', repeat('c', 64),"
-          + " repeat('x', 1024))");
-      String rowsBefore = String.join("\n", strings("SELECT to_jsonb(j)::text FROM " + schema + ".jobs j ORDER BY id"));
-
-      assertThat(Migrator.migrate(db.dataSource(), schema)).isGreaterThanOrEqualTo(1);
-
-      // Every column the rows had, unchanged (columns added since, V24's snooze count, left out).
-      assertThat(String.join("\n", strings("SELECT (to_jsonb(j) - 'snoozes')::text FROM " + schema
-          + ".jobs j ORDER BY id"))).isEqualTo(rowsBefore);
-      assertThatThrownBy(() -> sql("UPDATE " + schema + ".jobs SET queue = repeat('q', 256)"))
-          .hasMessageContaining("jobs_queue_check");
-      sql("DELETE FROM " + schema + ".jobs WHERE locked_by = 'w'");
-      runsToSuccess(schema, old, queued);
-      assertThat(old.get(queued).orElseThrow().output().get("double").asInt()).isEqualTo(40);
-    } finally {
-      sql("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
     }
   }
 

@@ -93,6 +93,31 @@ class PgJobsCommandTest {
         .isPositive();
   }
 
+  /**
+   * A schema a pre-release build migrated (its Flyway history starts with V1__create_jobs.sql; the core's
+   * PreReleaseSchemaRefusedTest builds one with the real pre-release files) is refused with the SQL to drop it.
+   */
+  @Test
+  void migrateRefusesASchemaOfAPreReleaseBuildNamingTheSqlToDropIt() {
+    db.execute(
+        "CREATE SCHEMA pre_release",
+        "CREATE TABLE pre_release.pgjobs_schema_history (installed_rank int PRIMARY KEY, version text,"
+            + " description text, type text, script text, checksum int, success boolean)",
+        "INSERT INTO pre_release.pgjobs_schema_history VALUES"
+            + " (1, '1', 'create jobs', 'SQL', 'V1__create_jobs.sql', 1, true),"
+            + " (2, '24', 'snooze count', 'SQL', 'V24__snooze_count.sql', 2, true)");
+
+    CommandRun migrate = CommandRun.of(Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_SCHEMA", "pre_release"), "migrate");
+
+    assertThat(migrate.exitCode()).as(migrate.toString()).isEqualTo(PgJobsCommand.FAILED);
+    assertThat(migrate.err())
+        .contains("schema \"pre_release\" was created by a pre-release pgjobs")
+        .contains("reached version 24")
+        .contains("DROP SCHEMA \"pre_release\" CASCADE;");
+    assertThat(db.queryLong("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'pre_release'"))
+        .as("nothing created").isEqualTo(1);
+  }
+
   // ---------------------------------------------------------------- enqueue and jobs
 
   @Test

@@ -42,16 +42,16 @@ import org.slf4j.LoggerFactory;
  * last saw, and at least {@link #ANALYZE_MIN_PAGES} pages, is analyzed at once, backoff or not.
  *
  * <p><b>Pages given back after a peak.</b> No vacuum cuts the hot table's empty end pages on its own
- * (schema version 19): the cut takes an exclusive lock, and a table cut small is what sessions re-plan
- * on. So the table keeps the size its busiest moment needed — and everything that reads it whole pays
- * for that size (issue 32.3: 10,482 pages for 250 jobs). Once the table has emptied after a peak (at
+ * (the table's {@code vacuum_truncate = false}): the cut takes an exclusive lock, and a table cut small
+ * is what sessions re-plan on. So the table keeps the size its busiest moment needed — and everything that
+ * reads it whole pays for that size (issue 32.3: 10,482 pages for 250 jobs). Once the table has emptied after a peak (at
  * least {@link #SHRINK_MIN_PAGES} pages, fewer live rows than one per {@link #SHRINK_PAGES_PER_LIVE_ROW}
  * pages: far more than any steady rate keeps in use), this task's vacuum cuts them
  * ({@code TRUNCATE true}), at most once per {@link #SHRINK_INTERVAL}. Why this is safe where autovacuum's
  * cut was not: PostgreSQL takes the lock for the cut only when it is free at once and gives it up as
  * soon as a claim waits for it (see {@code WorkerSql.VACUUM_HOT_TABLE_GIVING_PAGES_BACK}); under
  * steady claims it gets no gap and keeps the pages. And a table that grows again after the cut is
- * re-planned by the analyze on growth above, which did not exist when version 19 was written.
+ * re-planned by the analyze on growth above.
  */
 final class HotTableVacuum implements MaintenanceTask {
   private static final Logger log = LoggerFactory.getLogger(HotTableVacuum.class);

@@ -272,7 +272,7 @@ final class AdminSql {
    * index (jobs that need no capability, jobs that need one), each saying that index's predicate so it
    * can be read alone, index-only ({@code queue} and {@code run_at} are in it). One statement saying
    * {@code state IN (...)} matches neither partial index, so it could only read the table, all of it:
-   * the hot table keeps the pages of its busiest moment (schema version 19), 10,482 pages for 250 jobs
+   * the hot table keeps the pages of its busiest moment ({@code vacuum_truncate = false}), 10,482 pages for 250 jobs
    * in issue 32.3. Run after {@link #INDEXES_ONLY}.
    */
   static final String READY_DEPTH =

@@ -281,7 +281,7 @@ public final class AdminStore {
   }
 
   /**
-   * Whether the trigram index over the searched text exists and can serve queries. Since V20 it is the
+   * Whether the trigram index over the searched text exists and can serve queries. It is the
    * operator's to create (docs/operations.md), so the answer is asked again at most every
    * {@link #TEXT_INDEX_RECHECK_NANOS}: an index created (or dropped) while the server runs is used (or no
    * longer relied on) without a restart. An index still being built by {@code CREATE INDEX CONCURRENTLY},

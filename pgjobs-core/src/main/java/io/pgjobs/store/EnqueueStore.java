@@ -136,7 +136,7 @@ public final class EnqueueStore {
         }
         original = rs.getObject(1, UUID.class);
         String fingerprint = rs.getString(2);
-        // NULL: a key stored before fingerprints (schema version 9) answers any request, as it did.
+        // NULL: a key stored without a fingerprint answers any request.
         if (fingerprint != null && !fingerprint.equals(job.idempotencyFingerprint())) {
           throw new IdempotencyKeyReusedException(job.idempotencyKey(), original);
         }
@@ -493,7 +493,7 @@ public final class EnqueueStore {
             "idempotency key '" + job.idempotencyKey() + "' conflicted but names no job; try again");
       }
       UUID original = UUID.fromString(row[0]);
-      // NULL: a key stored before fingerprints (schema version 9) answers any request, as in insert().
+      // NULL: a key stored without a fingerprint answers any request, as in insert().
       if (row[1] != null && !row[1].equals(job.idempotencyFingerprint())) {
         throw new IdempotencyKeyReusedException(job.idempotencyKey(), original);
       }

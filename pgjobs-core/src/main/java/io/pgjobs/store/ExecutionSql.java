@@ -27,7 +27,7 @@ final class ExecutionSql {
 
   /**
    * The transaction-local setting a claim statement turns on before it updates a row, so that the
-   * statement-level trigger {@code jobs_events_update} (schema version 22: {@code WHEN} the setting is not
+   * statement-level trigger {@code jobs_events_update} ({@code WHEN} the setting is not
    * {@code on}) does not fire for it: the claim announces its jobs itself ({@link #CLAIM_TAIL}). Firing
    * the trigger, with its transition tables, cost a single-row claim ~50 µs of its ~90 µs in the server
    * (docs/BENCHMARKS.md). Claims run in auto-commit mode, so the setting ends with the claim's own
@@ -115,7 +115,7 @@ final class ExecutionSql {
    * {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at} (then id);
    * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
    * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort. Only jobs that need
-   * no capability: jobs_ready_idx holds no others (schema version 15), so this reads the same index
+   * no capability: jobs_ready_idx holds no others, so this reads the same index
    * ranges, whatever the jobs that need a capability are; a worker with capabilities also runs
    * {@link #CLAIM_CAPABLE}.
    *

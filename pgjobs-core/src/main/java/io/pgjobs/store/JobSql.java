@@ -44,8 +44,8 @@ final class JobSql {
    * PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more, and the error aborts the statement that
    * sends it. A job event lists jobs only while the running total of their JSON entries' bytes stays
    * within this budget, which leaves room for the envelope and the separators; {@code count} stays the
-   * true number and {@code truncated} says whether some were left out. The trigger of schema version 6
-   * (V6__bounded_notifications.sql) uses the same number.
+   * true number and {@code truncated} says whether some were left out. The events trigger of {@code jobs}
+   * and {@code finished_jobs} ({@code notify_job_events}, V1__schema.sql) uses the same number.
    */
   static final int EVENT_JOBS_MAX_BYTES = 7_000;
 
@@ -169,8 +169,8 @@ final class JobSql {
 
   /**
    * The text {@code ?text=} searches: the payload as JSON text and the context, one line apart. The same
-   * expression as the trigram index {@code finished_jobs_text_trgm_idx} (V10 created it, V20 leaves it to the
-   * operator: docs/operations.md), so that index serves it where it exists.
+   * expression as the trigram index {@code finished_jobs_text_trgm_idx} (the operator's to create:
+   * docs/operations.md), so that index serves it where it exists.
    */
   static final String SEARCHED_TEXT = "(payload::text || coalesce(E'\\n' || context, ''))";
 

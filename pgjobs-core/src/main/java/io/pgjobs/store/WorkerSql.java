@@ -21,7 +21,7 @@ final class WorkerSql {
    * <p>Rows another transaction holds are skipped, not waited for (a handler's own open transaction on
    * its row must not stall the heartbeat of every other job); the caller also bounds the wait for the
    * worker's own row with a lock timeout. The held jobs it did not renew are named in the worker's row
-   * ({@code held_locked}, V23), so {@link #RESCUE} leaves them to it. Returns the jobs renewed with their
+   * ({@code held_locked}), so {@link #RESCUE} leaves them to it. Returns the jobs renewed with their
    * cancel flags, so a missed cancel notification is seen here at the latest.
    *
    * <p>Parameters: held ids, worker id, tokens (jsonb), then the worker's row (id, host, pid, queues,
@@ -288,7 +288,7 @@ final class WorkerSql {
   /**
    * {@link #VACUUM_HOT_TABLE} that also gives the empty pages at the table's end back to the operating
    * system, for a table that emptied after a peak ({@code HotTableVacuum} decides when). The explicit
-   * option wins over the table's {@code vacuum_truncate = false} (schema version 19). PostgreSQL takes the
+   * option wins over the table's {@code vacuum_truncate = false}. PostgreSQL takes the
    * exclusive lock the cut needs only if it is free at once (it tries again every 50 ms, for 5 s at most,
    * then keeps the pages), and lets go of it as soon as another session waits for it, having cut what it
    * had checked by then: so the cut never queues in front of a claim, and a claim that arrives meanwhile

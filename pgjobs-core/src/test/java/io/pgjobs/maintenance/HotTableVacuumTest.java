@@ -52,7 +52,7 @@ class HotTableVacuumTest extends PgJobsTestBase {
           .until(() -> count(MANUAL_VACUUMS) > before);
       await().atMost(Duration.ofSeconds(10)).until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
     }
-    // Empty, but under 32 MiB: the size a busy queue keeps in use, so its pages stay (schema version 19).
+    // Empty, but under 32 MiB: the size a busy queue keeps in use, so its pages stay (vacuum_truncate = false).
     assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("the emptied small table's size").isEqualTo(size);
   }
 
@@ -65,10 +65,10 @@ class HotTableVacuumTest extends PgJobsTestBase {
   }
 
   /**
-   * Schema version 19: no vacuum cuts the empty pages off the hot table's end, autovacuum's (which runs
-   * without options) included — the cut takes a lock every claim waits for, and a table cut back to a few
-   * pages is what every worker connection re-plans its lookups by id on (sequential scans, W5). An
-   * operator who asks for it explicitly still gets it.
+   * The table's {@code vacuum_truncate = false}: no vacuum cuts the empty pages off the hot table's end,
+   * autovacuum's (which runs without options) included — the cut takes a lock every claim waits for, and a
+   * table cut back to a few pages is what every worker connection re-plans its lookups by id on (sequential
+   * scans, W5). An operator who asks for it explicitly still gets it.
    */
   @Test
   void noVacuumCutsTheEmptyPagesOffTheHotTableUnlessAnOperatorAsksForIt() {
@@ -86,7 +86,7 @@ class HotTableVacuumTest extends PgJobsTestBase {
   /**
    * Issue 32.3: a hot table that emptied after a peak gives its pages back — the leader's vacuum cuts
    * them — while a worker claims and finishes a steady trickle of jobs, none of which is lost or run
-   * twice. (Version 19's own rule still holds: no plain vacuum cuts them, see above.)
+   * twice. (The table's own rule still holds: no plain vacuum cuts them, see above.)
    */
   @Test
   void aTableThatEmptiedGivesItsPagesBackWhileClaimsRunLosingNoJob() throws Exception {

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * Issue 32.3: the hot table keeps the pages its busiest moment needed (schema version 19), so a count of
+ * Issue 32.3: the hot table keeps the pages its busiest moment needed (vacuum_truncate = false), so a count of
  * its waiting jobs that reads the table sequentially costs what that moment cost, however few jobs are
  * left — 10,482 pages for about 250 jobs, 15–29 ms a call, in the 64-lane harness that asks for the
  * queue depth before every batch. The counts read the ready indexes instead.

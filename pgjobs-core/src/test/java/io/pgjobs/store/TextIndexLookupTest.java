@@ -14,7 +14,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The job list uses the optional trigram index (V20: the operator's to create) only when it can serve
+ * The job list uses the optional trigram index (the operator's to create) only when it can serve
  * queries: not while {@code CREATE INDEX CONCURRENTLY} is still building it, nor when such a build left
  * it invalid.
  */
@@ -38,7 +38,7 @@ class TextIndexLookupTest extends PgJobsTestBase {
 
   @Test
   void anIndexStillBeingBuiltConcurrentlyIsNotUsedUntilItIsValid() throws Exception {
-    assertThat(usable()).as("V20: no index").isFalse();
+    assertThat(usable()).as("no index until the operator creates it").isFalse();
     CompletableFuture<Void> build;
     // A transaction holding a snapshot: the concurrent build waits for it before the index becomes valid.
     try (Connection old = DriverManager.getConnection(db.jdbcUrl());

@@ -23,8 +23,8 @@ import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Issue 11, item 4: the job list's filters over finished jobs are served by indexes (V10), text search by a
- * trigram index where the operator created it (V20 takes it off the write path by default) and by a plain
+ * Issue 11, item 4: the job list's filters over finished jobs are served by indexes, text search by a
+ * trigram index where the operator created it (none by default: it is off the write path) and by a plain
  * scan where there is none, and a request that times out takes its statement with it in PostgreSQL.
  */
 class ListFiltersTest {
@@ -53,7 +53,7 @@ class ListFiltersTest {
         "VACUUM ANALYZE pgjobs.finished_jobs");
   }
 
-  /** The statement docs/operations.md gives, for pg_trgm where V10 put it (the pgjobs schema). */
+  /** The statement docs/operations.md gives, for pg_trgm where the migration put it (the pgjobs schema). */
   static final String CREATE_TEXT_INDEX = """
       CREATE INDEX CONCURRENTLY finished_jobs_text_trgm_idx ON pgjobs.finished_jobs
           USING gin ((payload::text || coalesce(E'\\n' || context, '')) pgjobs.gin_trgm_ops)""";
@@ -143,7 +143,7 @@ class ListFiltersTest {
       client.migrate();
       assertThat(db.queryLong("""
           SELECT count(*) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-           WHERE e.extname = 'pg_trgm' AND n.nspname = 'pgjobs'""")).as("V10 still installs pg_trgm").isEqualTo(1);
+           WHERE e.extname = 'pg_trgm' AND n.nspname = 'pgjobs'""")).as("the migration installs pg_trgm").isEqualTo(1);
       assertThat(db.queryLong(
           "SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname = 'finished_jobs_text_trgm_idx'"))
           .as("no trigram index paid by every finished job unless asked for").isZero();
