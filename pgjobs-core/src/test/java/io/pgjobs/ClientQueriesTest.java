@@ -288,6 +288,42 @@ class ClientQueriesTest extends PgJobsTestBase {
     assertThat(client.countByQueue()).isEmpty();
   }
 
+  // ---------------------------------------------------------------- queueDepth
+
+  /**
+   * Due waiting jobs per queue, queued or retrying, with a capability or without (one part of the count
+   * per ready index, the parts summed per queue); scheduled and running jobs are not counted.
+   */
+  @Test
+  void queueDepthCountsDueWaitingJobsPerQueueWithAndWithoutACapability() {
+    EnqueueOptions gpu = EnqueueOptions.builder().capability("gpu").build();
+    EnqueueOptions later = EnqueueOptions.builder().delay(Duration.ofHours(1)).build();
+    enqueue(PARKED, 1);
+    enqueue(PARKED, 2);
+    UUID retryingDue = enqueue(PARKED, 3);
+    client.enqueue(PARKED, new Numbered(4), gpu);
+    UUID retryingDueWithCapability = client.enqueue(PARKED, new Numbered(5), gpu).job().id();
+    client.enqueue(PARKED, new Numbered(6), later);
+    client.enqueue(PARKED, new Numbered(7), EnqueueOptions.builder().capability("gpu").delay(Duration.ofHours(1)).build());
+    client.enqueue(PARKED, new Numbered(8), EnqueueOptions.builder().queue("gpus").capability("gpu").build());
+    client.enqueue(PARKED, new Numbered(9), EnqueueOptions.builder().queue("gpus").capability("gpu").build());
+    client.enqueue(PARKED, new Numbered(10), EnqueueOptions.builder().queue("later").delay(Duration.ofHours(1)).build());
+    db.execute("UPDATE pgjobs.jobs SET state = 'retrying', attempts = 1 WHERE id IN ('" + retryingDue + "', '"
+        + retryingDueWithCapability + "')");
+    startWorker();
+    UUID retryingLater = enqueue(RETRIES, 11);
+    UUID running = enqueue(BLOCKS, 12);
+    awaitState(retryingLater, JobState.RETRYING);
+    awaitState(running, JobState.RUNNING);
+
+    assertThat(client.queueDepth()).isEqualTo(Map.of("parked", 5L, "gpus", 2L));
+  }
+
+  @Test
+  void queueDepthOfAnEmptyDatabaseIsEmpty() {
+    assertThat(client.queueDepth()).isEmpty();
+  }
+
   // ---------------------------------------------------------------- retry
 
   @Test

@@ -199,7 +199,8 @@ final class AdminSql {
    * read all the time and so in memory. At the default the planner reads an emptied table whole rather
    * than its index, which kept its size too and whose every page it prices as a random read, not knowing
    * that the scan skips the pages vacuum emptied (109 MB table, 250 jobs: a sequential scan of 13,983
-   * pages against 15 buffers through the indexes; docs/BENCHMARKS.md). Not {@link #INDEXES_ONLY}: on a
+   * pages against 15 buffers through the indexes; docs/BENCHMARKS.md). Not sequential scans off, nor
+   * the index forced as {@link #READY_DEPTH} does: the overview reads columns the indexes lack, and on a
    * backlog of a million waiting jobs reading the index too took twice as long as the table alone.
    */
   static final String PAGES_PRICED_ALIKE =
@@ -269,35 +270,37 @@ final class AdminSql {
 
   /**
    * Due jobs per queue, for the queue depth gauge and {@code JobClient.queueDepth()}: one part per ready
-   * index (jobs that need no capability, jobs that need one), each saying that index's predicate so it
+   * index (jobs that need no capability, jobs that need one), each saying that index's predicate, so it
    * can be read alone, index-only ({@code queue} and {@code run_at} are in it). One statement saying
    * {@code state IN (...)} matches neither partial index, so it could only read the table, all of it:
-   * the hot table keeps the pages of its busiest moment ({@code vacuum_truncate = false}), 10,482 pages for 250 jobs
-   * in issue 32.3. Run after {@link #INDEXES_ONLY}.
+   * the hot table keeps the pages of its busiest moment ({@code vacuum_truncate = false}).
+   *
+   * <p>Each part asks for its index's order and has a limit the planner cannot see: {@code (SELECT
+   * NULL::bigint)}, no limit when it runs, but an expression, for which the planner assumes that a tenth
+   * of the rows will be fetched. That makes a sequential scan lose whatever the statistics say: it must
+   * read the whole table and sort it before the first row, where the index delivers its first row at once
+   * and is priced at a tenth of its scan. Left to plain costs, the planner read a table that had emptied
+   * after a peak whole, because it prices each page of the index (which keeps its size too) as a random
+   * read, four times a page of the table, not knowing that a scan of a btree skips the pages its vacuum
+   * emptied (14,472 pages holding 250 jobs, a 3,976-page index: 14,473 buffers and 16–24 ms for the
+   * table, 209 buffers and 0.2 ms for the index; docs/BENCHMARKS.md). A bound the planner cannot estimate
+   * ({@code queue >= (SELECT '')}, a third of the rows) was not enough: under churn the table's row
+   * estimate ran ahead of the index's and the sequential scan came back.
+   *
+   * <p>One statement, run alone in auto-commit: the earlier {@code SET LOCAL enable_seqscan = off} needed a
+   * transaction of its own, three round trips more a call, which a producer that asks before every batch
+   * paid each time. The plan is the index-only scan that setting forced, which on a backlog of a million
+   * waiting jobs cost what the table's scan did (docs/BENCHMARKS.md).
    */
   static final String READY_DEPTH =
       """
-      SELECT queue, sum(jobs)::bigint FROM (
-          SELECT queue, count(*) AS jobs FROM {schema}.jobs
-           WHERE state IN ('queued', 'retrying') AND capability IS NULL AND run_at <= now()
-           GROUP BY queue
+      SELECT queue, count(*) FROM (
+          (SELECT queue FROM {schema}.jobs
+            WHERE state IN ('queued', 'retrying') AND capability IS NULL AND run_at <= now()
+            ORDER BY queue LIMIT (SELECT NULL::bigint))
           UNION ALL
-          SELECT queue, count(*) FROM {schema}.jobs
-           WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL AND run_at <= now()
-           GROUP BY queue) AS due
+          (SELECT queue FROM {schema}.jobs
+            WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL AND run_at <= now()
+            ORDER BY capability, queue LIMIT (SELECT NULL::bigint))) AS due
        GROUP BY queue""";
-
-  /**
-   * Said first, in the transaction of {@link #READY_DEPTH}: without it the planner still reads the table
-   * sequentially whenever the index looks as dear, and on a table that emptied after a peak it does — it
-   * prices each page of the index (which keeps its size too) as a random read, four times a page of the
-   * table, not knowing that a scan of a btree skips the pages its vacuum emptied (a table grown to 14,063
-   * pages and left with 250 jobs: 3,641 index pages priced, 266 read; docs/BENCHMARKS.md). The count
-   * reads the index alone (index-only: {@code queue} and {@code run_at} are in it), which costs what the
-   * table's scan did even when the table is full of waiting jobs (a backlog of a million: 343–522 ms
-   * against 395–474 ms in five rounds, within the noise of a shared machine). Only for statements that read nothing but the hot table.
-   */
-  static final String INDEXES_ONLY =
-      """
-      SET LOCAL enable_seqscan = off""";
 }

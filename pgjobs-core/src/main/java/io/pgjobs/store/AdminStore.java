@@ -504,29 +504,18 @@ public final class AdminStore {
 
   /**
    * Due jobs per queue (queue depth), read from the ready indexes ({@link AdminSql#READY_DEPTH}): its cost
-   * follows the jobs waiting, not the size the hot table once grew to.
+   * follows the jobs waiting, not the size the hot table once grew to. One statement in auto-commit.
    */
   public Map<String, Long> readyDepth() throws SQLException {
     Map<String, Long> depth = new LinkedHashMap<>();
-    try (Connection c = dataSource.getConnection()) {
-      inTransaction(c, () -> {
-        indexesOnly(c);
-        try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(readyDepth));
-            ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            depth.put(rs.getString(1), rs.getLong(2));
-          }
-        }
-      });
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(readyDepth));
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        depth.put(rs.getString(1), rs.getLong(2));
+      }
     }
     return depth;
-  }
-
-  /** {@link AdminSql#INDEXES_ONLY}, for the rest of the caller's transaction. */
-  private static void indexesOnly(Connection c) throws SQLException {
-    try (java.sql.Statement s = c.createStatement()) {
-      s.execute(AdminSql.INDEXES_ONLY);
-    }
   }
 
   /**

@@ -123,6 +123,46 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
   }
 
   /**
+   * The plan itself, not only what one call read: on a table that emptied after a peak the count reads
+   * the two ready indexes and never the table sequentially — with the statistics a vacuum leaves (no rows)
+   * and with those of an analyze of the few rows left. Plain costs chose the sequential scan here: the
+   * planner prices the bloated index's pages as random reads (see {@link AdminSql#READY_DEPTH}).
+   */
+  @Test
+  void queueDepthIsPlannedAsIndexReadsNotASequentialScanOnABloatedNearlyEmptyTable() {
+    long pages = bloat();
+    JobClient setup = setupClient();
+    setup.enqueueAll(NUMBERED, Collections.nCopies(250, new Numbered(1)), EnqueueOptions.DEFAULTS);
+    setup.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(2)),
+        EnqueueOptions.builder().capability("gpu").build());
+
+    String afterVacuum = explain(JobSql.forSchema(AdminSql.READY_DEPTH, "pgjobs"));
+    inOwnSession("ANALYZE pgjobs.jobs");
+    String afterAnalyze = explain(JobSql.forSchema(AdminSql.READY_DEPTH, "pgjobs"));
+
+    for (String plan : List.of(afterVacuum, afterAnalyze)) {
+      assertThat(plan).as("the plan of queueDepth() on %d pages", pages)
+          .doesNotContain("Seq Scan")
+          .contains("Index Only Scan using jobs_ready_idx on jobs")
+          .contains("Index Only Scan using jobs_ready_capability_idx on jobs");
+    }
+  }
+
+  /** {@code EXPLAIN} of {@code sql}, its lines joined. */
+  private static String explain(String sql) {
+    try (java.sql.Connection c = db.dataSource().getConnection(); java.sql.Statement s = c.createStatement();
+        java.sql.ResultSet rs = s.executeQuery("EXPLAIN " + sql)) {
+      StringBuilder plan = new StringBuilder();
+      while (rs.next()) {
+        plan.append(rs.getString(1)).append('\n');
+      }
+      return plan.toString();
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
    * The queue overview (behind {@code GET /queues} and the dashboard) and {@code countByQueue()} count the
    * hot table's jobs through its partial indexes too — waiting with and without a capability, scheduled,
    * running — and still tell each state apart.
