@@ -138,7 +138,7 @@ public final class PgJobsSettings {
   public static final Setting<Boolean> MAINTENANCE =
       Setting.flag("maintenance", "maintenance", true,
               "take part in maintenance (rescue of stale jobs, pruning of finished jobs, removal of dead workers,"
-                  + " recurring schedules) with the `Maintenance` defaults of the settings below")
+                  + " recurring schedules); its own intervals are `Maintenance`'s defaults")
           .setBy("JobWorker.Builder.maintenance")
           .springProperty("pgjobs.worker.maintenance");
 

@@ -16,7 +16,7 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * is declared once (its {@link io.pgjobs.config.Setting#springProperty()} names the property here:
  * {@code pgjobs.worker.dead-after} is the catalogue's {@code worker_dead_after}). Their defaults reach the
  * configuration metadata through {@code additional-spring-configuration-metadata.json}, which
- * {@code PgJobsPropertiesTest} generates from the catalogue and keeps equal to it.
+ * {@code PgJobsPropertiesDocsTest} generates from the catalogue and keeps equal to it.
  */
 @ConfigurationProperties(prefix = "pgjobs")
 public class PgJobsProperties {
