@@ -28,8 +28,7 @@ public final class PgJobsSettings {
 
   /** Jobs run at once per queue unless a queue says otherwise. */
   public static final Setting<Integer> CONCURRENCY =
-      Setting.integer("concurrency", "concurrency", 10, 1, 10_000,
-              "jobs run at once per queue (a queue named without its own number)")
+      Setting.integer("concurrency", "concurrency", 10, 1, 10_000, "jobs run at once per queue")
           .setBy("JobWorker.Builder.queue(name, n)")
           .onCommandLine()
           .springProperty("pgjobs.worker.concurrency");
