@@ -182,7 +182,7 @@ public final class Settings {
           new Definition(QUEUES, "--queues", List.of("PGJOBS_QUEUES"), null,
               "the queues of the registered job types",
               "comma-separated `queue` or `queue=concurrency` (queue: 1–255 of letters, digits, `_ . : - /`;"
-                  + " concurrency 1–10000)",
+                  + " concurrency " + PgJobsSettings.CONCURRENCY.allowedText() + ")",
               "queues `work` serves; a queue without `=N` gets `concurrency`", Settings::parseQueues),
           new Definition(CAPABILITIES, "--capabilities", List.of("PGJOBS_CAPABILITIES"), null, "none",
               "comma-separated names, each 1–64 of letters, digits and `_ . -`",
@@ -711,7 +711,7 @@ public final class Settings {
       Integer concurrency = null;
       if (kv.length == 2) {
         try {
-          concurrency = parseInt(kv[1], 1, 10_000);
+          concurrency = parseInt(kv[1], PgJobsSettings.CONCURRENCY.min(), PgJobsSettings.CONCURRENCY.max());
         } catch (IllegalArgumentException e) {
           throw new IllegalArgumentException("concurrency '" + kv[1].strip() + "' of queue '" + queue + "' is " + e.getMessage());
         }
