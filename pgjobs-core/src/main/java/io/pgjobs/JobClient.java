@@ -46,8 +46,8 @@ import tools.jackson.databind.json.JsonMapper;
  * leaves committing to the caller.
  */
 public final class JobClient {
-  /** Schema used when none is given: {@value}. */
-  public static final String DEFAULT_SCHEMA = "pgjobs";
+  /** Schema used when none is given ({@link io.pgjobs.config.PgJobsSettings#SCHEMA}). */
+  public static final String DEFAULT_SCHEMA = io.pgjobs.config.PgJobsSettings.SCHEMA.defaultValue();
 
   private final DataSource dataSource;
   /** {@link #dataSource} as pgjobs borrows from it: in auto-commit mode whatever the pool's default. */
@@ -578,7 +578,7 @@ public final class JobClient {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     }
 
-    /** The pgjobs schema (default {@value JobClient#DEFAULT_SCHEMA}): 1 to 51 lowercase letters, digits, _. */
+    /** The pgjobs schema ({@link io.pgjobs.config.PgJobsSettings#SCHEMA}): 1 to 51 lowercase letters, digits, _. */
     public Builder schema(String schema) {
       this.schema = schema;
       return this;

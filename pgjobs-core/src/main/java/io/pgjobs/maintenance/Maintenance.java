@@ -3,7 +3,7 @@ package io.pgjobs.maintenance;
 import io.pgjobs.JobClient;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.WorkerStore;
-import io.pgjobs.config.DurationText;
+import io.pgjobs.config.PgJobsSettings;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -30,36 +30,41 @@ import org.slf4j.LoggerFactory;
 public final class Maintenance implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
 
-  /** A running job with no heartbeat for this long is rescued: 5 min. */
-  public static final Duration DEFAULT_STALE_THRESHOLD = Duration.ofMinutes(5);
-  /** Finished jobs are kept this long: 24 h. */
-  public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
-  /** The maintenance lease lasts this long unless renewed: 10 s. */
-  public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
+  // The defaults are declared in PgJobsSettings, with their ranges; these name them for callers.
+
+  /** A running job with no heartbeat for this long is rescued ({@link PgJobsSettings#STALE_THRESHOLD}). */
+  public static final Duration DEFAULT_STALE_THRESHOLD = PgJobsSettings.STALE_THRESHOLD.defaultValue();
+  /** Finished jobs are kept this long ({@link PgJobsSettings#RETENTION}). */
+  public static final Duration DEFAULT_RETENTION = PgJobsSettings.RETENTION.defaultValue();
+  /** The maintenance lease lasts this long unless renewed ({@link PgJobsSettings#LEASE_TTL}). */
+  public static final Duration DEFAULT_LEASE_TTL = PgJobsSettings.LEASE_TTL.defaultValue();
   /**
    * A worker whose own row has not been renewed for this long is presumed dead and every job it holds
-   * goes back to the queue: 20 s. Workers renew it every few seconds (see JobWorker's heartbeat
-   * interval) and stop their own handlers before this passes without a renewal.
+   * goes back to the queue ({@link PgJobsSettings#WORKER_DEAD_AFTER}). Workers renew it every few seconds
+   * (see JobWorker's heartbeat interval) and stop their own handlers before this passes without a renewal.
    */
-  public static final Duration DEFAULT_WORKER_DEAD_AFTER = Duration.ofSeconds(20);
-  /** How often the leader fires recurring schedules' due slots: 1 s. */
-  public static final Duration DEFAULT_RECURRING_INTERVAL = Duration.ofSeconds(1);
+  public static final Duration DEFAULT_WORKER_DEAD_AFTER = PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
+  /** How often the leader fires recurring schedules' due slots ({@link PgJobsSettings#RECURRING_INTERVAL}). */
+  public static final Duration DEFAULT_RECURRING_INTERVAL = PgJobsSettings.RECURRING_INTERVAL.defaultValue();
   /**
    * A recurring slot older than this when looked at was missed, with the default lease TTL and recurring
-   * interval: 22 s. Unless set ({@link Builder#recurringMissedAfter}), it is the time a leader change may
-   * take: twice the lease TTL and twice the recurring interval.
+   * interval. Unless set ({@link Builder#recurringMissedAfter}), it is the time a leader change may take:
+   * twice the lease TTL and twice the recurring interval.
    */
   public static final Duration DEFAULT_RECURRING_MISSED_AFTER =
       missedAfter(DEFAULT_LEASE_TTL, DEFAULT_RECURRING_INTERVAL);
-  /** How often the pruner runs: 1 min. */
-  public static final Duration DEFAULT_PRUNE_INTERVAL = Duration.ofMinutes(1);
+  /** How often the pruner runs ({@link PgJobsSettings#PRUNE_INTERVAL}). */
+  public static final Duration DEFAULT_PRUNE_INTERVAL = PgJobsSettings.PRUNE_INTERVAL.defaultValue();
   /**
-   * A due job whose type no live worker serving its queue runs is failed once it is this old: 5 min
-   * (see {@link Builder#unknownTypeGrace}).
+   * A due job whose type no live worker serving its queue runs is failed once it is this old
+   * ({@link PgJobsSettings#UNKNOWN_TYPE_GRACE}; see {@link Builder#unknownTypeGrace}).
    */
-  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = Duration.ofMinutes(5);
-  /** How often the leader looks at the hot table's dead row versions (and vacuums it if needed): 5 s. */
-  public static final Duration DEFAULT_VACUUM_INTERVAL = Duration.ofSeconds(5);
+  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue();
+  /**
+   * How often the leader looks at the hot table's dead row versions, and vacuums it if needed
+   * ({@link PgJobsSettings#VACUUM_INTERVAL}).
+   */
+  public static final Duration DEFAULT_VACUUM_INTERVAL = PgJobsSettings.VACUUM_INTERVAL.defaultValue();
 
   private final LeaderElector elector;
   private final List<MaintenanceTask> tasks;
@@ -222,52 +227,52 @@ public final class Maintenance implements AutoCloseable {
       return this;
     }
 
-    /** Running jobs silent this long are rescued, 1 s to 24 h (default 5 min). Use one value on every node. */
+    /** Running jobs silent this long are rescued ({@link PgJobsSettings#STALE_THRESHOLD}). Use one value on every node. */
     public Builder staleThreshold(Duration staleThreshold) {
-      this.staleThreshold = DurationText.requireBetween("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
+      this.staleThreshold = PgJobsSettings.STALE_THRESHOLD.require(staleThreshold);
       return this;
     }
 
     /**
      * A worker whose own heartbeat row is older than this is presumed dead, and its jobs go back to the
-     * queue at once: 1 s to 1 h (default 20 s). Use one value on every node, and several of the workers'
+     * queue at once ({@link PgJobsSettings#WORKER_DEAD_AFTER}). Use one value on every node, and several of the workers'
      * heartbeat intervals.
      */
     public Builder workerDeadAfter(Duration workerDeadAfter) {
-      this.workerDeadAfter = DurationText.requireBetween("worker dead-after", workerDeadAfter, Duration.ofSeconds(1), Duration.ofHours(1));
+      this.workerDeadAfter = PgJobsSettings.WORKER_DEAD_AFTER.require(workerDeadAfter);
       return this;
     }
 
     /**
      * How often the leader looks for jobs to rescue (default the least of half the stale threshold, a
-     * quarter of the worker dead-after threshold, and 30 s).
+     * quarter of the worker dead-after threshold, and 30 s; {@link PgJobsSettings#RESCUE_INTERVAL}).
      */
     public Builder rescueInterval(Duration rescueInterval) {
-      this.rescueInterval = DurationText.requireBetween("rescue interval", rescueInterval, Duration.ofMillis(100), Duration.ofHours(1));
+      this.rescueInterval = PgJobsSettings.RESCUE_INTERVAL.require(rescueInterval);
       return this;
     }
 
-    /** Finished jobs older than this are deleted, 1 s to 3650 d (default 24 h). */
+    /** Finished jobs older than this are deleted ({@link PgJobsSettings#RETENTION}). */
     public Builder retention(Duration retention) {
-      this.retention = DurationText.requireBetween("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
+      this.retention = PgJobsSettings.RETENTION.require(retention);
       return this;
     }
 
-    /** How often the pruner runs, 1 s to 1 d (default 1 min). */
+    /** How often the pruner runs ({@link PgJobsSettings#PRUNE_INTERVAL}). */
     public Builder pruneInterval(Duration pruneInterval) {
-      this.pruneInterval = DurationText.requireBetween("prune interval", pruneInterval, Duration.ofSeconds(1), Duration.ofDays(1));
+      this.pruneInterval = PgJobsSettings.PRUNE_INTERVAL.require(pruneInterval);
       return this;
     }
 
-    /** How long the maintenance lease lasts unless renewed, 1 s to 10 min (default 10 s). */
+    /** How long the maintenance lease lasts unless renewed ({@link PgJobsSettings#LEASE_TTL}). */
     public Builder leaseTtl(Duration leaseTtl) {
-      this.leaseTtl = DurationText.requireBetween("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
+      this.leaseTtl = PgJobsSettings.LEASE_TTL.require(leaseTtl);
       return this;
     }
 
-    /** How often the leader fires the due slots of recurring schedules, 100 ms to 1 min (default 1 s). */
+    /** How often the leader fires the due slots of recurring schedules ({@link PgJobsSettings#RECURRING_INTERVAL}). */
     public Builder recurringInterval(Duration interval) {
-      this.recurringInterval = DurationText.requireBetween("recurring interval", interval, Duration.ofMillis(100), Duration.ofMinutes(1));
+      this.recurringInterval = PgJobsSettings.RECURRING_INTERVAL.require(interval);
       return this;
     }
 
@@ -275,22 +280,22 @@ public final class Maintenance implements AutoCloseable {
      * A recurring slot older than this when the leader looks at it was missed (nothing fired it: every
      * worker was stopped, or the schedule paused), and follows its schedule's missed-slots policy; while
      * none is missed, every due slot fires (a per-second schedule keeps each slot across the leader's
-     * jitter and a leader change). 1 s to 1 d (default: the time a leader change may take, twice the lease
-     * TTL and twice the recurring interval: 22 s with their defaults).
+     * jitter and a leader change). Default: the time a leader change may take, twice the lease TTL and twice
+     * the recurring interval ({@link PgJobsSettings#RECURRING_MISSED_AFTER}).
      */
     public Builder recurringMissedAfter(Duration missedAfter) {
-      this.recurringMissedAfter = DurationText.requireBetween("recurring missed-after", missedAfter, Duration.ofSeconds(1), Duration.ofDays(1));
+      this.recurringMissedAfter = PgJobsSettings.RECURRING_MISSED_AFTER.require(missedAfter);
       return this;
     }
 
     /**
      * How often the leader looks at the hot table's dead row versions and vacuums it when they number
-     * 10,000 or more, 1 s to 1 h (default 5 s). At thousands of jobs a second they outrun autovacuum
+     * 10,000 or more ({@link PgJobsSettings#VACUUM_INTERVAL}). At thousands of jobs a second they outrun autovacuum
      * (at most once a minute per database by default), and claims slow down as they pile up. The database
      * user must own the table; if it does not, the leader says so once and leaves the table to autovacuum.
      */
     public Builder vacuumInterval(Duration interval) {
-      this.vacuumInterval = DurationText.requireBetween("vacuum interval", interval, Duration.ofSeconds(1), Duration.ofHours(1));
+      this.vacuumInterval = PgJobsSettings.VACUUM_INTERVAL.require(interval);
       return this;
     }
 
@@ -305,12 +310,12 @@ public final class Maintenance implements AutoCloseable {
 
     /**
      * A due job whose type none of the live workers serving its queue has a handler for is failed
-     * ({@code unknown_type}) once it was created this long ago, 0 to 30 d (default 5 min). Workers claim
+     * ({@code unknown_type}) once it was created this long ago ({@link PgJobsSettings#UNKNOWN_TYPE_GRACE}). Workers claim
      * only the types they run, so such a job would otherwise wait for ever; a queue no live worker serves
      * is left alone. Use one value on every node.
      */
     public Builder unknownTypeGrace(Duration grace) {
-      this.unknownTypeGrace = DurationText.requireBetween("unknown type grace", grace, Duration.ZERO, Duration.ofDays(30));
+      this.unknownTypeGrace = PgJobsSettings.UNKNOWN_TYPE_GRACE.require(grace);
       return this;
     }
 

@@ -8,8 +8,8 @@ package io.pgjobs.store;
 final class WorkerSql {
   private WorkerSql() {}
 
-  /** The dead-worker threshold of a worker that registered none (an older version): 20 s. */
-  static final java.time.Duration DEFAULT_DEAD_AFTER = java.time.Duration.ofSeconds(20);
+  /** The dead-worker threshold of a worker that registered none (an older version): the default one. */
+  static final java.time.Duration DEFAULT_DEAD_AFTER = io.pgjobs.config.PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
 
   /**
    * One heartbeat of a worker, in one round trip: registers the worker (again, if maintenance removed it

@@ -17,6 +17,8 @@ import java.net.InetAddress;
 import java.sql.Connection;
 import java.sql.SQLException;
 import io.pgjobs.config.DurationText;
+import io.pgjobs.config.PgJobsSettings;
+import io.pgjobs.config.Setting;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -52,40 +54,45 @@ import tools.jackson.databind.json.JsonMapper;
  * }</pre>
  *
  * Unless queues are named, the worker serves the default queue of every registered type, each with
- * {@value #DEFAULT_CONCURRENCY} concurrent jobs.
+ * {@link #DEFAULT_CONCURRENCY} concurrent jobs. Every setting's default and range: {@link PgJobsSettings}.
  */
 public final class JobWorker implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(JobWorker.class);
 
-  /** Concurrent jobs per queue unless said otherwise: {@value}. */
-  public static final int DEFAULT_CONCURRENCY = 10;
+  // The defaults are declared in PgJobsSettings, with their ranges; these name them for callers.
+
+  /** Concurrent jobs per queue unless said otherwise ({@link PgJobsSettings#CONCURRENCY}). */
+  public static final int DEFAULT_CONCURRENCY = PgJobsSettings.CONCURRENCY.defaultValue();
   /**
-   * Most jobs claimed per statement unless said otherwise: {@value}. A claim takes the free slots plus a
-   * prefetch sized by the queue's recent finish rate (see QueuePoller), so this is a ceiling that only
-   * fast jobs reach.
+   * Most jobs claimed per statement unless said otherwise ({@link PgJobsSettings#CLAIM_BATCH}). A claim
+   * takes the free slots plus a prefetch sized by the queue's recent finish rate (see QueuePoller), so this
+   * is a ceiling that only fast jobs reach.
    */
-  public static final int DEFAULT_CLAIM_BATCH = 1_000;
-  /** How often an idle queue is polled when no notification arrives: 1 s. */
-  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
-  /** How long running jobs get to finish on {@link #close()}: 30 s. */
-  public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(30);
+  public static final int DEFAULT_CLAIM_BATCH = PgJobsSettings.CLAIM_BATCH.defaultValue();
+  /** How often an idle queue is polled when no notification arrives ({@link PgJobsSettings#POLL_INTERVAL}). */
+  public static final Duration DEFAULT_POLL_INTERVAL = PgJobsSettings.POLL_INTERVAL.defaultValue();
+  /** How long running jobs get to finish on {@link #close()} ({@link PgJobsSettings#SHUTDOWN_GRACE}). */
+  public static final Duration DEFAULT_SHUTDOWN_GRACE = PgJobsSettings.SHUTDOWN_GRACE.defaultValue();
   /**
-   * How long a due job of a type no live worker serving its queue runs waits before it is failed: 5 min
-   * ({@link io.pgjobs.maintenance.Maintenance#DEFAULT_UNKNOWN_TYPE_GRACE}).
+   * How long a due job of a type no live worker serving its queue runs waits before it is failed
+   * ({@link PgJobsSettings#UNKNOWN_TYPE_GRACE}).
    */
-  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = io.pgjobs.maintenance.Maintenance.DEFAULT_UNKNOWN_TYPE_GRACE;
-  /** Least time between two persisted progress updates of one job: 100 ms. */
-  public static final Duration DEFAULT_PROGRESS_THROTTLE = Duration.ofMillis(100);
-  /** How long a handler asked to stop may go on before it is let go: 10 s. */
-  public static final Duration DEFAULT_STUCK_HANDLER_GRACE = Duration.ofSeconds(10);
-  /** How long a job claimed ahead may wait for a lane before it goes back to the queue: 1 s. */
-  public static final Duration DEFAULT_PREFETCH_HOLD = Duration.ofSeconds(1);
-  /** Connect timeout of handlers' HTTP ({@code ctx.http()}): 10 s. */
-  public static final Duration DEFAULT_HTTP_CONNECT_TIMEOUT = Duration.ofSeconds(10);
-  /** Request timeout of handlers' HTTP ({@code ctx.http()}): 30 s. */
-  public static final Duration DEFAULT_HTTP_REQUEST_TIMEOUT = Duration.ofSeconds(30);
-  /** Most successes written per statement: {@value}. */
-  public static final int DEFAULT_COMPLETION_BATCH = 1_000;
+  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue();
+  /** Least time between two persisted progress updates of one job ({@link PgJobsSettings#PROGRESS_THROTTLE}). */
+  public static final Duration DEFAULT_PROGRESS_THROTTLE = PgJobsSettings.PROGRESS_THROTTLE.defaultValue();
+  /** How long a handler asked to stop may go on before it is let go ({@link PgJobsSettings#STUCK_HANDLER_GRACE}). */
+  public static final Duration DEFAULT_STUCK_HANDLER_GRACE = PgJobsSettings.STUCK_HANDLER_GRACE.defaultValue();
+  /**
+   * How long a job claimed ahead may wait for a lane before it goes back to the queue
+   * ({@link PgJobsSettings#PREFETCH_HOLD}).
+   */
+  public static final Duration DEFAULT_PREFETCH_HOLD = PgJobsSettings.PREFETCH_HOLD.defaultValue();
+  /** Connect timeout of handlers' HTTP, {@code ctx.http()} ({@link PgJobsSettings#HTTP_CONNECT_TIMEOUT}). */
+  public static final Duration DEFAULT_HTTP_CONNECT_TIMEOUT = PgJobsSettings.HTTP_CONNECT_TIMEOUT.defaultValue();
+  /** Request timeout of handlers' HTTP, {@code ctx.http()} ({@link PgJobsSettings#HTTP_REQUEST_TIMEOUT}). */
+  public static final Duration DEFAULT_HTTP_REQUEST_TIMEOUT = PgJobsSettings.HTTP_REQUEST_TIMEOUT.defaultValue();
+  /** Most successes written per statement ({@link PgJobsSettings#COMPLETION_BATCH}). */
+  public static final int DEFAULT_COMPLETION_BATCH = PgJobsSettings.COMPLETION_BATCH.defaultValue();
 
   private enum Phase { NEW, RUNNING, STOPPED }
 
@@ -484,7 +491,7 @@ public final class JobWorker implements AutoCloseable {
     private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
     private Duration unknownTypeGrace = DEFAULT_UNKNOWN_TYPE_GRACE;
     private Duration progressThrottle = DEFAULT_PROGRESS_THROTTLE;
-    private boolean listen = true;
+    private boolean listen = PgJobsSettings.LISTEN.defaultValue();
     private DataSource listenDataSource;
     private RandomGenerator random = new Random();
     private Duration staleThreshold = Maintenance.DEFAULT_STALE_THRESHOLD;
@@ -494,7 +501,7 @@ public final class JobWorker implements AutoCloseable {
     private Duration httpConnectTimeout = DEFAULT_HTTP_CONNECT_TIMEOUT;
     private Duration prefetchHold = DEFAULT_PREFETCH_HOLD;
     private Duration httpRequestTimeout = DEFAULT_HTTP_REQUEST_TIMEOUT;
-    private boolean maintenance = true;
+    private boolean maintenance = PgJobsSettings.MAINTENANCE.defaultValue();
     private Duration retention = Maintenance.DEFAULT_RETENTION;
     private Duration leaseTtl = Maintenance.DEFAULT_LEASE_TTL;
     private io.pgjobs.tracing.JobTracing tracing;
@@ -503,7 +510,7 @@ public final class JobWorker implements AutoCloseable {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     }
 
-    /** The pgjobs schema (default {@value JobClient#DEFAULT_SCHEMA}). */
+    /** The pgjobs schema ({@link PgJobsSettings#SCHEMA}). */
     public Builder schema(String schema) {
       this.schema = schema;
       return this;
@@ -558,15 +565,16 @@ public final class JobWorker implements AutoCloseable {
       return this;
     }
 
-    /** Serves {@code queue} with at most {@code concurrency} jobs at once (1 to 10,000). */
+    /** Serves {@code queue} with at most {@code concurrency} jobs at once ({@link PgJobsSettings#CONCURRENCY}). */
     public Builder queue(String queue, int concurrency) {
       if (queue == null || !queue.matches("[A-Za-z0-9_.:\\-/]{1,255}")) {
         throw new IllegalArgumentException(
             "invalid queue name '" + queue + "'; allowed: 1 to 255 of letters, digits and _ . : - /");
       }
-      if (concurrency < 1 || concurrency > 10_000) {
-        throw new IllegalArgumentException(
-            "concurrency of queue '" + queue + "' must be between 1 and 10000, was " + concurrency);
+      Setting<Integer> range = PgJobsSettings.CONCURRENCY;
+      if (concurrency < range.min() || concurrency > range.max()) {
+        throw new IllegalArgumentException("concurrency of queue '" + queue + "' must be between " + range.min()
+            + " and " + range.max() + ", was " + concurrency);
       }
       queues.put(queue, concurrency);
       return this;
@@ -602,55 +610,48 @@ public final class JobWorker implements AutoCloseable {
       return this;
     }
 
-    /** Most jobs claimed per statement, 1 to 10,000 (default {@value JobWorker#DEFAULT_CLAIM_BATCH}). */
+    /** Most jobs claimed per statement ({@link PgJobsSettings#CLAIM_BATCH}). */
     public Builder claimBatch(int claimBatch) {
-      if (claimBatch < 1 || claimBatch > 10_000) {
-        throw new IllegalArgumentException("claim batch must be between 1 and 10000, was " + claimBatch);
-      }
-      this.claimBatch = claimBatch;
+      this.claimBatch = PgJobsSettings.CLAIM_BATCH.require(claimBatch);
       return this;
     }
 
-    /** Most successes written per statement, 1 to 100,000 (default {@value JobWorker#DEFAULT_COMPLETION_BATCH}). */
+    /** Most successes written per statement ({@link PgJobsSettings#COMPLETION_BATCH}). */
     public Builder completionBatch(int completionBatch) {
-      if (completionBatch < 1 || completionBatch > 100_000) {
-        throw new IllegalArgumentException(
-            "completion batch must be between 1 and 100000, was " + completionBatch);
-      }
-      this.completionBatch = completionBatch;
+      this.completionBatch = PgJobsSettings.COMPLETION_BATCH.require(completionBatch);
       return this;
     }
 
-    /** Poll interval of an idle queue, 10 ms to 1 h (default 1 s). Notifications wake workers sooner. */
+    /** Poll interval of an idle queue ({@link PgJobsSettings#POLL_INTERVAL}). Notifications wake workers sooner. */
     public Builder pollInterval(Duration pollInterval) {
-      this.pollInterval = DurationText.requireBetween("poll interval", pollInterval, Duration.ofMillis(10), Duration.ofHours(1));
+      this.pollInterval = PgJobsSettings.POLL_INTERVAL.require(pollInterval);
       return this;
     }
 
-    /** Time running jobs get on {@link JobWorker#close()}, 0 to 1 h (default 30 s). */
+    /** Time running jobs get on {@link JobWorker#close()} ({@link PgJobsSettings#SHUTDOWN_GRACE}). */
     public Builder shutdownGrace(Duration shutdownGrace) {
-      this.shutdownGrace = DurationText.requireBetween("shutdown grace", shutdownGrace, Duration.ZERO, Duration.ofHours(1));
+      this.shutdownGrace = PgJobsSettings.SHUTDOWN_GRACE.require(shutdownGrace);
       return this;
     }
 
     /**
      * How long a due job of a type no live worker serving its queue has a handler for may wait for one
-     * before this worker's maintenance (when it leads) fails it as {@code unknown_type}, 0 to 30 d (default
-     * 5 min). This worker never claims such a job: it claims only the types registered here. Use one value
+     * before this worker's maintenance (when it leads) fails it as {@code unknown_type}
+     * ({@link PgJobsSettings#UNKNOWN_TYPE_GRACE}). This worker never claims such a job: it claims only the types registered here. Use one value
      * on every worker.
      */
     public Builder unknownTypeGrace(Duration grace) {
-      this.unknownTypeGrace = DurationText.requireBetween("unknown type grace", grace, Duration.ZERO, Duration.ofDays(30));
+      this.unknownTypeGrace = PgJobsSettings.UNKNOWN_TYPE_GRACE.require(grace);
       return this;
     }
 
-    /** Least time between two persisted progress updates of one job (default 100 ms). */
+    /** Least time between two persisted progress updates of one job ({@link PgJobsSettings#PROGRESS_THROTTLE}). */
     public Builder progressThrottle(Duration throttle) {
-      this.progressThrottle = DurationText.requireBetween("progress throttle", throttle, Duration.ZERO, Duration.ofMinutes(10));
+      this.progressThrottle = PgJobsSettings.PROGRESS_THROTTLE.require(throttle);
       return this;
     }
 
-    /** Whether to LISTEN for new jobs (default true). Without it the worker relies on polling alone. */
+    /** Whether to LISTEN for new jobs ({@link PgJobsSettings#LISTEN}). Without it the worker relies on polling alone. */
     public Builder listen(boolean listen) {
       this.listen = listen;
       return this;
@@ -669,82 +670,83 @@ public final class JobWorker implements AutoCloseable {
     }
 
     /**
-     * A running job whose heartbeat is older than this is rescued, 1 s to 24 h (default 5 min). Use the
-     * same value on every node. Heartbeats run every tenth of it (at most every 30 s) unless
+     * A running job whose heartbeat is older than this is rescued ({@link PgJobsSettings#STALE_THRESHOLD}).
+     * Use the same value on every node. Heartbeats run every tenth of it (at most every 30 s) unless
      * {@link #heartbeatInterval} says otherwise.
      */
     public Builder staleThreshold(Duration staleThreshold) {
-      this.staleThreshold = DurationText.requireBetween("stale threshold", staleThreshold, Duration.ofSeconds(1), Duration.ofHours(24));
+      this.staleThreshold = PgJobsSettings.STALE_THRESHOLD.require(staleThreshold);
       return this;
     }
 
     /**
      * A worker whose own heartbeat row is older than this is presumed dead and its jobs go back to the
-     * queue at once, 1 s to 1 h (default 20 s). Use the same value on every node. A worker that cannot
+     * queue at once ({@link PgJobsSettings#WORKER_DEAD_AFTER}). Use the same value on every node. A worker that cannot
      * heartbeat for nearly this long stops claiming and stops its own handlers.
      */
     public Builder workerDeadAfter(Duration workerDeadAfter) {
-      this.workerDeadAfter = DurationText.requireBetween("worker dead-after", workerDeadAfter, Duration.ofSeconds(1), Duration.ofHours(1));
+      this.workerDeadAfter = PgJobsSettings.WORKER_DEAD_AFTER.require(workerDeadAfter);
       return this;
     }
 
     /**
      * How long a handler asked to stop (timeout, cancellation, shutdown) may go on before it is let go:
-     * its outcome is recorded without it and its lane is reported stuck; 100 ms to 1 h (default 10 s).
+     * its outcome is recorded without it and its lane is reported stuck ({@link PgJobsSettings#STUCK_HANDLER_GRACE}).
      */
     public Builder stuckHandlerGrace(Duration grace) {
-      this.stuckHandlerGrace = DurationText.requireBetween("stuck handler grace", grace, Duration.ofMillis(100), Duration.ofHours(1));
+      this.stuckHandlerGrace = PgJobsSettings.STUCK_HANDLER_GRACE.require(grace);
       return this;
     }
 
     /**
      * How long a job claimed ahead may wait for a free lane before it goes back to the queue (another
-     * worker may have lanes free), 10 ms to 1 h (default 1 s).
+     * worker may have lanes free; {@link PgJobsSettings#PREFETCH_HOLD}).
      */
     public Builder prefetchHold(Duration hold) {
-      this.prefetchHold = DurationText.requireBetween("prefetch hold", hold, Duration.ofMillis(10), Duration.ofHours(1));
+      this.prefetchHold = PgJobsSettings.PREFETCH_HOLD.require(hold);
       return this;
     }
 
-    /** Connect timeout of handlers' HTTP ({@code ctx.http()}), 100 ms to 10 min (default 10 s). */
+    /** Connect timeout of handlers' HTTP, {@code ctx.http()} ({@link PgJobsSettings#HTTP_CONNECT_TIMEOUT}). */
     public Builder httpConnectTimeout(Duration timeout) {
-      this.httpConnectTimeout = DurationText.requireBetween("HTTP connect timeout", timeout, Duration.ofMillis(100), Duration.ofMinutes(10));
+      this.httpConnectTimeout = PgJobsSettings.HTTP_CONNECT_TIMEOUT.require(timeout);
       return this;
     }
 
     /**
-     * Request timeout of handlers' HTTP ({@code ctx.http()}): from sending to the response's headers,
-     * 100 ms to 1 h (default 30 s).
+     * Request timeout of handlers' HTTP ({@code ctx.http()}): from sending to the response's headers
+     * ({@link PgJobsSettings#HTTP_REQUEST_TIMEOUT}).
      */
     public Builder httpRequestTimeout(Duration timeout) {
-      this.httpRequestTimeout = DurationText.requireBetween("HTTP request timeout", timeout, Duration.ofMillis(100), Duration.ofHours(1));
+      this.httpRequestTimeout = PgJobsSettings.HTTP_REQUEST_TIMEOUT.require(timeout);
       return this;
     }
 
     /**
      * How often the worker heartbeats itself and the jobs it holds (default the least of a tenth of the
-     * stale threshold, a quarter of the worker dead-after threshold, and 30 s: 5 s with the defaults).
+     * stale threshold, a quarter of the worker dead-after threshold, and 30 s: 5 s with the defaults;
+     * {@link PgJobsSettings#HEARTBEAT_INTERVAL}).
      */
     public Builder heartbeatInterval(Duration heartbeatInterval) {
-      this.heartbeatInterval = DurationText.requireBetween("heartbeat interval", heartbeatInterval, Duration.ofMillis(100), Duration.ofHours(1));
+      this.heartbeatInterval = PgJobsSettings.HEARTBEAT_INTERVAL.require(heartbeatInterval);
       return this;
     }
 
-    /** Whether this worker takes part in maintenance (rescue, pruning, dead worker removal); default true. */
+    /** Whether this worker takes part in maintenance (rescue, pruning, dead worker removal; {@link PgJobsSettings#MAINTENANCE}). */
     public Builder maintenance(boolean maintenance) {
       this.maintenance = maintenance;
       return this;
     }
 
-    /** How long finished jobs are kept, when this worker does maintenance (default 24 h). */
+    /** How long finished jobs are kept, when this worker does maintenance ({@link PgJobsSettings#RETENTION}). */
     public Builder retention(Duration retention) {
-      this.retention = DurationText.requireBetween("retention", retention, Duration.ofSeconds(1), Duration.ofDays(3650));
+      this.retention = PgJobsSettings.RETENTION.require(retention);
       return this;
     }
 
-    /** Time to live of the maintenance lease, 1 s to 10 min (default 10 s): how fast a new leader takes over. */
+    /** Time to live of the maintenance lease ({@link PgJobsSettings#LEASE_TTL}): how fast a new leader takes over. */
     public Builder leaseTtl(Duration leaseTtl) {
-      this.leaseTtl = DurationText.requireBetween("lease TTL", leaseTtl, Duration.ofSeconds(1), Duration.ofMinutes(10));
+      this.leaseTtl = PgJobsSettings.LEASE_TTL.require(leaseTtl);
       return this;
     }
 

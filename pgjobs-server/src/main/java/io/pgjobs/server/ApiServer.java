@@ -18,6 +18,7 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.pgjobs.JobClient;
+import io.pgjobs.config.PgJobsSettings;
 import io.pgjobs.server.api.DeadLettersApi;
 import io.pgjobs.server.api.EventsApi;
 import io.pgjobs.server.api.HealthApi;
@@ -75,14 +76,16 @@ import tools.jackson.databind.json.JsonMapper;
  * line written while the request runs.
  */
 public final class ApiServer implements AutoCloseable {
-  /** Host when none is given: {@value}. */
-  public static final String DEFAULT_HOST = "127.0.0.1";
-  /** Port when none is given: {@value}. */
-  public static final int DEFAULT_PORT = 8080;
-  /** Request timeout when none is given: 30 s. */
-  public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
-  /** Largest request body when none is given: {@value} bytes (1 MiB). */
-  public static final long DEFAULT_MAX_BODY_BYTES = 1_048_576;
+  // The defaults are declared in PgJobsSettings, with their ranges; these name them for callers.
+
+  /** Host when none is given ({@link PgJobsSettings#HOST}: this machine only). */
+  public static final String DEFAULT_HOST = PgJobsSettings.HOST.defaultValue();
+  /** Port when none is given ({@link PgJobsSettings#PORT}). */
+  public static final int DEFAULT_PORT = PgJobsSettings.PORT.defaultValue();
+  /** Request timeout when none is given ({@link PgJobsSettings#REQUEST_TIMEOUT}). */
+  public static final Duration DEFAULT_REQUEST_TIMEOUT = PgJobsSettings.REQUEST_TIMEOUT.defaultValue();
+  /** Largest request body in bytes when none is given ({@link PgJobsSettings#MAX_BODY_BYTES}). */
+  public static final long DEFAULT_MAX_BODY_BYTES = PgJobsSettings.MAX_BODY_BYTES.defaultValue();
   /** Header carrying the request id, in and out: {@value}. */
   public static final String REQUEST_ID_HEADER = "X-Request-Id";
   /** MDC key of the request id: {@value}. */
@@ -694,9 +697,6 @@ public final class ApiServer implements AutoCloseable {
     private static final Pattern ORIGIN = Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
     private static final Pattern ALLOWED_HOST =
         Pattern.compile("(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9\\-.]{0,251}[A-Za-z0-9])?");
-    private static final Duration MIN_TIMEOUT = Duration.ofMillis(10);
-    private static final Duration MAX_TIMEOUT = Duration.ofHours(1);
-    private static final long MAX_MAX_BODY_BYTES = 1L << 30;
 
     private final JobClient client;
     private String host = DEFAULT_HOST;
@@ -750,7 +750,7 @@ public final class ApiServer implements AutoCloseable {
     }
 
     /**
-     * Address to bind (default {@value ApiServer#DEFAULT_HOST}: this machine only). A non-loopback
+     * Address to bind (default {@link ApiServer#DEFAULT_HOST}: this machine only). A non-loopback
      * address ({@code 0.0.0.0}, a LAN address) needs {@link #tokens(Map)} or
      * {@link #allowUnauthenticated()}: {@link #build()} refuses to expose an API that can cancel every job
      * to the network without authentication.
@@ -760,7 +760,7 @@ public final class ApiServer implements AutoCloseable {
       return this;
     }
 
-    /** Port, 0 to 65535 (default {@value ApiServer#DEFAULT_PORT}); 0 picks a free one, see {@link ApiServer#port()}. */
+    /** Port ({@link PgJobsSettings#PORT}); 0 picks a free one, see {@link ApiServer#port()}. */
     public Builder port(int port) {
       this.port = port;
       return this;
@@ -784,13 +784,13 @@ public final class ApiServer implements AutoCloseable {
       return this;
     }
 
-    /** Longest a request may take before it is answered 504, 10 ms to 1 h (default 30 s). Event streams are exempt. */
+    /** Longest a request may take before it is answered 504 ({@link PgJobsSettings#REQUEST_TIMEOUT}). Event streams are exempt. */
     public Builder requestTimeout(Duration requestTimeout) {
       this.requestTimeout = requestTimeout;
       return this;
     }
 
-    /** Largest request body in bytes, 1 to 1 GiB (default 1 MiB); larger ones get 413. */
+    /** Largest request body in bytes ({@link PgJobsSettings#MAX_BODY_BYTES}); larger ones get 413. */
     public Builder maxBodyBytes(long maxBodyBytes) {
       this.maxBodyBytes = maxBodyBytes;
       return this;
@@ -875,8 +875,9 @@ public final class ApiServer implements AutoCloseable {
       if (host == null || host.isBlank()) {
         throw new IllegalArgumentException("host must be a host name or IP address, was '" + host + "'");
       }
-      if (port < 0 || port > 65_535) {
-        throw new IllegalArgumentException("port must be between 0 and 65535 (0 = any free port), was " + port);
+      if (port < PgJobsSettings.PORT.min() || port > PgJobsSettings.PORT.max()) {
+        throw new IllegalArgumentException("port must be between " + PgJobsSettings.PORT.min() + " and "
+            + PgJobsSettings.PORT.max() + " (0 = any free port), was " + port);
       }
       if (tokens == null) {
         throw new IllegalArgumentException("tokens must not be null (use an empty map to turn authentication off)");
@@ -897,12 +898,8 @@ public final class ApiServer implements AutoCloseable {
             + " reach it could cancel and retry every job. Give API tokens, listen on 127.0.0.1 (the default), or"
             + " call allowUnauthenticated() (CLI: --insecure) if a proxy or the network protects it");
       }
-      if (requestTimeout == null || requestTimeout.compareTo(MIN_TIMEOUT) < 0 || requestTimeout.compareTo(MAX_TIMEOUT) > 0) {
-        throw new IllegalArgumentException("requestTimeout must be between 10ms and 1h, was " + requestTimeout);
-      }
-      if (maxBodyBytes < 1 || maxBodyBytes > MAX_MAX_BODY_BYTES) {
-        throw new IllegalArgumentException("maxBodyBytes must be between 1 and " + MAX_MAX_BODY_BYTES + ", was " + maxBodyBytes);
-      }
+      PgJobsSettings.REQUEST_TIMEOUT.require(requestTimeout);
+      PgJobsSettings.MAX_BODY_BYTES.require(maxBodyBytes);
       if (corsOrigins == null) {
         throw new IllegalArgumentException("corsOrigins must not be null (use an empty list to turn CORS off)");
       }

@@ -3,6 +3,8 @@ package io.pgjobs.spring;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.pgjobs.JobClient;
 import io.pgjobs.config.DurationText;
+import io.pgjobs.config.PgJobsSettings;
+import io.pgjobs.config.Setting;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.worker.JobWorker;
@@ -105,12 +107,12 @@ public class PgJobsAutoConfiguration {
               .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE))
               .listen(w.isListen())
               .maintenance(w.isMaintenance());
-      set("pgjobs.worker.poll-interval", w.getPollInterval(), builder::pollInterval);
-      set("pgjobs.worker.shutdown-grace", w.getShutdownGrace(), builder::shutdownGrace);
-      set("pgjobs.worker.stale-threshold", w.getStaleThreshold(), builder::staleThreshold);
-      set("pgjobs.worker.dead-after", w.getDeadAfter(), builder::workerDeadAfter);
-      set("pgjobs.worker.retention", w.getRetention(), builder::retention);
-      set("pgjobs.worker.claim-batch", w.getClaimBatch(), builder::claimBatch);
+      set(PgJobsSettings.POLL_INTERVAL.springProperty(), w.getPollInterval(), builder::pollInterval);
+      set(PgJobsSettings.SHUTDOWN_GRACE.springProperty(), w.getShutdownGrace(), builder::shutdownGrace);
+      set(PgJobsSettings.STALE_THRESHOLD.springProperty(), w.getStaleThreshold(), builder::staleThreshold);
+      set(PgJobsSettings.WORKER_DEAD_AFTER.springProperty(), w.getDeadAfter(), builder::workerDeadAfter);
+      set(PgJobsSettings.RETENTION.springProperty(), w.getRetention(), builder::retention);
+      set(PgJobsSettings.CLAIM_BATCH.springProperty(), w.getClaimBatch(), builder::claimBatch);
       if (w.getId() != null) {
         set("pgjobs.worker.id", w.getId(), builder::workerId);
       }
@@ -140,9 +142,10 @@ public class PgJobsAutoConfiguration {
       Map<String, Integer> queues = new LinkedHashMap<>(w.getQueues());
       if (queues.isEmpty()) {
         all.forEach(r -> queues.putIfAbsent(r.type().queue(), w.getConcurrency()));
-        if (w.getConcurrency() < 1 || w.getConcurrency() > 10_000) {
-          throw new InvalidConfigurationPropertyValueException(
-              "pgjobs.worker.concurrency", w.getConcurrency(), "must be between 1 and 10000");
+        Setting<Integer> concurrency = PgJobsSettings.CONCURRENCY;
+        if (w.getConcurrency() < concurrency.min() || w.getConcurrency() > concurrency.max()) {
+          throw new InvalidConfigurationPropertyValueException(concurrency.springProperty(), w.getConcurrency(),
+              "must be between " + concurrency.min() + " and " + concurrency.max());
         }
       }
       queues.forEach(

@@ -1,5 +1,6 @@
 package io.pgjobs.spring;
 
+import io.pgjobs.config.PgJobsSettings;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -11,13 +12,16 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * The {@code pgjobs.*} properties. Durations are written the Spring way ({@code 500ms}, {@code 5s},
  * {@code 10m}, {@code 1h}); each is checked at startup against the range the pgjobs builders allow, and an
  * invalid value stops the application with a message naming the property, its value and what is allowed.
- * The defaults are those of the pgjobs builders ({@code PgJobsPropertiesTest} keeps them equal); they are
- * written as literals here so that the configuration metadata shows them.
+ * The properties the builders and the CLI share take their defaults from {@link PgJobsSettings}, where each
+ * is declared once (its {@link io.pgjobs.config.Setting#springProperty()} names the property here:
+ * {@code pgjobs.worker.dead-after} is the catalogue's {@code worker_dead_after}). Their defaults reach the
+ * configuration metadata through {@code additional-spring-configuration-metadata.json}, which
+ * {@code PgJobsPropertiesDocsTest} generates from the catalogue and keeps equal to it.
  */
 @ConfigurationProperties(prefix = "pgjobs")
 public class PgJobsProperties {
   /** Schema holding pgjobs' tables: 1 to 51 lowercase letters, digits and _, not starting with a digit. */
-  private String schema = "pgjobs";
+  private String schema = PgJobsSettings.SCHEMA.defaultValue();
 
   /** Create the schema or apply pending pgjobs migrations when the application starts. */
   private boolean migrateOnStart = true;
@@ -81,7 +85,7 @@ public class PgJobsProperties {
     private boolean acceptUnknownTypes = false;
 
     /** Longest an API request may take before it is answered 504 (10ms to 1h); event streams are exempt. */
-    private Duration requestTimeout = Duration.ofSeconds(30);
+    private Duration requestTimeout = PgJobsSettings.REQUEST_TIMEOUT.defaultValue();
 
     /**
      * Origins (scheme://host[:port], or *) whose pages may change jobs, queues and schedules through the
@@ -176,37 +180,37 @@ public class PgJobsProperties {
     private Map<String, Integer> queues = new LinkedHashMap<>();
 
     /** Jobs run at once per queue when the queues come from the handlers' job types (1 to 10000). */
-    private int concurrency = 10;
+    private int concurrency = PgJobsSettings.CONCURRENCY.defaultValue();
 
     /** How often an idle queue is polled (10ms to 1h); NOTIFY wakes the worker sooner. */
-    private Duration pollInterval = Duration.ofSeconds(1);
+    private Duration pollInterval = PgJobsSettings.POLL_INTERVAL.defaultValue();
 
     /**
      * Time running jobs get to finish when the application stops (0 to 1h); the jobs still running
      * then are interrupted and go back to their queue.
      */
-    private Duration shutdownGrace = Duration.ofSeconds(30);
+    private Duration shutdownGrace = PgJobsSettings.SHUTDOWN_GRACE.defaultValue();
 
     /** A running job whose heartbeat is this old is rescued (1s to 24h). Use the same value on every node. */
-    private Duration staleThreshold = Duration.ofMinutes(5);
+    private Duration staleThreshold = PgJobsSettings.STALE_THRESHOLD.defaultValue();
 
     /**
      * A worker whose heartbeat row is this old is presumed dead and its jobs go back to the queue (1s to
      * 1h). Use the same value on every node.
      */
-    private Duration deadAfter = Duration.ofSeconds(20);
+    private Duration deadAfter = PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
 
     /** Most jobs claimed per statement (1 to 10000). */
-    private int claimBatch = 1000;
+    private int claimBatch = PgJobsSettings.CLAIM_BATCH.defaultValue();
 
     /** LISTEN for new jobs; without it the worker relies on polling alone. */
-    private boolean listen = true;
+    private boolean listen = PgJobsSettings.LISTEN.defaultValue();
 
     /** Take part in maintenance: rescue of stale jobs, pruning of finished jobs, removal of dead workers. */
-    private boolean maintenance = true;
+    private boolean maintenance = PgJobsSettings.MAINTENANCE.defaultValue();
 
     /** How long finished jobs are kept, when this worker does maintenance (1s to 3650d). */
-    private Duration retention = Duration.ofHours(24);
+    private Duration retention = PgJobsSettings.RETENTION.defaultValue();
 
     /** This worker's id, at most 255 characters (default host:pid:random). */
     private String id;

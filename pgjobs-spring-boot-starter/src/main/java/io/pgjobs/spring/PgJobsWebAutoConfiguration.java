@@ -3,6 +3,7 @@ package io.pgjobs.spring;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
+import io.pgjobs.config.PgJobsSettings;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.server.ApiServer;
 import io.pgjobs.worker.JobWorker;
@@ -90,7 +91,7 @@ public class PgJobsWebAutoConfiguration {
           throw new PgJobsWebTokensException(e.getMessage(), e);
         }
         String property = e.getMessage().contains("allowed origin") ? "pgjobs.web.allowed-origins"
-            : e.getMessage().contains("allowed host") ? "pgjobs.web.allowed-hosts" : "pgjobs.web.request-timeout";
+            : e.getMessage().contains("allowed host") ? "pgjobs.web.allowed-hosts" : PgJobsSettings.REQUEST_TIMEOUT.springProperty();
         Object value = property.endsWith("origins") ? web.getAllowedOrigins()
             : property.endsWith("hosts") ? web.getAllowedHosts() : web.getRequestTimeout();
         InvalidConfigurationPropertyValueException invalid = new InvalidConfigurationPropertyValueException(

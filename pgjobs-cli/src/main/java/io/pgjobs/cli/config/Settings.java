@@ -2,6 +2,8 @@ package io.pgjobs.cli.config;
 
 import io.pgjobs.config.DatabaseUrl;
 import io.pgjobs.config.DurationText;
+import io.pgjobs.config.PgJobsSettings;
+import io.pgjobs.config.Setting;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.file.Files;
@@ -29,52 +31,11 @@ import java.util.stream.Collectors;
  * validated; an invalid one fails with {@link InvalidSettingException} naming where it came from, the
  * value, what was wrong and what is allowed.
  *
- * <table>
- *   <caption>Settings</caption>
- *   <tr><th>setting (file key)</th><th>flag</th><th>environment</th><th>default</th><th>allowed</th></tr>
- *   <tr><td>config</td><td>--config</td><td>PGJOBS_CONFIG</td><td>none</td><td>a readable Java
- *       properties file</td></tr>
- *   <tr><td>database_url</td><td>--database-url</td><td>DATABASE_URL, then PGJOBS_DATABASE_URL</td>
- *       <td>postgresql://postgres@127.0.0.1:5432/pgjobs</td><td>postgres://, postgresql:// or
- *       jdbc:postgresql:// URL</td></tr>
- *   <tr><td>listen_database_url</td><td>--listen-database-url</td><td>PGJOBS_LISTEN_DATABASE_URL</td>
- *       <td>none (LISTEN through database_url)</td><td>a URL like database_url's, or off (polling only)</td></tr>
- *   <tr><td>schema</td><td>--schema</td><td>PGJOBS_SCHEMA</td><td>pgjobs</td><td>1–51 of lowercase
- *       letters, digits, _; not starting with a digit</td></tr>
- *   <tr><td>pool_size</td><td>--pool-size</td><td>PGJOBS_POOL_SIZE</td><td>20</td><td>2–1000</td></tr>
- *   <tr><td>log_format</td><td>--log-format</td><td>PGJOBS_LOG_FORMAT, then LOG_FORMAT</td><td>plain</td>
- *       <td>plain, json</td></tr>
- *   <tr><td>log_level</td><td>--log-level</td><td>PGJOBS_LOG_LEVEL</td><td>info</td>
- *       <td>error, warn, info, debug</td></tr>
- *   <tr><td>queues</td><td>--queues</td><td>PGJOBS_QUEUES</td><td>the queues of the registered job
- *       types</td><td>queue[=concurrency],...</td></tr>
- *   <tr><td>capabilities</td><td>--capabilities</td><td>PGJOBS_CAPABILITIES</td><td>none</td>
- *       <td>name,... (1–64 of letters, digits, _ . -)</td></tr>
- *   <tr><td>concurrency</td><td>--concurrency</td><td>PGJOBS_CONCURRENCY</td><td>10</td><td>1–10000</td></tr>
- *   <tr><td>claim_batch</td><td>--claim-batch</td><td>PGJOBS_CLAIM_BATCH</td><td>1000</td><td>1–10000</td></tr>
- *   <tr><td>poll_interval</td><td>--poll-interval</td><td>PGJOBS_POLL_INTERVAL</td><td>1s</td><td>10ms–1h</td></tr>
- *   <tr><td>shutdown_grace</td><td>--shutdown-grace</td><td>PGJOBS_SHUTDOWN_GRACE</td><td>30s</td><td>0s–1h</td></tr>
- *   <tr><td>stale_threshold</td><td>--stale-threshold</td><td>PGJOBS_STALE_THRESHOLD</td><td>5m</td><td>1s–24h</td></tr>
- *   <tr><td>worker_dead_after</td><td>--worker-dead-after</td><td>PGJOBS_WORKER_DEAD_AFTER</td><td>20s</td><td>1s–1h</td></tr>
- *   <tr><td>retention</td><td>--retention</td><td>PGJOBS_RETENTION</td><td>24h</td><td>1s–3650d</td></tr>
- *   <tr><td>smtp_host</td><td>--smtp-host</td><td>PGJOBS_SMTP_HOST</td><td>localhost</td><td>host name or IP</td></tr>
- *   <tr><td>smtp_port</td><td>--smtp-port</td><td>PGJOBS_SMTP_PORT</td><td>1025</td><td>1–65535</td></tr>
- *   <tr><td>smtp_from</td><td>--smtp-from</td><td>PGJOBS_SMTP_FROM</td><td>pgjobs@localhost</td><td>an e-mail address</td></tr>
- *   <tr><td>webhook_timeout</td><td>--webhook-timeout</td><td>PGJOBS_WEBHOOK_TIMEOUT</td><td>10s</td><td>100ms–10m</td></tr>
- *   <tr><td>worker_metrics_bind</td><td>--metrics-bind</td><td>PGJOBS_WORKER_METRICS_BIND, then
- *       WORKER_METRICS_BIND_ADDR</td><td>127.0.0.1:9091</td><td>host:port or off</td></tr>
- *   <tr><td>host</td><td>--host</td><td>PGJOBS_HOST</td><td>127.0.0.1</td><td>host name or IP to listen on</td></tr>
- *   <tr><td>port</td><td>--port</td><td>PGJOBS_PORT</td><td>8080</td><td>0–65535 (0: any free port)</td></tr>
- *   <tr><td>api_tokens</td><td>--api-tokens</td><td>PGJOBS_API_TOKENS</td><td>none (no authentication)</td>
- *       <td>comma-separated tokens of 16–256 visible characters</td></tr>
- *   <tr><td>allowed_origins</td><td>--allowed-origins</td><td>PGJOBS_ALLOWED_ORIGINS</td><td>none</td>
- *       <td>comma-separated scheme://host[:port], or *</td></tr>
- *   <tr><td>allowed_hosts</td><td>--allowed-hosts</td><td>PGJOBS_ALLOWED_HOSTS</td><td>none</td>
- *       <td>comma-separated host names, *.domain, or *</td></tr>
- * </table>
- *
- * The same table, generated from {@link #DEFINITIONS}, is in the README ({@link #markdownTable()}); a
- * test keeps the two equal.
+ * <p>The settings pgjobs' Java builders share (schema, concurrency, durations, the API's host and port)
+ * are declared once in {@link PgJobsSettings}: their name, flag, environment variable, default, range and
+ * description come from there. Those only the command has (the database URL, logging, the demo kinds'
+ * SMTP and webhook settings, the API's tokens) are declared here. The table of every setting,
+ * {@link #markdownTable()}, is in the documentation; a test keeps the two equal.
  */
 public final class Settings {
 
@@ -205,9 +166,8 @@ public final class Settings {
                   + " mode, a direct connection to PostgreSQL (LISTEN cannot work through it); `off`: workers poll"
                   + " only (every `poll_interval`) and the API's live event stream stays silent",
               text -> text.equalsIgnoreCase(LISTEN_OFF) ? LISTEN_OFF : DatabaseUrl.parse(text)),
-          new Definition(SCHEMA, "--schema", List.of("PGJOBS_SCHEMA"), "pgjobs", "`pgjobs`",
-              "1–51 of lowercase letters, digits and _, not starting with a digit",
-              "the schema holding pgjobs' tables", Settings::parseSchema),
+          text(PgJobsSettings.SCHEMA, "1–51 of lowercase letters, digits and _, not starting with a digit",
+              Settings::parseSchema),
           new Definition(POOL_SIZE, "--pool-size", List.of("PGJOBS_POOL_SIZE"), "20", "20",
               "an integer from 2 to 1000", "most database connections of this process",
               text -> parseInt(text, 2, 1000)),
@@ -222,35 +182,20 @@ public final class Settings {
           new Definition(QUEUES, "--queues", List.of("PGJOBS_QUEUES"), null,
               "the queues of the registered job types",
               "comma-separated `queue` or `queue=concurrency` (queue: 1–255 of letters, digits, `_ . : - /`;"
-                  + " concurrency 1–10000)",
+                  + " concurrency " + PgJobsSettings.CONCURRENCY.allowedText() + ")",
               "queues `work` serves; a queue without `=N` gets `concurrency`", Settings::parseQueues),
           new Definition(CAPABILITIES, "--capabilities", List.of("PGJOBS_CAPABILITIES"), null, "none",
               "comma-separated names, each 1–64 of letters, digits and `_ . -`",
               "capabilities this worker has (`media,gpu`): it also runs jobs that need one of them, those first;"
                   + " without any it runs only jobs that need none",
               Settings::parseCapabilities),
-          new Definition(CONCURRENCY, "--concurrency", List.of("PGJOBS_CONCURRENCY"), "10", "10",
-              "an integer from 1 to 10000", "jobs run at once per queue", text -> parseInt(text, 1, 10_000)),
-          new Definition(CLAIM_BATCH, "--claim-batch", List.of("PGJOBS_CLAIM_BATCH"), "1000", "1000",
-              "an integer from 1 to 10000",
-              "most jobs claimed per statement (free slots plus a prefetch sized by the recent finish rate)",
-              text -> parseInt(text, 1, 10_000)),
-          new Definition(POLL_INTERVAL, "--poll-interval", List.of("PGJOBS_POLL_INTERVAL"), "1s", "`1s`",
-              durationAllowed("10ms", "1h"), "how often an idle queue is polled (NOTIFY wakes workers sooner)",
-              text -> parseDuration(text, Duration.ofMillis(10), Duration.ofHours(1), "10ms", "1h")),
-          new Definition(SHUTDOWN_GRACE, "--shutdown-grace", List.of("PGJOBS_SHUTDOWN_GRACE"), "30s", "`30s`",
-              durationAllowed("0s", "1h"), "time running jobs get to finish on SIGTERM",
-              text -> parseDuration(text, Duration.ZERO, Duration.ofHours(1), "0s", "1h")),
-          new Definition(STALE_THRESHOLD, "--stale-threshold", List.of("PGJOBS_STALE_THRESHOLD"), "5m", "`5m`",
-              durationAllowed("1s", "24h"), "a running job without heartbeat this long is rescued",
-              text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofHours(24), "1s", "24h")),
-          new Definition(WORKER_DEAD_AFTER, "--worker-dead-after", List.of("PGJOBS_WORKER_DEAD_AFTER"), "20s", "`20s`",
-              durationAllowed("1s", "1h"),
-              "a worker whose heartbeat row is this old is presumed dead and its jobs go back to the queue",
-              text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofHours(1), "1s", "1h")),
-          new Definition(RETENTION, "--retention", List.of("PGJOBS_RETENTION"), "24h", "`24h`",
-              durationAllowed("1s", "3650d"), "how long finished jobs are kept",
-              text -> parseDuration(text, Duration.ofSeconds(1), Duration.ofDays(3650), "1s", "3650d")),
+          integer(PgJobsSettings.CONCURRENCY, ""),
+          integer(PgJobsSettings.CLAIM_BATCH, ""),
+          duration(PgJobsSettings.POLL_INTERVAL),
+          duration(PgJobsSettings.SHUTDOWN_GRACE),
+          duration(PgJobsSettings.STALE_THRESHOLD),
+          duration(PgJobsSettings.WORKER_DEAD_AFTER),
+          duration(PgJobsSettings.RETENTION),
           new Definition(SMTP_HOST, "--smtp-host", List.of("PGJOBS_SMTP_HOST"), "localhost", "`localhost`",
               "a host name or IP address", "SMTP server of the `send_email` demo kind (`work`)", Settings::parseHost),
           new Definition(SMTP_PORT, "--smtp-port", List.of("PGJOBS_SMTP_PORT"), "1025", "1025",
@@ -268,11 +213,8 @@ public final class Settings {
               "where `work` serves its own `/metrics` (Prometheus) and `/health/live`, `/health/ready`; this"
                   + " machine only by default, `0.0.0.0:9091` for every interface (a scraper on another host)",
               Settings::parseBind),
-          new Definition(HOST, "--host", List.of("PGJOBS_HOST"), "127.0.0.1", "`127.0.0.1`",
-              "a host name or IP address (`0.0.0.0` for every interface)", "address the HTTP API listens on (`serve`, `demo`)",
-              Settings::parseHost),
-          new Definition(PORT, "--port", List.of("PGJOBS_PORT"), "8080", "8080",
-              "an integer from 0 to 65535 (0: any free port)", "port of the HTTP API (`serve`, `demo`)", text -> parseInt(text, 0, 65_535)),
+          text(PgJobsSettings.HOST, PgJobsSettings.HOST.allowed(), Settings::parseHost),
+          integer(PgJobsSettings.PORT, " (0: any free port)"),
           new Definition(API_TOKENS, "--api-tokens", List.of("PGJOBS_API_TOKENS"), null, "none (no authentication)",
               "comma-separated tokens, each 16–256 visible ASCII characters other than `,`",
               "bearer tokens the HTTP API accepts (`serve`, `demo`)", Settings::parseTokens),
@@ -289,6 +231,32 @@ public final class Settings {
               "names the HTTP API answers to without `api_tokens`, besides `localhost`, `*.localhost` and IP"
                   + " addresses (`serve`, `demo`); any other `Host` gets 421 (DNS rebinding)",
               Settings::parseAllowedHosts));
+
+  /** A setting of the catalogue whose values are text, checked by {@code parser}. */
+  private static Definition text(Setting<String> setting, String allowed, Function<String, Object> parser) {
+    return fromCatalogue(setting, allowed, parser);
+  }
+
+  /** An integer setting of the catalogue; {@code note} follows its range in the documentation. */
+  private static Definition integer(Setting<Integer> setting, String note) {
+    int min = setting.min();
+    int max = setting.max();
+    return fromCatalogue(setting, "an integer from " + min + " to " + max + note, text -> parseInt(text, min, max));
+  }
+
+  /** A duration setting of the catalogue, its range written as the catalogue writes it. */
+  private static Definition duration(Setting<Duration> setting) {
+    return fromCatalogue(setting, durationAllowed(setting.minText(), setting.maxText()),
+        text -> parseDuration(text, setting.min(), setting.max(), setting.minText(), setting.maxText()));
+  }
+
+  private static Definition fromCatalogue(Setting<?> setting, String allowed, Function<String, Object> parser) {
+    if (!setting.cli()) {
+      throw new IllegalStateException(setting.key() + " is not a setting of the command in PgJobsSettings");
+    }
+    return new Definition(setting.key(), setting.flag(), List.of(setting.environmentVariable()),
+        setting.defaultText(), PgJobsSettings.markdownDefault(setting), allowed, setting.description(), parser);
+  }
 
   private static final Map<String, Definition> BY_NAME =
       DEFINITIONS.stream().collect(Collectors.toMap(Definition::name, d -> d, (a, b) -> a, LinkedHashMap::new));
@@ -743,7 +711,7 @@ public final class Settings {
       Integer concurrency = null;
       if (kv.length == 2) {
         try {
-          concurrency = parseInt(kv[1], 1, 10_000);
+          concurrency = parseInt(kv[1], PgJobsSettings.CONCURRENCY.min(), PgJobsSettings.CONCURRENCY.max());
         } catch (IllegalArgumentException e) {
           throw new IllegalArgumentException("concurrency '" + kv[1].strip() + "' of queue '" + queue + "' is " + e.getMessage());
         }

@@ -3,6 +3,9 @@ package io.pgjobs.cli.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.pgjobs.config.PgJobsSettings;
+import io.pgjobs.config.Setting;
+import io.pgjobs.testkit.GeneratedDocs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -219,12 +222,58 @@ class SettingsTest {
 
   @Test
   void theReadmeDocumentsEverySettingExactlyAsTheCodeDefinesIt() throws Exception {
+    GeneratedDocs.check("cli", Settings.markdownTable(), "pgjobs-cli", getClass().getSimpleName());
     String readme = Files.readString(Path.of("..", "README.md"));
 
     assertThat(readme).contains("### CLI and environment");
     assertThat(readme).contains(Settings.markdownTable());
     List<String> names = Settings.DEFINITIONS.stream().map(Settings.Definition::name).toList();
     assertThat(names).doesNotHaveDuplicates();
+  }
+
+  @Test
+  void theSettingsSharedWithTheBuildersComeFromTheCatalogue() {
+    Settings defaults = Settings.of(Map.of());
+    List<Setting<?>> shared = PgJobsSettings.ALL.stream().filter(Setting::cli).toList();
+    assertThat(shared).extracting(Setting::key)
+        .contains(Settings.SCHEMA, Settings.CONCURRENCY, Settings.STALE_THRESHOLD, Settings.WORKER_DEAD_AFTER, Settings.PORT);
+    for (Setting<?> s : shared) {
+      Settings.Definition def = Settings.definition(s.key());
+      assertThat(def.flag()).as(s.key()).isEqualTo(s.flag());
+      assertThat(def.environment()).as(s.key()).containsExactly(s.environmentVariable());
+      assertThat(def.defaultText()).as(s.key()).isEqualTo(s.defaultText());
+      assertThat(def.description()).as(s.key()).isEqualTo(s.description());
+      assertThat(defaults.value(s.key()).value()).as(s.key()).isEqualTo(s.defaultValue());
+      if (s.max() != null) {
+        assertThat(Settings.of(Map.of(s.key(), text(s.max()))).value(s.key()).value()).as(s.key()).isEqualTo(s.max());
+        assertThat(Settings.of(Map.of(s.key(), text(s.min()))).value(s.key()).value()).as(s.key()).isEqualTo(s.min());
+      }
+    }
+    // A name of the catalogue the command has is taken from it, not declared a second time here.
+    List<String> catalogueKeys = PgJobsSettings.ALL.stream().map(Setting::key).toList();
+    assertThat(Settings.DEFINITIONS).filteredOn(d -> catalogueKeys.contains(d.name()))
+        .allSatisfy(d -> assertThat(PgJobsSettings.byKey(d.name()).cli()).as(d.name()).isTrue());
+  }
+
+  @Test
+  void everyFlagOfTheCommandsIsItsSettingsFlag() throws Exception {
+    java.util.Set<String> checked = new java.util.HashSet<>();
+    for (String name : List.of("PgJobsCommand", "WorkerOptions", "ServerOptions", "WorkCommand")) {
+      for (java.lang.reflect.Field field : Class.forName("io.pgjobs.cli." + name).getDeclaredFields()) {
+        picocli.CommandLine.Option option = field.getAnnotation(picocli.CommandLine.Option.class);
+        if (option != null && !option.descriptionKey().isEmpty()) {
+          assertThat(option.names()).as("%s.%s", name, field.getName())
+              .containsExactly(Settings.definition(option.descriptionKey()).flag());
+          checked.add(option.descriptionKey());
+        }
+      }
+    }
+    assertThat(checked).containsExactlyInAnyOrderElementsOf(
+        Settings.DEFINITIONS.stream().map(Settings.Definition::name).toList());
+  }
+
+  private static String text(Object value) {
+    return value instanceof Duration d ? io.pgjobs.config.DurationText.format(d) : String.valueOf(value);
   }
 
   private static void assertInvalid(Map<String, String> flags, Map<String, String> env, String message) {
