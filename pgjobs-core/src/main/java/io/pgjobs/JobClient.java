@@ -45,7 +45,7 @@ import tools.jackson.databind.json.JsonMapper;
  * Every mutation has a twin taking a {@link Connection}: it runs in that connection's transaction and
  * leaves committing to the caller.
  */
-public final class JobClient {
+public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   /** Schema used when none is given ({@link io.pgjobs.config.PgJobsSettings#SCHEMA}). */
   public static final String DEFAULT_SCHEMA = io.pgjobs.config.PgJobsSettings.SCHEMA.defaultValue();
 

@@ -4,7 +4,6 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.EnqueuedJob;
 import io.pgjobs.InvalidJobException;
 import io.pgjobs.InvalidPayloadException;
-import io.pgjobs.JobClient;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.PayloadValidator.FieldProblem;
@@ -32,7 +31,7 @@ import tools.jackson.databind.JsonNode;
 /**
  * Recurring schedules managed at run time: list them with their next fire times and last run, add,
  * update and remove schedules, pause and resume them, and run one now. Get it from
- * {@link JobClient#recurring()}; thread-safe.
+ * {@link io.pgjobs.JobClient#recurring()}; thread-safe.
  *
  * <pre>{@code
  * RecurringSchedules schedules = client.recurring();
@@ -47,7 +46,7 @@ import tools.jackson.databind.JsonNode;
  * updated or removed: the code owns their definition and would put it back at the next worker start
  * ({@link ScheduleException.Kind#DECLARED_IN_CODE}). A pause of a code schedule survives worker restarts.
  *
- * <p>A job type the client knows ({@link JobClient.Builder#knownTypes}) gives the schedule its queue,
+ * <p>A job type the client knows ({@link io.pgjobs.JobClient.Builder#knownTypes}) gives the schedule its queue,
  * priority and max attempts unless the definition says otherwise, and the payload must fit the type
  * (as an enqueue by name checks it); any other type name is accepted with the pgjobs defaults, since a
  * worker elsewhere may run it. A refused change stores nothing.
@@ -61,17 +60,17 @@ public final class RecurringSchedules {
   private static final Pattern ANY_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,200}");
   private static final Logger log = LoggerFactory.getLogger(RecurringSchedules.class);
 
-  private final JobClient client;
+  private final ScheduleClient client;
   private final String schema;
   private final Clock clock;
 
   /** The schedules of {@code client}'s database and schema. */
-  public RecurringSchedules(JobClient client) {
+  public RecurringSchedules(ScheduleClient client) {
     this(client, Clock.systemUTC());
   }
 
   /** Same, with the clock that upcoming fire times are computed from (for tests). */
-  public RecurringSchedules(JobClient client, Clock clock) {
+  public RecurringSchedules(ScheduleClient client, Clock clock) {
     this.client = client;
     this.schema = client.schema();
     this.clock = clock;
