@@ -27,7 +27,7 @@ import java.util.Set;
  * A duplicate can update the existing job ({@link Builder#replace}): its {@code run_at} and/or its payload
  * take the new enqueue's values, but only while the job is waiting (a running or finished job is returned
  * as it is). Concurrent enqueues of one key yield one job: uniqueness is a unique index on the key, not a
- * read-then-insert. See the README section "Unique jobs" for when to use this and when idempotency keys.
+ * read-then-insert. See docs/concepts.md, "Unique jobs", for when to use this and when idempotency keys.
  *
  * <pre>{@code
  * EnqueueOptions.builder()

@@ -200,8 +200,9 @@ class SchemaConstraintsTest extends PgJobsTestBase {
   /**
    * Why the single-column rules are domains: PostgreSQL re-reads and plans a table's CHECK expressions
    * for every statement that writes a row, which cost a third of a single-row enqueue when the hot table had
-   * twelve (docs/BENCHMARKS.md); a domain's constraints are planned once per connection. This keeps the
-   * table CHECKs to the rules over several columns, and fails if a single-column rule goes back to one.
+   * twelve (docs/bench-journal/issue-15-part-3.md); a domain's constraints are planned once per connection.
+   * This keeps the table CHECKs to the rules over several columns, and fails if a single-column rule goes
+   * back to one.
    */
   @Test
   void hotTableKeepsOnlyItsMultiColumnRulesAsTableChecksAndTheRestAsDomains() {

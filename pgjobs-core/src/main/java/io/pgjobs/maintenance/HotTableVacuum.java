@@ -16,8 +16,8 @@ import org.slf4j.LoggerFactory;
  * autovacuum off (and, less often, with it on, before its first pass), claims and completions grew
  * CPU-bound as the dead versions passed ~300,000, completions fell to a tenth of the offered rate and the
  * backlog grew without bound; a {@code VACUUM} of the table every 5 s (50–200 ms each) kept it at
- * ~7 MiB and pickup p99 at 10–20 ms (docs/BENCHMARKS.md). The hot table holds only unfinished jobs, so
- * such a vacuum is short.
+ * ~7 MiB and pickup p99 at 10–20 ms (docs/bench-journal/w5-sustained-load.md). The hot table holds only
+ * unfinished jobs, so such a vacuum is short.
  *
  * <p>The vacuum runs on a virtual thread of its own, so a long one does not hold up rescue or recurring
  * schedules; a round finds the previous one still running and waits. While a transaction elsewhere

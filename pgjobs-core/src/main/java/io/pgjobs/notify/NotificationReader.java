@@ -24,8 +24,9 @@ import org.slf4j.LoggerFactory;
  * call that received something by asking {@code PGStream.hasMessagePending()} whether more is waiting;
  * with nothing buffered, that sets a 1 ms socket timeout and reads, and since a timed-out read is not
  * remembered, it waits that millisecond every time. Every notification therefore reached pgjobs about
- * 1.1 ms after it had arrived: a third of an idle worker's pickup (W4, docs/BENCHMARKS.md), and a cap
- * of about 900 notification batches a second for the listener thread.
+ * 1.1 ms after it had arrived: a third of an idle worker's pickup (W4, docs/bench-journal/issue-15-part-3.md,
+ * "Notifications read as they arrive"), and a cap of about 900 notification batches a second for the
+ * listener thread.
  *
  * <p><b>What this does instead.</b> It waits for the first byte of the next message itself (a
  * {@code peekChar} under the caller's timeout, which returns as soon as a byte is there), and when that

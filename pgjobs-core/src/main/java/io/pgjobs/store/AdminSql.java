@@ -199,9 +199,9 @@ final class AdminSql {
    * read all the time and so in memory. At the default the planner reads an emptied table whole rather
    * than its index, which kept its size too and whose every page it prices as a random read, not knowing
    * that the scan skips the pages vacuum emptied (109 MB table, 250 jobs: a sequential scan of 13,983
-   * pages against 15 buffers through the indexes; docs/BENCHMARKS.md). Not sequential scans off, nor
-   * the index forced as {@link #READY_DEPTH} does: the overview reads columns the indexes lack, and on a
-   * backlog of a million waiting jobs reading the index too took twice as long as the table alone.
+   * pages against 15 buffers through the indexes; docs/bench-journal/queue-depth.md). Not sequential scans
+   * off, nor the index forced as {@link #READY_DEPTH} does: the overview reads columns the indexes lack,
+   * and on a backlog of a million waiting jobs reading the index too took twice as long as the table alone.
    */
   static final String PAGES_PRICED_ALIKE =
       """
@@ -283,14 +283,15 @@ final class AdminSql {
    * after a peak whole, because it prices each page of the index (which keeps its size too) as a random
    * read, four times a page of the table, not knowing that a scan of a btree skips the pages its vacuum
    * emptied (14,472 pages holding 250 jobs, a 3,976-page index: 14,473 buffers and 16–24 ms for the
-   * table, 209 buffers and 0.2 ms for the index; docs/BENCHMARKS.md). A bound the planner cannot estimate
+   * table, 209 buffers and 0.2 ms for the index; docs/bench-journal/independent-harness.md, "queueDepth()
+   * as one statement"). A bound the planner cannot estimate
    * ({@code queue >= (SELECT '')}, a third of the rows) was not enough: under churn the table's row
    * estimate ran ahead of the index's and the sequential scan came back.
    *
    * <p>One statement, run alone in auto-commit: the earlier {@code SET LOCAL enable_seqscan = off} needed a
    * transaction of its own, three round trips more a call, which a producer that asks before every batch
    * paid each time. The plan is the index-only scan that setting forced, which on a backlog of a million
-   * waiting jobs cost what the table's scan did (docs/BENCHMARKS.md).
+   * waiting jobs cost what the table's scan did (docs/bench-journal/queue-depth.md).
    */
   static final String READY_DEPTH =
       """

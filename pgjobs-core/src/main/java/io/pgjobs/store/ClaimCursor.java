@@ -215,7 +215,7 @@ public final class ClaimCursor {
    * {@link #appendInstant}, exact to the microsecond) and ids, highest level first. Built as text, not with
    * {@code Connection.createArrayOf} and {@link Instant#toString}: on an idle worker, whose code is still
    * cold, those were a third of the Java time between a notification and its claim being sent
-   * (docs/BENCHMARKS.md, "What is left of an idle worker's pickup").
+   * (docs/bench-journal/issue-15-part-3.md, "What is left of an idle worker's pickup").
    */
   ResumeParameters resumeParameters() {
     StringBuilder levels = new StringBuilder("{");

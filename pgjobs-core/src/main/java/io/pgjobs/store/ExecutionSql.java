@@ -30,8 +30,8 @@ final class ExecutionSql {
    * statement-level trigger {@code jobs_events_update} ({@code WHEN} the setting is not
    * {@code on}) does not fire for it: the claim announces its jobs itself ({@link #CLAIM_TAIL}). Firing
    * the trigger, with its transition tables, cost a single-row claim ~50 µs of its ~90 µs in the server
-   * (docs/BENCHMARKS.md). Claims run in auto-commit mode, so the setting ends with the claim's own
-   * transaction and no other statement is affected.
+   * (docs/bench-journal/issue-15-part-3.md, "Claims announce themselves"). Claims run in auto-commit mode,
+   * so the setting ends with the claim's own transaction and no other statement is affected.
    */
   static final String CLAIM_ANNOUNCES_SETTING = "pgjobs.claim_announces";
 

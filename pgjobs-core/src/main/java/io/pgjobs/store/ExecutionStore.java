@@ -193,7 +193,7 @@ public final class ExecutionStore {
    * sends it unnamed until its fifth, then PostgreSQL plans the prepared statement for its values five
    * more times): on this project's machine 2–5 ms for the first and about 1 ms for each of the next
    * ten, against 0.4 ms once settled — the first eleven jobs an idle worker picks up paid it
-   * (docs/BENCHMARKS.md, W4).
+   * (docs/bench-journal/issue-15-part-3.md, "Claims planned once per connection").
    *
    * @throws SQLException if a statement fails; the transaction is rolled back
    */

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The maintenance leader vacuums the hot table itself once its dead row versions pass
  * {@link HotTableVacuum#MIN_DEAD_ROWS}: at thousands of jobs a second they outrun autovacuum, and claims
- * slow down as they pile up (W5, docs/BENCHMARKS.md).
+ * slow down as they pile up (W5, docs/bench-journal/w5-sustained-load.md).
  */
 class HotTableVacuumTest extends PgJobsTestBase {
   private static final String MANUAL_VACUUMS = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
  * server-prepared statement keeps the generic plan made then — a sequential scan — as the table grows,
  * until a vacuum or analyze of the table (which a long transaction elsewhere can put off) makes the
  * session plan again. (PostgreSQL 15, 200,000 rows, measured by hand: that plan read 3,572 pages in
- * 19.7 ms; planned for the table as it was, 3 index pages in 0.07 ms. docs/BENCHMARKS.md, W5.)
+ * 19.7 ms; planned for the table as it was, 3 index pages in 0.07 ms. docs/bench-journal/w5-sustained-load.md.)
  *
  * <p>Each test runs the statement on a pool of one connection, so every execution is on the same
  * session, and reads that session's server-prepared statements ({@code pg_prepared_statements}).

@@ -596,7 +596,7 @@ public final class Settings {
 
   // ---------------------------------------------------------------- documentation
 
-  /** The settings table in Markdown, as in the README's "CLI and environment" section. */
+  /** The settings table in Markdown, as in docs/configuration.md, "CLI and environment". */
   public static String markdownTable() {
     StringBuilder out = new StringBuilder();
     out.append("| setting (config file key) | flag | environment | default | allowed | what it does |\n");

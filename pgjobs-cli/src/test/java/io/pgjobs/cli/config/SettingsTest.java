@@ -221,12 +221,12 @@ class SettingsTest {
   }
 
   @Test
-  void theReadmeDocumentsEverySettingExactlyAsTheCodeDefinesIt() throws Exception {
+  void theConfigurationDocumentsEverySettingExactlyAsTheCodeDefinesIt() throws Exception {
     GeneratedDocs.check("cli", Settings.markdownTable(), "pgjobs-cli", getClass().getSimpleName());
-    String readme = Files.readString(Path.of("..", "README.md"));
+    String configuration = Files.readString(Path.of("..", "docs", "configuration.md"));
 
-    assertThat(readme).contains("### CLI and environment");
-    assertThat(readme).contains(Settings.markdownTable());
+    assertThat(configuration).contains("## CLI and environment");
+    assertThat(configuration).contains(Settings.markdownTable());
     List<String> names = Settings.DEFINITIONS.stream().map(Settings.Definition::name).toList();
     assertThat(names).doesNotHaveDuplicates();
   }

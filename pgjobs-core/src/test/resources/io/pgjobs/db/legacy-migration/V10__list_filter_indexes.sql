@@ -3,7 +3,7 @@
 -- The list reads each table newest first (ORDER BY id DESC LIMIT n). Without these, a filter that few
 -- finished jobs match (a rare type or queue, an old date, a text) walks the primary key through the whole
 -- table. Each index costs one more index entry per finished job (finished_jobs gets one insert per
--- finished job) and its size on disk; figures at 1,000,000 finished jobs are in docs/BENCHMARKS.md
+-- finished job) and its size on disk; figures at 1,000,000 finished jobs are in docs/bench-journal/dashboard-1m-jobs.md
 -- ("Dashboard at 1,000,000 jobs").
 --
 -- Plain CREATE INDEX (Flyway runs this in a transaction): finished_jobs takes no inserts while they

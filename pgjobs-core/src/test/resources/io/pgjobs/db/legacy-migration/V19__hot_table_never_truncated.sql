@@ -1,7 +1,7 @@
 -- pgjobs schema, version 19: no vacuum cuts the empty pages off the hot table's end, autovacuum included.
 --
 -- The maintenance leader's own vacuum already ran with TRUNCATE false (WorkerSql.VACUUM_HOT_TABLE);
--- autovacuum did not, and W5 at 5,000 jobs/s (docs/BENCHMARKS.md) showed
+-- autovacuum did not, and W5 at 5,000 jobs/s (docs/bench-journal/w5-sustained-load.md) showed
 -- both ways a truncation hurts a queue that is busy again a moment later:
 --   * Cutting the pages takes an ACCESS EXCLUSIVE lock on the table: every claim, completion and
 --     heartbeat waits for it (409 ms of stalled pickups once a long transaction had grown the table to

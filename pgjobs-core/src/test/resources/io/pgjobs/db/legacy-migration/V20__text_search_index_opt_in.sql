@@ -4,8 +4,9 @@
 -- V10 created finished_jobs_text_trgm_idx wherever pg_trgm could be had. Every finished job is one insert
 -- into finished_jobs, so that index is paid on the write path of every job: the trigrams of its payload's
 -- JSON text, and the flushes of the GIN pending list, which land inside a worker's completion batch.
--- Measured with W3 (300,000 no-op jobs, docs/BENCHMARKS.md, "The trigram index off the write path"): the
--- drain ran at 27-29k jobs/s with the index and 40-60k without it, on the same machine in alternating runs.
+-- Measured with W3 (300,000 no-op jobs, docs/bench-journal/issue-15-part-3.md, "The trigram index off the
+-- write path"): the drain ran at 27-29k jobs/s with the index and 40-60k without it, on the same machine
+-- in alternating runs.
 -- A text search works without it: the newest 5,000 finished jobs are probed first (a text many jobs contain
 -- fills the page there), then the table is read newest first, bounded by the API's statement timeout
 -- (~0.7 s at a million finished jobs). Where fast search over a long history is worth the write cost,

@@ -2,7 +2,7 @@
 -- trigger of jobs does not fire for it.
 --
 -- Why: firing jobs_events_update, with its transition tables, cost a single-row claim ~50 µs of its
--- ~90 µs in the server (pgbench, docs/BENCHMARKS.md), on the path from a job's notification to its
+-- ~90 µs in the server (pgbench, docs/bench-journal/issue-15-part-3.md), on the path from a job's notification to its
 -- handler. A claim statement now sets the transaction-local setting pgjobs.claim_announces to 'on' before
 -- it updates a row, and sends the same job event ('state', the jobs now 'running') from its own rows in
 -- the same statement, so the event still commits, or not, with the claim, in the same order as before.

@@ -21,7 +21,7 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * Records how fast the dashboard's data loads with a million jobs in the tables (not a test: a
- * program that prints figures, run by hand; see docs/BENCHMARKS.md, "Dashboard at 1,000,000 jobs").
+ * program that prints figures, run by hand; see docs/bench-journal/dashboard-1m-jobs.md).
  *
  * <p>Two shapes in a throw-away database: (A) 1,000,000 finished jobs spread over the retention day
  * plus 10,000 waiting ones, the steady state of a busy system; (B) 1,000,000 waiting jobs, a backlog.

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Screenshots for the README: the overview, a job's page and the dead letters, over a lifelike state
+ * Screenshots for docs/dashboard.md: the overview, a job's page and the dead letters, over a lifelike state
  * (an hour of finished jobs, running jobs with progress, a paused queue with a backlog, failures of
  * several kinds). Written to {@code target/dashboard-screenshots}, or to the directory named by the
  * system property {@code pgjobs.screenshots} ({@code -Dpgjobs.screenshots=../docs/images} refreshes

@@ -17,7 +17,7 @@ import javax.sql.DataSource;
  * this one. It is only compiled, never run, so nothing here has a value.
  */
 public abstract class DocSnippetContext {
-  /** The quick start's payload (README, "Quick start"); a block that declares its own hides this one. */
+  /** The quick start's payload (README.md, "Quick start"); a block that declares its own hides this one. */
   @JobDefaults(name = "send_email", queue = "emails", priority = Priority.HIGH, maxAttempts = 5)
   public record SendEmail(String to, String subject, String body) {}
 
@@ -42,7 +42,7 @@ public abstract class DocSnippetContext {
     void send(Object message);
   }
 
-  /** The reader's user (README, "Spring Boot"). */
+  /** The reader's user (docs/spring.md). */
   public record User(String email) {}
 
   /** The reader's user repository. */
