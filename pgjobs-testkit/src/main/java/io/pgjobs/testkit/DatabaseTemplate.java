@@ -105,6 +105,9 @@ public final class DatabaseTemplate {
         st.execute("CREATE DATABASE " + scratch);
         try (HikariDataSource ds = dataSource(adminUrl, scratch)) {
           setUp.accept(ds);
+        } catch (RuntimeException e) {
+          st.execute("DROP DATABASE IF EXISTS " + scratch + " WITH (FORCE)");
+          throw e;
         }
         st.execute("ALTER DATABASE " + scratch + " WITH IS_TEMPLATE true ALLOW_CONNECTIONS false");
         st.execute("ALTER DATABASE " + scratch + " RENAME TO " + target);
@@ -126,8 +129,8 @@ public final class DatabaseTemplate {
   private void dropOlderVersions(Connection c, String keep) throws SQLException {
     List<String> older = new ArrayList<>();
     try (PreparedStatement ps = c.prepareStatement(
-        "SELECT datname FROM pg_database WHERE datistemplate AND starts_with(datname, ?) AND datname <> ?")) {
-      ps.setString(1, PREFIX + name + "_");
+        "SELECT datname FROM pg_database WHERE datistemplate AND datname ~ ? AND datname <> ?")) {
+      ps.setString(1, "^" + PREFIX + name + "_[0-9a-f]{16}$");
       ps.setString(2, keep);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {

@@ -15,6 +15,11 @@ public final class Tags {
   public static final String PGBOUNCER = "pgbouncer";
   /** Long runs under load or under repeated failures (a minute or so each). */
   public static final String SOAK = "soak";
+  /**
+   * Asserts something that other test JVMs keeping the machine busy can break (a query that must take under
+   * 100 ms): runs after the module's other tests, alone.
+   */
+  public static final String SERIAL = "serial";
   /** Writes documentation (the README's screenshots): only in the {@code release} profile. */
   public static final String DOCS = "docs";
 
