@@ -25,6 +25,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.store.WorkerStore;
+import io.pgjobs.testkit.Exclusive;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.nio.charset.StandardCharsets;
@@ -69,6 +70,7 @@ import tools.jackson.databind.JsonNode;
  * machine, not about sizes, and other tests cover them.
  */
 @Tag(Tags.SOAK)
+@Exclusive
 class LimitsTest extends LifecycleTestBase {
   /** The longest queue and type name: 255 characters. */
   static final int NAME_MAX = 255;

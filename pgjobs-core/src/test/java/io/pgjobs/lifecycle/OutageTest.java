@@ -10,6 +10,7 @@ import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.lifecycle.Lifecycle.Work;
 import io.pgjobs.maintenance.Maintenance;
+import io.pgjobs.testkit.Exclusive;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -44,6 +45,7 @@ import org.junit.jupiter.api.Test;
  */
 @Tag(Tags.PROCESS)
 @Tag(Tags.SOAK)
+@Exclusive
 class OutageTest extends LifecycleTestBase {
   private static final int JOBS = 10_000;
   private static final int KILL_ROUNDS = 10;
