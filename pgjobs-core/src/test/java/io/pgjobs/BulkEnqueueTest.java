@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -15,6 +16,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.UUID;
 import java.util.stream.IntStream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -29,6 +31,7 @@ class BulkEnqueueTest extends PgJobsTestBase {
   private static final JobType<Numbered> KEYED = JobType.of("keyed", Numbered.class).withIdempotencyKeyFrom("n");
 
   @Test
+  @Tag(Tags.SOAK)
   void hundredThousandJobsEnqueuedInOneCallAreStoredAtOnceAndAllRunToSuccess() throws Exception {
     List<Numbered> payloads = numbered(MANY);
 

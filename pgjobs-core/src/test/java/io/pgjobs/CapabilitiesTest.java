@@ -8,6 +8,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.testkit.JvmProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,6 +25,7 @@ import org.awaitility.core.ConditionTimeoutException;
 import org.awaitility.core.TerminalFailureException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,6 +33,7 @@ import org.junit.jupiter.api.Test;
  * only jobs whose capability the worker has or that need none. Jobs nobody alive can run stay queued and
  * are reported per queue.
  */
+@Tag(Tags.PROCESS)
 class CapabilitiesTest extends PgJobsTestBase {
   private static final int JOBS = 1_000;
   private static final String GENERAL_WORKER = "general-worker";

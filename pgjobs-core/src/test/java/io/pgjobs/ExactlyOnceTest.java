@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.testkit.JvmProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -23,6 +24,7 @@ import org.awaitility.core.ConditionTimeoutException;
 import org.awaitility.core.TerminalFailureException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,6 +32,7 @@ import org.junit.jupiter.api.Test;
  * side effect goes to a table without a unique constraint, so a job that ran twice would show up as two
  * rows, and a job that never ran as none.
  */
+@Tag(Tags.PROCESS)
 class ExactlyOnceTest extends PgJobsTestBase {
   private static final int JOBS = 5_000;
   private static final Duration ALL_DONE_DEADLINE = Duration.ofMinutes(4);

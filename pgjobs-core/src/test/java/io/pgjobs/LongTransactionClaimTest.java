@@ -6,6 +6,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimCursor;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.testkit.Tags;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -15,6 +16,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -35,6 +37,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
   }
 
   @Test
+  @Tag(Tags.SOAK)
   void aClaimAfterTwoHundredThousandDeadEntriesAndWithATransactionOpenElsewhereReadsABoundedNumberOfBuffers()
       throws Exception {
     ExecutionStore store = store();
@@ -201,6 +204,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
   }
 
   @Test
+  @Tag(Tags.SOAK)
   void theProbeWithTwoHundredThousandDeadEntriesAndATransactionOpenElsewhereFindsTheFirstClaimableJob()
       throws Exception {
     ExecutionStore store = store();

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 
 /**
- * Base of core's database tests: one throw-away database per test class, migrated once; job tables
+ * Base of core's database tests: one throw-away database per test class, a copy of the migrated template; job tables
  * emptied before each test; workers started by a test are closed after it.
  */
 public abstract class PgJobsTestBase {
@@ -30,9 +30,8 @@ public abstract class PgJobsTestBase {
 
   @BeforeAll
   static void createDatabase() {
-    db = TestDatabase.create();
+    db = MigratedDatabase.create();
     client = JobClient.builder(db.dataSource()).knownTypes(NUMBERED).build();
-    client.migrate();
   }
 
   @AfterAll

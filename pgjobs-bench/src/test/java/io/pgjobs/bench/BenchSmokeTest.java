@@ -3,6 +3,7 @@ package io.pgjobs.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pgjobs.config.DatabaseUrl;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -11,9 +12,11 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Keeps the harness working: every workload at a tiny size, both systems, a table at the end. No timing asserted. */
+@Tag(Tags.PROCESS)
 class BenchSmokeTest {
   static TestDatabase db;
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.testkit.JvmProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -16,6 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -25,6 +27,7 @@ import tools.jackson.databind.json.JsonMapper;
  * API, and its sample stream runs jobs of all four demo kinds to success (real SMTP to its in-process
  * sink, real image files, a signed webhook to its own receiver).
  */
+@Tag(Tags.PROCESS)
 class DemoProcessTest {
   private static final Pattern DASHBOARD = Pattern.compile("dashboard\\s+(http://\\S+?)/\\s");
   private static final List<String> KINDS = List.of("send_email", "resize_image", "summarize_text", "webhook_delivery");

@@ -7,6 +7,7 @@ import io.pgjobs.JobClient;
 import io.pgjobs.JobState;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.PgBouncer;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -15,12 +16,15 @@ import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * {@code pgjobs work} with {@code database_url} pointing at PgBouncer in transaction mode
  * ({@code prepareThreshold=0}) and {@code listen_database_url} either a direct URL or {@code off}.
  */
+@Tag(Tags.PROCESS)
+@Tag(Tags.PGBOUNCER)
 class PgBouncerWorkTest {
   private static final Duration DEADLINE = Duration.ofSeconds(90);
   private static TestDatabase db;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.testkit.JvmProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -16,9 +17,11 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** {@code pgjobs serve} as a real process hands {@code --allowed-hosts} and {@code PGJOBS_ALLOWED_ORIGINS} to its API. */
+@Tag(Tags.PROCESS)
 class ServeCrossSiteProcessTest {
   private static final Pattern DASHBOARD = Pattern.compile("dashboard\\s+http://127\\.0\\.0\\.1:(\\d+)/\\s");
 

@@ -21,6 +21,7 @@ import io.pgjobs.cli.demo.SummarizeTextJob.SummarizeText;
 import io.pgjobs.cli.demo.WebhookDeliveryJob;
 import io.pgjobs.cli.demo.WebhookDeliveryJob.WebhookDelivery;
 import io.pgjobs.testkit.JvmProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.awt.image.BufferedImage;
 import java.net.InetSocketAddress;
@@ -40,12 +41,14 @@ import java.util.concurrent.TimeUnit;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /** {@code pgjobs work} as a real child process: runs every kind to success, stops gracefully on SIGTERM. */
+@Tag(Tags.PROCESS)
 class WorkProcessTest {
   private static final Duration DEADLINE = Duration.ofSeconds(90);
 

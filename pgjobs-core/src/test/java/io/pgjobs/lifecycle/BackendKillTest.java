@@ -10,6 +10,8 @@ import io.pgjobs.JobClient;
 import io.pgjobs.JobHandler;
 import io.pgjobs.JobType;
 import io.pgjobs.RetryPolicy;
+import io.pgjobs.testkit.Exclusive;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -34,6 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -45,6 +48,8 @@ import org.junit.jupiter.api.Test;
  * key) store no job twice, though some of their failed calls had committed: every such call failed
  * with {@link EnqueueOutcomeUnknownException}, never with a plain failure.
  */
+@Tag(Tags.SOAK)
+@Exclusive
 class BackendKillTest extends LifecycleTestBase {
   private static final Duration KILLING = Duration.ofSeconds(30);
   private static final long KILL_EVERY_MILLIS = 500;

@@ -7,10 +7,13 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.lifecycle.Lifecycle.Work;
 import io.pgjobs.lifecycle.WorkerProcesses.WorkerProcess;
+import io.pgjobs.testkit.Exclusive;
+import io.pgjobs.testkit.Tags;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,6 +25,9 @@ import org.junit.jupiter.api.Test;
  * jobs released). At the end every job has succeeded, ran at least once and at most once per attempt,
  * and nothing is stuck.
  */
+@Tag(Tags.PROCESS)
+@Tag(Tags.SOAK)
+@Exclusive
 class ChaosTest extends LifecycleTestBase {
   private static final int JOBS = 20_000;
   private static final int WORKERS = 3;

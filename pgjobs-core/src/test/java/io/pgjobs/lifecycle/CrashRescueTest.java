@@ -9,12 +9,14 @@ import io.pgjobs.JobError;
 import io.pgjobs.JobState;
 import io.pgjobs.lifecycle.Lifecycle.Work;
 import io.pgjobs.lifecycle.WorkerProcesses.WorkerProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,6 +24,7 @@ import org.junit.jupiter.api.Test;
  * another worker notices the silent jobs after the stale threshold and returns them to the queue, where
  * they are run to completion once; the dead worker's registration is removed.
  */
+@Tag(Tags.PROCESS)
 class CrashRescueTest extends LifecycleTestBase {
   private static final Duration LONG = Duration.ofSeconds(60);
   private static final Duration STALE = Duration.ofSeconds(3);

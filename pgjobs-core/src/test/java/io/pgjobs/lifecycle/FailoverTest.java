@@ -12,6 +12,7 @@ import io.pgjobs.lifecycle.WorkerProcesses.WorkerProcess;
 import io.pgjobs.testkit.PostgresCluster;
 import io.pgjobs.testkit.PostgresCluster.Node;
 import io.pgjobs.testkit.PostgresCluster.Replication;
+import io.pgjobs.testkit.Tags;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -25,6 +26,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -40,6 +42,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * docs/guarantees.md, "Failover", and measured here; each worker warned about it at start, and the jobs left
  * {@code running} by worker state the failover lost go back to the queue within the dead-worker threshold.
  */
+@Tag(Tags.PROCESS)
 class FailoverTest {
   private static final Duration WAIT = Duration.ofSeconds(60);
   /** The library's default stale threshold: only the dead-worker path may rescue within the test. */

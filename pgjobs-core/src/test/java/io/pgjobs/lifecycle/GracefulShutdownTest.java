@@ -9,10 +9,12 @@ import io.pgjobs.JobError;
 import io.pgjobs.JobState;
 import io.pgjobs.lifecycle.Lifecycle.Work;
 import io.pgjobs.lifecycle.WorkerProcesses.WorkerProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,6 +22,7 @@ import org.junit.jupiter.api.Test;
  * running jobs finish within the grace period, then interrupt the rest and release them straight back to
  * the queue (never failed because of the shutdown), and deregister.
  */
+@Tag(Tags.PROCESS)
 class GracefulShutdownTest extends LifecycleTestBase {
   private static final Duration LONG = Duration.ofSeconds(60);
   private static final Work THIRTY_SECONDS = Work.blockingFirstAttempt(Duration.ofSeconds(30));

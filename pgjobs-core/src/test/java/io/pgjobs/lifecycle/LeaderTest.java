@@ -10,18 +10,21 @@ import io.pgjobs.JobState;
 import io.pgjobs.lifecycle.Lifecycle.Work;
 import io.pgjobs.lifecycle.WorkerProcesses.WorkerProcess;
 import io.pgjobs.maintenance.Maintenance;
+import io.pgjobs.testkit.Tags;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * Maintenance leadership through the {@code pgjobs.leases} row 'maintenance': one leader at a time, and
  * a new one within the lease's time to live when the old one goes away, which then does the rescuing.
  */
+@Tag(Tags.PROCESS)
 class LeaderTest extends LifecycleTestBase {
   /** Renewed every second: two seconds of slack before a busy machine makes a lease lapse. */
   private static final Duration TTL = Duration.ofSeconds(3);

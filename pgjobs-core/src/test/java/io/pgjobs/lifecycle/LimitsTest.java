@@ -25,6 +25,8 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.store.WorkerStore;
+import io.pgjobs.testkit.Exclusive;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -48,6 +50,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 
@@ -66,6 +69,8 @@ import tools.jackson.databind.JsonNode;
  * dead-worker thresholds) stay at their defaults: their extreme values are about timing on a loaded
  * machine, not about sizes, and other tests cover them.
  */
+@Tag(Tags.SOAK)
+@Exclusive
 class LimitsTest extends LifecycleTestBase {
   /** The longest queue and type name: 255 characters. */
   static final int NAME_MAX = 255;

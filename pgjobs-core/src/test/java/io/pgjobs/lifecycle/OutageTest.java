@@ -10,6 +10,8 @@ import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.lifecycle.Lifecycle.Work;
 import io.pgjobs.maintenance.Maintenance;
+import io.pgjobs.testkit.Exclusive;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
@@ -33,6 +35,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -40,6 +43,9 @@ import org.junit.jupiter.api.Test;
  * a restart of the PostgreSQL server itself. Pollers, listener and heartbeat back off and resume;
  * outcome writes retry; nothing is lost and nothing completes twice.
  */
+@Tag(Tags.PROCESS)
+@Tag(Tags.SOAK)
+@Exclusive
 class OutageTest extends LifecycleTestBase {
   private static final int JOBS = 10_000;
   private static final int KILL_ROUNDS = 10;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.lifecycle.WorkerProcesses.WorkerProcess;
+import io.pgjobs.testkit.Tags;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -13,12 +14,14 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * A schedule every second declared by three worker processes: exactly one job per slot, no gap and no
  * double, while the maintenance leader that fires the slots is killed with {@code kill -9} halfway.
  */
+@Tag(Tags.PROCESS)
 class RecurringProcessesTest extends LifecycleTestBase {
   private static final String[] SETTINGS = {"concurrency=4", "recurring=tick", "leaseTtlMs=2000"};
 

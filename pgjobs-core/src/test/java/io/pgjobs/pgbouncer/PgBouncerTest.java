@@ -14,6 +14,7 @@ import io.pgjobs.JobType;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.RetryPolicy;
 import io.pgjobs.testkit.PgBouncer;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -31,6 +32,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -43,6 +45,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * the test's own checks go to PostgreSQL directly. Each scenario runs both with LISTEN on a direct
  * connection and with polling only.
  */
+@Tag(Tags.PGBOUNCER)
 class PgBouncerTest extends PgJobsTestBase {
   private static final int SERVER_POOL = 4;
 

@@ -5,17 +5,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.pgjobs.testkit.PostgresCluster;
 import io.pgjobs.testkit.PostgresCluster.Node;
 import io.pgjobs.testkit.PostgresCluster.Replication;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.Optional;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * The start-up warning about what a failover can lose, read from a real primary with a streaming standby
  * ({@link PostgresCluster}) as its replication settings change, and from a single server.
  */
+@Tag(Tags.PROCESS)
 class ReplicationCheckTest {
   @Test
   void onlyAPrimaryThatAcknowledgesBeforeItsStandbyIsWarnedAbout() throws SQLException {

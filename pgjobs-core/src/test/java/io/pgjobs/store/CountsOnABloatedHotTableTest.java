@@ -9,12 +9,14 @@ import io.pgjobs.JobState;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.QueueCounts;
 import io.pgjobs.QueueInfo;
+import io.pgjobs.testkit.Tags;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -28,6 +30,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * ({@code pg_statio_user_tables}), written when the calling session ends: each call runs on a connection
  * of its own, closed after it.
  */
+@Tag(Tags.SOAK)
 class CountsOnABloatedHotTableTest extends PgJobsTestBase {
   private static final String PROBE = "pgjobs-counts-probe";
   /** The sessions that fill the table: each ends after its work, so its counters are written before the probe. */

@@ -32,6 +32,7 @@ import io.pgjobs.RetryPolicy;
 import io.pgjobs.SnoozeJobException;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.testkit.JvmProcess;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.io.File;
 import java.sql.Connection;
@@ -47,6 +48,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -56,6 +58,7 @@ import org.junit.jupiter.api.Test;
  * OpenTelemetry nothing is recorded, nothing is stored, and pgjobs runs without the API on the class
  * path at all.
  */
+@Tag(Tags.PROCESS)
 class TracingTest extends PgJobsTestBase {
   static final JobType<Numbered> TRACED = JobType.of("traced", Numbered.class).withQueue("traced_q");
   /** Fails its first {@code n} attempts (n = payload), then succeeds. */

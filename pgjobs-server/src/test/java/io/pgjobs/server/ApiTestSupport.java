@@ -33,10 +33,9 @@ final class ApiTestSupport implements AutoCloseable {
 
   /** Starts a server configured by {@code configure} (on top of port 0 and host 127.0.0.1). */
   static ApiTestSupport start(java.util.function.UnaryOperator<ApiServer.Builder> configure) {
-    TestDatabase db = TestDatabase.create();
+    TestDatabase db = MigratedDatabase.create();
     try {
       JobClient client = JobClient.builder(db.dataSource()).knownTypes(TestTypes.SEND_EMAIL, TestTypes.TASK, TestTypes.EXPLOSIVE, TestTypes.CHARGE).build();
-      client.migrate();
       ApiServer server = configure.apply(ApiServer.builder(client).host("127.0.0.1").port(0)).build().start();
       return new ApiTestSupport(db, client, server);
     } catch (RuntimeException e) {

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.pgjobs.JobClient;
 import io.pgjobs.server.SseSubscriber.Event;
 import io.pgjobs.testkit.PgBouncer;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
 import java.net.URI;
@@ -16,12 +17,14 @@ import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * The API behind PgBouncer in transaction mode: requests go through the pooler, the live event stream
  * LISTENs on a direct connection ({@code listenDataSource}), or not at all ({@code liveEvents(false)}).
  */
+@Tag(Tags.PGBOUNCER)
 class PgBouncerEventsTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
   private static TestDatabase db;

@@ -14,6 +14,7 @@ import io.pgjobs.server.ApiTestSupport.Response;
 import io.pgjobs.testkit.PostgresCluster;
 import io.pgjobs.testkit.PostgresCluster.Node;
 import io.pgjobs.testkit.PostgresCluster.Replication;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -23,6 +24,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
@@ -33,6 +35,7 @@ import org.slf4j.LoggerFactory;
  * both work again by themselves once the standby is promoted. Runs on a private primary and standby
  * ({@link PostgresCluster}); the primary is crashed so that the standby is the only server left.
  */
+@Tag(Tags.PROCESS)
 class ReadOnlyNodeTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();

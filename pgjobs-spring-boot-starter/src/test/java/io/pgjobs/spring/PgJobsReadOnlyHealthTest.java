@@ -8,7 +8,9 @@ import io.pgjobs.spring.TestJobs.GreetHandler;
 import io.pgjobs.testkit.PostgresCluster;
 import io.pgjobs.testkit.PostgresCluster.Node;
 import io.pgjobs.testkit.PostgresCluster.Replication;
+import io.pgjobs.testkit.Tags;
 import java.time.Duration;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.WebApplicationType;
@@ -26,6 +28,7 @@ import org.springframework.context.annotation.Configuration;
  * UP again by itself once the standby is promoted. Runs on a private primary and standby
  * ({@link PostgresCluster}); the primary is crashed so that the standby is the only server left.
  */
+@Tag(Tags.PROCESS)
 class PgJobsReadOnlyHealthTest {
   @Configuration(proxyBeanMethods = false)
   @EnableAutoConfiguration

@@ -1,10 +1,12 @@
 package io.pgjobs.server.dashboard;
 
 import io.pgjobs.server.ApiServer;
+import io.pgjobs.testkit.Tags;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.TestInstance;
 
 /**
@@ -14,6 +16,7 @@ import org.junit.jupiter.api.TestInstance;
  * overrides {@link #server()}.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Tag(Tags.BROWSER)
 abstract class BrowserTest {
   static DashboardFixture app;
   static DashboardBrowser browser;

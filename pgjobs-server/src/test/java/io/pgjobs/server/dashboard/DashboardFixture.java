@@ -10,6 +10,7 @@ import io.pgjobs.JobType;
 import io.pgjobs.PayloadValidator.FieldProblem;
 import io.pgjobs.RetryPolicy;
 import io.pgjobs.server.ApiServer;
+import io.pgjobs.server.MigratedDatabase;
 import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
 import java.io.IOException;
@@ -86,14 +87,13 @@ final class DashboardFixture implements AutoCloseable {
    * {@code moreTypes} names more types that run as {@code task} does (for lifelike screenshots).
    */
   static DashboardFixture start(UnaryOperator<ApiServer.Builder> server, String... moreTypes) {
-    TestDatabase db = TestDatabase.create();
+    TestDatabase db = MigratedDatabase.create();
     try {
       List<JobType<?>> types = new ArrayList<>(List.of(TASK, SEND_EMAIL));
       for (String name : moreTypes) {
         types.add(JobType.of(name, Task.class).withRetryPolicy(TASK.retryPolicy()));
       }
       JobClient client = JobClient.builder(db.dataSource()).knownTypes(types).build();
-      client.migrate();
       ApiServer api = server.apply(ApiServer.builder(client).host("127.0.0.1").port(0)).build().start();
       DashboardFixture f = new DashboardFixture(db, client, api);
       JobWorker.Builder w = JobWorker.builder(db.dataSource())

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobState;
+import io.pgjobs.testkit.Tags;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -14,11 +15,13 @@ import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /** The API routes and parameters the dashboard added: job types, retry of a dead-letter group, text search, the overview. */
+@Tag(Tags.SERIAL)
 class DashboardRoutesTest {
   static final JsonMapper JSON = JsonMapper.builder().build();
   static DashboardFixture app;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobState;
+import io.pgjobs.testkit.Tags;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -15,6 +16,7 @@ import java.util.UUID;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,6 +26,8 @@ import org.junit.jupiter.api.Test;
  * system property {@code pgjobs.screenshots} ({@code -Dpgjobs.screenshots=../docs/images} refreshes
  * the committed ones).
  */
+@Tag(Tags.BROWSER)
+@Tag(Tags.DOCS)
 class DashboardScreenshotsTest {
   static final Path DIR = Path.of(System.getProperty("pgjobs.screenshots", "target/dashboard-screenshots"));
   static DashboardFixture app;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.io.File;
 import java.io.IOException;
@@ -22,6 +23,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -36,6 +38,7 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * ({@code jar:nested:…!/BOOT-INF/lib/…}). Run by Failsafe after {@code package} has built the jar; its
  * path comes in the system property {@value #JAR_PROPERTY}.
  */
+@Tag(Tags.PROCESS)
 class PackagedJarIT {
   static final String JAR_PROPERTY = "pgjobs.example.jar";
   static final String TOKEN = "example-admin-token-change-me";

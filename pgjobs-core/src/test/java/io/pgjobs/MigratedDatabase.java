@@ -1,0 +1,19 @@
+package io.pgjobs;
+
+import io.pgjobs.schema.Migrator;
+import io.pgjobs.testkit.DatabaseTemplate;
+import io.pgjobs.testkit.TestDatabase;
+
+/** A test database with the {@code pgjobs} schema migrated, copied from a template migrated once per server. */
+public final class MigratedDatabase {
+  /** The {@code pgjobs} schema at the latest migration; a new template whenever a migration script changes. */
+  public static final DatabaseTemplate TEMPLATE =
+      DatabaseTemplate.of("pgjobs", "io/pgjobs/db/migration", ds -> Migrator.migrate(ds, "pgjobs"));
+
+  private MigratedDatabase() {}
+
+  /** A new database whose {@code pgjobs} schema is up to date. */
+  public static TestDatabase create() {
+    return TestDatabase.create(TEMPLATE);
+  }
+}

@@ -1,0 +1,1 @@
+CREATE TABLE planted (n int);
