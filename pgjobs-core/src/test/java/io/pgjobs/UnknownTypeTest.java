@@ -83,6 +83,29 @@ class UnknownTypeTest extends PgJobsTestBase {
     }
   }
 
+  /** At the limits: many registered types, each name of the longest length allowed (255 characters). */
+  @Test
+  void aWorkerWithThreeHundredLongestTypeNamesClaimsEachOfThem() {
+    List<JobType<Numbered>> types = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      String prefix = "t" + i + ".";
+      types.add(JobType.of(prefix + "x".repeat(255 - prefix.length()), Numbered.class));
+    }
+    JobWorker.Builder builder = worker().pollInterval(Duration.ofMillis(50)).maintenance(false);
+    types.forEach(t -> builder.register(t, (ctx, p) -> null));
+    start(builder);
+    UUID mystery = enqueueMystery();
+
+    List<UUID> ids = new ArrayList<>();
+    for (int i : new int[] {0, 149, 299}) {
+      ids.add(client.enqueue(types.get(i), new Numbered(i)).job().id());
+    }
+    for (UUID id : ids) {
+      assertThat(awaitState(id, JobState.SUCCEEDED).attempts()).isEqualTo(1);
+    }
+    assertThat(client.get(mystery).orElseThrow().attemptedAt()).as("not one of its types").isNull();
+  }
+
   @Test
   void aJobOfAnUnknownTypeIsPickedUpByAWorkerThatKnowsIt() {
     UUID mystery = enqueueMystery();
