@@ -151,9 +151,13 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
     }
   }
 
-  /** {@code EXPLAIN} of {@code sql}, its lines joined. */
+  /**
+   * {@code EXPLAIN} of {@code sql}, its lines joined, in a session of its own ({@link #SETUP}): planning reads
+   * index pages (the extremes of {@code run_at}), and a pooled session would write those reads to the
+   * counters up to a second later, into another test's measurement.
+   */
   private static String explain(String sql) {
-    try (java.sql.Connection c = db.dataSource().getConnection(); java.sql.Statement s = c.createStatement();
+    try (java.sql.Connection c = sessions(SETUP).getConnection(); java.sql.Statement s = c.createStatement();
         java.sql.ResultSet rs = s.executeQuery("EXPLAIN " + sql)) {
       StringBuilder plan = new StringBuilder();
       while (rs.next()) {
@@ -203,9 +207,12 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
       assertThat(q.count(JobState.RUNNING)).isEqualTo(1);
       assertThat(q.scheduled()).isEqualTo(40);
     });
+    // A read of the table would touch every one of its pages; the overview's index scans touch a few hundred
+    // blocks, and up to ~1,100 in one CI run of 11,368 pages (the bloated indexes' empty pages are stepped
+    // over, but how many depends on where the analyze's sample left the estimates): a fifth tells them apart.
     assertThat(touchedByOverview).as("blocks of the table and its indexes read for the overview on %d pages", pages)
-        .isLessThan(pages / 20);
+        .isLessThan(pages / 5);
     assertThat(touchedByCounts).as("blocks of the table and its indexes read for countByQueue() on %d pages", pages)
-        .isLessThan(pages / 20);
+        .isLessThan(pages / 5);
   }
 }
