@@ -53,17 +53,26 @@ final class WorkerSql {
       DELETE FROM {schema}.workers WHERE id = ?""";
 
   /**
+   * Whether worker {@code w} is alive, as {@link #RESCUE} judges it: heard from within its own dead-worker
+   * threshold (the default one if it recorded none), counting silence only while the server was up. One
+   * expression for every statement that asks.
+   */
+  private static final String WORKER_ALIVE =
+      "greatest(w.last_heartbeat, pg_postmaster_start_time()) >= now() - coalesce(w.dead_after_ms, "
+          + io.pgjobs.config.PgJobsSettings.WORKER_DEAD_AFTER.defaultValue().toMillis()
+          + ") * interval '1 millisecond'";
+
+  /**
    * Registered workers, with how many jobs each is running and whether it is alive as {@link #RESCUE}
-   * judges it: heard from within its own dead-worker threshold (20 s if it recorded none), counting
-   * silence only while the server was up.
+   * judges it ({@link #WORKER_ALIVE}).
    */
   static final String LIST =
       """
       SELECT w.id, w.host, w.pid, w.queues::text, w.job_types::text, w.started_at, w.last_heartbeat,
              (SELECT count(*) FROM {schema}.jobs j WHERE j.locked_by = w.id AND j.state = 'running') AS running,
              w.stuck_lanes, w.capabilities,
-             greatest(w.last_heartbeat, pg_postmaster_start_time())
-                 >= now() - coalesce(w.dead_after_ms, 20000) * interval '1 millisecond' AS alive
+             """ + WORKER_ALIVE + """
+       AS alive
         FROM {schema}.workers w
        ORDER BY w.started_at, w.id""";
 
@@ -185,8 +194,9 @@ final class WorkerSql {
       """
       WITH live AS (
           SELECT w.queues, w.job_types FROM {schema}.workers AS w
-           WHERE greatest(w.last_heartbeat, pg_postmaster_start_time())
-                     >= now() - coalesce(w.dead_after_ms, 20000) * interval '1 millisecond'
+           WHERE
+           """ + WORKER_ALIVE + """
+
       ), served AS (
           SELECT DISTINCT q.queue, t.type
             FROM live
