@@ -66,24 +66,30 @@ public record EnqueueOptions(
     }
     if (delay != null && delay.compareTo(RetryPolicy.MAX_DELAY) > 0) {
       throw new InvalidJobException(
-          "delay", "must be at most " + RetryPolicy.MAX_DELAY.toDays() + " days (RetryPolicy.MAX_DELAY), was " + delay);
+          "delay",
+          "must be at most " + RetryPolicy.MAX_DELAY.toDays()
+              + " days (RetryPolicy.MAX_DELAY), was " + delay);
     }
     if (context != null && context.length() > MAX_CONTEXT_LENGTH) {
       throw new InvalidJobException(
-          "context", "must be at most " + MAX_CONTEXT_LENGTH + " characters, was " + context.length());
+          "context",
+          "must be at most " + MAX_CONTEXT_LENGTH + " characters, was " + context.length());
     }
     if (idempotencyKey != null
         && (idempotencyKey.isEmpty() || idempotencyKey.length() > MAX_IDEMPOTENCY_KEY_LENGTH)) {
       throw new InvalidJobException(
           "idempotencyKey",
-          "must be 1 to " + MAX_IDEMPOTENCY_KEY_LENGTH + " characters, was " + idempotencyKey.length());
+          "must be 1 to " + MAX_IDEMPOTENCY_KEY_LENGTH + " characters, was "
+              + idempotencyKey.length());
     }
     if (timeout != null) {
       JobType.requireTimeout(timeout);
     }
     if (unique != null && idempotencyKey != null) {
-      throw new InvalidJobException("unique", "give either an idempotency key or unique, not both: an idempotency"
-          + " key already makes the enqueue return one job for as long as it is kept");
+      throw new InvalidJobException(
+          "unique",
+          "give either an idempotency key or unique, not both: an idempotency"
+              + " key already makes the enqueue return one job for as long as it is kept");
     }
     if (capability != null) {
       JobType.requireCapability("capability", capability);
@@ -93,9 +99,28 @@ public record EnqueueOptions(
   /**
    * The options without uniqueness or a capability override (the components before they existed).
    */
-  public EnqueueOptions(String queue, Integer priority, Integer maxAttempts, Instant runAt, Duration delay,
-      String context, String idempotencyKey, Duration timeout, java.util.UUID parentId) {
-    this(queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, null, null);
+  public EnqueueOptions(
+      String queue,
+      Integer priority,
+      Integer maxAttempts,
+      Instant runAt,
+      Duration delay,
+      String context,
+      String idempotencyKey,
+      Duration timeout,
+      java.util.UUID parentId) {
+    this(
+        queue,
+        priority,
+        maxAttempts,
+        runAt,
+        delay,
+        context,
+        idempotencyKey,
+        timeout,
+        parentId,
+        null,
+        null);
   }
 
   /** A new builder with nothing set. */
@@ -202,7 +227,17 @@ public record EnqueueOptions(
     /** Validates and builds. */
     public EnqueueOptions build() {
       return new EnqueueOptions(
-          queue, priority, maxAttempts, runAt, delay, context, idempotencyKey, timeout, parentId, unique, capability);
+          queue,
+          priority,
+          maxAttempts,
+          runAt,
+          delay,
+          context,
+          idempotencyKey,
+          timeout,
+          parentId,
+          unique,
+          capability);
     }
   }
 }

@@ -25,14 +25,21 @@ final class IdempotencyFingerprint {
     StringBuilder b = new StringBuilder();
     b.append("v1\n").append(type).append('\n');
     canonical(PayloadCodec.DEFAULT_MAPPER.readTree(payloadJson), b);
-    b.append('\n').append(o.queue())
-        .append('\n').append(o.priority())
-        .append('\n').append(o.maxAttempts())
-        .append('\n').append(o.runAt())
-        .append('\n').append(o.delay() == null ? null : o.delay().toMillis())
-        .append('\n').append(o.timeout() == null ? null : o.timeout().toMillis());
+    b.append('\n')
+        .append(o.queue())
+        .append('\n')
+        .append(o.priority())
+        .append('\n')
+        .append(o.maxAttempts())
+        .append('\n')
+        .append(o.runAt())
+        .append('\n')
+        .append(o.delay() == null ? null : o.delay().toMillis())
+        .append('\n')
+        .append(o.timeout() == null ? null : o.timeout().toMillis());
     try {
-      byte[] hash = MessageDigest.getInstance("SHA-256").digest(b.toString().getBytes(StandardCharsets.UTF_8));
+      byte[] hash = MessageDigest.getInstance("SHA-256")
+          .digest(b.toString().getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(hash);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every Java platform has SHA-256", e);

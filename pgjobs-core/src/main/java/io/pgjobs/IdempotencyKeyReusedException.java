@@ -13,8 +13,10 @@ public class IdempotencyKeyReusedException extends InvalidJobException {
 
   /** @param jobId the job the key names */
   public IdempotencyKeyReusedException(String key, UUID jobId) {
-    super("idempotencyKey", "'" + key + "' was already used for job " + jobId + " with a different type, payload"
-        + " or options; use a new key for a new job, or repeat the original request exactly");
+    super(
+        "idempotencyKey",
+        "'" + key + "' was already used for job " + jobId + " with a different type, payload"
+            + " or options; use a new key for a new job, or repeat the original request exactly");
     this.key = key;
     this.jobId = jobId;
   }

@@ -7,7 +7,8 @@ import tools.jackson.databind.json.JsonMapper;
 
 /** Idempotency keys taken from a payload field ({@link JobType#withIdempotencyKeyFrom}). */
 final class IdempotencyKeys {
-  private static final Pattern FIELD = Pattern.compile("[A-Za-z_][A-Za-z0-9_.\\-]{0,99}|(/[^/]{1,100}){1,10}");
+  private static final Pattern FIELD =
+      Pattern.compile("[A-Za-z_][A-Za-z0-9_.\\-]{0,99}|(/[^/]{1,100}){1,10}");
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
   private IdempotencyKeys() {}
@@ -20,8 +21,10 @@ final class IdempotencyKeys {
   /** Same, reporting a bad name under {@code option}. */
   static String requireField(String option, String field) {
     if (!FIELD.matcher(field).matches()) {
-      throw new InvalidJobException(option, "the payload field '" + field + "' is neither a field name"
-          + " (letters, digits, _ . -) nor a JSON pointer (/a/b)");
+      throw new InvalidJobException(
+          option,
+          "the payload field '" + field + "' is neither a field name"
+              + " (letters, digits, _ . -) nor a JSON pointer (/a/b)");
     }
     return field;
   }
@@ -46,14 +49,18 @@ final class IdempotencyKeys {
     }
     JsonNode value = fieldOf(root, field);
     if (value.isMissingNode() || value.isNull()) {
-      throw new InvalidJobException("payload", "has no field '" + field + "', which job type '" + type
-          + "' takes its idempotency key from");
+      throw new InvalidJobException(
+          "payload",
+          "has no field '" + field + "', which job type '" + type
+              + "' takes its idempotency key from");
     }
     String text = value.isValueNode() ? value.asString() : JSON.writeValueAsString(value);
     String key = type + ":" + text;
     if (key.length() > 255) {
-      throw new InvalidJobException("payload", "field '" + field + "' makes an idempotency key of " + key.length()
-          + " characters; at most 255 (with the type's name and a colon) are allowed");
+      throw new InvalidJobException(
+          "payload",
+          "field '" + field + "' makes an idempotency key of " + key.length()
+              + " characters; at most 255 (with the type's name and a colon) are allowed");
     }
     return key;
   }

@@ -22,9 +22,14 @@ public class InvalidPayloadException extends InvalidJobException {
    * @param malformed true if the JSON does not have the payload class's shape, false if a validator
    *     rejected a value
    */
-  public InvalidPayloadException(String type, List<PayloadValidator.FieldProblem> problems, boolean malformed) {
-    super("payload", (malformed ? "does not fit job type '" : "invalid for job type '") + type + "': "
-        + problems.stream().map(p -> p.field() + " " + p.reason()).collect(Collectors.joining("; ")));
+  public InvalidPayloadException(
+      String type, List<PayloadValidator.FieldProblem> problems, boolean malformed) {
+    super(
+        "payload",
+        (malformed ? "does not fit job type '" : "invalid for job type '") + type + "': "
+            + problems.stream()
+                .map(p -> p.field() + " " + p.reason())
+                .collect(Collectors.joining("; ")));
     this.problems = List.copyOf(problems);
     this.malformed = malformed;
   }

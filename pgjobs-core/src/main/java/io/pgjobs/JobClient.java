@@ -52,6 +52,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   private final DataSource dataSource;
   /** {@link #dataSource} as pgjobs borrows from it: in auto-commit mode whatever the pool's default. */
   private final DataSource borrowed;
+
   private final EnqueueStore enqueueStore;
   private final AdminStore adminStore;
   private final WorkerStore workerStore;
@@ -117,7 +118,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   }
 
   /** Enqueues a job in the caller's transaction: it exists only if that transaction commits. */
-  public <P> EnqueuedJob enqueue(Connection connection, JobType<P> type, P payload, EnqueueOptions options) {
+  public <P> EnqueuedJob enqueue(
+      Connection connection, JobType<P> type, P payload, EnqueueOptions options) {
     NewJob job = newJob(type, payload, options);
     return traced(job, Objects.requireNonNull(connection, "connection"));
   }
@@ -135,7 +137,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   }
 
   /** {@link #enqueue(String, Object, EnqueueOptions)} in the caller's transaction. */
-  public EnqueuedJob enqueue(Connection connection, String type, Object payload, EnqueueOptions options) {
+  public EnqueuedJob enqueue(
+      Connection connection, String type, Object payload, EnqueueOptions options) {
     NewJob job = newJobByName(type, payload, options);
     return traced(job, Objects.requireNonNull(connection, "connection"));
   }
@@ -161,7 +164,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * @return the jobs' ids, in the order of {@code payloads} (for unique jobs, the id of the job that
    *     stands for each payload, new or existing; for keyed jobs, the job each key names)
    */
-  public <P> List<UUID> enqueueAll(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+  public <P> List<UUID> enqueueAll(
+      JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
     EnqueueStore.UniqueBatch batch = tracedAll(jobs, null);
     metrics.enqueued(type.name(), batch.inserted());
@@ -176,9 +180,13 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * ({@link IdempotencyKeyReusedException}) is found after the batch's rows went in.
    */
   public <P> List<UUID> enqueueAll(
-      Connection connection, JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+      Connection connection,
+      JobType<P> type,
+      Collection<? extends P> payloads,
+      EnqueueOptions options) {
     List<NewJob> jobs = newJobs(type, payloads, options);
-    EnqueueStore.UniqueBatch batch = tracedAll(jobs, Objects.requireNonNull(connection, "connection"));
+    EnqueueStore.UniqueBatch batch =
+        tracedAll(jobs, Objects.requireNonNull(connection, "connection"));
     metrics.enqueued(type.name(), batch.inserted());
     return batch.ids();
   }
@@ -236,7 +244,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     for (JobState state : s) {
       if (state.isTerminal()) {
         throw new InvalidJobException(
-            "state", "only queued, retrying and running jobs can be cancelled, not " + state.value());
+            "state",
+            "only queued, retrying and running jobs can be cancelled, not " + state.value());
       }
     }
     return withConnection(c -> adminStore.cancelMatching(c, nonNull(types), nonNull(queues), s));
@@ -246,15 +255,18 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * What {@link #cancelAll} would do with the same filter, changing nothing (a dry run): how many
    * waiting jobs it would cancel and how many running ones it would ask to stop.
    */
-  public CancelCounts countCancellable(Set<String> types, Set<String> queues, Set<JobState> states) {
+  public CancelCounts countCancellable(
+      Set<String> types, Set<String> queues, Set<JobState> states) {
     Set<JobState> s = states == null ? Set.of() : states;
     for (JobState state : s) {
       if (state.isTerminal()) {
         throw new InvalidJobException(
-            "state", "only queued, retrying and running jobs can be cancelled, not " + state.value());
+            "state",
+            "only queued, retrying and running jobs can be cancelled, not " + state.value());
       }
     }
-    return withConnection(c -> adminStore.countCancelMatching(c, nonNull(types), nonNull(queues), s));
+    return withConnection(
+        c -> adminStore.countCancelMatching(c, nonNull(types), nonNull(queues), s));
   }
 
   /** How many jobs {@link #retryAll} would queue again with the same filter, changing nothing (a dry run). */
@@ -262,10 +274,12 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     Set<JobState> s = states == null ? Set.of() : states;
     for (JobState state : s) {
       if (state != JobState.FAILED && state != JobState.CANCELLED) {
-        throw new InvalidJobException("state", "only failed and cancelled jobs can be retried, not " + state.value());
+        throw new InvalidJobException(
+            "state", "only failed and cancelled jobs can be retried, not " + state.value());
       }
     }
-    return withConnection(c -> adminStore.countRetryMatching(c, nonNull(types), nonNull(queues), s));
+    return withConnection(
+        c -> adminStore.countRetryMatching(c, nonNull(types), nonNull(queues), s));
   }
 
   private static Set<String> nonNull(Set<String> values) {
@@ -301,7 +315,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     Set<JobState> s = states == null ? Set.of() : states;
     for (JobState state : s) {
       if (state != JobState.FAILED && state != JobState.CANCELLED) {
-        throw new InvalidJobException("state", "only failed and cancelled jobs can be retried, not " + state.value());
+        throw new InvalidJobException(
+            "state", "only failed and cancelled jobs can be retried, not " + state.value());
       }
     }
     return withConnection(c -> adminStore.retryMatching(c, nonNull(types), nonNull(queues), s));
@@ -350,7 +365,9 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
 
   /** Jobs finished per minute during the last {@code window} (1 min to 7 d), by type, queue and state. */
   public List<MinuteStats> statsPerMinute(Duration window) {
-    if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0 || window.compareTo(Duration.ofDays(7)) > 0) {
+    if (window == null
+        || window.compareTo(Duration.ofMinutes(1)) < 0
+        || window.compareTo(Duration.ofDays(7)) > 0) {
       throw new InvalidJobException("window", "must be between 1 minute and 7 days, was " + window);
     }
     return call(() -> adminStore.statsPerMinute(window));
@@ -414,20 +431,24 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * @return each job's id (for unique jobs, the id of the job that stands for it) and how many are new
    */
   private EnqueueStore.UniqueBatch tracedAll(List<NewJob> jobs, Connection connection) {
-    JobTracing.Enqueue span =
-        tracing.startEnqueue(jobs.isEmpty() ? "" : jobs.get(0).queue(), jobs.isEmpty() ? "" : jobs.get(0).type(),
-            jobs.size(), true);
+    JobTracing.Enqueue span = tracing.startEnqueue(
+        jobs.isEmpty() ? "" : jobs.get(0).queue(),
+        jobs.isEmpty() ? "" : jobs.get(0).type(),
+        jobs.size(),
+        true);
     EnqueueStore.UniqueBatch batch;
     try {
       String traceContext = span.traceContext();
-      List<NewJob> traced =
-          traceContext == null ? jobs : jobs.stream().map(j -> j.withTraceContext(traceContext)).toList();
+      List<NewJob> traced = traceContext == null
+          ? jobs
+          : jobs.stream().map(j -> j.withTraceContext(traceContext)).toList();
       if (!traced.isEmpty() && traced.getFirst().unique() != null) {
         batch = connection == null
             ? withConnection(c -> committingItself(() -> enqueueStore.insertAllUnique(c, traced)))
             : call(() -> enqueueStore.insertAllUnique(connection, traced));
       } else {
-        // In a transaction of its own: the rows (and keys) with their wake-up notification. A COMMIT
+        // In a transaction of its own: the rows (and keys) with their wake-up notification. A
+        // COMMIT
         // whose answer was lost is reported by the store (EnqueueOutcomeUnknownException).
         batch = connection == null
             ? call(() -> enqueueStore.insertAll(traced))
@@ -465,14 +486,16 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     String json = codec.encodePayload(payload);
     if (known != null) {
       // Strict here (unknown members refused) though workers read leniently: a member the payload
-      // class lacks is, at enqueue time, a caller's mistake that would otherwise be stored and ignored.
+      // class lacks is, at enqueue time, a caller's mistake that would otherwise be stored and
+      // ignored.
       Object decoded = codec.decodeStrict(json, known.payloadClass(), typeName);
       known.validateUnchecked(decoded);
     }
     return newJob(typeName, known, json, options);
   }
 
-  private <P> List<NewJob> newJobs(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+  private <P> List<NewJob> newJobs(
+      JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     if (type == null) {
       throw new InvalidJobException("type", "is required");
     }
@@ -480,7 +503,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     EnqueueOptions opts = options == null ? EnqueueOptions.DEFAULTS : options;
     if (opts.idempotencyKey() != null) {
       throw new InvalidJobException(
-          "idempotencyKey", "is per job; enqueueAll cannot give one key to many jobs (use enqueue)");
+          "idempotencyKey",
+          "is per job; enqueueAll cannot give one key to many jobs (use enqueue)");
     }
     List<NewJob> jobs = new ArrayList<>(payloads.size());
     for (P payload : payloads) {
@@ -492,25 +516,37 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     return jobs;
   }
 
-  private static NewJob newJob(String name, JobType<?> type, String payloadJson, EnqueueOptions options) {
+  private static NewJob newJob(
+      String name, JobType<?> type, String payloadJson, EnqueueOptions options) {
     EnqueueOptions o = options == null ? EnqueueOptions.DEFAULTS : options;
     Duration timeout = o.timeout();
-    // An explicit key wins; else a type may take its key from a payload field. An explicit unique rule
-    // replaces the type's key rule, and an explicit key the type's unique rule (both explicit: refused by
+    // An explicit key wins; else a type may take its key from a payload field. An explicit unique
+    // rule
+    // replaces the type's key rule, and an explicit key the type's unique rule (both explicit:
+    // refused by
     // EnqueueOptions).
-    String key = o.idempotencyKey() != null || o.unique() != null || type == null || type.idempotencyKeyFrom() == null
+    String key = o.idempotencyKey() != null
+            || o.unique() != null
+            || type == null
+            || type.idempotencyKeyFrom() == null
         ? o.idempotencyKey()
         : IdempotencyKeys.fromPayload(name, type.idempotencyKeyFrom(), payloadJson);
-    UniqueOptions unique = o.unique() != null ? o.unique()
+    UniqueOptions unique = o.unique() != null
+        ? o.unique()
         : o.idempotencyKey() != null || type == null ? null : type.unique();
-    String queue = o.queue() != null ? o.queue() : type != null ? type.queue() : JobType.DEFAULT_QUEUE;
+    String queue =
+        o.queue() != null ? o.queue() : type != null ? type.queue() : JobType.DEFAULT_QUEUE;
     return new NewJob(
         UuidV7.generate(),
         name,
         queue,
         payloadJson,
-        o.priority() != null ? o.priority() : type != null ? type.priority() : JobType.DEFAULT_PRIORITY,
-        o.maxAttempts() != null ? o.maxAttempts() : type != null ? type.maxAttempts() : JobType.DEFAULT_MAX_ATTEMPTS,
+        o.priority() != null
+            ? o.priority()
+            : type != null ? type.priority() : JobType.DEFAULT_PRIORITY,
+        o.maxAttempts() != null
+            ? o.maxAttempts()
+            : type != null ? type.maxAttempts() : JobType.DEFAULT_MAX_ATTEMPTS,
         o.runAt(),
         o.delay() == null ? null : o.delay().toMillis(),
         o.context(),

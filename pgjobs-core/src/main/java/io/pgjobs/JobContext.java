@@ -88,7 +88,8 @@ public interface JobContext {
    * and only if the transaction commits — with {@link #complete(Connection, Object)} on the same
    * transaction, an attempt that rolls back leaves neither its success nor its children.
    */
-  <C> EnqueuedJob enqueue(Connection transaction, JobType<C> type, C payload, EnqueueOptions options);
+  <C> EnqueuedJob enqueue(
+      Connection transaction, JobType<C> type, C payload, EnqueueOptions options);
 
   /** The data source the worker uses; handlers may take connections from it. */
   DataSource dataSource();

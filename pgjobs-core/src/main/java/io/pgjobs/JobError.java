@@ -19,14 +19,26 @@ import java.time.Instant;
  *     {@value #MAX_CAUSES}), or null when it had none or the entry predates this field
  */
 public record JobError(
-    int attempt, Instant at, String kind, String errorClass, String message, String stackHead, String worker,
+    int attempt,
+    Instant at,
+    String kind,
+    String errorClass,
+    String message,
+    String stackHead,
+    String worker,
     String cause) {
   /** Most causes recorded per error: {@value}. */
   public static final int MAX_CAUSES = 8;
 
   /** An error without a cause chain (as written before causes were recorded). */
   public JobError(
-      int attempt, Instant at, String kind, String errorClass, String message, String stackHead, String worker) {
+      int attempt,
+      Instant at,
+      String kind,
+      String errorClass,
+      String message,
+      String stackHead,
+      String worker) {
     this(attempt, at, kind, errorClass, message, stackHead, worker, null);
   }
 }

@@ -1,12 +1,12 @@
 package io.pgjobs;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
-import java.nio.charset.StandardCharsets;
 
 /**
  * Which jobs {@link JobClient#list} returns, newest first, a page at a time.
@@ -50,7 +50,8 @@ public record JobFilter(
     types = types == null ? Set.of() : Set.copyOf(types);
     queues = queues == null ? Set.of() : Set.copyOf(queues);
     if (limit < 1 || limit > MAX_LIMIT) {
-      throw new InvalidJobException("limit", "must be between 1 and " + MAX_LIMIT + ", was " + limit);
+      throw new InvalidJobException(
+          "limit", "must be between 1 and " + MAX_LIMIT + ", was " + limit);
     }
     if (cursor != null) {
       decodeCursor(cursor);
@@ -59,19 +60,33 @@ public record JobFilter(
       text = null;
     }
     if (text != null && text.length() > MAX_TEXT_LENGTH) {
-      throw new InvalidJobException("text", "must be at most " + MAX_TEXT_LENGTH + " characters, was " + text.length());
+      throw new InvalidJobException(
+          "text", "must be at most " + MAX_TEXT_LENGTH + " characters, was " + text.length());
     }
   }
 
   /** A filter without the scheduled condition (the form before {@code scheduled} existed). */
-  public JobFilter(Set<JobState> states, Set<String> types, Set<String> queues, Instant createdAfter,
-      Instant createdBefore, int limit, String cursor, String text) {
+  public JobFilter(
+      Set<JobState> states,
+      Set<String> types,
+      Set<String> queues,
+      Instant createdAfter,
+      Instant createdBefore,
+      int limit,
+      String cursor,
+      String text) {
     this(states, types, queues, createdAfter, createdBefore, limit, cursor, text, null);
   }
 
   /** A filter without a search text (the form before {@code text} existed). */
-  public JobFilter(Set<JobState> states, Set<String> types, Set<String> queues, Instant createdAfter,
-      Instant createdBefore, int limit, String cursor) {
+  public JobFilter(
+      Set<JobState> states,
+      Set<String> types,
+      Set<String> queues,
+      Instant createdAfter,
+      Instant createdBefore,
+      int limit,
+      String cursor) {
     this(states, types, queues, createdAfter, createdBefore, limit, cursor, null, null);
   }
 
@@ -187,7 +202,15 @@ public record JobFilter(
     /** Validates and builds. */
     public JobFilter build() {
       return new JobFilter(
-          Set.copyOf(states), Set.copyOf(types), Set.copyOf(queues), createdAfter, createdBefore, limit, cursor, text, scheduled);
+          Set.copyOf(states),
+          Set.copyOf(types),
+          Set.copyOf(queues),
+          createdAfter,
+          createdBefore,
+          limit,
+          cursor,
+          text,
+          scheduled);
     }
   }
 }

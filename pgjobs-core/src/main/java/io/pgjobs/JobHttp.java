@@ -48,7 +48,12 @@ public final class JobHttp {
    * @param jobId the running job
    * @param attempt its attempt number
    */
-  public JobHttp(HttpClient client, Duration requestTimeout, String userAgent, java.util.UUID jobId, int attempt) {
+  public JobHttp(
+      HttpClient client,
+      Duration requestTimeout,
+      String userAgent,
+      java.util.UUID jobId,
+      int attempt) {
     this.client = Objects.requireNonNull(client, "client");
     this.requestTimeout = Objects.requireNonNull(requestTimeout, "requestTimeout");
     this.userAgent = Objects.requireNonNull(userAgent, "userAgent");

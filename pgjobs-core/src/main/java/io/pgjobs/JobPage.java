@@ -14,7 +14,8 @@ public record JobPage(List<Job> jobs, String nextCursor) {
    * followed by an empty one).
    */
   public static JobPage of(List<Job> jobs, int limit) {
-    String next = jobs.size() == limit ? JobFilter.encodeCursor(jobs.get(jobs.size() - 1).id()) : null;
+    String next =
+        jobs.size() == limit ? JobFilter.encodeCursor(jobs.get(jobs.size() - 1).id()) : null;
     return new JobPage(List.copyOf(jobs), next);
   }
 }

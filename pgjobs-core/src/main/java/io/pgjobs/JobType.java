@@ -42,7 +42,8 @@ public final class JobType<P> {
   /** The longest capability name ({@link #withCapability}). */
   public static final int MAX_CAPABILITY_LENGTH = 64;
 
-  private static final Pattern CAPABILITY = Pattern.compile("[A-Za-z0-9_.\\-]{1," + MAX_CAPABILITY_LENGTH + "}");
+  private static final Pattern CAPABILITY =
+      Pattern.compile("[A-Za-z0-9_.\\-]{1," + MAX_CAPABILITY_LENGTH + "}");
 
   private final String name;
   private final Class<P> payloadClass;
@@ -82,11 +83,14 @@ public final class JobType<P> {
     this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
     this.timeout = requireTimeout(timeout);
     this.validator = Objects.requireNonNull(validator, "validator");
-    this.idempotencyKeyFrom = idempotencyKeyFrom == null ? null : IdempotencyKeys.requireField(idempotencyKeyFrom);
+    this.idempotencyKeyFrom =
+        idempotencyKeyFrom == null ? null : IdempotencyKeys.requireField(idempotencyKeyFrom);
     this.example = example;
     if (unique != null && idempotencyKeyFrom != null) {
-      throw new InvalidJobException("unique", "job type '" + name + "' takes an idempotency key from field '"
-          + idempotencyKeyFrom + "'; a type has either an idempotency key or unique, not both");
+      throw new InvalidJobException(
+          "unique",
+          "job type '" + name + "' takes an idempotency key from field '" + idempotencyKeyFrom
+              + "'; a type has either an idempotency key or unique, not both");
     }
     this.unique = unique;
     this.capability = capability == null ? null : requireCapability("capability", capability);
@@ -121,7 +125,9 @@ public final class JobType<P> {
         defaults.priority() == Integer.MIN_VALUE ? DEFAULT_PRIORITY : defaults.priority(),
         defaults.maxAttempts() == 0 ? DEFAULT_MAX_ATTEMPTS : defaults.maxAttempts(),
         retryPolicyOf(defaults.retry(), payloadClass),
-        defaults.timeout().isEmpty() ? DEFAULT_TIMEOUT : parseDuration("timeout", defaults.timeout(), payloadClass),
+        defaults.timeout().isEmpty()
+            ? DEFAULT_TIMEOUT
+            : parseDuration("timeout", defaults.timeout(), payloadClass),
         p -> java.util.List.of(),
         defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey(),
         null,
@@ -182,32 +188,104 @@ public final class JobType<P> {
 
   /** A copy with another default queue. */
   public JobType<P> withQueue(String queue) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /** A copy with another default priority. */
   public JobType<P> withPriority(int priority) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
   public JobType<P> withMaxAttempts(int maxAttempts) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /** A copy with another retry policy. */
   public JobType<P> withRetryPolicy(RetryPolicy retryPolicy) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
   public JobType<P> withTimeout(Duration timeout) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
   public JobType<P> withValidator(PayloadValidator<? super P> validator) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator, idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /**
@@ -219,8 +297,19 @@ public final class JobType<P> {
    * {@link EnqueueOutcomeUnknownException} stores each job once.
    */
   public JobType<P> withIdempotencyKeyFrom(String field) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        Objects.requireNonNull(field, "field"), example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        Objects.requireNonNull(field, "field"),
+        example,
+        unique,
+        capability);
   }
 
   /** The payload field (or JSON pointer) jobs of this type take their idempotency key from, or null. */
@@ -236,8 +325,19 @@ public final class JobType<P> {
   public JobType<P> withExample(P example) {
     Objects.requireNonNull(example, "example");
     validate(example);
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /**
@@ -247,8 +347,19 @@ public final class JobType<P> {
    * {@link #withIdempotencyKeyFrom}, not both.
    */
   public JobType<P> withUnique(UniqueOptions unique) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        idempotencyKeyFrom, example, Objects.requireNonNull(unique, "unique"), capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        Objects.requireNonNull(unique, "unique"),
+        capability);
   }
 
   /** The type's default uniqueness rule, or null for none. */
@@ -263,8 +374,19 @@ public final class JobType<P> {
    * Allowed: 1 to {@value #MAX_CAPABILITY_LENGTH} characters of letters, digits and {@code _ . -}.
    */
   public JobType<P> withCapability(String capability) {
-    return new JobType<>(name, payloadClass, queue, priority, maxAttempts, retryPolicy, timeout, validator,
-        idempotencyKeyFrom, example, unique, capability);
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability);
   }
 
   /** The capability jobs of this type need by default, or null if any worker may run them. */
@@ -334,8 +456,11 @@ public final class JobType<P> {
 
   private static String capabilityOf(String capability, Class<?> owner) {
     if (!CAPABILITY.matcher(capability).matches()) {
-      throw new InvalidJobException("capability", "@JobDefaults on " + owner.getName() + ": invalid capability '"
-          + capability + "'; allowed: 1 to " + MAX_CAPABILITY_LENGTH + " characters of letters, digits and _ . -");
+      throw new InvalidJobException(
+          "capability",
+          "@JobDefaults on " + owner.getName() + ": invalid capability '" + capability
+              + "'; allowed: 1 to " + MAX_CAPABILITY_LENGTH
+              + " characters of letters, digits and _ . -");
     }
     return capability;
   }
@@ -346,7 +471,9 @@ public final class JobType<P> {
     }
     if (timeout.compareTo(MAX_TIMEOUT) > 0) {
       throw new InvalidJobException(
-          "timeout", "must be at most " + MAX_TIMEOUT.toMillis() + " ms (JobType.MAX_TIMEOUT), was " + timeout);
+          "timeout",
+          "must be at most " + MAX_TIMEOUT.toMillis() + " ms (JobType.MAX_TIMEOUT), was "
+              + timeout);
     }
     return timeout;
   }
@@ -362,7 +489,8 @@ public final class JobType<P> {
         case DECORRELATED_JITTER -> RetryPolicy.decorrelatedJitter(base, cap);
       };
     } catch (IllegalArgumentException e) {
-      throw new InvalidJobException("retry", "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
+      throw new InvalidJobException(
+          "retry", "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
     }
   }
 
@@ -387,8 +515,11 @@ public final class JobType<P> {
     try {
       return b.build();
     } catch (InvalidJobException e) {
-      throw new InvalidJobException(e.field(), "@JobDefaults on " + owner.getName() + ": "
-          + e.getMessage().substring(e.field().length() + 2), e);
+      throw new InvalidJobException(
+          e.field(),
+          "@JobDefaults on " + owner.getName() + ": "
+              + e.getMessage().substring(e.field().length() + 2),
+          e);
     }
   }
 
@@ -396,7 +527,8 @@ public final class JobType<P> {
     try {
       return DurationText.parse(text);
     } catch (IllegalArgumentException e) {
-      throw new InvalidJobException(field, "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
+      throw new InvalidJobException(
+          field, "@JobDefaults on " + owner.getName() + ": " + e.getMessage(), e);
     }
   }
 }

@@ -16,17 +16,32 @@ import java.util.Map;
  *     name, a worker not started): they wait until one does
  */
 public record QueueInfo(
-    String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused,
-    Unrunnable unrunnable, boolean unserved) {
+    String name,
+    Map<JobState, Long> counts,
+    long scheduled,
+    Duration oldestDueAge,
+    boolean paused,
+    Unrunnable unrunnable,
+    boolean unserved) {
 
   /** A queue that some live worker serves, or where nothing waits (the components before {@code unserved}). */
-  public QueueInfo(String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused,
+  public QueueInfo(
+      String name,
+      Map<JobState, Long> counts,
+      long scheduled,
+      Duration oldestDueAge,
+      boolean paused,
       Unrunnable unrunnable) {
     this(name, counts, scheduled, oldestDueAge, paused, unrunnable, false);
   }
 
   /** A queue whose jobs every live worker could run (the components before {@code unrunnable}). */
-  public QueueInfo(String name, Map<JobState, Long> counts, long scheduled, Duration oldestDueAge, boolean paused) {
+  public QueueInfo(
+      String name,
+      Map<JobState, Long> counts,
+      long scheduled,
+      Duration oldestDueAge,
+      boolean paused) {
     this(name, counts, scheduled, oldestDueAge, paused, Unrunnable.NONE);
   }
 

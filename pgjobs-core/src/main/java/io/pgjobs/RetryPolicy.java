@@ -142,11 +142,12 @@ public sealed interface RetryPolicy {
   private static void requirePositiveOrZero(String name, Duration value) {
     Objects.requireNonNull(value, name);
     if (value.isNegative()) {
-      throw new IllegalArgumentException("retry " + name + " must be zero or positive, was " + value);
+      throw new IllegalArgumentException(
+          "retry " + name + " must be zero or positive, was " + value);
     }
     if (value.compareTo(MAX_DELAY) > 0) {
-      throw new IllegalArgumentException(
-          "retry " + name + " must be at most " + MAX_DELAY.toDays() + " days (RetryPolicy.MAX_DELAY), was " + value);
+      throw new IllegalArgumentException("retry " + name + " must be at most " + MAX_DELAY.toDays()
+          + " days (RetryPolicy.MAX_DELAY), was " + value);
     }
   }
 

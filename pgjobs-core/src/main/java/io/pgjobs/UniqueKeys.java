@@ -41,8 +41,9 @@ final class UniqueKeys {
         for (String field : u.byFields()) {
           JsonNode value = IdempotencyKeys.fieldOf(root, field);
           if (value.isMissingNode() || value.isNull()) {
-            throw new InvalidJobException("payload", "has no field '" + field + "', which job type '" + type
-                + "' is unique by");
+            throw new InvalidJobException(
+                "payload",
+                "has no field '" + field + "', which job type '" + type + "' is unique by");
           }
           b.append(PayloadCodec.DEFAULT_MAPPER.writeValueAsString(field)).append('=');
           IdempotencyFingerprint.canonical(value, b);
@@ -54,12 +55,16 @@ final class UniqueKeys {
     }
     b.append('\n').append(u.period() == null ? "-" : Long.toString(u.period().toMillis()));
     if (!u.finishedStates().isEmpty()) {
-      // Only for sets with finished states: default keys are left without it, so the two kinds of rule
+      // Only for sets with finished states: default keys are left without it, so the two kinds of
+      // rule
       // (the hot table's unique index versus the unique_keys table) never share a key.
-      b.append("\nstates:").append(String.join(",", u.finishedStates().stream().map(JobState::value).toList()));
+      b.append("\nstates:")
+          .append(
+              String.join(",", u.finishedStates().stream().map(JobState::value).toList()));
     }
     try {
-      return MessageDigest.getInstance("SHA-256").digest(b.toString().getBytes(StandardCharsets.UTF_8));
+      return MessageDigest.getInstance("SHA-256")
+          .digest(b.toString().getBytes(StandardCharsets.UTF_8));
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every Java platform has SHA-256", e);
     }

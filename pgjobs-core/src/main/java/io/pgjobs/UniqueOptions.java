@@ -44,7 +44,11 @@ import java.util.Set;
  *     the default; null or empty means that) plus any of the finished ones
  */
 public record UniqueOptions(
-    boolean byArgs, List<String> byFields, boolean byQueue, Duration period, Set<Replace> replace,
+    boolean byArgs,
+    List<String> byFields,
+    boolean byQueue,
+    Duration period,
+    Set<Replace> replace,
     Set<JobState> states) {
 
   /** The shortest period: {@value #MIN_PERIOD_SECONDS} s. */
@@ -59,10 +63,16 @@ public record UniqueOptions(
       Set.copyOf(EnumSet.of(JobState.QUEUED, JobState.RUNNING, JobState.RETRYING));
 
   /** Unique by type alone (one unfinished job of the type at a time), nothing replaced. */
-  public static final UniqueOptions BY_TYPE = new UniqueOptions(false, List.of(), false, null, Set.of());
+  public static final UniqueOptions BY_TYPE =
+      new UniqueOptions(false, List.of(), false, null, Set.of());
 
   /** A rule among the unfinished states only (the components before {@code states} existed). */
-  public UniqueOptions(boolean byArgs, List<String> byFields, boolean byQueue, Duration period, Set<Replace> replace) {
+  public UniqueOptions(
+      boolean byArgs,
+      List<String> byFields,
+      boolean byQueue,
+      Duration period,
+      Set<Replace> replace) {
     this(byArgs, byFields, byQueue, period, replace, null);
   }
 
@@ -89,7 +99,8 @@ public record UniqueOptions(
           return r;
         }
       }
-      throw new InvalidJobException("unique.replace", "unknown value '" + value + "'; allowed: run_at, payload");
+      throw new InvalidJobException(
+          "unique.replace", "unknown value '" + value + "'; allowed: run_at, payload");
     }
   }
 
@@ -101,25 +112,32 @@ public record UniqueOptions(
       states = UNFINISHED;
     } else {
       if (states.contains(null)) {
-        throw new InvalidJobException("unique.states", "a state is null; allowed: " + JobState.allowedValues());
+        throw new InvalidJobException(
+            "unique.states", "a state is null; allowed: " + JobState.allowedValues());
       }
-      // River's rule too: a job moves between the unfinished states by itself (claimed, retried, rescued),
+      // River's rule too: a job moves between the unfinished states by itself (claimed, retried,
+      // rescued),
       // and such a move must never meet a unique constraint, so every set holds all of them.
       EnumSet<JobState> missing = EnumSet.copyOf(UNFINISHED);
       missing.removeAll(states);
       if (!missing.isEmpty()) {
-        throw new InvalidJobException("unique.states", "must include every unfinished state (queued, running,"
-            + " retrying), missing " + names(missing) + ": a job moves between them by itself (claimed, retried),"
-            + " and that move must never meet a unique constraint; add finished states (succeeded, failed,"
-            + " cancelled) to the unfinished ones");
+        throw new InvalidJobException(
+            "unique.states",
+            "must include every unfinished state (queued, running,"
+                + " retrying), missing " + names(missing)
+                + ": a job moves between them by itself (claimed, retried),"
+                + " and that move must never meet a unique constraint; add finished states (succeeded, failed,"
+                + " cancelled) to the unfinished ones");
       }
       states = Set.copyOf(EnumSet.copyOf(states));
     }
     if (byArgs && !byFields.isEmpty()) {
-      throw new InvalidJobException("unique.byArgs", "give either the whole payload (byArgs) or fields, not both");
+      throw new InvalidJobException(
+          "unique.byArgs", "give either the whole payload (byArgs) or fields, not both");
     }
     if (byFields.size() > MAX_FIELDS) {
-      throw new InvalidJobException("unique.byArgs", "at most " + MAX_FIELDS + " fields, was " + byFields.size());
+      throw new InvalidJobException(
+          "unique.byArgs", "at most " + MAX_FIELDS + " fields, was " + byFields.size());
     }
     Set<String> seen = new LinkedHashSet<>();
     for (String field : byFields) {
@@ -132,9 +150,12 @@ public record UniqueOptions(
       }
     }
     if (period != null) {
-      if (period.compareTo(Duration.ofSeconds(MIN_PERIOD_SECONDS)) < 0 || period.compareTo(MAX_PERIOD) > 0) {
-        throw new InvalidJobException("unique.period", "must be between " + MIN_PERIOD_SECONDS + " s and "
-            + MAX_PERIOD.toDays() + " days, was " + period);
+      if (period.compareTo(Duration.ofSeconds(MIN_PERIOD_SECONDS)) < 0
+          || period.compareTo(MAX_PERIOD) > 0) {
+        throw new InvalidJobException(
+            "unique.period",
+            "must be between " + MIN_PERIOD_SECONDS + " s and " + MAX_PERIOD.toDays()
+                + " days, was " + period);
       }
       if (period.toNanos() % 1_000_000 != 0) {
         throw new InvalidJobException("unique.period", "must be whole milliseconds, was " + period);

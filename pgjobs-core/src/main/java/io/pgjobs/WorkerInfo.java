@@ -35,14 +35,52 @@ public record WorkerInfo(
     boolean alive) {
 
   /** A live worker (the components before {@code alive}). */
-  public WorkerInfo(String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes,
-      Instant startedAt, Instant lastHeartbeat, long runningJobs, int stuckLanes, List<String> capabilities) {
-    this(id, host, pid, queues, jobTypes, startedAt, lastHeartbeat, runningJobs, stuckLanes, capabilities, true);
+  public WorkerInfo(
+      String id,
+      String host,
+      long pid,
+      Map<String, Integer> queues,
+      List<String> jobTypes,
+      Instant startedAt,
+      Instant lastHeartbeat,
+      long runningJobs,
+      int stuckLanes,
+      List<String> capabilities) {
+    this(
+        id,
+        host,
+        pid,
+        queues,
+        jobTypes,
+        startedAt,
+        lastHeartbeat,
+        runningJobs,
+        stuckLanes,
+        capabilities,
+        true);
   }
 
   /** A worker without capabilities (the components before {@code capabilities}). */
-  public WorkerInfo(String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes,
-      Instant startedAt, Instant lastHeartbeat, long runningJobs, int stuckLanes) {
-    this(id, host, pid, queues, jobTypes, startedAt, lastHeartbeat, runningJobs, stuckLanes, List.of());
+  public WorkerInfo(
+      String id,
+      String host,
+      long pid,
+      Map<String, Integer> queues,
+      List<String> jobTypes,
+      Instant startedAt,
+      Instant lastHeartbeat,
+      long runningJobs,
+      int stuckLanes) {
+    this(
+        id,
+        host,
+        pid,
+        queues,
+        jobTypes,
+        startedAt,
+        lastHeartbeat,
+        runningJobs,
+        stuckLanes,
+        List.of());
   }
 }

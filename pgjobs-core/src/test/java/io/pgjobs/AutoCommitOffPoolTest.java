@@ -1,7 +1,6 @@
 package io.pgjobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -65,53 +64,58 @@ class AutoCommitOffPoolTest extends PgJobsTestBase {
   @Test
   void everyWritePathCommitsAndEveryJobRunsExactlyOnce() throws Exception {
     CountDownLatch endlessStarted = new CountDownLatch(1);
-    JobClient offClient = JobClient.builder(pool).knownTypes(PLAIN, FLAKY, SNOOZY, ENDLESS).build();
+    JobClient offClient =
+        JobClient.builder(pool).knownTypes(PLAIN, FLAKY, SNOOZY, ENDLESS).build();
 
     List<UUID> plain = new ArrayList<>();
     for (int i = 0; i < 20; i++) {
       plain.add(offClient.enqueue(PLAIN, new Numbered(i)).job().id());
     }
-    plain.addAll(offClient.enqueueAll(PLAIN, IntStream.range(0, 200).mapToObj(Numbered::new).toList(),
-        EnqueueOptions.DEFAULTS));
+    plain.addAll(offClient.enqueueAll(
+        PLAIN, IntStream.range(0, 200).mapToObj(Numbered::new).toList(), EnqueueOptions.DEFAULTS));
     // Stored, as the ids say: a fresh connection of the shared pool sees every one.
-    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE type = 'plain'")).isEqualTo(220);
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE type = 'plain'"))
+        .isEqualTo(220);
 
     UUID flaky = offClient.enqueue(FLAKY, new Numbered(1)).job().id();
     UUID snoozy = offClient.enqueue(SNOOZY, new Numbered(1)).job().id();
-    UUID later = offClient.enqueue(PLAIN, new Numbered(-1),
-        EnqueueOptions.builder().delay(Duration.ofHours(1)).build()).job().id();
+    UUID later = offClient
+        .enqueue(
+            PLAIN,
+            new Numbered(-1),
+            EnqueueOptions.builder().delay(Duration.ofHours(1)).build())
+        .job()
+        .id();
     assertThat(offClient.cancel(later).outcome()).isEqualTo(CancelResult.Outcome.CANCELLED);
     UUID endless = offClient.enqueue(ENDLESS, new Numbered(1)).job().id();
 
-    JobWorker worker =
-        start(
-            JobWorker.builder(pool)
-                .shutdownGrace(Duration.ofSeconds(2))
-                .pollInterval(Duration.ofMillis(100))
-                .register(PLAIN, (ctx, p) -> {
-                  count(ctx);
-                  return null;
-                })
-                .register(FLAKY, (ctx, p) -> {
-                  if (count(ctx) == 1) {
-                    throw new IllegalStateException("first attempt fails");
-                  }
-                  return null;
-                })
-                .register(SNOOZY, (ctx, p) -> {
-                  if (count(ctx) == 1) {
-                    throw new SnoozeJobException(Duration.ofMillis(100));
-                  }
-                  return null;
-                })
-                .register(ENDLESS, (ctx, p) -> {
-                  count(ctx);
-                  endlessStarted.countDown();
-                  while (!ctx.isCancelled()) {
-                    Thread.sleep(10);
-                  }
-                  throw new InterruptedException("cancelled");
-                }));
+    JobWorker worker = start(JobWorker.builder(pool)
+        .shutdownGrace(Duration.ofSeconds(2))
+        .pollInterval(Duration.ofMillis(100))
+        .register(PLAIN, (ctx, p) -> {
+          count(ctx);
+          return null;
+        })
+        .register(FLAKY, (ctx, p) -> {
+          if (count(ctx) == 1) {
+            throw new IllegalStateException("first attempt fails");
+          }
+          return null;
+        })
+        .register(SNOOZY, (ctx, p) -> {
+          if (count(ctx) == 1) {
+            throw new SnoozeJobException(Duration.ofMillis(100));
+          }
+          return null;
+        })
+        .register(ENDLESS, (ctx, p) -> {
+          count(ctx);
+          endlessStarted.countDown();
+          while (!ctx.isCancelled()) {
+            Thread.sleep(10);
+          }
+          throw new InterruptedException("cancelled");
+        }));
 
     for (UUID id : plain) {
       awaitState(id, JobState.SUCCEEDED);
@@ -119,7 +123,8 @@ class AutoCommitOffPoolTest extends PgJobsTestBase {
     assertThat(awaitState(flaky, JobState.SUCCEEDED).attempts()).isEqualTo(2);
     awaitState(snoozy, JobState.SUCCEEDED);
     assertThat(endlessStarted.await(20, TimeUnit.SECONDS)).isTrue();
-    assertThat(offClient.cancel(endless).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
+    assertThat(offClient.cancel(endless).outcome())
+        .isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
     awaitState(endless, JobState.CANCELLED);
     assertThat(client.get(later).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
 

@@ -28,7 +28,8 @@ class BulkEnqueueTest extends PgJobsTestBase {
   private static final int MANY = 100_000;
 
   /** Jobs of this type take their idempotency key from their payload: {@code keyed:<n>}. */
-  private static final JobType<Numbered> KEYED = JobType.of("keyed", Numbered.class).withIdempotencyKeyFrom("n");
+  private static final JobType<Numbered> KEYED =
+      JobType.of("keyed", Numbered.class).withIdempotencyKeyFrom("n");
 
   @Test
   @Tag(Tags.SOAK)
@@ -39,7 +40,9 @@ class BulkEnqueueTest extends PgJobsTestBase {
 
     assertThat(ids).hasSize(MANY);
     assertThat(new HashSet<>(ids)).as("distinct ids").hasSize(MANY);
-    assertThat(count("pgjobs.jobs")).as("jobs stored by the time enqueueAll returns").isEqualTo(MANY);
+    assertThat(count("pgjobs.jobs"))
+        .as("jobs stored by the time enqueueAll returns")
+        .isEqualTo(MANY);
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'queued' AND attempts = 0"))
         .isEqualTo(MANY);
     assertThat(storedInPayloadOrder(ids))
@@ -47,24 +50,24 @@ class BulkEnqueueTest extends PgJobsTestBase {
         .isEqualTo(MANY);
 
     try (HikariDataSource pool = db.newDataSource(10)) {
-      JobWorker worker =
-          start(
-              JobWorker.builder(pool)
-                  .queue(JobType.DEFAULT_QUEUE, 50)
-                  .claimBatch(100)
-                  .shutdownGrace(Duration.ofSeconds(10))
-                  .register(NUMBERED, (ctx, p) -> null));
+      JobWorker worker = start(JobWorker.builder(pool)
+          .queue(JobType.DEFAULT_QUEUE, 50)
+          .claimBatch(100)
+          .shutdownGrace(Duration.ofSeconds(10))
+          .register(NUMBERED, (ctx, p) -> null));
 
       await("all " + MANY + " jobs succeeded")
           .atMost(Duration.ofMinutes(8))
           .pollInterval(Duration.ofSeconds(1))
-          .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == MANY);
+          .until(() ->
+              count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == MANY);
       worker.close();
     }
 
     assertThat(count("pgjobs.jobs")).as("jobs left in the hot table").isZero();
     assertThat(count("pgjobs.finished_jobs")).isEqualTo(MANY);
-    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts <> 1")).isZero();
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts <> 1"))
+        .isZero();
   }
 
   @Test
@@ -100,7 +103,8 @@ class BulkEnqueueTest extends PgJobsTestBase {
 
   @Test
   void bulkEnqueueWithIdempotencyKeyIsRejectedAndStoresNothing() throws Exception {
-    EnqueueOptions keyed = EnqueueOptions.builder().idempotencyKey("one-key-for-many").build();
+    EnqueueOptions keyed =
+        EnqueueOptions.builder().idempotencyKey("one-key-for-many").build();
 
     assertThatThrownBy(() -> client.enqueueAll(NUMBERED, numbered(10), keyed))
         .isInstanceOf(InvalidJobException.class)
@@ -110,7 +114,8 @@ class BulkEnqueueTest extends PgJobsTestBase {
       tx.setAutoCommit(false);
       assertThatThrownBy(() -> client.enqueueAll(tx, NUMBERED, numbered(10), keyed))
           .isInstanceOf(InvalidJobException.class)
-          .satisfies(e -> assertThat(((InvalidJobException) e).field()).isEqualTo("idempotencyKey"));
+          .satisfies(
+              e -> assertThat(((InvalidJobException) e).field()).isEqualTo("idempotencyKey"));
       tx.commit();
     }
 
@@ -130,8 +135,10 @@ class BulkEnqueueTest extends PgJobsTestBase {
     assertThat(count("pgjobs.jobs")).isEqualTo(1_000);
     assertThat(count("pgjobs.job_keys")).isEqualTo(1_000);
     assertThat(storedInPayloadOrder(first)).isEqualTo(1_000);
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE idempotency_key = 'keyed:' || (payload->>'n')"))
-        .as("jobs carrying their payload's key").isEqualTo(1_000);
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.jobs WHERE idempotency_key = 'keyed:' || (payload->>'n')"))
+        .as("jobs carrying their payload's key")
+        .isEqualTo(1_000);
   }
 
   @Test
@@ -142,7 +149,9 @@ class BulkEnqueueTest extends PgJobsTestBase {
     List<UUID> ids = client.enqueueAll(KEYED, numbered(10), EnqueueOptions.DEFAULTS); // 0 .. 9
 
     assertThat(ids.subList(0, 3)).as("keys stored by the earlier batch").isEqualTo(earlier);
-    assertThat(ids.get(5)).as("key stored by the single enqueue").isEqualTo(single.job().id());
+    assertThat(ids.get(5))
+        .as("key stored by the single enqueue")
+        .isEqualTo(single.job().id());
     assertThat(new HashSet<>(ids)).hasSize(10);
     assertThat(count("pgjobs.jobs")).isEqualTo(10);
     assertThat(storedInPayloadOrder(ids)).as("each id's job has its payload").isEqualTo(10);
@@ -151,7 +160,8 @@ class BulkEnqueueTest extends PgJobsTestBase {
   @Test
   void aKeyUsedBeforeForAnotherPayloadRefusesTheWholeBatch() {
     // keyed:1 was used for another request: n = 1 in another queue.
-    client.enqueue(KEYED, new Numbered(1), EnqueueOptions.builder().queue("elsewhere").build());
+    client.enqueue(
+        KEYED, new Numbered(1), EnqueueOptions.builder().queue("elsewhere").build());
 
     assertThatThrownBy(() -> client.enqueueAll(KEYED, numbered(5), EnqueueOptions.DEFAULTS))
         .isInstanceOf(IdempotencyKeyReusedException.class)
@@ -163,8 +173,8 @@ class BulkEnqueueTest extends PgJobsTestBase {
 
   @Test
   void aKeyTwiceInOneBatchIsOneJobForBoth() {
-    List<UUID> ids = client.enqueueAll(KEYED, List.of(new Numbered(1), new Numbered(2), new Numbered(1)),
-        EnqueueOptions.DEFAULTS);
+    List<UUID> ids = client.enqueueAll(
+        KEYED, List.of(new Numbered(1), new Numbered(2), new Numbered(1)), EnqueueOptions.DEFAULTS);
 
     assertThat(ids.get(2)).isEqualTo(ids.get(0));
     assertThat(ids.get(1)).isNotEqualTo(ids.get(0));
@@ -189,10 +199,12 @@ class BulkEnqueueTest extends PgJobsTestBase {
 
   @Test
   void keyedBatchesRacingOverTheSameKeysStoreEachJobOnce() throws Exception {
-    // Overlapping batches in opposite orders: keys are inserted sorted, so they wait, never deadlock.
+    // Overlapping batches in opposite orders: keys are inserted sorted, so they wait, never
+    // deadlock.
     List<Numbered> up = numbered(500);
     List<Numbered> down = up.reversed();
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(4);
     try {
       List<java.util.concurrent.Future<List<UUID>>> results = new java.util.ArrayList<>();
       for (int t = 0; t < 8; t++) {
@@ -219,11 +231,9 @@ class BulkEnqueueTest extends PgJobsTestBase {
   /** How many stored jobs have, as payload {@code n}, the position of their id in {@code ids}. */
   private static long storedInPayloadOrder(List<UUID> ids) throws SQLException {
     try (Connection c = db.dataSource().getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT count(*) FROM pgjobs.jobs j"
-                    + " JOIN unnest(?::uuid[]) WITH ORDINALITY AS r(id, position) ON r.id = j.id"
-                    + " WHERE (j.payload ->> 'n')::bigint = r.position - 1")) {
+        PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pgjobs.jobs j"
+            + " JOIN unnest(?::uuid[]) WITH ORDINALITY AS r(id, position) ON r.id = j.id"
+            + " WHERE (j.payload ->> 'n')::bigint = r.position - 1")) {
       ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();

@@ -31,7 +31,8 @@ class ChildJobsTest extends PgJobsTestBase {
 
     awaitState(parent, JobState.FAILED);
     assertThat(count("SELECT count(*) FROM (SELECT id FROM pgjobs.jobs WHERE type = 'child'"
-        + " UNION ALL SELECT id FROM pgjobs.finished_jobs WHERE type = 'child') c")).isZero();
+            + " UNION ALL SELECT id FROM pgjobs.finished_jobs WHERE type = 'child') c"))
+        .isZero();
     assertThat(client.children(parent, 10)).isEmpty();
   }
 
@@ -61,7 +62,10 @@ class ChildJobsTest extends PgJobsTestBase {
   void aChildEnqueuedAtOnceExistsEvenIfTheParentFailsAfterwards() {
     UUID parent = client.enqueue(PARENT, new Parent(true)).job().id();
     start(worker().register(CHILD, (ctx, n) -> null).register(PARENT, (ctx, p) -> {
-      ctx.enqueue(CHILD, new Numbered(2), EnqueueOptions.builder().priority(Priority.HIGH).build());
+      ctx.enqueue(
+          CHILD,
+          new Numbered(2),
+          EnqueueOptions.builder().priority(Priority.HIGH).build());
       throw new IllegalStateException("fails after dispatching");
     }));
 

@@ -12,7 +12,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -28,11 +27,13 @@ class ClaimAheadTest extends PgJobsTestBase {
   private static final JobType<Numbered> BLOCKER = JobType.of("blocker", Numbered.class);
 
   private static ExecutionStore store() {
-    return new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    return new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
   }
 
   private static List<UUID> enqueue(int n) {
-    return client.enqueueAll(NUMBERED, IntStream.range(0, n).mapToObj(Numbered::new).toList(), EnqueueOptions.DEFAULTS);
+    return client.enqueueAll(
+        NUMBERED, IntStream.range(0, n).mapToObj(Numbered::new).toList(), EnqueueOptions.DEFAULTS);
   }
 
   @Test
@@ -42,11 +43,13 @@ class ClaimAheadTest extends PgJobsTestBase {
 
     await().atMost(Duration.ofSeconds(60)).until(() -> count("pgjobs.finished_jobs") == 5_000);
 
-    // Every claim statement stamps its jobs' attempted_at with its transaction time: distinct values
+    // Every claim statement stamps its jobs' attempted_at with its transaction time: distinct
+    // values
     // count the claims. Without claiming ahead, 10 free slots would need at least 500 of them.
     long claims = count("SELECT count(DISTINCT attempted_at) FROM pgjobs.finished_jobs");
     assertThat(claims).isLessThan(250);
-    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded' AND attempts = 1"))
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded' AND attempts = 1"))
         .isEqualTo(5_000);
   }
 
@@ -62,20 +65,31 @@ class ClaimAheadTest extends PgJobsTestBase {
 
     await().atMost(Duration.ofSeconds(30)).until(() -> count("pgjobs.finished_jobs") == 8);
 
-    // The jobs of one claim share its transaction time as attempted_at: no claim took more jobs than
+    // The jobs of one claim share its transaction time as attempted_at: no claim took more jobs
+    // than
     // there were free slots.
-    assertThat(count("SELECT max(n) FROM (SELECT count(*) AS n FROM pgjobs.finished_jobs GROUP BY attempted_at) c"))
+    assertThat(
+            count(
+                "SELECT max(n) FROM (SELECT count(*) AS n FROM pgjobs.finished_jobs GROUP BY attempted_at) c"))
         .isBetween(1L, 2L);
   }
 
   @Test
   void jobsClaimedAheadAndNotStartedGoBackUnchangedWhenTheWorkerStops() throws Exception {
-    // Fast jobs first (they teach the worker to claim ahead), then one that blocks the only slot while
+    // Fast jobs first (they teach the worker to claim ahead), then one that blocks the only slot
+    // while
     // the jobs claimed with it wait, then more fast jobs. Priority makes the order exact.
-    client.enqueueAll(NUMBERED, IntStream.range(0, 2_000).mapToObj(Numbered::new).toList(),
+    client.enqueueAll(
+        NUMBERED,
+        IntStream.range(0, 2_000).mapToObj(Numbered::new).toList(),
         EnqueueOptions.builder().priority(10).build());
-    UUID blocker = client.enqueue(BLOCKER, new Numbered(-1), EnqueueOptions.builder().priority(5).build()).job().id();
-    client.enqueueAll(NUMBERED, IntStream.range(0, 2_000).mapToObj(Numbered::new).toList(),
+    UUID blocker = client
+        .enqueue(BLOCKER, new Numbered(-1), EnqueueOptions.builder().priority(5).build())
+        .job()
+        .id();
+    client.enqueueAll(
+        NUMBERED,
+        IntStream.range(0, 2_000).mapToObj(Numbered::new).toList(),
         EnqueueOptions.builder().priority(1).build());
     CountDownLatch blocking = new CountDownLatch(1);
     JobWorker worker = worker()
@@ -87,24 +101,28 @@ class ClaimAheadTest extends PgJobsTestBase {
         })
         .queue(JobType.DEFAULT_QUEUE, 1)
         .shutdownGrace(Duration.ofMillis(200))
-        .prefetchHold(Duration.ofHours(1)) // here they wait for the shutdown (WritePathTest: the default hold)
+        .prefetchHold(Duration.ofHours(
+            1)) // here they wait for the shutdown (WritePathTest: the default hold)
         .build()
         .start();
     try {
       assertThat(blocking.await(60, TimeUnit.SECONDS)).isTrue();
       // One slot, yet more than one job is claimed: the ones behind the blocker wait in the worker.
-      await().atMost(Duration.ofSeconds(10))
+      await()
+          .atMost(Duration.ofSeconds(10))
           .until(() -> count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'") > 1);
     } finally {
       worker.close();
     }
 
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'")).isZero();
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'"))
+        .isZero();
     // Given back as they were: queued, no attempt spent, no error.
     long givenBack = count("SELECT count(*) FROM pgjobs.jobs WHERE id <> '" + blocker + "'");
     assertThat(givenBack).isPositive();
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id <> '" + blocker
-        + "' AND (state <> 'queued' OR attempts <> 0 OR errors <> '[]')")).isZero();
+            + "' AND (state <> 'queued' OR attempts <> 0 OR errors <> '[]')"))
+        .isZero();
     assertThat(count("pgjobs.finished_jobs") + givenBack + 1).isEqualTo(4_001);
     // The interrupted blocker went back too, its interrupted attempt recorded.
     Job back = client.get(blocker).orElseThrow();
@@ -117,18 +135,35 @@ class ClaimAheadTest extends PgJobsTestBase {
     List<UUID> due5 = new ArrayList<>();
     List<UUID> due3 = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
-      due5.add(client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(5).build()).job().id());
-      client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(5).delay(Duration.ofHours(1)).build());
-      due3.add(client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(3).build()).job().id());
-      client.enqueue(NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(1).delay(Duration.ofHours(1)).build());
+      due5.add(client
+          .enqueue(
+              NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(5).build())
+          .job()
+          .id());
+      client.enqueue(
+          NUMBERED,
+          new Numbered(i),
+          EnqueueOptions.builder().priority(5).delay(Duration.ofHours(1)).build());
+      due3.add(client
+          .enqueue(
+              NUMBERED, new Numbered(i), EnqueueOptions.builder().priority(3).build())
+          .job()
+          .id());
+      client.enqueue(
+          NUMBERED,
+          new Numbered(i),
+          EnqueueOptions.builder().priority(1).delay(Duration.ofHours(1)).build());
     }
 
     List<ClaimedJob> first = store().claim(JobType.DEFAULT_QUEUE, 3, "w1");
     List<ClaimedJob> rest = store().claim(JobType.DEFAULT_QUEUE, 10, "w1");
 
-    assertThat(first).extracting(ClaimedJob::id).containsExactly(due5.get(0), due5.get(1), due3.get(0));
+    assertThat(first)
+        .extracting(ClaimedJob::id)
+        .containsExactly(due5.get(0), due5.get(1), due3.get(0));
     assertThat(rest).extracting(ClaimedJob::id).containsExactly(due3.get(1));
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'queued' AND run_at > now()")).isEqualTo(4);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'queued' AND run_at > now()"))
+        .isEqualTo(4);
   }
 
   @Test
@@ -141,10 +176,14 @@ class ClaimAheadTest extends PgJobsTestBase {
     ClaimedJob b = claimed.get(1);
     ClaimedJob c = claimed.get(2);
 
-    int written = store.succeed("w1", List.of(
-        new Completion(a.id(), a.claimToken(), "{\"ok\":true}"),
-        new Completion(b.id(), b.claimToken() + 1, null)), Duration.ofSeconds(1)); // a claim w1 does not hold
-    int other = store.succeed("w2", List.of(new Completion(c.id(), c.claimToken(), null)), null); // not w2's job
+    int written = store.succeed(
+        "w1",
+        List.of(
+            new Completion(a.id(), a.claimToken(), "{\"ok\":true}"),
+            new Completion(b.id(), b.claimToken() + 1, null)),
+        Duration.ofSeconds(1)); // a claim w1 does not hold
+    int other = store.succeed(
+        "w2", List.of(new Completion(c.id(), c.claimToken(), null)), null); // not w2's job
 
     assertThat(written).isEqualTo(1);
     assertThat(other).isZero();

@@ -40,21 +40,30 @@ class ClaimEventsTest extends PgJobsTestBase {
   void everyClaimedJobIsAnnouncedRunningExactlyOnceBetweenQueuedAndItsOutcome() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     try (JobEventListener listener = listening(events)) {
-      // Enqueued while no worker runs: the first claim takes a batch of them in one statement. 40: an
-      // event lists at most 50 jobs (JobSql.EVENT_JOBS_MAX_COUNT), so every job is named in every event.
-      List<UUID> ids = client.enqueueAll(NUMBERED, IntStream.range(0, 40).mapToObj(Numbered::new).toList(),
+      // Enqueued while no worker runs: the first claim takes a batch of them in one statement. 40:
+      // an
+      // event lists at most 50 jobs (JobSql.EVENT_JOBS_MAX_COUNT), so every job is named in every
+      // event.
+      List<UUID> ids = client.enqueueAll(
+          NUMBERED,
+          IntStream.range(0, 40).mapToObj(Numbered::new).toList(),
           EnqueueOptions.DEFAULTS);
       start(worker().claimBatch(100).register(NUMBERED, (ctx, p) -> null));
       for (UUID id : ids) {
         awaitState(id, JobState.SUCCEEDED);
       }
-      await().atMost(Duration.ofSeconds(10))
-          .until(() -> ids.stream().allMatch(id -> of(events, id).stream().anyMatch(e -> e.state() == JobState.SUCCEEDED)));
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> ids.stream()
+              .allMatch(
+                  id -> of(events, id).stream().anyMatch(e -> e.state() == JobState.SUCCEEDED)));
 
       for (UUID id : ids) {
         List<JobEvent> mine = of(events, id);
-        assertThat(mine).as("events of job %s", id)
-            .filteredOn(e -> e.state() == JobState.RUNNING).singleElement()
+        assertThat(mine)
+            .as("events of job %s", id)
+            .filteredOn(e -> e.state() == JobState.RUNNING)
+            .singleElement()
             .satisfies(e -> {
               assertThat(e.attempts()).isEqualTo(1);
               assertThat(e.type()).isEqualTo(NUMBERED.name());
@@ -78,12 +87,16 @@ class ClaimEventsTest extends PgJobsTestBase {
         Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement()) {
       c.setAutoCommit(true);
-      try (ResultSet rs = st.executeQuery("SELECT set_config('pgjobs.claim_announces', 'on', true)")) {
+      try (ResultSet rs =
+          st.executeQuery("SELECT set_config('pgjobs.claim_announces', 'on', true)")) {
         assertThat(rs.next()).isTrue();
       }
-      assertThat(st.executeUpdate("UPDATE pgjobs.jobs SET state = 'retrying' WHERE id = '" + id + "'")).isEqualTo(1);
+      assertThat(
+              st.executeUpdate("UPDATE pgjobs.jobs SET state = 'retrying' WHERE id = '" + id + "'"))
+          .isEqualTo(1);
 
-      await().atMost(Duration.ofSeconds(10))
+      await()
+          .atMost(Duration.ofSeconds(10))
           .until(() -> of(events, id).stream().anyMatch(e -> e.state() == JobState.RETRYING));
     }
   }
@@ -105,7 +118,8 @@ class ClaimEventsTest extends PgJobsTestBase {
       // Committed after the quiet one: once its event is in, the quiet one's would have been too.
       st.executeUpdate("UPDATE pgjobs.jobs SET state = 'retrying' WHERE id = '" + marker + "'");
 
-      await().atMost(Duration.ofSeconds(10))
+      await()
+          .atMost(Duration.ofSeconds(10))
           .until(() -> of(events, marker).stream().anyMatch(e -> e.state() == JobState.RETRYING));
       assertThat(of(events, quiet)).noneMatch(e -> e.state() == JobState.RETRYING);
     }

@@ -24,14 +24,16 @@ import org.junit.jupiter.api.Test;
 /** Reading and managing jobs through {@link JobClient}: get, list, countByQueue, retry. */
 class ClientQueriesTest extends PgJobsTestBase {
   /** PostgreSQL's uuid order (unsigned, byte by byte), which "newest first" follows for UUIDv7 ids. */
-  private static final Comparator<UUID> PG_UUID_ORDER =
-      Comparator.comparing(UUID::getMostSignificantBits, Long::compareUnsigned)
-          .thenComparing(UUID::getLeastSignificantBits, Long::compareUnsigned);
+  private static final Comparator<UUID> PG_UUID_ORDER = Comparator.comparing(
+          UUID::getMostSignificantBits, Long::compareUnsigned)
+      .thenComparing(UUID::getLeastSignificantBits, Long::compareUnsigned);
 
   static final JobType<Numbered> OK = JobType.of("ok", Numbered.class).withQueue("work");
-  static final JobType<Numbered> FAILS = JobType.of("fails", Numbered.class).withQueue("work").withMaxAttempts(1);
-  static final JobType<Numbered> RETRIES =
-      JobType.of("retries", Numbered.class).withQueue("work").withRetryPolicy(RetryPolicy.fixed(Duration.ofHours(1)));
+  static final JobType<Numbered> FAILS =
+      JobType.of("fails", Numbered.class).withQueue("work").withMaxAttempts(1);
+  static final JobType<Numbered> RETRIES = JobType.of("retries", Numbered.class)
+      .withQueue("work")
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofHours(1)));
   static final JobType<Numbered> BLOCKS = JobType.of("blocks", Numbered.class).withQueue("work");
   /** Its queue is served by no worker: its jobs stay queued. */
   static final JobType<Numbered> PARKED = JobType.of("parked", Numbered.class).withQueue("parked");
@@ -45,24 +47,23 @@ class ClientQueriesTest extends PgJobsTestBase {
   }
 
   private JobWorker startWorker() {
-    return start(
-        worker()
-            .pollInterval(Duration.ofMillis(50))
-            .register(OK, (ctx, p) -> Map.of("n", p.n()))
-            .register(FAILS, (ctx, p) -> {
-              throw new IllegalStateException("fails " + p.n());
-            })
-            .register(RETRIES, (ctx, p) -> {
-              throw new IllegalStateException("retries " + p.n());
-            })
-            .register(BLOCKS, (ctx, p) -> {
-              blocking.countDown();
-              if (!release.await(60, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("never released");
-              }
-              return null;
-            })
-            .queue("work", 10));
+    return start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(OK, (ctx, p) -> Map.of("n", p.n()))
+        .register(FAILS, (ctx, p) -> {
+          throw new IllegalStateException("fails " + p.n());
+        })
+        .register(RETRIES, (ctx, p) -> {
+          throw new IllegalStateException("retries " + p.n());
+        })
+        .register(BLOCKS, (ctx, p) -> {
+          blocking.countDown();
+          if (!release.await(60, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("never released");
+          }
+          return null;
+        })
+        .queue("work", 10));
   }
 
   private static UUID enqueue(JobType<Numbered> type, int n) {
@@ -111,8 +112,15 @@ class ClientQueriesTest extends PgJobsTestBase {
 
   @Test
   void getReturnsAQueuedJobAsEnqueued() {
-    EnqueuedJob enqueued = client.enqueue(PARKED, new Numbered(3),
-        EnqueueOptions.builder().context("why").priority(-3).maxAttempts(9).timeout(Duration.ofSeconds(30)).build());
+    EnqueuedJob enqueued = client.enqueue(
+        PARKED,
+        new Numbered(3),
+        EnqueueOptions.builder()
+            .context("why")
+            .priority(-3)
+            .maxAttempts(9)
+            .timeout(Duration.ofSeconds(30))
+            .build());
     Job stored = client.get(enqueued.job().id()).orElseThrow();
     assertThat(stored).isEqualTo(enqueued.job());
     assertThat(stored.state()).isEqualTo(JobState.QUEUED);
@@ -147,8 +155,12 @@ class ClientQueriesTest extends PgJobsTestBase {
     assertThat(pages.get(1).nextCursor()).isNotNull();
     assertThat(pages.get(2).nextCursor()).isNull();
     List<UUID> listed = pages.stream().flatMap(p -> ids(p).stream()).toList();
-    assertThat(listed).doesNotHaveDuplicates().containsExactlyElementsOf(all.stream().sorted(PG_UUID_ORDER.reversed()).toList());
-    assertThat(pages.get(0).jobs()).extracting(Job::state).contains(JobState.SUCCEEDED, JobState.QUEUED);
+    assertThat(listed)
+        .doesNotHaveDuplicates()
+        .containsExactlyElementsOf(all.stream().sorted(PG_UUID_ORDER.reversed()).toList());
+    assertThat(pages.get(0).jobs())
+        .extracting(Job::state)
+        .contains(JobState.SUCCEEDED, JobState.QUEUED);
     // UUIDv7 ids are time-ordered: the newest job is listed first.
     assertThat(listed.getFirst()).isEqualTo(all.getLast());
   }
@@ -159,8 +171,10 @@ class ClientQueriesTest extends PgJobsTestBase {
       enqueue(PARKED, i);
     }
     JobPage first = client.list(JobFilter.builder().limit(2).build());
-    JobPage second = client.list(JobFilter.builder().limit(2).cursor(first.nextCursor()).build());
-    JobPage third = client.list(JobFilter.builder().limit(2).cursor(second.nextCursor()).build());
+    JobPage second =
+        client.list(JobFilter.builder().limit(2).cursor(first.nextCursor()).build());
+    JobPage third =
+        client.list(JobFilter.builder().limit(2).cursor(second.nextCursor()).build());
     assertThat(second.jobs()).hasSize(2);
     assertThat(third.jobs()).isEmpty();
     assertThat(third.nextCursor()).isNull();
@@ -180,20 +194,28 @@ class ClientQueriesTest extends PgJobsTestBase {
     awaitState(fail1, JobState.FAILED);
     awaitState(ok2, JobState.SUCCEEDED);
 
-    assertThat(listAll(JobFilter.builder().state(JobState.SUCCEEDED))).containsExactlyInAnyOrder(ok1, ok2);
+    assertThat(listAll(JobFilter.builder().state(JobState.SUCCEEDED)))
+        .containsExactlyInAnyOrder(ok1, ok2);
     assertThat(listAll(JobFilter.builder().state(JobState.FAILED))).containsExactly(fail1);
-    assertThat(listAll(JobFilter.builder().state(JobState.QUEUED))).containsExactlyInAnyOrder(parked1, parked2);
+    assertThat(listAll(JobFilter.builder().state(JobState.QUEUED)))
+        .containsExactlyInAnyOrder(parked1, parked2);
     assertThat(listAll(JobFilter.builder().state(JobState.QUEUED, JobState.FAILED)))
         .containsExactlyInAnyOrder(parked1, parked2, fail1);
-    assertThat(listAll(JobFilter.builder().state(JobState.RUNNING, JobState.CANCELLED))).isEmpty();
+    assertThat(listAll(JobFilter.builder().state(JobState.RUNNING, JobState.CANCELLED)))
+        .isEmpty();
 
     assertThat(listAll(JobFilter.builder().type("ok"))).containsExactlyInAnyOrder(ok1, ok2);
-    assertThat(listAll(JobFilter.builder().type("ok", "fails"))).containsExactlyInAnyOrder(ok1, ok2, fail1);
+    assertThat(listAll(JobFilter.builder().type("ok", "fails")))
+        .containsExactlyInAnyOrder(ok1, ok2, fail1);
     assertThat(listAll(JobFilter.builder().type("nope"))).isEmpty();
 
-    assertThat(listAll(JobFilter.builder().queue("parked"))).containsExactlyInAnyOrder(parked1, parked2);
-    assertThat(listAll(JobFilter.builder().queue("work"))).containsExactlyInAnyOrder(ok1, ok2, fail1);
-    assertThat(listAll(JobFilter.builder().queue("work").state(JobState.SUCCEEDED).type("fails"))).isEmpty();
+    assertThat(listAll(JobFilter.builder().queue("parked")))
+        .containsExactlyInAnyOrder(parked1, parked2);
+    assertThat(listAll(JobFilter.builder().queue("work")))
+        .containsExactlyInAnyOrder(ok1, ok2, fail1);
+    assertThat(
+            listAll(JobFilter.builder().queue("work").state(JobState.SUCCEEDED).type("fails")))
+        .isEmpty();
 
     // Bounds are exclusive and compare the stored instants (the JVM runs in America/Sao_Paulo).
     assertThat(listAll(JobFilter.builder().createdAfter(lastOfFirstBatch.createdAt())))
@@ -201,9 +223,12 @@ class ClientQueriesTest extends PgJobsTestBase {
     assertThat(listAll(JobFilter.builder().createdBefore(firstOfSecondBatch.createdAt())))
         .containsExactlyInAnyOrder(ok1, fail1, parked1);
     assertThat(listAll(JobFilter.builder()
-            .createdAfter(lastOfFirstBatch.createdAt()).createdBefore(firstOfSecondBatch.createdAt().plusNanos(1_000))))
+            .createdAfter(lastOfFirstBatch.createdAt())
+            .createdBefore(firstOfSecondBatch.createdAt().plusNanos(1_000))))
         .containsExactly(parked2);
-    assertThat(listAll(JobFilter.builder().createdAfter(lastOfFirstBatch.createdAt()).state(JobState.SUCCEEDED)))
+    assertThat(listAll(JobFilter.builder()
+            .createdAfter(lastOfFirstBatch.createdAt())
+            .state(JobState.SUCCEEDED)))
         .containsExactly(ok2);
   }
 
@@ -211,28 +236,42 @@ class ClientQueriesTest extends PgJobsTestBase {
   void listFiltersByTextInPayloadOrContextIgnoringCaseAndLiterally() {
     startWorker();
     UUID finished = enqueue(OK, 424242);
-    UUID byContext = client.enqueue(PARKED, new Numbered(1), EnqueueOptions.builder().context("Order 42_%").build())
-        .job().id();
-    UUID other = client.enqueue(PARKED, new Numbered(7), EnqueueOptions.builder().context("nothing").build()).job().id();
+    UUID byContext = client
+        .enqueue(
+            PARKED,
+            new Numbered(1),
+            EnqueueOptions.builder().context("Order 42_%").build())
+        .job()
+        .id();
+    UUID other = client
+        .enqueue(
+            PARKED, new Numbered(7), EnqueueOptions.builder().context("nothing").build())
+        .job()
+        .id();
     awaitState(finished, JobState.SUCCEEDED);
 
     assertThat(listAll(JobFilter.builder().text("4242"))).containsExactly(finished);
     assertThat(listAll(JobFilter.builder().text("order 42"))).containsExactly(byContext);
-    assertThat(listAll(JobFilter.builder().text("42"))).containsExactlyInAnyOrder(finished, byContext);
+    assertThat(listAll(JobFilter.builder().text("42")))
+        .containsExactlyInAnyOrder(finished, byContext);
     // % and _ are plain characters, not patterns.
     assertThat(listAll(JobFilter.builder().text("42_%"))).containsExactly(byContext);
     assertThat(listAll(JobFilter.builder().text("%"))).containsExactly(byContext);
-    assertThat(listAll(JobFilter.builder().text("42").state(JobState.QUEUED))).containsExactly(byContext);
+    assertThat(listAll(JobFilter.builder().text("42").state(JobState.QUEUED)))
+        .containsExactly(byContext);
     assertThat(listAll(JobFilter.builder().text(""))).contains(finished, byContext, other);
-    assertThatThrownBy(() -> JobFilter.builder().text("x".repeat(JobFilter.MAX_TEXT_LENGTH + 1)).build())
+    assertThatThrownBy(() ->
+            JobFilter.builder().text("x".repeat(JobFilter.MAX_TEXT_LENGTH + 1)).build())
         .isInstanceOf(InvalidJobException.class)
         .satisfies(e -> assertThat(((InvalidJobException) e).field()).isEqualTo("text"));
   }
 
   @Test
   void invalidCursorIsRejected() {
-    String notV1 = Base64.getUrlEncoder().encodeToString("v2:0191e0b4-0000-7000-8000-000000000000".getBytes(StandardCharsets.UTF_8));
-    String notUuid = Base64.getUrlEncoder().encodeToString("v1:not-a-uuid".getBytes(StandardCharsets.UTF_8));
+    String notV1 = Base64.getUrlEncoder()
+        .encodeToString("v2:0191e0b4-0000-7000-8000-000000000000".getBytes(StandardCharsets.UTF_8));
+    String notUuid =
+        Base64.getUrlEncoder().encodeToString("v1:not-a-uuid".getBytes(StandardCharsets.UTF_8));
     for (String cursor : List.of("not a cursor!", "", notV1, notUuid)) {
       assertThatThrownBy(() -> client.list(JobFilter.builder().cursor(cursor).build()))
           .isInstanceOf(InvalidJobException.class)
@@ -256,7 +295,10 @@ class ClientQueriesTest extends PgJobsTestBase {
   void countByQueueCountsEveryStateAndScheduledPerQueue() {
     enqueue(PARKED, 1);
     enqueue(PARKED, 2);
-    client.enqueue(PARKED, new Numbered(3), EnqueueOptions.builder().delay(Duration.ofHours(1)).build());
+    client.enqueue(
+        PARKED,
+        new Numbered(3),
+        EnqueueOptions.builder().delay(Duration.ofHours(1)).build());
     startWorker();
     UUID ok = enqueue(OK, 1);
     UUID failed = enqueue(FAILS, 2);
@@ -270,16 +312,39 @@ class ClientQueriesTest extends PgJobsTestBase {
     List<QueueCounts> counts = client.countByQueue();
 
     assertThat(counts).extracting(QueueCounts::queue).containsExactly("parked", "work");
-    assertThat(counts).allSatisfy(c -> assertThat(c.counts().keySet()).isEqualTo(EnumSet.allOf(JobState.class)));
+    assertThat(counts)
+        .allSatisfy(c -> assertThat(c.counts().keySet()).isEqualTo(EnumSet.allOf(JobState.class)));
     QueueCounts parked = counts.get(0);
-    assertThat(parked.counts()).containsExactlyInAnyOrderEntriesOf(Map.of(
-        JobState.QUEUED, 3L, JobState.RUNNING, 0L, JobState.RETRYING, 0L,
-        JobState.SUCCEEDED, 0L, JobState.FAILED, 0L, JobState.CANCELLED, 0L));
+    assertThat(parked.counts())
+        .containsExactlyInAnyOrderEntriesOf(Map.of(
+            JobState.QUEUED,
+            3L,
+            JobState.RUNNING,
+            0L,
+            JobState.RETRYING,
+            0L,
+            JobState.SUCCEEDED,
+            0L,
+            JobState.FAILED,
+            0L,
+            JobState.CANCELLED,
+            0L));
     assertThat(parked.scheduled()).isEqualTo(1);
     QueueCounts work = counts.get(1);
-    assertThat(work.counts()).containsExactlyInAnyOrderEntriesOf(Map.of(
-        JobState.QUEUED, 0L, JobState.RUNNING, 1L, JobState.RETRYING, 1L,
-        JobState.SUCCEEDED, 1L, JobState.FAILED, 1L, JobState.CANCELLED, 0L));
+    assertThat(work.counts())
+        .containsExactlyInAnyOrderEntriesOf(Map.of(
+            JobState.QUEUED,
+            0L,
+            JobState.RUNNING,
+            1L,
+            JobState.RETRYING,
+            1L,
+            JobState.SUCCEEDED,
+            1L,
+            JobState.FAILED,
+            1L,
+            JobState.CANCELLED,
+            0L));
     assertThat(work.scheduled()).isZero();
   }
 
@@ -302,14 +367,27 @@ class ClientQueriesTest extends PgJobsTestBase {
     enqueue(PARKED, 2);
     UUID retryingDue = enqueue(PARKED, 3);
     client.enqueue(PARKED, new Numbered(4), gpu);
-    UUID retryingDueWithCapability = client.enqueue(PARKED, new Numbered(5), gpu).job().id();
+    UUID retryingDueWithCapability =
+        client.enqueue(PARKED, new Numbered(5), gpu).job().id();
     client.enqueue(PARKED, new Numbered(6), later);
-    client.enqueue(PARKED, new Numbered(7), EnqueueOptions.builder().capability("gpu").delay(Duration.ofHours(1)).build());
-    client.enqueue(PARKED, new Numbered(8), EnqueueOptions.builder().queue("gpus").capability("gpu").build());
-    client.enqueue(PARKED, new Numbered(9), EnqueueOptions.builder().queue("gpus").capability("gpu").build());
-    client.enqueue(PARKED, new Numbered(10), EnqueueOptions.builder().queue("later").delay(Duration.ofHours(1)).build());
-    db.execute("UPDATE pgjobs.jobs SET state = 'retrying', attempts = 1 WHERE id IN ('" + retryingDue + "', '"
-        + retryingDueWithCapability + "')");
+    client.enqueue(
+        PARKED,
+        new Numbered(7),
+        EnqueueOptions.builder().capability("gpu").delay(Duration.ofHours(1)).build());
+    client.enqueue(
+        PARKED,
+        new Numbered(8),
+        EnqueueOptions.builder().queue("gpus").capability("gpu").build());
+    client.enqueue(
+        PARKED,
+        new Numbered(9),
+        EnqueueOptions.builder().queue("gpus").capability("gpu").build());
+    client.enqueue(
+        PARKED,
+        new Numbered(10),
+        EnqueueOptions.builder().queue("later").delay(Duration.ofHours(1)).build());
+    db.execute("UPDATE pgjobs.jobs SET state = 'retrying', attempts = 1 WHERE id IN ('"
+        + retryingDue + "', '" + retryingDueWithCapability + "')");
     startWorker();
     UUID retryingLater = enqueue(RETRIES, 11);
     UUID running = enqueue(BLOCKS, 12);
@@ -328,15 +406,19 @@ class ClientQueriesTest extends PgJobsTestBase {
 
   @Test
   void retryOfAFailedJobQueuesItAgainWithAttemptsResetAndErrorsKeptThenItRunsAgain() {
-    JobType<Numbered> failsTwice = JobType.of("fails_twice", Numbered.class).withQueue("twice").withMaxAttempts(2)
+    JobType<Numbered> failsTwice = JobType.of("fails_twice", Numbered.class)
+        .withQueue("twice")
+        .withMaxAttempts(2)
         .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
     AtomicInteger calls = new AtomicInteger();
-    JobWorker.Builder builder = worker().pollInterval(Duration.ofMillis(50)).register(failsTwice, (ctx, p) -> {
-      if (calls.incrementAndGet() <= 2) {
-        throw new IllegalStateException("call " + calls.get());
-      }
-      return Map.of("attempt", ctx.attempt());
-    });
+    JobWorker.Builder builder = worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(failsTwice, (ctx, p) -> {
+          if (calls.incrementAndGet() <= 2) {
+            throw new IllegalStateException("call " + calls.get());
+          }
+          return Map.of("attempt", ctx.attempt());
+        });
     JobWorker first = start(builder);
     UUID id = client.enqueue(failsTwice, new Numbered(1)).job().id();
     Job failed = awaitState(id, JobState.FAILED);
@@ -370,9 +452,11 @@ class ClientQueriesTest extends PgJobsTestBase {
   @Test
   void retryOfACancelledJobQueuesItAgain() {
     UUID id = UUID.randomUUID();
-    db.execute("INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,"
-        + " run_at, created_at, errors, finished_at) VALUES ('" + id + "', 'parked', 'parked', '{\"n\":1}', 0,"
-        + " 'cancelled', 1, 3, now(), now(), '[]', now())");
+    db.execute(
+        "INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,"
+            + " run_at, created_at, errors, finished_at) VALUES ('" + id
+            + "', 'parked', 'parked', '{\"n\":1}', 0,"
+            + " 'cancelled', 1, 3, now(), now(), '[]', now())");
 
     assertThat(client.retry(id)).isEqualTo(RetryResult.RETRIED);
 
@@ -403,14 +487,25 @@ class ClientQueriesTest extends PgJobsTestBase {
   @Test
   void retryOfAnUnknownIdIsNotFound() {
     assertThat(client.retry(UUID.randomUUID())).isEqualTo(RetryResult.NOT_FOUND);
-    assertThat(Arrays.asList(count("pgjobs.jobs"), count("pgjobs.finished_jobs"))).containsOnly(0L);
+    assertThat(Arrays.asList(count("pgjobs.jobs"), count("pgjobs.finished_jobs")))
+        .containsOnly(0L);
   }
 
   @Test
   void aCancelledJobScheduledAheadKeepsItsTimeWhenRetriedUnlessAskedToRunNow() {
-    java.time.Instant inAnHour = java.time.Instant.now().plus(Duration.ofHours(1)).truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
-    UUID kept = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().runAt(inAnHour).build()).job().id();
-    UUID now = client.enqueue(NUMBERED, new Numbered(2), EnqueueOptions.builder().runAt(inAnHour).build()).job().id();
+    java.time.Instant inAnHour = java.time.Instant.now()
+        .plus(Duration.ofHours(1))
+        .truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
+    UUID kept = client
+        .enqueue(
+            NUMBERED, new Numbered(1), EnqueueOptions.builder().runAt(inAnHour).build())
+        .job()
+        .id();
+    UUID now = client
+        .enqueue(
+            NUMBERED, new Numbered(2), EnqueueOptions.builder().runAt(inAnHour).build())
+        .job()
+        .id();
     client.cancel(kept);
     client.cancel(now);
 

@@ -61,7 +61,14 @@ class DurationTextTest {
   }
 
   @ParameterizedTest(name = "{0} -> {1}")
-  @CsvSource({"PT0S, 0s", "PT0.25S, 250ms", "PT1H30M, 1h30m", "PT48H, 2d", "PT49H0.001S, 2d1h1ms", "PT5S, 5s"})
+  @CsvSource({
+    "PT0S, 0s",
+    "PT0.25S, 250ms",
+    "PT1H30M, 1h30m",
+    "PT48H, 2d",
+    "PT49H0.001S, 2d1h1ms",
+    "PT5S, 5s"
+  })
   void formatsInTheShortestParsableForm(String iso, String text) {
     assertThat(DurationText.format(Duration.parse(iso))).isEqualTo(text);
   }
@@ -78,7 +85,9 @@ class DurationTextTest {
       };
       Duration duration = Duration.ofMillis(ms);
       String text = DurationText.format(duration);
-      assertThat(DurationText.parse(text)).as("parse(format(%s)) = parse(%s)", duration, text).isEqualTo(duration);
+      assertThat(DurationText.parse(text))
+          .as("parse(format(%s)) = parse(%s)", duration, text)
+          .isEqualTo(duration);
     }
   }
 }

@@ -31,16 +31,20 @@ import org.junit.jupiter.api.Test;
  */
 class EnqueueConnectionLossTest extends PgJobsTestBase {
   /** Jobs of this type end their session when their transaction commits (trigger below). */
-  private static final JobType<Numbered> KILLED_AT_COMMIT = JobType.of("killed_at_commit", Numbered.class);
+  private static final JobType<Numbered> KILLED_AT_COMMIT =
+      JobType.of("killed_at_commit", Numbered.class);
 
   /** Jobs of this type end their session while the COPY stores them (trigger below). */
-  private static final JobType<Numbered> KILLED_IN_COPY = JobType.of("killed_in_copy", Numbered.class);
+  private static final JobType<Numbered> KILLED_IN_COPY =
+      JobType.of("killed_in_copy", Numbered.class);
 
   /** Jobs of this type are refused by the database while the COPY stores them (trigger below). */
-  private static final JobType<Numbered> REFUSED_IN_COPY = JobType.of("refused_in_copy", Numbered.class);
+  private static final JobType<Numbered> REFUSED_IN_COPY =
+      JobType.of("refused_in_copy", Numbered.class);
 
   /** Jobs of this type take their idempotency key from their payload ({@code keyed_numbered:<n>}). */
-  private static final JobType<Numbered> KEYED = JobType.of("keyed_numbered", Numbered.class).withIdempotencyKeyFrom("n");
+  private static final JobType<Numbered> KEYED =
+      JobType.of("keyed_numbered", Numbered.class).withIdempotencyKeyFrom("n");
 
   private static final String HIKARI_ALIVE_BYPASS = "com.zaxxer.hikari.aliveBypassWindowMs";
 
@@ -81,48 +85,62 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
 
   @Test
   void aCommitCutOffReportsTheServersErrorWithTheRollbackFailureSuppressed() {
-    PgJobsException thrown =
-        catchThrowableOfType(
-            PgJobsException.class,
-            () -> client.enqueueAll(KILLED_AT_COMMIT, numbered(3), EnqueueOptions.DEFAULTS));
+    PgJobsException thrown = catchThrowableOfType(
+        PgJobsException.class,
+        () -> client.enqueueAll(KILLED_AT_COMMIT, numbered(3), EnqueueOptions.DEFAULTS));
 
     // The COPY went through; the COMMIT ran the deferred trigger, which ended the session.
     assertThat(thrown).as("enqueueAll failed").isNotNull();
     // The session ended while the COMMIT was under way: the caller cannot know what happened (here,
     // the trigger ran before the commit, so nothing was stored).
-    assertThat(thrown).as("failure during the COMMIT").isInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(thrown)
+        .as("failure during the COMMIT")
+        .isInstanceOf(EnqueueOutcomeUnknownException.class);
     SQLException cause = (SQLException) thrown.getCause();
-    assertThat(cause.getSQLState()).as("SQLState of the reported error: " + cause).isEqualTo("57P01");
+    assertThat(cause.getSQLState())
+        .as("SQLState of the reported error: " + cause)
+        .isEqualTo("57P01");
     assertThat(cause.getMessage()).contains("terminating connection due to administrator command");
     assertThat(thrown.getMessage()).doesNotContain("Connection is closed");
-    // HikariCP evicted the connection when the COMMIT failed through its proxy; the rollback then failed.
+    // HikariCP evicted the connection when the COMMIT failed through its proxy; the rollback then
+    // failed.
     assertThat(Arrays.stream(cause.getSuppressed()).map(Throwable::getMessage))
         .as("suppressed failures of the rollback and reset")
         .anyMatch(m -> m.contains("Connection is closed"));
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'killed_at_commit'")).isZero();
-    assertThat(client.enqueueAll(NUMBERED, numbered(3), EnqueueOptions.DEFAULTS)).as("next bulk enqueue").hasSize(3);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'killed_at_commit'"))
+        .isZero();
+    assertThat(client.enqueueAll(NUMBERED, numbered(3), EnqueueOptions.DEFAULTS))
+        .as("next bulk enqueue")
+        .hasSize(3);
   }
 
   @Test
   void aCopyCutOffReportsTheCopyFailureWithTheRollbackFailureSuppressed() {
-    PgJobsException thrown =
-        catchThrowableOfType(
-            PgJobsException.class,
-            () -> client.enqueueAll(KILLED_IN_COPY, numbered(3), EnqueueOptions.DEFAULTS));
+    PgJobsException thrown = catchThrowableOfType(
+        PgJobsException.class,
+        () -> client.enqueueAll(KILLED_IN_COPY, numbered(3), EnqueueOptions.DEFAULTS));
 
     assertThat(thrown).as("enqueueAll failed").isNotNull();
-    // Lost before the COMMIT was sent: the transaction is gone, nothing is stored, and the error says so.
-    assertThat(thrown).as("failure before the COMMIT").isNotInstanceOf(EnqueueOutcomeUnknownException.class);
+    // Lost before the COMMIT was sent: the transaction is gone, nothing is stored, and the error
+    // says so.
+    assertThat(thrown)
+        .as("failure before the COMMIT")
+        .isNotInstanceOf(EnqueueOutcomeUnknownException.class);
     SQLException cause = (SQLException) thrown.getCause();
     // The driver reports the end of the COPY failing on the lost connection (class 08).
-    assertThat(cause.getSQLState()).as("SQLState of the reported error: " + cause).startsWith("08");
+    assertThat(cause.getSQLState())
+        .as("SQLState of the reported error: " + cause)
+        .startsWith("08");
     assertThat(cause.getMessage()).containsIgnoringCase("copy");
     assertThat(thrown.getMessage()).doesNotContain("Connection is closed");
     assertThat(Arrays.stream(cause.getSuppressed()).map(Throwable::getMessage))
         .as("suppressed failures of the rollback and reset")
         .anyMatch(m -> m.contains("Connection is closed"));
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'killed_in_copy'")).isZero();
-    assertThat(client.enqueueAll(NUMBERED, numbered(3), EnqueueOptions.DEFAULTS)).as("next bulk enqueue").hasSize(3);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'killed_in_copy'"))
+        .isZero();
+    assertThat(client.enqueueAll(NUMBERED, numbered(3), EnqueueOptions.DEFAULTS))
+        .as("next bulk enqueue")
+        .hasSize(3);
   }
 
   @Test
@@ -133,11 +151,13 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
 
       // The pool hands out the dead connection; the COPY's BEGIN finds it dead, on the driver's own
       // connection (below the pool's proxy).
-      PgJobsException first =
-          catchThrowableOfType(
-              PgJobsException.class, () -> producer.enqueueAll(NUMBERED, numbered(5), EnqueueOptions.DEFAULTS));
+      PgJobsException first = catchThrowableOfType(
+          PgJobsException.class,
+          () -> producer.enqueueAll(NUMBERED, numbered(5), EnqueueOptions.DEFAULTS));
       assertThat(first).as("bulk enqueue on the dead connection failed").isNotNull();
-      assertThat(first).as("failure before anything was sent").isNotInstanceOf(EnqueueOutcomeUnknownException.class);
+      assertThat(first)
+          .as("failure before anything was sent")
+          .isNotInstanceOf(EnqueueOutcomeUnknownException.class);
       assertThat(((SQLException) first.getCause()).getSQLState()).startsWith("08");
 
       // The only connection of the pool was discarded: the next call gets a new one.
@@ -148,19 +168,21 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
   }
 
   @Test
-  void aConnectionLostUnderABulkEnqueueInTheCallersTransactionIsClosedForItsPool() throws SQLException {
+  void aConnectionLostUnderABulkEnqueueInTheCallersTransactionIsClosedForItsPool()
+      throws SQLException {
     try (HikariDataSource pool = poolHandingOutWithoutValidation()) {
       JobClient producer = JobClient.builder(pool).build();
       terminateBackendOf(pool);
 
       try (Connection tx = pool.getConnection()) {
         tx.setAutoCommit(false);
-        PgJobsException thrown =
-            catchThrowableOfType(
-                PgJobsException.class,
-                () -> producer.enqueueAll(tx, NUMBERED, numbered(5), EnqueueOptions.DEFAULTS));
+        PgJobsException thrown = catchThrowableOfType(
+            PgJobsException.class,
+            () -> producer.enqueueAll(tx, NUMBERED, numbered(5), EnqueueOptions.DEFAULTS));
         assertThat(thrown).as("bulk enqueue on the dead connection failed").isNotNull();
-        assertThat(tx.isClosed()).as("the caller's connection, closed so the pool discards it").isTrue();
+        assertThat(tx.isClosed())
+            .as("the caller's connection, closed so the pool discards it")
+            .isTrue();
       }
 
       try (Connection next = pool.getConnection();
@@ -177,18 +199,23 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
       JobClient producer = JobClient.builder(pool).build();
       Object physical = physicalConnection(pool);
 
-      PgJobsException thrown =
-          catchThrowableOfType(
-              PgJobsException.class, () -> producer.enqueueAll(REFUSED_IN_COPY, numbered(3), EnqueueOptions.DEFAULTS));
+      PgJobsException thrown = catchThrowableOfType(
+          PgJobsException.class,
+          () -> producer.enqueueAll(REFUSED_IN_COPY, numbered(3), EnqueueOptions.DEFAULTS));
 
       assertThat(thrown).as("enqueueAll failed").isNotNull();
-      assertThat(thrown).as("refused by the database").isNotInstanceOf(EnqueueOutcomeUnknownException.class);
+      assertThat(thrown)
+          .as("refused by the database")
+          .isNotInstanceOf(EnqueueOutcomeUnknownException.class);
       SQLException cause = (SQLException) thrown.getCause();
-      assertThat(cause.getSQLState()).as("SQLState of the reported error: " + cause).isEqualTo("P0001");
+      assertThat(cause.getSQLState())
+          .as("SQLState of the reported error: " + cause)
+          .isEqualTo("P0001");
       assertThat(cause.getMessage()).contains("job type refused_in_copy refused");
       assertThat(cause.getSuppressed()).as("nothing failed after it").isEmpty();
       // An error of the data, not of the connection: it stays in the pool and works.
-      assertThat(producer.enqueueAll(NUMBERED, numbered(3), EnqueueOptions.DEFAULTS)).hasSize(3);
+      assertThat(producer.enqueueAll(NUMBERED, numbered(3), EnqueueOptions.DEFAULTS))
+          .hasSize(3);
       assertThat(physicalConnection(pool)).as("the pool's connection").isSameAs(physical);
     }
     assertThat(count("pgjobs.jobs")).isEqualTo(3);
@@ -198,15 +225,19 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
   void aSingleEnqueueWhoseAnswerIsLostIsOutcomeUnknownAndItsRetryStoresOnce() throws Exception {
     TcpProxy proxy = proxy();
     JobClient producer = JobClient.builder(poolThrough(proxy)).build();
-    EnqueueOptions keyed = EnqueueOptions.builder().idempotencyKey("answer-lost-1").build();
-    // The INSERT (one statement, committed on its own) reaches the server; its answer does not come back.
+    EnqueueOptions keyed =
+        EnqueueOptions.builder().idempotencyKey("answer-lost-1").build();
+    // The INSERT (one statement, committed on its own) reaches the server; its answer does not come
+    // back.
     proxy.loseReplyTo("answer-lost-1");
 
-    PgJobsException thrown =
-        catchThrowableOfType(PgJobsException.class, () -> producer.enqueue(NUMBERED, new Numbered(7), keyed));
+    PgJobsException thrown = catchThrowableOfType(
+        PgJobsException.class, () -> producer.enqueue(NUMBERED, new Numbered(7), keyed));
 
     assertThat(proxy.repliesLost()).as("answers dropped by the proxy").isEqualTo(1);
-    assertThat(thrown).as("enqueue whose answer was lost").isInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(thrown)
+        .as("enqueue whose answer was lost")
+        .isInstanceOf(EnqueueOutcomeUnknownException.class);
     assertThat(((SQLException) thrown.getCause()).getSQLState()).startsWith("08");
     assertThat(count("pgjobs.jobs")).as("the job was stored all the same").isEqualTo(1);
 
@@ -214,16 +245,21 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
     EnqueuedJob again = producer.enqueue(NUMBERED, new Numbered(7), keyed);
     assertThat(again.replayed()).as("the retry finds the stored job").isTrue();
     assertThat(count("pgjobs.jobs")).as("jobs after the retry").isEqualTo(1);
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + again.job().id() + "'")).isEqualTo(1);
+    assertThat(
+            count("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + again.job().id() + "'"))
+        .isEqualTo(1);
   }
 
   @Test
   void aSingleEnqueueRefusedByTheDatabaseIsNotOutcomeUnknown() {
-    PgJobsException thrown =
-        catchThrowableOfType(
-            PgJobsException.class, () -> client.enqueue(REFUSED_IN_COPY, new Numbered(1), EnqueueOptions.DEFAULTS));
+    PgJobsException thrown = catchThrowableOfType(
+        PgJobsException.class,
+        () -> client.enqueue(REFUSED_IN_COPY, new Numbered(1), EnqueueOptions.DEFAULTS));
 
-    assertThat(thrown).as("enqueue refused").isNotNull().isNotInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(thrown)
+        .as("enqueue refused")
+        .isNotNull()
+        .isNotInstanceOf(EnqueueOutcomeUnknownException.class);
     assertThat(count("pgjobs.jobs")).isZero();
   }
 
@@ -233,12 +269,14 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
     JobClient producer = JobClient.builder(poolThrough(proxy)).build();
     proxy.loseReplyTo("COMMIT");
 
-    PgJobsException thrown =
-        catchThrowableOfType(
-            PgJobsException.class, () -> producer.enqueueAll(NUMBERED, numbered(50), EnqueueOptions.DEFAULTS));
+    PgJobsException thrown = catchThrowableOfType(
+        PgJobsException.class,
+        () -> producer.enqueueAll(NUMBERED, numbered(50), EnqueueOptions.DEFAULTS));
 
     assertThat(proxy.repliesLost()).as("answers dropped by the proxy").isEqualTo(1);
-    assertThat(thrown).as("bulk enqueue whose COMMIT answer was lost").isInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(thrown)
+        .as("bulk enqueue whose COMMIT answer was lost")
+        .isInstanceOf(EnqueueOutcomeUnknownException.class);
     assertThat(((SQLException) thrown.getCause()).getSQLState()).startsWith("08");
     assertThat(count("pgjobs.jobs")).as("the batch was committed all the same").isEqualTo(50);
   }
@@ -249,25 +287,31 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
     JobClient producer = JobClient.builder(poolThrough(proxy)).build();
     proxy.loseReplyTo("COMMIT");
 
-    PgJobsException thrown =
-        catchThrowableOfType(
-            PgJobsException.class, () -> producer.enqueueAll(KEYED, numbered(50), EnqueueOptions.DEFAULTS));
-    assertThat(thrown).as("bulk enqueue whose COMMIT answer was lost").isInstanceOf(EnqueueOutcomeUnknownException.class);
+    PgJobsException thrown = catchThrowableOfType(
+        PgJobsException.class,
+        () -> producer.enqueueAll(KEYED, numbered(50), EnqueueOptions.DEFAULTS));
+    assertThat(thrown)
+        .as("bulk enqueue whose COMMIT answer was lost")
+        .isInstanceOf(EnqueueOutcomeUnknownException.class);
     assertThat(count("pgjobs.jobs")).as("the batch was committed all the same").isEqualTo(50);
 
     // The documented retry: the same call again; each payload carries its key.
     List<UUID> ids = producer.enqueueAll(KEYED, numbered(50), EnqueueOptions.DEFAULTS);
 
     assertThat(count("pgjobs.jobs")).as("jobs after the retry").isEqualTo(50);
-    assertThat(new HashSet<>(ids)).as("the retry's ids: the stored jobs").hasSize(50)
+    assertThat(new HashSet<>(ids))
+        .as("the retry's ids: the stored jobs")
+        .hasSize(50)
         .isEqualTo(new HashSet<>(storedIds()));
     for (int i = 0; i < 50; i++) {
-      assertThat(client.get(ids.get(i)).orElseThrow().idempotencyKey()).isEqualTo("keyed_numbered:" + (i + 1));
+      assertThat(client.get(ids.get(i)).orElseThrow().idempotencyKey())
+          .isEqualTo("keyed_numbered:" + (i + 1));
     }
   }
 
   private TcpProxy proxy() throws java.io.IOException {
-    TcpProxy proxy = new TcpProxy("127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());
+    TcpProxy proxy = new TcpProxy(
+        "127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());
     closeables.add(proxy);
     return proxy;
   }
@@ -276,7 +320,8 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
   private HikariDataSource poolThrough(TcpProxy proxy) {
     URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setJdbcUrl(
+        "jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
     config.setMaximumPoolSize(2);
     config.setMinimumIdle(0);
     config.setConnectionTimeout(5_000);
@@ -329,8 +374,10 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
       pid = rs.getLong(1);
     }
     // pg_terminate_backend with a timeout waits until the backend has exited.
-    assertThat(count("SELECT count(*) FROM (SELECT pg_terminate_backend(" + pid + ", 10000)) AS t WHERE pg_terminate_backend"))
-        .as("backend " + pid + " terminated").isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM (SELECT pg_terminate_backend(" + pid
+            + ", 10000)) AS t WHERE pg_terminate_backend"))
+        .as("backend " + pid + " terminated")
+        .isEqualTo(1);
   }
 
   private static List<Numbered> numbered(int n) {

@@ -56,14 +56,20 @@ class EnqueueValidationTest extends PgJobsTestBase {
   @ParameterizedTest
   @ValueSource(ints = {0, -1, 1001, Integer.MIN_VALUE})
   void maxAttemptsOutsideOneToAThousandIsRejected(int maxAttempts) {
-    InvalidJobException e = assertRejected("maxAttempts", () -> enqueueWith(EnqueueOptions.builder().maxAttempts(maxAttempts)));
+    InvalidJobException e = assertRejected(
+        "maxAttempts", () -> enqueueWith(EnqueueOptions.builder().maxAttempts(maxAttempts)));
     assertThat(e.getMessage()).contains("between 1 and 1000").contains("was " + maxAttempts);
   }
 
   @ParameterizedTest
   @ValueSource(ints = {1, 1000})
   void maxAttemptsAtTheBoundsIsAccepted(int maxAttempts) {
-    Job job = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().maxAttempts(maxAttempts).build()).job();
+    Job job = client
+        .enqueue(
+            NUMBERED,
+            new Numbered(1),
+            EnqueueOptions.builder().maxAttempts(maxAttempts).build())
+        .job();
     assertThat(client.get(job.id()).orElseThrow().maxAttempts()).isEqualTo(maxAttempts);
   }
 
@@ -74,43 +80,60 @@ class EnqueueValidationTest extends PgJobsTestBase {
 
   @Test
   void negativeDelayIsRejected() {
-    InvalidJobException e = assertRejected("delay", () -> enqueueWith(EnqueueOptions.builder().delay(Duration.ofMillis(-1))));
+    InvalidJobException e = assertRejected(
+        "delay", () -> enqueueWith(EnqueueOptions.builder().delay(Duration.ofMillis(-1))));
     assertThat(e.getMessage()).contains("zero or positive");
   }
 
   @Test
   void runAtTogetherWithDelayIsRejected() {
-    InvalidJobException e = assertRejected("runAt",
-        () -> enqueueWith(EnqueueOptions.builder().runAt(Instant.now()).delay(Duration.ofSeconds(1))));
+    InvalidJobException e = assertRejected(
+        "runAt",
+        () -> enqueueWith(
+            EnqueueOptions.builder().runAt(Instant.now()).delay(Duration.ofSeconds(1))));
     assertThat(e.getMessage()).contains("not both");
   }
 
   @Test
   void emptyIdempotencyKeyIsRejected() {
-    InvalidJobException e = assertRejected("idempotencyKey", () -> enqueueWith(EnqueueOptions.builder().idempotencyKey("")));
+    InvalidJobException e = assertRejected(
+        "idempotencyKey", () -> enqueueWith(EnqueueOptions.builder().idempotencyKey("")));
     assertThat(e.getMessage()).contains("1 to 255 characters");
   }
 
   @Test
   void idempotencyKeyLongerThan255CharactersIsRejected() {
-    assertRejected("idempotencyKey", () -> enqueueWith(EnqueueOptions.builder().idempotencyKey("k".repeat(256))));
-    Job job = client.enqueue(NUMBERED, new Numbered(1),
-        EnqueueOptions.builder().idempotencyKey("k".repeat(255)).build()).job();
+    assertRejected(
+        "idempotencyKey",
+        () -> enqueueWith(EnqueueOptions.builder().idempotencyKey("k".repeat(256))));
+    Job job = client
+        .enqueue(
+            NUMBERED,
+            new Numbered(1),
+            EnqueueOptions.builder().idempotencyKey("k".repeat(255)).build())
+        .job();
     assertThat(job.idempotencyKey()).hasSize(255);
   }
 
   @Test
   void contextLongerThanTenThousandCharactersIsRejected() {
-    InvalidJobException e = assertRejected("context", () -> enqueueWith(EnqueueOptions.builder().context("c".repeat(10_001))));
+    InvalidJobException e = assertRejected(
+        "context", () -> enqueueWith(EnqueueOptions.builder().context("c".repeat(10_001))));
     assertThat(e.getMessage()).contains("at most 10000");
-    Job job = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().context("c".repeat(10_000)).build()).job();
+    Job job = client
+        .enqueue(
+            NUMBERED,
+            new Numbered(1),
+            EnqueueOptions.builder().context("c".repeat(10_000)).build())
+        .job();
     assertThat(client.get(job.id()).orElseThrow().context()).hasSize(10_000);
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"", "has space", "semi;colon", "ünïcode", "quote'"})
   void invalidQueueNameIsRejected(String queue) {
-    InvalidJobException e = assertRejected("queue", () -> enqueueWith(EnqueueOptions.builder().queue(queue)));
+    InvalidJobException e =
+        assertRejected("queue", () -> enqueueWith(EnqueueOptions.builder().queue(queue)));
     assertThat(e.getMessage()).contains("allowed");
   }
 
@@ -122,14 +145,17 @@ class EnqueueValidationTest extends PgJobsTestBase {
   @Test
   void zeroOrNegativeTimeoutIsRejected() {
     assertRejected("timeout", () -> enqueueWith(EnqueueOptions.builder().timeout(Duration.ZERO)));
-    assertRejected("timeout", () -> enqueueWith(EnqueueOptions.builder().timeout(Duration.ofSeconds(-1))));
+    assertRejected(
+        "timeout", () -> enqueueWith(EnqueueOptions.builder().timeout(Duration.ofSeconds(-1))));
   }
 
   @Test
   void nullTypeIsRejected() {
     assertRejected("type", () -> client.enqueue((JobType<Numbered>) null, new Numbered(1)));
-    assertRejected("type", () -> client.enqueue((String) null, Map.of("n", 1), EnqueueOptions.DEFAULTS));
-    assertRejected("type", () -> client.enqueueAll(null, List.of(new Numbered(1)), EnqueueOptions.DEFAULTS));
+    assertRejected(
+        "type", () -> client.enqueue((String) null, Map.of("n", 1), EnqueueOptions.DEFAULTS));
+    assertRejected(
+        "type", () -> client.enqueueAll(null, List.of(new Numbered(1)), EnqueueOptions.DEFAULTS));
   }
 
   @ParameterizedTest
@@ -143,31 +169,36 @@ class EnqueueValidationTest extends PgJobsTestBase {
 
   @Test
   void typeNameLongerThan255CharactersIsRejected() {
-    assertRejected("type", () -> client.enqueue("t".repeat(256), Map.of(), EnqueueOptions.DEFAULTS));
+    assertRejected(
+        "type", () -> client.enqueue("t".repeat(256), Map.of(), EnqueueOptions.DEFAULTS));
   }
 
   @Test
   void nullPayloadIsRejected() {
     assertRejected("payload", () -> client.enqueue(NUMBERED, null));
     assertRejected("payload", () -> client.enqueue("numbered", null, EnqueueOptions.DEFAULTS));
-    assertRejected("payload", () -> client.enqueue("some_other_service_type", null, EnqueueOptions.DEFAULTS));
+    assertRejected(
+        "payload", () -> client.enqueue("some_other_service_type", null, EnqueueOptions.DEFAULTS));
   }
 
   @Test
   void payloadWithNoPropertiesJacksonCanWriteIsRejectedRatherThanStoredAsEmptyObject() {
     // Jackson 3 would write these as {} by default: the job would run with its data silently lost.
-    InvalidJobException e =
-        assertRejected("payload", () -> client.enqueue("unknown_type", new Object(), EnqueueOptions.DEFAULTS));
+    InvalidJobException e = assertRejected(
+        "payload", () -> client.enqueue("unknown_type", new Object(), EnqueueOptions.DEFAULTS));
     assertThat(e.getMessage()).contains("java.lang.Object");
-    assertRejected("payload", () -> client.enqueue("unknown_type", new PrivateFieldsOnly(), EnqueueOptions.DEFAULTS));
+    assertRejected(
+        "payload",
+        () -> client.enqueue("unknown_type", new PrivateFieldsOnly(), EnqueueOptions.DEFAULTS));
     JobType<PrivateFieldsOnly> privateOnly = JobType.of("private_only", PrivateFieldsOnly.class);
     assertRejected("payload", () -> client.enqueue(privateOnly, new PrivateFieldsOnly()));
   }
 
   @Test
   void payloadWhoseGetterThrowsIsRejected() {
-    InvalidJobException e =
-        assertRejected("payload", () -> client.enqueue("unknown_type", new ExplodingPayload(), EnqueueOptions.DEFAULTS));
+    InvalidJobException e = assertRejected(
+        "payload",
+        () -> client.enqueue("unknown_type", new ExplodingPayload(), EnqueueOptions.DEFAULTS));
     assertThat(e.getMessage()).contains(ExplodingPayload.class.getName());
     JobType<ExplodingPayload> exploding = JobType.of("exploding", ExplodingPayload.class);
     assertRejected("payload", () -> client.enqueue(exploding, new ExplodingPayload()));
@@ -177,17 +208,20 @@ class EnqueueValidationTest extends PgJobsTestBase {
   void emptyRecordAndEmptyMapAreValidPayloads() {
     JobType<NoData> noData = JobType.of("no_data", NoData.class);
     Job fromRecord = client.enqueue(noData, new NoData()).job();
-    Job fromMap = client.enqueue("unknown_type", Map.of(), EnqueueOptions.DEFAULTS).job();
+    Job fromMap =
+        client.enqueue("unknown_type", Map.of(), EnqueueOptions.DEFAULTS).job();
     assertThat(client.get(fromRecord.id()).orElseThrow().payload().isEmpty()).isTrue();
     assertThat(client.get(fromMap.id()).orElseThrow().payload().isEmpty()).isTrue();
   }
 
   @Test
   void enqueueByNameWithAPayloadThatDoesNotFitTheKnownTypeIsRejected() {
-    InvalidJobException e =
-        assertRejected("payload", () -> client.enqueue("numbered", Map.of("n", "not a number"), EnqueueOptions.DEFAULTS));
+    InvalidJobException e = assertRejected(
+        "payload",
+        () -> client.enqueue("numbered", Map.of("n", "not a number"), EnqueueOptions.DEFAULTS));
     assertThat(e.getMessage()).contains("does not fit job type 'numbered'");
-    assertRejected("payload", () -> client.enqueue("numbered", List.of(1, 2, 3), EnqueueOptions.DEFAULTS));
+    assertRejected(
+        "payload", () -> client.enqueue("numbered", List.of(1, 2, 3), EnqueueOptions.DEFAULTS));
   }
 
   @Test
@@ -195,7 +229,9 @@ class EnqueueValidationTest extends PgJobsTestBase {
     JobClient withDefaults = JobClient.builder(db.dataSource())
         .knownTypes(NUMBERED.withQueue("numbers").withPriority(Priority.HIGH).withMaxAttempts(7))
         .build();
-    Job job = withDefaults.enqueue("numbered", Map.of("n", 5), EnqueueOptions.DEFAULTS).job();
+    Job job = withDefaults
+        .enqueue("numbered", Map.of("n", 5), EnqueueOptions.DEFAULTS)
+        .job();
     assertThat(job.queue()).isEqualTo("numbers");
     assertThat(job.priority()).isEqualTo(Priority.HIGH);
     assertThat(job.maxAttempts()).isEqualTo(7);
@@ -204,7 +240,8 @@ class EnqueueValidationTest extends PgJobsTestBase {
 
   @Test
   void enqueueByNameOfAnUnknownTypeIsStoredQueuedWithThePgjobsDefaults() {
-    EnqueuedJob enqueued = client.enqueue("billing.reconcile", Map.of("account", 17), EnqueueOptions.DEFAULTS);
+    EnqueuedJob enqueued =
+        client.enqueue("billing.reconcile", Map.of("account", 17), EnqueueOptions.DEFAULTS);
 
     Job stored = client.get(enqueued.job().id()).orElseThrow();
     assertThat(enqueued.replayed()).isFalse();
@@ -220,8 +257,12 @@ class EnqueueValidationTest extends PgJobsTestBase {
 
   @Test
   void enqueueAllWithAnIdempotencyKeyIsRejected() {
-    assertRejected("idempotencyKey", () -> client.enqueueAll(NUMBERED, List.of(new Numbered(1), new Numbered(2)),
-        EnqueueOptions.builder().idempotencyKey("one-for-all").build()));
+    assertRejected(
+        "idempotencyKey",
+        () -> client.enqueueAll(
+            NUMBERED,
+            List.of(new Numbered(1), new Numbered(2)),
+            EnqueueOptions.builder().idempotencyKey("one-for-all").build()));
   }
 
   @Test
@@ -233,7 +274,8 @@ class EnqueueValidationTest extends PgJobsTestBase {
 
   @Test
   void payloadByNameThatDoesNotFitItsTypeIsRefusedInJsonTermsWithoutJavaNames() {
-    InvalidPayloadException unknown = catchThrowableOfType(InvalidPayloadException.class,
+    InvalidPayloadException unknown = catchThrowableOfType(
+        InvalidPayloadException.class,
         () -> client.enqueue("numbered", Map.of("n", 1, "colour", "red"), EnqueueOptions.DEFAULTS));
     assertThat(unknown.malformed()).isTrue();
     assertThat(unknown.problems()).singleElement().satisfies(p -> {
@@ -241,26 +283,37 @@ class EnqueueValidationTest extends PgJobsTestBase {
       assertThat(p.reason()).isEqualTo("is not a member of this job type's payload; allowed: n");
     });
 
-    InvalidPayloadException wrongType = catchThrowableOfType(InvalidPayloadException.class,
+    InvalidPayloadException wrongType = catchThrowableOfType(
+        InvalidPayloadException.class,
         () -> client.enqueue("numbered", Map.of("n", "seven"), EnqueueOptions.DEFAULTS));
     assertThat(wrongType.problems()).singleElement().satisfies(p -> {
       assertThat(p.field()).isEqualTo("n");
       assertThat(p.reason()).isEqualTo("must be an integer");
     });
 
-    InvalidPayloadException quotedNumber = catchThrowableOfType(InvalidPayloadException.class,
+    InvalidPayloadException quotedNumber = catchThrowableOfType(
+        InvalidPayloadException.class,
         () -> client.enqueue("numbered", Map.of("n", "7"), EnqueueOptions.DEFAULTS));
-    assertThat(quotedNumber.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
-    InvalidPayloadException fraction = catchThrowableOfType(InvalidPayloadException.class,
+    assertThat(quotedNumber.problems())
+        .singleElement()
+        .satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
+    InvalidPayloadException fraction = catchThrowableOfType(
+        InvalidPayloadException.class,
         () -> client.enqueue("numbered", Map.of("n", 1.5), EnqueueOptions.DEFAULTS));
-    assertThat(fraction.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
+    assertThat(fraction.problems())
+        .singleElement()
+        .satisfies(p -> assertThat(p.reason()).isEqualTo("must be an integer"));
 
-    InvalidPayloadException notAnObject = catchThrowableOfType(InvalidPayloadException.class,
+    InvalidPayloadException notAnObject = catchThrowableOfType(
+        InvalidPayloadException.class,
         () -> client.enqueue("numbered", List.of(1), EnqueueOptions.DEFAULTS));
-    assertThat(notAnObject.problems()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("must be an object"));
+    assertThat(notAnObject.problems())
+        .singleElement()
+        .satisfies(p -> assertThat(p.reason()).isEqualTo("must be an object"));
 
     for (InvalidPayloadException e : List.of(unknown, wrongType, notAnObject)) {
-      assertThat(e.getMessage()).doesNotContain("io.pgjobs", "java.", "$", "Cannot deserialize", "VALUE_", "START_");
+      assertThat(e.getMessage())
+          .doesNotContain("io.pgjobs", "java.", "$", "Cannot deserialize", "VALUE_", "START_");
     }
     assertThat(count("pgjobs.jobs")).isZero();
   }

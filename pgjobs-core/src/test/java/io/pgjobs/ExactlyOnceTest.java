@@ -58,16 +58,15 @@ class ExactlyOnceTest extends PgJobsTestBase {
       for (int i = 0; i < 8; i++) {
         HikariDataSource pool = db.newDataSource(5);
         pools.add(pool);
-        JobWorker worker =
-            JobWorker.builder(pool)
-                .workerId("in-jvm-worker-" + i)
-                .queue(JobType.DEFAULT_QUEUE, 10)
-                .shutdownGrace(Duration.ofSeconds(10))
-                .register(NUMBERED, (ctx, payload) -> {
-                  WorkerProcessMain.recordEffect(ctx);
-                  return null;
-                })
-                .build();
+        JobWorker worker = JobWorker.builder(pool)
+            .workerId("in-jvm-worker-" + i)
+            .queue(JobType.DEFAULT_QUEUE, 10)
+            .shutdownGrace(Duration.ofSeconds(10))
+            .register(NUMBERED, (ctx, payload) -> {
+              WorkerProcessMain.recordEffect(ctx);
+              return null;
+            })
+            .build();
         workers.add(worker);
         worker.start();
       }
@@ -80,7 +79,8 @@ class ExactlyOnceTest extends PgJobsTestBase {
           .pollInterval(Duration.ofMillis(200))
           .until(() -> succeededCount() == JOBS);
 
-      // Closing lets any handler still in flight (a duplicate run, if there were one) finish and write.
+      // Closing lets any handler still in flight (a duplicate run, if there were one) finish and
+      // write.
       workers.forEach(JobWorker::close);
       assertThat(workers).allSatisfy(w -> assertThat(w.runningJobs()).isZero());
 
@@ -98,12 +98,11 @@ class ExactlyOnceTest extends PgJobsTestBase {
   @Test
   void everyJobRunsExactlyOnceAcrossThreeWorkerProcesses() throws Exception {
     for (int i = 0; i < 3; i++) {
-      processes.add(
-          JvmProcess.start(
-              "exactly-once-worker-" + i,
-              WorkerProcessMain.class,
-              List.of(db.jdbcUrl(), "process-worker-" + i, "10", "13"),
-              Map.of()));
+      processes.add(JvmProcess.start(
+          "exactly-once-worker-" + i,
+          WorkerProcessMain.class,
+          List.of(db.jdbcUrl(), "process-worker-" + i, "10", "13"),
+          Map.of()));
     }
     awaitOrExplain(
         "all worker processes ready",
@@ -113,7 +112,8 @@ class ExactlyOnceTest extends PgJobsTestBase {
     List<UUID> ids = client.enqueueAll(NUMBERED, payloads(JOBS), EnqueueOptions.DEFAULTS);
     assertThat(new HashSet<>(ids)).hasSize(JOBS);
 
-    awaitOrExplain("all " + JOBS + " jobs succeeded", ALL_DONE_DEADLINE, () -> succeededCount() == JOBS);
+    awaitOrExplain(
+        "all " + JOBS + " jobs succeeded", ALL_DONE_DEADLINE, () -> succeededCount() == JOBS);
 
     // SIGTERM: the shutdown hook closes each worker, so a handler still in flight finishes first.
     processes.forEach(JvmProcess::terminate);
@@ -141,8 +141,8 @@ class ExactlyOnceTest extends PgJobsTestBase {
   }
 
   private static void assertEveryJobRanExactlyOnce(List<UUID> ids, Supplier<String> diagnostics) {
-    String duplicates =
-        queryText("SELECT coalesce(string_agg(job_id || ' ran on ' || workers, '; '), 'none') FROM ("
+    String duplicates = queryText(
+        "SELECT coalesce(string_agg(job_id || ' ran on ' || workers, '; '), 'none') FROM ("
             + " SELECT job_id, string_agg(worker, ',') AS workers FROM effects"
             + " GROUP BY job_id HAVING count(*) > 1 LIMIT 20) d");
     assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'"))
@@ -151,8 +151,11 @@ class ExactlyOnceTest extends PgJobsTestBase {
     assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs"))
         .as("finished jobs in any state%n%s", diagnostics.get())
         .isEqualTo(JOBS);
-    assertThat(count("pgjobs.jobs")).as("jobs left in the hot table%n%s", diagnostics.get()).isZero();
-    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE id = ANY('" + uuidArray(ids) + "'::uuid[])"))
+    assertThat(count("pgjobs.jobs"))
+        .as("jobs left in the hot table%n%s", diagnostics.get())
+        .isZero();
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE id = ANY('" + uuidArray(ids)
+            + "'::uuid[])"))
         .as("finished jobs that are the enqueued ones")
         .isEqualTo(JOBS);
     assertThat(count("effects"))
@@ -199,12 +202,15 @@ class ExactlyOnceTest extends PgJobsTestBase {
   }
 
   /** Awaits {@code condition}, failing at once (with every process's output) if a worker process dies. */
-  private void awaitOrExplain(String what, Duration deadline, java.util.concurrent.Callable<Boolean> condition) {
+  private void awaitOrExplain(
+      String what, Duration deadline, java.util.concurrent.Callable<Boolean> condition) {
     try {
       await(what)
           .atMost(deadline)
           .pollInterval(Duration.ofMillis(200))
-          .failFast("a worker process died", () -> processes.stream().anyMatch(p -> !p.process().isAlive()))
+          .failFast(
+              "a worker process died",
+              () -> processes.stream().anyMatch(p -> !p.process().isAlive()))
           .until(condition);
     } catch (ConditionTimeoutException | TerminalFailureException e) {
       throw new AssertionError(e.getMessage() + "\n" + outputs(), e);
@@ -218,8 +224,12 @@ class ExactlyOnceTest extends PgJobsTestBase {
       if (output.length() > 6_000) {
         output = "...\n" + output.substring(output.length() - 6_000);
       }
-      text.append("----- worker process ").append(process.pid())
-          .append(process.process().isAlive() ? " (alive)" : " (exited " + process.process().exitValue() + ")")
+      text.append("----- worker process ")
+          .append(process.pid())
+          .append(
+              process.process().isAlive()
+                  ? " (alive)"
+                  : " (exited " + process.process().exitValue() + ")")
           .append(" -----\n")
           .append(output)
           .append('\n');

@@ -27,7 +27,8 @@ class IdempotencyFromPayloadTest extends PgJobsTestBase {
   public record Input(String payment_id) {}
 
   static final JobType<Charge> CHARGE = JobType.of(Charge.class);
-  static final JobType<Order> ORDER = JobType.of("order", Order.class).withIdempotencyKeyFrom("/input/payment_id");
+  static final JobType<Order> ORDER =
+      JobType.of("order", Order.class).withIdempotencyKeyFrom("/input/payment_id");
 
   @Test
   void tenThreadsEnqueueingTheSamePaymentIdGetOneJobEachRound() throws Exception {
@@ -53,7 +54,8 @@ class IdempotencyFromPayloadTest extends PgJobsTestBase {
         }
         assertThat(ids).as("round " + round).hasSize(1);
         assertThat(created).isEqualTo(1);
-        assertThat(client.get(ids.iterator().next()).orElseThrow().idempotencyKey()).isEqualTo("charge:" + paymentId);
+        assertThat(client.get(ids.iterator().next()).orElseThrow().idempotencyKey())
+            .isEqualTo("charge:" + paymentId);
       }
     } finally {
       pool.shutdownNow();
@@ -68,7 +70,8 @@ class IdempotencyFromPayloadTest extends PgJobsTestBase {
         .hasMessageContaining("no field 'payment_id'")
         .hasMessageContaining("'charge'");
     assertThatThrownBy(() -> client.enqueue(ORDER, new Order(null)))
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("'/input/payment_id'");
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("'/input/payment_id'");
     assertThat(count("pgjobs.jobs")).isZero();
     assertThat(count("pgjobs.job_keys")).isZero();
   }
@@ -81,7 +84,9 @@ class IdempotencyFromPayloadTest extends PgJobsTestBase {
     assertThat(again.job().id()).isEqualTo(first.job().id());
     assertThat(first.job().idempotencyKey()).isEqualTo("order:p-1");
 
-    EnqueuedJob explicit = client.enqueue(ORDER, new Order(new Input("p-1")),
+    EnqueuedJob explicit = client.enqueue(
+        ORDER,
+        new Order(new Input("p-1")),
         EnqueueOptions.builder().idempotencyKey("my-own-key").build());
     assertThat(explicit.replayed()).isFalse();
     assertThat(explicit.job().idempotencyKey()).isEqualTo("my-own-key");
@@ -90,29 +95,40 @@ class IdempotencyFromPayloadTest extends PgJobsTestBase {
   @Test
   void byNameTheKnownTypesRuleAppliesToo() {
     JobClient named = JobClient.builder(db.dataSource()).knownTypes(CHARGE).build();
-    EnqueuedJob a = named.enqueue("charge", java.util.Map.of("payment_id", "by-name", "cents", 1), EnqueueOptions.DEFAULTS);
-    EnqueuedJob b = named.enqueue("charge", java.util.Map.of("payment_id", "by-name", "cents", 1), EnqueueOptions.DEFAULTS);
+    EnqueuedJob a = named.enqueue(
+        "charge", java.util.Map.of("payment_id", "by-name", "cents", 1), EnqueueOptions.DEFAULTS);
+    EnqueuedJob b = named.enqueue(
+        "charge", java.util.Map.of("payment_id", "by-name", "cents", 1), EnqueueOptions.DEFAULTS);
     assertThat(b.replayed()).isTrue();
     assertThat(b.job().id()).isEqualTo(a.job().id());
-    assertThatThrownBy(() -> named.enqueue("charge", java.util.Map.of("cents", 1), EnqueueOptions.DEFAULTS))
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("no field 'payment_id'");
+    assertThatThrownBy(
+            () -> named.enqueue("charge", java.util.Map.of("cents", 1), EnqueueOptions.DEFAULTS))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("no field 'payment_id'");
   }
 
   @Test
   void bulkEnqueueOfSuchATypeGivesEachJobTheKeyOfItsPayload() {
     EnqueuedJob single = client.enqueue(CHARGE, new Charge("x", 1));
 
-    List<UUID> ids = client.enqueueAll(CHARGE, List.of(new Charge("x", 1), new Charge("y", 2)), EnqueueOptions.DEFAULTS);
+    List<UUID> ids = client.enqueueAll(
+        CHARGE, List.of(new Charge("x", 1), new Charge("y", 2)), EnqueueOptions.DEFAULTS);
 
-    assertThat(ids.get(0)).as("the payment enqueued before").isEqualTo(single.job().id());
+    assertThat(ids.get(0))
+        .as("the payment enqueued before")
+        .isEqualTo(single.job().id());
     assertThat(client.get(ids.get(1)).orElseThrow().idempotencyKey()).isEqualTo("charge:y");
     assertThat(count("pgjobs.jobs")).isEqualTo(2);
-    assertThat(client.enqueue(CHARGE, new Charge("y", 2)).job().id()).as("a single enqueue of y").isEqualTo(ids.get(1));
+    assertThat(client.enqueue(CHARGE, new Charge("y", 2)).job().id())
+        .as("a single enqueue of y")
+        .isEqualTo(ids.get(1));
   }
 
   @Test
   void aBadFieldIsRefusedWhenTheTypeIsDeclared() {
-    assertThatThrownBy(() -> JobType.of("x", Charge.class).withIdempotencyKeyFrom("no spaces allowed"))
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("neither a field name");
+    assertThatThrownBy(
+            () -> JobType.of("x", Charge.class).withIdempotencyKeyFrom("no spaces allowed"))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("neither a field name");
   }
 }

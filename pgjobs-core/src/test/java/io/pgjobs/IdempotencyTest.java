@@ -22,7 +22,8 @@ class IdempotencyTest extends PgJobsTestBase {
   private static final int THREADS = 10;
 
   private static EnqueuedJob enqueueWithKey(int n, String key) {
-    return client.enqueue(NUMBERED, new Numbered(n), EnqueueOptions.builder().idempotencyKey(key).build());
+    return client.enqueue(
+        NUMBERED, new Numbered(n), EnqueueOptions.builder().idempotencyKey(key).build());
   }
 
   /** Enqueues {@code key} from {@value #THREADS} threads released at the same instant. */
@@ -62,7 +63,9 @@ class IdempotencyTest extends PgJobsTestBase {
 
       assertThat(results).hasSize(THREADS);
       List<EnqueuedJob> originals = results.stream().filter(r -> !r.replayed()).toList();
-      assertThat(originals).as("round %d: exactly one enqueue created the job", round).hasSize(1);
+      assertThat(originals)
+          .as("round %d: exactly one enqueue created the job", round)
+          .hasSize(1);
       Job original = originals.getFirst().job();
       assertThat(results).extracting(r -> r.job().id()).containsOnly(original.id());
       assertThat(results).extracting(r -> r.job().payload()).containsOnly(original.payload());
@@ -75,13 +78,25 @@ class IdempotencyTest extends PgJobsTestBase {
 
   @Test
   void identicalRequestUnderAKeyReturnsTheOriginalJobAndStoresNothing() {
-    EnqueuedJob first = client.enqueue(NUMBERED, new Numbered(1),
-        EnqueueOptions.builder().idempotencyKey("k1").priority(Priority.HIGH).context("request 1").build());
+    EnqueuedJob first = client.enqueue(
+        NUMBERED,
+        new Numbered(1),
+        EnqueueOptions.builder()
+            .idempotencyKey("k1")
+            .priority(Priority.HIGH)
+            .context("request 1")
+            .build());
     long jobs = count("pgjobs.jobs");
 
     // The context is free text for debugging, not part of what is asked: a retry may carry another.
-    EnqueuedJob second = client.enqueue(NUMBERED, new Numbered(1),
-        EnqueueOptions.builder().idempotencyKey("k1").priority(Priority.HIGH).context("request 1, retried").build());
+    EnqueuedJob second = client.enqueue(
+        NUMBERED,
+        new Numbered(1),
+        EnqueueOptions.builder()
+            .idempotencyKey("k1")
+            .priority(Priority.HIGH)
+            .context("request 1, retried")
+            .build());
 
     assertThat(first.replayed()).isFalse();
     assertThat(second.replayed()).isTrue();
@@ -97,10 +112,21 @@ class IdempotencyTest extends PgJobsTestBase {
 
     for (Runnable other : List.<Runnable>of(
         () -> enqueueWithKey(2, "k2"),
-        () -> client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().idempotencyKey("k2").queue("other").build()),
-        () -> client.enqueue(NUMBERED, new Numbered(1),
-            EnqueueOptions.builder().idempotencyKey("k2").priority(Priority.CRITICAL).build()),
-        () -> client.enqueue("other_type", java.util.Map.of("n", 1), EnqueueOptions.builder().idempotencyKey("k2").build()))) {
+        () -> client.enqueue(
+            NUMBERED,
+            new Numbered(1),
+            EnqueueOptions.builder().idempotencyKey("k2").queue("other").build()),
+        () -> client.enqueue(
+            NUMBERED,
+            new Numbered(1),
+            EnqueueOptions.builder()
+                .idempotencyKey("k2")
+                .priority(Priority.CRITICAL)
+                .build()),
+        () -> client.enqueue(
+            "other_type",
+            java.util.Map.of("n", 1),
+            EnqueueOptions.builder().idempotencyKey("k2").build()))) {
       assertThatThrownBy(other::run)
           .isInstanceOfSatisfying(IdempotencyKeyReusedException.class, e -> {
             assertThat(e.key()).isEqualTo("k2");
@@ -114,13 +140,16 @@ class IdempotencyTest extends PgJobsTestBase {
   @Test
   void payloadsAreComparedAsJsonNotAsText() {
     EnqueueOptions key = EnqueueOptions.builder().idempotencyKey("k-json").build();
-    EnqueuedJob first = client.enqueue("other_type", tree("{\"a\":1,\"b\":[1,{\"x\":true,\"y\":null}]}"), key);
+    EnqueuedJob first =
+        client.enqueue("other_type", tree("{\"a\":1,\"b\":[1,{\"x\":true,\"y\":null}]}"), key);
 
-    EnqueuedJob reordered = client.enqueue("other_type", tree("{ \"b\": [1, {\"y\":null, \"x\":true}], \"a\": 1 }"), key);
+    EnqueuedJob reordered = client.enqueue(
+        "other_type", tree("{ \"b\": [1, {\"y\":null, \"x\":true}], \"a\": 1 }"), key);
 
     assertThat(reordered.replayed()).isTrue();
     assertThat(reordered.job().id()).isEqualTo(first.job().id());
-    assertThatThrownBy(() -> client.enqueue("other_type", tree("{\"a\":1,\"b\":[{\"x\":true,\"y\":null},1]}"), key))
+    assertThatThrownBy(() ->
+            client.enqueue("other_type", tree("{\"a\":1,\"b\":[{\"x\":true,\"y\":null},1]}"), key))
         .isInstanceOf(IdempotencyKeyReusedException.class);
   }
 
@@ -142,7 +171,9 @@ class IdempotencyTest extends PgJobsTestBase {
   @Test
   void keyStillReplaysAfterTheJobFinished() {
     AtomicInteger runs = new AtomicInteger();
-    start(worker().pollInterval(Duration.ofMillis(50)).register(NUMBERED, (ctx, p) -> runs.incrementAndGet()));
+    start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(NUMBERED, (ctx, p) -> runs.incrementAndGet()));
     EnqueuedJob first = enqueueWithKey(1, "welcome-mail-user-7");
     awaitState(first.job().id(), JobState.SUCCEEDED);
     assertThat(count("pgjobs.jobs")).isZero();
@@ -186,8 +217,14 @@ class IdempotencyTest extends PgJobsTestBase {
     UUID rolledBack;
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
-      rolledBack = client.enqueue(tx, NUMBERED, new Numbered(1),
-          EnqueueOptions.builder().idempotencyKey("k-tx").build()).job().id();
+      rolledBack = client
+          .enqueue(
+              tx,
+              NUMBERED,
+              new Numbered(1),
+              EnqueueOptions.builder().idempotencyKey("k-tx").build())
+          .job()
+          .id();
       tx.rollback();
     }
 
@@ -195,7 +232,8 @@ class IdempotencyTest extends PgJobsTestBase {
 
     assertThat(fresh.replayed()).isFalse();
     assertThat(fresh.job().id()).isNotEqualTo(rolledBack);
-    assertThat(client.get(fresh.job().id()).orElseThrow().payload().get("n").asInt()).isEqualTo(2);
+    assertThat(client.get(fresh.job().id()).orElseThrow().payload().get("n").asInt())
+        .isEqualTo(2);
   }
 
   @Test
@@ -203,7 +241,10 @@ class IdempotencyTest extends PgJobsTestBase {
     EnqueuedJob first = enqueueWithKey(1, "k-in-tx");
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
-      EnqueuedJob again = client.enqueue(tx, NUMBERED, new Numbered(1),
+      EnqueuedJob again = client.enqueue(
+          tx,
+          NUMBERED,
+          new Numbered(1),
           EnqueueOptions.builder().idempotencyKey("k-in-tx").build());
       tx.commit();
       assertThat(again.replayed()).isTrue();

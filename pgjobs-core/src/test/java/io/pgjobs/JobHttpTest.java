@@ -26,8 +26,8 @@ class JobHttpTest extends PgJobsTestBase {
   /** Where to post, and whether the receiver answers slowly on the first attempt. */
   public record Call(String url, boolean slowFirst) {}
 
-  static final JobType<Call> CALL = JobType.of("http_call", Call.class)
-      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(20)));
+  static final JobType<Call> CALL =
+      JobType.of("http_call", Call.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(20)));
 
   private HttpServer server;
   private final List<Map<String, String>> received = new CopyOnWriteArrayList<>();
@@ -68,18 +68,20 @@ class JobHttpTest extends PgJobsTestBase {
   }
 
   private String url(String query) {
-    return "http://127.0.0.1:" + server.getAddress().getPort() + "/hook" + (query == null ? "" : "?" + query);
+    return "http://127.0.0.1:" + server.getAddress().getPort() + "/hook"
+        + (query == null ? "" : "?" + query);
   }
 
   private void startWorker() {
-    start(worker()
-        .httpRequestTimeout(Duration.ofMillis(500))
-        .register(CALL, (ctx, call) -> {
-          HttpResponse<String> response = ctx.http().send(
-              ctx.http().request(URI.create(call.url())).POST(BodyPublishers.ofString("{\"hello\":1}")),
+    start(worker().httpRequestTimeout(Duration.ofMillis(500)).register(CALL, (ctx, call) -> {
+      HttpResponse<String> response = ctx.http()
+          .send(
+              ctx.http()
+                  .request(URI.create(call.url()))
+                  .POST(BodyPublishers.ofString("{\"hello\":1}")),
               BodyHandlers.ofString());
-          return Map.of("status", response.statusCode(), "body", response.body());
-        }));
+      return Map.of("status", response.statusCode(), "body", response.body());
+    }));
   }
 
   @Test
@@ -92,7 +94,8 @@ class JobHttpTest extends PgJobsTestBase {
     assertThat(received).singleElement().satisfies(r -> {
       assertThat(r.get("job")).isEqualTo(id.toString());
       assertThat(r.get("attempt")).isEqualTo("1");
-      // The library's own version, not "dev"; plain HTTP/1.1 (no "Upgrade: h2c" that some receivers refuse).
+      // The library's own version, not "dev"; plain HTTP/1.1 (no "Upgrade: h2c" that some receivers
+      // refuse).
       assertThat(r.get("agent")).matches("pgjobs/\\d+\\.\\d+\\.\\d+(-SNAPSHOT)? \\(http_call\\)");
       assertThat(r.get("upgrade")).isEqualTo("null");
       assertThat(r.get("body")).isEqualTo("{\"hello\":1}");
@@ -106,16 +109,22 @@ class JobHttpTest extends PgJobsTestBase {
 
     Job done = awaitState(id, JobState.SUCCEEDED);
     assertThat(done.attempts()).isEqualTo(2);
-    assertThat(done.errors()).singleElement().satisfies(e -> assertThat(e.errorClass()).contains("HttpTimeoutException"));
+    assertThat(done.errors())
+        .singleElement()
+        .satisfies(e -> assertThat(e.errorClass()).contains("HttpTimeoutException"));
     assertThat(received).extracting(r -> r.get("attempt")).containsExactly("1", "2");
     assertThat(received).extracting(r -> r.get("job")).containsOnly(id.toString());
   }
 
   @Test
   void timeoutsAreValidated() {
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> worker().httpRequestTimeout(Duration.ofMillis(10)))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("HTTP request timeout");
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> worker().httpConnectTimeout(Duration.ofHours(2)))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("HTTP connect timeout");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> worker().httpRequestTimeout(Duration.ofMillis(10)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("HTTP request timeout");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> worker().httpConnectTimeout(Duration.ofHours(2)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("HTTP connect timeout");
   }
 }

@@ -24,7 +24,8 @@ class MetricsTest extends PgJobsTestBase {
   static final JobType<Numbered> FLAKY =
       JobType.of("flaky", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
   /** Always fails; two attempts. */
-  static final JobType<Numbered> DOOMED = JobType.of("doomed", Numbered.class).withMaxAttempts(2)
+  static final JobType<Numbered> DOOMED = JobType.of("doomed", Numbered.class)
+      .withMaxAttempts(2)
       .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
 
   private SimpleMeterRegistry registry;
@@ -61,7 +62,9 @@ class MetricsTest extends PgJobsTestBase {
 
   /** Recordings of every duration timer matching {@code tags}. */
   private long timerCount(String... tags) {
-    return registry.find(MetricNames.JOB_DURATION).tags(tags).timers().stream().mapToLong(Timer::count).sum();
+    return registry.find(MetricNames.JOB_DURATION).tags(tags).timers().stream()
+        .mapToLong(Timer::count)
+        .sum();
   }
 
   private double started(String kind) {
@@ -75,20 +78,25 @@ class MetricsTest extends PgJobsTestBase {
   @Test
   void enqueuesAreCountedPerKindButReplaysAreNot() {
     metered.enqueue(OK, new Numbered(1));
-    metered.enqueue(OK, new Numbered(2), EnqueueOptions.builder().idempotencyKey("once").build());
-    metered.enqueue(OK, new Numbered(2), EnqueueOptions.builder().idempotencyKey("once").build()); // replay
-    metered.enqueueAll(OK, List.of(new Numbered(4), new Numbered(5), new Numbered(6)), EnqueueOptions.DEFAULTS);
+    metered.enqueue(
+        OK, new Numbered(2), EnqueueOptions.builder().idempotencyKey("once").build());
+    metered.enqueue(
+        OK, new Numbered(2), EnqueueOptions.builder().idempotencyKey("once").build()); // replay
+    metered.enqueueAll(
+        OK, List.of(new Numbered(4), new Numbered(5), new Numbered(6)), EnqueueOptions.DEFAULTS);
     metered.enqueue("some_other_service_job", java.util.Map.of(), EnqueueOptions.DEFAULTS);
 
     assertThat(counter(MetricNames.JOBS_ENQUEUED, "kind", "ok")).isEqualTo(5.0);
-    assertThat(counter(MetricNames.JOBS_ENQUEUED, "kind", "some_other_service_job")).isEqualTo(1.0);
+    assertThat(counter(MetricNames.JOBS_ENQUEUED, "kind", "some_other_service_job"))
+        .isEqualTo(1.0);
     assertThat(count("pgjobs.jobs")).isEqualTo(6);
   }
 
   @Test
   void enqueueThatFailsValidationIsNotCounted() {
     try {
-      metered.enqueue(OK, new Numbered(1), EnqueueOptions.builder().maxAttempts(0).build());
+      metered.enqueue(
+          OK, new Numbered(1), EnqueueOptions.builder().maxAttempts(0).build());
     } catch (InvalidJobException expected) {
       // counted below
     }
@@ -109,8 +117,10 @@ class MetricsTest extends PgJobsTestBase {
     awaitState(flaky, JobState.SUCCEEDED);
     awaitState(doomed, JobState.FAILED);
     // The outcome is recorded by the handler thread just after the database write: await it.
-    await().atMost(Duration.ofSeconds(10)).until(
-        () -> completed("ok", "succeeded") == 3 && completed("flaky", "succeeded") == 1
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> completed("ok", "succeeded") == 3
+            && completed("flaky", "succeeded") == 1
             && completed("doomed", "failed") == 1);
 
     assertThat(started("ok")).isEqualTo(3.0);
@@ -163,8 +173,9 @@ class MetricsTest extends PgJobsTestBase {
     start(worker().metrics(metrics).register(type, (ctx, p) -> {
       // What rescue does to a job whose worker stopped heartbeating: back to the queue, not ours.
       try (Connection c = ctx.dataSource().getConnection();
-          PreparedStatement ps = c.prepareStatement("UPDATE pgjobs.jobs SET state = 'retrying', locked_by = NULL, "
-              + "heartbeat_at = NULL, run_at = now() + interval '1 hour' WHERE id = ?")) {
+          PreparedStatement ps =
+              c.prepareStatement("UPDATE pgjobs.jobs SET state = 'retrying', locked_by = NULL, "
+                  + "heartbeat_at = NULL, run_at = now() + interval '1 hour' WHERE id = ?")) {
         ps.setObject(1, ctx.jobId());
         ps.executeUpdate();
       }
@@ -176,17 +187,24 @@ class MetricsTest extends PgJobsTestBase {
     assertThat(completed("taken_away", "not_recorded")).isEqualTo(1.0);
     assertThat(completed("taken_away", "retrying")).isZero();
     Job job = metered.get(id).orElseThrow();
-    assertThat(job.state()).as("the failure was not written over the rescue").isEqualTo(JobState.RETRYING);
+    assertThat(job.state())
+        .as("the failure was not written over the rescue")
+        .isEqualTo(JobState.RETRYING);
     assertThat(job.errors()).isEmpty();
   }
 
   @Test
   void failureOfAJobWhoseCancellationWasAskedCountsAsCancelledNotRetrying() throws Exception {
-    JobType<Numbered> type = JobType.of("cancelled_then_fails", Numbered.class).withQueue("cancelled_then_fails");
+    JobType<Numbered> type =
+        JobType.of("cancelled_then_fails", Numbered.class).withQueue("cancelled_then_fails");
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    // No notifications and no heartbeat in the test's time: the worker never hears of the cancellation,
+    // No notifications and no heartbeat in the test's time: the worker never hears of the
+    // cancellation,
     // so its retry statement is what finds the flag and ends the job cancelled.
-    start(worker().metrics(metrics).listen(false).heartbeatInterval(Duration.ofSeconds(30))
+    start(worker()
+        .metrics(metrics)
+        .listen(false)
+        .heartbeatInterval(Duration.ofSeconds(30))
         .workerDeadAfter(Duration.ofMinutes(2))
         .register(type, (ctx, p) -> {
           while (!release.await(10, java.util.concurrent.TimeUnit.SECONDS)) {
@@ -199,7 +217,9 @@ class MetricsTest extends PgJobsTestBase {
     assertThat(metered.cancel(id).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
     release.countDown();
 
-    await().atMost(Duration.ofSeconds(30)).until(() -> timerCount("kind", "cancelled_then_fails") == 1);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> timerCount("kind", "cancelled_then_fails") == 1);
     assertThat(completed("cancelled_then_fails", "cancelled")).isEqualTo(1.0);
     assertThat(completed("cancelled_then_fails", "retrying")).isZero();
     assertThat(metered.get(id).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
@@ -208,31 +228,41 @@ class MetricsTest extends PgJobsTestBase {
   @Test
   void durationTimerMeasuresHandlerRunTime() {
     JobType<Numbered> slowish = JobType.of("slowish", Numbered.class).withQueue("slowish");
-    start(worker().metrics(metrics).pollInterval(Duration.ofMillis(50)).register(slowish, (ctx, p) -> {
-      // Busy until 100 ms of the attempt have passed, measured, not slept.
-      long until = System.nanoTime() + Duration.ofMillis(100).toNanos();
-      while (System.nanoTime() < until) {
-        Thread.onSpinWait();
-      }
-      return null;
-    }));
+    start(worker()
+        .metrics(metrics)
+        .pollInterval(Duration.ofMillis(50))
+        .register(slowish, (ctx, p) -> {
+          // Busy until 100 ms of the attempt have passed, measured, not slept.
+          long until = System.nanoTime() + Duration.ofMillis(100).toNanos();
+          while (System.nanoTime() < until) {
+            Thread.onSpinWait();
+          }
+          return null;
+        }));
     UUID id = metered.enqueue(slowish, new Numbered(1)).job().id();
     awaitState(id, JobState.SUCCEEDED);
     await().atMost(Duration.ofSeconds(10)).until(() -> timerCount("kind", "slowish") == 1);
 
-    Timer timer = registry.get(MetricNames.JOB_DURATION).tags("kind", "slowish", "outcome", "succeeded").timer();
-    assertThat(timer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS)).isGreaterThanOrEqualTo(100.0);
+    Timer timer = registry
+        .get(MetricNames.JOB_DURATION)
+        .tags("kind", "slowish", "outcome", "succeeded")
+        .timer();
+    assertThat(timer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS))
+        .isGreaterThanOrEqualTo(100.0);
   }
 
   @Test
   void queueDepthGaugeIsRegisteredForEveryServedQueue() {
-    metered.enqueue(OK, new Numbered(1), EnqueueOptions.builder().queue("unserved").build());
+    metered.enqueue(
+        OK, new Numbered(1), EnqueueOptions.builder().queue("unserved").build());
     startWorker();
-    Gauge gauge = registry.find(MetricNames.QUEUE_DEPTH).tags("queue", "default").gauge();
+    Gauge gauge =
+        registry.find(MetricNames.QUEUE_DEPTH).tags("queue", "default").gauge();
     assertThat(gauge).isNotNull();
     assertThat(gauge.value()).isGreaterThanOrEqualTo(0.0);
     // Queues with due jobs are reported too, even if this worker does not serve them.
-    Gauge unserved = registry.find(MetricNames.QUEUE_DEPTH).tags("queue", "unserved").gauge();
+    Gauge unserved =
+        registry.find(MetricNames.QUEUE_DEPTH).tags("queue", "unserved").gauge();
     assertThat(unserved).isNotNull();
     assertThat(unserved.value()).isEqualTo(1.0);
   }

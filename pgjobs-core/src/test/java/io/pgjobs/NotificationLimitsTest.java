@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import io.pgjobs.events.JobEvent;
 import io.pgjobs.events.JobEventBatch;
 import io.pgjobs.events.JobEventListener;
 import io.pgjobs.json.PayloadCodec;
@@ -39,18 +38,21 @@ import tools.jackson.databind.json.JsonMapper;
 class NotificationLimitsTest extends PgJobsTestBase {
   /** PostgreSQL refuses a NOTIFY payload of this many bytes or more. */
   private static final int PAYLOAD_LIMIT = 8_000;
+
   private static final int MANY = 3_000;
   private static final Duration WAIT = Duration.ofSeconds(60);
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
   /** Names of the longest length pgjobs accepts (255 of letters, digits and {@code _ . : - /}). */
   private static final String LONG_TYPE_NAME = "type_" + "t".repeat(250);
+
   private static final String LONG_QUEUE = "queue/" + "q".repeat(249);
 
   public record Note(int n) {}
 
   private static final JobType<Note> LONG_TYPE = JobType.of(LONG_TYPE_NAME, Note.class);
-  private static final EnqueueOptions ON_LONG_QUEUE = EnqueueOptions.builder().queue(LONG_QUEUE).build();
+  private static final EnqueueOptions ON_LONG_QUEUE =
+      EnqueueOptions.builder().queue(LONG_QUEUE).build();
 
   @Test
   void namesAreAsLongAsPgjobsAllows() {
@@ -60,7 +62,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
   }
 
   @Test
-  void bulkEnqueueOfThousandsOfJobsWithLongNamesSucceedsAndAnnouncesTheTrueCount() throws Exception {
+  void bulkEnqueueOfThousandsOfJobsWithLongNamesSucceedsAndAnnouncesTheTrueCount()
+      throws Exception {
     List<JobEventBatch> batches = new CopyOnWriteArrayList<>();
     try (RawEvents raw = new RawEvents();
         JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel())) {
@@ -71,7 +74,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
       List<UUID> ids = client.enqueueAll(LONG_TYPE, notes(MANY), ON_LONG_QUEUE);
 
       assertThat(count("pgjobs.jobs")).isEqualTo(MANY);
-      JsonNode event = raw.awaitOne("the bulk enqueue's event", e -> e.path("count").asLong() == MANY);
+      JsonNode event =
+          raw.awaitOne("the bulk enqueue's event", e -> e.path("count").asLong() == MANY);
       assertThat(event.path("op").asString()).isEqualTo("state");
       assertThat(event.path("truncated").asBoolean()).isTrue();
       assertThat(event.path("jobs").size()).isBetween(1, MANY - 1);
@@ -84,15 +88,15 @@ class NotificationLimitsTest extends PgJobsTestBase {
 
       // The Java listener reports the same batch as partial, with the true total.
       await().atMost(WAIT).until(() -> batches.stream().anyMatch(b -> b.total() == MANY));
-      JobEventBatch batch = batches.stream().filter(b -> b.total() == MANY).findFirst().orElseThrow();
+      JobEventBatch batch =
+          batches.stream().filter(b -> b.total() == MANY).findFirst().orElseThrow();
       assertThat(batch.truncated()).isTrue();
-      assertThat(batch.events()).isNotEmpty().hasSize(event.path("jobs").size())
-          .allSatisfy(e -> {
-            assertThat(ids).contains(e.jobId());
-            assertThat(e.type()).isEqualTo(LONG_TYPE_NAME);
-            assertThat(e.queue()).isEqualTo(LONG_QUEUE);
-            assertThat(e.state()).isEqualTo(JobState.QUEUED);
-          });
+      assertThat(batch.events()).isNotEmpty().hasSize(event.path("jobs").size()).allSatisfy(e -> {
+        assertThat(ids).contains(e.jobId());
+        assertThat(e.type()).isEqualTo(LONG_TYPE_NAME);
+        assertThat(e.queue()).isEqualTo(LONG_QUEUE);
+        assertThat(e.state()).isEqualTo(JobState.QUEUED);
+      });
     }
   }
 
@@ -121,15 +125,22 @@ class NotificationLimitsTest extends PgJobsTestBase {
           .claimBatch(1_000)
           .completionBatch(1_000));
 
-      await("all " + MANY + " jobs succeeded").atMost(WAIT).pollInterval(Duration.ofMillis(200))
-          .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == MANY);
+      await("all " + MANY + " jobs succeeded")
+          .atMost(WAIT)
+          .pollInterval(Duration.ofMillis(200))
+          .until(() ->
+              count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == MANY);
       assertThat(count("pgjobs.jobs")).isZero();
 
-      // Every claim and every success batch announced itself with its true count (their sum is every
+      // Every claim and every success batch announced itself with its true count (their sum is
+      // every
       // job), and at least one of them listed only part of its jobs.
-      raw.await("claim and success events adding up to every job",
-          events -> sumOfCounts(events, "running") == MANY && sumOfCounts(events, "succeeded") == MANY);
-      assertThat(raw.events()).anySatisfy(e -> assertThat(e.path("truncated").asBoolean()).isTrue());
+      raw.await(
+          "claim and success events adding up to every job",
+          events ->
+              sumOfCounts(events, "running") == MANY && sumOfCounts(events, "succeeded") == MANY);
+      assertThat(raw.events())
+          .anySatisfy(e -> assertThat(e.path("truncated").asBoolean()).isTrue());
     }
   }
 
@@ -140,10 +151,13 @@ class NotificationLimitsTest extends PgJobsTestBase {
       CancelCounts counts = client.cancelAll(Set.of(), Set.of(LONG_QUEUE), Set.of());
 
       assertThat(counts.cancelled()).isEqualTo(MANY);
-      assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'cancelled'")).isEqualTo(MANY);
-      JsonNode event = raw.awaitOne("the cancellation's event", e -> e.path("count").asLong() == MANY);
+      assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'cancelled'"))
+          .isEqualTo(MANY);
+      JsonNode event =
+          raw.awaitOne("the cancellation's event", e -> e.path("count").asLong() == MANY);
       assertThat(event.path("truncated").asBoolean()).isTrue();
-      assertThat(event.path("jobs")).allSatisfy(j -> assertThat(j.path("state").asString()).isEqualTo("cancelled"));
+      assertThat(event.path("jobs"))
+          .allSatisfy(j -> assertThat(j.path("state").asString()).isEqualTo("cancelled"));
     }
   }
 
@@ -163,10 +177,12 @@ class NotificationLimitsTest extends PgJobsTestBase {
       long retried = client.retryAll(Set.of(LONG_TYPE_NAME), Set.of(), Set.of(JobState.FAILED));
 
       assertThat(retried).isEqualTo(MANY);
-      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'queued'")).isEqualTo(MANY);
+      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'queued'"))
+          .isEqualTo(MANY);
       JsonNode event = raw.awaitOne("the retry's event", e -> e.path("count").asLong() == MANY);
       assertThat(event.path("truncated").asBoolean()).isTrue();
-      assertThat(event.path("jobs")).allSatisfy(j -> assertThat(j.path("state").asString()).isEqualTo("queued"));
+      assertThat(event.path("jobs"))
+          .allSatisfy(j -> assertThat(j.path("state").asString()).isEqualTo("queued"));
     }
   }
 
@@ -176,7 +192,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
     try (RawEvents raw = new RawEvents()) {
       db.execute("UPDATE pgjobs.jobs SET state = 'retrying'");
 
-      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'retrying'")).isEqualTo(MANY);
+      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'retrying'"))
+          .isEqualTo(MANY);
       JsonNode event = raw.awaitOne("the update's event", e -> e.path("count").asLong() == MANY);
       assertThat(event.path("truncated").asBoolean()).isTrue();
       assertThat(event.path("jobs").size()).isBetween(1, 50);
@@ -184,7 +201,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
   }
 
   @Test
-  void namesWrittenAroundPgjobsThatTakeTheMostBytesStillGiveABoundedEventListingAJob() throws Exception {
+  void namesWrittenAroundPgjobsThatTakeTheMostBytesStillGiveABoundedEventListingAJob()
+      throws Exception {
     // The schema allows any 255 characters; a control character takes 6 bytes in JSON (\u0001), an
     // emoji 4. pgjobs' own names are ASCII, but the trigger fires for any statement.
     insertQueued(200, "repeat(chr(1), 255)", "repeat(chr(128512), 255)");
@@ -195,7 +213,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
       assertThat(event.path("truncated").asBoolean()).isTrue();
       assertThat(event.path("jobs").size()).isGreaterThanOrEqualTo(1);
       assertThat(event.path("jobs").get(0).path("type").asString()).isEqualTo("\u0001".repeat(255));
-      assertThat(event.path("jobs").get(0).path("queue").asString()).isEqualTo("\uD83D\uDE00".repeat(255));
+      assertThat(event.path("jobs").get(0).path("queue").asString())
+          .isEqualTo("\uD83D\uDE00".repeat(255));
     }
   }
 
@@ -213,7 +232,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
           .progressThrottle(Duration.ZERO));
 
       awaitState(id, JobState.SUCCEEDED);
-      JsonNode event = raw.awaitOne("the progress event", e -> e.path("op").asString().equals("progress"));
+      JsonNode event =
+          raw.awaitOne("the progress event", e -> e.path("op").asString().equals("progress"));
       assertThat(event.path("jobs").get(0).path("message").asString()).isEqualTo(message);
       assertThat(client.get(id).orElseThrow().progressMessage()).isEqualTo(message);
     }
@@ -230,12 +250,14 @@ class NotificationLimitsTest extends PgJobsTestBase {
                                  attempted_at, heartbeat_at, claim_token)
         VALUES ('%s', repeat(chr(1), 255), repeat(chr(2), 255), '{}', 0, 'running', 1, 3, 'test-worker', now(), now(), 7)
         """.formatted(id));
-    ExecutionStore store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    ExecutionStore store = new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     String message = "\u0001".repeat(1_000);
     try (RawEvents raw = new RawEvents()) {
       assertThat(store.progress(id, 7, 50, message)).isTrue();
 
-      JsonNode event = raw.awaitOne("the progress event", e -> e.path("op").asString().equals("progress"));
+      JsonNode event =
+          raw.awaitOne("the progress event", e -> e.path("op").asString().equals("progress"));
       String announced = event.path("jobs").get(0).path("message").asString();
       assertThat(announced).isNotEmpty();
       assertThat(message).startsWith(announced);
@@ -246,7 +268,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
 
   @Test
   void aMarkTooLongForANotificationIsRefusedBeforeItIsSent() throws Exception {
-    try (JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel())) {
+    try (JobEventListener listener =
+        new JobEventListener(db.dataSource(), client.eventsChannel())) {
       List<String> marks = new CopyOnWriteArrayList<>();
       listener.onMark(marks::add);
       listener.start();
@@ -269,13 +292,13 @@ class NotificationLimitsTest extends PgJobsTestBase {
   private static void insertQueued(int n, String typeSql, String queueSql) {
     db.execute("""
         INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts)
-        SELECT gen_random_uuid(), %s, %s, '{"n": 1}', 0, 3 FROM generate_series(1, %d)"""
-        .formatted(typeSql, queueSql, n));
+        SELECT gen_random_uuid(), %s, %s, '{"n": 1}', 0, 3 FROM generate_series(1, %d)""".formatted(typeSql, queueSql, n));
   }
 
   private static long sumOfCounts(List<JsonNode> events, String state) {
     return events.stream()
-        .filter(e -> e.path("jobs").size() > 0 && e.path("jobs").get(0).path("state").asString().equals(state))
+        .filter(e -> e.path("jobs").size() > 0
+            && e.path("jobs").get(0).path("state").asString().equals(state))
         .mapToLong(e -> e.path("count").asLong())
         .sum();
   }
@@ -302,7 +325,10 @@ class NotificationLimitsTest extends PgJobsTestBase {
 
     /** Waits until the events received so far satisfy {@code done}. */
     void await(String what, Predicate<List<JsonNode>> done) {
-      org.awaitility.Awaitility.await(what).atMost(WAIT).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(10))
+      org.awaitility.Awaitility.await(what)
+          .atMost(WAIT)
+          .pollDelay(Duration.ZERO)
+          .pollInterval(Duration.ofMillis(10))
           .until(() -> {
             receive();
             return done.test(events);
@@ -322,7 +348,9 @@ class NotificationLimitsTest extends PgJobsTestBase {
       }
       for (PGNotification n : received) {
         String payload = n.getParameter();
-        assertThat(payload.getBytes(StandardCharsets.UTF_8).length).as("payload bytes").isLessThan(PAYLOAD_LIMIT);
+        assertThat(payload.getBytes(StandardCharsets.UTF_8).length)
+            .as("payload bytes")
+            .isLessThan(PAYLOAD_LIMIT);
         JsonNode event = JSON.readTree(payload);
         if (event.has("mark")) {
           continue;
@@ -330,7 +358,8 @@ class NotificationLimitsTest extends PgJobsTestBase {
         JsonNode jobs = event.path("jobs");
         assertThat(jobs.isArray()).as("jobs is an array: %s", payload).isTrue();
         assertThat(event.path("count").asLong()).as("count").isGreaterThanOrEqualTo(jobs.size());
-        assertThat(event.path("truncated").asBoolean()).as("truncated")
+        assertThat(event.path("truncated").asBoolean())
+            .as("truncated")
             .isEqualTo(event.path("count").asLong() > jobs.size());
         Set<String> ids = new HashSet<>();
         for (JsonNode job : jobs) {

@@ -36,19 +36,29 @@ class PayloadReadersTest extends PgJobsTestBase {
     JobType<Unreadable> unreadable = JobType.of("unreadable_payload", Unreadable.class);
     JobType<NoCreator> noCreator = JobType.of("no_creator_payload", NoCreator.class);
     List<Object> handled = new CopyOnWriteArrayList<>();
-    start(worker().pollInterval(Duration.ofMillis(50))
+    start(worker()
+        .pollInterval(Duration.ofMillis(50))
         .register(unreadable, (ctx, p) -> handled.add(p))
         .register(noCreator, (ctx, p) -> handled.add(p))
         .register(NUMBERED, (ctx, p) -> handled.add(p)));
 
-    UUID a = client.enqueue("unreadable_payload", Map.of("x", 1), EnqueueOptions.DEFAULTS).job().id();
-    UUID b = client.enqueue("no_creator_payload", Map.of("x", 2), EnqueueOptions.DEFAULTS).job().id();
+    UUID a = client
+        .enqueue("unreadable_payload", Map.of("x", 1), EnqueueOptions.DEFAULTS)
+        .job()
+        .id();
+    UUID b = client
+        .enqueue("no_creator_payload", Map.of("x", 2), EnqueueOptions.DEFAULTS)
+        .job()
+        .id();
     UUID c = client.enqueue(NUMBERED, new Numbered(3)).job().id();
 
     for (UUID id : List.of(a, b)) {
       Job failed = awaitState(id, JobState.FAILED);
-      assertThat(failed.attempts()).isEqualTo(1); // a payload that does not fit never will: no retry
-      assertThat(failed.errors()).singleElement().satisfies(e -> assertThat(e.kind()).isEqualTo("invalid_payload"));
+      assertThat(failed.attempts())
+          .isEqualTo(1); // a payload that does not fit never will: no retry
+      assertThat(failed.errors())
+          .singleElement()
+          .satisfies(e -> assertThat(e.kind()).isEqualTo("invalid_payload"));
     }
     awaitState(c, JobState.SUCCEEDED);
     assertThat(handled).containsExactly(new Numbered(3));
@@ -62,7 +72,8 @@ class PayloadReadersTest extends PgJobsTestBase {
     prepared.prepare(Unreadable.class); // does not throw: the error belongs to the first payload
     prepared.prepare(tools.jackson.databind.JsonNode.class);
     for (String json : List.of("{\"n\":7}", "{\"n\":7,\"newer\":true}", "{}")) {
-      assertThat(prepared.decode(json, Numbered.class)).isEqualTo(unprepared.decode(json, Numbered.class));
+      assertThat(prepared.decode(json, Numbered.class))
+          .isEqualTo(unprepared.decode(json, Numbered.class));
     }
     assertThat(prepared.decode("{\"a\":[1]}", tools.jackson.databind.JsonNode.class))
         .isEqualTo(unprepared.decode("{\"a\":[1]}", tools.jackson.databind.JsonNode.class));

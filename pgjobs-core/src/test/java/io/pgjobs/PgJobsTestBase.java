@@ -43,7 +43,8 @@ public abstract class PgJobsTestBase {
 
   @BeforeEach
   void emptyTables() {
-    db.execute("TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys, pgjobs.workers, pgjobs.leases, pgjobs.unique_keys");
+    db.execute(
+        "TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys, pgjobs.workers, pgjobs.leases, pgjobs.unique_keys");
   }
 
   @AfterEach
@@ -80,7 +81,9 @@ public abstract class PgJobsTestBase {
 
   /** Counts rows of a table or any query returning one number. */
   protected static long count(String sqlOrTable) {
-    String sql = sqlOrTable.trim().toLowerCase().startsWith("select") ? sqlOrTable : "SELECT count(*) FROM " + sqlOrTable;
+    String sql = sqlOrTable.trim().toLowerCase().startsWith("select")
+        ? sqlOrTable
+        : "SELECT count(*) FROM " + sqlOrTable;
     return db.queryLong(sql);
   }
 }

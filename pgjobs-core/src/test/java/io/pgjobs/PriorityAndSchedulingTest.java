@@ -26,17 +26,14 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
   private final Map<Integer, Instant> startedAt = new ConcurrentHashMap<>();
 
   private JobWorker startOneSlotWorker() {
-    return start(
-        worker()
-            .pollInterval(Duration.ofMillis(100))
-            .register(
-                NUMBERED,
-                (ctx, p) -> {
-                  startedAt.put(p.n(), Instant.now());
-                  runOrder.add(p.n());
-                  return null;
-                })
-            .queue("default", 1));
+    return start(worker()
+        .pollInterval(Duration.ofMillis(100))
+        .register(NUMBERED, (ctx, p) -> {
+          startedAt.put(p.n(), Instant.now());
+          runOrder.add(p.n());
+          return null;
+        })
+        .queue("default", 1));
   }
 
   private static Job enqueue(int n, EnqueueOptions.Builder options) {
@@ -99,7 +96,12 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
   void jobTypeDefaultPriorityAppliesUnlessTheEnqueueOverridesIt() {
     JobType<Numbered> urgentType = NUMBERED.withPriority(Priority.CRITICAL);
     Job fromType = client.enqueue(urgentType, new Numbered(1)).job();
-    Job overridden = client.enqueue(urgentType, new Numbered(2), EnqueueOptions.builder().priority(Priority.LOW).build()).job();
+    Job overridden = client
+        .enqueue(
+            urgentType,
+            new Numbered(2),
+            EnqueueOptions.builder().priority(Priority.LOW).build())
+        .job();
     Job normal = enqueue(3);
 
     startOneSlotWorker();
@@ -109,7 +111,8 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
     assertThat(overridden.priority()).isEqualTo(Priority.LOW);
     assertThat(runOrder).containsExactly(1, 3, 2);
     assertThat(List.of(fromType.id(), overridden.id(), normal.id()))
-        .allSatisfy(id -> assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED));
+        .allSatisfy(
+            id -> assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED));
   }
 
   @Test
@@ -154,7 +157,8 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
     assertThat(client.get(scheduled.id()).orElseThrow().isScheduled()).isTrue();
 
     startOneSlotWorker();
-    enqueue(2); // due now: runs while the scheduled one waits, proving the worker is active meanwhile
+    enqueue(
+        2); // due now: runs while the scheduled one waits, proving the worker is active meanwhile
     awaitRuns(1);
     assertThat(runOrder.getFirst()).isEqualTo(2);
 
@@ -169,7 +173,8 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
   void jobEnqueuedWithDelayIsDueThatLongAfterItsCreationAndNotRunBefore() {
     Job delayed = enqueue(1, EnqueueOptions.builder().delay(Duration.ofSeconds(1)));
     // Delays are measured by the database's clock: run_at = created_at + delay exactly.
-    assertThat(Duration.between(delayed.createdAt(), delayed.runAt())).isEqualTo(Duration.ofSeconds(1));
+    assertThat(Duration.between(delayed.createdAt(), delayed.runAt()))
+        .isEqualTo(Duration.ofSeconds(1));
     assertThat(client.get(delayed.id()).orElseThrow().runAt()).isEqualTo(delayed.runAt());
 
     startOneSlotWorker();
@@ -181,7 +186,8 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
 
   @Test
   void higherPriorityJobThatIsNotYetDueDoesNotJumpAheadOfADueOne() {
-    Job later = enqueue(1, EnqueueOptions.builder().priority(Priority.CRITICAL).delay(Duration.ofMillis(800)));
+    Job later = enqueue(
+        1, EnqueueOptions.builder().priority(Priority.CRITICAL).delay(Duration.ofMillis(800)));
     enqueue(2, EnqueueOptions.builder().priority(Priority.BACKGROUND));
 
     startOneSlotWorker();

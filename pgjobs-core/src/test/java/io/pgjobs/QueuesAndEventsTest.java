@@ -20,15 +20,24 @@ class QueuesAndEventsTest extends PgJobsTestBase {
   @Test
   void pausedQueueIsNotClaimedUntilResumed() {
     client.pauseQueue("default");
-    start(worker().register(NUMBERED, (ctx, p) -> null).queue("default", 1).queue("other", 1)
+    start(worker()
+        .register(NUMBERED, (ctx, p) -> null)
+        .queue("default", 1)
+        .queue("other", 1)
         .pollInterval(Duration.ofMillis(50)));
     UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
     // Evidence that the worker is claiming: a job of an unpaused queue, enqueued after, runs.
-    UUID other = client.enqueue(NUMBERED, new Numbered(2), EnqueueOptions.builder().queue("other").build()).job().id();
+    UUID other = client
+        .enqueue(
+            NUMBERED, new Numbered(2), EnqueueOptions.builder().queue("other").build())
+        .job()
+        .id();
     awaitState(other, JobState.SUCCEEDED);
     assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.QUEUED);
-    assertThat(client.queues()).filteredOn(q -> q.name().equals("default"))
-        .singleElement().satisfies(q -> {
+    assertThat(client.queues())
+        .filteredOn(q -> q.name().equals("default"))
+        .singleElement()
+        .satisfies(q -> {
           assertThat(q.paused()).isTrue();
           assertThat(q.count(JobState.QUEUED)).isEqualTo(1);
           assertThat(q.oldestDueAge()).isNotNull();
@@ -37,7 +46,9 @@ class QueuesAndEventsTest extends PgJobsTestBase {
     client.resumeQueue("default");
 
     awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(10));
-    assertThat(client.queues()).filteredOn(q -> q.name().equals("default")).singleElement()
+    assertThat(client.queues())
+        .filteredOn(q -> q.name().equals("default"))
+        .singleElement()
         .satisfies(q -> assertThat(q.paused()).isFalse());
   }
 
@@ -45,7 +56,8 @@ class QueuesAndEventsTest extends PgJobsTestBase {
   void eventsReportStateChangesAndProgressInOrder() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     CountDownLatch release = new CountDownLatch(1);
-    try (JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel())) {
+    try (JobEventListener listener =
+        new JobEventListener(db.dataSource(), client.eventsChannel())) {
       listener.subscribe(batch -> events.addAll(batch.events()));
       listener.start();
       await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
@@ -56,16 +68,25 @@ class QueuesAndEventsTest extends PgJobsTestBase {
         return null;
       }));
       UUID id = client.enqueue(NUMBERED, new Numbered(7)).job().id();
-      await().atMost(Duration.ofSeconds(10))
-          .until(() -> events.stream().anyMatch(e -> e.jobId().equals(id) && "progress".equals(e.kind())));
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() ->
+              events.stream().anyMatch(e -> e.jobId().equals(id) && "progress".equals(e.kind())));
       release.countDown();
       awaitState(id, JobState.SUCCEEDED);
-      await().atMost(Duration.ofSeconds(10))
-          .until(() -> events.stream().anyMatch(e -> e.jobId().equals(id) && e.state() == JobState.SUCCEEDED));
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> events.stream()
+              .anyMatch(e -> e.jobId().equals(id) && e.state() == JobState.SUCCEEDED));
 
-      List<String> sequence = events.stream().filter(e -> e.jobId().equals(id))
-          .map(e -> e.kind().equals("progress") ? "progress " + e.progress() : e.state().value()).toList();
-      assertThat(sequence).containsSubsequence("queued", "running", "progress 40", "progress 100", "succeeded");
+      List<String> sequence = events.stream()
+          .filter(e -> e.jobId().equals(id))
+          .map(e -> e.kind().equals("progress")
+              ? "progress " + e.progress()
+              : e.state().value())
+          .toList();
+      assertThat(sequence)
+          .containsSubsequence("queued", "running", "progress 40", "progress 100", "succeeded");
     }
   }
 
@@ -86,8 +107,16 @@ class QueuesAndEventsTest extends PgJobsTestBase {
 
     List<MinuteStats> stats = client.statsPerMinute(Duration.ofHours(1));
 
-    assertThat(stats.stream().filter(s -> s.state() == JobState.SUCCEEDED).mapToLong(MinuteStats::count).sum()).isEqualTo(2);
-    assertThat(stats.stream().filter(s -> s.state() == JobState.FAILED).mapToLong(MinuteStats::count).sum()).isEqualTo(1);
+    assertThat(stats.stream()
+            .filter(s -> s.state() == JobState.SUCCEEDED)
+            .mapToLong(MinuteStats::count)
+            .sum())
+        .isEqualTo(2);
+    assertThat(stats.stream()
+            .filter(s -> s.state() == JobState.FAILED)
+            .mapToLong(MinuteStats::count)
+            .sum())
+        .isEqualTo(1);
     assertThat(stats).allSatisfy(s -> assertThat(s.type()).isEqualTo("numbered"));
   }
 

@@ -21,7 +21,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 class RetryPolicyTest {
   private static final long SEED = 0x5EED_2026L;
 
-  enum Kind { FIXED, LINEAR, EXPONENTIAL, DECORRELATED_JITTER }
+  enum Kind {
+    FIXED,
+    LINEAR,
+    EXPONENTIAL,
+    DECORRELATED_JITTER
+  }
 
   /** One generated case; {@code jitterSeed} seeds the random the policy draws from. */
   record Case(Kind kind, long baseMs, long capMs, double jitter, int attempt, long jitterSeed) {
@@ -44,7 +49,8 @@ class RetryPolicyTest {
     for (int i = 0; i < 200; i++) {
       Kind kind = kinds[i % kinds.length];
       // Bases from 0 to 10 s, some tiny; caps from the base up to an hour past it.
-      long baseMs = i % 25 == 0 ? 0 : random.nextInt(5) == 0 ? random.nextInt(10) : random.nextInt(10_000);
+      long baseMs =
+          i % 25 == 0 ? 0 : random.nextInt(5) == 0 ? random.nextInt(10) : random.nextInt(10_000);
       long capMs = baseMs + (random.nextInt(6) == 0 ? 0 : random.nextInt(3_600_000));
       double jitter = switch (i % 10) {
         case 0 -> 0.0;
@@ -105,7 +111,8 @@ class RetryPolicyTest {
 
   @Test
   void exponentialJitterSpreadsDelaysOverTheWholeJitterRange() {
-    RetryPolicy policy = RetryPolicy.exponential(Duration.ofSeconds(1), Duration.ofMinutes(10), 0.5);
+    RetryPolicy policy =
+        RetryPolicy.exponential(Duration.ofSeconds(1), Duration.ofMinutes(10), 0.5);
     Random random = new Random(SEED);
     long min = Long.MAX_VALUE;
     long max = Long.MIN_VALUE;
@@ -120,7 +127,8 @@ class RetryPolicyTest {
 
   @Test
   void decorrelatedJitterSpreadsDelaysFromBaseToItsBucketTop() {
-    RetryPolicy policy = RetryPolicy.decorrelatedJitter(Duration.ofMillis(100), Duration.ofMinutes(1));
+    RetryPolicy policy =
+        RetryPolicy.decorrelatedJitter(Duration.ofMillis(100), Duration.ofMinutes(1));
     Random random = new Random(SEED);
     long min = Long.MAX_VALUE;
     long max = Long.MIN_VALUE;
@@ -136,11 +144,13 @@ class RetryPolicyTest {
   @Test
   void delaysGrowWithTheAttemptUntilTheCap() {
     RetryPolicy linear = RetryPolicy.linear(Duration.ofSeconds(2), Duration.ofSeconds(7));
-    RetryPolicy exponential = RetryPolicy.exponential(Duration.ofSeconds(1), Duration.ofSeconds(10), 0.0);
+    RetryPolicy exponential =
+        RetryPolicy.exponential(Duration.ofSeconds(1), Duration.ofSeconds(10), 0.0);
     Random random = new Random(SEED);
     assertThat(List.of(1, 2, 3, 4, 5).stream().map(n -> linear.delay(n, random).toSeconds()))
         .containsExactly(2L, 4L, 6L, 7L, 7L);
-    assertThat(List.of(1, 2, 3, 4, 5, 60).stream().map(n -> exponential.delay(n, random).toSeconds()))
+    assertThat(List.of(1, 2, 3, 4, 5, 60).stream()
+            .map(n -> exponential.delay(n, random).toSeconds()))
         .containsExactly(1L, 2L, 4L, 8L, 10L, 10L);
   }
 
@@ -148,7 +158,8 @@ class RetryPolicyTest {
   void defaultPolicyIsExponentialWithOneSecondBaseTenMinuteCapAndTenPercentJitter() {
     assertThat(RetryPolicy.DEFAULT)
         .isEqualTo(RetryPolicy.exponential(Duration.ofSeconds(1), Duration.ofMinutes(10), 0.1));
-    assertThat(JobType.of("t", PgJobsTestBase.Numbered.class).retryPolicy()).isEqualTo(RetryPolicy.DEFAULT);
+    assertThat(JobType.of("t", PgJobsTestBase.Numbered.class).retryPolicy())
+        .isEqualTo(RetryPolicy.DEFAULT);
   }
 
   static Stream<Arguments> invalidPolicies() {
@@ -157,16 +168,26 @@ class RetryPolicyTest {
     Duration ten = Duration.ofSeconds(10);
     return Stream.of(
         Arguments.of("fixed negative", (Supplier<RetryPolicy>) () -> RetryPolicy.fixed(neg)),
-        Arguments.of("linear negative base", (Supplier<RetryPolicy>) () -> RetryPolicy.linear(neg, ten)),
-        Arguments.of("linear negative cap", (Supplier<RetryPolicy>) () -> RetryPolicy.linear(Duration.ZERO, neg)),
-        Arguments.of("linear cap < base", (Supplier<RetryPolicy>) () -> RetryPolicy.linear(ten, one)),
-        Arguments.of("exponential negative base", (Supplier<RetryPolicy>) () -> RetryPolicy.exponential(neg, ten, 0.1)),
-        Arguments.of("exponential cap < base", (Supplier<RetryPolicy>) () -> RetryPolicy.exponential(ten, one, 0.1)),
-        Arguments.of("exponential jitter < 0", (Supplier<RetryPolicy>) () -> RetryPolicy.exponential(one, ten, -0.01)),
-        Arguments.of("exponential jitter > 1", (Supplier<RetryPolicy>) () -> RetryPolicy.exponential(one, ten, 1.01)),
-        Arguments.of("exponential jitter NaN", (Supplier<RetryPolicy>) () -> RetryPolicy.exponential(one, ten, Double.NaN)),
-        Arguments.of("decorrelated negative base", (Supplier<RetryPolicy>) () -> RetryPolicy.decorrelatedJitter(neg, ten)),
-        Arguments.of("decorrelated cap < base", (Supplier<RetryPolicy>) () -> RetryPolicy.decorrelatedJitter(ten, one)));
+        Arguments.of(
+            "linear negative base", (Supplier<RetryPolicy>) () -> RetryPolicy.linear(neg, ten)),
+        Arguments.of("linear negative cap", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.linear(Duration.ZERO, neg)),
+        Arguments.of(
+            "linear cap < base", (Supplier<RetryPolicy>) () -> RetryPolicy.linear(ten, one)),
+        Arguments.of("exponential negative base", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.exponential(neg, ten, 0.1)),
+        Arguments.of("exponential cap < base", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.exponential(ten, one, 0.1)),
+        Arguments.of("exponential jitter < 0", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.exponential(one, ten, -0.01)),
+        Arguments.of("exponential jitter > 1", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.exponential(one, ten, 1.01)),
+        Arguments.of("exponential jitter NaN", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.exponential(one, ten, Double.NaN)),
+        Arguments.of("decorrelated negative base", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.decorrelatedJitter(neg, ten)),
+        Arguments.of("decorrelated cap < base", (Supplier<RetryPolicy>)
+            () -> RetryPolicy.decorrelatedJitter(ten, one)));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -182,8 +203,11 @@ class RetryPolicyTest {
     Duration one = Duration.ofSeconds(1);
     assertThat(RetryPolicy.fixed(Duration.ZERO).delay(5, new Random(SEED))).isZero();
     assertThat(RetryPolicy.linear(one, one).delay(5, new Random(SEED))).isEqualTo(one);
-    assertThat(RetryPolicy.exponential(one, one, 0.0).delay(1, new Random(SEED))).isEqualTo(one);
-    assertThat(RetryPolicy.exponential(one, one, 1.0).delay(1, new Random(SEED))).isBetween(Duration.ZERO, one);
-    assertThat(RetryPolicy.decorrelatedJitter(one, one).delay(3, new Random(SEED))).isEqualTo(one);
+    assertThat(RetryPolicy.exponential(one, one, 0.0).delay(1, new Random(SEED)))
+        .isEqualTo(one);
+    assertThat(RetryPolicy.exponential(one, one, 1.0).delay(1, new Random(SEED)))
+        .isBetween(Duration.ZERO, one);
+    assertThat(RetryPolicy.decorrelatedJitter(one, one).delay(3, new Random(SEED)))
+        .isEqualTo(one);
   }
 }

@@ -24,22 +24,40 @@ class RetryTest extends PgJobsTestBase {
   static final JobType<Numbered> FLAKY =
       JobType.of("flaky", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
   /** Always fails. */
-  static final JobType<Numbered> BROKEN =
-      JobType.of("broken", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
+  static final JobType<Numbered> BROKEN = JobType.of("broken", Numbered.class)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
   /** Discards itself. */
-  static final JobType<Numbered> HOPELESS =
-      JobType.of("hopeless", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
+  static final JobType<Numbered> HOPELESS = JobType.of("hopeless", Numbered.class)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
   /** Snoozes for {@code n} ms on its first run, then succeeds. */
   static final JobType<Numbered> SLEEPY = JobType.of("sleepy", Numbered.class);
   /** Snoozes until it has been snoozed {@code n} times, as its context tells it, then succeeds. */
   static final JobType<Numbered> SNOOZES_N_TIMES = JobType.of("snoozes_n_times", Numbered.class);
 
   /** What a handler saw on one run. */
-  record Seen(UUID jobId, String jobType, String queue, int attempt, int maxAttempts, boolean isRetry,
-      boolean isLastAttempt, String context, String workerId, Instant startedAt) {
+  record Seen(
+      UUID jobId,
+      String jobType,
+      String queue,
+      int attempt,
+      int maxAttempts,
+      boolean isRetry,
+      boolean isLastAttempt,
+      String context,
+      String workerId,
+      Instant startedAt) {
     static Seen of(JobContext ctx) {
-      return new Seen(ctx.jobId(), ctx.jobType(), ctx.queue(), ctx.attempt(), ctx.maxAttempts(), ctx.isRetry(),
-          ctx.isLastAttempt(), ctx.context(), ctx.workerId(), Instant.now());
+      return new Seen(
+          ctx.jobId(),
+          ctx.jobType(),
+          ctx.queue(),
+          ctx.attempt(),
+          ctx.maxAttempts(),
+          ctx.isRetry(),
+          ctx.isLastAttempt(),
+          ctx.context(),
+          ctx.workerId(),
+          Instant.now());
     }
   }
 
@@ -58,48 +76,36 @@ class RetryTest extends PgJobsTestBase {
 
   @BeforeEach
   void startWorker() {
-    worker =
-        start(
-            worker()
-                .pollInterval(Duration.ofMillis(50))
-                .register(
-                    FLAKY,
-                    (ctx, p) -> {
-                      int run = record(ctx).size();
-                      if (run <= p.n()) {
-                        throw new IllegalStateException("boom " + run);
-                      }
-                      return Map.of("attempt", ctx.attempt());
-                    })
-                .register(
-                    BROKEN,
-                    (ctx, p) -> {
-                      record(ctx);
-                      throw new IllegalArgumentException("always broken, attempt " + ctx.attempt());
-                    })
-                .register(
-                    HOPELESS,
-                    (ctx, p) -> {
-                      record(ctx);
-                      throw new DiscardJobException("recipient does not exist");
-                    })
-                .register(
-                    SNOOZES_N_TIMES,
-                    (ctx, p) -> {
-                      record(ctx);
-                      if (ctx.snoozes() < p.n()) {
-                        throw new SnoozeJobException(Duration.ofMillis(20));
-                      }
-                      return Map.of("snoozes", ctx.snoozes(), "attempt", ctx.attempt());
-                    })
-                .register(
-                    SLEEPY,
-                    (ctx, p) -> {
-                      if (record(ctx).size() == 1) {
-                        throw new SnoozeJobException(Duration.ofMillis(p.n()));
-                      }
-                      return null;
-                    }));
+    worker = start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(FLAKY, (ctx, p) -> {
+          int run = record(ctx).size();
+          if (run <= p.n()) {
+            throw new IllegalStateException("boom " + run);
+          }
+          return Map.of("attempt", ctx.attempt());
+        })
+        .register(BROKEN, (ctx, p) -> {
+          record(ctx);
+          throw new IllegalArgumentException("always broken, attempt " + ctx.attempt());
+        })
+        .register(HOPELESS, (ctx, p) -> {
+          record(ctx);
+          throw new DiscardJobException("recipient does not exist");
+        })
+        .register(SNOOZES_N_TIMES, (ctx, p) -> {
+          record(ctx);
+          if (ctx.snoozes() < p.n()) {
+            throw new SnoozeJobException(Duration.ofMillis(20));
+          }
+          return Map.of("snoozes", ctx.snoozes(), "attempt", ctx.attempt());
+        })
+        .register(SLEEPY, (ctx, p) -> {
+          if (record(ctx).size() == 1) {
+            throw new SnoozeJobException(Duration.ofMillis(p.n()));
+          }
+          return null;
+        }));
   }
 
   private static UUID enqueue(JobType<Numbered> type, int n, EnqueueOptions options) {
@@ -124,9 +130,13 @@ class RetryTest extends PgJobsTestBase {
       assertThat(error.kind()).isEqualTo("error");
       assertThat(error.message()).isEqualTo("boom " + attempt);
       assertThat(error.errorClass()).isEqualTo(IllegalStateException.class.getName());
-      assertThat(error.stackHead()).contains("IllegalStateException: boom " + attempt).contains("\tat ");
+      assertThat(error.stackHead())
+          .contains("IllegalStateException: boom " + attempt)
+          .contains("\tat ");
       assertThat(error.worker()).isEqualTo(worker.workerId());
-      assertThat(error.at()).isAfterOrEqualTo(done.createdAt()).isBeforeOrEqualTo(done.finishedAt());
+      assertThat(error.at())
+          .isAfterOrEqualTo(done.createdAt())
+          .isBeforeOrEqualTo(done.finishedAt());
     }
     assertThat(done.errors().get(0).at()).isBeforeOrEqualTo(done.errors().get(1).at());
     assertThat(done.lockedBy()).isEqualTo(worker.workerId());
@@ -136,18 +146,24 @@ class RetryTest extends PgJobsTestBase {
   void retriesWaitForTheTypesRetryPolicy() {
     JobType<Numbered> slowRetry = JobType.of("slow_retry", Numbered.class)
         .withRetryPolicy(RetryPolicy.fixed(Duration.ofHours(1)));
-    JobWorker slow = start(worker().pollInterval(Duration.ofMillis(50)).register(slowRetry, (ctx, p) -> {
-      record(ctx);
-      throw new IllegalStateException("fails");
-    }).queue("slow", 1));
+    JobWorker slow = start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(slowRetry, (ctx, p) -> {
+          record(ctx);
+          throw new IllegalStateException("fails");
+        })
+        .queue("slow", 1));
     UUID id = enqueue(slowRetry, 0, EnqueueOptions.builder().queue("slow").build());
 
     Job retrying = awaitState(id, JobState.RETRYING);
 
     assertThat(retrying.attempts()).isEqualTo(1);
-    assertThat(retrying.errors()).singleElement().satisfies(e -> assertThat(e.worker()).isEqualTo(slow.workerId()));
+    assertThat(retrying.errors())
+        .singleElement()
+        .satisfies(e -> assertThat(e.worker()).isEqualTo(slow.workerId()));
     assertThat(retrying.lockedBy()).isNull();
-    // run_at = failure time + 1 h by the database clock; the failure came after the attempt started.
+    // run_at = failure time + 1 h by the database clock; the failure came after the attempt
+    // started.
     assertThat(retrying.runAt())
         .isAfterOrEqualTo(retrying.attemptedAt().plus(Duration.ofHours(1)))
         .isBefore(retrying.attemptedAt().plus(Duration.ofHours(1)).plus(Duration.ofMinutes(1)));
@@ -165,8 +181,10 @@ class RetryTest extends PgJobsTestBase {
     assertThat(failed.output()).isNull();
     assertThat(runsOf(id)).hasSize(3);
     assertThat(failed.errors()).extracting(JobError::attempt).containsExactly(1, 2, 3);
-    assertThat(failed.errors()).extracting(JobError::message)
-        .containsExactly("always broken, attempt 1", "always broken, attempt 2", "always broken, attempt 3");
+    assertThat(failed.errors())
+        .extracting(JobError::message)
+        .containsExactly(
+            "always broken, attempt 1", "always broken, attempt 2", "always broken, attempt 3");
     assertThat(failed.errors()).allSatisfy(e -> {
       assertThat(e.kind()).isEqualTo("error");
       assertThat(e.errorClass()).isEqualTo(IllegalArgumentException.class.getName());
@@ -174,7 +192,8 @@ class RetryTest extends PgJobsTestBase {
       assertThat(e.worker()).isEqualTo(worker.workerId());
     });
     assertThat(count("pgjobs.jobs")).isZero();
-    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'failed'")).isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'failed'"))
+        .isEqualTo(1);
   }
 
   @Test
@@ -213,7 +232,8 @@ class RetryTest extends PgJobsTestBase {
 
   @Test
   void aHandlerKnowsHowOftenItsJobWasSnoozedAndTheJobShowsIt() {
-    UUID id = enqueue(SNOOZES_N_TIMES, 2, EnqueueOptions.builder().maxAttempts(1).build());
+    UUID id =
+        enqueue(SNOOZES_N_TIMES, 2, EnqueueOptions.builder().maxAttempts(1).build());
 
     Job done = awaitState(id, JobState.SUCCEEDED);
 
@@ -228,8 +248,10 @@ class RetryTest extends PgJobsTestBase {
   void snoozedJobWaitsQueuedWithItsAttemptGivenBack() {
     UUID id = enqueue(SLEEPY, 3_600_000, EnqueueOptions.DEFAULTS); // snooze for an hour
 
-    await().atMost(Duration.ofSeconds(20)).until(() -> runsOf(id).size() == 1
-        && client.get(id).orElseThrow().state() == JobState.QUEUED);
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() ->
+            runsOf(id).size() == 1 && client.get(id).orElseThrow().state() == JobState.QUEUED);
 
     Job waiting = client.get(id).orElseThrow();
     assertThat(waiting.attempts()).isZero();
@@ -258,7 +280,10 @@ class RetryTest extends PgJobsTestBase {
 
   @Test
   void jobContextDescribesEachAttempt() {
-    UUID id = enqueue(FLAKY, 2, EnqueueOptions.builder().maxAttempts(3).context("signup of user 42").build());
+    UUID id = enqueue(
+        FLAKY,
+        2,
+        EnqueueOptions.builder().maxAttempts(3).context("signup of user 42").build());
 
     awaitState(id, JobState.SUCCEEDED);
 

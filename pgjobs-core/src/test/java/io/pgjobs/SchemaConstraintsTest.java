@@ -19,16 +19,24 @@ import org.junit.jupiter.params.provider.ValueSource;
 class SchemaConstraintsTest extends PgJobsTestBase {
 
   /** A row of pgjobs.jobs, valid unless the arguments make it otherwise (a running row gets a claim token). */
-  private static String jobRow(String state, int attempts, int maxAttempts, String lockedBy, String progress) {
-    return jobRow(state, attempts, maxAttempts, lockedBy, progress, state.equals("running") ? "1" : "NULL");
+  private static String jobRow(
+      String state, int attempts, int maxAttempts, String lockedBy, String progress) {
+    return jobRow(
+        state, attempts, maxAttempts, lockedBy, progress, state.equals("running") ? "1" : "NULL");
   }
 
   private static String jobRow(
-      String state, int attempts, int maxAttempts, String lockedBy, String progress, String claimToken) {
+      String state,
+      int attempts,
+      int maxAttempts,
+      String lockedBy,
+      String progress,
+      String claimToken) {
     return "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
         + " created_at, locked_by, progress_percent, claim_token) VALUES (gen_random_uuid(), 't', 'q', '{}', 0, '"
         + state + "', " + attempts + ", " + maxAttempts + ", now(), now(), "
-        + (lockedBy == null ? "NULL" : "'" + lockedBy + "'") + ", " + progress + ", " + claimToken + ")";
+        + (lockedBy == null ? "NULL" : "'" + lockedBy + "'") + ", " + progress + ", " + claimToken
+        + ")";
   }
 
   @Test
@@ -79,7 +87,12 @@ class SchemaConstraintsTest extends PgJobsTestBase {
       progress -1                        | running |  1 | 3 | worker-1 | -1   | jobs_progress_check
       """)
   void jobRowBreakingAnInvariantIsRejectedByItsCheckConstraint(
-      String description, String state, int attempts, int maxAttempts, String lockedBy, String progress,
+      String description,
+      String state,
+      int attempts,
+      int maxAttempts,
+      String lockedBy,
+      String progress,
       String constraint) {
     long before = count("pgjobs.jobs");
     assertThatThrownBy(() -> sql(jobRow(state, attempts, maxAttempts, lockedBy, progress)))
@@ -106,28 +119,41 @@ class SchemaConstraintsTest extends PgJobsTestBase {
 
   @Test
   void otherInvariantsOfTheHotTableAreChecked() {
-    assertThatThrownBy(() -> sql("INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts,"
-        + " run_at, created_at, timeout_ms) VALUES (gen_random_uuid(), 't', 'q', '{}', 0, 'queued', 3, now(), now(), 0)"))
+    assertThatThrownBy(
+            () -> sql(
+                "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts,"
+                    + " run_at, created_at, timeout_ms) VALUES (gen_random_uuid(), 't', 'q', '{}', 0, 'queued', 3, now(), now(), 0)"))
         .hasMessageContaining("jobs_timeout_check");
-    assertThatThrownBy(() -> sql("INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts,"
-        + " run_at, created_at) VALUES (gen_random_uuid(), '', 'q', '{}', 0, 'queued', 3, now(), now())"))
+    assertThatThrownBy(
+            () -> sql(
+                "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts,"
+                    + " run_at, created_at) VALUES (gen_random_uuid(), '', 'q', '{}', 0, 'queued', 3, now(), now())"))
         .hasMessageContaining("jobs_type_check");
-    assertThatThrownBy(() -> sql("INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts,"
-        + " run_at, created_at, errors) VALUES (gen_random_uuid(), 't', 'q', '{}', 0, 'queued', 3, now(), now(), '{}')"))
+    assertThatThrownBy(
+            () -> sql(
+                "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, max_attempts,"
+                    + " run_at, created_at, errors) VALUES (gen_random_uuid(), 't', 'q', '{}', 0, 'queued', 3, now(), now(), '{}')"))
         .hasMessageContaining("jobs_errors_is_array");
-    assertThatThrownBy(() -> sql("INSERT INTO pgjobs.job_keys (idempotency_key, job_id) VALUES ('', gen_random_uuid())"))
+    assertThatThrownBy(() -> sql(
+            "INSERT INTO pgjobs.job_keys (idempotency_key, job_id) VALUES ('', gen_random_uuid())"))
         .hasMessageContaining("job_keys_key_check");
     assertThat(count("pgjobs.jobs")).isZero();
   }
 
   @Test
   void updateThatWouldBreakAnInvariantIsRejectedToo() {
-    UUID id = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().maxAttempts(2).build()).job().id();
+    UUID id = client
+        .enqueue(
+            NUMBERED, new Numbered(1), EnqueueOptions.builder().maxAttempts(2).build())
+        .job()
+        .id();
     assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET attempts = 3 WHERE id = '" + id + "'"))
         .hasMessageContaining("jobs_attempts_check");
-    assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET state = 'running', claim_token = 1 WHERE id = '" + id + "'"))
+    assertThatThrownBy(() -> sql(
+            "UPDATE pgjobs.jobs SET state = 'running', claim_token = 1 WHERE id = '" + id + "'"))
         .hasMessageContaining("jobs_running_is_locked");
-    assertThatThrownBy(() -> sql("UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w' WHERE id = '" + id + "'"))
+    assertThatThrownBy(() -> sql(
+            "UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w' WHERE id = '" + id + "'"))
         .hasMessageContaining("jobs_running_has_token");
     assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.QUEUED);
   }
@@ -163,8 +189,8 @@ class SchemaConstraintsTest extends PgJobsTestBase {
       capability    | 'a.b-c_D9'                   | 'gpu!'                        | jobs_capability_check
       trace_context | repeat('t', 1024)            | repeat('t', 1025)             | jobs_trace_context_length
       """)
-  void eachSingleColumnRuleHoldsAtItsLimitOnInsert(String column, String allowed, String refused, String constraint)
-      throws SQLException {
+  void eachSingleColumnRuleHoldsAtItsLimitOnInsert(
+      String column, String allowed, String refused, String constraint) throws SQLException {
     sql(queuedRowWith(column, allowed));
     long before = count("pgjobs.jobs");
     assertThatThrownBy(() -> sql(queuedRowWith(column, refused)))
@@ -206,20 +232,30 @@ class SchemaConstraintsTest extends PgJobsTestBase {
    */
   @Test
   void hotTableKeepsOnlyItsMultiColumnRulesAsTableChecksAndTheRestAsDomains() {
-    assertThat(strings("SELECT conname FROM pg_constraint WHERE conrelid = 'pgjobs.jobs'::regclass AND contype = 'c'"
-        + " ORDER BY conname"))
-        .containsExactly("jobs_attempts_check", "jobs_running_has_token", "jobs_running_is_locked", "jobs_state_check");
+    assertThat(strings(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'pgjobs.jobs'::regclass AND contype = 'c'"
+                + " ORDER BY conname"))
+        .containsExactly(
+            "jobs_attempts_check",
+            "jobs_running_has_token",
+            "jobs_running_is_locked",
+            "jobs_state_check");
     assertThat(count("SELECT sum(length(conbin::text)) FROM pg_constraint"
-        + " WHERE conrelid = 'pgjobs.jobs'::regclass AND contype = 'c'"))
+            + " WHERE conrelid = 'pgjobs.jobs'::regclass AND contype = 'c'"))
         .as("characters of node tree every write of the hot table parses")
         .isLessThan(3_500);
     assertThat(strings("SELECT a.attname || ' ' || c.conname FROM pg_attribute a"
-        + " JOIN pg_constraint c ON c.contypid = a.atttypid"
-        + " WHERE a.attrelid = 'pgjobs.jobs'::regclass AND a.attnum > 0 ORDER BY a.attname"))
+            + " JOIN pg_constraint c ON c.contypid = a.atttypid"
+            + " WHERE a.attrelid = 'pgjobs.jobs'::regclass AND a.attnum > 0 ORDER BY a.attname"))
         .containsExactly(
-            "capability jobs_capability_check", "errors jobs_errors_is_array", "max_attempts jobs_max_attempts_check",
-            "progress_percent jobs_progress_check", "queue jobs_queue_check", "timeout_ms jobs_timeout_check",
-            "trace_context jobs_trace_context_length", "type jobs_type_check");
+            "capability jobs_capability_check",
+            "errors jobs_errors_is_array",
+            "max_attempts jobs_max_attempts_check",
+            "progress_percent jobs_progress_check",
+            "queue jobs_queue_check",
+            "timeout_ms jobs_timeout_check",
+            "trace_context jobs_trace_context_length",
+            "type jobs_type_check");
   }
 
   private static java.util.List<String> strings(String query) {
@@ -261,7 +297,8 @@ class SchemaConstraintsTest extends PgJobsTestBase {
         .build();
     try {
       worker.start();
-      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+      org.awaitility.Awaitility.await()
+          .atMost(Duration.ofSeconds(20))
           .until(() -> schemaClient.get(id).map(Job::state).orElse(null) == JobState.SUCCEEDED);
     } finally {
       worker.close();
@@ -330,7 +367,10 @@ class SchemaConstraintsTest extends PgJobsTestBase {
         .hasMessageContaining("invalid schema name '" + schema + "'")
         .hasMessageContaining("allowed: ")
         .hasMessageContaining("lowercase letters, digits and _");
-    assertThatThrownBy(() -> JobWorker.builder(db.dataSource()).schema(schema).register(NUMBERED, (ctx, p) -> null).build())
+    assertThatThrownBy(() -> JobWorker.builder(db.dataSource())
+            .schema(schema)
+            .register(NUMBERED, (ctx, p) -> null)
+            .build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("invalid schema name");
   }
@@ -340,9 +380,11 @@ class SchemaConstraintsTest extends PgJobsTestBase {
     assertThatThrownBy(() -> JobClient.builder(db.dataSource()).schema(null).build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("invalid schema name");
-    assertThatThrownBy(() -> JobClient.builder(db.dataSource()).schema("s".repeat(64)).build())
+    assertThatThrownBy(
+            () -> JobClient.builder(db.dataSource()).schema("s".repeat(64)).build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("invalid schema name");
-    assertThat(count("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'sss%'")).isZero();
+    assertThat(count("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'sss%'"))
+        .isZero();
   }
 }

@@ -27,22 +27,24 @@ class TransactionalTest extends PgJobsTestBase {
 
   /** How the handler of {@link #TX} ends its transaction, chosen by the payload number. */
   static final int COMMIT = 1;
+
   static final int ROLLBACK_AND_THROW = 2;
   static final int ROLLBACK_AND_RETURN = 3;
   static final int ROLLBACK_AND_THROW_ON_FIRST_ATTEMPT = 4;
 
-  static final JobType<Numbered> TX =
-      JobType.of("tx_effect", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
+  static final JobType<Numbered> TX = JobType.of("tx_effect", Numbered.class)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
   /** Same handler, but a failed attempt waits an hour, so the job stays {@code retrying}. */
-  static final JobType<Numbered> TX_SLOW_RETRY =
-      JobType.of("tx_effect_slow", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofHours(1)));
+  static final JobType<Numbered> TX_SLOW_RETRY = JobType.of("tx_effect_slow", Numbered.class)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofHours(1)));
 
   private final Set<Integer> ran = ConcurrentHashMap.newKeySet();
   private final List<Integer> handlerCalls = new CopyOnWriteArrayList<>();
 
   @BeforeAll
   static void createEffectsTable() {
-    db.execute("CREATE TABLE " + EFFECTS + " (job_id uuid NOT NULL, attempt int NOT NULL, note text)");
+    db.execute(
+        "CREATE TABLE " + EFFECTS + " (job_id uuid NOT NULL, attempt int NOT NULL, note text)");
   }
 
   @BeforeEach
@@ -55,14 +57,16 @@ class TransactionalTest extends PgJobsTestBase {
       handlerCalls.add(ctx.attempt());
       try (Connection c = ctx.dataSource().getConnection()) {
         c.setAutoCommit(false);
-        try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + EFFECTS + " VALUES (?, ?, ?)")) {
+        try (PreparedStatement ps =
+            c.prepareStatement("INSERT INTO " + EFFECTS + " VALUES (?, ?, ?)")) {
           ps.setObject(1, ctx.jobId());
           ps.setInt(2, ctx.attempt());
           ps.setString(3, "mode " + p.n());
           ps.executeUpdate();
         }
         ctx.complete(c, Map.of("invoice", ctx.attempt()));
-        boolean commit = p.n() == COMMIT || (p.n() == ROLLBACK_AND_THROW_ON_FIRST_ATTEMPT && ctx.attempt() > 1);
+        boolean commit =
+            p.n() == COMMIT || (p.n() == ROLLBACK_AND_THROW_ON_FIRST_ATTEMPT && ctx.attempt() > 1);
         if (commit) {
           c.commit();
           return null;
@@ -74,15 +78,14 @@ class TransactionalTest extends PgJobsTestBase {
         throw new IllegalStateException("rolled back on attempt " + ctx.attempt());
       }
     };
-    return start(
-        worker()
-            .pollInterval(Duration.ofMillis(50))
-            .register(NUMBERED, (ctx, p) -> {
-              ran.add(p.n());
-              return null;
-            })
-            .register(TX, inTransaction)
-            .register(TX_SLOW_RETRY, inTransaction));
+    return start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(NUMBERED, (ctx, p) -> {
+          ran.add(p.n());
+          return null;
+        })
+        .register(TX, inTransaction)
+        .register(TX_SLOW_RETRY, inTransaction));
   }
 
   private static long effects(UUID jobId) {
@@ -90,10 +93,12 @@ class TransactionalTest extends PgJobsTestBase {
   }
 
   private static long[] tableCounts() {
-    return new long[] {count("pgjobs.jobs"), count("pgjobs.finished_jobs"), count("pgjobs.job_keys")};
+    return new long[] {count("pgjobs.jobs"), count("pgjobs.finished_jobs"), count("pgjobs.job_keys")
+    };
   }
 
-  // ---------------------------------------------------------------- enqueue in the caller's transaction
+  // ---------------------------------------------------------------- enqueue in the caller's
+  // transaction
 
   @Test
   void jobEnqueuedInATransactionThatRollsBackIsNeverStored() throws SQLException {
@@ -102,12 +107,24 @@ class TransactionalTest extends PgJobsTestBase {
     UUID byName;
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
-      typed = client.enqueue(tx, NUMBERED, new Numbered(1),
-          EnqueueOptions.builder().idempotencyKey("rolled-back-key").build()).job().id();
-      byName = client.enqueue(tx, "numbered", Map.of("n", 2), EnqueueOptions.DEFAULTS).job().id();
-      try (var st = tx.createStatement(); var rs = st.executeQuery("SELECT count(*) FROM pgjobs.jobs")) {
+      typed = client
+          .enqueue(
+              tx,
+              NUMBERED,
+              new Numbered(1),
+              EnqueueOptions.builder().idempotencyKey("rolled-back-key").build())
+          .job()
+          .id();
+      byName = client
+          .enqueue(tx, "numbered", Map.of("n", 2), EnqueueOptions.DEFAULTS)
+          .job()
+          .id();
+      try (var st = tx.createStatement();
+          var rs = st.executeQuery("SELECT count(*) FROM pgjobs.jobs")) {
         rs.next();
-        assertThat(rs.getLong(1)).as("jobs visible inside the transaction").isEqualTo(before[0] + 2);
+        assertThat(rs.getLong(1))
+            .as("jobs visible inside the transaction")
+            .isEqualTo(before[0] + 2);
       }
       assertThat(client.get(typed)).as("visible to other connections").isEmpty();
       tx.rollback();
@@ -124,8 +141,12 @@ class TransactionalTest extends PgJobsTestBase {
     UUID rolledBack;
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
-      rolledBack = client.enqueue(tx, NUMBERED, new Numbered(1), EnqueueOptions.DEFAULTS).job().id();
-      // While the transaction is open, a committed job enqueued after it runs: the worker is polling
+      rolledBack = client
+          .enqueue(tx, NUMBERED, new Numbered(1), EnqueueOptions.DEFAULTS)
+          .job()
+          .id();
+      // While the transaction is open, a committed job enqueued after it runs: the worker is
+      // polling
       // and does not see the uncommitted one.
       UUID during = client.enqueue(NUMBERED, new Numbered(100)).job().id();
       awaitState(during, JobState.SUCCEEDED);
@@ -146,10 +167,14 @@ class TransactionalTest extends PgJobsTestBase {
     UUID id;
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
-      try (PreparedStatement ps = tx.prepareStatement("INSERT INTO " + EFFECTS + " VALUES (gen_random_uuid(), 0, 'order')")) {
+      try (PreparedStatement ps = tx.prepareStatement(
+          "INSERT INTO " + EFFECTS + " VALUES (gen_random_uuid(), 0, 'order')")) {
         ps.executeUpdate();
       }
-      id = client.enqueue(tx, NUMBERED, new Numbered(7), EnqueueOptions.DEFAULTS).job().id();
+      id = client
+          .enqueue(tx, NUMBERED, new Numbered(7), EnqueueOptions.DEFAULTS)
+          .job()
+          .id();
       assertThat(client.get(id)).isEmpty(); // not visible before commit
       tx.commit();
     }
@@ -164,11 +189,19 @@ class TransactionalTest extends PgJobsTestBase {
   @Test
   void retryInATransactionThatRollsBackLeavesTheJobFailed() throws SQLException {
     JobType<Numbered> doomed = JobType.of("doomed", Numbered.class);
-    start(worker().pollInterval(Duration.ofMillis(50)).register(doomed, (ctx, p) -> {
-      throw new IllegalStateException("no");
-    }).queue("doomed", 1));
-    UUID id = client.enqueue(doomed, new Numbered(1), EnqueueOptions.builder().queue("doomed").maxAttempts(1).build())
-        .job().id();
+    start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(doomed, (ctx, p) -> {
+          throw new IllegalStateException("no");
+        })
+        .queue("doomed", 1));
+    UUID id = client
+        .enqueue(
+            doomed,
+            new Numbered(1),
+            EnqueueOptions.builder().queue("doomed").maxAttempts(1).build())
+        .job()
+        .id();
     awaitState(id, JobState.FAILED);
 
     try (Connection tx = db.dataSource().getConnection()) {
@@ -182,7 +215,8 @@ class TransactionalTest extends PgJobsTestBase {
     assertThat(still.attempts()).isEqualTo(1);
   }
 
-  // ---------------------------------------------------------------- completing in the handler's transaction
+  // ---------------------------------------------------------------- completing in the handler's
+  // transaction
 
   @Test
   void handlerThatCompletesInItsCommittedTransactionSucceedsWithItsOutputAndOneEffect() {
@@ -203,8 +237,13 @@ class TransactionalTest extends PgJobsTestBase {
   @Test
   void handlerThatRollsBackAndThrowsLeavesNeitherEffectNorSuccessAndFailsOnItsLastAttempt() {
     startWorker();
-    UUID id = client.enqueue(TX, new Numbered(ROLLBACK_AND_THROW), EnqueueOptions.builder().maxAttempts(1).build())
-        .job().id();
+    UUID id = client
+        .enqueue(
+            TX,
+            new Numbered(ROLLBACK_AND_THROW),
+            EnqueueOptions.builder().maxAttempts(1).build())
+        .job()
+        .id();
 
     Job failed = awaitState(id, JobState.FAILED);
 
@@ -219,20 +258,28 @@ class TransactionalTest extends PgJobsTestBase {
   @Test
   void handlerThatRollsBackAndThrowsWithAttemptsLeftIsRetrying() {
     startWorker();
-    UUID id = client.enqueue(TX_SLOW_RETRY, new Numbered(ROLLBACK_AND_THROW)).job().id();
+    UUID id =
+        client.enqueue(TX_SLOW_RETRY, new Numbered(ROLLBACK_AND_THROW)).job().id();
 
     Job retrying = awaitState(id, JobState.RETRYING);
 
     assertThat(retrying.attempts()).isEqualTo(1);
-    assertThat(retrying.errors()).singleElement().satisfies(e -> assertThat(e.kind()).isEqualTo("error"));
+    assertThat(retrying.errors())
+        .singleElement()
+        .satisfies(e -> assertThat(e.kind()).isEqualTo("error"));
     assertThat(effects(id)).isZero();
   }
 
   @Test
   void rolledBackAttemptLeavesNoEffectAndTheRetryThatCommitsLeavesExactlyOne() {
     startWorker();
-    UUID id = client.enqueue(TX, new Numbered(ROLLBACK_AND_THROW_ON_FIRST_ATTEMPT),
-        EnqueueOptions.builder().maxAttempts(2).build()).job().id();
+    UUID id = client
+        .enqueue(
+            TX,
+            new Numbered(ROLLBACK_AND_THROW_ON_FIRST_ATTEMPT),
+            EnqueueOptions.builder().maxAttempts(2).build())
+        .job()
+        .id();
 
     Job done = awaitState(id, JobState.SUCCEEDED);
 
@@ -241,14 +288,20 @@ class TransactionalTest extends PgJobsTestBase {
     assertThat(done.errors()).extracting(JobError::attempt).containsExactly(1);
     assertThat(effects(id)).isEqualTo(1);
     assertThat(count("SELECT max(attempt) FROM " + EFFECTS + " WHERE job_id = '" + id + "'"))
-        .as("the one effect is the second attempt's").isEqualTo(2);
+        .as("the one effect is the second attempt's")
+        .isEqualTo(2);
   }
 
   @Test
   void handlerThatRollsBackButReturnsNormallyFailsTheAttemptAsTransactionRolledBack() {
     startWorker();
-    UUID id = client.enqueue(TX, new Numbered(ROLLBACK_AND_RETURN), EnqueueOptions.builder().maxAttempts(1).build())
-        .job().id();
+    UUID id = client
+        .enqueue(
+            TX,
+            new Numbered(ROLLBACK_AND_RETURN),
+            EnqueueOptions.builder().maxAttempts(1).build())
+        .job()
+        .id();
 
     Job failed = awaitState(id, JobState.FAILED);
 
@@ -265,12 +318,14 @@ class TransactionalTest extends PgJobsTestBase {
   @Test
   void handlerThatRollsBackButReturnsNormallyWithAttemptsLeftIsRetrying() {
     startWorker();
-    UUID id = client.enqueue(TX_SLOW_RETRY, new Numbered(ROLLBACK_AND_RETURN)).job().id();
+    UUID id =
+        client.enqueue(TX_SLOW_RETRY, new Numbered(ROLLBACK_AND_RETURN)).job().id();
 
     Job retrying = awaitState(id, JobState.RETRYING);
 
     assertThat(retrying.attempts()).isEqualTo(1);
-    assertThat(retrying.errors()).singleElement()
+    assertThat(retrying.errors())
+        .singleElement()
         .satisfies(e -> assertThat(e.kind()).isEqualTo("transaction_rolled_back"));
     assertThat(effects(id)).isZero();
     assertThat(handlerCalls).containsExactly(1);

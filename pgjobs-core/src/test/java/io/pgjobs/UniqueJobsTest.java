@@ -41,8 +41,9 @@ class UniqueJobsTest extends PgJobsTestBase {
   /** A payload with an id and a version, for uniqueness by field. */
   public record Order(String id, int version) {}
 
-  private static final JobType<Numbered> UNIQUE_BY_ARGS =
-      JobType.of("unique_numbered", Numbered.class).withUnique(UniqueOptions.builder().byArgs().build());
+  private static final JobType<Numbered> UNIQUE_BY_ARGS = JobType.of(
+          "unique_numbered", Numbered.class)
+      .withUnique(UniqueOptions.builder().byArgs().build());
   private static final JobType<Order> ORDER = JobType.of("order_sync", Order.class);
 
   private static EnqueueOptions unique(UniqueOptions.Builder u) {
@@ -72,20 +73,28 @@ class UniqueJobsTest extends PgJobsTestBase {
         for (Future<EnqueuedJob> f : futures) {
           results.add(f.get(60, TimeUnit.SECONDS));
         }
-        List<EnqueuedJob> created = results.stream().filter(EnqueuedJob::created).toList();
-        assertThat(created).as("round %d: exactly one enqueue stored a job", round).hasSize(1);
+        List<EnqueuedJob> created =
+            results.stream().filter(EnqueuedJob::created).toList();
+        assertThat(created)
+            .as("round %d: exactly one enqueue stored a job", round)
+            .hasSize(1);
         UUID id = created.getFirst().job().id();
-        assertThat(results).as("round %d: every enqueue answered with that job", round)
-            .extracting(r -> r.job().id()).containsOnly(id);
+        assertThat(results)
+            .as("round %d: every enqueue answered with that job", round)
+            .extracting(r -> r.job().id())
+            .containsOnly(id);
         assertThat(results.stream().filter(EnqueuedJob::duplicate).count()).isEqualTo(THREADS - 1);
-        assertThat(unfinished("unique_numbered")).as("round %d: unfinished jobs", round).isEqualTo(1);
+        assertThat(unfinished("unique_numbered"))
+            .as("round %d: unfinished jobs", round)
+            .isEqualTo(1);
         assertThat(perRoundJobs.add(id)).as("round %d made a new job", round).isTrue();
 
         // Finish it (cancel moves it out of the hot table): the next round must get a new job.
         assertThat(client.cancel(id).outcome()).isEqualTo(CancelResult.Outcome.CANCELLED);
       }
       assertThat(perRoundJobs).hasSize(ROUNDS);
-      assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE type = 'unique_numbered'")).isEqualTo(ROUNDS);
+      assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE type = 'unique_numbered'"))
+          .isEqualTo(ROUNDS);
     } finally {
       pool.shutdownNow();
     }
@@ -142,7 +151,8 @@ class UniqueJobsTest extends PgJobsTestBase {
           return next.get().created();
         });
     assertThat(next.get().job().id()).isNotEqualTo(first.job().id());
-    assertThat(client.get(first.job().id()).orElseThrow().state()).as("the first is still waiting")
+    assertThat(client.get(first.job().id()).orElseThrow().state())
+        .as("the first is still waiting")
         .isEqualTo(JobState.QUEUED);
     assertThat(next.get().job().createdAt().truncatedTo(ChronoUnit.SECONDS))
         .as("created in a later one-second period")
@@ -154,18 +164,27 @@ class UniqueJobsTest extends PgJobsTestBase {
   void replaceUpdatesRunAtAndPayloadOfTheWaitingJobOnlyWhenAsked() {
     Instant later = Instant.now().plus(Duration.ofHours(2)).truncatedTo(ChronoUnit.MILLIS);
     Instant sooner = Instant.now().plus(Duration.ofMinutes(5)).truncatedTo(ChronoUnit.MILLIS);
-    UniqueOptions replacing = UniqueOptions.builder().byFields("id").replace(Replace.RUN_AT, Replace.PAYLOAD).build();
+    UniqueOptions replacing = UniqueOptions.builder()
+        .byFields("id")
+        .replace(Replace.RUN_AT, Replace.PAYLOAD)
+        .build();
     UniqueOptions keeping = UniqueOptions.builder().byFields("id").build();
 
-    EnqueuedJob first = client.enqueue(ORDER, new Order("a", 1),
+    EnqueuedJob first = client.enqueue(
+        ORDER,
+        new Order("a", 1),
         EnqueueOptions.builder().runAt(later).unique(replacing).build());
-    EnqueuedJob kept = client.enqueue(ORDER, new Order("a", 2),
+    EnqueuedJob kept = client.enqueue(
+        ORDER,
+        new Order("a", 2),
         EnqueueOptions.builder().runAt(sooner).unique(keeping).build());
     assertThat(kept.duplicate()).isTrue();
     assertThat(kept.job().runAt()).as("no replace asked: run_at kept").isEqualTo(later);
     assertThat(kept.job().payload().get("version").asInt()).isEqualTo(1);
 
-    EnqueuedJob replaced = client.enqueue(ORDER, new Order("a", 3),
+    EnqueuedJob replaced = client.enqueue(
+        ORDER,
+        new Order("a", 3),
         EnqueueOptions.builder().runAt(sooner).unique(replacing).build());
     assertThat(replaced.duplicate()).isTrue();
     assertThat(replaced.job().id()).isEqualTo(first.job().id());
@@ -175,10 +194,18 @@ class UniqueJobsTest extends PgJobsTestBase {
     assertThat(stored.runAt()).isEqualTo(sooner);
     assertThat(stored.payload().get("version").asInt()).isEqualTo(3);
 
-    EnqueuedJob onlyRunAt = client.enqueue(ORDER, new Order("a", 4), EnqueueOptions.builder().runAt(later)
-        .unique(UniqueOptions.builder().byFields("id").replace(Replace.RUN_AT).build()).build());
+    EnqueuedJob onlyRunAt = client.enqueue(
+        ORDER,
+        new Order("a", 4),
+        EnqueueOptions.builder()
+            .runAt(later)
+            .unique(
+                UniqueOptions.builder().byFields("id").replace(Replace.RUN_AT).build())
+            .build());
     assertThat(onlyRunAt.job().runAt()).isEqualTo(later);
-    assertThat(onlyRunAt.job().payload().get("version").asInt()).as("payload not asked").isEqualTo(3);
+    assertThat(onlyRunAt.job().payload().get("version").asInt())
+        .as("payload not asked")
+        .isEqualTo(3);
     assertThat(unfinished("order_sync")).isEqualTo(1);
   }
 
@@ -189,12 +216,18 @@ class UniqueJobsTest extends PgJobsTestBase {
       release.await(30, TimeUnit.SECONDS);
       return null;
     }));
-    UniqueOptions replacing = UniqueOptions.builder().byFields("id").replace(Replace.RUN_AT, Replace.PAYLOAD).build();
-    EnqueuedJob first = client.enqueue(ORDER, new Order("r", 1), EnqueueOptions.builder().unique(replacing).build());
+    UniqueOptions replacing = UniqueOptions.builder()
+        .byFields("id")
+        .replace(Replace.RUN_AT, Replace.PAYLOAD)
+        .build();
+    EnqueuedJob first = client.enqueue(
+        ORDER, new Order("r", 1), EnqueueOptions.builder().unique(replacing).build());
     Job running = awaitState(first.job().id(), JobState.RUNNING);
     Instant later = Instant.now().plus(Duration.ofHours(1)).truncatedTo(ChronoUnit.MILLIS);
 
-    EnqueuedJob dup = client.enqueue(ORDER, new Order("r", 2),
+    EnqueuedJob dup = client.enqueue(
+        ORDER,
+        new Order("r", 2),
         EnqueueOptions.builder().runAt(later).unique(replacing).build());
 
     assertThat(dup.duplicate()).isTrue();
@@ -215,8 +248,11 @@ class UniqueJobsTest extends PgJobsTestBase {
     assertThat(a2.job().id()).isEqualTo(a1.job().id());
     assertThat(b1.created()).isTrue();
 
-    EnqueuedJob wholeA2 = client.enqueue(ORDER, new Order("a", 2), unique(UniqueOptions.builder().byArgs()));
-    assertThat(wholeA2.created()).as("a rule by the whole payload is another key").isTrue();
+    EnqueuedJob wholeA2 =
+        client.enqueue(ORDER, new Order("a", 2), unique(UniqueOptions.builder().byArgs()));
+    assertThat(wholeA2.created())
+        .as("a rule by the whole payload is another key")
+        .isTrue();
     EnqueuedJob byType = client.enqueue(ORDER, new Order("z", 9), unique(UniqueOptions.builder()));
     EnqueuedJob byType2 = client.enqueue(ORDER, new Order("y", 8), unique(UniqueOptions.builder()));
     assertThat(byType2.duplicate()).as("by type alone: one job of the type").isTrue();
@@ -225,24 +261,42 @@ class UniqueJobsTest extends PgJobsTestBase {
     long before = count("pgjobs.jobs");
     assertThatThrownBy(() -> client.enqueue(ORDER, new Order(null, 1), byId))
         .isInstanceOf(InvalidJobException.class)
-        .hasMessageContaining("'id'").hasMessageContaining("unique");
-    assertThatThrownBy(() -> client.enqueue(ORDER, new Order("a", 1), unique(UniqueOptions.builder().byFields("/no/such"))))
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("'/no/such'");
+        .hasMessageContaining("'id'")
+        .hasMessageContaining("unique");
+    assertThatThrownBy(() -> client.enqueue(
+            ORDER, new Order("a", 1), unique(UniqueOptions.builder().byFields("/no/such"))))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("'/no/such'");
     assertThat(count("pgjobs.jobs")).as("nothing stored on rejection").isEqualTo(before);
   }
 
   @Test
   void byQueueMakesTheSameJobInTwoQueuesTwoJobs() {
     UniqueOptions byQueue = UniqueOptions.builder().byArgs().byQueue().build();
-    EnqueuedJob q1 = client.enqueue(ORDER, new Order("a", 1), EnqueueOptions.builder().queue("q1").unique(byQueue).build());
-    EnqueuedJob q2 = client.enqueue(ORDER, new Order("a", 1), EnqueueOptions.builder().queue("q2").unique(byQueue).build());
-    EnqueuedJob q1Again = client.enqueue(ORDER, new Order("a", 1), EnqueueOptions.builder().queue("q1").unique(byQueue).build());
+    EnqueuedJob q1 = client.enqueue(
+        ORDER,
+        new Order("a", 1),
+        EnqueueOptions.builder().queue("q1").unique(byQueue).build());
+    EnqueuedJob q2 = client.enqueue(
+        ORDER,
+        new Order("a", 1),
+        EnqueueOptions.builder().queue("q2").unique(byQueue).build());
+    EnqueuedJob q1Again = client.enqueue(
+        ORDER,
+        new Order("a", 1),
+        EnqueueOptions.builder().queue("q1").unique(byQueue).build());
     assertThat(q2.created()).isTrue();
     assertThat(q1Again.job().id()).isEqualTo(q1.job().id());
 
     UniqueOptions notByQueue = UniqueOptions.builder().byArgs().build();
-    EnqueuedJob n1 = client.enqueue(ORDER, new Order("n", 1), EnqueueOptions.builder().queue("q1").unique(notByQueue).build());
-    EnqueuedJob n2 = client.enqueue(ORDER, new Order("n", 1), EnqueueOptions.builder().queue("q2").unique(notByQueue).build());
+    EnqueuedJob n1 = client.enqueue(
+        ORDER,
+        new Order("n", 1),
+        EnqueueOptions.builder().queue("q1").unique(notByQueue).build());
+    EnqueuedJob n2 = client.enqueue(
+        ORDER,
+        new Order("n", 1),
+        EnqueueOptions.builder().queue("q2").unique(notByQueue).build());
     assertThat(n2.duplicate()).isTrue();
     assertThat(n2.job().id()).isEqualTo(n1.job().id());
     assertThat(n2.job().queue()).as("the existing job keeps its queue").isEqualTo("q1");
@@ -253,23 +307,30 @@ class UniqueJobsTest extends PgJobsTestBase {
     EnqueueOptions byId = unique(UniqueOptions.builder().byFields("id"));
     EnqueuedJob existing = client.enqueue(ORDER, new Order("a", 0), byId);
 
-    List<UUID> ids = client.enqueueAll(ORDER,
-        List.of(new Order("a", 1), new Order("b", 1), new Order("b", 2), new Order("c", 1)), byId);
+    List<UUID> ids = client.enqueueAll(
+        ORDER,
+        List.of(new Order("a", 1), new Order("b", 1), new Order("b", 2), new Order("c", 1)),
+        byId);
 
     assertThat(ids).hasSize(4);
     assertThat(ids.get(0)).as("a: the existing job").isEqualTo(existing.job().id());
     assertThat(ids.get(1)).as("b twice in one batch: one job").isEqualTo(ids.get(2));
     assertThat(new HashSet<>(ids)).hasSize(3);
     assertThat(unfinished("order_sync")).isEqualTo(3);
-    assertThat(client.get(ids.get(1)).orElseThrow().payload().get("version").asInt()).as("the first b").isEqualTo(1);
-    assertThat(client.get(ids.get(3)).orElseThrow().payload().get("id").asString()).isEqualTo("c");
+    assertThat(client.get(ids.get(1)).orElseThrow().payload().get("version").asInt())
+        .as("the first b")
+        .isEqualTo(1);
+    assertThat(client.get(ids.get(3)).orElseThrow().payload().get("id").asString())
+        .isEqualTo("c");
 
     // Bulk and single enqueues compute the same key with a period (one transaction: one now()).
-    EnqueueOptions hourly = unique(UniqueOptions.builder().byFields("id").period(Duration.ofHours(1)));
+    EnqueueOptions hourly =
+        unique(UniqueOptions.builder().byFields("id").period(Duration.ofHours(1)));
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
       EnqueuedJob single = client.enqueue(tx, ORDER, new Order("p", 1), hourly);
-      List<UUID> bulk = client.enqueueAll(tx, ORDER, List.of(new Order("p", 2), new Order("q", 1)), hourly);
+      List<UUID> bulk =
+          client.enqueueAll(tx, ORDER, List.of(new Order("p", 2), new Order("q", 1)), hourly);
       assertThat(bulk.getFirst()).isEqualTo(single.job().id());
       tx.commit();
     }
@@ -277,7 +338,9 @@ class UniqueJobsTest extends PgJobsTestBase {
 
     // Non-unique bulk enqueues stay on COPY and store no key.
     client.enqueueAll(NUMBERED, List.of(new Numbered(1), new Numbered(1)), EnqueueOptions.DEFAULTS);
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'numbered' AND unique_key IS NULL")).isEqualTo(2);
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.jobs WHERE type = 'numbered' AND unique_key IS NULL"))
+        .isEqualTo(2);
   }
 
   /**
@@ -289,9 +352,13 @@ class UniqueJobsTest extends PgJobsTestBase {
    */
   @Test
   void bulkEnqueueWithAPeriodTakesThePeriodOfItsOwnInsert() throws Exception {
-    UniqueOptions perSecond = UniqueOptions.builder().byFields("id").period(Duration.ofSeconds(1)).build();
-    UniqueOptions perSecondWithSucceeded = UniqueOptions.builder().byFields("id").period(Duration.ofSeconds(1))
-        .states(JobState.QUEUED, JobState.RUNNING, JobState.RETRYING, JobState.SUCCEEDED).build();
+    UniqueOptions perSecond =
+        UniqueOptions.builder().byFields("id").period(Duration.ofSeconds(1)).build();
+    UniqueOptions perSecondWithSucceeded = UniqueOptions.builder()
+        .byFields("id")
+        .period(Duration.ofSeconds(1))
+        .states(JobState.QUEUED, JobState.RUNNING, JobState.RETRYING, JobState.SUCCEEDED)
+        .build();
     URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
     try (TcpProxy proxy = new TcpProxy("127.0.0.1", direct.getPort());
         HikariDataSource pool = poolThrough(proxy, direct)) {
@@ -299,21 +366,32 @@ class UniqueJobsTest extends PgJobsTestBase {
 
       // The default states: the key is the job's unique_key column.
       proxy.delayMessage("INSERT INTO pgjobs.jobs", Duration.ofMillis(1_500));
-      UUID id = producer.enqueueAll(ORDER, List.of(new Order("p15", 1)),
-          EnqueueOptions.builder().unique(perSecond).build()).getFirst();
+      UUID id = producer
+          .enqueueAll(
+              ORDER,
+              List.of(new Order("p15", 1)),
+              EnqueueOptions.builder().unique(perSecond).build())
+          .getFirst();
       assertThat(keyOfCreatedAtsPeriod(
-          "SELECT unique_key, created_at FROM pgjobs.jobs WHERE id = ?", id, perSecond))
-          .as("key stored by the bulk enqueue is its INSERT's period's").isTrue();
+              "SELECT unique_key, created_at FROM pgjobs.jobs WHERE id = ?", id, perSecond))
+          .as("key stored by the bulk enqueue is its INSERT's period's")
+          .isTrue();
 
       // Finished states counted: the key is a row of unique_keys naming the job.
       proxy.delayMessage("INSERT INTO pgjobs.unique_keys", Duration.ofMillis(1_500));
-      UUID held = producer.enqueueAll(ORDER, List.of(new Order("p15-states", 1)),
-          EnqueueOptions.builder().unique(perSecondWithSucceeded).build()).getFirst();
+      UUID held = producer
+          .enqueueAll(
+              ORDER,
+              List.of(new Order("p15-states", 1)),
+              EnqueueOptions.builder().unique(perSecondWithSucceeded).build())
+          .getFirst();
       assertThat(keyOfCreatedAtsPeriod(
-          "SELECT k.unique_key, j.created_at FROM pgjobs.unique_keys k JOIN pgjobs.jobs j ON j.id = k.job_id"
-              + " WHERE j.id = ? AND k.expires_at = to_timestamp(ceil(extract(epoch FROM j.created_at + interval '1 microsecond')))",
-          held, perSecondWithSucceeded))
-          .as("key (and end of period) stored by the bulk enqueue are its INSERT's period's").isTrue();
+              "SELECT k.unique_key, j.created_at FROM pgjobs.unique_keys k JOIN pgjobs.jobs j ON j.id = k.job_id"
+                  + " WHERE j.id = ? AND k.expires_at = to_timestamp(ceil(extract(epoch FROM j.created_at + interval '1 microsecond')))",
+              held,
+              perSecondWithSucceeded))
+          .as("key (and end of period) stored by the bulk enqueue are its INSERT's period's")
+          .isTrue();
     }
   }
 
@@ -321,9 +399,14 @@ class UniqueJobsTest extends PgJobsTestBase {
    * Whether the key the query returns with a created_at (one row for {@code id}) is the key of the
    * one-second period that created_at falls in, as {@code EnqueueSql.UNIQUE_KEY} computes it.
    */
-  private static boolean keyOfCreatedAtsPeriod(String sql, UUID id, UniqueOptions rule) throws Exception {
-    byte[] base = UniqueKeys.base("order_sync", JobType.DEFAULT_QUEUE,
-        "{\"id\":\"" + client.get(id).orElseThrow().payload().get("id").asString() + "\",\"version\":1}", rule);
+  private static boolean keyOfCreatedAtsPeriod(String sql, UUID id, UniqueOptions rule)
+      throws Exception {
+    byte[] base = UniqueKeys.base(
+        "order_sync",
+        JobType.DEFAULT_QUEUE,
+        "{\"id\":\"" + client.get(id).orElseThrow().payload().get("id").asString()
+            + "\",\"version\":1}",
+        rule);
     try (Connection c = db.dataSource().getConnection();
         PreparedStatement ps = c.prepareStatement(
             "SELECT q.unique_key = sha256(?::bytea || int8send(floor(extract(epoch FROM q.created_at) * 1000)::bigint / 1000))"
@@ -339,19 +422,24 @@ class UniqueJobsTest extends PgJobsTestBase {
 
   private static HikariDataSource poolThrough(TcpProxy proxy, URI direct) {
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setJdbcUrl(
+        "jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
     config.setMaximumPoolSize(1);
     config.setMinimumIdle(0);
     return new HikariDataSource(config);
   }
 
   @Test
-  void bulkEnqueueWithReplaceLeavesTheLastPayloadOfEqualKeysAndARolledBackBatchStoresNothing() throws Exception {
-    EnqueueOptions replacing = unique(UniqueOptions.builder().byFields("id").replace(Replace.PAYLOAD));
-    List<UUID> ids = client.enqueueAll(ORDER, List.of(new Order("a", 1), new Order("a", 2), new Order("a", 3)), replacing);
+  void bulkEnqueueWithReplaceLeavesTheLastPayloadOfEqualKeysAndARolledBackBatchStoresNothing()
+      throws Exception {
+    EnqueueOptions replacing =
+        unique(UniqueOptions.builder().byFields("id").replace(Replace.PAYLOAD));
+    List<UUID> ids = client.enqueueAll(
+        ORDER, List.of(new Order("a", 1), new Order("a", 2), new Order("a", 3)), replacing);
     assertThat(new HashSet<>(ids)).hasSize(1);
     assertThat(client.get(ids.getFirst()).orElseThrow().payload().get("version").asInt())
-        .as("as three enqueues one by one would leave it").isEqualTo(3);
+        .as("as three enqueues one by one would leave it")
+        .isEqualTo(3);
 
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
@@ -366,7 +454,8 @@ class UniqueJobsTest extends PgJobsTestBase {
     JobType<Order> type = JobType.of("u".repeat(255), Order.class);
     String big = "x\u00e9\"'\\\uD83D\uDE00\t".repeat((1 << 20) / 8); // ~1 MiB of awkward characters
     EnqueueOptions byArgs = unique(UniqueOptions.builder().byArgs());
-    // U+0000 cannot be stored in jsonb: refused by the database as every enqueue is (LimitsTest), nothing stored.
+    // U+0000 cannot be stored in jsonb: refused by the database as every enqueue is (LimitsTest),
+    // nothing stored.
     assertThatThrownBy(() -> client.enqueue(type, new Order("before \u0000 after", 1), byArgs))
         .isInstanceOf(PgJobsException.class);
     assertThat(unfinished("u".repeat(255))).isZero();
@@ -383,15 +472,19 @@ class UniqueJobsTest extends PgJobsTestBase {
   }
 
   @Test
-  void bulkAndSingleEnqueuesRacingOnOverlappingKeysGetOneJobPerKeyWithoutDeadlock() throws Exception {
+  void bulkAndSingleEnqueuesRacingOnOverlappingKeysGetOneJobPerKeyWithoutDeadlock()
+      throws Exception {
     EnqueueOptions byId = unique(UniqueOptions.builder().byFields("id"));
     ExecutorService pool = Executors.newFixedThreadPool(THREADS);
     try {
       for (int round = 0; round < 5; round++) {
         db.execute("TRUNCATE pgjobs.jobs");
-        java.util.Map<String, Set<UUID>> idsByKey = overlappingBulkAndSingleEnqueues(pool, ORDER, byId);
+        java.util.Map<String, Set<UUID>> idsByKey =
+            overlappingBulkAndSingleEnqueues(pool, ORDER, byId);
         assertThat(idsByKey).hasSize(10);
-        idsByKey.forEach((k, ids) -> assertThat(ids).as("round: every caller got the one job of key %s", k).hasSize(1));
+        idsByKey.forEach((k, ids) -> assertThat(ids)
+            .as("round: every caller got the one job of key %s", k)
+            .hasSize(1));
         assertThat(unfinished("order_sync")).isEqualTo(10);
       }
     } finally {
@@ -402,67 +495,108 @@ class UniqueJobsTest extends PgJobsTestBase {
   @Test
   void idempotencyKeysAndUniqueRules() {
     // Both on one enqueue: refused, nothing stored.
-    assertThatThrownBy(() -> EnqueueOptions.builder().idempotencyKey("k").unique(UniqueOptions.BY_TYPE).build())
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("unique");
+    assertThatThrownBy(() -> EnqueueOptions.builder()
+            .idempotencyKey("k")
+            .unique(UniqueOptions.BY_TYPE)
+            .build())
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("unique");
     // Both on one type: refused.
-    assertThatThrownBy(() -> JobType.of("both", Order.class).withIdempotencyKeyFrom("id").withUnique(UniqueOptions.BY_TYPE))
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("not both");
+    assertThatThrownBy(() -> JobType.of("both", Order.class)
+            .withIdempotencyKeyFrom("id")
+            .withUnique(UniqueOptions.BY_TYPE))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("not both");
 
     // An explicit idempotency key replaces the type's unique rule for that enqueue.
-    EnqueuedJob k1 = client.enqueue(UNIQUE_BY_ARGS, new Numbered(5), EnqueueOptions.builder().idempotencyKey("k1").build());
-    EnqueuedJob k2 = client.enqueue(UNIQUE_BY_ARGS, new Numbered(5), EnqueueOptions.builder().idempotencyKey("k2").build());
+    EnqueuedJob k1 = client.enqueue(
+        UNIQUE_BY_ARGS,
+        new Numbered(5),
+        EnqueueOptions.builder().idempotencyKey("k1").build());
+    EnqueuedJob k2 = client.enqueue(
+        UNIQUE_BY_ARGS,
+        new Numbered(5),
+        EnqueueOptions.builder().idempotencyKey("k2").build());
     assertThat(k1.created()).isTrue();
     assertThat(k2.created()).as("the key decides, not the type's unique rule").isTrue();
-    EnqueuedJob k1Again = client.enqueue(UNIQUE_BY_ARGS, new Numbered(5), EnqueueOptions.builder().idempotencyKey("k1").build());
+    EnqueuedJob k1Again = client.enqueue(
+        UNIQUE_BY_ARGS,
+        new Numbered(5),
+        EnqueueOptions.builder().idempotencyKey("k1").build());
     assertThat(k1Again.replayed()).isTrue();
     assertThat(k1Again.duplicate()).isFalse();
 
     // An explicit unique rule replaces the type's idempotency key from a field.
     JobType<Order> keyed = JobType.of("keyed_order", Order.class).withIdempotencyKeyFrom("id");
-    EnqueuedJob u1 = client.enqueue(keyed, new Order("x", 1), unique(UniqueOptions.builder().byFields("id")));
-    EnqueuedJob u2 = client.enqueue(keyed, new Order("x", 2), unique(UniqueOptions.builder().byFields("id")));
+    EnqueuedJob u1 =
+        client.enqueue(keyed, new Order("x", 1), unique(UniqueOptions.builder().byFields("id")));
+    EnqueuedJob u2 =
+        client.enqueue(keyed, new Order("x", 2), unique(UniqueOptions.builder().byFields("id")));
     assertThat(u1.job().idempotencyKey()).isNull();
     assertThat(u2.duplicate()).isTrue();
-    assertThat(count("SELECT count(*) FROM pgjobs.job_keys WHERE idempotency_key LIKE 'keyed_order:%'")).isZero();
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.job_keys WHERE idempotency_key LIKE 'keyed_order:%'"))
+        .isZero();
   }
 
   @Test
   void invalidRulesAreRefusedNamingTheOption() {
     assertThatThrownBy(() -> UniqueOptions.builder().period(Duration.ZERO).build())
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("unique.period");
-    assertThatThrownBy(() -> UniqueOptions.builder().period(Duration.ofSeconds(-5)).build())
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("unique.period");
-    assertThatThrownBy(() -> UniqueOptions.builder().period(Duration.ofDays(400)).build())
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("366 days");
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("unique.period");
+    assertThatThrownBy(
+            () -> UniqueOptions.builder().period(Duration.ofSeconds(-5)).build())
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("unique.period");
+    assertThatThrownBy(
+            () -> UniqueOptions.builder().period(Duration.ofDays(400)).build())
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("366 days");
     assertThatThrownBy(() -> UniqueOptions.builder().byArgs().byFields("id").build())
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("not both");
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("not both");
     assertThatThrownBy(() -> UniqueOptions.builder().byFields("id", "id").build())
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("twice");
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("twice");
     assertThatThrownBy(() -> UniqueOptions.builder().byFields("bad field!").build())
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("unique.byArgs");
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("unique.byArgs");
     assertThatThrownBy(() -> Replace.parse("priority"))
-        .isInstanceOf(InvalidJobException.class).hasMessageContaining("allowed: run_at, payload");
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("allowed: run_at, payload");
   }
 
   @Test
   void jobsWithoutUniquenessStoreNoKey() {
     client.enqueue(NUMBERED, new Numbered(1));
     client.enqueue(NUMBERED, new Numbered(1));
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE unique_key IS NULL")).isEqualTo(2);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE unique_key IS NULL"))
+        .isEqualTo(2);
     assertThat(count("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_unique_key_uidx'"
-        + " AND indexdef LIKE '%WHERE (unique_key IS NOT NULL)%'")).isEqualTo(1);
+            + " AND indexdef LIKE '%WHERE (unique_key IS NOT NULL)%'"))
+        .isEqualTo(1);
   }
 
   /** A payload whose type is unique by default through its annotation. */
-  @JobDefaults(name = "nightly_digest", unique = @JobDefaults.Unique(enabled = true, byArgs = {"id"}, period = "1h",
-      replace = Replace.PAYLOAD))
+  @JobDefaults(
+      name = "nightly_digest",
+      unique =
+          @JobDefaults.Unique(
+              enabled = true,
+              byArgs = {"id"},
+              period = "1h",
+              replace = Replace.PAYLOAD))
   public record Digest(String id, int version) {}
 
   @Test
   void jobDefaultsAnnotationMakesATypeUniqueAndChildJobsKeepTheirRule() throws Exception {
     JobType<Digest> digest = JobType.of(Digest.class);
-    assertThat(digest.unique()).isEqualTo(UniqueOptions.builder().byFields("id").period(Duration.ofHours(1))
-        .replace(Replace.PAYLOAD).build());
+    assertThat(digest.unique())
+        .isEqualTo(UniqueOptions.builder()
+            .byFields("id")
+            .period(Duration.ofHours(1))
+            .replace(Replace.PAYLOAD)
+            .build());
     // One transaction: one now(), so one period whatever the clock does.
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
@@ -479,7 +613,8 @@ class UniqueJobsTest extends PgJobsTestBase {
     List<EnqueuedJob> children = new java.util.concurrent.CopyOnWriteArrayList<>();
     start(worker().queue(JobType.DEFAULT_QUEUE, 1).register(NUMBERED, (ctx, p) -> {
       for (int i = 0; i < 2; i++) {
-        children.add(ctx.enqueue(ORDER, new Order("child", i), unique(UniqueOptions.builder().byFields("id"))));
+        children.add(ctx.enqueue(
+            ORDER, new Order("child", i), unique(UniqueOptions.builder().byFields("id"))));
       }
       done.countDown();
       return null;
@@ -492,7 +627,8 @@ class UniqueJobsTest extends PgJobsTestBase {
 
     @JobDefaults(name = "bad_unique", unique = @JobDefaults.Unique(enabled = true, period = "0s"))
     record BadUnique(String id) {}
-    assertThatThrownBy(() -> JobType.of(BadUnique.class)).isInstanceOf(InvalidJobException.class)
+    assertThatThrownBy(() -> JobType.of(BadUnique.class))
+        .isInstanceOf(InvalidJobException.class)
         .hasMessageContaining("@JobDefaults");
   }
 
@@ -510,7 +646,8 @@ class UniqueJobsTest extends PgJobsTestBase {
       futures.add(pool.submit(() -> {
         List<Order> orders = new ArrayList<>();
         for (int k = 0; k < 10; k++) {
-          orders.add(new Order("k" + ((k * 7 + thread * 3) % 10), thread)); // every thread its own order
+          orders.add(
+              new Order("k" + ((k * 7 + thread * 3) % 10), thread)); // every thread its own order
         }
         barrier.await(30, TimeUnit.SECONDS);
         java.util.Map<String, UUID> seen = new java.util.HashMap<>();
@@ -529,7 +666,8 @@ class UniqueJobsTest extends PgJobsTestBase {
     }
     java.util.Map<String, Set<UUID>> idsByKey = new java.util.HashMap<>();
     for (Future<java.util.Map<String, UUID>> f : futures) {
-      f.get(120, TimeUnit.SECONDS).forEach((k, id) -> idsByKey.computeIfAbsent(k, x -> new HashSet<>()).add(id));
+      f.get(120, TimeUnit.SECONDS)
+          .forEach((k, id) -> idsByKey.computeIfAbsent(k, x -> new HashSet<>()).add(id));
     }
     return idsByKey;
   }

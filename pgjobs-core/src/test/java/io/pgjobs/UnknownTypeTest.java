@@ -23,12 +23,18 @@ class UnknownTypeTest extends PgJobsTestBase {
   static final JobType<Numbered> OTHER = JobType.of("other", Numbered.class);
 
   private static UUID enqueueMystery() {
-    return client.enqueue("mystery", Map.of("x", 1), EnqueueOptions.DEFAULTS).job().id();
+    return client
+        .enqueue("mystery", Map.of("x", 1), EnqueueOptions.DEFAULTS)
+        .job()
+        .id();
   }
 
   /** A maintenance leader of its own, so a test can count its passes. */
   private static Maintenance maintenance(Duration unknownTypeGrace) {
-    return Maintenance.builder(db.dataSource()).unknownTypeGrace(unknownTypeGrace).build().start();
+    return Maintenance.builder(db.dataSource())
+        .unknownTypeGrace(unknownTypeGrace)
+        .build()
+        .start();
   }
 
   private static void awaitPasses(Maintenance maintenance, int more) {
@@ -41,9 +47,13 @@ class UnknownTypeTest extends PgJobsTestBase {
   void aWorkerNeverClaimsAJobOfATypeItHasNoHandlerFor() {
     UUID mystery = enqueueMystery();
     Job enqueued = client.get(mystery).orElseThrow();
-    start(worker().pollInterval(Duration.ofMillis(50)).maintenance(false).register(NUMBERED, (ctx, p) -> null));
+    start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .maintenance(false)
+        .register(NUMBERED, (ctx, p) -> null));
 
-    // A job of its own type, enqueued after the other one, runs: the worker claimed past the other one.
+    // A job of its own type, enqueued after the other one, runs: the worker claimed past the other
+    // one.
     UUID known = client.enqueue(NUMBERED, new Numbered(1)).job().id();
     awaitState(known, JobState.SUCCEEDED);
 
@@ -58,9 +68,13 @@ class UnknownTypeTest extends PgJobsTestBase {
 
   @Test
   void twoWorkersWithDifferentTypesOnOneQueueEachRunOnlyTheirOwn() {
-    JobWorker numbers = start(worker().pollInterval(Duration.ofMillis(50)).maintenance(false)
+    JobWorker numbers = start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .maintenance(false)
         .register(NUMBERED, (ctx, p) -> null));
-    JobWorker others = start(worker().pollInterval(Duration.ofMillis(50)).maintenance(false)
+    JobWorker others = start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .maintenance(false)
         .register(OTHER, (ctx, p) -> null));
     List<UUID> numbered = new ArrayList<>();
     List<UUID> other = new ArrayList<>();
@@ -103,7 +117,9 @@ class UnknownTypeTest extends PgJobsTestBase {
     for (UUID id : ids) {
       assertThat(awaitState(id, JobState.SUCCEEDED).attempts()).isEqualTo(1);
     }
-    assertThat(client.get(mystery).orElseThrow().attemptedAt()).as("not one of its types").isNull();
+    assertThat(client.get(mystery).orElseThrow().attemptedAt())
+        .as("not one of its types")
+        .isNull();
   }
 
   @Test
@@ -112,7 +128,9 @@ class UnknownTypeTest extends PgJobsTestBase {
     start(worker().pollInterval(Duration.ofMillis(50)).register(NUMBERED, (ctx, p) -> null));
 
     JobType<JsonNode> mysteryType = JobType.of("mystery", JsonNode.class);
-    start(worker().pollInterval(Duration.ofMillis(50)).register(mysteryType, (ctx, p) -> Map.of("x", p.get("x").asInt())));
+    start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .register(mysteryType, (ctx, p) -> Map.of("x", p.get("x").asInt())));
 
     Job done = awaitState(mystery, JobState.SUCCEEDED);
     assertThat(done.attempts()).isEqualTo(1);
@@ -137,7 +155,10 @@ class UnknownTypeTest extends PgJobsTestBase {
       assertThat(e.kind()).isEqualTo("unknown_type");
       assertThat(e.attempt()).isZero();
       assertThat(e.errorClass()).isEqualTo("io.pgjobs.UnknownJobType");
-      assertThat(e.message()).contains("'mystery'").contains("queue 'default'").contains("known types: numbered, other");
+      assertThat(e.message())
+          .contains("'mystery'")
+          .contains("queue 'default'")
+          .contains("known types: numbered, other");
       assertThat(e.worker()).as("the maintenance leader").isEqualTo(worker.workerId());
     });
   }
@@ -147,8 +168,12 @@ class UnknownTypeTest extends PgJobsTestBase {
     UUID young = enqueueMystery();
     UUID old = enqueueMystery();
     // Created longer ago than the default grace of 5 minutes.
-    db.execute("UPDATE pgjobs.jobs SET created_at = now() - interval '10 minutes' WHERE id = '" + old + "'");
-    start(worker().pollInterval(Duration.ofMillis(50)).maintenance(false).register(NUMBERED, (ctx, p) -> null));
+    db.execute("UPDATE pgjobs.jobs SET created_at = now() - interval '10 minutes' WHERE id = '"
+        + old + "'");
+    start(worker()
+        .pollInterval(Duration.ofMillis(50))
+        .maintenance(false)
+        .register(NUMBERED, (ctx, p) -> null));
     try (Maintenance leader = maintenance(JobWorker.DEFAULT_UNKNOWN_TYPE_GRACE)) {
       Job failed = awaitState(old, JobState.FAILED);
       assertThat(failed.errors()).singleElement().satisfies(e -> {
@@ -156,23 +181,34 @@ class UnknownTypeTest extends PgJobsTestBase {
         assertThat(e.message()).contains("'mystery'").contains("numbered").contains("PT5M");
       });
       awaitPasses(leader, 2);
-      assertThat(client.get(young).orElseThrow().state()).as("within the grace").isEqualTo(JobState.QUEUED);
+      assertThat(client.get(young).orElseThrow().state())
+          .as("within the grace")
+          .isEqualTo(JobState.QUEUED);
     }
   }
 
   @Test
   void aQueueNoLiveWorkerServesKeepsItsJobsWhateverTheirType() {
-    UUID elsewhere = client.enqueue("mystery", Map.of("x", 1), EnqueueOptions.builder().queue("elsewhere").build())
-        .job().id();
+    UUID elsewhere = client
+        .enqueue(
+            "mystery",
+            Map.of("x", 1),
+            EnqueueOptions.builder().queue("elsewhere").build())
+        .job()
+        .id();
     UUID noWorkerAtAll = enqueueMystery();
     try (Maintenance leader = maintenance(Duration.ZERO)) {
       awaitPasses(leader, 2); // no live worker at all: nothing is judged
       assertThat(client.get(noWorkerAtAll).orElseThrow().state()).isEqualTo(JobState.QUEUED);
 
-      start(worker().pollInterval(Duration.ofMillis(50)).maintenance(false).register(NUMBERED, (ctx, p) -> null));
+      start(worker()
+          .pollInterval(Duration.ofMillis(50))
+          .maintenance(false)
+          .register(NUMBERED, (ctx, p) -> null));
       awaitState(noWorkerAtAll, JobState.FAILED);
       awaitPasses(leader, 2);
-      assertThat(client.get(elsewhere).orElseThrow().state()).as("no live worker serves 'elsewhere'")
+      assertThat(client.get(elsewhere).orElseThrow().state())
+          .as("no live worker serves 'elsewhere'")
           .isEqualTo(JobState.QUEUED);
     }
   }

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 class WakeUpTest extends PgJobsTestBase {
   /** Long enough that a job starting within {@link #WAKE_DEADLINE} cannot have been found by a poll. */
   private static final Duration LONG_POLL = Duration.ofSeconds(30);
+
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(5);
 
   /** When each job's handler started, by the database clock. */
@@ -38,7 +39,8 @@ class WakeUpTest extends PgJobsTestBase {
   void idleListeningWorkerStartsNewJobWellBeforeItsPollInterval() {
     JobWorker worker = startIdleListeningWorker();
 
-    // Each job is enqueued while the worker sits idle in its 30 s poll wait (the previous job is done),
+    // Each job is enqueued while the worker sits idle in its 30 s poll wait (the previous job is
+    // done),
     // so only the notification can get it started within 5 s.
     for (int i = 0; i < 3; i++) {
       UUID id = client.enqueue(NUMBERED, new Numbered(i)).job().id();
@@ -77,7 +79,8 @@ class WakeUpTest extends PgJobsTestBase {
   }
 
   @Test
-  void idleListeningWorkerStartsJobEnqueuedInCallersTransactionWellBeforeItsPollInterval() throws Exception {
+  void idleListeningWorkerStartsJobEnqueuedInCallersTransactionWellBeforeItsPollInterval()
+      throws Exception {
     startIdleListeningWorker();
 
     UUID id;
@@ -86,7 +89,10 @@ class WakeUpTest extends PgJobsTestBase {
       try (Statement st = tx.createStatement()) {
         st.execute("SELECT 1");
       }
-      id = client.enqueue(tx, NUMBERED, new Numbered(1), EnqueueOptions.DEFAULTS).job().id();
+      id = client
+          .enqueue(tx, NUMBERED, new Numbered(1), EnqueueOptions.DEFAULTS)
+          .job()
+          .id();
       tx.commit();
     }
 
@@ -95,11 +101,14 @@ class WakeUpTest extends PgJobsTestBase {
 
   @Test
   void workerWithoutListenFindsJobsByPollingAlone() {
-    JobWorker worker =
-        start(worker().listen(false).pollInterval(Duration.ofMillis(200)).register(NUMBERED, this::recordStart));
+    JobWorker worker = start(worker()
+        .listen(false)
+        .pollInterval(Duration.ofMillis(200))
+        .register(NUMBERED, this::recordStart));
     assertThat(worker.isListening()).isFalse();
 
-    // The second job is enqueued after the worker's first claims are long done: only a poll finds it.
+    // The second job is enqueued after the worker's first claims are long done: only a poll finds
+    // it.
     for (int i = 0; i < 2; i++) {
       UUID id = client.enqueue(NUMBERED, new Numbered(i)).job().id();
       Job done = awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(30));
@@ -113,10 +122,14 @@ class WakeUpTest extends PgJobsTestBase {
   void delayedJobDoesNotStartBeforeItsRunAtAndStartsAfterIt() {
     start(worker().pollInterval(Duration.ofMillis(100)).register(NUMBERED, this::recordStart));
 
-    Job enqueued =
-        client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().delay(Duration.ofSeconds(2)).build())
-            .job();
-    assertThat(Duration.between(enqueued.createdAt(), enqueued.runAt())).isEqualTo(Duration.ofSeconds(2));
+    Job enqueued = client
+        .enqueue(
+            NUMBERED,
+            new Numbered(1),
+            EnqueueOptions.builder().delay(Duration.ofSeconds(2)).build())
+        .job();
+    assertThat(Duration.between(enqueued.createdAt(), enqueued.runAt()))
+        .isEqualTo(Duration.ofSeconds(2));
 
     Job done = awaitState(enqueued.id(), JobState.SUCCEEDED, Duration.ofSeconds(30));
     assertThat(startedAt.get(enqueued.id()))
@@ -132,15 +145,20 @@ class WakeUpTest extends PgJobsTestBase {
     start(worker().pollInterval(Duration.ofMillis(100)).register(NUMBERED, this::recordStart));
 
     Instant before = databaseNow();
-    List<UUID> ids =
-        client.enqueueAll(NUMBERED, numbered(10), EnqueueOptions.builder().delay(Duration.ofSeconds(2)).build());
+    List<UUID> ids = client.enqueueAll(
+        NUMBERED,
+        numbered(10),
+        EnqueueOptions.builder().delay(Duration.ofSeconds(2)).build());
 
     for (UUID id : ids) {
       Job done = awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(30));
-      assertThat(done.runAt()).as("run_at of a job enqueued with a 2 s delay")
+      assertThat(done.runAt())
+          .as("run_at of a job enqueued with a 2 s delay")
           .isAfterOrEqualTo(before.plusSeconds(2));
       assertThat(Duration.between(done.createdAt(), done.runAt())).isEqualTo(Duration.ofSeconds(2));
-      assertThat(startedAt.get(id)).as("handler start by the database clock").isAfterOrEqualTo(done.runAt());
+      assertThat(startedAt.get(id))
+          .as("handler start by the database clock")
+          .isAfterOrEqualTo(done.runAt());
       assertThat(done.attemptedAt()).as("claim time").isAfterOrEqualTo(done.runAt());
     }
   }
@@ -152,7 +170,8 @@ class WakeUpTest extends PgJobsTestBase {
    * first job, so that it is idle in its poll wait when the test enqueues.
    */
   private JobWorker startIdleListeningWorker() {
-    JobWorker worker = start(worker().pollInterval(LONG_POLL).register(NUMBERED, this::recordStart));
+    JobWorker worker =
+        start(worker().pollInterval(LONG_POLL).register(NUMBERED, this::recordStart));
     await("worker listening").atMost(Duration.ofSeconds(30)).until(worker::isListening);
     // The warm-up job may need a poll if notifications are broken: let the assertions that follow
     // report that, not this preparation.

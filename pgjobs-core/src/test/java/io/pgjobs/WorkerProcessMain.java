@@ -27,14 +27,16 @@ public final class WorkerProcessMain {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 2) {
-      System.err.println("usage: WorkerProcessMain <jdbc-url> <worker-id> [concurrency] [pool-size]");
+      System.err.println(
+          "usage: WorkerProcessMain <jdbc-url> <worker-id> [concurrency] [pool-size]");
       System.exit(2);
     }
     String url = args[0];
     String workerId = args[1];
     int concurrency = args.length > 2 ? Integer.parseInt(args[2]) : 10;
     int poolSize = args.length > 3 ? Integer.parseInt(args[3]) : concurrency + 3;
-    java.util.List<String> capabilities = args.length > 4 ? java.util.List.of(args[4].split(",")) : java.util.List.of();
+    java.util.List<String> capabilities =
+        args.length > 4 ? java.util.List.of(args[4].split(",")) : java.util.List.of();
 
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(url);
@@ -43,27 +45,29 @@ public final class WorkerProcessMain {
     config.setPoolName(workerId);
     HikariDataSource pool = new HikariDataSource(config);
 
-    JobWorker worker =
-        JobWorker.builder(pool)
-            .workerId(workerId)
-            .queue(JobType.DEFAULT_QUEUE, concurrency)
-            .capabilities(capabilities)
-            .shutdownGrace(Duration.ofSeconds(2))
-            .register(PgJobsTestBase.NUMBERED, (ctx, payload) -> {
-              recordEffect(ctx);
-              return null;
-            })
-            .build();
+    JobWorker worker = JobWorker.builder(pool)
+        .workerId(workerId)
+        .queue(JobType.DEFAULT_QUEUE, concurrency)
+        .capabilities(capabilities)
+        .shutdownGrace(Duration.ofSeconds(2))
+        .register(PgJobsTestBase.NUMBERED, (ctx, payload) -> {
+          recordEffect(ctx);
+          return null;
+        })
+        .build();
 
     CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      try {
-        worker.close();
-        pool.close();
-      } finally {
-        stopped.countDown();
-      }
-    }, "worker-shutdown"));
+    Runtime.getRuntime()
+        .addShutdownHook(new Thread(
+            () -> {
+              try {
+                worker.close();
+                pool.close();
+              } finally {
+                stopped.countDown();
+              }
+            },
+            "worker-shutdown"));
 
     worker.start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -83,7 +87,8 @@ public final class WorkerProcessMain {
   /** The side effect the exactly-once tests count: one row per handler run. */
   static void recordEffect(JobContext ctx) throws Exception {
     try (Connection c = ctx.dataSource().getConnection();
-        PreparedStatement ps = c.prepareStatement("INSERT INTO effects (job_id, worker) VALUES (?, ?)")) {
+        PreparedStatement ps =
+            c.prepareStatement("INSERT INTO effects (job_id, worker) VALUES (?, ?)")) {
       ps.setObject(1, ctx.jobId());
       ps.setString(2, ctx.workerId());
       ps.executeUpdate();

@@ -40,13 +40,18 @@ public final class BenchMain {
           case "--sweep" -> sweep = true;
           case "--chart" -> chart = Path.of(value(args, ++i));
           case "--w4-warmup-jobs" -> w4Warmup = value(args, ++i);
-          case "--w5-chart" -> w5ChartFrom = java.util.Arrays.stream(value(args, ++i).split(",")).map(String::trim).map(Path::of).toList();
+          case "--w5-chart" ->
+            w5ChartFrom = java.util.Arrays.stream(value(args, ++i).split(","))
+                .map(String::trim)
+                .map(Path::of)
+                .toList();
           case "--help", "-h" -> {
-            System.out.println("usage: run-bench [--workload W1|W2|W3|W4|W3S|all] [--runs N] [--out FILE] [--scale S]"
-                + " [--w4-warmup-jobs N]"
-                + " | --sweep [--runs N] [--chart FILE.png] [--out FILE] [--scale S]"
-                + " | --workload W5 [W5 flags] [--runs N] [--out FILE] [--chart FILE.png]"
-                + " | --w5-chart OUT.jsonl[,OUT2.jsonl...] --chart FILE.png");
+            System.out.println(
+                "usage: run-bench [--workload W1|W2|W3|W4|W3S|all] [--runs N] [--out FILE] [--scale S]"
+                    + " [--w4-warmup-jobs N]"
+                    + " | --sweep [--runs N] [--chart FILE.png] [--out FILE] [--scale S]"
+                    + " | --workload W5 [W5 flags] [--runs N] [--out FILE] [--chart FILE.png]"
+                    + " | --w5-chart OUT.jsonl[,OUT2.jsonl...] --chart FILE.png");
             System.out.println(W5Options.HELP);
             return;
           }
@@ -59,11 +64,13 @@ public final class BenchMain {
         }
       }
       if (!(scale > 0 && scale <= 10)) {
-        throw new IllegalArgumentException("--scale must be greater than 0 and at most 10, was " + scale);
+        throw new IllegalArgumentException(
+            "--scale must be greater than 0 and at most 10, was " + scale);
       }
       if (w5ChartFrom != null) {
         if (chart == null) {
-          throw new IllegalArgumentException("--w5-chart needs --chart FILE.png (where the charts go)");
+          throw new IllegalArgumentException(
+              "--w5-chart needs --chart FILE.png (where the charts go)");
         }
         for (Path file : W5Chart.fromJsonLines(w5ChartFrom, chart)) {
           System.out.println("chart written to " + file);
@@ -78,7 +85,8 @@ public final class BenchMain {
       if (chart != null && !sweep && !isW5) {
         throw new IllegalArgumentException("--chart goes with --sweep or --workload W5");
       }
-      DatabaseUrl database = DatabaseUrl.parse(System.getenv().getOrDefault("DATABASE_URL", DatabaseUrl.DEFAULT));
+      DatabaseUrl database =
+          DatabaseUrl.parse(System.getenv().getOrDefault("DATABASE_URL", DatabaseUrl.DEFAULT));
       Path outFile = out;
       BenchRunner runner = new BenchRunner(database, scale, System.err);
       if (w4Warmup != null) {
@@ -87,7 +95,11 @@ public final class BenchMain {
       java.util.function.Consumer<BenchResult> sink = r -> {
         if (outFile != null) {
           try {
-            Files.writeString(outFile, r.toJsonLine() + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            Files.writeString(
+                outFile,
+                r.toJsonLine() + "\n",
+                StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
           } catch (IOException e) {
             throw new IllegalStateException("cannot write " + outFile + ": " + e.getMessage(), e);
           }
@@ -98,7 +110,8 @@ public final class BenchMain {
         List<W5Run> w5Runs = runner.w5(w5, runs == null ? 1 : runs, line -> {
           if (outFile != null) {
             try {
-              Files.writeString(outFile, line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+              Files.writeString(
+                  outFile, line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
             } catch (IOException e) {
               throw new IllegalStateException("cannot write " + outFile + ": " + e.getMessage(), e);
             }

@@ -50,29 +50,95 @@ public record BenchResult(
 
   /** A run without a plan. */
   public BenchResult(
-      String system, String variant, String workload, int run, int jobs, double jobsPerS, double p50Ms, double p95Ms,
-      double p99Ms, double peakRssMib) {
-    this(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib, null, null, null, null, null);
+      String system,
+      String variant,
+      String workload,
+      int run,
+      int jobs,
+      double jobsPerS,
+      double p50Ms,
+      double p95Ms,
+      double p99Ms,
+      double peakRssMib) {
+    this(
+        system,
+        variant,
+        workload,
+        run,
+        jobs,
+        jobsPerS,
+        p50Ms,
+        p95Ms,
+        p99Ms,
+        peakRssMib,
+        null,
+        null,
+        null,
+        null,
+        null);
   }
 
-  static BenchResult throughput(String system, String variant, Workload w, int run, int jobs, long nanos) {
+  static BenchResult throughput(
+      String system, String variant, Workload w, int run, int jobs, long nanos) {
     return new BenchResult(system, variant, w.name(), run, jobs, jobs / (nanos / 1e9), 0, 0, 0, 0);
   }
 
   /** The same figures, labelled as point {@code n} of a sweep series. */
   BenchResult as(String series, int n) {
-    return new BenchResult(system, series, workload, run, n, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib, plan,
-        p50FromCallMs, p95FromCallMs, p99FromCallMs, stages);
+    return new BenchResult(
+        system,
+        series,
+        workload,
+        run,
+        n,
+        jobsPerS,
+        p50Ms,
+        p95Ms,
+        p99Ms,
+        peakRssMib,
+        plan,
+        p50FromCallMs,
+        p95FromCallMs,
+        p99FromCallMs,
+        stages);
   }
 
   BenchResult withPeakRss(double mib) {
-    return new BenchResult(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, mib, plan,
-        p50FromCallMs, p95FromCallMs, p99FromCallMs, stages);
+    return new BenchResult(
+        system,
+        variant,
+        workload,
+        run,
+        jobs,
+        jobsPerS,
+        p50Ms,
+        p95Ms,
+        p99Ms,
+        mib,
+        plan,
+        p50FromCallMs,
+        p95FromCallMs,
+        p99FromCallMs,
+        stages);
   }
 
   BenchResult withPlan(String text) {
-    return new BenchResult(system, variant, workload, run, jobs, jobsPerS, p50Ms, p95Ms, p99Ms, peakRssMib, text,
-        p50FromCallMs, p95FromCallMs, p99FromCallMs, stages);
+    return new BenchResult(
+        system,
+        variant,
+        workload,
+        run,
+        jobs,
+        jobsPerS,
+        p50Ms,
+        p95Ms,
+        p99Ms,
+        peakRssMib,
+        text,
+        p50FromCallMs,
+        p95FromCallMs,
+        p99FromCallMs,
+        stages);
   }
 
   /**
@@ -83,8 +149,9 @@ public record BenchResult(
     return JSON.writeValueAsString(this);
   }
 
-  private static final JsonMapper JSON =
-      JsonMapper.builder().propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE).build();
+  private static final JsonMapper JSON = JsonMapper.builder()
+      .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+      .build();
 
   /** The series this run belongs to. */
   String key() {

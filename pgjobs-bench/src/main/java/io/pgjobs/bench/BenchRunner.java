@@ -57,19 +57,23 @@ public final class BenchRunner {
   }
 
   /** Runs every workload {@code runs} times; each result goes to {@code sink} as soon as it exists. */
-  public List<BenchResult> run(Workload[] workloads, int runs, Consumer<BenchResult> sink) throws Exception {
+  public List<BenchResult> run(Workload[] workloads, int runs, Consumer<BenchResult> sink)
+      throws Exception {
     if (runs < 1 || runs > 100) {
       throw new IllegalArgumentException("runs must be between 1 and 100, was " + runs);
     }
     if (java.util.Arrays.asList(workloads).contains(Workload.W5)) {
-      throw new IllegalArgumentException("W5 has its own settings and output: run it with w5(options, runs, sink)");
+      throw new IllegalArgumentException(
+          "W5 has its own settings and output: run it with w5(options, runs, sink)");
     }
     database.createDatabaseIfMissing();
     List<BenchResult> results = new ArrayList<>();
     Consumer<BenchResult> collect = r -> {
       results.add(r);
       sink.accept(r);
-      progress.printf("  %-3s %-6s %-32s run %d: %s%n", r.workload(), r.system(), r.variant(), r.run(), Report.figure(r));
+      progress.printf(
+          "  %-3s %-6s %-32s run %d: %s%n",
+          r.workload(), r.system(), r.variant(), r.run(), Report.figure(r));
     };
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(database.jdbcUrl());
@@ -115,9 +119,13 @@ public final class BenchRunner {
             PgJobsWorkloads pgjobs = new PgJobsWorkloads(database, ds, pgSchema);
             RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);
             List<BenchResult> point = List.of(
-                raw.w3(run, jobs, n, RawSqlWorkloads.Finish.MOVE).as("sweep: raw claim N + move", n),
-                pgjobs.w3InProcess(run, jobs, "", n, n).as("sweep: pgjobs batch = concurrency = N", n),
-                pgjobs.w3InProcess(run, jobs, "", n, JobWorkerDefaults.CLAIM_BATCH)
+                raw.w3(run, jobs, n, RawSqlWorkloads.Finish.MOVE)
+                    .as("sweep: raw claim N + move", n),
+                pgjobs
+                    .w3InProcess(run, jobs, "", n, n)
+                    .as("sweep: pgjobs batch = concurrency = N", n),
+                pgjobs
+                    .w3InProcess(run, jobs, "", n, JobWorkerDefaults.CLAIM_BATCH)
                     .as("sweep: pgjobs concurrency N, default claim batch", n));
             for (BenchResult r : point) {
               results.add(r);
@@ -154,29 +162,67 @@ public final class BenchRunner {
       progress.println("W5 sustained load: " + options.describe());
       for (int run = 1; run <= runs; run++) {
         for (int rate : options.rates()) {
-          results.add(w5Once(ds, String.format(Locale.ROOT, "%d/s", rate), run, rate, 0, options.lanes(), options,
-              options.sustainedPhases(), jsonLines));
+          results.add(w5Once(
+              ds,
+              String.format(Locale.ROOT, "%d/s", rate),
+              run,
+              rate,
+              0,
+              options.lanes(),
+              options,
+              options.sustainedPhases(),
+              jsonLines));
         }
         for (int lanes : options.peakLanes()) {
-          results.add(w5Once(ds, String.format(Locale.ROOT, "peak %d lanes", lanes), run, 0, options.peakDepth(), lanes,
-              options, options.peakPhases(), jsonLines));
+          results.add(w5Once(
+              ds,
+              String.format(Locale.ROOT, "peak %d lanes", lanes),
+              run,
+              0,
+              options.peakDepth(),
+              lanes,
+              options,
+              options.peakPhases(),
+              jsonLines));
         }
       }
     }
     return results;
   }
 
-  private W5Run w5Once(HikariDataSource ds, String label, int run, int rate, int depth, int lanes, W5Options options,
-      List<W5Options.Phase> phases, Consumer<String> jsonLines) throws Exception {
+  private W5Run w5Once(
+      HikariDataSource ds,
+      String label,
+      int run,
+      int rate,
+      int depth,
+      int lanes,
+      W5Options options,
+      List<W5Options.Phase> phases,
+      Consumer<String> jsonLines)
+      throws Exception {
     String schema = "bench_w5_" + UUID.randomUUID().toString().substring(0, 8);
-    progress.printf(Locale.ROOT, "W5 %s, run %d: %s%n", label, run,
-        rate > 0 ? String.format(Locale.ROOT, "%,d jobs/s offered, %d lanes", rate, lanes)
+    progress.printf(
+        Locale.ROOT,
+        "W5 %s, run %d: %s%n",
+        label,
+        run,
+        rate > 0
+            ? String.format(Locale.ROOT, "%,d jobs/s offered, %d lanes", rate, lanes)
             : String.format(Locale.ROOT, "depth kept at %,d, %d lanes", depth, lanes));
     progress.print(W5Report.WINDOW_HEADER);
     try {
       io.pgjobs.JobClient.builder(ds).schema(schema).build().migrate();
       W5Runner runner = new W5Runner(database, ds, schema, progress);
-      W5Run result = runner.run(label, run, rate, depth, lanes, options.workMs(), phases, options.windowS(),
+      W5Run result = runner.run(
+          label,
+          run,
+          rate,
+          depth,
+          lanes,
+          options.workMs(),
+          phases,
+          options.windowS(),
           w -> {
             progress.print(W5Report.windowRow(w));
             jsonLines.accept(w.toJsonLine());
@@ -209,8 +255,11 @@ public final class BenchRunner {
 
   /** Variant of the W3S row on the filled tables at {@code scale}. */
   static String w3sFilledVariant(double scale) {
-    return String.format(Locale.ROOT, "%,d scheduled + %,d finished in tables, default settings (%% = vs empty tables)",
-        ScaleFill.scaled(ScaleFill.SCHEDULED, scale), ScaleFill.scaled(ScaleFill.FINISHED, scale));
+    return String.format(
+        Locale.ROOT,
+        "%,d scheduled + %,d finished in tables, default settings (%% = vs empty tables)",
+        ScaleFill.scaled(ScaleFill.SCHEDULED, scale),
+        ScaleFill.scaled(ScaleFill.FINISHED, scale));
   }
 
   /**
@@ -219,8 +268,14 @@ public final class BenchRunner {
    * second EXPLAIN shows the claim of a worker that finds nothing due. The plans go to the progress stream
    * and into the filled row's {@code plan}.
    */
-  private void w3s(HikariDataSource ds, PgJobsWorkloads pgjobs, String schema, int run, int jobs,
-      Consumer<BenchResult> out) throws Exception {
+  private void w3s(
+      HikariDataSource ds,
+      PgJobsWorkloads pgjobs,
+      String schema,
+      int run,
+      int jobs,
+      Consumer<BenchResult> out)
+      throws Exception {
     out.accept(pgjobs.w3Processes(Workload.W3S, run, jobs, W3S_EMPTY, 1));
     ScaleFill fill = new ScaleFill(ds, schema, progress);
     int scheduled = ScaleFill.scaled(ScaleFill.SCHEDULED, scale);
@@ -230,19 +285,28 @@ public final class BenchRunner {
     pgjobs.enqueueDue(jobs);
     long due = fill.countAbove(lastFiller);
     if (due != jobs) {
-      throw new IllegalStateException("W3S: " + due + " jobs sort above the filler, expected the " + jobs + " just enqueued");
+      throw new IllegalStateException(
+          "W3S: " + due + " jobs sort above the filler, expected the " + jobs + " just enqueued");
     }
-    String busy = "-- claim with " + jobs + " due jobs among " + scheduled + " scheduled:\n" + fill.explainClaim();
-    progress.printf(Locale.ROOT, "  W3S ready to drain after %.0f s; the claim on the filled tables:%n%s", (System.nanoTime() - t0) / 1e9, busy);
+    String busy = "-- claim with " + jobs + " due jobs among " + scheduled + " scheduled:\n"
+        + fill.explainClaim();
+    progress.printf(
+        Locale.ROOT,
+        "  W3S ready to drain after %.0f s; the claim on the filled tables:%n%s",
+        (System.nanoTime() - t0) / 1e9,
+        busy);
     pgjobs.pause();
     BenchResult filled =
         pgjobs.drainWithProcesses(Workload.W3S, run, jobs, w3sFilledVariant(scale), 1, lastFiller);
-    String idle = "-- claim with nothing due (the worker's poll while idle), after the drain:\n" + fill.explainClaim();
+    String idle = "-- claim with nothing due (the worker's poll while idle), after the drain:\n"
+        + fill.explainClaim();
     progress.print(idle);
     out.accept(filled.withPlan(busy + idle));
   }
 
-  private void runOnce(HikariDataSource ds, Workload w, int run, int jobs, Consumer<BenchResult> out) throws Exception {
+  private void runOnce(
+      HikariDataSource ds, Workload w, int run, int jobs, Consumer<BenchResult> out)
+      throws Exception {
     String suffix = UUID.randomUUID().toString().substring(0, 8);
     String pgSchema = "bench_pgjobs_" + suffix;
     String rawSchema = "bench_raw_" + suffix;
@@ -269,7 +333,8 @@ public final class BenchRunner {
           raw.truncate();
           out.accept(raw.w3(run, jobs, 100, RawSqlWorkloads.Finish.UPDATE_DONE));
           raw.truncate();
-          // The same design and batch size as pgjobs' defaults, single-threaded: the honest peer of the
+          // The same design and batch size as pgjobs' defaults, single-threaded: the honest peer of
+          // the
           // default-settings row.
           out.accept(raw.w3(run, jobs, 10, RawSqlWorkloads.Finish.MOVE));
           raw.truncate();

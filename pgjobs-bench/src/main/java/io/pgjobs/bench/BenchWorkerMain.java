@@ -27,6 +27,7 @@ public final class BenchWorkerMain {
   public static final String READY = "READY";
   /** The line that asks the process to stop. */
   public static final String STOP = "STOP";
+
   static final String ENV_JDBC_URL = "PGJOBS_BENCH_JDBC_URL";
   static final String ENV_USER = "PGJOBS_BENCH_USER";
   static final String ENV_PASSWORD = "PGJOBS_BENCH_PASSWORD";
@@ -38,8 +39,9 @@ public final class BenchWorkerMain {
 
   public static void main(String[] args) {
     if (args.length != 1 || System.getenv(ENV_JDBC_URL) == null) {
-      System.err.println("usage: " + ENV_JDBC_URL + "=jdbc:postgresql://... java " + BenchWorkerMain.class.getName()
-          + " SCHEMA   (stop: write " + STOP + " or close stdin)");
+      System.err.println("usage: " + ENV_JDBC_URL + "=jdbc:postgresql://... java "
+          + BenchWorkerMain.class.getName() + " SCHEMA   (stop: write " + STOP
+          + " or close stdin)");
       System.exit(2);
     }
     int status;
@@ -55,19 +57,25 @@ public final class BenchWorkerMain {
   }
 
   private static int run(String schema) throws IOException {
-    DatabaseUrl database =
-        new DatabaseUrl(System.getenv(ENV_JDBC_URL), System.getenv(ENV_USER), System.getenv(ENV_PASSWORD),
-            System.getenv(ENV_DATABASE));
+    DatabaseUrl database = new DatabaseUrl(
+        System.getenv(ENV_JDBC_URL),
+        System.getenv(ENV_USER),
+        System.getenv(ENV_PASSWORD),
+        System.getenv(ENV_DATABASE));
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(database.jdbcUrl());
     config.setDataSourceProperties(database.properties());
-    // The JobWorker javadoc: size the pool for the total concurrency plus a few (listener, heartbeat,
+    // The JobWorker javadoc: size the pool for the total concurrency plus a few (listener,
+    // heartbeat,
     // completions, claims, maintenance).
     config.setMaximumPoolSize(JobWorker.DEFAULT_CONCURRENCY + 5);
     config.setPoolName("bench-worker");
     try (HikariDataSource ds = new HikariDataSource(config);
-        JobWorker worker =
-            JobWorker.builder(ds).schema(schema).register(PgJobsWorkloads.NOOP, (ctx, p) -> null).build().start()) {
+        JobWorker worker = JobWorker.builder(ds)
+            .schema(schema)
+            .register(PgJobsWorkloads.NOOP, (ctx, p) -> null)
+            .build()
+            .start()) {
       long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
       while (!worker.isListening()) {
         if (System.nanoTime() > deadline) {
@@ -78,7 +86,8 @@ public final class BenchWorkerMain {
       }
       System.out.println(READY);
       System.out.flush();
-      BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      BufferedReader in =
+          new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       String line;
       while ((line = in.readLine()) != null && !line.trim().equals(STOP)) {
         // Anything else is ignored.

@@ -18,14 +18,25 @@ final class Percentiles {
     return sorted.get(Math.max(0, Math.min(sorted.size() - 1, rank - 1)));
   }
 
-  static BenchResult of(String system, String variant, Workload w, int run, int jobs, List<Double> latenciesMs) {
+  static BenchResult of(
+      String system, String variant, Workload w, int run, int jobs, List<Double> latenciesMs) {
     List<Double> sorted = new ArrayList<>(latenciesMs);
     Collections.sort(sorted);
     if (sorted.size() < jobs) {
-      throw new IllegalStateException(w + " " + system + ": only " + sorted.size() + " of " + jobs + " jobs started");
+      throw new IllegalStateException(
+          w + " " + system + ": only " + sorted.size() + " of " + jobs + " jobs started");
     }
-    return new BenchResult(system, variant, w.name(), run, jobs, 0,
-        percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99), 0);
+    return new BenchResult(
+        system,
+        variant,
+        w.name(),
+        run,
+        jobs,
+        0,
+        percentile(sorted, 50),
+        percentile(sorted, 95),
+        percentile(sorted, 99),
+        0);
   }
 
   /** A W4 variant's name: {@code base}, and the warm-up if there was one. */
@@ -38,7 +49,12 @@ final class Percentiles {
    * call's start, and per stage (null when not traced).
    */
   static BenchResult w4(
-      String system, String variant, int run, int jobs, List<Double> fromReturnMs, List<Double> fromCallMs,
+      String system,
+      String variant,
+      int run,
+      int jobs,
+      List<Double> fromReturnMs,
+      List<Double> fromCallMs,
       Map<String, List<Double>> stagesMs) {
     BenchResult r = of(system, variant, Workload.W4, run, jobs, fromReturnMs);
     List<Double> call = new ArrayList<>(fromCallMs);
@@ -53,7 +69,21 @@ final class Percentiles {
         stages.put(e.getKey() + "_p99_ms", percentile(s, 99));
       }
     }
-    return new BenchResult(r.system(), r.variant(), r.workload(), run, jobs, 0, r.p50Ms(), r.p95Ms(), r.p99Ms(), 0,
-        null, percentile(call, 50), percentile(call, 95), percentile(call, 99), stages);
+    return new BenchResult(
+        r.system(),
+        r.variant(),
+        r.workload(),
+        run,
+        jobs,
+        0,
+        r.p50Ms(),
+        r.p95Ms(),
+        r.p99Ms(),
+        0,
+        null,
+        percentile(call, 50),
+        percentile(call, 95),
+        percentile(call, 99),
+        stages);
   }
 }

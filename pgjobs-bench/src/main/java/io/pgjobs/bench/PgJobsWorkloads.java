@@ -55,7 +55,8 @@ final class PgJobsWorkloads {
     List<Noop> payloads = payloads(jobs);
     long start = System.nanoTime();
     client.enqueueAll(NOOP, payloads, EnqueueOptions.DEFAULTS);
-    return BenchResult.throughput("pgjobs", "enqueueAll (COPY)", Workload.W1, run, jobs, System.nanoTime() - start);
+    return BenchResult.throughput(
+        "pgjobs", "enqueueAll (COPY)", Workload.W1, run, jobs, System.nanoTime() - start);
   }
 
   BenchResult w2(int run, int jobs) {
@@ -63,7 +64,8 @@ final class PgJobsWorkloads {
     for (int i = 0; i < jobs; i++) {
       client.enqueue(NOOP, new Noop(i));
     }
-    return BenchResult.throughput("pgjobs", "enqueue", Workload.W2, run, jobs, System.nanoTime() - start);
+    return BenchResult.throughput(
+        "pgjobs", "enqueue", Workload.W2, run, jobs, System.nanoTime() - start);
   }
 
   /**
@@ -73,7 +75,8 @@ final class PgJobsWorkloads {
    * clock runs from the resume (which notifies the workers) until the hot table is empty. The peak RSS is
    * the largest VmHWM of the worker processes over their whole life, start-up included.
    */
-  BenchResult w3Processes(Workload w, int run, int jobs, String label, int processes) throws Exception {
+  BenchResult w3Processes(Workload w, int run, int jobs, String label, int processes)
+      throws Exception {
     pause();
     enqueueDue(jobs);
     return drainWithProcesses(w, run, jobs, label, processes, null);
@@ -94,8 +97,8 @@ final class PgJobsWorkloads {
    * queue and times the drain: until the hot table is empty or, with {@code after} set, until no job with
    * an id above {@code after} is left (the W3S tables keep millions of scheduled jobs, all below it).
    */
-  BenchResult drainWithProcesses(Workload w, int run, int jobs, String label, int processes, UUID after)
-      throws Exception {
+  BenchResult drainWithProcesses(
+      Workload w, int run, int jobs, String label, int processes, UUID after) throws Exception {
     List<WorkerProcess> children = new ArrayList<>();
     try {
       for (int i = 1; i <= processes; i++) {
@@ -109,7 +112,8 @@ final class PgJobsWorkloads {
       awaitDrained(after, DRAIN_TIMEOUT, () -> children.forEach(WorkerProcess::checkAlive));
       long nanos = System.nanoTime() - start;
       // VmHWM before STOP: the graceful shutdown is not part of the measurement.
-      double peakRss = children.stream().mapToDouble(WorkerProcess::peakRssMib).max().orElse(0);
+      double peakRss =
+          children.stream().mapToDouble(WorkerProcess::peakRssMib).max().orElse(0);
       for (WorkerProcess child : children) {
         child.stop(Duration.ofSeconds(60));
       }
@@ -123,22 +127,23 @@ final class PgJobsWorkloads {
    * W3 with the given worker settings, the worker inside this JVM (for the sweep, which varies the
    * settings); {@code label} names them. The peak RSS is this JVM's (bench and worker together).
    */
-  BenchResult w3InProcess(int run, int jobs, String label, int concurrency, int claimBatch) throws SQLException {
+  BenchResult w3InProcess(int run, int jobs, String label, int concurrency, int claimBatch)
+      throws SQLException {
     client.enqueueAll(NOOP, payloads(jobs), EnqueueOptions.DEFAULTS);
     Memory.resetPeak();
     long start = System.nanoTime();
-    JobWorker worker =
-        JobWorker.builder(dataSource)
-            .schema(schema)
-            .register(NOOP, (ctx, p) -> null)
-            .queue(JobType.DEFAULT_QUEUE, concurrency)
-            .claimBatch(claimBatch)
-            .build()
-            .start();
+    JobWorker worker = JobWorker.builder(dataSource)
+        .schema(schema)
+        .register(NOOP, (ctx, p) -> null)
+        .queue(JobType.DEFAULT_QUEUE, concurrency)
+        .claimBatch(claimBatch)
+        .build()
+        .start();
     try {
       awaitDrained(null, DRAIN_TIMEOUT, () -> {});
       long nanos = System.nanoTime() - start;
-      return BenchResult.throughput("pgjobs", label, Workload.W3, run, jobs, nanos).withPeakRss(Memory.peakMib());
+      return BenchResult.throughput("pgjobs", label, Workload.W3, run, jobs, nanos)
+          .withPeakRss(Memory.peakMib());
     } finally {
       worker.close();
     }
@@ -155,15 +160,14 @@ final class PgJobsWorkloads {
     WakeTrace.install(probe);
     JobWorker worker;
     try {
-      worker =
-          JobWorker.builder(dataSource)
-              .schema(schema)
-              .register(NOOP, (ctx, p) -> {
-                startedAt.put(ctx.jobId(), System.nanoTime());
-                return null;
-              })
-              .build()
-              .start();
+      worker = JobWorker.builder(dataSource)
+          .schema(schema)
+          .register(NOOP, (ctx, p) -> {
+            startedAt.put(ctx.jobId(), System.nanoTime());
+            return null;
+          })
+          .build()
+          .start();
     } catch (RuntimeException e) {
       WakeTrace.install(null);
       throw e;
@@ -174,7 +178,8 @@ final class PgJobsWorkloads {
         LockSupport.parkNanos(1_000_000);
       }
       if (warmup > 0) {
-        // Each warm-up job alone as well (the worker is idle again within the 2 ms), so the code the
+        // Each warm-up job alone as well (the worker is idle again within the 2 ms), so the code
+        // the
         // timed jobs take is the code the JIT compiles; then forget them.
         for (int i = 0; i < warmup; i++) {
           client.enqueue(NOOP, new Noop(-1 - i));
@@ -185,7 +190,8 @@ final class PgJobsWorkloads {
           LockSupport.parkNanos(1_000_000);
         }
         if (startedAt.size() < warmup) {
-          throw new IllegalStateException("W4: " + startedAt.size() + " of " + warmup + " warm-up jobs started in 120 s");
+          throw new IllegalStateException(
+              "W4: " + startedAt.size() + " of " + warmup + " warm-up jobs started in 120 s");
         }
         startedAt.clear();
         probe.byJob.clear();
@@ -206,7 +212,8 @@ final class PgJobsWorkloads {
       List<Double> fromReturn = new ArrayList<>();
       List<Double> fromCall = new ArrayList<>();
       Map<String, List<Double>> stages = new LinkedHashMap<>();
-      for (String stage : List.of("return_to_notification", "notification_to_claim", "claim_to_lane", "lane_to_handler")) {
+      for (String stage : List.of(
+          "return_to_notification", "notification_to_claim", "claim_to_lane", "lane_to_handler")) {
         stages.put(stage, new ArrayList<>());
       }
       int onNotification = 0;
@@ -219,12 +226,14 @@ final class PgJobsWorkloads {
         }
         fromReturn.add((handler - t1) / 1e6);
         fromCall.add((handler - t0) / 1e6);
-        long[] trace = probe.byJob.get(e.getKey()); // notification, claim, lane, on notification (1/0)
+        long[] trace =
+            probe.byJob.get(e.getKey()); // notification, claim, lane, on notification (1/0)
         if (trace == null || trace[2] == 0) {
           continue;
         }
         onNotification += (int) trace[3];
-        // A notification from before this job's enqueue belongs to an earlier job: a poll found this one.
+        // A notification from before this job's enqueue belongs to an earlier job: a poll found
+        // this one.
         if (trace[0] >= t0) {
           stages.get("return_to_notification").add((trace[0] - t1) / 1e6);
           stages.get("notification_to_claim").add((trace[1] - trace[0]) / 1e6);
@@ -232,9 +241,18 @@ final class PgJobsWorkloads {
         stages.get("claim_to_lane").add((trace[2] - trace[1]) / 1e6);
         stages.get("lane_to_handler").add((handler - trace[2]) / 1e6);
       }
-      BenchResult r = Percentiles.w4("pgjobs", Percentiles.w4Variant("LISTEN/NOTIFY, idle worker", warmup), run, jobs,
-          fromReturn, fromCall, stages);
-      r.stages().put("claimed_on_notification_pct", 100.0 * onNotification / Math.max(1, fromReturn.size()));
+      BenchResult r = Percentiles.w4(
+          "pgjobs",
+          Percentiles.w4Variant("LISTEN/NOTIFY, idle worker", warmup),
+          run,
+          jobs,
+          fromReturn,
+          fromCall,
+          stages);
+      r.stages()
+          .put(
+              "claimed_on_notification_pct",
+              100.0 * onNotification / Math.max(1, fromReturn.size()));
       return r;
     } finally {
       WakeTrace.install(null);
@@ -287,10 +305,11 @@ final class PgJobsWorkloads {
     long deadline = System.nanoTime() + timeout.toNanos();
     long nextCheck = 0;
     String bound = after == null ? null : "id > '" + after + "'::uuid";
-    try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
+    try (Connection c = dataSource.getConnection();
+        Statement st = c.createStatement()) {
       while (System.nanoTime() < deadline) {
-        String sql =
-            "SELECT id FROM " + schema + ".jobs" + (bound == null ? "" : " WHERE " + bound) + " ORDER BY id LIMIT 1";
+        String sql = "SELECT id FROM " + schema + ".jobs" + (bound == null ? "" : " WHERE " + bound)
+            + " ORDER BY id LIMIT 1";
         try (ResultSet rs = st.executeQuery(sql)) {
           if (!rs.next()) {
             return;

@@ -36,11 +36,14 @@ final class RawSqlWorkloads {
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {
       st.execute("CREATE SCHEMA IF NOT EXISTS " + schema);
-      st.execute("CREATE TABLE " + schema + ".raw_jobs (id bigserial PRIMARY KEY, queue text NOT NULL DEFAULT 'default',"
+      st.execute("CREATE TABLE " + schema
+          + ".raw_jobs (id bigserial PRIMARY KEY, queue text NOT NULL DEFAULT 'default',"
           + " payload jsonb NOT NULL, priority int NOT NULL DEFAULT 50, run_at timestamptz NOT NULL DEFAULT now(),"
           + " state text NOT NULL DEFAULT 'queued', attempts int NOT NULL DEFAULT 0)");
-      st.execute("CREATE INDEX ON " + schema + ".raw_jobs (queue, priority DESC, run_at) WHERE state = 'queued'");
-      st.execute("CREATE TABLE " + schema + ".raw_finished (LIKE " + schema + ".raw_jobs, finished_at timestamptz NOT NULL)");
+      st.execute("CREATE INDEX ON " + schema
+          + ".raw_jobs (queue, priority DESC, run_at) WHERE state = 'queued'");
+      st.execute("CREATE TABLE " + schema + ".raw_finished (LIKE " + schema
+          + ".raw_jobs, finished_at timestamptz NOT NULL)");
     }
   }
 
@@ -60,8 +63,11 @@ final class RawSqlWorkloads {
     try (Connection c = dataSource.getConnection()) {
       CopyManager copy = c.unwrap(PGConnection.class).getCopyAPI();
       long start = System.nanoTime();
-      copy.copyIn("COPY " + schema + ".raw_jobs (payload) FROM STDIN", new java.io.ByteArrayInputStream(data));
-      return BenchResult.throughput("raw", "COPY", Workload.W1, run, jobs, System.nanoTime() - start);
+      copy.copyIn(
+          "COPY " + schema + ".raw_jobs (payload) FROM STDIN",
+          new java.io.ByteArrayInputStream(data));
+      return BenchResult.throughput(
+          "raw", "COPY", Workload.W1, run, jobs, System.nanoTime() - start);
     } catch (java.io.IOException e) {
       throw new SQLException(e);
     }
@@ -82,19 +88,27 @@ final class RawSqlWorkloads {
         }
         ps.executeUpdate();
       }
-      return BenchResult.throughput("raw", "multi-row INSERT x1000", Workload.W1, run, jobs, System.nanoTime() - start);
+      return BenchResult.throughput(
+          "raw", "multi-row INSERT x1000", Workload.W1, run, jobs, System.nanoTime() - start);
     }
   }
 
   BenchResult w2(int run, int jobs) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement("INSERT INTO " + schema + ".raw_jobs (payload) VALUES (?::jsonb)")) {
+        PreparedStatement ps =
+            c.prepareStatement("INSERT INTO " + schema + ".raw_jobs (payload) VALUES (?::jsonb)")) {
       long start = System.nanoTime();
       for (int i = 0; i < jobs; i++) {
         ps.setString(1, "{\"n\": " + i + "}");
         ps.executeUpdate();
       }
-      return BenchResult.throughput("raw", "single-row INSERT, autocommit", Workload.W2, run, jobs, System.nanoTime() - start);
+      return BenchResult.throughput(
+          "raw",
+          "single-row INSERT, autocommit",
+          Workload.W2,
+          run,
+          jobs,
+          System.nanoTime() - start);
     }
   }
 
@@ -110,14 +124,17 @@ final class RawSqlWorkloads {
 
   BenchResult w3(int run, int jobs, int batch, Finish finish) throws SQLException {
     w1Copy(run, jobs); // fill, untimed
-    String claim = "UPDATE " + schema + ".raw_jobs j SET state = 'running', attempts = j.attempts + 1 FROM ("
-        + "SELECT id FROM " + schema + ".raw_jobs WHERE state = 'queued' AND queue = 'default' AND run_at <= now()"
-        + " ORDER BY priority DESC, run_at LIMIT ? FOR UPDATE SKIP LOCKED) c WHERE j.id = c.id RETURNING j.id, j.payload::text";
+    String claim =
+        "UPDATE " + schema + ".raw_jobs j SET state = 'running', attempts = j.attempts + 1 FROM ("
+            + "SELECT id FROM " + schema
+            + ".raw_jobs WHERE state = 'queued' AND queue = 'default' AND run_at <= now()"
+            + " ORDER BY priority DESC, run_at LIMIT ? FOR UPDATE SKIP LOCKED) c WHERE j.id = c.id RETURNING j.id, j.payload::text";
     String done = switch (finish) {
       case DELETE -> "DELETE FROM " + schema + ".raw_jobs WHERE id = ANY(?)";
       case UPDATE_DONE -> "UPDATE " + schema + ".raw_jobs SET state = 'done' WHERE id = ANY(?)";
-      case MOVE -> "WITH d AS (DELETE FROM " + schema + ".raw_jobs WHERE id = ANY(?) RETURNING *) INSERT INTO "
-          + schema + ".raw_finished SELECT *, now() FROM d";
+      case MOVE ->
+        "WITH d AS (DELETE FROM " + schema + ".raw_jobs WHERE id = ANY(?) RETURNING *) INSERT INTO "
+            + schema + ".raw_finished SELECT *, now() FROM d";
     };
     try (Connection c = dataSource.getConnection();
         PreparedStatement claimPs = c.prepareStatement(claim);
@@ -141,12 +158,14 @@ final class RawSqlWorkloads {
         donePs.executeUpdate();
         total += ids.size();
       }
-      String label = "claim " + batch + " + " + switch (finish) {
-        case DELETE -> "DELETE";
-        case UPDATE_DONE -> "UPDATE to done";
-        case MOVE -> "move to finished table";
-      };
-      return BenchResult.throughput("raw", label, Workload.W3, run, total, System.nanoTime() - start);
+      String label = "claim " + batch + " + "
+          + switch (finish) {
+            case DELETE -> "DELETE";
+            case UPDATE_DONE -> "UPDATE to done";
+            case MOVE -> "move to finished table";
+          };
+      return BenchResult.throughput(
+          "raw", label, Workload.W3, run, total, System.nanoTime() - start);
     }
   }
 
@@ -154,15 +173,18 @@ final class RawSqlWorkloads {
   BenchResult w4(int run, int jobs, int warmup) throws Exception {
     String channel = schema + "_raw_ready";
     ConcurrentHashMap<Long, Long> claimedAt = new ConcurrentHashMap<>();
-    ConcurrentHashMap<Long, Long> notifiedAt = new ConcurrentHashMap<>(); // the notification that led to the claim
+    ConcurrentHashMap<Long, Long> notifiedAt =
+        new ConcurrentHashMap<>(); // the notification that led to the claim
     CountDownLatch listening = new CountDownLatch(1);
     CountDownLatch all = new CountDownLatch(warmup + jobs);
     Thread consumer = Thread.ofPlatform().daemon().start(() -> {
       try (Connection c = dataSource.getConnection();
           Statement st = c.createStatement();
-          PreparedStatement claim = c.prepareStatement("UPDATE " + schema + ".raw_jobs j SET state = 'running' FROM ("
-              + "SELECT id FROM " + schema + ".raw_jobs WHERE state = 'queued' ORDER BY priority DESC, run_at"
-              + " LIMIT 10 FOR UPDATE SKIP LOCKED) x WHERE j.id = x.id RETURNING j.id")) {
+          PreparedStatement claim =
+              c.prepareStatement("UPDATE " + schema + ".raw_jobs j SET state = 'running' FROM ("
+                  + "SELECT id FROM " + schema
+                  + ".raw_jobs WHERE state = 'queued' ORDER BY priority DESC, run_at"
+                  + " LIMIT 10 FOR UPDATE SKIP LOCKED) x WHERE j.id = x.id RETURNING j.id")) {
         st.execute("LISTEN " + channel);
         listening.countDown();
         // pgjobs' reader, not getNotifications(timeout), which waits 1 ms after every notification
@@ -189,10 +211,12 @@ final class RawSqlWorkloads {
     listening.await(10, TimeUnit.SECONDS);
     List<Double> fromReturn = new ArrayList<>();
     List<Double> fromCall = new ArrayList<>();
-    ConcurrentHashMap<Long, long[]> enqueuedAt = new ConcurrentHashMap<>(); // call started, call returned
+    ConcurrentHashMap<Long, long[]> enqueuedAt =
+        new ConcurrentHashMap<>(); // call started, call returned
     try (Connection c = dataSource.getConnection();
         PreparedStatement insert = c.prepareStatement("WITH i AS (INSERT INTO " + schema
-            + ".raw_jobs (payload) VALUES ('{}') RETURNING id) SELECT id, pg_notify('" + channel + "', '') FROM i")) {
+            + ".raw_jobs (payload) VALUES ('{}') RETURNING id) SELECT id, pg_notify('" + channel
+            + "', '') FROM i")) {
       for (int i = 0; i < warmup; i++) { // untimed, as pgjobs' (see PgJobsWorkloads.w4)
         try (ResultSet rs = insert.executeQuery()) {
           rs.next();
@@ -204,11 +228,12 @@ final class RawSqlWorkloads {
         LockSupport.parkNanos(1_000_000);
       }
       if (all.getCount() > jobs) {
-        throw new IllegalStateException("W4 raw: " + (warmup + jobs - all.getCount()) + " of " + warmup
-            + " warm-up jobs claimed in 120 s");
+        throw new IllegalStateException("W4 raw: " + (warmup + jobs - all.getCount()) + " of "
+            + warmup + " warm-up jobs claimed in 120 s");
       }
       if (warmup > 0) {
-        // The reference keeps its claimed rows (as running), which its claim would step over: start the
+        // The reference keeps its claimed rows (as running), which its claim would step over: start
+        // the
         // timed jobs on an empty table, as the cold run does.
         try (Statement st = c.createStatement()) {
           st.execute("TRUNCATE " + schema + ".raw_jobs");
@@ -226,7 +251,8 @@ final class RawSqlWorkloads {
     }
     all.await(30, TimeUnit.SECONDS);
     consumer.join(5_000);
-    // The same stages as pgjobs' up to the claim (the raw reference has no handler: the claim is its end).
+    // The same stages as pgjobs' up to the claim (the raw reference has no handler: the claim is
+    // its end).
     Map<String, List<Double>> stages = new LinkedHashMap<>();
     stages.put("return_to_notification", new ArrayList<>());
     stages.put("notification_to_claim", new ArrayList<>());
@@ -240,6 +266,13 @@ final class RawSqlWorkloads {
         stages.get("notification_to_claim").add((claimed - notified) / 1e6);
       }
     });
-    return Percentiles.w4("raw", Percentiles.w4Variant("LISTEN/NOTIFY + claim", warmup), run, jobs, fromReturn, fromCall, stages);
+    return Percentiles.w4(
+        "raw",
+        Percentiles.w4Variant("LISTEN/NOTIFY + claim", warmup),
+        run,
+        jobs,
+        fromReturn,
+        fromCall,
+        stages);
   }
 }

@@ -14,10 +14,19 @@ public final class Report {
   /** The headline figure of one run. */
   static String figure(BenchResult r) {
     if (r.workload().equals("W4")) {
-      String line = String.format(Locale.ROOT, "p50 %.2f ms, p95 %.2f ms, p99 %.2f ms from the call's return", r.p50Ms(), r.p95Ms(), r.p99Ms());
+      String line = String.format(
+          Locale.ROOT,
+          "p50 %.2f ms, p95 %.2f ms, p99 %.2f ms from the call's return",
+          r.p50Ms(),
+          r.p95Ms(),
+          r.p99Ms());
       if (r.p50FromCallMs() != null) {
-        line += String.format(Locale.ROOT, " (from its start: p50 %.2f, p95 %.2f, p99 %.2f)",
-            r.p50FromCallMs(), r.p95FromCallMs(), r.p99FromCallMs());
+        line += String.format(
+            Locale.ROOT,
+            " (from its start: p50 %.2f, p95 %.2f, p99 %.2f)",
+            r.p50FromCallMs(),
+            r.p95FromCallMs(),
+            r.p99FromCallMs());
       }
       if (r.stages() != null) {
         StringBuilder stages = new StringBuilder();
@@ -26,7 +35,8 @@ public final class Report {
       }
       return line;
     }
-    String rss = r.peakRssMib() > 0 ? String.format(Locale.ROOT, ", peak RSS %.0f MiB", r.peakRssMib()) : "";
+    String rss =
+        r.peakRssMib() > 0 ? String.format(Locale.ROOT, ", peak RSS %.0f MiB", r.peakRssMib()) : "";
     return String.format(Locale.ROOT, "%,.0f jobs/s%s", r.jobsPerS(), rss);
   }
 
@@ -53,20 +63,40 @@ public final class Report {
       double min = runs.stream().mapToDouble(r -> value(r, w)).min().orElse(0);
       double max = runs.stream().mapToDouble(r -> value(r, w)).max().orElse(0);
       Double ref = reference.get(w);
-      String ratio = ref == null || ref == 0 ? "" : String.format(Locale.ROOT, "%.0f %%", 100 * (w.equals("W4") ? ref / median : median / ref));
+      String ratio = ref == null || ref == 0
+          ? ""
+          : String.format(
+              Locale.ROOT, "%.0f %%", 100 * (w.equals("W4") ? ref / median : median / ref));
       String unit = w.equals("W4") ? " ms p50" : " jobs/s";
       String extra = "";
       if (w.equals("W4")) {
-        extra = String.format(Locale.ROOT, " (p95 %.2f, p99 %.2f)", medianOf(runs, BenchResult::p95Ms), medianOf(runs, BenchResult::p99Ms));
+        extra = String.format(
+            Locale.ROOT,
+            " (p95 %.2f, p99 %.2f)",
+            medianOf(runs, BenchResult::p95Ms),
+            medianOf(runs, BenchResult::p99Ms));
       } else if (first.peakRssMib() > 0) {
-        extra = String.format(Locale.ROOT, " (peak RSS %.0f MiB)", medianOf(runs, BenchResult::peakRssMib));
+        extra = String.format(
+            Locale.ROOT, " (peak RSS %.0f MiB)", medianOf(runs, BenchResult::peakRssMib));
       }
-      out.append(String.format(Locale.ROOT, "| %s | %s | %s | %s%s%s | %s – %s | %d | %s |%n",
-          w, first.system(), first.variant(), format(median, w), unit, extra, format(min, w), format(max, w), runs.size(), ratio));
+      out.append(String.format(
+          Locale.ROOT,
+          "| %s | %s | %s | %s%s%s | %s – %s | %d | %s |%n",
+          w,
+          first.system(),
+          first.variant(),
+          format(median, w),
+          unit,
+          extra,
+          format(min, w),
+          format(max, w),
+          runs.size(),
+          ratio));
     });
     if (series.values().stream().anyMatch(runs -> runs.get(0).workload().equals("W3S"))) {
-      out.append("\nW3S: the ratio is to pgjobs' drain on empty tables in the same invocation, not to the raw reference;"
-          + " peak RSS is the worker process's.\n");
+      out.append(
+          "\nW3S: the ratio is to pgjobs' drain on empty tables in the same invocation, not to the raw reference;"
+              + " peak RSS is the worker process's.\n");
     }
     return out.toString();
   }
@@ -76,17 +106,24 @@ public final class Report {
     Map<String, Map<Integer, List<BenchResult>>> series = new LinkedHashMap<>();
     java.util.TreeSet<Integer> points = new java.util.TreeSet<>();
     for (BenchResult r : results) {
-      series.computeIfAbsent(r.variant(), k -> new LinkedHashMap<>()).computeIfAbsent(r.jobs(), k -> new ArrayList<>()).add(r);
+      series
+          .computeIfAbsent(r.variant(), k -> new LinkedHashMap<>())
+          .computeIfAbsent(r.jobs(), k -> new ArrayList<>())
+          .add(r);
       points.add(r.jobs());
     }
     StringBuilder out = new StringBuilder("| N |");
-    series.keySet().forEach(name -> out.append(' ').append(name.replace("sweep: ", "")).append(" |"));
+    series
+        .keySet()
+        .forEach(name -> out.append(' ').append(name.replace("sweep: ", "")).append(" |"));
     out.append('\n').append("|---|").append("---|".repeat(series.size())).append('\n');
     for (int n : points) {
       out.append("| ").append(n).append(" |");
       for (Map<Integer, List<BenchResult>> byN : series.values()) {
         List<BenchResult> runs = byN.get(n);
-        out.append(' ').append(runs == null ? "" : format(medianOf(runs, BenchResult::jobsPerS), "W3")).append(" |");
+        out.append(' ')
+            .append(runs == null ? "" : format(medianOf(runs, BenchResult::jobsPerS), "W3"))
+            .append(" |");
       }
       out.append('\n');
     }
@@ -101,12 +138,13 @@ public final class Report {
     if (r.workload().equals("W3S")) {
       return r.system().equals("pgjobs") && r.variant().equals(BenchRunner.W3S_EMPTY);
     }
-    return r.system().equals("raw") && switch (r.workload()) {
-      case "W1" -> r.variant().equals("COPY");
-      case "W2" -> r.variant().startsWith("single-row");
-      case "W3" -> r.variant().equals("claim 1000 + DELETE");
-      default -> true;
-    };
+    return r.system().equals("raw")
+        && switch (r.workload()) {
+          case "W1" -> r.variant().equals("COPY");
+          case "W2" -> r.variant().startsWith("single-row");
+          case "W3" -> r.variant().equals("claim 1000 + DELETE");
+          default -> true;
+        };
   }
 
   private static double value(BenchResult r, String workload) {
@@ -117,13 +155,16 @@ public final class Report {
     return medianOf(runs, r -> value(r, workload));
   }
 
-  private static double medianOf(List<BenchResult> runs, java.util.function.ToDoubleFunction<BenchResult> f) {
+  private static double medianOf(
+      List<BenchResult> runs, java.util.function.ToDoubleFunction<BenchResult> f) {
     double[] values = runs.stream().mapToDouble(f).sorted().toArray();
     int n = values.length;
     return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
   }
 
   private static String format(double value, String workload) {
-    return workload.equals("W4") ? String.format(Locale.ROOT, "%.2f", value) : String.format(Locale.ROOT, "%,.0f", value);
+    return workload.equals("W4")
+        ? String.format(Locale.ROOT, "%.2f", value)
+        : String.format(Locale.ROOT, "%,.0f", value);
   }
 }

@@ -65,11 +65,14 @@ final class ScaleFill {
     long t0 = System.nanoTime();
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {
-      // created_at spread over the 30 days before a minute ago, ascending with i (so are the ids); run_at
+      // created_at spread over the 30 days before a minute ago, ascending with i (so are the ids);
+      // run_at
       // random in now() + 1 day .. now() + 30 days.
-      String jobs = "INSERT INTO " + schema + ".jobs (id, type, queue, payload, priority, state, max_attempts, run_at,"
+      String jobs = "INSERT INTO " + schema
+          + ".jobs (id, type, queue, payload, priority, state, max_attempts, run_at,"
           + " created_at)"
-          + " SELECT " + uuidV7("c") + ", 'noop', 'default', jsonb_build_object('n', i), " + JobType.DEFAULT_PRIORITY
+          + " SELECT " + uuidV7("c") + ", 'noop', 'default', jsonb_build_object('n', i), "
+          + JobType.DEFAULT_PRIORITY
           + ", 'queued', " + JobType.DEFAULT_MAX_ATTEMPTS + ","
           + " now() + interval '1 day' + random() * interval '29 days', c"
           + " FROM (SELECT i, now() - interval '1 minute' - ((%d - i)::float8 / %d) * interval '30 days' AS c"
@@ -77,13 +80,21 @@ final class ScaleFill {
       for (int lo = 1; lo <= scheduled; lo += CHUNK) {
         int hi = Math.min(scheduled, lo + CHUNK - 1);
         st.executeUpdate(String.format(Locale.ROOT, jobs, scheduled, scheduled, lo, hi));
-        progress.printf(Locale.ROOT, "  W3S fill: %,d of %,d scheduled jobs (%.0f s)%n", hi, scheduled, seconds(t0));
+        progress.printf(
+            Locale.ROOT,
+            "  W3S fill: %,d of %,d scheduled jobs (%.0f s)%n",
+            hi,
+            scheduled,
+            seconds(t0));
       }
-      // finished_at spread over the 24 hours before a minute ago, ascending with i; the job ran a second
+      // finished_at spread over the 24 hours before a minute ago, ascending with i; the job ran a
+      // second
       // before it finished and was created (and due) a second before that.
-      String done = "INSERT INTO " + schema + ".finished_jobs (id, type, queue, payload, priority, state, attempts,"
+      String done = "INSERT INTO " + schema
+          + ".finished_jobs (id, type, queue, payload, priority, state, attempts,"
           + " max_attempts, run_at, created_at, attempted_at, locked_by, errors, finished_at)"
-          + " SELECT " + uuidV7("f - interval '2 seconds'") + ", 'noop', 'default', jsonb_build_object('n', i), "
+          + " SELECT " + uuidV7("f - interval '2 seconds'")
+          + ", 'noop', 'default', jsonb_build_object('n', i), "
           + JobType.DEFAULT_PRIORITY + ", 'succeeded', 1, " + JobType.DEFAULT_MAX_ATTEMPTS + ","
           + " f - interval '2 seconds', f - interval '2 seconds', f - interval '1 second', 'bench-filler', '[]', f"
           + " FROM (SELECT i, now() - interval '1 minute' - ((%d - i)::float8 / %d) * interval '24 hours' AS f"
@@ -91,7 +102,12 @@ final class ScaleFill {
       for (int lo = 1; lo <= finished; lo += CHUNK) {
         int hi = Math.min(finished, lo + CHUNK - 1);
         st.executeUpdate(String.format(Locale.ROOT, done, finished, finished, lo, hi));
-        progress.printf(Locale.ROOT, "  W3S fill: %,d of %,d finished jobs (%.0f s)%n", hi, finished, seconds(t0));
+        progress.printf(
+            Locale.ROOT,
+            "  W3S fill: %,d of %,d finished jobs (%.0f s)%n",
+            hi,
+            finished,
+            seconds(t0));
       }
       st.execute("VACUUM ANALYZE " + schema + ".jobs");
       st.execute("VACUUM ANALYZE " + schema + ".finished_jobs");
@@ -101,10 +117,12 @@ final class ScaleFill {
         st.execute("CHECKPOINT");
         progress.printf(Locale.ROOT, "  W3S fill: CHECKPOINT done (%.0f s)%n", seconds(t0));
       } catch (SQLException e) {
-        progress.println("  W3S fill: no CHECKPOINT (" + e.getMessage().strip() + "); the drain may pay for the fill's writes");
+        progress.println("  W3S fill: no CHECKPOINT (" + e.getMessage().strip()
+            + "); the drain may pay for the fill's writes");
       }
       // PostgreSQL 15 has no max(uuid); the primary key answers this backwards.
-      try (ResultSet rs = st.executeQuery("SELECT id FROM " + schema + ".jobs ORDER BY id DESC LIMIT 1")) {
+      try (ResultSet rs =
+          st.executeQuery("SELECT id FROM " + schema + ".jobs ORDER BY id DESC LIMIT 1")) {
         return rs.next() ? rs.getObject(1, UUID.class) : new UUID(0, 0);
       }
     }
@@ -113,7 +131,8 @@ final class ScaleFill {
   /** Jobs in {@code jobs} with an id above {@code after}. */
   long countAbove(UUID after) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + schema + ".jobs WHERE id > ?")) {
+        PreparedStatement ps =
+            c.prepareStatement("SELECT count(*) FROM " + schema + ".jobs WHERE id > ?")) {
       ps.setObject(1, after);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -129,7 +148,9 @@ final class ScaleFill {
    * transaction that is rolled back, so nothing stays claimed. Returns both plans as text.
    */
   String explainClaim() throws SQLException {
-    String claim = new ExecutionStore(dataSource, schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER)).claimSql(1000);
+    String claim = new ExecutionStore(
+            dataSource, schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER))
+        .claimSql(1000);
     StringBuilder sql = new StringBuilder();
     int param = 0;
     for (char ch : claim.toCharArray()) {
@@ -140,7 +161,8 @@ final class ScaleFill {
       }
     }
     if (param != 5) {
-      throw new IllegalStateException("the claim SQL has " + param + " parameters, expected 5:\n" + claim);
+      throw new IllegalStateException(
+          "the claim SQL has " + param + " parameters, expected 5:\n" + claim);
     }
     StringBuilder out = new StringBuilder();
     try (Connection c = dataSource.getConnection();

@@ -28,7 +28,9 @@ public final class SweepChart {
   private static final int RIGHT = 30;
   private static final int TOP = 50;
   private static final int BOTTOM = 70;
-  private static final Color[] COLORS = {new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c), new Color(0x9467bd)};
+  private static final Color[] COLORS = {
+    new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c), new Color(0x9467bd)
+  };
 
   private SweepChart() {}
 
@@ -36,8 +38,10 @@ public final class SweepChart {
   public static void write(List<BenchResult> results, Path target) throws IOException {
     Map<String, TreeMap<Integer, List<Double>>> series = new LinkedHashMap<>();
     for (BenchResult r : results) {
-      series.computeIfAbsent(r.variant(), k -> new TreeMap<>())
-          .computeIfAbsent(r.jobs(), k -> new ArrayList<>()).add(r.jobsPerS());
+      series
+          .computeIfAbsent(r.variant(), k -> new TreeMap<>())
+          .computeIfAbsent(r.jobs(), k -> new ArrayList<>())
+          .add(r.jobsPerS());
     }
     double maxY = 1;
     int minN = Integer.MAX_VALUE;
@@ -53,7 +57,8 @@ public final class SweepChart {
     BufferedImage image = new BufferedImage(WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
     Graphics2D g = image.createGraphics();
     g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+    g.setRenderingHint(
+        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
     g.setColor(Color.WHITE);
     g.fillRect(0, 0, WIDTH, HEIGHT);
     g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 16));
@@ -74,7 +79,8 @@ public final class SweepChart {
     }
     for (TreeMap<Integer, List<Double>> points : series.values()) {
       for (int n : points.keySet()) {
-        int x = LEFT + (int) Math.round(plotW * (Math.log10(n) - logMin) / Math.max(1e-9, logMax - logMin));
+        int x = LEFT
+            + (int) Math.round(plotW * (Math.log10(n) - logMin) / Math.max(1e-9, logMax - logMin));
         g.setColor(new Color(0xe6e6e6));
         g.drawLine(x, TOP, x, TOP + plotH);
         g.setColor(Color.DARK_GRAY);
@@ -95,7 +101,9 @@ public final class SweepChart {
       int prevX = -1;
       int prevY = -1;
       for (Map.Entry<Integer, List<Double>> p : s.getValue().entrySet()) {
-        int x = LEFT + (int) Math.round(plotW * (Math.log10(p.getKey()) - logMin) / Math.max(1e-9, logMax - logMin));
+        int x = LEFT
+            + (int) Math.round(
+                plotW * (Math.log10(p.getKey()) - logMin) / Math.max(1e-9, logMax - logMin));
         int y = TOP + plotH - (int) Math.round(plotH * median(p.getValue()) / maxY);
         if (prevX >= 0) {
           g.drawLine(prevX, prevY, x, y);

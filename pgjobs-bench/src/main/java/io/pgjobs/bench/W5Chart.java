@@ -27,8 +27,11 @@ public final class W5Chart {
   private static final int TOP = 60;
   private static final int GAP = 50;
   private static final int BOTTOM = 50;
-  private static final Color[] DEPTHS = {new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x17becf)};
-  private static final Color[] P99S = {new Color(0xd62728), new Color(0x9467bd), new Color(0x8c564b)};
+  private static final Color[] DEPTHS = {
+    new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x17becf)
+  };
+  private static final Color[] P99S = {new Color(0xd62728), new Color(0x9467bd), new Color(0x8c564b)
+  };
   private static final Color P50 = new Color(0x2ca02c);
 
   private W5Chart() {}
@@ -36,7 +39,9 @@ public final class W5Chart {
   /** The file of {@code run} for {@code --chart base.png}: {@code base-<run>.png}, e.g. {@code w5-800s.png}. */
   public static Path fileFor(Path base, W5Run run, boolean severalRepeats) {
     String name = base.getFileName().toString();
-    String stem = name.toLowerCase(Locale.ROOT).endsWith(".png") ? name.substring(0, name.length() - 4) : name;
+    String stem = name.toLowerCase(Locale.ROOT).endsWith(".png")
+        ? name.substring(0, name.length() - 4)
+        : name;
     String tag = run.run().toLowerCase(Locale.ROOT).replace("/", "").replaceAll("[^a-z0-9]+", "-");
     String file = stem + "-" + tag + (severalRepeats ? "-run" + run.repeat() : "") + ".png";
     return base.getParent() == null ? Path.of(file) : base.getParent().resolve(file);
@@ -85,26 +90,49 @@ public final class W5Chart {
   public static void write(List<Series> series, Path target) throws IOException {
     W5Run run = series.getFirst().run();
     List<W5Run.Window> windows = run.windows();
-    List<W5Run.Window> all = series.stream().flatMap(x -> x.run().windows().stream()).toList();
+    List<W5Run.Window> all =
+        series.stream().flatMap(x -> x.run().windows().stream()).toList();
     double maxT = all.stream().mapToDouble(W5Run.Window::endS).max().orElse(1);
-    long maxDepth = Math.max(1, all.stream().mapToLong(W5Run.Window::depthMax).max().orElse(1));
+    long maxDepth =
+        Math.max(1, all.stream().mapToLong(W5Run.Window::depthMax).max().orElse(1));
     double depthTop = niceCeiling(Math.max(10, maxDepth));
-    double maxMs = all.stream().map(W5Run.Window::p99Ms).filter(v -> v != null).mapToDouble(Double::doubleValue).max().orElse(1);
-    double minMs = all.stream().map(W5Run.Window::p50Ms).filter(v -> v != null && v > 0).mapToDouble(Double::doubleValue).min().orElse(0.1);
+    double maxMs = all.stream()
+        .map(W5Run.Window::p99Ms)
+        .filter(v -> v != null)
+        .mapToDouble(Double::doubleValue)
+        .max()
+        .orElse(1);
+    double minMs = all.stream()
+        .map(W5Run.Window::p50Ms)
+        .filter(v -> v != null && v > 0)
+        .mapToDouble(Double::doubleValue)
+        .min()
+        .orElse(0.1);
     double logLo = Math.floor(Math.log10(Math.max(0.01, Math.min(minMs, 1))));
     double logHi = Math.max(logLo + 1, Math.ceil(Math.log10(Math.max(maxMs, 1))));
 
     BufferedImage image = new BufferedImage(WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
     Graphics2D g = image.createGraphics();
     g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+    g.setRenderingHint(
+        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
     g.setColor(Color.WHITE);
     g.fillRect(0, 0, WIDTH, HEIGHT);
     g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 16));
     g.setColor(Color.DARK_GRAY);
     String title = run.rate() > 0
-        ? String.format(Locale.ROOT, "W5 sustained load: %,d jobs/s offered, %d lanes, %.3g ms jobs", run.rate(), run.lanes(), run.workMs())
-        : String.format(Locale.ROOT, "W5 peak probe: depth kept at %,d, %d lanes, %.3g ms jobs", run.peakDepth(), run.lanes(), run.workMs());
+        ? String.format(
+            Locale.ROOT,
+            "W5 sustained load: %,d jobs/s offered, %d lanes, %.3g ms jobs",
+            run.rate(),
+            run.lanes(),
+            run.workMs())
+        : String.format(
+            Locale.ROOT,
+            "W5 peak probe: depth kept at %,d, %d lanes, %.3g ms jobs",
+            run.peakDepth(),
+            run.lanes(),
+            run.workMs());
     g.drawString(title, LEFT, 26);
     g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
     int plotW = WIDTH - LEFT - RIGHT;
@@ -135,7 +163,8 @@ public final class W5Chart {
     for (int i = 0; i < bands.size(); i++) {
       int x0 = x(bands.get(i)[0], maxT, plotW);
       int x1 = x(bands.get(i)[1], maxT, plotW);
-      g.setColor(idle.get(i) ? new Color(0xfbe3e3) : (i % 2 == 0 ? new Color(0xf4f4f4) : Color.WHITE));
+      g.setColor(
+          idle.get(i) ? new Color(0xfbe3e3) : (i % 2 == 0 ? new Color(0xf4f4f4) : Color.WHITE));
       g.fillRect(x0, depthY, x1 - x0, panelH);
       g.fillRect(x0, latY, x1 - x0, panelH);
       g.setColor(idle.get(i) ? new Color(0xa02020) : Color.DARK_GRAY);
@@ -155,7 +184,8 @@ public final class W5Chart {
       String label = String.format(Locale.ROOT, "%,.0f", depthTop * i / 5);
       g.drawString(label, LEFT - 8 - g.getFontMetrics().stringWidth(label), y + 4);
     }
-    g.drawString("depth (jobs offered, not started; largest of each window)", LEFT + 6, depthY + 14);
+    g.drawString(
+        "depth (jobs offered, not started; largest of each window)", LEFT + 6, depthY + 14);
     g.setStroke(new BasicStroke(2f));
     int px;
     int py = -1;
@@ -185,7 +215,9 @@ public final class W5Chart {
       g.drawLine(LEFT, y, LEFT + plotW, y);
       g.setColor(Color.DARK_GRAY);
       double v = Math.pow(10, e);
-      String label = v >= 1 ? String.format(Locale.ROOT, "%,.0f ms", v) : String.format(Locale.ROOT, "%s ms", v);
+      String label = v >= 1
+          ? String.format(Locale.ROOT, "%,.0f ms", v)
+          : String.format(Locale.ROOT, "%s ms", v);
       g.drawString(label, LEFT - 8 - g.getFontMetrics().stringWidth(label), y + 4);
     }
     g.setColor(Color.DARK_GRAY);

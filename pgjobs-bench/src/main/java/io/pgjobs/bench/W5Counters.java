@@ -23,7 +23,8 @@ final class W5Counters implements AutoCloseable {
   static final int STARTED = 1;
   static final int COMPLETED = 2;
   private static final int SLOTS = 8;
-  private static final VarHandle LONGS = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
+  private static final VarHandle LONGS =
+      MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
 
   private final Path file;
   private final FileChannel channel;

@@ -34,7 +34,8 @@ final class W5Histograms {
 
   static Histogram decode(String text) {
     try {
-      return Histogram.decodeFromCompressedByteBuffer(ByteBuffer.wrap(Base64.getDecoder().decode(text)), 0);
+      return Histogram.decodeFromCompressedByteBuffer(
+          ByteBuffer.wrap(Base64.getDecoder().decode(text)), 0);
     } catch (DataFormatException e) {
       throw new IllegalStateException("a W5 histogram could not be decoded: " + e.getMessage(), e);
     }

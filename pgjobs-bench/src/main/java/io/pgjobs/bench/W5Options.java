@@ -38,12 +38,11 @@ public record W5Options(
     double peakS) {
 
   /** The issue's test: 800 and 5,000 jobs/s, 32 lanes of 1 ms jobs, 150/150/120/120 s; peak at 16 and 64 lanes. */
-  public static final W5Options DEFAULTS =
-      new W5Options(List.of(800, 5_000), 32, 1.0, 20, 150, 150, 120, 120, 5, List.of(16, 64), 2_000, 60);
+  public static final W5Options DEFAULTS = new W5Options(
+      List.of(800, 5_000), 32, 1.0, 20, 150, 150, 120, 120, 5, List.of(16, 64), 2_000, 60);
 
   /** The flags, for {@code --help}. */
-  public static final String HELP =
-      """
+  public static final String HELP = """
       W5 (sustained load; only when named: --workload W5) flags, defaults in brackets:
         --rate R[,R...]        offered jobs/s, one run each, or 'none' [800,5000]
         --lanes N              worker lanes (concurrency) of the sustained runs [32]
@@ -76,9 +75,15 @@ public record W5Options(
     for (double s : new double[] {warmupS, cleanS, idleTxS, recoveryS, idleTx2S, peakS}) {
       check(s >= 0 && s <= 86_400, "a phase must last between 0 and 86,400 s, was " + s);
     }
-    check(windowS >= 0.1 && windowS <= 3_600, "--window must be between 0.1 and 3,600 s, was " + windowS);
-    check(peakDepth >= 1 && peakDepth <= 1_000_000, "--peak-depth must be between 1 and 1,000,000, was " + peakDepth);
-    check(!rates.isEmpty() || !peakLanes.isEmpty(), "W5 with --rate none and --peak-lanes none has nothing to run");
+    check(
+        windowS >= 0.1 && windowS <= 3_600,
+        "--window must be between 0.1 and 3,600 s, was " + windowS);
+    check(
+        peakDepth >= 1 && peakDepth <= 1_000_000,
+        "--peak-depth must be between 1 and 1,000,000, was " + peakDepth);
+    check(
+        !rates.isEmpty() || !peakLanes.isEmpty(),
+        "W5 with --rate none and --peak-lanes none has nothing to run");
   }
 
   private static void check(boolean ok, String message) {
@@ -121,34 +126,206 @@ public record W5Options(
    */
   public W5Options with(String flag, String value) {
     return switch (flag) {
-      case "--rate" -> new W5Options(ints(flag, value), lanes, workMs, warmupS, cleanS, idleTxS, recoveryS, idleTx2S, windowS, peakLanes, peakDepth, peakS);
-      case "--lanes" -> new W5Options(rates, integer(flag, value), workMs, warmupS, cleanS, idleTxS, recoveryS, idleTx2S, windowS, peakLanes, peakDepth, peakS);
-      case "--work-ms" -> new W5Options(rates, lanes, number(flag, value), warmupS, cleanS, idleTxS, recoveryS, idleTx2S, windowS, peakLanes, peakDepth, peakS);
-      case "--warmup" -> new W5Options(rates, lanes, workMs, number(flag, value), cleanS, idleTxS, recoveryS, idleTx2S, windowS, peakLanes, peakDepth, peakS);
-      case "--clean" -> new W5Options(rates, lanes, workMs, warmupS, number(flag, value), idleTxS, recoveryS, idleTx2S, windowS, peakLanes, peakDepth, peakS);
-      case "--idle-tx" -> new W5Options(rates, lanes, workMs, warmupS, cleanS, number(flag, value), recoveryS, idleTx2S, windowS, peakLanes, peakDepth, peakS);
-      case "--recovery" -> new W5Options(rates, lanes, workMs, warmupS, cleanS, idleTxS, number(flag, value), idleTx2S, windowS, peakLanes, peakDepth, peakS);
-      case "--idle-tx2" -> new W5Options(rates, lanes, workMs, warmupS, cleanS, idleTxS, recoveryS, number(flag, value), windowS, peakLanes, peakDepth, peakS);
-      case "--window" -> new W5Options(rates, lanes, workMs, warmupS, cleanS, idleTxS, recoveryS, idleTx2S, number(flag, value), peakLanes, peakDepth, peakS);
-      case "--peak-lanes" -> new W5Options(rates, lanes, workMs, warmupS, cleanS, idleTxS, recoveryS, idleTx2S, windowS, ints(flag, value), peakDepth, peakS);
-      case "--peak-depth" -> new W5Options(rates, lanes, workMs, warmupS, cleanS, idleTxS, recoveryS, idleTx2S, windowS, peakLanes, integer(flag, value), peakS);
-      case "--peak" -> new W5Options(rates, lanes, workMs, warmupS, cleanS, idleTxS, recoveryS, idleTx2S, windowS, peakLanes, peakDepth, number(flag, value));
+      case "--rate" ->
+        new W5Options(
+            ints(flag, value),
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--lanes" ->
+        new W5Options(
+            rates,
+            integer(flag, value),
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--work-ms" ->
+        new W5Options(
+            rates,
+            lanes,
+            number(flag, value),
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--warmup" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            number(flag, value),
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--clean" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            number(flag, value),
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--idle-tx" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            number(flag, value),
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--recovery" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            number(flag, value),
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--idle-tx2" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            number(flag, value),
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--window" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            number(flag, value),
+            peakLanes,
+            peakDepth,
+            peakS);
+      case "--peak-lanes" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            ints(flag, value),
+            peakDepth,
+            peakS);
+      case "--peak-depth" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            integer(flag, value),
+            peakS);
+      case "--peak" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            number(flag, value));
       default -> null;
     };
   }
 
   /** The W5 flags {@link #with} takes. */
-  public static final List<String> FLAGS = List.of("--rate", "--lanes", "--work-ms", "--warmup", "--clean", "--idle-tx",
-      "--recovery", "--idle-tx2", "--window", "--peak-lanes", "--peak-depth", "--peak");
+  public static final List<String> FLAGS = List.of(
+      "--rate",
+      "--lanes",
+      "--work-ms",
+      "--warmup",
+      "--clean",
+      "--idle-tx",
+      "--recovery",
+      "--idle-tx2",
+      "--window",
+      "--peak-lanes",
+      "--peak-depth",
+      "--peak");
 
   private static List<Integer> ints(String flag, String value) {
     if (value.trim().equalsIgnoreCase("none")) {
       return List.of();
     }
     try {
-      return Arrays.stream(value.split(",")).map(String::trim).map(v -> v.replace("_", "")).map(Integer::parseInt).toList();
+      return Arrays.stream(value.split(","))
+          .map(String::trim)
+          .map(v -> v.replace("_", ""))
+          .map(Integer::parseInt)
+          .toList();
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(flag + " takes whole numbers separated by commas, or 'none'; was '" + value + "'");
+      throw new IllegalArgumentException(
+          flag + " takes whole numbers separated by commas, or 'none'; was '" + value + "'");
     }
   }
 
@@ -170,8 +347,16 @@ public record W5Options(
 
   /** One line for the progress stream. */
   String describe() {
-    return String.format(Locale.ROOT, "rates %s, %d lanes, %.3g ms work, phases %s s, window %.3g s, peak probes %s lanes at depth %d for %.3g s",
-        rates, lanes, workMs, sustainedPhases().stream().map(p -> p.name() + " " + p.seconds()).toList(), windowS,
-        peakLanes, peakDepth, peakS);
+    return String.format(
+        Locale.ROOT,
+        "rates %s, %d lanes, %.3g ms work, phases %s s, window %.3g s, peak probes %s lanes at depth %d for %.3g s",
+        rates,
+        lanes,
+        workMs,
+        sustainedPhases().stream().map(p -> p.name() + " " + p.seconds()).toList(),
+        windowS,
+        peakLanes,
+        peakDepth,
+        peakS);
   }
 }

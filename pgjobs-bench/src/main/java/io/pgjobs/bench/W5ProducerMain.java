@@ -42,7 +42,8 @@ public final class W5ProducerMain {
   private W5ProducerMain() {}
 
   public static void main(String[] args) {
-    if (args.length != 4 || System.getenv(BenchWorkerMain.ENV_JDBC_URL) == null
+    if (args.length != 4
+        || System.getenv(BenchWorkerMain.ENV_JDBC_URL) == null
         || !(args[1].equals("rate") || args[1].equals("depth"))) {
       System.err.println("usage: " + BenchWorkerMain.ENV_JDBC_URL + "=jdbc:postgresql://... java "
           + W5ProducerMain.class.getName() + " SCHEMA rate|depth VALUE COUNTER_FILE");
@@ -60,9 +61,12 @@ public final class W5ProducerMain {
     System.exit(status);
   }
 
-  private static int run(String schema, boolean peak, long value, Path counterFile) throws Exception {
-    DatabaseUrl database = new DatabaseUrl(System.getenv(BenchWorkerMain.ENV_JDBC_URL),
-        System.getenv(BenchWorkerMain.ENV_USER), System.getenv(BenchWorkerMain.ENV_PASSWORD),
+  private static int run(String schema, boolean peak, long value, Path counterFile)
+      throws Exception {
+    DatabaseUrl database = new DatabaseUrl(
+        System.getenv(BenchWorkerMain.ENV_JDBC_URL),
+        System.getenv(BenchWorkerMain.ENV_USER),
+        System.getenv(BenchWorkerMain.ENV_PASSWORD),
         System.getenv(BenchWorkerMain.ENV_DATABASE));
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(database.jdbcUrl());
@@ -74,13 +78,15 @@ public final class W5ProducerMain {
     try (W5Counters counters = W5Counters.open(counterFile);
         HikariDataSource ds = new HikariDataSource(config)) {
       JobClient client = JobClient.builder(ds).schema(schema).build();
-      // One call before READY, so the first batch of the run does not pay for connecting and class loading.
+      // One call before READY, so the first batch of the run does not pay for connecting and class
+      // loading.
       try (var c = ds.getConnection()) {
         c.isValid(5);
       }
       System.out.println(BenchWorkerMain.READY);
       System.out.flush();
-      BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      BufferedReader in =
+          new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       String line;
       while ((line = in.readLine()) != null && !line.trim().equals("START")) {
         if (line.trim().equals(BenchWorkerMain.STOP)) {
@@ -90,16 +96,18 @@ public final class W5ProducerMain {
       if (line == null) {
         return 0;
       }
-      Thread pacer = new Thread(() -> {
-        try {
-          pace(client, peak, value, counters, calls, stop);
-        } catch (Throwable e) {
-          // The bench sees the process exit and quotes this.
-          System.err.println("W5 producer: enqueue failed: " + e);
-          e.printStackTrace(System.err);
-          System.exit(1);
-        }
-      }, "w5-producer");
+      Thread pacer = new Thread(
+          () -> {
+            try {
+              pace(client, peak, value, counters, calls, stop);
+            } catch (Throwable e) {
+              // The bench sees the process exit and quotes this.
+              System.err.println("W5 producer: enqueue failed: " + e);
+              e.printStackTrace(System.err);
+              System.exit(1);
+            }
+          },
+          "w5-producer");
       pacer.setDaemon(true);
       pacer.start();
       Histogram interval = null;
@@ -120,7 +128,12 @@ public final class W5ProducerMain {
     return 0;
   }
 
-  private static void pace(JobClient client, boolean peak, long value, W5Counters counters, Recorder calls,
+  private static void pace(
+      JobClient client,
+      boolean peak,
+      long value,
+      W5Counters counters,
+      Recorder calls,
       AtomicBoolean stop) {
     long start = System.nanoTime();
     long tick = TICK_MS * 1_000_000L;

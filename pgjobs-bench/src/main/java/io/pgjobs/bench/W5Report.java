@@ -14,9 +14,22 @@ public final class W5Report {
 
   /** One row of the per-window table (also printed live as the run goes). */
   public static String windowRow(W5Run.Window w) {
-    return String.format(Locale.ROOT, "| %s | %s | %.1f | %,.0f | %,.0f | %,d (%,d) | %,d | %.1f | %s | %s | %s | %s |%n",
-        w.run(), w.phase(), w.endS(), w.offeredPerS(), w.completedPerS(), w.depth(), w.depthMax(), w.deadTuples(), w.tableMib(),
-        ms(w.p50Ms()), ms(w.p95Ms()), ms(w.p99Ms()), ms(w.maxMs()));
+    return String.format(
+        Locale.ROOT,
+        "| %s | %s | %.1f | %,.0f | %,.0f | %,d (%,d) | %,d | %.1f | %s | %s | %s | %s |%n",
+        w.run(),
+        w.phase(),
+        w.endS(),
+        w.offeredPerS(),
+        w.completedPerS(),
+        w.depth(),
+        w.depthMax(),
+        w.deadTuples(),
+        w.tableMib(),
+        ms(w.p50Ms()),
+        ms(w.p95Ms()),
+        ms(w.p99Ms()),
+        ms(w.maxMs()));
   }
 
   /** Every window of the runs. */
@@ -33,20 +46,44 @@ public final class W5Report {
             + "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (W5Run r : runs) {
       for (W5Run.PhaseSummary p : r.phases()) {
-        out.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %,.0f | %,.0f | %s / %s ms | %s ms | %s ms | %,d | %,d | %,d |%n",
-            r.run(), p.phase(), p.seconds(), p.offeredPerS(), p.completedPerS(), ms(p.p50MedianOfWindowsMs()),
-            ms(p.p99MedianOfWindowsMs()), ms(p.p99WorstWindowMs()), ms(p.p99Ms()), p.depthMax(), p.depthEnd(),
+        out.append(String.format(
+            Locale.ROOT,
+            "| %s | %s | %.0f | %,.0f | %,.0f | %s / %s ms | %s ms | %s ms | %,d | %,d | %,d |%n",
+            r.run(),
+            p.phase(),
+            p.seconds(),
+            p.offeredPerS(),
+            p.completedPerS(),
+            ms(p.p50MedianOfWindowsMs()),
+            ms(p.p99MedianOfWindowsMs()),
+            ms(p.p99WorstWindowMs()),
+            ms(p.p99Ms()),
+            p.depthMax(),
+            p.depthEnd(),
             p.deadTuplesMax()));
       }
     }
     out.append('\n');
     out.append(goalLines(runs));
     for (W5Run r : runs) {
-      out.append(r.completedTotal() == r.offeredTotal()
-          ? String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
-              r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS())
-          : String.format(Locale.ROOT, "%s (run %d): %,d jobs offered, only %,d completed %.0f s after the producer stopped (NOT DRAINED).%n",
-              r.run(), r.repeat(), r.offeredTotal(), r.completedTotal(), r.drainS()));
+      out.append(
+          r.completedTotal() == r.offeredTotal()
+              ? String.format(
+                  Locale.ROOT,
+                  "%s (run %d): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
+                  r.run(),
+                  r.repeat(),
+                  r.offeredTotal(),
+                  r.completedTotal(),
+                  r.drainS())
+              : String.format(
+                  Locale.ROOT,
+                  "%s (run %d): %,d jobs offered, only %,d completed %.0f s after the producer stopped (NOT DRAINED).%n",
+                  r.run(),
+                  r.repeat(),
+                  r.offeredTotal(),
+                  r.completedTotal(),
+                  r.drainS()));
     }
     return out.toString();
   }
@@ -59,7 +96,8 @@ public final class W5Report {
   static String goalLines(List<W5Run> runs) {
     StringBuilder out = new StringBuilder();
     for (W5Run r : runs) {
-      W5Run.PhaseSummary clean = r.phases().stream().filter(p -> p.phase().equals("clean")).findFirst().orElse(null);
+      W5Run.PhaseSummary clean =
+          r.phases().stream().filter(p -> p.phase().equals("clean")).findFirst().orElse(null);
       if (clean == null || clean.p99MedianOfWindowsMs() == null || clean.p99Ms() == null) {
         continue;
       }
@@ -72,11 +110,17 @@ public final class W5Report {
         if (!after || p.p99MedianOfWindowsMs() == null || p.p99Ms() == null) {
           continue;
         }
-        out.append(String.format(Locale.ROOT,
+        out.append(String.format(
+            Locale.ROOT,
             "%s %s vs clean: p99 (median of windows) %.2f×, p99 of the phase %.2f×, worst window p99 %.2f× the clean phase's;"
                 + " depth max %,d (clean %,d); completed %.1f %% of offered%n",
-            r.run(), p.phase(), p.p99MedianOfWindowsMs() / clean.p99MedianOfWindowsMs(), p.p99Ms() / clean.p99Ms(),
-            p.p99WorstWindowMs() / clean.p99MedianOfWindowsMs(), p.depthMax(), clean.depthMax(),
+            r.run(),
+            p.phase(),
+            p.p99MedianOfWindowsMs() / clean.p99MedianOfWindowsMs(),
+            p.p99Ms() / clean.p99Ms(),
+            p.p99WorstWindowMs() / clean.p99MedianOfWindowsMs(),
+            p.depthMax(),
+            clean.depthMax(),
             p.offered() == 0 ? 0 : 100.0 * p.completed() / p.offered()));
       }
     }
@@ -87,6 +131,8 @@ public final class W5Report {
     if (value == null) {
       return "–";
     }
-    return value >= 100 ? String.format(Locale.ROOT, "%,.0f", value) : String.format(Locale.ROOT, "%.2f", value);
+    return value >= 100
+        ? String.format(Locale.ROOT, "%,.0f", value)
+        : String.format(Locale.ROOT, "%.2f", value);
   }
 }

@@ -112,12 +112,32 @@ public record W5Run(
 
   /** The run's totals as a JSON line ({@code "row":"run"}). */
   public String toJsonLine() {
-    return JSON.writeValueAsString(new Totals("W5", "run", run, repeat, rate, peakDepth, lanes, workMs, offeredTotal,
-        completedTotal, drainS));
+    return JSON.writeValueAsString(new Totals(
+        "W5",
+        "run",
+        run,
+        repeat,
+        rate,
+        peakDepth,
+        lanes,
+        workMs,
+        offeredTotal,
+        completedTotal,
+        drainS));
   }
 
-  private record Totals(String workload, String row, String run, int repeat, int rate, int peakDepth, int lanes,
-      double workMs, long offeredTotal, long completedTotal, double drainS) {}
+  private record Totals(
+      String workload,
+      String row,
+      String run,
+      int repeat,
+      int rate,
+      int peakDepth,
+      int lanes,
+      double workMs,
+      long offeredTotal,
+      long completedTotal,
+      double drainS) {}
 
   /**
    * The runs of a {@code --out} file (other workloads' lines and phase rows are skipped): windows grouped
@@ -133,7 +153,9 @@ public record W5Run(
       }
       if (line.contains("\"row\":\"window\"")) {
         Window w = JSON.readValue(line, Window.class);
-        windows.computeIfAbsent(w.run() + "#" + w.repeat(), k -> new ArrayList<>()).add(w);
+        windows
+            .computeIfAbsent(w.run() + "#" + w.repeat(), k -> new ArrayList<>())
+            .add(w);
       } else if (line.contains("\"row\":\"run\"")) {
         Totals t = JSON.readValue(line, Totals.class);
         totals.put(t.run() + "#" + t.repeat(), t);
@@ -147,12 +169,23 @@ public record W5Run(
         int rate = first.run().endsWith("/s") ? Integer.parseInt(first.run().replace("/s", "")) : 0;
         t = new Totals("W5", "run", first.run(), first.repeat(), rate, 0, 0, 0, 0, 0, 0);
       }
-      runs.add(new W5Run(t.run(), t.repeat(), t.rate(), t.peakDepth(), t.lanes(), t.workMs(), ws, List.of(),
-          t.offeredTotal(), t.completedTotal(), t.drainS()));
+      runs.add(new W5Run(
+          t.run(),
+          t.repeat(),
+          t.rate(),
+          t.peakDepth(),
+          t.lanes(),
+          t.workMs(),
+          ws,
+          List.of(),
+          t.offeredTotal(),
+          t.completedTotal(),
+          t.drainS()));
     });
     return runs;
   }
 
-  private static final JsonMapper JSON =
-      JsonMapper.builder().propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE).build();
+  private static final JsonMapper JSON = JsonMapper.builder()
+      .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+      .build();
 }

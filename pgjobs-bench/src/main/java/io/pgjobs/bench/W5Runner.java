@@ -48,22 +48,48 @@ final class W5Runner {
    * One run. {@code rate} > 0: a sustained run at that rate over {@code phases}; otherwise a peak probe
    * keeping {@code peakDepth}. Each window and phase goes to {@code windows}/{@code phasesOut} as it ends.
    */
-  W5Run run(String label, int repeat, int rate, int peakDepth, int lanes, double workMs, List<W5Options.Phase> phases,
-      double windowS, Consumer<W5Run.Window> windowSink, Consumer<W5Run.PhaseSummary> phaseSink) throws Exception {
+  W5Run run(
+      String label,
+      int repeat,
+      int rate,
+      int peakDepth,
+      int lanes,
+      double workMs,
+      List<W5Options.Phase> phases,
+      double windowS,
+      Consumer<W5Run.Window> windowSink,
+      Consumer<W5Run.PhaseSummary> phaseSink)
+      throws Exception {
     List<W5Run.Window> windows = new ArrayList<>();
     List<W5Run.PhaseSummary> summaries = new ArrayList<>();
     W5Counters counters = W5Counters.create();
     WorkerProcess worker = null;
     WorkerProcess producer = null;
-    // The connection that holds the idle transactions, opened before anything starts, so that a server
+    // The connection that holds the idle transactions, opened before anything starts, so that a
+    // server
     // short of connections fails the run at once rather than in the middle of it.
     Connection holder = phases.stream().anyMatch(W5Options.Phase::idleTransaction)
-        ? DriverManager.getConnection(database.jdbcUrl(), database.properties()) : null;
+        ? DriverManager.getConnection(database.jdbcUrl(), database.properties())
+        : null;
     try {
-      worker = WorkerProcess.start("W5 worker", database, W5WorkerMain.class,
-          List.of(schema, Integer.toString(lanes), Long.toString(Math.round(workMs * 1000)), counters.file().toString()));
-      producer = WorkerProcess.start("W5 producer", database, W5ProducerMain.class,
-          List.of(schema, rate > 0 ? "rate" : "depth", Integer.toString(rate > 0 ? rate : peakDepth), counters.file().toString()));
+      worker = WorkerProcess.start(
+          "W5 worker",
+          database,
+          W5WorkerMain.class,
+          List.of(
+              schema,
+              Integer.toString(lanes),
+              Long.toString(Math.round(workMs * 1000)),
+              counters.file().toString()));
+      producer = WorkerProcess.start(
+          "W5 producer",
+          database,
+          W5ProducerMain.class,
+          List.of(
+              schema,
+              rate > 0 ? "rate" : "depth",
+              Integer.toString(rate > 0 ? rate : peakDepth),
+              counters.file().toString()));
       worker.awaitReady(PgJobsWorkloads.WORKER_READY_TIMEOUT);
       producer.awaitReady(PgJobsWorkloads.WORKER_READY_TIMEOUT);
       // Empty the interval histograms of anything before the start.
@@ -91,20 +117,40 @@ final class W5Runner {
               windowEnd = phaseEnd;
             }
             long depthMax = sleepUntil(windowEnd, counters);
-            Histogram pickups = W5Histograms.decode(worker.request("WINDOW", ANSWER_TIMEOUT).substring(7));
-            Histogram calls = W5Histograms.decode(producer.request("WINDOW", ANSWER_TIMEOUT).substring(7));
+            Histogram pickups =
+                W5Histograms.decode(worker.request("WINDOW", ANSWER_TIMEOUT).substring(7));
+            Histogram calls =
+                W5Histograms.decode(producer.request("WINDOW", ANSWER_TIMEOUT).substring(7));
             long now = System.nanoTime();
             long offered = counters.get(W5Counters.OFFERED);
             long started = counters.get(W5Counters.STARTED);
             long completed = counters.get(W5Counters.COMPLETED);
             long[] table = hotTable();
             double seconds = (now - lastAt) / 1e9;
-            W5Run.Window w = new W5Run.Window("W5", "window", label, repeat, phase.name(), phase.idleTransaction(),
-                (now - runStart) / 1e9, seconds, offered - lastOffered, started - lastStarted, completed - lastCompleted,
-                (offered - lastOffered) / seconds, (completed - lastCompleted) / seconds, Math.max(0, offered - started),
-                Math.max(depthMax, offered - started), table[0], table[1], table[2] / 1048576.0,
-                W5Histograms.ms(pickups, 50), W5Histograms.ms(pickups, 95), W5Histograms.ms(pickups, 99),
-                W5Histograms.ms(pickups, 100), W5Histograms.ms(calls, 99));
+            W5Run.Window w = new W5Run.Window(
+                "W5",
+                "window",
+                label,
+                repeat,
+                phase.name(),
+                phase.idleTransaction(),
+                (now - runStart) / 1e9,
+                seconds,
+                offered - lastOffered,
+                started - lastStarted,
+                completed - lastCompleted,
+                (offered - lastOffered) / seconds,
+                (completed - lastCompleted) / seconds,
+                Math.max(0, offered - started),
+                Math.max(depthMax, offered - started),
+                table[0],
+                table[1],
+                table[2] / 1048576.0,
+                W5Histograms.ms(pickups, 50),
+                W5Histograms.ms(pickups, 95),
+                W5Histograms.ms(pickups, 99),
+                W5Histograms.ms(pickups, 100),
+                W5Histograms.ms(calls, 99));
             phaseHistogram.add(pickups);
             phaseWindows.add(w);
             windows.add(w);
@@ -124,13 +170,28 @@ final class W5Runner {
         double phaseSeconds = (lastAt - phaseStart) / 1e9;
         long phaseOffered = lastOffered - phaseOffered0;
         long phaseCompleted = lastCompleted - phaseCompleted0;
-        W5Run.PhaseSummary summary = new W5Run.PhaseSummary("W5", "phase", label, repeat, phase.name(),
-            phase.idleTransaction(), phaseSeconds, phaseOffered, phaseCompleted, phaseOffered / phaseSeconds,
+        W5Run.PhaseSummary summary = new W5Run.PhaseSummary(
+            "W5",
+            "phase",
+            label,
+            repeat,
+            phase.name(),
+            phase.idleTransaction(),
+            phaseSeconds,
+            phaseOffered,
+            phaseCompleted,
+            phaseOffered / phaseSeconds,
             phaseCompleted / phaseSeconds,
             median(phaseWindows.stream().map(W5Run.Window::p50Ms).toList()),
             median(phaseWindows.stream().map(W5Run.Window::p99Ms).toList()),
-            phaseWindows.stream().map(W5Run.Window::p99Ms).filter(v -> v != null).max(Double::compare).orElse(null),
-            W5Histograms.ms(phaseHistogram, 50), W5Histograms.ms(phaseHistogram, 95), W5Histograms.ms(phaseHistogram, 99),
+            phaseWindows.stream()
+                .map(W5Run.Window::p99Ms)
+                .filter(v -> v != null)
+                .max(Double::compare)
+                .orElse(null),
+            W5Histograms.ms(phaseHistogram, 50),
+            W5Histograms.ms(phaseHistogram, 95),
+            W5Histograms.ms(phaseHistogram, 99),
             W5Histograms.ms(phaseHistogram, 100),
             phaseWindows.stream().mapToLong(W5Run.Window::depthMax).max().orElse(0),
             phaseWindows.isEmpty() ? 0 : phaseWindows.getLast().depth(),
@@ -145,9 +206,15 @@ final class W5Runner {
       boolean drained = true;
       while (counters.get(W5Counters.COMPLETED) < offeredTotal) {
         if (System.nanoTime() > deadline) {
-          // Reported (completed_total < offered_total), not thrown: the windows measured so far stand.
-          progress.printf(Locale.ROOT, "  W5 %s: only %,d of %,d offered jobs completed %s after the producer stopped%n",
-              label, counters.get(W5Counters.COMPLETED), offeredTotal, DRAIN_TIMEOUT);
+          // Reported (completed_total < offered_total), not thrown: the windows measured so far
+          // stand.
+          progress.printf(
+              Locale.ROOT,
+              "  W5 %s: only %,d of %,d offered jobs completed %s after the producer stopped%n",
+              label,
+              counters.get(W5Counters.COMPLETED),
+              offeredTotal,
+              DRAIN_TIMEOUT);
           drained = false;
           break;
         }
@@ -159,8 +226,18 @@ final class W5Runner {
       if (drained) {
         worker.stop(Duration.ofSeconds(60));
       }
-      return new W5Run(label, repeat, rate, rate > 0 ? 0 : peakDepth, lanes, workMs, windows, summaries, offeredTotal,
-          completedTotal, drainS);
+      return new W5Run(
+          label,
+          repeat,
+          rate,
+          rate > 0 ? 0 : peakDepth,
+          lanes,
+          workMs,
+          windows,
+          summaries,
+          offeredTotal,
+          completedTotal,
+          drainS);
     } finally {
       if (producer != null) {
         producer.close();
@@ -210,7 +287,8 @@ final class W5Runner {
       c.setAutoCommit(true);
       progress.println("  idle transaction rolled back");
     } catch (SQLException e) {
-      throw new IllegalStateException("could not roll back the idle transaction: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "could not roll back the idle transaction: " + e.getMessage(), e);
     }
   }
 
@@ -229,7 +307,11 @@ final class W5Runner {
   }
 
   private static Double median(List<Double> values) {
-    double[] v = values.stream().filter(x -> x != null).mapToDouble(Double::doubleValue).sorted().toArray();
+    double[] v = values.stream()
+        .filter(x -> x != null)
+        .mapToDouble(Double::doubleValue)
+        .sorted()
+        .toArray();
     if (v.length == 0) {
       return null;
     }

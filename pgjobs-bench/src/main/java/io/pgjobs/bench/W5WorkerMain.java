@@ -51,9 +51,12 @@ public final class W5WorkerMain {
     System.exit(status);
   }
 
-  private static int run(String schema, int lanes, long workMicros, Path counterFile) throws Exception {
-    DatabaseUrl database = new DatabaseUrl(System.getenv(BenchWorkerMain.ENV_JDBC_URL),
-        System.getenv(BenchWorkerMain.ENV_USER), System.getenv(BenchWorkerMain.ENV_PASSWORD),
+  private static int run(String schema, int lanes, long workMicros, Path counterFile)
+      throws Exception {
+    DatabaseUrl database = new DatabaseUrl(
+        System.getenv(BenchWorkerMain.ENV_JDBC_URL),
+        System.getenv(BenchWorkerMain.ENV_USER),
+        System.getenv(BenchWorkerMain.ENV_PASSWORD),
         System.getenv(BenchWorkerMain.ENV_DATABASE));
     Recorder pickups = new Recorder(W5Histograms.MAX_MICROS, 3);
     HikariConfig config = new HikariConfig();
@@ -88,7 +91,8 @@ public final class W5WorkerMain {
       }
       System.out.println(BenchWorkerMain.READY);
       System.out.flush();
-      BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      BufferedReader in =
+          new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       String line;
       Histogram interval = null;
       while ((line = in.readLine()) != null && !line.trim().equals(BenchWorkerMain.STOP)) {

@@ -47,7 +47,8 @@ final class WorkerProcess implements AutoCloseable {
    * (118 vs 116 MiB with C2). The JVM defaults peaked at 254 MiB. Override for experiments with the
    * environment variable {@value #FLAGS_ENV} (space-separated; replaces these flags).
    */
-  static final List<String> JVM_FLAGS = List.of("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+  static final List<String> JVM_FLAGS =
+      List.of("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
   /** Environment variable that replaces {@link #JVM_FLAGS}, for measuring alternatives. */
   static final String FLAGS_ENV = "PGJOBS_BENCH_WORKER_JAVA_OPTS";
 
@@ -57,6 +58,7 @@ final class WorkerProcess implements AutoCloseable {
   private final CountDownLatch ready = new CountDownLatch(1);
   /** Lines on stdout other than READY: the answers to {@link #request}. */
   private final BlockingQueue<String> replies = new LinkedBlockingQueue<>();
+
   private final Thread shutdownHook;
 
   private WorkerProcess(String name, Process process, Path stderr) {
@@ -90,8 +92,10 @@ final class WorkerProcess implements AutoCloseable {
    * stdin until STOP) with {@code args}, in a child JVM with the same flags.
    */
   static WorkerProcess start(String name, DatabaseUrl database, Class<?> main, List<String> args) {
-    String java = ProcessHandle.current().info().command().orElse(
-        System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+    String java = ProcessHandle.current()
+        .info()
+        .command()
+        .orElse(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     List<String> command = new ArrayList<>();
     command.add(java);
     command.addAll(jvmFlags());
@@ -115,7 +119,8 @@ final class WorkerProcess implements AutoCloseable {
         throw e;
       }
     } catch (IOException e) {
-      throw new IllegalStateException("cannot start the " + name + " process: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot start the " + name + " process: " + e.getMessage(), e);
     }
   }
 
@@ -126,7 +131,8 @@ final class WorkerProcess implements AutoCloseable {
   }
 
   private void readStdout() {
-    try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+    try (BufferedReader out = new BufferedReader(
+        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
       String line;
       while ((line = out.readLine()) != null) {
         if (line.trim().equals(BenchWorkerMain.READY)) {
@@ -167,7 +173,8 @@ final class WorkerProcess implements AutoCloseable {
         return line;
       }
       if (line == null && !process.isAlive()) {
-        throw failure("exited with status " + process.exitValue() + " before it answered " + command);
+        throw failure(
+            "exited with status " + process.exitValue() + " before it answered " + command);
       }
       if (System.nanoTime() > deadline) {
         throw failure("did not answer " + command + " within " + timeout);

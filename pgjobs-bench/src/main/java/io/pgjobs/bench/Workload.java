@@ -72,8 +72,14 @@ public enum Workload {
     } catch (RuntimeException e) {
       // The workloads of "all" first, so the message starts as it did before W3S existed.
       throw new IllegalArgumentException("unknown workload '" + text + "'; allowed: "
-          + Arrays.stream(values()).filter(Workload::inAll).map(Enum::name).collect(Collectors.joining(", ")) + ", all"
-          + Arrays.stream(values()).filter(w -> !w.inAll()).map(w -> ", " + w.name() + " (not in all)")
+          + Arrays.stream(values())
+              .filter(Workload::inAll)
+              .map(Enum::name)
+              .collect(Collectors.joining(", "))
+          + ", all"
+          + Arrays.stream(values())
+              .filter(w -> !w.inAll())
+              .map(w -> ", " + w.name() + " (not in all)")
               .collect(Collectors.joining()));
     }
   }

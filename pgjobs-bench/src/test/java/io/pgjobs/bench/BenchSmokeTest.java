@@ -31,9 +31,12 @@ class BenchSmokeTest {
   }
 
   @Test
-  void sweepMeasuresEverySettingForEverySeriesAndDrawsTheChart(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
-      throws Exception {
-    BenchRunner runner = new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 0.01, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+  void sweepMeasuresEverySettingForEverySeriesAndDrawsTheChart(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    BenchRunner runner = new BenchRunner(
+        DatabaseUrl.parse(db.jdbcUrl()),
+        0.01,
+        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
 
     List<BenchResult> results = runner.sweep(1, r -> {});
 
@@ -52,38 +55,62 @@ class BenchSmokeTest {
   void everyWorkloadRunsForPgjobsAndTheRawReferenceAndIsReported() throws Exception {
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
     List<BenchResult> sunk = new ArrayList<>();
-    BenchRunner runner =
-        new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 0.01, new PrintStream(progress, true, StandardCharsets.UTF_8));
+    BenchRunner runner = new BenchRunner(
+        DatabaseUrl.parse(db.jdbcUrl()),
+        0.01,
+        new PrintStream(progress, true, StandardCharsets.UTF_8));
 
     // W5 has its own entry point (and its own test below).
-    Workload[] workloads = java.util.Arrays.stream(Workload.values()).filter(w -> w != Workload.W5).toArray(Workload[]::new);
+    Workload[] workloads = java.util.Arrays.stream(Workload.values())
+        .filter(w -> w != Workload.W5)
+        .toArray(Workload[]::new);
     List<BenchResult> results = runner.run(workloads, 1, sunk::add);
 
     assertThat(sunk).isEqualTo(results);
     // The --out lines carry the documented snake_case names.
     assertThat(results.getFirst().toJsonLine())
-        .contains("\"system\":", "\"workload\":", "\"jobs_per_s\":", "\"p50_ms\":", "\"p95_ms\":", "\"p99_ms\":",
+        .contains(
+            "\"system\":",
+            "\"workload\":",
+            "\"jobs_per_s\":",
+            "\"p50_ms\":",
+            "\"p95_ms\":",
+            "\"p99_ms\":",
             "\"peak_rss_mib\":")
         .doesNotContain("jobsPerS");
     for (Workload w : workloads) {
-      assertThat(results).filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("pgjobs")).isNotEmpty();
+      assertThat(results)
+          .filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("pgjobs"))
+          .isNotEmpty();
       if (w != Workload.W3S) {
-        assertThat(results).filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("raw")).isNotEmpty();
+        assertThat(results)
+            .filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("raw"))
+            .isNotEmpty();
       }
     }
-    assertThat(results).filteredOn(r -> !r.workload().equals("W4")).allSatisfy(r -> assertThat(r.jobsPerS()).isPositive());
+    assertThat(results)
+        .filteredOn(r -> !r.workload().equals("W4"))
+        .allSatisfy(r -> assertThat(r.jobsPerS()).isPositive());
     assertThat(results).filteredOn(r -> r.workload().equals("W4")).allSatisfy(r -> {
       assertThat(r.p99Ms()).isGreaterThanOrEqualTo(r.p50Ms());
-      // From the call's start includes the enqueue's own round trip: never shorter than from its return.
+      // From the call's start includes the enqueue's own round trip: never shorter than from its
+      // return.
       assertThat(r.p50FromCallMs()).isGreaterThan(r.p50Ms());
-      assertThat(r.toJsonLine()).contains("\"p50_from_call_ms\":", "\"p99_from_call_ms\":",
-          "\"return_to_notification_p50_ms\":", "\"notification_to_claim_p99_ms\":");
+      assertThat(r.toJsonLine())
+          .contains(
+              "\"p50_from_call_ms\":",
+              "\"p99_from_call_ms\":",
+              "\"return_to_notification_p50_ms\":",
+              "\"notification_to_claim_p99_ms\":");
     });
-    assertThat(results).filteredOn(r -> r.workload().equals("W4") && r.system().equals("pgjobs"))
+    assertThat(results)
+        .filteredOn(r -> r.workload().equals("W4") && r.system().equals("pgjobs"))
         .singleElement()
-        .satisfies(r -> assertThat(r.stages()).containsKeys("claim_to_lane_p50_ms", "lane_to_handler_p99_ms",
-            "claimed_on_notification_pct"));
-    assertThat(results).filteredOn(r -> !r.workload().equals("W4"))
+        .satisfies(r -> assertThat(r.stages())
+            .containsKeys(
+                "claim_to_lane_p50_ms", "lane_to_handler_p99_ms", "claimed_on_notification_pct"));
+    assertThat(results)
+        .filteredOn(r -> !r.workload().equals("W4"))
         .allSatisfy(r -> assertThat(r.toJsonLine()).doesNotContain("from_call", "stages"));
     // W3 and W3S: pgjobs' workers ran as processes of their own, whose peak RSS was read.
     List<String> workerRows = List.of(
@@ -92,46 +119,73 @@ class BenchSmokeTest {
         "W3S " + BenchRunner.W3S_EMPTY,
         "W3S " + BenchRunner.w3sFilledVariant(0.01));
     for (String row : workerRows) {
-      assertThat(results).filteredOn(r -> r.system().equals("pgjobs") && (r.workload() + " " + r.variant()).equals(row))
-          .as(row).singleElement()
+      assertThat(results)
+          .filteredOn(
+              r -> r.system().equals("pgjobs") && (r.workload() + " " + r.variant()).equals(row))
+          .as(row)
+          .singleElement()
           .satisfies(r -> {
             assertThat(r.jobsPerS()).isPositive();
             assertThat(r.peakRssMib()).isPositive();
           });
     }
     BenchResult filled = results.stream()
-        .filter(r -> r.variant().equals(BenchRunner.w3sFilledVariant(0.01))).findFirst().orElseThrow();
+        .filter(r -> r.variant().equals(BenchRunner.w3sFilledVariant(0.01)))
+        .findFirst()
+        .orElseThrow();
     assertThat(filled.plan()).contains("jobs_ready_idx", "force_custom_plan", "force_generic_plan");
-    assertThat(results).filteredOn(r -> r != filled).allSatisfy(r -> assertThat(r.plan()).isNull());
+    assertThat(results)
+        .filteredOn(r -> r != filled)
+        .allSatisfy(r -> assertThat(r.plan()).isNull());
     String table = Report.table(results);
-    assertThat(table).contains("| W1 | pgjobs |", "| W3 | raw | claim 1000 + DELETE |", "vs raw reference",
-        "| W3 | pgjobs | default settings, 2 worker processes |", "| W3S | pgjobs | " + BenchRunner.W3S_EMPTY + " |",
-        "| W3S | pgjobs | " + BenchRunner.w3sFilledVariant(0.01) + " |");
-    assertThat(progress.toString(StandardCharsets.UTF_8)).contains("W3 drain", "run 1 of 1", "W3S fill", "jobs_ready_idx");
-    assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_%'")).isZero();
-    assertThat(ProcessHandle.current().descendants().filter(ProcessHandle::isAlive)
-        .filter(p -> p.info().commandLine().orElse("").contains(BenchWorkerMain.class.getName())))
-        .as("worker processes left running").isEmpty();
+    assertThat(table)
+        .contains(
+            "| W1 | pgjobs |",
+            "| W3 | raw | claim 1000 + DELETE |",
+            "vs raw reference",
+            "| W3 | pgjobs | default settings, 2 worker processes |",
+            "| W3S | pgjobs | " + BenchRunner.W3S_EMPTY + " |",
+            "| W3S | pgjobs | " + BenchRunner.w3sFilledVariant(0.01) + " |");
+    assertThat(progress.toString(StandardCharsets.UTF_8))
+        .contains("W3 drain", "run 1 of 1", "W3S fill", "jobs_ready_idx");
+    assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_%'"))
+        .isZero();
+    assertThat(ProcessHandle.current()
+            .descendants()
+            .filter(ProcessHandle::isAlive)
+            .filter(
+                p -> p.info().commandLine().orElse("").contains(BenchWorkerMain.class.getName())))
+        .as("worker processes left running")
+        .isEmpty();
   }
 
   @Test
   void w4WithAWarmupRunsItForBothSystemsAndNamesItInTheVariant() throws Exception {
-    BenchRunner runner = new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 0.05,
-        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)).w4Warmup(40);
+    BenchRunner runner = new BenchRunner(
+            DatabaseUrl.parse(db.jdbcUrl()),
+            0.05,
+            new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8))
+        .w4Warmup(40);
 
     List<BenchResult> results = runner.run(new Workload[] {Workload.W4}, 1, r -> {});
 
-    assertThat(results).extracting(BenchResult::system, BenchResult::variant).containsExactly(
-        org.assertj.core.groups.Tuple.tuple("raw", "LISTEN/NOTIFY + claim, after 40 warm-up jobs"),
-        org.assertj.core.groups.Tuple.tuple("pgjobs", "LISTEN/NOTIFY, idle worker, after 40 warm-up jobs"));
+    assertThat(results)
+        .extracting(BenchResult::system, BenchResult::variant)
+        .containsExactly(
+            org.assertj.core.groups.Tuple.tuple(
+                "raw", "LISTEN/NOTIFY + claim, after 40 warm-up jobs"),
+            org.assertj.core.groups.Tuple.tuple(
+                "pgjobs", "LISTEN/NOTIFY, idle worker, after 40 warm-up jobs"));
     assertThat(results).allSatisfy(r -> {
       assertThat(r.jobs()).isEqualTo(Workload.W4.jobs(0.05));
       assertThat(r.p50Ms()).isPositive();
       assertThat(r.p50FromCallMs()).isGreaterThan(r.p50Ms());
     });
     // The timed jobs still carry their stages.
-    assertThat(results.get(1).stages()).containsKeys("notification_to_claim_p50_ms", "claim_to_lane_p50_ms");
-    assertThat(Report.table(results)).contains("| W4 | pgjobs | LISTEN/NOTIFY, idle worker, after 40 warm-up jobs |");
+    assertThat(results.get(1).stages())
+        .containsKeys("notification_to_claim_p50_ms", "claim_to_lane_p50_ms");
+    assertThat(Report.table(results))
+        .contains("| W4 | pgjobs | LISTEN/NOTIFY, idle worker, after 40 warm-up jobs |");
   }
 
   @Test
@@ -141,34 +195,52 @@ class BenchSmokeTest {
     assertThat(W4Warmup.parse("100000", Workload.parse("all"), false)).isEqualTo(100_000);
     for (String bad : List.of("-1", "100001", "1e3", "", "ten")) {
       org.assertj.core.api.Assertions.assertThatThrownBy(() -> W4Warmup.parse(bad, w4, false))
-          .hasMessage("--w4-warmup-jobs must be a whole number from 0 to 100000, was '" + bad + "'");
+          .hasMessage(
+              "--w4-warmup-jobs must be a whole number from 0 to 100000, was '" + bad + "'");
     }
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> W4Warmup.parse("10", new Workload[] {Workload.W3}, false))
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W4Warmup.parse("10", new Workload[] {Workload.W3}, false))
         .hasMessage("--w4-warmup-jobs goes with --workload W4 or all");
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> W4Warmup.parse("10", w4, true))
         .hasMessage("--w4-warmup-jobs goes with --workload W4 or all");
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 1,
-            System.err).w4Warmup(-1)).hasMessageContaining("between 0 and 100000");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 1, System.err).w4Warmup(-1))
+        .hasMessageContaining("between 0 and 100000");
   }
 
   @Test
   void allMeansW1ToW4AndW3sAndW5RunOnlyWhenNamed() {
-    assertThat(Workload.parse("all")).containsExactly(Workload.W1, Workload.W2, Workload.W3, Workload.W4);
+    assertThat(Workload.parse("all"))
+        .containsExactly(Workload.W1, Workload.W2, Workload.W3, Workload.W4);
     assertThat(Workload.parse("w3s")).containsExactly(Workload.W3S);
     assertThat(Workload.parse("W5")).containsExactly(Workload.W5);
   }
 
   @Test
-  void w5RunsEveryPhaseAndThePeakProbeAndReportsSaneNumbers(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
-      throws Exception {
+  void w5RunsEveryPhaseAndThePeakProbeAndReportsSaneNumbers(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
-    BenchRunner runner =
-        new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 1, new PrintStream(progress, true, StandardCharsets.UTF_8));
-    // Small: 200 jobs/s, 4 lanes of 1 ms jobs, phases of 1 s in windows of 0.5 s; one peak probe of 2 lanes.
+    BenchRunner runner = new BenchRunner(
+        DatabaseUrl.parse(db.jdbcUrl()),
+        1,
+        new PrintStream(progress, true, StandardCharsets.UTF_8));
+    // Small: 200 jobs/s, 4 lanes of 1 ms jobs, phases of 1 s in windows of 0.5 s; one peak probe of
+    // 2 lanes.
     W5Options options = W5Options.DEFAULTS;
-    String[][] flags = {{"--rate", "200"}, {"--lanes", "4"}, {"--work-ms", "1"}, {"--warmup", "1"}, {"--clean", "1"},
-        {"--idle-tx", "1.5"}, {"--recovery", "1"}, {"--idle-tx2", "1"}, {"--window", "0.5"}, {"--peak-lanes", "2"},
-        {"--peak-depth", "100"}, {"--peak", "1"}};
+    String[][] flags = {
+      {"--rate", "200"},
+      {"--lanes", "4"},
+      {"--work-ms", "1"},
+      {"--warmup", "1"},
+      {"--clean", "1"},
+      {"--idle-tx", "1.5"},
+      {"--recovery", "1"},
+      {"--idle-tx2", "1"},
+      {"--window", "0.5"},
+      {"--peak-lanes", "2"},
+      {"--peak-depth", "100"},
+      {"--peak", "1"}
+    };
     for (String[] flag : flags) {
       options = options.with(flag[0], flag[1]);
     }
@@ -178,22 +250,34 @@ class BenchSmokeTest {
 
     assertThat(runs).extracting(W5Run::run).containsExactly("200/s", "peak 2 lanes");
     W5Run sustained = runs.get(0);
-    assertThat(sustained.phases()).extracting(W5Run.PhaseSummary::phase)
+    assertThat(sustained.phases())
+        .extracting(W5Run.PhaseSummary::phase)
         .containsExactly("warm-up", "clean", "idle-tx", "recovery", "idle-tx-2");
-    assertThat(sustained.phases()).filteredOn(W5Run.PhaseSummary::idleTransaction)
-        .extracting(W5Run.PhaseSummary::phase).containsExactly("idle-tx", "idle-tx-2");
-    assertThat(runs.get(1).phases()).extracting(W5Run.PhaseSummary::phase).containsExactly("warm-up", "peak");
+    assertThat(sustained.phases())
+        .filteredOn(W5Run.PhaseSummary::idleTransaction)
+        .extracting(W5Run.PhaseSummary::phase)
+        .containsExactly("idle-tx", "idle-tx-2");
+    assertThat(runs.get(1).phases())
+        .extracting(W5Run.PhaseSummary::phase)
+        .containsExactly("warm-up", "peak");
     for (W5Run run : runs) {
-      // Every job offered ran, by the end of the drain; every phase has windows; no negative figures.
+      // Every job offered ran, by the end of the drain; every phase has windows; no negative
+      // figures.
       assertThat(run.offeredTotal()).isPositive();
       assertThat(run.completedTotal()).isEqualTo(run.offeredTotal());
-      assertThat(run.windows().stream().mapToLong(W5Run.Window::offered).sum()).isLessThanOrEqualTo(run.offeredTotal());
-      long completedInWindows = run.windows().stream().mapToLong(W5Run.Window::completed).sum();
-      long offeredInWindows = run.windows().stream().mapToLong(W5Run.Window::offered).sum();
-      assertThat(completedInWindows).isLessThanOrEqualTo(offeredInWindows)
+      assertThat(run.windows().stream().mapToLong(W5Run.Window::offered).sum())
+          .isLessThanOrEqualTo(run.offeredTotal());
+      long completedInWindows =
+          run.windows().stream().mapToLong(W5Run.Window::completed).sum();
+      long offeredInWindows =
+          run.windows().stream().mapToLong(W5Run.Window::offered).sum();
+      assertThat(completedInWindows)
+          .isLessThanOrEqualTo(offeredInWindows)
           .isGreaterThanOrEqualTo(offeredInWindows - run.windows().getLast().depth() - run.lanes());
       for (W5Run.PhaseSummary phase : run.phases()) {
-        assertThat(run.windows()).filteredOn(w -> w.phase().equals(phase.phase())).isNotEmpty();
+        assertThat(run.windows())
+            .filteredOn(w -> w.phase().equals(phase.phase()))
+            .isNotEmpty();
         assertThat(phase.offered()).isPositive();
         assertThat(phase.completedPerS()).isPositive();
         assertThat(phase.p99Ms()).isNotNull().isGreaterThanOrEqualTo(phase.p50Ms());
@@ -214,26 +298,46 @@ class BenchSmokeTest {
         }
       });
     }
-    // The sustained run offered its rate, give or take (the producer's credit is on real elapsed time).
-    double seconds = sustained.windows().stream().mapToDouble(W5Run.Window::seconds).sum();
+    // The sustained run offered its rate, give or take (the producer's credit is on real elapsed
+    // time).
+    double seconds =
+        sustained.windows().stream().mapToDouble(W5Run.Window::seconds).sum();
     assertThat(sustained.offeredTotal() / seconds).isBetween(100.0, 300.0);
     // The peak probe tops the depth up to its target, never above it.
-    assertThat(runs.get(1).windows()).allSatisfy(w -> assertThat(w.depthMax()).isLessThanOrEqualTo(100));
+    assertThat(runs.get(1).windows())
+        .allSatisfy(w -> assertThat(w.depthMax()).isLessThanOrEqualTo(100));
 
     // --out: one JSON line per window, per phase and per run, snake_case.
-    assertThat(lines).filteredOn(l -> l.contains("\"row\":\"window\"")).hasSize(
-        runs.stream().mapToInt(r -> r.windows().size()).sum());
+    assertThat(lines)
+        .filteredOn(l -> l.contains("\"row\":\"window\""))
+        .hasSize(runs.stream().mapToInt(r -> r.windows().size()).sum());
     assertThat(lines).filteredOn(l -> l.contains("\"row\":\"phase\"")).hasSize(7);
     assertThat(lines).filteredOn(l -> l.contains("\"row\":\"run\"")).hasSize(2);
-    assertThat(lines.getFirst()).contains("\"workload\":\"W5\"", "\"offered_per_s\":", "\"completed_per_s\":",
-        "\"depth\":", "\"dead_tuples\":", "\"p50_ms\":", "\"p95_ms\":", "\"p99_ms\":");
+    assertThat(lines.getFirst())
+        .contains(
+            "\"workload\":\"W5\"",
+            "\"offered_per_s\":",
+            "\"completed_per_s\":",
+            "\"depth\":",
+            "\"dead_tuples\":",
+            "\"p50_ms\":",
+            "\"p95_ms\":",
+            "\"p99_ms\":");
     String phaseTable = W5Report.phaseTable(runs);
-    for (String phase : List.of("| 200/s | warm-up |", "| 200/s | clean |", "| 200/s | idle-tx |", "| 200/s | recovery |",
-        "| 200/s | idle-tx-2 |", "| peak 2 lanes | peak |")) {
+    for (String phase : List.of(
+        "| 200/s | warm-up |",
+        "| 200/s | clean |",
+        "| 200/s | idle-tx |",
+        "| 200/s | recovery |",
+        "| 200/s | idle-tx-2 |",
+        "| peak 2 lanes | peak |")) {
       assertThat(phaseTable).contains(phase);
     }
-    assertThat(W5Report.windowTable(runs)).startsWith(W5Report.WINDOW_HEADER).contains("| 200/s | idle-tx |");
-    assertThat(progress.toString(StandardCharsets.UTF_8)).contains("idle transaction open (txid", "idle transaction rolled back");
+    assertThat(W5Report.windowTable(runs))
+        .startsWith(W5Report.WINDOW_HEADER)
+        .contains("| 200/s | idle-tx |");
+    assertThat(progress.toString(StandardCharsets.UTF_8))
+        .contains("idle transaction open (txid", "idle transaction rolled back");
 
     java.nio.file.Path chart = W5Chart.fileFor(dir.resolve("w5.png"), sustained, false);
     assertThat(chart.getFileName().toString()).isEqualTo("w5-200s.png");
@@ -251,37 +355,56 @@ class BenchSmokeTest {
     assertThat(readBack.getFirst().windows()).isEqualTo(sustained.windows());
     assertThat(readBack.getFirst().rate()).isEqualTo(200);
     assertThat(W5Chart.fromJsonLines(List.of(before, after), dir.resolve("cmp.png")))
-        .extracting(f -> f.getFileName().toString()).containsExactly("cmp-200s.png", "cmp-peak-2-lanes.png");
-    assertThat(javax.imageio.ImageIO.read(dir.resolve("cmp-200s.png").toFile()).getHeight()).isEqualTo(W5Chart.HEIGHT);
+        .extracting(f -> f.getFileName().toString())
+        .containsExactly("cmp-200s.png", "cmp-peak-2-lanes.png");
+    assertThat(javax.imageio.ImageIO.read(dir.resolve("cmp-200s.png").toFile()).getHeight())
+        .isEqualTo(W5Chart.HEIGHT);
 
-    assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_w5_%'")).isZero();
-    assertThat(db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        + " AND state = 'idle in transaction' AND query ILIKE '%txid_current%'")).isZero();
-    assertThat(ProcessHandle.current().descendants().filter(ProcessHandle::isAlive)
-        .filter(p -> p.info().commandLine().orElse("").contains("io.pgjobs.bench.W5")))
-        .as("W5 processes left running").isEmpty();
+    assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_w5_%'"))
+        .isZero();
+    assertThat(
+            db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND state = 'idle in transaction' AND query ILIKE '%txid_current%'"))
+        .isZero();
+    assertThat(ProcessHandle.current()
+            .descendants()
+            .filter(ProcessHandle::isAlive)
+            .filter(p -> p.info().commandLine().orElse("").contains("io.pgjobs.bench.W5")))
+        .as("W5 processes left running")
+        .isEmpty();
   }
 
   @Test
   void w5FlagsAreCheckedAndW5IsNotPartOfRun() {
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> W5Options.DEFAULTS.with("--rate", "fast"))
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--rate", "fast"))
         .hasMessageContaining("--rate");
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> W5Options.DEFAULTS.with("--window", "0"))
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--window", "0"))
         .hasMessageContaining("--window");
-    assertThat(W5Options.DEFAULTS.with("--idle-tx2", "0").sustainedPhases()).extracting(W5Options.Phase::name)
+    assertThat(W5Options.DEFAULTS.with("--idle-tx2", "0").sustainedPhases())
+        .extracting(W5Options.Phase::name)
         .containsExactly("warm-up", "clean", "idle-tx", "recovery");
     assertThat(W5Options.DEFAULTS.with("--rate", "none").rates()).isEmpty();
     assertThat(W5Options.DEFAULTS.with("--nonsense", "1")).isNull();
-    BenchRunner runner = new BenchRunner(DatabaseUrl.parse(db.jdbcUrl()), 1, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> runner.run(new Workload[] {Workload.W5}, 1, r -> {}))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("W5");
+    BenchRunner runner = new BenchRunner(
+        DatabaseUrl.parse(db.jdbcUrl()),
+        1,
+        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> runner.run(new Workload[] {Workload.W5}, 1, r -> {}))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("W5");
   }
 
   @Test
   void aWorkerProcessThatCannotStartIsReportedWithItsStderr() throws Exception {
-    // A schema name the worker refuses: the process exits before READY, and the error quotes its stderr.
-    try (WorkerProcess child = WorkerProcess.start("bad-worker", DatabaseUrl.parse(db.jdbcUrl()), "Not-A-Schema")) {
-      org.assertj.core.api.Assertions.assertThatThrownBy(() -> child.awaitReady(java.time.Duration.ofSeconds(30)))
+    // A schema name the worker refuses: the process exits before READY, and the error quotes its
+    // stderr.
+    try (WorkerProcess child =
+        WorkerProcess.start("bad-worker", DatabaseUrl.parse(db.jdbcUrl()), "Not-A-Schema")) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(
+              () -> child.awaitReady(java.time.Duration.ofSeconds(30)))
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("bad-worker")
           .hasMessageContaining("before it was ready")
@@ -293,12 +416,14 @@ class BenchSmokeTest {
   void aWorkerProcessExitsWhenItsStdinCloses() throws Exception {
     String schema = "bench_stdin_" + Long.toHexString(System.nanoTime());
     io.pgjobs.JobClient.builder(db.dataSource()).schema(schema).build().migrate();
-    try (WorkerProcess child = WorkerProcess.start("stdin-worker", DatabaseUrl.parse(db.jdbcUrl()), schema)) {
+    try (WorkerProcess child =
+        WorkerProcess.start("stdin-worker", DatabaseUrl.parse(db.jdbcUrl()), schema)) {
       child.awaitReady(java.time.Duration.ofSeconds(30));
       ProcessHandle handle = ProcessHandle.of(child.pid()).orElseThrow();
       // What the child sees when the bench dies: its stdin closes, without a STOP line.
       child.closeStdin();
-      assertThat(handle.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS).isAlive()).isFalse();
+      assertThat(handle.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS).isAlive())
+          .isFalse();
     } finally {
       db.execute("DROP SCHEMA " + schema + " CASCADE");
     }

@@ -38,81 +38,140 @@ import picocli.CommandLine.Option;
       "dead tuples per window; then a peak probe (depth kept at a target) per --peak-lanes."
     })
 final class BenchCommand extends Subcommand {
-  @Option(names = "--workload", paramLabel = "<W1|W2|W3|W4|W3S|W5|all>", defaultValue = "all",
+  @Option(
+      names = "--workload",
+      paramLabel = "<W1|W2|W3|W4|W3S|W5|all>",
+      defaultValue = "all",
       description = "Which workload. Default: ${DEFAULT-VALUE}.")
   String workload;
 
-  @Option(names = "--runs", paramLabel = "<n>",
+  @Option(
+      names = "--runs",
+      paramLabel = "<n>",
       description = "Runs of each workload, 1 to 100; the table shows medians. Default: 3 (W5: 1).")
   Integer runs;
 
-  @Option(names = "--out", paramLabel = "<file>",
-      description = "Append one JSON object per run to this file (JSON lines); W5: one per window, phase and run.")
+  @Option(
+      names = "--out",
+      paramLabel = "<file>",
+      description =
+          "Append one JSON object per run to this file (JSON lines); W5: one per window, phase and run.")
   Path out;
 
-  @Option(names = "--scale", paramLabel = "<s>", defaultValue = "1",
-      description = "Scale every workload to this share of its size, (0, 10]: below 1 for quick runs, above 1 for steady-state figures. Default: ${DEFAULT-VALUE}.")
+  @Option(
+      names = "--scale",
+      paramLabel = "<s>",
+      defaultValue = "1",
+      description =
+          "Scale every workload to this share of its size, (0, 10]: below 1 for quick runs, above 1 for steady-state figures. Default: ${DEFAULT-VALUE}.")
   double scale;
 
-  @Option(names = "--sweep",
-      description = "Instead of the workloads: W3 at N = 1, 10, 50, 100, 500, 1000 (claim batch and concurrency)"
-          + " for pgjobs and the raw reference, as a table and, with --chart, a PNG.")
+  @Option(
+      names = "--sweep",
+      description =
+          "Instead of the workloads: W3 at N = 1, 10, 50, 100, 500, 1000 (claim batch and concurrency)"
+              + " for pgjobs and the raw reference, as a table and, with --chart, a PNG.")
   boolean sweep;
 
-  @Option(names = "--chart", paramLabel = "<file.png>",
-      description = "With --sweep: write the chart to this PNG file. With W5: one chart per run, <file>-<run>.png"
-          + " (depth and pickup p99/p50 over time, phases shaded).")
+  @Option(
+      names = "--chart",
+      paramLabel = "<file.png>",
+      description =
+          "With --sweep: write the chart to this PNG file. With W5: one chart per run, <file>-<run>.png"
+              + " (depth and pickup p99/p50 over time, phases shaded).")
   Path chart;
 
-  @Option(names = "--w5-chart", paramLabel = "<out.jsonl[,out2.jsonl...]>", split = ",",
-      description = "Instead of a run: W5 charts from earlier --out files, overlaid (e.g. before and after a change),"
-          + " one per run of the first file, to --chart <file>-<run>.png; each line is named after its file.")
+  @Option(
+      names = "--w5-chart",
+      paramLabel = "<out.jsonl[,out2.jsonl...]>",
+      split = ",",
+      description =
+          "Instead of a run: W5 charts from earlier --out files, overlaid (e.g. before and after a change),"
+              + " one per run of the first file, to --chart <file>-<run>.png; each line is named after its file.")
   List<Path> w5ChartFrom;
 
-  @Option(names = "--w4-warmup-jobs", paramLabel = "<n>",
-      description = "W4: run this many untimed jobs first (each alone, 2 ms apart), so the timed ones meet a worker"
-          + " whose code the JIT has compiled, as one that has been running; the raw reference gets the same."
-          + " 0 to " + io.pgjobs.bench.BenchRunner.MAX_W4_WARMUP_JOBS + ". Default: 0 (a worker fresh from its start).")
+  @Option(
+      names = "--w4-warmup-jobs",
+      paramLabel = "<n>",
+      description =
+          "W4: run this many untimed jobs first (each alone, 2 ms apart), so the timed ones meet a worker"
+              + " whose code the JIT has compiled, as one that has been running; the raw reference gets the same."
+              + " 0 to " + io.pgjobs.bench.BenchRunner.MAX_W4_WARMUP_JOBS
+              + ". Default: 0 (a worker fresh from its start).")
   String w4WarmupJobs;
 
-  @Option(names = "--rate", paramLabel = "<r[,r...]>",
+  @Option(
+      names = "--rate",
+      paramLabel = "<r[,r...]>",
       description = "W5: offered jobs/s, one sustained run each, or 'none'. Default: 800,5000.")
   String rate;
 
-  @Option(names = "--lanes", paramLabel = "<n>", description = "W5: worker lanes (concurrency) of the sustained runs. Default: 32.")
+  @Option(
+      names = "--lanes",
+      paramLabel = "<n>",
+      description = "W5: worker lanes (concurrency) of the sustained runs. Default: 32.")
   String lanes;
 
-  @Option(names = "--work-ms", paramLabel = "<ms>", description = "W5: synthetic work per job (the handler parks). Default: 1.")
+  @Option(
+      names = "--work-ms",
+      paramLabel = "<ms>",
+      description = "W5: synthetic work per job (the handler parks). Default: 1.")
   String workMs;
 
-  @Option(names = "--warmup", paramLabel = "<s>", description = "W5: warm-up phase, seconds. Default: 20.")
+  @Option(
+      names = "--warmup",
+      paramLabel = "<s>",
+      description = "W5: warm-up phase, seconds. Default: 20.")
   String warmup;
 
-  @Option(names = "--clean", paramLabel = "<s>", description = "W5: clean phase, seconds. Default: 150.")
+  @Option(
+      names = "--clean",
+      paramLabel = "<s>",
+      description = "W5: clean phase, seconds. Default: 150.")
   String clean;
 
-  @Option(names = "--idle-tx", paramLabel = "<s>",
-      description = "W5: phase with another connection idle in a transaction (BEGIN; SELECT txid_current()), seconds. Default: 150.")
+  @Option(
+      names = "--idle-tx",
+      paramLabel = "<s>",
+      description =
+          "W5: phase with another connection idle in a transaction (BEGIN; SELECT txid_current()), seconds. Default: 150.")
   String idleTx;
 
-  @Option(names = "--recovery", paramLabel = "<s>", description = "W5: recovery phase, seconds. Default: 120.")
+  @Option(
+      names = "--recovery",
+      paramLabel = "<s>",
+      description = "W5: recovery phase, seconds. Default: 120.")
   String recovery;
 
-  @Option(names = "--idle-tx2", paramLabel = "<s>",
-      description = "W5: second idle-transaction phase, seconds (any phase: 0 leaves it out). Default: 120.")
+  @Option(
+      names = "--idle-tx2",
+      paramLabel = "<s>",
+      description =
+          "W5: second idle-transaction phase, seconds (any phase: 0 leaves it out). Default: 120.")
   String idleTx2;
 
-  @Option(names = "--window", paramLabel = "<s>", description = "W5: window of the per-window table, seconds. Default: 5.")
+  @Option(
+      names = "--window",
+      paramLabel = "<s>",
+      description = "W5: window of the per-window table, seconds. Default: 5.")
   String window;
 
-  @Option(names = "--peak-lanes", paramLabel = "<n[,n...]>",
+  @Option(
+      names = "--peak-lanes",
+      paramLabel = "<n[,n...]>",
       description = "W5: peak probes, lanes of each, or 'none'. Default: 16,64.")
   String peakLanes;
 
-  @Option(names = "--peak-depth", paramLabel = "<n>", description = "W5: depth the peak probe keeps. Default: 2000.")
+  @Option(
+      names = "--peak-depth",
+      paramLabel = "<n>",
+      description = "W5: depth the peak probe keeps. Default: 2000.")
   String peakDepth;
 
-  @Option(names = "--peak", paramLabel = "<s>", description = "W5: measured phase of each peak probe, seconds. Default: 60.")
+  @Option(
+      names = "--peak",
+      paramLabel = "<s>",
+      description = "W5: measured phase of each peak probe, seconds. Default: 60.")
   String peak;
 
   @Override
@@ -139,9 +198,20 @@ final class BenchCommand extends Subcommand {
     try {
       workloads = Workload.parse(workload);
       isW5 = workloads.length == 1 && workloads[0] == Workload.W5;
-      String[][] w5Flags = {{"--rate", rate}, {"--lanes", lanes}, {"--work-ms", workMs}, {"--warmup", warmup},
-          {"--clean", clean}, {"--idle-tx", idleTx}, {"--recovery", recovery}, {"--idle-tx2", idleTx2}, {"--window", window},
-          {"--peak-lanes", peakLanes}, {"--peak-depth", peakDepth}, {"--peak", peak}};
+      String[][] w5Flags = {
+        {"--rate", rate},
+        {"--lanes", lanes},
+        {"--work-ms", workMs},
+        {"--warmup", warmup},
+        {"--clean", clean},
+        {"--idle-tx", idleTx},
+        {"--recovery", recovery},
+        {"--idle-tx2", idleTx2},
+        {"--window", window},
+        {"--peak-lanes", peakLanes},
+        {"--peak-depth", peakDepth},
+        {"--peak", peak}
+      };
       for (String[] flag : w5Flags) {
         if (flag[1] != null) {
           if (!isW5) {
@@ -160,7 +230,8 @@ final class BenchCommand extends Subcommand {
         throw new IllegalArgumentException("--runs must be between 1 and 100, was " + runs);
       }
       if (!(scale > 0 && scale <= 10)) {
-        throw new IllegalArgumentException("--scale must be greater than 0 and at most 10, was " + scale);
+        throw new IllegalArgumentException(
+            "--scale must be greater than 0 and at most 10, was " + scale);
       }
     } catch (IllegalArgumentException e) {
       throw usage(e.getMessage());
@@ -171,12 +242,14 @@ final class BenchCommand extends Subcommand {
     }
     List<BenchResult> results;
     try {
-      BenchRunner runner = new BenchRunner(settings.databaseUrl(), scale, progress).w4Warmup(w4Warmup);
+      BenchRunner runner =
+          new BenchRunner(settings.databaseUrl(), scale, progress).w4Warmup(w4Warmup);
       if (isW5 && !sweep) {
         List<W5Run> w5Runs = runner.w5(w5, runs, line -> {
           if (out != null) {
             try {
-              Files.writeString(out, line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+              Files.writeString(
+                  out, line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
             } catch (IOException e) {
               throw new CommandFailedException("cannot write " + out + ": " + e.getMessage(), e);
             }
@@ -200,7 +273,8 @@ final class BenchCommand extends Subcommand {
       java.util.function.Consumer<BenchResult> sink = r -> {
         if (out != null) {
           try {
-            Files.writeString(out, r.toJsonLine() + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            Files.writeString(
+                out, r.toJsonLine() + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
           } catch (IOException e) {
             throw new CommandFailedException("cannot write " + out + ": " + e.getMessage(), e);
           }
@@ -208,7 +282,8 @@ final class BenchCommand extends Subcommand {
       };
       results = sweep ? runner.sweep(runs, sink) : runner.run(workloads, runs, sink);
     } catch (java.sql.SQLException e) {
-      throw new CommandFailedException(Failures.describe(e, settings.databaseUrl().toString()), e);
+      throw new CommandFailedException(
+          Failures.describe(e, settings.databaseUrl().toString()), e);
     }
     out().println();
     out().print(sweep ? Report.sweepTable(results) : Report.table(results));

@@ -5,8 +5,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.cli.config.Settings;
-import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.config.DatabaseUrl;
+import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.schema.Migrator;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -24,7 +24,12 @@ final class Database implements AutoCloseable {
   private final boolean created;
   private final HikariDataSource listenPool;
 
-  private Database(DatabaseUrl url, HikariDataSource pool, JobClient client, boolean created, HikariDataSource listenPool) {
+  private Database(
+      DatabaseUrl url,
+      HikariDataSource pool,
+      JobClient client,
+      boolean created,
+      HikariDataSource listenPool) {
     this.url = url;
     this.pool = pool;
     this.client = client;
@@ -39,7 +44,8 @@ final class Database implements AutoCloseable {
    * @param knownTypes job types whose defaults and payload validation apply when enqueueing by name
    * @throws CommandFailedException when the server cannot be reached or the login is refused
    */
-  static Database open(Settings settings, boolean create, Collection<? extends JobType<?>> knownTypes) {
+  static Database open(
+      Settings settings, boolean create, Collection<? extends JobType<?>> knownTypes) {
     return open(settings, create, knownTypes, null);
   }
 
@@ -48,7 +54,10 @@ final class Database implements AutoCloseable {
    * not when it is null.
    */
   static Database open(
-      Settings settings, boolean create, Collection<? extends JobType<?>> knownTypes, JobMetrics metrics) {
+      Settings settings,
+      boolean create,
+      Collection<? extends JobType<?>> knownTypes,
+      JobMetrics metrics) {
     DatabaseUrl url = settings.databaseUrl();
     boolean created = false;
     try {
@@ -72,9 +81,11 @@ final class Database implements AutoCloseable {
     try {
       pool = new HikariDataSource(config);
     } catch (RuntimeException e) {
-      throw new CommandFailedException("cannot connect to the database at " + url + ": " + Failures.describe(e), e);
+      throw new CommandFailedException(
+          "cannot connect to the database at " + url + ": " + Failures.describe(e), e);
     }
-    JobClient.Builder builder = JobClient.builder(pool).schema(settings.schema()).knownTypes(knownTypes);
+    JobClient.Builder builder =
+        JobClient.builder(pool).schema(settings.schema()).knownTypes(knownTypes);
     if (metrics != null) {
       builder.metrics(metrics);
     }
@@ -99,7 +110,8 @@ final class Database implements AutoCloseable {
     try (Connection probe = listenUrl.connect()) {
       probe.isValid(5);
     } catch (SQLException e) {
-      throw new CommandFailedException("listen_database_url: " + Failures.describe(e, listenUrl.toString()), e);
+      throw new CommandFailedException(
+          "listen_database_url: " + Failures.describe(e, listenUrl.toString()), e);
     }
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(listenUrl.jdbcUrl());
@@ -111,7 +123,8 @@ final class Database implements AutoCloseable {
     try {
       return new HikariDataSource(config);
     } catch (RuntimeException e) {
-      throw new CommandFailedException("cannot connect to listen_database_url " + listenUrl + ": " + Failures.describe(e), e);
+      throw new CommandFailedException(
+          "cannot connect to listen_database_url " + listenUrl + ": " + Failures.describe(e), e);
     }
   }
 
@@ -125,8 +138,10 @@ final class Database implements AutoCloseable {
     try {
       return Migrator.migrate(pool, client.schema());
     } catch (RuntimeException e) {
-      throw new CommandFailedException("migration of schema '" + client.schema() + "' at " + url + " failed: "
-          + Failures.describe(e), e);
+      throw new CommandFailedException(
+          "migration of schema '" + client.schema() + "' at " + url + " failed: "
+              + Failures.describe(e),
+          e);
     }
   }
 

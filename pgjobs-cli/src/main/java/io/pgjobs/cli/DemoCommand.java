@@ -59,21 +59,34 @@ final class DemoCommand extends Subcommand {
   static final String WEBHOOK_SECRET = "demo-webhook-secret";
   /** Where the demo's server receives the sample webhooks. */
   static final String WEBHOOK_PATH = "/demo/webhook";
+
   static final int EMBEDDED_PORT = 54329;
 
-  @Mixin WorkerOptions worker = new WorkerOptions();
-  @Mixin ServerOptions server = new ServerOptions();
+  @Mixin
+  WorkerOptions worker = new WorkerOptions();
 
-  @Option(names = "--interval", paramLabel = "<duration>", defaultValue = "2s",
-      description = "Time between two rounds of sample jobs (one of each kind). Default: ${DEFAULT-VALUE}.")
+  @Mixin
+  ServerOptions server = new ServerOptions();
+
+  @Option(
+      names = "--interval",
+      paramLabel = "<duration>",
+      defaultValue = "2s",
+      description =
+          "Time between two rounds of sample jobs (one of each kind). Default: ${DEFAULT-VALUE}.")
   String interval;
 
-  @Option(names = "--embedded-postgres",
-      description = "Use the embedded PostgreSQL 15 (data in ~/.pgjobs/demo-postgres, port 54329) even when a"
-          + " database is configured or answers on 127.0.0.1:5432.")
+  @Option(
+      names = "--embedded-postgres",
+      description =
+          "Use the embedded PostgreSQL 15 (data in ~/.pgjobs/demo-postgres, port 54329) even when a"
+              + " database is configured or answers on 127.0.0.1:5432.")
   boolean embeddedPostgres;
 
-  @Option(names = "--samples", paramLabel = "<n>", defaultValue = "-1",
+  @Option(
+      names = "--samples",
+      paramLabel = "<n>",
+      defaultValue = "-1",
       description = "Rounds of sample jobs to enqueue; -1 (default) for no end.")
   int samples;
 
@@ -84,8 +97,11 @@ final class DemoCommand extends Subcommand {
     Settings settings = settings(flags);
     java.time.Duration every;
     try {
-      every = io.pgjobs.config.DurationText.requireBetween("--interval",
-          io.pgjobs.config.DurationText.parse(interval), java.time.Duration.ofMillis(100), java.time.Duration.ofHours(1));
+      every = io.pgjobs.config.DurationText.requireBetween(
+          "--interval",
+          io.pgjobs.config.DurationText.parse(interval),
+          java.time.Duration.ofMillis(100),
+          java.time.Duration.ofHours(1));
     } catch (IllegalArgumentException e) {
       throw usage(e.getMessage());
     }
@@ -94,41 +110,58 @@ final class DemoCommand extends Subcommand {
     }
 
     if (embeddedPostgres
-        || settings.value(Settings.DATABASE_URL).source() == Settings.Source.DEFAULT && !answers("127.0.0.1", 5432)) {
+        || settings.value(Settings.DATABASE_URL).source() == Settings.Source.DEFAULT
+            && !answers("127.0.0.1", 5432)) {
       flags.put(Settings.DATABASE_URL, startEmbeddedPostgres());
     }
     if (settings.value(Settings.SMTP_HOST).source() == Settings.Source.DEFAULT) {
-      // On smtp_port (1025 unless set) when it is free, which is where a `pgjobs work` beside this demo
-      // sends its e-mails by default; else on any free port, and the demo says how to point a worker at it.
+      // On smtp_port (1025 unless set) when it is free, which is where a `pgjobs work` beside this
+      // demo
+      // sends its e-mails by default; else on any free port, and the demo says how to point a
+      // worker at it.
       int wanted = settings.smtpPort();
       int smtpPort = portFree(wanted) ? wanted : freePort();
-      GreenMail smtp = new GreenMail(new ServerSetup(smtpPort, "127.0.0.1", ServerSetup.PROTOCOL_SMTP));
+      GreenMail smtp =
+          new GreenMail(new ServerSetup(smtpPort, "127.0.0.1", ServerSetup.PROTOCOL_SMTP));
       smtp.start();
       Runtime.getRuntime().addShutdownHook(new Thread(smtp::stop, "pgjobs-demo-smtp-stop"));
       flags.put(Settings.SMTP_HOST, "127.0.0.1");
       flags.put(Settings.SMTP_PORT, Integer.toString(smtpPort));
-      out().println("demo SMTP server (in process) on 127.0.0.1:" + smtpPort
-          + (smtpPort == wanted ? "" : " (" + wanted + " was taken: a second worker beside this demo needs"
-              + " --smtp-port " + smtpPort + ")"));
+      out()
+          .println("demo SMTP server (in process) on 127.0.0.1:" + smtpPort
+              + (smtpPort == wanted
+                  ? ""
+                  : " (" + wanted + " was taken: a second worker beside this demo needs"
+                      + " --smtp-port " + smtpPort + ")"));
     }
     Settings effective = settings(flags);
     Path images = Files.createTempDirectory("pgjobs-demo-images");
     Path source = images.resolve("source.png");
     writeSampleImage(source);
     AtomicLong received = new AtomicLong();
-    // The webhook receiver is a fixed path of the demo's own server, so sample jobs of an earlier run
+    // The webhook receiver is a fixed path of the demo's own server, so sample jobs of an earlier
+    // run
     // (on the same port) still reach it after a restart.
-    return ServeCommand.run(this, effective, true, server.insecure,
-        api -> api.plainPost(WEBHOOK_PATH, (header, body) -> receive(header.apply(WebhookDeliveryJob.SIGNATURE_HEADER),
-            body, received)),
+    return ServeCommand.run(
+        this,
+        effective,
+        true,
+        server.insecure,
+        api -> api.plainPost(
+            WEBHOOK_PATH,
+            (header, body) ->
+                receive(header.apply(WebhookDeliveryJob.SIGNATURE_HEADER), body, received)),
         (client, base) -> {
           String webhookUrl = base + WEBHOOK_PATH;
-          Thread.ofVirtual().name("pgjobs-demo-samples").start(() -> stream(client, every, webhookUrl, source, images));
+          Thread.ofVirtual()
+              .name("pgjobs-demo-samples")
+              .start(() -> stream(client, every, webhookUrl, source, images));
         });
   }
 
   /** Enqueues one job of every kind per round until stopped or {@code samples} rounds are done. */
-  private void stream(JobClient client, java.time.Duration every, String webhookUrl, Path source, Path images) {
+  private void stream(
+      JobClient client, java.time.Duration every, String webhookUrl, Path source, Path images) {
     String[] texts = {
       "PostgreSQL is the only moving part. Jobs are rows. Workers claim rows with SKIP LOCKED, so two workers"
           + " never take the same job. Finished jobs move to their own table in the same statement. A crash"
@@ -139,17 +172,31 @@ final class DemoCommand extends Subcommand {
     };
     for (long round = 1; samples < 0 || round <= samples; round++) {
       try {
-        client.enqueue(SummarizeTextJob.TYPE, new SummarizeTextJob.SummarizeText(texts[(int) (round % 2)], 2),
+        client.enqueue(
+            SummarizeTextJob.TYPE,
+            new SummarizeTextJob.SummarizeText(texts[(int) (round % 2)], 2),
             EnqueueOptions.builder().context("demo round " + round).build());
-        client.enqueue(ResizeImageJob.TYPE, new ResizeImageJob.ResizeImage(source.toString(),
-            64 + (int) (round % 5) * 32, 48 + (int) (round % 3) * 24, images.resolve("thumb-" + round + ".png").toString()),
+        client.enqueue(
+            ResizeImageJob.TYPE,
+            new ResizeImageJob.ResizeImage(
+                source.toString(),
+                64 + (int) (round % 5) * 32,
+                48 + (int) (round % 3) * 24,
+                images.resolve("thumb-" + round + ".png").toString()),
             EnqueueOptions.builder().context("demo round " + round).build());
-        client.enqueue(SendEmailJob.TYPE, new SendEmailJob.SendEmail("demo" + round + "@example.com",
-            "pgjobs demo #" + round, "Hello from pgjobs, round " + round + "."),
+        client.enqueue(
+            SendEmailJob.TYPE,
+            new SendEmailJob.SendEmail(
+                "demo" + round + "@example.com",
+                "pgjobs demo #" + round,
+                "Hello from pgjobs, round " + round + "."),
             EnqueueOptions.builder().context("demo round " + round).build());
-        client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDeliveryJob.WebhookDelivery(
-            round % 10 == 0 ? webhookUrl.replace(WEBHOOK_PATH, "/demo/gone") : webhookUrl,
-            "{\"round\": " + round + "}", WEBHOOK_SECRET),
+        client.enqueue(
+            WebhookDeliveryJob.TYPE,
+            new WebhookDeliveryJob.WebhookDelivery(
+                round % 10 == 0 ? webhookUrl.replace(WEBHOOK_PATH, "/demo/gone") : webhookUrl,
+                "{\"round\": " + round + "}",
+                WEBHOOK_SECRET),
             EnqueueOptions.builder().context("demo round " + round).build());
         Thread.sleep(every); // a demo's pace, not a wait for a condition
       } catch (InterruptedException e) {
@@ -168,8 +215,10 @@ final class DemoCommand extends Subcommand {
   /** The webhook receiver: 200 for a valid signature, 401 for a bad or missing one. */
   private static int receive(String signature, byte[] body, AtomicLong received) {
     String expected = hmac(body);
-    boolean valid = signature != null && java.security.MessageDigest.isEqual(
-        expected.getBytes(StandardCharsets.US_ASCII), signature.toLowerCase(java.util.Locale.ROOT).getBytes(StandardCharsets.US_ASCII));
+    boolean valid = signature != null
+        && java.security.MessageDigest.isEqual(
+            expected.getBytes(StandardCharsets.US_ASCII),
+            signature.toLowerCase(java.util.Locale.ROOT).getBytes(StandardCharsets.US_ASCII));
     if (valid) {
       received.incrementAndGet();
     }
@@ -189,7 +238,8 @@ final class DemoCommand extends Subcommand {
   private static void writeSampleImage(Path target) throws IOException {
     BufferedImage image = new BufferedImage(640, 480, BufferedImage.TYPE_INT_RGB);
     Graphics2D g = image.createGraphics();
-    g.setPaint(new GradientPaint(0, 0, new Color(0x33, 0x66, 0x99), 640, 480, new Color(0xee, 0xaa, 0x33)));
+    g.setPaint(new GradientPaint(
+        0, 0, new Color(0x33, 0x66, 0x99), 640, 480, new Color(0xee, 0xaa, 0x33)));
     g.fillRect(0, 0, 640, 480);
     g.dispose();
     ImageIO.write(image, "png", target.toFile());
@@ -199,28 +249,37 @@ final class DemoCommand extends Subcommand {
   private String startEmbeddedPostgres() throws IOException {
     Path data = Path.of(System.getProperty("user.home"), ".pgjobs", "demo-postgres");
     Files.createDirectories(data.getParent());
-    out().println("starting an embedded PostgreSQL 15 on port " + EMBEDDED_PORT + " (data in " + data + ")");
+    out()
+        .println("starting an embedded PostgreSQL 15 on port " + EMBEDDED_PORT + " (data in " + data
+            + ")");
     out().flush();
     EmbeddedPostgres postgres = EmbeddedPostgres.builder()
         .setPort(EMBEDDED_PORT)
         .setDataDirectory(data)
         .setCleanDataDirectory(false)
-        // Its own hook would stop the server as soon as the JVM begins to exit, side by side with the
-        // worker's graceful shutdown (hooks run in parallel): the worker then spent its grace on a dead
-        // database, 10 s per pooled connection it waited for, and the demo took over a minute to exit.
+        // Its own hook would stop the server as soon as the JVM begins to exit, side by side with
+        // the
+        // worker's graceful shutdown (hooks run in parallel): the worker then spent its grace on a
+        // dead
+        // database, 10 s per pooled connection it waited for, and the demo took over a minute to
+        // exit.
         // The hook below stops it once the worker is done.
         .setRegisterShutdownHook(false)
         .start();
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      // Shutdown hooks run side by side: let the worker finish its graceful shutdown on a live database
-      // (it gives its running jobs back) before the database goes.
-      ServeCommand.awaitClosed(java.time.Duration.ofSeconds(45));
-      try {
-        postgres.close();
-      } catch (IOException e) {
-        log.warn("could not stop the embedded PostgreSQL: {}", e.getMessage());
-      }
-    }, "pgjobs-demo-postgres-stop"));
+    Runtime.getRuntime()
+        .addShutdownHook(new Thread(
+            () -> {
+              // Shutdown hooks run side by side: let the worker finish its graceful shutdown on a
+              // live database
+              // (it gives its running jobs back) before the database goes.
+              ServeCommand.awaitClosed(java.time.Duration.ofSeconds(45));
+              try {
+                postgres.close();
+              } catch (IOException e) {
+                log.warn("could not stop the embedded PostgreSQL: {}", e.getMessage());
+              }
+            },
+            "pgjobs-demo-postgres-stop"));
     return "postgresql://postgres@127.0.0.1:" + EMBEDDED_PORT + "/pgjobs";
   }
 

@@ -49,52 +49,91 @@ final class EnqueueCommand extends Subcommand {
   /** Most jobs one bulk enqueue may create: {@value}. */
   static final int MAX_COUNT = 10_000_000;
 
-  @Parameters(index = "0", paramLabel = "TYPE", description = "The job type's name, e.g. send_email.")
+  @Parameters(
+      index = "0",
+      paramLabel = "TYPE",
+      description = "The job type's name, e.g. send_email.")
   String type;
 
-  @Option(names = "--payload", paramLabel = "<json>", defaultValue = "{}",
+  @Option(
+      names = "--payload",
+      paramLabel = "<json>",
+      defaultValue = "{}",
       description = "The payload, a JSON object. Default: ${DEFAULT-VALUE}.")
   String payload;
 
-  @Option(names = "--queue", paramLabel = "<queue>", description = "Queue (default: the type's, else 'default').")
+  @Option(
+      names = "--queue",
+      paramLabel = "<queue>",
+      description = "Queue (default: the type's, else 'default').")
   String queue;
 
-  @Option(names = "--priority", paramLabel = "<priority>",
-      description = "An integer (higher runs first) or critical (100), high (75), normal (50), low (25), background (0).")
+  @Option(
+      names = "--priority",
+      paramLabel = "<priority>",
+      description =
+          "An integer (higher runs first) or critical (100), high (75), normal (50), low (25), background (0).")
   String priority;
 
-  @Option(names = "--delay", paramLabel = "<duration>", converter = DurationConverter.class,
+  @Option(
+      names = "--delay",
+      paramLabel = "<duration>",
+      converter = DurationConverter.class,
       description = "Run no earlier than this long from now, e.g. 5s, 10m, 1h.")
   Duration delay;
 
-  @Option(names = "--run-at", paramLabel = "<instant>", converter = InstantConverter.class,
-      description = "Run no earlier than this ISO-8601 time, e.g. 2030-01-31T09:00:00Z or 2030-01-31T10:00:00+01:00.")
+  @Option(
+      names = "--run-at",
+      paramLabel = "<instant>",
+      converter = InstantConverter.class,
+      description =
+          "Run no earlier than this ISO-8601 time, e.g. 2030-01-31T09:00:00Z or 2030-01-31T10:00:00+01:00.")
   Instant runAt;
 
-  @Option(names = "--max-attempts", paramLabel = "<n>", description = "Most attempts, 1 to 1000 (default: the type's, else 3).")
+  @Option(
+      names = "--max-attempts",
+      paramLabel = "<n>",
+      description = "Most attempts, 1 to 1000 (default: the type's, else 3).")
   Integer maxAttempts;
 
-  @Option(names = "--timeout", paramLabel = "<duration>", converter = DurationConverter.class,
+  @Option(
+      names = "--timeout",
+      paramLabel = "<duration>",
+      converter = DurationConverter.class,
       description = "Timeout of each attempt (default: the type's, else 1h).")
   Duration timeout;
 
-  @Option(names = "--idempotency-key", paramLabel = "<key>",
-      description = "Same key, same job: enqueueing again returns the first job and stores nothing.")
+  @Option(
+      names = "--idempotency-key",
+      paramLabel = "<key>",
+      description =
+          "Same key, same job: enqueueing again returns the first job and stores nothing.")
   String idempotencyKey;
 
-  @Option(names = "--context", paramLabel = "<text>", description = "Free text saying why the job exists, for debugging.")
+  @Option(
+      names = "--context",
+      paramLabel = "<text>",
+      description = "Free text saying why the job exists, for debugging.")
   String context;
 
-  @Option(names = "--count", paramLabel = "<n>", defaultValue = "1",
-      description = "Enqueue this many copies in bulk (1 to 10000000), with a progress line. Default: ${DEFAULT-VALUE}.")
+  @Option(
+      names = "--count",
+      paramLabel = "<n>",
+      defaultValue = "1",
+      description =
+          "Enqueue this many copies in bulk (1 to 10000000), with a progress line. Default: ${DEFAULT-VALUE}.")
   int count;
 
-  @Option(names = "--allow-unknown-type",
-      description = "Enqueue even if no handler of this process knows TYPE (a worker elsewhere may); its payload is"
-          + " then not checked.")
+  @Option(
+      names = "--allow-unknown-type",
+      description =
+          "Enqueue even if no handler of this process knows TYPE (a worker elsewhere may); its payload is"
+              + " then not checked.")
   boolean allowUnknownType;
 
-  @Option(names = {"-q", "--quiet"}, description = "Print only the job id (or nothing in bulk).")
+  @Option(
+      names = {"-q", "--quiet"},
+      description = "Print only the job id (or nothing in bulk).")
   boolean quiet;
 
   @Override
@@ -114,10 +153,14 @@ final class EnqueueCommand extends Subcommand {
     EnqueueOptions options = options();
     Settings settings = settings(Map.of());
     List<JobType<?>> known = JobKinds.types(settings);
-    JobType<?> knownType = known.stream().filter(t -> t.name().equals(type)).findFirst().orElse(null);
+    JobType<?> knownType =
+        known.stream().filter(t -> t.name().equals(type)).findFirst().orElse(null);
     if (knownType == null && !allowUnknownType) {
       throw usage("unknown job type '" + type + "'; known types: "
-          + known.stream().map(JobType::name).sorted().collect(java.util.stream.Collectors.joining(", "))
+          + known.stream()
+              .map(JobType::name)
+              .sorted()
+              .collect(java.util.stream.Collectors.joining(", "))
           + " (--allow-unknown-type enqueues it anyway, for a worker elsewhere that knows it)");
     }
     Object typedPayload = knownType == null ? json : checkPayload(knownType, json);
@@ -128,7 +171,8 @@ final class EnqueueCommand extends Subcommand {
         enqueueMany(db.client(), knownType, typedPayload, options);
       }
     } catch (InvalidPayloadException e) {
-      // The client's own checks (e.g. a member the payload class lacks): bad input like the others, exit 2.
+      // The client's own checks (e.g. a member the payload class lacks): bad input like the others,
+      // exit 2.
       throw usage(payloadMessage(e));
     }
     return PgJobsCommand.OK;
@@ -149,8 +193,13 @@ final class EnqueueCommand extends Subcommand {
 
   private EnqueueOptions options() {
     try {
-      EnqueueOptions.Builder b = EnqueueOptions.builder().queue(queue).runAt(runAt).delay(delay)
-          .context(context).idempotencyKey(idempotencyKey).timeout(timeout);
+      EnqueueOptions.Builder b = EnqueueOptions.builder()
+          .queue(queue)
+          .runAt(runAt)
+          .delay(delay)
+          .context(context)
+          .idempotencyKey(idempotencyKey)
+          .timeout(timeout);
       if (priority != null) {
         b.priority(parsePriority(priority));
       }
@@ -207,7 +256,12 @@ final class EnqueueCommand extends Subcommand {
   private String payloadMessage(InvalidPayloadException e) {
     StringBuilder message = new StringBuilder("invalid --payload for job type '" + type + "':");
     for (PayloadValidator.FieldProblem problem : e.problems()) {
-      message.append(System.lineSeparator()).append("  ").append(problem.field()).append(": ").append(problem.reason());
+      message
+          .append(System.lineSeparator())
+          .append("  ")
+          .append(problem.field())
+          .append(": ")
+          .append(problem.reason());
     }
     return message.toString();
   }
@@ -218,24 +272,30 @@ final class EnqueueCommand extends Subcommand {
     if (quiet) {
       out().println(job.id());
     } else if (enqueued.replayed()) {
-      out().println("job " + job.id() + " already exists for idempotency key '" + idempotencyKey + "' (state "
-          + JobFormat.state(job) + "); nothing new was enqueued");
+      out()
+          .println("job " + job.id() + " already exists for idempotency key '" + idempotencyKey
+              + "' (state " + JobFormat.state(job) + "); nothing new was enqueued");
     } else {
-      out().println("enqueued job " + job.id() + " (type " + job.type() + ", queue " + job.queue() + ", priority "
-          + job.priority() + ", max attempts " + job.maxAttempts() + ", run at " + job.runAt() + ")");
+      out()
+          .println("enqueued job " + job.id() + " (type " + job.type() + ", queue " + job.queue()
+              + ", priority " + job.priority() + ", max attempts " + job.maxAttempts() + ", run at "
+              + job.runAt() + ")");
     }
   }
 
   @SuppressWarnings("unchecked")
-  private <P> void enqueueMany(JobClient client, JobType<P> known, Object payload, EnqueueOptions options) {
+  private <P> void enqueueMany(
+      JobClient client, JobType<P> known, Object payload, EnqueueOptions options) {
     JobType<P> jobType = known != null ? known : (JobType<P>) JobType.of(type, JsonNode.class);
     List<P> batch = Collections.nCopies(Math.min(BATCH, count), (P) payload);
-    ProgressLine progress = quiet ? null : new ProgressLine(out(), "enqueued", count, root().interactive());
+    ProgressLine progress =
+        quiet ? null : new ProgressLine(out(), "enqueued", count, root().interactive());
     UUID first = null;
     int done = 0;
     while (done < count) {
       int size = Math.min(BATCH, count - done);
-      List<UUID> ids = client.enqueueAll(jobType, size == batch.size() ? batch : batch.subList(0, size), options);
+      List<UUID> ids = client.enqueueAll(
+          jobType, size == batch.size() ? batch : batch.subList(0, size), options);
       if (first == null) {
         first = ids.get(0);
       }
@@ -270,7 +330,8 @@ final class EnqueueCommand extends Subcommand {
         return OffsetDateTime.parse(value.strip()).toInstant();
       } catch (DateTimeParseException e) {
         throw new CommandLine.TypeConversionException(
-            "'" + value + "' is not an ISO-8601 time; allowed: e.g. 2030-01-31T09:00:00Z or 2030-01-31T10:00:00+01:00");
+            "'" + value
+                + "' is not an ISO-8601 time; allowed: e.g. 2030-01-31T09:00:00Z or 2030-01-31T10:00:00+01:00");
       }
     }
   }

@@ -24,7 +24,8 @@ final class Failures {
   static String describe(SQLException e, String where) {
     String state = e.getSQLState() == null ? "" : e.getSQLState();
     String at = where == null ? "" : " at " + where;
-    String message = oneLine(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+    String message =
+        oneLine(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
     java.net.UnknownHostException unknownHost = unknownHost(e);
     if (unknownHost != null) {
       return "cannot connect to the database" + at + ": unknown host '" + unknownHost.getMessage()

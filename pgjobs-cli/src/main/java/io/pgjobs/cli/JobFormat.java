@@ -14,9 +14,9 @@ import tools.jackson.core.JsonGenerator;
 import tools.jackson.databind.PropertyNamingStrategies;
 import tools.jackson.databind.SerializationContext;
 import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.module.SimpleModule;
 import tools.jackson.databind.ser.std.StdSerializer;
-import tools.jackson.databind.json.JsonMapper;
 
 /** How jobs look on the terminal: a table for lists, labelled lines for one job, or JSON. */
 final class JobFormat {
@@ -24,13 +24,13 @@ final class JobFormat {
    * JSON for {@code --json}: the HTTP API's representation ({@link JobsApi.JobView}, snake_case names, ISO
    * instants), indented.
    */
-  static final JsonMapper JSON =
-      JsonMapper.builder()
-          .enable(SerializationFeature.INDENT_OUTPUT)
-          .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
-          .disable(tools.jackson.databind.cfg.DateTimeFeature.WRITE_DATES_AS_TIMESTAMPS)
-          .addModule(new SimpleModule("pgjobs-cli").addSerializer(JobState.class, new StateSerializer()))
-          .build();
+  static final JsonMapper JSON = JsonMapper.builder()
+      .enable(SerializationFeature.INDENT_OUTPUT)
+      .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+      .disable(tools.jackson.databind.cfg.DateTimeFeature.WRITE_DATES_AS_TIMESTAMPS)
+      .addModule(
+          new SimpleModule("pgjobs-cli").addSerializer(JobState.class, new StateSerializer()))
+      .build();
 
   private JobFormat() {}
 
@@ -41,8 +41,8 @@ final class JobFormat {
 
   /** A page as {@code GET /jobs} answers it: {@code {"jobs": [...], "next_cursor": ...}}. */
   static String json(io.pgjobs.JobPage page) {
-    return JSON.writeValueAsString(
-        new JobsApi.JobPageView(page.jobs().stream().map(JobsApi.JobView::of).toList(), page.nextCursor()));
+    return JSON.writeValueAsString(new JobsApi.JobPageView(
+        page.jobs().stream().map(JobsApi.JobView::of).toList(), page.nextCursor()));
   }
 
   /** Writes states as the API and the database name them: {@code queued}, {@code running}, ... */
@@ -60,19 +60,19 @@ final class JobFormat {
   /** A table with one row per job. */
   static void table(PrintWriter out, List<Job> jobs) {
     List<String[]> rows = new ArrayList<>();
-    rows.add(new String[] {"ID", "TYPE", "QUEUE", "STATE", "ATTEMPTS", "PRIORITY", "RUN AT", "CREATED"});
+    rows.add(
+        new String[] {"ID", "TYPE", "QUEUE", "STATE", "ATTEMPTS", "PRIORITY", "RUN AT", "CREATED"});
     for (Job job : jobs) {
-      rows.add(
-          new String[] {
-            job.id().toString(),
-            job.type(),
-            job.queue(),
-            state(job),
-            job.attempts() + "/" + job.maxAttempts(),
-            String.valueOf(job.priority()),
-            String.valueOf(time(job.runAt())),
-            String.valueOf(time(job.createdAt()))
-          });
+      rows.add(new String[] {
+        job.id().toString(),
+        job.type(),
+        job.queue(),
+        state(job),
+        job.attempts() + "/" + job.maxAttempts(),
+        String.valueOf(job.priority()),
+        String.valueOf(time(job.runAt())),
+        String.valueOf(time(job.createdAt()))
+      });
     }
     int[] widths = new int[rows.get(0).length];
     for (String[] row : rows) {
@@ -107,16 +107,21 @@ final class JobFormat {
     line(out, "context", job.context());
     line(out, "idempotency key", job.idempotencyKey());
     if (job.progressPercent() != null) {
-      line(out, "progress", job.progressPercent() + "%" + (job.progressMessage() == null ? "" : " " + job.progressMessage()));
+      line(
+          out,
+          "progress",
+          job.progressPercent() + "%"
+              + (job.progressMessage() == null ? "" : " " + job.progressMessage()));
     }
     line(out, "payload", job.payload() == null ? null : job.payload().toString());
     line(out, "output", job.output() == null ? null : job.output().toString());
     if (!job.errors().isEmpty()) {
       out.println("errors:");
       for (JobError error : job.errors()) {
-        out.println("  attempt " + error.attempt() + " at " + time(error.at()) + " (" + error.kind() + ")"
-            + (error.worker() == null ? "" : " on " + error.worker()) + ": "
-            + (error.errorClass() == null ? "" : error.errorClass() + ": ") + error.message());
+        out.println(
+            "  attempt " + error.attempt() + " at " + time(error.at()) + " (" + error.kind() + ")"
+                + (error.worker() == null ? "" : " on " + error.worker()) + ": "
+                + (error.errorClass() == null ? "" : error.errorClass() + ": ") + error.message());
         if (error.cause() != null) {
           error.cause().lines().forEach(cause -> out.println("    caused by " + cause));
         }
@@ -126,7 +131,9 @@ final class JobFormat {
 
   /** The state, with "scheduled" for a queued job due in the future. */
   static String state(Job job) {
-    return job.isScheduled() ? job.state().value() + " (scheduled)" : job.state().value();
+    return job.isScheduled()
+        ? job.state().value() + " (scheduled)"
+        : job.state().value();
   }
 
   private static void line(PrintWriter out, String label, String value) {

@@ -54,7 +54,8 @@ final class JobIdArgument {
     String hex = given.replace("-", "").toLowerCase(Locale.ROOT);
     if (!PREFIX.matcher(given).matches() || hex.length() < MIN_PREFIX || hex.length() > 32) {
       throw command.usage("'" + text + "' is not a job id; give the full id (a UUID such as "
-          + "0190a2b4-5c6d-7e8f-9a0b-1c2d3e4f5a6b) or a unique prefix of it of at least " + MIN_PREFIX
+          + "0190a2b4-5c6d-7e8f-9a0b-1c2d3e4f5a6b) or a unique prefix of it of at least "
+          + MIN_PREFIX
           + " hex digits, as 'pgjobs jobs list' shows it");
     }
     UUID low = uuid(hex + "0".repeat(32 - hex.length()));
@@ -79,14 +80,14 @@ final class JobIdArgument {
           + "' (finished jobs are pruned after the retention period)");
     }
     if (found.size() > 1) {
-      throw command.usage("job id prefix '" + given + "' is ambiguous: " + found.get(0) + ", " + found.get(1)
-          + " and maybe more start with it; give more digits or the full id");
+      throw command.usage("job id prefix '" + given + "' is ambiguous: " + found.get(0) + ", "
+          + found.get(1) + " and maybe more start with it; give more digits or the full id");
     }
     return found.get(0);
   }
 
   private static UUID uuid(String hex32) {
-    return UUID.fromString(hex32.substring(0, 8) + "-" + hex32.substring(8, 12) + "-" + hex32.substring(12, 16) + "-"
-        + hex32.substring(16, 20) + "-" + hex32.substring(20));
+    return UUID.fromString(hex32.substring(0, 8) + "-" + hex32.substring(8, 12) + "-"
+        + hex32.substring(12, 16) + "-" + hex32.substring(16, 20) + "-" + hex32.substring(20));
   }
 }

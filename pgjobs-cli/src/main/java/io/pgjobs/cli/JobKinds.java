@@ -43,8 +43,8 @@ final class JobKinds {
         String earlier = providerOf.put(type, providerName);
         if (earlier != null) {
           throw new CommandFailedException(
-              "job type '" + type + "' is registered by two providers, " + earlier + " and " + providerName
-                  + "; each type needs exactly one handler");
+              "job type '" + type + "' is registered by two providers, " + earlier + " and "
+                  + providerName + "; each type needs exactly one handler");
         }
         if (byName.put(type, registration) != null) {
           log.info("job type '{}' from {} replaces the built-in demo kind", type, providerName);
@@ -66,7 +66,8 @@ final class JobKinds {
     try {
       ServiceLoader.load(JobRegistrations.class).forEach(providers::add);
     } catch (ServiceConfigurationError e) {
-      throw new CommandFailedException("cannot load job handlers from the class path: " + e.getMessage(), e);
+      throw new CommandFailedException(
+          "cannot load job handlers from the class path: " + e.getMessage(), e);
     }
     return providers;
   }

@@ -21,8 +21,11 @@ import picocli.CommandLine.Parameters;
           + " Exits 1 if the job has already finished or does not exist."
     })
 final class JobsCancelCommand extends Subcommand {
-  @Parameters(index = "0", paramLabel = "ID",
-      description = "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
+  @Parameters(
+      index = "0",
+      paramLabel = "ID",
+      description =
+          "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
   String idText;
 
   @Override
@@ -32,9 +35,13 @@ final class JobsCancelCommand extends Subcommand {
       CancelResult result = db.client().cancel(id);
       switch (result.outcome()) {
         case CANCELLED -> out().println("job " + id + " cancelled");
-        case PENDING_ON_WORKER -> out().println("job " + id + " is running; cancellation requested, its worker will stop it");
-        case ALREADY_TERMINAL -> throw new CommandFailedException(
-            "job " + id + " has already finished (" + result.state().value() + "); nothing to cancel");
+        case PENDING_ON_WORKER ->
+          out()
+              .println(
+                  "job " + id + " is running; cancellation requested, its worker will stop it");
+        case ALREADY_TERMINAL ->
+          throw new CommandFailedException("job " + id + " has already finished ("
+              + result.state().value() + "); nothing to cancel");
         case NOT_FOUND -> throw new CommandFailedException("job " + id + " not found");
       }
     }

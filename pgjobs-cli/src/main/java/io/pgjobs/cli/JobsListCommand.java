@@ -16,24 +16,45 @@ import picocli.CommandLine.Option;
     versionProvider = VersionProvider.class,
     description = "List jobs, newest first, a page at a time.")
 final class JobsListCommand extends Subcommand {
-  @Option(names = "--state", paramLabel = "<state>", split = ",",
-      description = "Only these states (repeat or comma-separate): queued, running, retrying, succeeded, failed, cancelled.")
+  @Option(
+      names = "--state",
+      paramLabel = "<state>",
+      split = ",",
+      description =
+          "Only these states (repeat or comma-separate): queued, running, retrying, succeeded, failed, cancelled.")
   List<String> states = new ArrayList<>();
 
-  @Option(names = "--type", paramLabel = "<type>", split = ",", description = "Only these job types.")
+  @Option(
+      names = "--type",
+      paramLabel = "<type>",
+      split = ",",
+      description = "Only these job types.")
   List<String> types = new ArrayList<>();
 
-  @Option(names = "--queue", paramLabel = "<queue>", split = ",", description = "Only these queues.")
+  @Option(
+      names = "--queue",
+      paramLabel = "<queue>",
+      split = ",",
+      description = "Only these queues.")
   List<String> queues = new ArrayList<>();
 
-  @Option(names = "--limit", paramLabel = "<n>", defaultValue = "50",
+  @Option(
+      names = "--limit",
+      paramLabel = "<n>",
+      defaultValue = "50",
       description = "Page size, 1 to 1000. Default: ${DEFAULT-VALUE}.")
   int limit;
 
-  @Option(names = "--cursor", paramLabel = "<cursor>", description = "Continue after the page that printed this cursor.")
+  @Option(
+      names = "--cursor",
+      paramLabel = "<cursor>",
+      description = "Continue after the page that printed this cursor.")
   String cursor;
 
-  @Option(names = "--json", description = "Print the page as JSON ({\"jobs\": [...], \"next_cursor\": ...}, names as in the HTTP API).")
+  @Option(
+      names = "--json",
+      description =
+          "Print the page as JSON ({\"jobs\": [...], \"next_cursor\": ...}, names as in the HTTP API).")
   boolean json;
 
   @Override
@@ -46,7 +67,11 @@ final class JobsListCommand extends Subcommand {
         throw usage("invalid --state: " + e.getMessage());
       }
     }
-    filter.type(types.toArray(String[]::new)).queue(queues.toArray(String[]::new)).limit(limit).cursor(cursor);
+    filter
+        .type(types.toArray(String[]::new))
+        .queue(queues.toArray(String[]::new))
+        .limit(limit)
+        .cursor(cursor);
     JobFilter built;
     try {
       built = filter.build();

@@ -22,11 +22,16 @@ import picocli.CommandLine.Parameters;
           + " once. Exits 1 if the job is in another state or does not exist."
     })
 final class JobsRetryCommand extends Subcommand {
-  @picocli.CommandLine.Option(names = "--now", description = "Due at once, even if it was scheduled for later.")
+  @picocli.CommandLine.Option(
+      names = "--now",
+      description = "Due at once, even if it was scheduled for later.")
   boolean now;
 
-  @Parameters(index = "0", paramLabel = "ID",
-      description = "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
+  @Parameters(
+      index = "0",
+      paramLabel = "ID",
+      description =
+          "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
   String idText;
 
   @Override

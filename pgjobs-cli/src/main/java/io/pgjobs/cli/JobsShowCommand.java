@@ -13,21 +13,29 @@ import picocli.CommandLine.Parameters;
     name = "show",
     mixinStandardHelpOptions = true,
     versionProvider = VersionProvider.class,
-    description = "Show one job: state, attempts, payload, output, progress and every attempt's error.")
+    description =
+        "Show one job: state, attempts, payload, output, progress and every attempt's error.")
 final class JobsShowCommand extends Subcommand {
-  @Parameters(index = "0", paramLabel = "ID",
-      description = "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
+  @Parameters(
+      index = "0",
+      paramLabel = "ID",
+      description =
+          "The job's id (a UUID) or a unique prefix of it (at least 4 hex digits, e.g. 01a2b3).")
   String idText;
 
-  @Option(names = "--json", description = "Print the job as JSON, as GET /jobs/{id} of the HTTP API answers it.")
+  @Option(
+      names = "--json",
+      description = "Print the job as JSON, as GET /jobs/{id} of the HTTP API answers it.")
   boolean json;
 
   @Override
   public Integer call() {
     try (Database db = Database.open(settings(Map.of()), false, List.of())) {
       UUID id = JobIdArgument.resolve(this, db, idText);
-      Job job = db.client().get(id).orElseThrow(() -> new CommandFailedException(
-          "job " + id + " not found (finished jobs are pruned after the retention period)"));
+      Job job = db.client()
+          .get(id)
+          .orElseThrow(() -> new CommandFailedException(
+              "job " + id + " not found (finished jobs are pruned after the retention period)"));
       if (json) {
         out().println(JobFormat.json(job));
       } else {

@@ -33,9 +33,14 @@ final class Logging {
     }
     if (LoggerFactory.getILoggerFactory() instanceof LoggerContext context) {
       context.getLogger("io.pgjobs").setLevel(ch.qos.logback.classic.Level.toLevel(level.name()));
-      // One line per HTTP request only at debug: a dashboard reloading on every event would flood the log.
-      context.getLogger("io.pgjobs.server.access").setLevel(
-          level == Settings.LogLevel.DEBUG ? ch.qos.logback.classic.Level.DEBUG : ch.qos.logback.classic.Level.WARN);
+      // One line per HTTP request only at debug: a dashboard reloading on every event would flood
+      // the log.
+      context
+          .getLogger("io.pgjobs.server.access")
+          .setLevel(
+              level == Settings.LogLevel.DEBUG
+                  ? ch.qos.logback.classic.Level.DEBUG
+                  : ch.qos.logback.classic.Level.WARN);
       currentLevel = level;
     }
   }
@@ -59,7 +64,8 @@ final class Logging {
     try {
       configurator.doConfigure(url);
     } catch (JoranException e) {
-      throw new IllegalStateException("invalid logging configuration " + resource + ": " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "invalid logging configuration " + resource + ": " + e.getMessage(), e);
     }
     current = format;
     currentLevel = null; // the reset dropped the level; configure(format, level) sets it again
@@ -69,7 +75,8 @@ final class Logging {
   static Settings.LogLevel levelFromEnvironment(java.util.Map<String, String> env) {
     String value = env.get("PGJOBS_LOG_LEVEL");
     try {
-      return value == null || value.isBlank() ? Settings.LogLevel.INFO
+      return value == null || value.isBlank()
+          ? Settings.LogLevel.INFO
           : Settings.LogLevel.valueOf(value.strip().toUpperCase(java.util.Locale.ROOT));
     } catch (IllegalArgumentException e) {
       return Settings.LogLevel.INFO; // the settings report it properly
@@ -79,6 +86,8 @@ final class Logging {
   /** The format from the environment alone, for the first log lines before the settings are read. */
   static Settings.LogFormat fromEnvironment(java.util.Map<String, String> env) {
     String value = env.getOrDefault("PGJOBS_LOG_FORMAT", env.get("LOG_FORMAT"));
-    return value != null && value.strip().equalsIgnoreCase("json") ? Settings.LogFormat.JSON : Settings.LogFormat.PLAIN;
+    return value != null && value.strip().equalsIgnoreCase("json")
+        ? Settings.LogFormat.JSON
+        : Settings.LogFormat.PLAIN;
   }
 }

@@ -15,10 +15,17 @@ public final class Main {
     System.setProperty("java.awt.headless", "true"); // resize_image draws off-screen
     Map<String, String> env = System.getenv();
     Logging.configure(Logging.fromEnvironment(env), Logging.levelFromEnvironment(env));
-    PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
-    PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
-    int code = PgJobsCommand.execute(args, out, err, env,
-        settings -> Logging.configure(settings.logFormat(), settings.logLevel()), isTerminal());
+    PrintWriter out =
+        new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
+    PrintWriter err =
+        new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
+    int code = PgJobsCommand.execute(
+        args,
+        out,
+        err,
+        env,
+        settings -> Logging.configure(settings.logFormat(), settings.logLevel()),
+        isTerminal());
     System.exit(code);
   }
 

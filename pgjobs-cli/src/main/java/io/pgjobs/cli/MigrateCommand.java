@@ -23,9 +23,12 @@ final class MigrateCommand extends Subcommand {
         out().println("created database " + db.url().database());
       }
       int applied = db.migrate();
-      out().println(applied == 0
-          ? "schema '" + settings.schema() + "' is up to date (" + db.url() + ")"
-          : "schema '" + settings.schema() + "' migrated: " + applied + " migration(s) applied (" + db.url() + ")");
+      out()
+          .println(
+              applied == 0
+                  ? "schema '" + settings.schema() + "' is up to date (" + db.url() + ")"
+                  : "schema '" + settings.schema() + "' migrated: " + applied
+                      + " migration(s) applied (" + db.url() + ")");
     }
     return PgJobsCommand.OK;
   }

@@ -58,30 +58,55 @@ public final class PgJobsCommand implements Callable<Integer> {
   /** Exit code of a usage error (picocli's). */
   public static final int USAGE = 2;
 
-  @Spec CommandLine.Model.CommandSpec spec;
+  @Spec
+  CommandLine.Model.CommandSpec spec;
 
-  @Option(names = "--config", paramLabel = "<file>", descriptionKey = Settings.CONFIG, scope = ScopeType.INHERIT)
+  @Option(
+      names = "--config",
+      paramLabel = "<file>",
+      descriptionKey = Settings.CONFIG,
+      scope = ScopeType.INHERIT)
   String config;
 
-  @Option(names = "--database-url", paramLabel = "<url>", descriptionKey = Settings.DATABASE_URL,
+  @Option(
+      names = "--database-url",
+      paramLabel = "<url>",
+      descriptionKey = Settings.DATABASE_URL,
       scope = ScopeType.INHERIT)
   String databaseUrl;
 
-  @Option(names = "--listen-database-url", paramLabel = "<url|off>", descriptionKey = Settings.LISTEN_DATABASE_URL,
+  @Option(
+      names = "--listen-database-url",
+      paramLabel = "<url|off>",
+      descriptionKey = Settings.LISTEN_DATABASE_URL,
       scope = ScopeType.INHERIT)
   String listenDatabaseUrl;
 
-  @Option(names = "--schema", paramLabel = "<name>", descriptionKey = Settings.SCHEMA, scope = ScopeType.INHERIT)
+  @Option(
+      names = "--schema",
+      paramLabel = "<name>",
+      descriptionKey = Settings.SCHEMA,
+      scope = ScopeType.INHERIT)
   String schema;
 
-  @Option(names = "--pool-size", paramLabel = "<n>", descriptionKey = Settings.POOL_SIZE, scope = ScopeType.INHERIT)
+  @Option(
+      names = "--pool-size",
+      paramLabel = "<n>",
+      descriptionKey = Settings.POOL_SIZE,
+      scope = ScopeType.INHERIT)
   String poolSize;
 
-  @Option(names = "--log-format", paramLabel = "<format>", descriptionKey = Settings.LOG_FORMAT,
+  @Option(
+      names = "--log-format",
+      paramLabel = "<format>",
+      descriptionKey = Settings.LOG_FORMAT,
       scope = ScopeType.INHERIT)
   String logFormat;
 
-  @Option(names = "--log-level", paramLabel = "<level>", descriptionKey = Settings.LOG_LEVEL,
+  @Option(
+      names = "--log-level",
+      paramLabel = "<level>",
+      descriptionKey = Settings.LOG_LEVEL,
       scope = ScopeType.INHERIT)
   String logLevel;
 
@@ -112,7 +137,8 @@ public final class PgJobsCommand implements Callable<Integer> {
   }
 
   /** Runs the command line {@code args} and returns its exit code. Never throws. */
-  public static int execute(String[] args, PrintWriter out, PrintWriter err, Map<String, String> environment) {
+  public static int execute(
+      String[] args, PrintWriter out, PrintWriter err, Map<String, String> environment) {
     return execute(args, out, err, environment, settings -> {}, false);
   }
 
@@ -194,8 +220,10 @@ public final class PgJobsCommand implements Callable<Integer> {
   private static int usageError(CommandLine.ParameterException e, String[] args) {
     CommandLine cl = e.getCommandLine();
     PrintWriter err = cl.getErr();
-    err.println(cl.getCommandName().equals("pgjobs") ? "pgjobs: " + e.getMessage()
-        : qualifiedName(cl) + ": " + e.getMessage());
+    err.println(
+        cl.getCommandName().equals("pgjobs")
+            ? "pgjobs: " + e.getMessage()
+            : qualifiedName(cl) + ": " + e.getMessage());
     CommandLine.UnmatchedArgumentException.printSuggestions(e, err);
     err.println("Try '" + qualifiedName(cl) + " --help' for more information.");
     err.flush();
@@ -206,7 +234,8 @@ public final class PgJobsCommand implements Callable<Integer> {
     PrintWriter err = cl.getErr();
     if (e instanceof InvalidSettingException invalid) {
       err.println(qualifiedName(cl) + ": " + invalid.getMessage());
-      err.println("Try '" + qualifiedName(cl) + " --help' or 'pgjobs settings' for more information.");
+      err.println(
+          "Try '" + qualifiedName(cl) + " --help' or 'pgjobs settings' for more information.");
       err.flush();
       return USAGE;
     }
@@ -228,7 +257,8 @@ public final class PgJobsCommand implements Callable<Integer> {
     @Override
     protected Object[][] getContents() {
       return Settings.DEFINITIONS.stream()
-          // picocli formats descriptions with String.format: a literal % (the URL escapes) must be %%.
+          // picocli formats descriptions with String.format: a literal % (the URL escapes) must be
+          // %%.
           .map(d -> new Object[] {d.name(), Settings.helpText(d.name()).replace("%", "%%")})
           .toArray(Object[][]::new);
     }

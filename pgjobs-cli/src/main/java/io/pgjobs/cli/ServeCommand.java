@@ -29,10 +29,15 @@ import picocli.CommandLine.Option;
       "API tokens: 'read:<token>' may only read, 'admin:<token>' or a bare token may do everything."
     })
 final class ServeCommand extends Subcommand {
-  @Mixin ServerOptions server = new ServerOptions();
-  @Mixin WorkerOptions worker = new WorkerOptions();
+  @Mixin
+  ServerOptions server = new ServerOptions();
 
-  @Option(names = "--with-workers", description = "Also run a worker for every registered job type in this process.")
+  @Mixin
+  WorkerOptions worker = new WorkerOptions();
+
+  @Option(
+      names = "--with-workers",
+      description = "Also run a worker for every registered job type in this process.")
   boolean withWorkers;
 
   @Override
@@ -54,34 +59,41 @@ final class ServeCommand extends Subcommand {
    * which adds routes through {@code customize} and starts its samples in {@code afterStart}. A
    * non-loopback host without tokens is refused unless {@code insecure}.
    */
-  static int run(Subcommand command, Settings settings, boolean withWorkers, boolean insecure,
-      java.util.function.Consumer<ApiServer.Builder> customize, AfterStart afterStart) throws InterruptedException {
+  static int run(
+      Subcommand command,
+      Settings settings,
+      boolean withWorkers,
+      boolean insecure,
+      java.util.function.Consumer<ApiServer.Builder> customize,
+      AfterStart afterStart)
+      throws InterruptedException {
     List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    // One registry for the client (enqueues), the workers, the pool and the API: /metrics shows them all.
+    // One registry for the client (enqueues), the workers, the pool and the API: /metrics shows
+    // them all.
     MicrometerJobMetrics metrics = new MicrometerJobMetrics(registry);
-    Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList(),
-        metrics);
+    Database db = Database.open(
+        settings, true, registrations.stream().map(JobWorker.Registration::type).toList(), metrics);
     if (db.created()) {
       command.out().println("created database " + db.url().database());
     }
     db.migrate();
     if (!withWorkers) {
-      // Workers give this warning as they start; an API-only process enqueues, which a failover can lose too.
+      // Workers give this warning as they start; an API-only process enqueues, which a failover can
+      // lose too.
       io.pgjobs.replication.ReplicationCheck.warnIfCommitsCanBeLost(db.dataSource());
     }
     if (db.dataSource() instanceof com.zaxxer.hikari.HikariDataSource pool) {
       // Connection pool metrics (hikaricp_connections_*) next to the API's and the workers'.
       pool.setMetricRegistry(registry);
     }
-    ApiServer.Builder apiBuilder =
-        ApiServer.builder(db.client())
-            .host(settings.host())
-            .port(settings.port())
-            .tokens(tokens(settings.apiTokens()))
-            .allowedOrigins(settings.allowedOrigins())
-            .allowedHosts(settings.allowedHosts())
-            .meterRegistry(registry);
+    ApiServer.Builder apiBuilder = ApiServer.builder(db.client())
+        .host(settings.host())
+        .port(settings.port())
+        .tokens(tokens(settings.apiTokens()))
+        .allowedOrigins(settings.allowedOrigins())
+        .allowedHosts(settings.allowedHosts())
+        .meterRegistry(registry);
     if (settings.listenOff()) {
       apiBuilder.liveEvents(false);
     } else if (db.listenDataSource() != null) {
@@ -98,10 +110,13 @@ final class ServeCommand extends Subcommand {
       api = apiBuilder.build().start();
     } catch (IllegalArgumentException e) {
       db.close();
-      if (settings.apiTokens().isEmpty() && !insecure && e.getMessage().startsWith("refusing to listen")) {
-        throw new CommandFailedException("refusing to listen on " + settings.host() + " without authentication:"
-            + " anyone who can reach it could enqueue, cancel and retry every job. Give --api-tokens, listen on"
-            + " 127.0.0.1 (the default --host), or add --insecure if a proxy or the network protects the port.");
+      if (settings.apiTokens().isEmpty()
+          && !insecure
+          && e.getMessage().startsWith("refusing to listen")) {
+        throw new CommandFailedException(
+            "refusing to listen on " + settings.host() + " without authentication:"
+                + " anyone who can reach it could enqueue, cancel and retry every job. Give --api-tokens, listen on"
+                + " 127.0.0.1 (the default --host), or add --insecure if a proxy or the network protects the port.");
       }
       throw new CommandFailedException(e.getMessage());
     }
@@ -111,35 +126,37 @@ final class ServeCommand extends Subcommand {
       jobWorker = WorkCommand.worker(settings, db, registrations, metrics);
       jobWorker.start();
     } else {
-      maintenance =
-          Maintenance.builder(db.dataSource())
-              .schema(settings.schema())
-              .staleThreshold(settings.staleThreshold())
-              .workerDeadAfter(settings.workerDeadAfter())
-              .retention(settings.retention())
-              .build()
-              .start();
+      maintenance = Maintenance.builder(db.dataSource())
+          .schema(settings.schema())
+          .staleThreshold(settings.staleThreshold())
+          .workerDeadAfter(settings.workerDeadAfter())
+          .retention(settings.retention())
+          .build()
+          .start();
     }
     JobWorker startedWorker = jobWorker;
     Maintenance startedMaintenance = maintenance;
     CountDownLatch stopped = new CountDownLatch(1);
     CountDownLatch closed = new CountDownLatch(1);
     closing = closed;
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      try {
-        if (startedWorker != null) {
-          startedWorker.close();
-        }
-        if (startedMaintenance != null) {
-          startedMaintenance.close();
-        }
-        api.close();
-        db.close();
-      } finally {
-        closed.countDown();
-        stopped.countDown();
-      }
-    }, "pgjobs-serve-shutdown"));
+    Runtime.getRuntime()
+        .addShutdownHook(new Thread(
+            () -> {
+              try {
+                if (startedWorker != null) {
+                  startedWorker.close();
+                }
+                if (startedMaintenance != null) {
+                  startedMaintenance.close();
+                }
+                api.close();
+                db.close();
+              } finally {
+                closed.countDown();
+                stopped.countDown();
+              }
+            },
+            "pgjobs-serve-shutdown"));
     String base = "http://" + displayHost(settings.host()) + ":" + api.port();
     command.out().println("pgjobs API on " + db.url() + (withWorkers ? " with workers" : "") + ":");
     command.out().println("  dashboard   " + base + "/");

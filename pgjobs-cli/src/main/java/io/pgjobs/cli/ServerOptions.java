@@ -16,15 +16,23 @@ final class ServerOptions {
   @Option(names = "--api-tokens", paramLabel = "<token,...>", descriptionKey = Settings.API_TOKENS)
   String apiTokens;
 
-  @Option(names = "--allowed-origins", paramLabel = "<origin,...>", descriptionKey = Settings.ALLOWED_ORIGINS)
+  @Option(
+      names = "--allowed-origins",
+      paramLabel = "<origin,...>",
+      descriptionKey = Settings.ALLOWED_ORIGINS)
   String allowedOrigins;
 
-  @Option(names = "--allowed-hosts", paramLabel = "<host,...>", descriptionKey = Settings.ALLOWED_HOSTS)
+  @Option(
+      names = "--allowed-hosts",
+      paramLabel = "<host,...>",
+      descriptionKey = Settings.ALLOWED_HOSTS)
   String allowedHosts;
 
-  @Option(names = "--insecure",
-      description = "Allow listening on a non-loopback --host without --api-tokens: anyone who can reach the port"
-          + " may then enqueue, cancel and retry jobs.")
+  @Option(
+      names = "--insecure",
+      description =
+          "Allow listening on a non-loopback --host without --api-tokens: anyone who can reach the port"
+              + " may then enqueue, cancel and retry jobs.")
   boolean insecure;
 
   /** The flags given, by setting name (null when not given). */

@@ -19,15 +19,19 @@ import picocli.CommandLine.Mixin;
       "Precedence: flag > environment variable > config file > default. Secrets are hidden."
     })
 final class SettingsCommand extends Subcommand {
-  @Mixin WorkerOptions worker = new WorkerOptions();
-  @Mixin ServerOptions server = new ServerOptions();
+  @Mixin
+  WorkerOptions worker = new WorkerOptions();
+
+  @Mixin
+  ServerOptions server = new ServerOptions();
 
   @Override
   public Integer call() {
     Map<String, String> flags = new LinkedHashMap<>(worker.flags());
     flags.putAll(server.flags());
     Settings settings = settings(flags);
-    int width = Settings.DEFINITIONS.stream().mapToInt(d -> d.name().length()).max().orElse(10);
+    int width =
+        Settings.DEFINITIONS.stream().mapToInt(d -> d.name().length()).max().orElse(10);
     for (Settings.Definition def : Settings.DEFINITIONS) {
       Settings.Value value = settings.value(def.name());
       String shown = settings.shown(def.name());

@@ -9,7 +9,8 @@ import picocli.CommandLine.Spec;
 
 /** What every pgjobs subcommand shares: the root's output, environment and settings. */
 abstract class Subcommand implements Callable<Integer> {
-  @Spec CommandLine.Model.CommandSpec spec;
+  @Spec
+  CommandLine.Model.CommandSpec spec;
 
   /** The root command. */
   PgJobsCommand root() {

@@ -6,9 +6,9 @@ import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.cli.config.Settings;
 import io.pgjobs.metrics.JobMetrics;
+import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.worker.JobWorker;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -41,9 +41,12 @@ import picocli.CommandLine.Mixin;
 final class WorkCommand extends Subcommand {
   private static final Logger log = LoggerFactory.getLogger(WorkCommand.class);
 
-  @Mixin WorkerOptions options = new WorkerOptions();
+  @Mixin
+  WorkerOptions options = new WorkerOptions();
 
-  @picocli.CommandLine.Option(names = "--metrics-bind", paramLabel = "<host:port|off>",
+  @picocli.CommandLine.Option(
+      names = "--metrics-bind",
+      paramLabel = "<host:port|off>",
       descriptionKey = Settings.WORKER_METRICS_BIND)
   String metricsBind;
 
@@ -55,7 +58,8 @@ final class WorkCommand extends Subcommand {
     flags.put(Settings.WORKER_METRICS_BIND, metricsBind);
     Settings settings = settings(flags);
     List<JobWorker.Registration<?>> registrations = JobKinds.registrations(settings);
-    Database db = Database.open(settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
+    Database db = Database.open(
+        settings, true, registrations.stream().map(JobWorker.Registration::type).toList());
     WorkerMetricsServer metricsServer = null;
     try {
       if (db.created()) {
@@ -65,7 +69,8 @@ final class WorkCommand extends Subcommand {
       Map<String, Integer> queues = queues(settings, registrations);
       JobMetrics metrics = JobMetrics.NONE;
       if (settings.workerMetricsBind().isPresent()) {
-        // The worker's own /metrics: its job metrics, its pool and the JVM, scraped like any process.
+        // The worker's own /metrics: its job metrics, its pool and the JVM, scraped like any
+        // process.
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
@@ -76,30 +81,37 @@ final class WorkCommand extends Subcommand {
         }
         metrics = new MicrometerJobMetrics(registry);
         try {
-          metricsServer = WorkerMetricsServer.start(settings.workerMetricsBind().get(), registry, db.dataSource());
+          metricsServer = WorkerMetricsServer.start(
+              settings.workerMetricsBind().get(), registry, db.dataSource());
         } catch (IllegalStateException e) {
-          throw new CommandFailedException(e.getMessage()); // exit 1 with that line, before any job is claimed
+          throw new CommandFailedException(
+              e.getMessage()); // exit 1 with that line, before any job is claimed
         }
-        announce(settings, "worker metrics on http://" + settings.workerMetricsBind().get().host() + ":"
-            + metricsServer.port() + "/metrics");
+        announce(
+            settings,
+            "worker metrics on http://" + settings.workerMetricsBind().get().host() + ":"
+                + metricsServer.port() + "/metrics");
       }
       JobWorker worker = worker(settings, db, registrations, metrics);
       worker.closeOnShutdown().start();
-      String banner =
-          "worker " + worker.workerId() + " running on " + db.url() + ": queues "
-              + queues.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(","))
-              + "; job types "
-              + registrations.stream().map(r -> r.type().name()).collect(Collectors.joining(","))
-              + ". Stop with SIGTERM or Ctrl-C.";
+      String banner = "worker " + worker.workerId() + " running on " + db.url() + ": queues "
+          + queues.entrySet().stream()
+              .map(e -> e.getKey() + "=" + e.getValue())
+              .collect(Collectors.joining(","))
+          + "; job types "
+          + registrations.stream().map(r -> r.type().name()).collect(Collectors.joining(","))
+          + ". Stop with SIGTERM or Ctrl-C.";
       announce(settings, banner);
       try {
-        stopped.await(); // the shutdown hook of closeOnShutdown() stops the worker; the JVM then exits
+        stopped
+            .await(); // the shutdown hook of closeOnShutdown() stops the worker; the JVM then exits
       } finally {
         worker.close();
       }
       return PgJobsCommand.OK;
     } finally {
-      // Reached only when the wait is interrupted (in-process use): the JVM's shutdown does not return here.
+      // Reached only when the wait is interrupted (in-process use): the JVM's shutdown does not
+      // return here.
       if (metricsServer != null) {
         metricsServer.close();
       }
@@ -119,24 +131,27 @@ final class WorkCommand extends Subcommand {
 
   /** A worker configured from {@code settings}, not yet started (shared with {@code serve} and {@code demo}). */
   static JobWorker worker(
-      Settings settings, Database db, List<JobWorker.Registration<?>> registrations, JobMetrics metrics) {
-    JobWorker.Builder builder =
-        JobWorker.builder(db.dataSource())
-            .schema(settings.schema())
-            .registerAll(registrations)
-            .metrics(metrics)
-            .claimBatch(settings.claimBatch())
-            .capabilities(settings.capabilities())
-            .pollInterval(settings.pollInterval())
-            .shutdownGrace(settings.shutdownGrace())
-            .staleThreshold(settings.staleThreshold())
-            .workerDeadAfter(settings.workerDeadAfter())
-            // Handlers' HTTP (ctx.http(), webhook_delivery) times out as webhook_timeout says.
-            .httpConnectTimeout(settings.webhookTimeout())
-            .httpRequestTimeout(settings.webhookTimeout())
-            .retention(settings.retention());
+      Settings settings,
+      Database db,
+      List<JobWorker.Registration<?>> registrations,
+      JobMetrics metrics) {
+    JobWorker.Builder builder = JobWorker.builder(db.dataSource())
+        .schema(settings.schema())
+        .registerAll(registrations)
+        .metrics(metrics)
+        .claimBatch(settings.claimBatch())
+        .capabilities(settings.capabilities())
+        .pollInterval(settings.pollInterval())
+        .shutdownGrace(settings.shutdownGrace())
+        .staleThreshold(settings.staleThreshold())
+        .workerDeadAfter(settings.workerDeadAfter())
+        // Handlers' HTTP (ctx.http(), webhook_delivery) times out as webhook_timeout says.
+        .httpConnectTimeout(settings.webhookTimeout())
+        .httpRequestTimeout(settings.webhookTimeout())
+        .retention(settings.retention());
     queues(settings, registrations).forEach(builder::queue);
-    // listen_database_url: LISTEN on a direct connection (behind PgBouncer), or `off`: polling only.
+    // listen_database_url: LISTEN on a direct connection (behind PgBouncer), or `off`: polling
+    // only.
     if (settings.listenOff()) {
       builder.listen(false);
     } else if (db.listenDataSource() != null) {
@@ -146,7 +161,8 @@ final class WorkCommand extends Subcommand {
   }
 
   /** The queues to serve: those named, else each registered type's queue, with the concurrency setting. */
-  static Map<String, Integer> queues(Settings settings, List<JobWorker.Registration<?>> registrations) {
+  static Map<String, Integer> queues(
+      Settings settings, List<JobWorker.Registration<?>> registrations) {
     if (!settings.queues().isEmpty()) {
       return settings.queues();
     }

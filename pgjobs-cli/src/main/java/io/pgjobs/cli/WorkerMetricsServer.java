@@ -4,12 +4,12 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.pgjobs.cli.config.Settings;
+import io.pgjobs.replication.DatabaseRole;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import io.pgjobs.replication.DatabaseRole;
 import java.sql.Connection;
 import java.util.Optional;
 import java.util.concurrent.Executors;
@@ -35,17 +35,21 @@ final class WorkerMetricsServer implements AutoCloseable {
    * @throws IllegalStateException with a message saying what to do if the address is taken or not
    *     local
    */
-  static WorkerMetricsServer start(Settings.Bind bind, PrometheusMeterRegistry registry, DataSource dataSource) {
+  static WorkerMetricsServer start(
+      Settings.Bind bind, PrometheusMeterRegistry registry, DataSource dataSource) {
     HttpServer server;
     try {
       server = HttpServer.create(new InetSocketAddress(bind.host(), bind.port()), 0);
     } catch (BindException e) {
-      throw new IllegalStateException("cannot listen on " + bind + " for the worker's metrics (setting "
-          + Settings.WORKER_METRICS_BIND + "): " + e.getMessage() + "; choose another host:port with --metrics-bind,"
-          + " or turn it off with --metrics-bind off");
+      throw new IllegalStateException(
+          "cannot listen on " + bind + " for the worker's metrics (setting "
+              + Settings.WORKER_METRICS_BIND + "): " + e.getMessage()
+              + "; choose another host:port with --metrics-bind,"
+              + " or turn it off with --metrics-bind off");
     } catch (IOException e) {
-      throw new IllegalStateException("cannot listen on " + bind + " for the worker's metrics (setting "
-          + Settings.WORKER_METRICS_BIND + "): " + e.getMessage());
+      throw new IllegalStateException(
+          "cannot listen on " + bind + " for the worker's metrics (setting "
+              + Settings.WORKER_METRICS_BIND + "): " + e.getMessage());
     }
     server.createContext("/metrics", exchange -> {
       if (refuseNonGet(exchange)) {
@@ -77,14 +81,23 @@ final class WorkerMetricsServer implements AutoCloseable {
       exchange.getResponseHeaders().set("Content-Type", "application/json");
       if (readOnly.isPresent()) {
         // A standby answers queries but the worker can claim nothing there: not ready, and say why.
-        reply(exchange, 503, "{\"status\":\"down\",\"checks\":{\"database\":\"read-only\"},\"reason\":\""
-            + readOnly.get().replace("\\", "\\\\").replace("\"", "\\\"") + "\"}");
+        reply(
+            exchange,
+            503,
+            "{\"status\":\"down\",\"checks\":{\"database\":\"read-only\"},\"reason\":\""
+                + readOnly.get().replace("\\", "\\\\").replace("\"", "\\\"") + "\"}");
         return;
       }
-      reply(exchange, up ? 200 : 503, up ? "{\"status\":\"up\",\"checks\":{\"database\":\"up\"}}"
-          : "{\"status\":\"down\",\"checks\":{\"database\":\"down\"}}");
+      reply(
+          exchange,
+          up ? 200 : 503,
+          up
+              ? "{\"status\":\"up\",\"checks\":{\"database\":\"up\"}}"
+              : "{\"status\":\"down\",\"checks\":{\"database\":\"down\"}}");
     });
-    server.createContext("/", exchange -> reply(exchange, 404, "not found: /metrics, /health/live, /health/ready\n"));
+    server.createContext(
+        "/",
+        exchange -> reply(exchange, 404, "not found: /metrics, /health/live, /health/ready\n"));
     server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
     server.start();
     return new WorkerMetricsServer(server);

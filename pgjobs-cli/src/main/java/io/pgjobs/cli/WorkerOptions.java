@@ -13,7 +13,10 @@ final class WorkerOptions {
   @Option(names = "--queues", paramLabel = "<q[=n],...>", descriptionKey = Settings.QUEUES)
   String queues;
 
-  @Option(names = "--capabilities", paramLabel = "<name,...>", descriptionKey = Settings.CAPABILITIES)
+  @Option(
+      names = "--capabilities",
+      paramLabel = "<name,...>",
+      descriptionKey = Settings.CAPABILITIES)
   String capabilities;
 
   @Option(names = "--concurrency", paramLabel = "<n>", descriptionKey = Settings.CONCURRENCY)
@@ -22,16 +25,28 @@ final class WorkerOptions {
   @Option(names = "--claim-batch", paramLabel = "<n>", descriptionKey = Settings.CLAIM_BATCH)
   String claimBatch;
 
-  @Option(names = "--poll-interval", paramLabel = "<duration>", descriptionKey = Settings.POLL_INTERVAL)
+  @Option(
+      names = "--poll-interval",
+      paramLabel = "<duration>",
+      descriptionKey = Settings.POLL_INTERVAL)
   String pollInterval;
 
-  @Option(names = "--shutdown-grace", paramLabel = "<duration>", descriptionKey = Settings.SHUTDOWN_GRACE)
+  @Option(
+      names = "--shutdown-grace",
+      paramLabel = "<duration>",
+      descriptionKey = Settings.SHUTDOWN_GRACE)
   String shutdownGrace;
 
-  @Option(names = "--stale-threshold", paramLabel = "<duration>", descriptionKey = Settings.STALE_THRESHOLD)
+  @Option(
+      names = "--stale-threshold",
+      paramLabel = "<duration>",
+      descriptionKey = Settings.STALE_THRESHOLD)
   String staleThreshold;
 
-  @Option(names = "--worker-dead-after", paramLabel = "<duration>", descriptionKey = Settings.WORKER_DEAD_AFTER)
+  @Option(
+      names = "--worker-dead-after",
+      paramLabel = "<duration>",
+      descriptionKey = Settings.WORKER_DEAD_AFTER)
   String workerDeadAfter;
 
   @Option(names = "--retention", paramLabel = "<duration>", descriptionKey = Settings.RETENTION)
@@ -46,7 +61,10 @@ final class WorkerOptions {
   @Option(names = "--smtp-from", paramLabel = "<address>", descriptionKey = Settings.SMTP_FROM)
   String smtpFrom;
 
-  @Option(names = "--webhook-timeout", paramLabel = "<duration>", descriptionKey = Settings.WEBHOOK_TIMEOUT)
+  @Option(
+      names = "--webhook-timeout",
+      paramLabel = "<duration>",
+      descriptionKey = Settings.WEBHOOK_TIMEOUT)
   String webhookTimeout;
 
   /** The flags given, by setting name (null when not given). */

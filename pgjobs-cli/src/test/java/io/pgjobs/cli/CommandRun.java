@@ -15,7 +15,8 @@ import java.util.regex.Pattern;
  * @param err what it printed to stderr
  */
 record CommandRun(int exitCode, String out, String err) {
-  private static final Pattern ID = Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+  private static final Pattern ID =
+      Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
 
   /** Runs {@code args} with {@code environment} as the process environment. */
   static CommandRun of(Map<String, String> environment, String... args) {

@@ -30,7 +30,8 @@ import tools.jackson.databind.json.JsonMapper;
 @Tag(Tags.PROCESS)
 class DemoProcessTest {
   private static final Pattern DASHBOARD = Pattern.compile("dashboard\\s+(http://\\S+?)/\\s");
-  private static final List<String> KINDS = List.of("send_email", "resize_image", "summarize_text", "webhook_delivery");
+  private static final List<String> KINDS =
+      List.of("send_email", "resize_image", "summarize_text", "webhook_delivery");
 
   private TestDatabase db;
   private JvmProcess demo;
@@ -53,59 +54,85 @@ class DemoProcessTest {
    * a job finished in the first run is still there in the second.
    */
   @Test
-  void embeddedPostgresKeepsTheDemosJobsAcrossRestarts(@org.junit.jupiter.api.io.TempDir java.nio.file.Path home)
-      throws Exception {
-    Map<String, String> env = Map.of(
-        "JAVA_TOOL_OPTIONS", "-Duser.home=" + home, "PGJOBS_SHUTDOWN_GRACE", "1s");
-    List<String> args = List.of("demo", "--embedded-postgres", "--port", "0", "--interval", "300ms", "--samples", "1");
+  void embeddedPostgresKeepsTheDemosJobsAcrossRestarts(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path home) throws Exception {
+    Map<String, String> env =
+        Map.of("JAVA_TOOL_OPTIONS", "-Duser.home=" + home, "PGJOBS_SHUTDOWN_GRACE", "1s");
+    List<String> args = List.of(
+        "demo", "--embedded-postgres", "--port", "0", "--interval", "300ms", "--samples", "1");
     HttpClient http = HttpClient.newHttpClient();
     JsonMapper json = JsonMapper.builder().build();
 
     demo = JvmProcess.start("pgjobs-demo-embedded-1", Main.class, args, env);
     String base = awaitBase();
-    String id = await().atMost(Duration.ofSeconds(90)).until(() -> {
-      JsonNode jobs = json.readTree(get(http, base + "/jobs?state=succeeded&type=summarize_text&limit=1")).path("jobs");
-      return jobs.size() > 0 ? jobs.get(0).path("id").asString() : null;
-    }, found -> found != null);
+    String id = await()
+        .atMost(Duration.ofSeconds(90))
+        .until(
+            () -> {
+              JsonNode jobs = json.readTree(
+                      get(http, base + "/jobs?state=succeeded&type=summarize_text&limit=1"))
+                  .path("jobs");
+              return jobs.size() > 0 ? jobs.get(0).path("id").asString() : null;
+            },
+            found -> found != null);
     assertThat(demo.output()).contains("starting an embedded PostgreSQL 15");
     demo.terminate();
-    assertThat(demo.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as(demo.output()).isTrue();
+    assertThat(demo.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS))
+        .as(demo.output())
+        .isTrue();
 
     demo = JvmProcess.start("pgjobs-demo-embedded-2", Main.class, args, env);
     String again = awaitBase();
     assertThat(json.readTree(get(http, again + "/jobs/" + id)).path("state").asString())
-        .as("a job of the first run, read in the second; output:%n%s", demo.output()).isEqualTo("succeeded");
+        .as("a job of the first run, read in the second; output:%n%s", demo.output())
+        .isEqualTo("succeeded");
     demo.terminate();
-    assertThat(demo.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as(demo.output()).isTrue();
-    assertThat(java.nio.file.Files.isDirectory(home.resolve(".pgjobs").resolve("demo-postgres"))).isTrue();
+    assertThat(demo.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS))
+        .as(demo.output())
+        .isTrue();
+    assertThat(java.nio.file.Files.isDirectory(home.resolve(".pgjobs").resolve("demo-postgres")))
+        .isTrue();
   }
 
   private String awaitBase() {
-    String base = await().atMost(Duration.ofSeconds(120)).until(() -> {
-      Matcher m = DASHBOARD.matcher(demo.output());
-      return m.find() ? m.group(1) : null;
-    }, url -> url != null || !demo.process().isAlive());
+    String base = await()
+        .atMost(Duration.ofSeconds(120))
+        .until(
+            () -> {
+              Matcher m = DASHBOARD.matcher(demo.output());
+              return m.find() ? m.group(1) : null;
+            },
+            url -> url != null || !demo.process().isAlive());
     assertThat(base).as("demo printed its URLs; output:%n%s", demo.output()).isNotNull();
     return base;
   }
 
   private static String get(HttpClient http, String url) throws Exception {
-    return http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString()).body();
+    return http.send(
+            HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString())
+        .body();
   }
 
   /** {@code --log-level debug} adds one line per job start and finish. */
   @Test
   void debugLogLevelWritesALinePerJobStartAndFinish() throws Exception {
-    demo = JvmProcess.start("pgjobs-demo-debug", Main.class,
-        List.of("demo", "--port", "0", "--interval", "300ms", "--samples", "1", "--log-level", "debug"),
+    demo = JvmProcess.start(
+        "pgjobs-demo-debug",
+        Main.class,
+        List.of(
+            "demo", "--port", "0", "--interval", "300ms", "--samples", "1", "--log-level", "debug"),
         Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_SHUTDOWN_GRACE", "1s"));
     awaitBase();
-    await().atMost(Duration.ofSeconds(90)).untilAsserted(() -> assertThat(demo.output())
-        .containsPattern("job \\S+ \\(summarize_text\\) attempt 1/\\d+ started")
-        .containsPattern("job \\S+ \\(summarize_text\\) attempt 1/\\d+ finished in \\d+ ms: "));
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .untilAsserted(() -> assertThat(demo.output())
+            .containsPattern("job \\S+ \\(summarize_text\\) attempt 1/\\d+ started")
+            .containsPattern("job \\S+ \\(summarize_text\\) attempt 1/\\d+ finished in \\d+ ms: "));
     assertThat(demo.output()).doesNotContain("Created user", "with password");
     demo.terminate();
-    assertThat(demo.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).as(demo.output()).isTrue();
+    assertThat(demo.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS))
+        .as(demo.output())
+        .isTrue();
   }
 
   private static boolean portFree(int port) {
@@ -121,85 +148,149 @@ class DemoProcessTest {
   @Test
   void demoServesTheApiAndRunsJobsOfAllFourKindsToSuccess() throws Exception {
     boolean defaultSmtpPortFree = portFree(1025);
-    demo = JvmProcess.start("pgjobs-demo", Main.class,
+    demo = JvmProcess.start(
+        "pgjobs-demo",
+        Main.class,
         List.of("demo", "--port", "0", "--interval", "300ms", "--samples", "3"),
         Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_SHUTDOWN_GRACE", "1s"));
 
-    String base = await().atMost(Duration.ofSeconds(90)).until(() -> {
-      Matcher m = DASHBOARD.matcher(demo.output());
-      return m.find() ? m.group(1) : null;
-    }, url -> url != null || !demo.process().isAlive());
+    String base = await()
+        .atMost(Duration.ofSeconds(90))
+        .until(
+            () -> {
+              Matcher m = DASHBOARD.matcher(demo.output());
+              return m.find() ? m.group(1) : null;
+            },
+            url -> url != null || !demo.process().isAlive());
     assertThat(base).as("demo printed its URLs; output:%n%s", demo.output()).isNotNull();
 
     HttpClient http = HttpClient.newHttpClient();
     JsonMapper json = JsonMapper.builder().build();
     for (String kind : KINDS) {
-      await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(250)).untilAsserted(() -> {
-        HttpResponse<String> response = http.send(
-            HttpRequest.newBuilder(URI.create(base + "/jobs?state=succeeded&type=" + kind + "&limit=5")).build(),
-            HttpResponse.BodyHandlers.ofString());
-        assertThat(response.statusCode()).as("GET /jobs for %s; demo output:%n%s", kind, demo.output()).isEqualTo(200);
-        JsonNode jobs = json.readTree(response.body()).path("jobs");
-        assertThat(jobs.size()).as("succeeded %s jobs; demo output:%n%s", kind, demo.output()).isPositive();
-      });
+      await()
+          .atMost(Duration.ofSeconds(90))
+          .pollInterval(Duration.ofMillis(250))
+          .untilAsserted(() -> {
+            HttpResponse<String> response = http.send(
+                HttpRequest.newBuilder(
+                        URI.create(base + "/jobs?state=succeeded&type=" + kind + "&limit=5"))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+            assertThat(response.statusCode())
+                .as("GET /jobs for %s; demo output:%n%s", kind, demo.output())
+                .isEqualTo(200);
+            JsonNode jobs = json.readTree(response.body()).path("jobs");
+            assertThat(jobs.size())
+                .as("succeeded %s jobs; demo output:%n%s", kind, demo.output())
+                .isPositive();
+          });
     }
-    HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
+    HttpResponse<String> metrics = http.send(
+        HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString());
-    assertThat(metrics.body()).as("client, worker, pool and HTTP metrics in one scrape")
-        .contains("worker_jobs_completed_total{", "worker_job_duration_seconds", "hikaricp_connections",
+    assertThat(metrics.body())
+        .as("client, worker, pool and HTTP metrics in one scrape")
+        .contains(
+            "worker_jobs_completed_total{",
+            "worker_job_duration_seconds",
+            "hikaricp_connections",
             "pgjobs_jobs_enqueued_total{kind=\"webhook_delivery\"");
 
-    // The sample webhooks go to a fixed path of the demo's own server (so they survive a restart on the
-    // same port), and a webhook enqueued through the API to that path with the demo's secret succeeds.
-    JsonNode webhooks = json.readTree(http.send(HttpRequest.newBuilder(
-        URI.create(base + "/jobs?state=succeeded&type=webhook_delivery&limit=5")).build(),
-        HttpResponse.BodyHandlers.ofString()).body()).path("jobs");
-    assertThat(webhooks.get(0).path("payload").path("url").asString()).isEqualTo(base + "/demo/webhook");
-    HttpResponse<String> enqueued = http.send(HttpRequest.newBuilder(URI.create(base + "/jobs"))
-        .header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofString("{\"type\":\"webhook_delivery\",\"payload\":{\"url\":\"" + base
-            + "/demo/webhook\",\"body\":\"from the test\",\"secret\":\"demo-webhook-secret\"}}"))
-        .build(), HttpResponse.BodyHandlers.ofString());
+    // The sample webhooks go to a fixed path of the demo's own server (so they survive a restart on
+    // the
+    // same port), and a webhook enqueued through the API to that path with the demo's secret
+    // succeeds.
+    JsonNode webhooks = json.readTree(http.send(
+                HttpRequest.newBuilder(
+                        URI.create(base + "/jobs?state=succeeded&type=webhook_delivery&limit=5"))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString())
+            .body())
+        .path("jobs");
+    assertThat(webhooks.get(0).path("payload").path("url").asString())
+        .isEqualTo(base + "/demo/webhook");
+    HttpResponse<String> enqueued = http.send(
+        HttpRequest.newBuilder(URI.create(base + "/jobs"))
+            .header("Content-Type", "application/json")
+            .POST(
+                HttpRequest.BodyPublishers.ofString(
+                    "{\"type\":\"webhook_delivery\",\"payload\":{\"url\":\"" + base
+                        + "/demo/webhook\",\"body\":\"from the test\",\"secret\":\"demo-webhook-secret\"}}"))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
     assertThat(enqueued.statusCode()).as(enqueued.body()).isIn(200, 201);
     String webhookId = json.readTree(enqueued.body()).path("id").asString();
-    await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(json.readTree(
-        get(http, base + "/jobs/" + webhookId)).path("state").asString()).isEqualTo("succeeded"));
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .untilAsserted(() -> assertThat(json.readTree(get(http, base + "/jobs/" + webhookId))
+                .path("state")
+                .asString())
+            .isEqualTo("succeeded"));
 
-    // A second worker beside the demo, as `pgjobs work` with nothing configured, sends its e-mails to the
-    // demo's in-process SMTP server (on 1025 when that was free: the default smtp_port of `work`). It alone
-    // serves queue "mailroom", and claims only the types it runs, so the demo's jobs are not taken either.
-    Matcher smtpLine = Pattern.compile("demo SMTP server \\(in process\\) on 127\\.0\\.0\\.1:(\\d+)").matcher(demo.output());
+    // A second worker beside the demo, as `pgjobs work` with nothing configured, sends its e-mails
+    // to the
+    // demo's in-process SMTP server (on 1025 when that was free: the default smtp_port of `work`).
+    // It alone
+    // serves queue "mailroom", and claims only the types it runs, so the demo's jobs are not taken
+    // either.
+    Matcher smtpLine = Pattern.compile(
+            "demo SMTP server \\(in process\\) on 127\\.0\\.0\\.1:(\\d+)")
+        .matcher(demo.output());
     assertThat(smtpLine.find()).as(demo.output()).isTrue();
     if (defaultSmtpPortFree) {
       assertThat(smtpLine.group(1)).as("the demo's SMTP port when 1025 is free").isEqualTo("1025");
     }
-    try (JvmProcess second = JvmProcess.start("pgjobs-work-beside-demo", Main.class,
+    try (JvmProcess second = JvmProcess.start(
+        "pgjobs-work-beside-demo",
+        Main.class,
         defaultSmtpPortFree
             ? List.of("work", "--queues", "mailroom=2")
             : List.of("work", "--queues", "mailroom=2", "--smtp-port", smtpLine.group(1)),
-        Map.of("DATABASE_URL", db.jdbcUrl(), "PGJOBS_POLL_INTERVAL", "200ms", "PGJOBS_SHUTDOWN_GRACE", "1s"))) {
-      HttpResponse<String> mail = http.send(HttpRequest.newBuilder(URI.create(base + "/jobs"))
-          .header("Content-Type", "application/json")
-          .POST(HttpRequest.BodyPublishers.ofString("{\"type\":\"send_email\",\"queue\":\"mailroom\",\"payload\":"
-              + "{\"to\":\"ada@example.com\",\"subject\":\"beside the demo\",\"body\":\"hello\"}}"))
-          .build(), HttpResponse.BodyHandlers.ofString());
+        Map.of(
+            "DATABASE_URL",
+            db.jdbcUrl(),
+            "PGJOBS_POLL_INTERVAL",
+            "200ms",
+            "PGJOBS_SHUTDOWN_GRACE",
+            "1s"))) {
+      HttpResponse<String> mail = http.send(
+          HttpRequest.newBuilder(URI.create(base + "/jobs"))
+              .header("Content-Type", "application/json")
+              .POST(
+                  HttpRequest.BodyPublishers.ofString(
+                      "{\"type\":\"send_email\",\"queue\":\"mailroom\",\"payload\":"
+                          + "{\"to\":\"ada@example.com\",\"subject\":\"beside the demo\",\"body\":\"hello\"}}"))
+              .build(),
+          HttpResponse.BodyHandlers.ofString());
       assertThat(mail.statusCode()).as(mail.body()).isIn(200, 201);
       String mailId = json.readTree(mail.body()).path("id").asString();
-      await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(json.readTree(
-          get(http, base + "/jobs/" + mailId)).path("state").asString())
-          .as("second worker output:%n%s", second.output()).isEqualTo("succeeded"));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .untilAsserted(() -> assertThat(json.readTree(get(http, base + "/jobs/" + mailId))
+                  .path("state")
+                  .asString())
+              .as("second worker output:%n%s", second.output())
+              .isEqualTo("succeeded"));
       assertThat(second.output()).doesNotContain("no handler for job type");
     }
 
     // Quiet by default: no mail sink passwords, no Jetty or Javalin INFO lines, no line per job.
-    assertThat(demo.output()).doesNotContain("Created user", "with password", "o.e.jetty", "org.eclipse.jetty",
-        "io.javalin", "attempt 1/3 started");
-    HttpResponse<String> docs = http.send(HttpRequest.newBuilder(URI.create(base + "/openapi.json")).build(),
+    assertThat(demo.output())
+        .doesNotContain(
+            "Created user",
+            "with password",
+            "o.e.jetty",
+            "org.eclipse.jetty",
+            "io.javalin",
+            "attempt 1/3 started");
+    HttpResponse<String> docs = http.send(
+        HttpRequest.newBuilder(URI.create(base + "/openapi.json")).build(),
         HttpResponse.BodyHandlers.ofString());
     assertThat(docs.statusCode()).isEqualTo(200);
 
     demo.terminate();
     assertThat(demo.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS))
-        .as("demo stops on SIGTERM; output:%n%s", demo.output()).isTrue();
+        .as("demo stops on SIGTERM; output:%n%s", demo.output())
+        .isTrue();
   }
 }

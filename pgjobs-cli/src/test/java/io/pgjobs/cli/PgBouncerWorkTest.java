@@ -55,12 +55,18 @@ class PgBouncerWorkTest {
   }
 
   private JvmProcess work(String listenDatabaseUrl, String pollInterval) {
-    JvmProcess process = JvmProcess.start("work-pgbouncer", Main.class,
-        List.of("work", "--concurrency", "2", "--metrics-bind", "off"), Map.of(
+    JvmProcess process = JvmProcess.start(
+        "work-pgbouncer",
+        Main.class,
+        List.of("work", "--concurrency", "2", "--metrics-bind", "off"),
+        Map.of(
             "DATABASE_URL", bouncer.jdbcUrl(),
             "PGJOBS_LISTEN_DATABASE_URL", listenDatabaseUrl,
             "PGJOBS_POLL_INTERVAL", pollInterval));
-    await().atMost(DEADLINE).until(() -> process.output().contains("running on") || !process.process().isAlive());
+    await()
+        .atMost(DEADLINE)
+        .until(
+            () -> process.output().contains("running on") || !process.process().isAlive());
     assertThat(process.process().isAlive()).as(process.output()).isTrue();
     return process;
   }
@@ -72,15 +78,24 @@ class PgBouncerWorkTest {
   @Test
   void aDirectListenUrlWakesTheWorkerThroughNotificationsLongBeforeItsPollInterval() {
     worker = work(db.jdbcUrl(), "1h");
-    assertThat(worker.output()).contains("LISTEN for new jobs and cancellations on the listen data source");
+    assertThat(worker.output())
+        .contains("LISTEN for new jobs and cancellations on the listen data source");
     JobClient client = pooledClient();
     // The worker polled once at start (finding nothing); the next poll is an hour away.
     await().atMost(DEADLINE).until(() -> client.workers().size() == 1);
-    await("the worker's LISTEN connection").atMost(DEADLINE).until(() -> db.queryLong(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'") >= 1);
+    await("the worker's LISTEN connection")
+        .atMost(DEADLINE)
+        .until(() -> db.queryLong(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'")
+            >= 1);
 
-    UUID id = client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("through pgbouncer")).job().id();
-    await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+    UUID id = client
+        .enqueue(EchoJobs.ECHO, new EchoJobs.Echo("through pgbouncer"))
+        .job()
+        .id();
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(50))
         .until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
   }
 
@@ -90,10 +105,14 @@ class PgBouncerWorkTest {
     assertThat(worker.output()).contains("polling only, every 200ms");
     JobClient client = pooledClient();
     UUID id = client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("polled")).job().id();
-    await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(50))
         .until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
-    assertThat(db.queryLong(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"))
-        .as("sessions that ran LISTEN").isZero();
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"))
+        .as("sessions that ran LISTEN")
+        .isZero();
   }
 }

@@ -59,22 +59,45 @@ class RecurringCommandTest {
 
   @Test
   void addListPauseResumeRunNowAndRemoveASchedule() {
-    CommandRun added = run("recurring", "add", "nightly", "--cron", "0 3 * * *", "--zone", "Europe/Berlin",
-        "--type", "report", "--allow-unknown-type", "--payload", "{\"kind\":\"daily\"}", "--missed", "catch_up",
-        "--catch-up", "2");
+    CommandRun added = run(
+        "recurring",
+        "add",
+        "nightly",
+        "--cron",
+        "0 3 * * *",
+        "--zone",
+        "Europe/Berlin",
+        "--type",
+        "report",
+        "--allow-unknown-type",
+        "--payload",
+        "{\"kind\":\"daily\"}",
+        "--missed",
+        "catch_up",
+        "--catch-up",
+        "2");
     assertThat(added.exitCode()).as(added.toString()).isZero();
-    assertThat(added.out()).contains("added recurring schedule nightly", "0 3 * * * (Europe/Berlin)", "next: ");
+    assertThat(added.out())
+        .contains("added recurring schedule nightly", "0 3 * * * (Europe/Berlin)", "next: ");
 
     CommandRun list = run("recurring", "list");
     assertThat(list.exitCode()).as(list.toString()).isZero();
-    assertThat(list.out()).contains("nightly  active  0 3 * * * (Europe/Berlin)  report on default  [api]")
+    assertThat(list.out())
+        .contains("nightly  active  0 3 * * * (Europe/Berlin)  report on default  [api]")
         .contains("last run: none yet");
-    assertThat(list.out().lines().filter(l -> l.startsWith("  next: ")).findFirst().orElseThrow().split(", "))
+    assertThat(list.out()
+            .lines()
+            .filter(l -> l.startsWith("  next: "))
+            .findFirst()
+            .orElseThrow()
+            .split(", "))
         .hasSize(5);
 
-    assertThat(run("recurring", "pause", "nightly").out()).contains("recurring schedule nightly paused");
+    assertThat(run("recurring", "pause", "nightly").out())
+        .contains("recurring schedule nightly paused");
     assertThat(run("recurring", "list").out()).contains("nightly  paused");
-    assertThat(run("recurring", "resume", "nightly").out()).contains("recurring schedule nightly resumed");
+    assertThat(run("recurring", "resume", "nightly").out())
+        .contains("recurring schedule nightly resumed");
 
     CommandRun now = run("recurring", "run-now", "nightly");
     assertThat(now.exitCode()).as(now.toString()).isZero();
@@ -92,30 +115,119 @@ class RecurringCommandTest {
 
   @Test
   void badFlagsExit2NamingTheFlagAndWhatIsAllowedAndStoreNothing() {
-    assertUsage(run("recurring", "add", "x", "--cron", "0 3 32 * *", "--type", "r", "--allow-unknown-type"),
+    assertUsage(
+        run("recurring", "add", "x", "--cron", "0 3 32 * *", "--type", "r", "--allow-unknown-type"),
         "--cron: invalid cron expression '0 3 32 * *': field 3 (day of month) '32'");
-    assertUsage(run("recurring", "add", "x", "--cron", "@hourly", "--zone", "Mars/Olympus", "--type", "r",
-        "--allow-unknown-type"), "--zone: unknown time zone 'Mars/Olympus'; allowed: an IANA zone");
-    assertUsage(run("recurring", "add", "x", "--cron", "* * *", "--type", "r", "--allow-unknown-type"),
+    assertUsage(
+        run(
+            "recurring",
+            "add",
+            "x",
+            "--cron",
+            "@hourly",
+            "--zone",
+            "Mars/Olympus",
+            "--type",
+            "r",
+            "--allow-unknown-type"),
+        "--zone: unknown time zone 'Mars/Olympus'; allowed: an IANA zone");
+    assertUsage(
+        run("recurring", "add", "x", "--cron", "* * *", "--type", "r", "--allow-unknown-type"),
         "has 3 fields; allowed: 5");
-    assertUsage(run("recurring", "add", "x", "--type", "r"), "Missing required option: '--cron=<expression>'");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily"), "Missing required option: '--type=<type>'");
-    assertUsage(run("recurring", "add", "--cron", "@daily", "--type", "r"), "Missing required parameter: 'NAME'");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily", "--type", "r", "--allow-unknown-type", "--missed", "never"),
+    assertUsage(
+        run("recurring", "add", "x", "--type", "r"),
+        "Missing required option: '--cron=<expression>'");
+    assertUsage(
+        run("recurring", "add", "x", "--cron", "@daily"),
+        "Missing required option: '--type=<type>'");
+    assertUsage(
+        run("recurring", "add", "--cron", "@daily", "--type", "r"),
+        "Missing required parameter: 'NAME'");
+    assertUsage(
+        run(
+            "recurring",
+            "add",
+            "x",
+            "--cron",
+            "@daily",
+            "--type",
+            "r",
+            "--allow-unknown-type",
+            "--missed",
+            "never"),
         "--missed: must be skip, latest or catch_up, was 'never'");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily", "--type", "r", "--allow-unknown-type", "--catch-up", "3"),
+    assertUsage(
+        run(
+            "recurring",
+            "add",
+            "x",
+            "--cron",
+            "@daily",
+            "--type",
+            "r",
+            "--allow-unknown-type",
+            "--catch-up",
+            "3"),
         "--catch-up goes with --missed catch_up");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily", "--type", "r", "--allow-unknown-type", "--missed",
-        "catch_up", "--catch-up", "0"), "--catch-up: must be between 1 and 1000, was 0");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily", "--type", "r", "--allow-unknown-type",
-        "--max-attempts", "0"), "--max-attempts: must be between 1 and 1000, was 0");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily", "--type", "r", "--allow-unknown-type", "--payload", "[1]"),
+    assertUsage(
+        run(
+            "recurring",
+            "add",
+            "x",
+            "--cron",
+            "@daily",
+            "--type",
+            "r",
+            "--allow-unknown-type",
+            "--missed",
+            "catch_up",
+            "--catch-up",
+            "0"),
+        "--catch-up: must be between 1 and 1000, was 0");
+    assertUsage(
+        run(
+            "recurring",
+            "add",
+            "x",
+            "--cron",
+            "@daily",
+            "--type",
+            "r",
+            "--allow-unknown-type",
+            "--max-attempts",
+            "0"),
+        "--max-attempts: must be between 1 and 1000, was 0");
+    assertUsage(
+        run(
+            "recurring",
+            "add",
+            "x",
+            "--cron",
+            "@daily",
+            "--type",
+            "r",
+            "--allow-unknown-type",
+            "--payload",
+            "[1]"),
         "--payload must be a JSON object");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily", "--type", "r", "--allow-unknown-type", "--priority", "urgent"),
+    assertUsage(
+        run(
+            "recurring",
+            "add",
+            "x",
+            "--cron",
+            "@daily",
+            "--type",
+            "r",
+            "--allow-unknown-type",
+            "--priority",
+            "urgent"),
         "invalid --priority 'urgent'");
-    assertUsage(run("recurring", "add", "a/b", "--cron", "@daily", "--type", "r", "--allow-unknown-type"),
+    assertUsage(
+        run("recurring", "add", "a/b", "--cron", "@daily", "--type", "r", "--allow-unknown-type"),
         "NAME: invalid name 'a/b'");
-    assertUsage(run("recurring", "add", "x", "--cron", "@daily", "--type", "no_such_type"),
+    assertUsage(
+        run("recurring", "add", "x", "--cron", "@daily", "--type", "no_such_type"),
         "unknown job type 'no_such_type'; known types: ");
     assertUsage(run("recurring"), "pgjobs recurring: a subcommand is required");
     assertThat(stored()).isZero();
@@ -123,8 +235,19 @@ class RecurringCommandTest {
 
   @Test
   void unknownNamesDuplicatesAndCodeSchedulesExit1WithAClearMessage() throws Exception {
-    assertThat(run("recurring", "add", "dup", "--cron", "@daily", "--type", "r", "--allow-unknown-type").exitCode()).isZero();
-    CommandRun duplicate = run("recurring", "add", "dup", "--cron", "@hourly", "--type", "r", "--allow-unknown-type");
+    assertThat(run(
+                "recurring",
+                "add",
+                "dup",
+                "--cron",
+                "@daily",
+                "--type",
+                "r",
+                "--allow-unknown-type")
+            .exitCode())
+        .isZero();
+    CommandRun duplicate =
+        run("recurring", "add", "dup", "--cron", "@hourly", "--type", "r", "--allow-unknown-type");
     assertThat(duplicate.exitCode()).isEqualTo(1);
     assertThat(duplicate.err()).contains("a recurring schedule named 'dup' exists already");
 
@@ -134,9 +257,15 @@ class RecurringCommandTest {
       assertThat(r.err()).contains("no recurring schedule named 'ghost'");
     }
 
-    new RecurringStore(db.dataSource(), "pgjobs").declare(List.of(Recurring.of("in-code", "@hourly", "UTC",
-        JobType.of("r", tools.jackson.databind.JsonNode.class), tools.jackson.databind.node.JsonNodeFactory.instance
-            .objectNode())), Set.of("r"));
+    new RecurringStore(db.dataSource(), "pgjobs")
+        .declare(
+            List.of(Recurring.of(
+                "in-code",
+                "@hourly",
+                "UTC",
+                JobType.of("r", tools.jackson.databind.JsonNode.class),
+                tools.jackson.databind.node.JsonNodeFactory.instance.objectNode())),
+            Set.of("r"));
     CommandRun remove = run("recurring", "remove", "in-code");
     assertThat(remove.exitCode()).isEqualTo(1);
     assertThat(remove.err()).contains("recurring schedule 'in-code' is declared in code");

@@ -26,17 +26,29 @@ class ServeSafetyTest {
 
   @Test
   void serveOnEveryInterfaceWithoutTokensIsRefusedSayingWhyAndWhatToDo() {
-    CommandRun run = CommandRun.of(Map.of("DATABASE_URL", db.jdbcUrl()), "serve", "--host", "0.0.0.0", "--port", "0");
+    CommandRun run = CommandRun.of(
+        Map.of("DATABASE_URL", db.jdbcUrl()), "serve", "--host", "0.0.0.0", "--port", "0");
 
     assertThat(run.exitCode()).as(run.toString()).isEqualTo(1);
-    assertThat(run.err()).contains("refusing to listen on 0.0.0.0 without authentication", "--api-tokens",
-        "--insecure", "cancel");
+    assertThat(run.err())
+        .contains(
+            "refusing to listen on 0.0.0.0 without authentication",
+            "--api-tokens",
+            "--insecure",
+            "cancel");
   }
 
   @Test
   void demoOnEveryInterfaceWithoutTokensIsRefusedToo() {
-    CommandRun run = CommandRun.of(Map.of("DATABASE_URL", db.jdbcUrl()), "demo", "--host", "0.0.0.0", "--port", "0",
-        "--samples", "0");
+    CommandRun run = CommandRun.of(
+        Map.of("DATABASE_URL", db.jdbcUrl()),
+        "demo",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--samples",
+        "0");
 
     assertThat(run.exitCode()).as(run.toString()).isEqualTo(1);
     assertThat(run.err()).contains("refusing to listen on 0.0.0.0", "--insecure");

@@ -52,8 +52,11 @@ import tools.jackson.databind.json.JsonMapper;
 class WorkProcessTest {
   private static final Duration DEADLINE = Duration.ofSeconds(90);
 
-  @TempDir Path dir;
-  private final String database = "pgjobs_cli_work_" + UUID.randomUUID().toString().substring(0, 8);
+  @TempDir
+  Path dir;
+
+  private final String database =
+      "pgjobs_cli_work_" + UUID.randomUUID().toString().substring(0, 8);
   private final List<String> signatures = new CopyOnWriteArrayList<>();
   private final CountDownLatch releaseSlow = new CountDownLatch(1);
   private final CountDownLatch slowArrived = new CountDownLatch(1);
@@ -107,16 +110,22 @@ class WorkProcessTest {
 
   @Test
   void workCreatesTheDatabaseRunsEveryKindToSuccessAndStopsGracefullyOnSigterm() throws Exception {
-    worker = JvmProcess.start("work-" + database, Main.class, List.of("work", "--concurrency", "4"), Map.of(
-        "DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/" + database,
-        "PGJOBS_SMTP_HOST", "127.0.0.1",
-        "PGJOBS_SMTP_PORT", String.valueOf(smtp.getSmtp().getPort()),
-        "PGJOBS_SMTP_FROM", "worker@pgjobs.test",
-        "PGJOBS_POLL_INTERVAL", "200ms",
-        "PGJOBS_SHUTDOWN_GRACE", "30s",
-        "WORKER_METRICS_BIND_ADDR", "127.0.0.1:0",
-        "LOG_FORMAT", "json"));
-    await().atMost(DEADLINE).until(() -> worker.output().contains("running on") || !worker.process().isAlive());
+    worker = JvmProcess.start(
+        "work-" + database,
+        Main.class,
+        List.of("work", "--concurrency", "4"),
+        Map.of(
+            "DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/" + database,
+            "PGJOBS_SMTP_HOST", "127.0.0.1",
+            "PGJOBS_SMTP_PORT", String.valueOf(smtp.getSmtp().getPort()),
+            "PGJOBS_SMTP_FROM", "worker@pgjobs.test",
+            "PGJOBS_POLL_INTERVAL", "200ms",
+            "PGJOBS_SHUTDOWN_GRACE", "30s",
+            "WORKER_METRICS_BIND_ADDR", "127.0.0.1:0",
+            "LOG_FORMAT", "json"));
+    await()
+        .atMost(DEADLINE)
+        .until(() -> worker.output().contains("running on") || !worker.process().isAlive());
     assertThat(worker.process().isAlive()).as(worker.output()).isTrue();
     JobClient client = client();
 
@@ -125,65 +134,111 @@ class WorkProcessTest {
     Path thumb = dir.resolve("thumb.jpg");
     String hook = "http://127.0.0.1:" + receiver.getAddress().getPort();
     List<UUID> ids = List.of(
-        client.enqueue(SendEmailJob.TYPE, new SendEmail("grace@example.com", "From the worker", "Hi")).job().id(),
-        client.enqueue(ResizeImageJob.TYPE, new ResizeImage(image.toString(), 16, 12, thumb.toString())).job().id(),
-        client.enqueue(SummarizeTextJob.TYPE, new SummarizeText("Jobs run. Jobs succeed. Cats nap.", 1)).job().id(),
-        client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(hook + "/hook", "{\"a\":1}", "key")).job().id(),
-        client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("from a ServiceLoader provider")).job().id());
+        client
+            .enqueue(SendEmailJob.TYPE, new SendEmail("grace@example.com", "From the worker", "Hi"))
+            .job()
+            .id(),
+        client
+            .enqueue(
+                ResizeImageJob.TYPE, new ResizeImage(image.toString(), 16, 12, thumb.toString()))
+            .job()
+            .id(),
+        client
+            .enqueue(
+                SummarizeTextJob.TYPE, new SummarizeText("Jobs run. Jobs succeed. Cats nap.", 1))
+            .job()
+            .id(),
+        client
+            .enqueue(
+                WebhookDeliveryJob.TYPE, new WebhookDelivery(hook + "/hook", "{\"a\":1}", "key"))
+            .job()
+            .id(),
+        client
+            .enqueue(EchoJobs.ECHO, new EchoJobs.Echo("from a ServiceLoader provider"))
+            .job()
+            .id());
 
-    await().atMost(DEADLINE).pollInterval(Duration.ofMillis(100)).untilAsserted(() ->
-        assertThat(ids).as(worker.output()).allSatisfy(id ->
-            assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED)));
-    assertThat(smtp.getReceivedMessages()).singleElement()
+    await()
+        .atMost(DEADLINE)
+        .pollInterval(Duration.ofMillis(100))
+        .untilAsserted(() -> assertThat(ids)
+            .as(worker.output())
+            .allSatisfy(id ->
+                assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED)));
+    assertThat(smtp.getReceivedMessages())
+        .singleElement()
         .satisfies(m -> assertThat(m.getSubject()).isEqualTo("From the worker"));
     BufferedImage resized = ImageIO.read(thumb.toFile());
     assertThat(resized.getWidth()).isEqualTo(16);
     assertThat(resized.getHeight()).isEqualTo(12);
-    assertThat(client.get(ids.get(2)).orElseThrow().output().get("summary").asString()).isEqualTo("Jobs run.");
+    assertThat(client.get(ids.get(2)).orElseThrow().output().get("summary").asString())
+        .isEqualTo("Jobs run.");
     assertThat(signatures).containsExactly(WebhookDeliveryJob.signature("key", "{\"a\":1}"));
     assertThat(client.get(ids.get(4)).orElseThrow().output().get("echo").asString())
         .isEqualTo("from a ServiceLoader provider");
 
     // A job still running at SIGTERM is allowed to finish within the shutdown grace.
-    UUID slow = client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(hook + "/slow", "{}", "key")).job().id();
-    await().atMost(DEADLINE).until(() -> client.get(slow).orElseThrow().state() == JobState.RUNNING);
+    UUID slow = client
+        .enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(hook + "/slow", "{}", "key"))
+        .job()
+        .id();
+    await()
+        .atMost(DEADLINE)
+        .until(() -> client.get(slow).orElseThrow().state() == JobState.RUNNING);
     // Claimed is not yet started (a worker claims a little ahead): wait for the handler's request.
     assertThat(slowArrived.await(DEADLINE.toSeconds(), TimeUnit.SECONDS)).isTrue();
     worker.terminate();
     await().atMost(DEADLINE).until(() -> worker.output().contains("stopping: 1 jobs running"));
     releaseSlow.countDown();
 
-    assertThat(worker.process().waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS)).as(worker.output()).isTrue();
-    assertThat(worker.process().exitValue()).as("the exit code of a JVM ended by SIGTERM").isEqualTo(143);
+    assertThat(worker.process().waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS))
+        .as(worker.output())
+        .isTrue();
+    assertThat(worker.process().exitValue())
+        .as("the exit code of a JVM ended by SIGTERM")
+        .isEqualTo(143);
     Job finished = client.get(slow).orElseThrow();
     assertThat(finished.state()).as(worker.output()).isEqualTo(JobState.SUCCEEDED);
     assertThat(finished.attempts()).isEqualTo(1);
 
     JsonMapper json = JsonMapper.builder().build();
     List<String> logLines = worker.output().lines().filter(l -> !l.isBlank()).toList();
-    assertThat(logLines).as("with LOG_FORMAT=json every line is a JSON log event").isNotEmpty()
+    assertThat(logLines)
+        .as("with LOG_FORMAT=json every line is a JSON log event")
+        .isNotEmpty()
         .allSatisfy(line -> assertThat(line).startsWith("{"));
-    assertThat(logLines).allSatisfy(line -> assertThat(json.readTree(line).has("@timestamp")).isTrue());
+    assertThat(logLines)
+        .allSatisfy(line -> assertThat(json.readTree(line).has("@timestamp")).isTrue());
     assertThat(logLines).anySatisfy(line -> {
       JsonNode event = json.readTree(line);
       assertThat(event.get("level").asString()).isEqualTo("INFO");
-      assertThat(event.get("message").asString().toLowerCase(Locale.ROOT)).matches("worker .* stopped");
+      assertThat(event.get("message").asString().toLowerCase(Locale.ROOT))
+          .matches("worker .* stopped");
     });
   }
 
   /** Starts {@code pgjobs work} with {@code metricsBind} and waits until it runs or exits. */
   private JvmProcess startWork(String metricsBind) {
-    JvmProcess process = JvmProcess.start("work-" + database, Main.class,
-        List.of("work", "--concurrency", "2", "--metrics-bind", metricsBind), Map.of(
-            "DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/" + database,
-            "PGJOBS_POLL_INTERVAL", "200ms"));
-    await().atMost(DEADLINE).until(() -> process.output().contains("running on") || !process.process().isAlive());
+    JvmProcess process = JvmProcess.start(
+        "work-" + database,
+        Main.class,
+        List.of("work", "--concurrency", "2", "--metrics-bind", metricsBind),
+        Map.of(
+            "DATABASE_URL",
+            "postgresql://postgres@127.0.0.1:5432/" + database,
+            "PGJOBS_POLL_INTERVAL",
+            "200ms"));
+    await()
+        .atMost(DEADLINE)
+        .until(
+            () -> process.output().contains("running on") || !process.process().isAlive());
     return process;
   }
 
   private static java.net.http.HttpResponse<String> get(String url) throws Exception {
     try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
-      return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
+      return http.send(
+          java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
           java.net.http.HttpResponse.BodyHandlers.ofString());
     }
   }
@@ -192,19 +247,32 @@ class WorkProcessTest {
   void theWorkerProcessServesItsOwnMetricsAndHealthOnItsMetricsPort() throws Exception {
     worker = startWork("127.0.0.1:0");
     assertThat(worker.process().isAlive()).as(worker.output()).isTrue();
-    java.util.regex.Matcher m =
-        java.util.regex.Pattern.compile("worker metrics on (http://127\\.0\\.0\\.1:\\d+)/metrics").matcher(worker.output());
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile(
+            "worker metrics on (http://127\\.0\\.0\\.1:\\d+)/metrics")
+        .matcher(worker.output());
     assertThat(m.find()).as(worker.output()).isTrue();
     String base = m.group(1);
     JobClient client = client();
-    UUID id = client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("scrape me")).job().id();
-    await().atMost(DEADLINE).until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
+    UUID id =
+        client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("scrape me")).job().id();
+    await()
+        .atMost(DEADLINE)
+        .until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
 
-    await("the success is counted").atMost(DEADLINE).untilAsserted(() -> assertThat(get(base + "/metrics").body())
-        .containsPattern("worker_jobs_completed_total\\{[^}]*kind=\"echo\"[^}]*outcome=\"succeeded\"[^}]*} 1\\.0"));
+    await("the success is counted")
+        .atMost(DEADLINE)
+        .untilAsserted(
+            () -> assertThat(get(base + "/metrics").body())
+                .containsPattern(
+                    "worker_jobs_completed_total\\{[^}]*kind=\"echo\"[^}]*outcome=\"succeeded\"[^}]*} 1\\.0"));
     String metrics = get(base + "/metrics").body();
-    assertThat(metrics).contains("worker_jobs_started_total", "worker_job_duration_seconds", "hikaricp_connections",
-        "jvm_memory_used_bytes", "pgjobs_worker_stuck_lanes");
+    assertThat(metrics)
+        .contains(
+            "worker_jobs_started_total",
+            "worker_job_duration_seconds",
+            "hikaricp_connections",
+            "jvm_memory_used_bytes",
+            "pgjobs_worker_stuck_lanes");
     assertThat(get(base + "/health/live").statusCode()).isEqualTo(200);
     java.net.http.HttpResponse<String> ready = get(base + "/health/ready");
     assertThat(ready.statusCode()).isEqualTo(200);
@@ -220,12 +288,18 @@ class WorkProcessTest {
 
   @Test
   void aTakenMetricsPortStopsTheWorkerAtStartWithAClearMessage() throws Exception {
-    try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+    try (java.net.ServerSocket taken =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       worker = startWork("127.0.0.1:" + taken.getLocalPort());
-      assertThat(worker.process().waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS)).as(worker.output()).isTrue();
+      assertThat(worker.process().waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS))
+          .as(worker.output())
+          .isTrue();
       assertThat(worker.process().exitValue()).isEqualTo(1);
-      assertThat(worker.output()).contains("cannot listen on 127.0.0.1:" + taken.getLocalPort(),
-          "worker_metrics_bind", "--metrics-bind");
+      assertThat(worker.output())
+          .contains(
+              "cannot listen on 127.0.0.1:" + taken.getLocalPort(),
+              "worker_metrics_bind",
+              "--metrics-bind");
     }
   }
 

@@ -46,15 +46,20 @@ class WorkerMetricsServerTest {
     assertThat(defaults.port()).isEqualTo(9091);
     // The default's host on a free port: 9091 itself may be taken on a shared machine.
     try (WorkerMetricsServer server = WorkerMetricsServer.start(
-        new Settings.Bind(defaults.host(), 0), new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), null);
+            new Settings.Bind(defaults.host(), 0),
+            new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
+            null);
         HttpClient http = HttpClient.newHttpClient()) {
       int port = server.port();
       HttpResponse<String> live = http.send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health/live")).build(),
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health/live"))
+              .build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(live.statusCode()).isEqualTo(200);
       assertThatThrownBy(() -> new Socket(network, port).close())
-          .as("a connection to %s:%d, this machine's network address", network.getHostAddress(), port)
+          .as(
+              "a connection to %s:%d, this machine's network address",
+              network.getHostAddress(), port)
           .isInstanceOf(ConnectException.class);
     }
   }
@@ -64,8 +69,10 @@ class WorkerMetricsServerTest {
     InetAddress network = networkAddress();
     assumeTrue(network != null, "this machine has no network address to try");
     Settings settings = Settings.of(Map.of(Settings.WORKER_METRICS_BIND, "0.0.0.0:0"));
-    try (WorkerMetricsServer server = WorkerMetricsServer.start(settings.workerMetricsBind().orElseThrow(),
-        new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), null)) {
+    try (WorkerMetricsServer server = WorkerMetricsServer.start(
+        settings.workerMetricsBind().orElseThrow(),
+        new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
+        null)) {
       new Socket(network, server.port()).close();
     }
   }

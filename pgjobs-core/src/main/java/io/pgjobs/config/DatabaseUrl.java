@@ -43,13 +43,26 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
   public static final String DEFAULT = "postgresql://postgres@127.0.0.1:5432/pgjobs";
 
   private static final Pattern HOST = Pattern.compile("[A-Za-z0-9_.\\-]{1,253}");
-  private static final Pattern IPV6 = Pattern.compile("\\[[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.\\-]+)?]");
+  private static final Pattern IPV6 =
+      Pattern.compile("\\[[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.\\-]+)?]");
   /** libpq's {@code target_session_attrs} values and pgJDBC's {@code targetServerType} for each. */
   private static final Map<String, String> TARGET_SERVER_TYPES = orderedMap(
-      "any", "any", "read-write", "primary", "read-only", "secondary", "primary", "primary",
-      "standby", "secondary", "prefer-standby", "preferSecondary");
+      "any",
+      "any",
+      "read-write",
+      "primary",
+      "read-only",
+      "secondary",
+      "primary",
+      "primary",
+      "standby",
+      "secondary",
+      "prefer-standby",
+      "preferSecondary");
   /** Query parameters of a libpq URL that pgJDBC spells differently or takes in the host list. */
-  private static final java.util.Set<String> LIBPQ_PARAMETERS = java.util.Set.of("host", "port", "target_session_attrs");
+  private static final java.util.Set<String> LIBPQ_PARAMETERS =
+      java.util.Set.of("host", "port", "target_session_attrs");
+
   private static final Pattern DATABASE_NAME = Pattern.compile("[A-Za-z0-9_\\-]{1,63}");
   private static final String ALLOWED =
       "allowed: postgres://user:password@host:port/database, postgresql://... or jdbc:postgresql://host:port/database";
@@ -68,17 +81,21 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
       return fromJdbc(text);
     }
     if (!(text.startsWith("postgres://") || text.startsWith("postgresql://"))) {
-      throw new IllegalArgumentException("unsupported database URL '" + redact(text) + "'; " + ALLOWED);
+      throw new IllegalArgumentException(
+          "unsupported database URL '" + redact(text) + "'; " + ALLOWED);
     }
-    // Split by hand rather than with java.net.URI: a password may hold '@' (the last '@' of the authority
-    // separates the user info from the host, as libpq and browsers read it) and URI would see no host.
+    // Split by hand rather than with java.net.URI: a password may hold '@' (the last '@' of the
+    // authority
+    // separates the user info from the host, as libpq and browsers read it) and URI would see no
+    // host.
     String rest = text.substring(text.indexOf("//") + 2);
     int at = lastAtOfUserInfo(rest);
     if (at < 0 && rest.indexOf('@') >= 0) {
       // An '@' after a '/', '?' or '#': most likely a password holding one of those unencoded.
-      throw new IllegalArgumentException("database URL '" + redact(text) + "' has an '@' after its host; if the user"
-          + " name or password holds '/', '?', '#' or '%', write them as %2F, %3F, %23 and %25 (and '@' as %40 outside"
-          + " them); " + ALLOWED);
+      throw new IllegalArgumentException(
+          "database URL '" + redact(text) + "' has an '@' after its host; if the user"
+              + " name or password holds '/', '?', '#' or '%', write them as %2F, %3F, %23 and %25 (and '@' as %40 outside"
+              + " them); " + ALLOWED);
     }
     String userInfo = at < 0 ? null : rest.substring(0, at);
     String afterUserInfo = rest.substring(at + 1);
@@ -86,13 +103,14 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     String authority = authorityEnd < 0 ? afterUserInfo : afterUserInfo.substring(0, authorityEnd);
     String tail = authorityEnd < 0 ? "" : afterUserInfo.substring(authorityEnd);
     if (tail.indexOf('#') >= 0) {
-      throw new IllegalArgumentException("database URL '" + redact(text) + "' has a fragment (#); write '#' in a"
-          + " password as %23; " + ALLOWED);
+      throw new IllegalArgumentException("database URL '" + redact(text)
+          + "' has a fragment (#); write '#' in a" + " password as %23; " + ALLOWED);
     }
     int queryStart = tail.indexOf('?');
     String path = queryStart < 0 ? tail : tail.substring(0, queryStart);
     String rawQuery = queryStart < 0 ? null : tail.substring(queryStart + 1);
-    // libpq's host and port parameters replace the authority's hosts and ports; the other parameters go
+    // libpq's host and port parameters replace the authority's hosts and ports; the other
+    // parameters go
     // to pgJDBC as they are, but for target_session_attrs, which pgJDBC names targetServerType.
     Map<String, String> libpq = new LinkedHashMap<>();
     StringBuilder forwarded = new StringBuilder();
@@ -122,8 +140,9 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     if (libpq.containsKey("port")) {
       List<String> queryPorts = List.of(libpq.get("port").split(",", -1));
       if (queryPorts.size() != 1 && queryPorts.size() != hosts.size()) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' has " + queryPorts.size()
-            + " ports for " + hosts.size() + " hosts; give one port for all hosts or one per host");
+        throw new IllegalArgumentException(
+            "database URL '" + redact(text) + "' has " + queryPorts.size() + " ports for "
+                + hosts.size() + " hosts; give one port for all hosts or one per host");
       }
       for (int i = 0; i < hosts.size(); i++) {
         ports.set(i, queryPorts.size() == 1 ? queryPorts.get(0) : queryPorts.get(i));
@@ -133,35 +152,49 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     for (int i = 0; i < hosts.size(); i++) {
       String host = hosts.get(i);
       if (host.isEmpty()) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' has no host"
-            + (hosts.size() > 1 ? " (host " + (i + 1) + " of " + hosts.size() + " is empty)" : "") + "; " + ALLOWED
-            + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
+        throw new IllegalArgumentException(
+            "database URL '" + redact(text) + "' has no host"
+                + (hosts.size() > 1
+                    ? " (host " + (i + 1) + " of " + hosts.size() + " is empty)"
+                    : "")
+                + "; " + ALLOWED
+                + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
       }
       if (host.startsWith("/")) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' names the Unix-domain socket directory '"
-            + host + "' as a host; pgJDBC connects over TCP only: give a host name or address (127.0.0.1 for this"
-            + " machine)");
+        throw new IllegalArgumentException(
+            "database URL '" + redact(text) + "' names the Unix-domain socket directory '"
+                + host
+                + "' as a host; pgJDBC connects over TCP only: give a host name or address (127.0.0.1 for this"
+                + " machine)");
       }
-      if (host.startsWith("[") ? !IPV6.matcher(host).matches() : !HOST.matcher(host).matches()) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' has an invalid host '" + host + "'; "
-            + ALLOWED + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
+      if (host.startsWith("[")
+          ? !IPV6.matcher(host).matches()
+          : !HOST.matcher(host).matches()) {
+        throw new IllegalArgumentException(
+            "database URL '" + redact(text) + "' has an invalid host '" + host + "'; " + ALLOWED
+                + " (in the user name or password write '/' as %2F, '?' as %3F, '#' as %23 and '%' as %25)");
       }
       hostList.append(i == 0 ? "" : ",").append(host).append(':').append(port(ports.get(i), text));
     }
     if (libpq.containsKey("target_session_attrs")) {
       if (forwarded.indexOf("targetServerType=") >= 0) {
-        throw new IllegalArgumentException("database URL '" + redact(text) + "' has both target_session_attrs and"
-            + " targetServerType; give one of them");
+        throw new IllegalArgumentException("database URL '" + redact(text)
+            + "' has both target_session_attrs and" + " targetServerType; give one of them");
       }
       String attrs = libpq.get("target_session_attrs");
       String serverType = TARGET_SERVER_TYPES.get(attrs);
       if (serverType == null) {
-        throw new IllegalArgumentException("target_session_attrs '" + attrs + "' in database URL '" + redact(text)
-            + "' is not allowed; allowed: " + String.join(", ", TARGET_SERVER_TYPES.keySet()));
+        throw new IllegalArgumentException(
+            "target_session_attrs '" + attrs + "' in database URL '" + redact(text)
+                + "' is not allowed; allowed: " + String.join(", ", TARGET_SERVER_TYPES.keySet()));
       }
-      forwarded.append(forwarded.isEmpty() ? "?" : "&").append("targetServerType=").append(serverType);
+      forwarded
+          .append(forwarded.isEmpty() ? "?" : "&")
+          .append("targetServerType=")
+          .append(serverType);
     }
-    String database = path.length() <= 1 ? "postgres" : decode(path.substring(1), "database name", text);
+    String database =
+        path.length() <= 1 ? "postgres" : decode(path.substring(1), "database name", text);
     String user = null;
     String password = null;
     if (userInfo != null) {
@@ -174,16 +207,18 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
   }
 
   /** Splits one {@code host}, {@code host:port}, {@code [v6]} or {@code [v6]:port} of the authority. */
-  private static void splitHostPort(String hostPort, String url, List<String> hosts, List<String> ports) {
+  private static void splitHostPort(
+      String hostPort, String url, List<String> hosts, List<String> ports) {
     if (hostPort.startsWith("[")) {
       int close = hostPort.indexOf(']');
       if (close < 0) {
-        throw new IllegalArgumentException("database URL '" + redact(url) + "' has an unclosed '[' in its host; "
-            + ALLOWED);
+        throw new IllegalArgumentException(
+            "database URL '" + redact(url) + "' has an unclosed '[' in its host; " + ALLOWED);
       }
       String after = hostPort.substring(close + 1);
       if (!after.isEmpty() && !after.startsWith(":")) {
-        throw new IllegalArgumentException("database URL '" + redact(url) + "' has an invalid host; " + ALLOWED);
+        throw new IllegalArgumentException(
+            "database URL '" + redact(url) + "' has an invalid host; " + ALLOWED);
       }
       hosts.add(hostPort.substring(0, close + 1));
       ports.add(after.isEmpty() ? null : after.substring(1));
@@ -206,8 +241,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
       port = -1;
     }
     if (port < 1 || port > 65535) {
-      throw new IllegalArgumentException("database URL '" + redact(url) + "' has an invalid port '" + portText
-          + "'; allowed: 1 to 65535");
+      throw new IllegalArgumentException("database URL '" + redact(url) + "' has an invalid port '"
+          + portText + "'; allowed: 1 to 65535");
     }
     return port;
   }
@@ -215,7 +250,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
   private static DatabaseUrl fromJdbc(String text) {
     int slash = text.indexOf('/', "jdbc:postgresql://".length());
     if (slash < 0) {
-      throw new IllegalArgumentException("database URL '" + redact(text) + "' names no database; " + ALLOWED);
+      throw new IllegalArgumentException(
+          "database URL '" + redact(text) + "' names no database; " + ALLOWED);
     }
     int query = text.indexOf('?', slash);
     String database = text.substring(slash + 1, query < 0 ? text.length() : query);
@@ -232,7 +268,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
       }
     }
     String jdbc = text.substring(0, slash + 1) + database + rest;
-    return new DatabaseUrl(jdbc, params.get("user"), params.get("password"), requireDatabase(database, text));
+    return new DatabaseUrl(
+        jdbc, params.get("user"), params.get("password"), requireDatabase(database, text));
   }
 
   private static Map<String, String> orderedMap(String... keysAndValues) {
@@ -264,7 +301,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
   public DatabaseUrl withDatabase(String other) {
     String prefix = jdbcUrl.substring(0, jdbcUrl.indexOf('/', "jdbc:postgresql://".length()) + 1);
     int query = jdbcUrl.indexOf('?', prefix.length());
-    return new DatabaseUrl(prefix + other + (query < 0 ? "" : jdbcUrl.substring(query)), user, password, other);
+    return new DatabaseUrl(
+        prefix + other + (query < 0 ? "" : jdbcUrl.substring(query)), user, password, other);
   }
 
   /**
@@ -280,7 +318,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
       }
     }
     try (Connection c = withDatabase("postgres").connect()) {
-      try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM pg_database WHERE datname = ?")) {
+      try (PreparedStatement ps =
+          c.prepareStatement("SELECT 1 FROM pg_database WHERE datname = ?")) {
         ps.setString(1, database);
         try (ResultSet rs = ps.executeQuery()) {
           if (rs.next()) {
@@ -308,9 +347,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
 
   private static String requireDatabase(String database, String url) {
     if (!DATABASE_NAME.matcher(database).matches()) {
-      throw new IllegalArgumentException(
-          "database name '" + database + "' in '" + redact(url)
-              + "' is not allowed; use 1 to 63 letters, digits, _ or -");
+      throw new IllegalArgumentException("database name '" + database + "' in '" + redact(url)
+          + "' is not allowed; use 1 to 63 letters, digits, _ or -");
     }
     return database;
   }
@@ -320,8 +358,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     try {
       return URLDecoder.decode(value, StandardCharsets.UTF_8);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("the " + name + " parameter of database URL '" + redact(url)
-          + "' has a '%' not followed by two hex digits; write '%' as %25");
+      throw new IllegalArgumentException("the " + name + " parameter of database URL '"
+          + redact(url) + "' has a '%' not followed by two hex digits; write '%' as %25");
     }
   }
 
@@ -397,8 +435,11 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     String userInfo = rest.substring(0, at);
     int colon = userInfo.indexOf(':');
     int slash = userInfo.indexOf('/');
-    String shown = colon < 0 && slash < 0 ? userInfo : colon >= 0 && (slash < 0 || colon < slash)
-        ? userInfo.substring(0, colon) + ":***" : "***";
+    String shown = colon < 0 && slash < 0
+        ? userInfo
+        : colon >= 0 && (slash < 0 || colon < slash)
+            ? userInfo.substring(0, colon) + ":***"
+            : "***";
     return text.substring(0, scheme + 3) + shown + rest.substring(at);
   }
 }

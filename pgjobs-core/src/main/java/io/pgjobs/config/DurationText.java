@@ -51,15 +51,14 @@ public final class DurationText {
         throw new IllegalArgumentException("duration '" + text + "' is too large; " + ALLOWED);
       }
       try {
-        total =
-            total.plus(
-                switch (matcher.group(2)) {
-                  case "ms" -> Duration.ofMillis(amount);
-                  case "s" -> Duration.ofSeconds(amount);
-                  case "m" -> Duration.ofMinutes(amount);
-                  case "h" -> Duration.ofHours(amount);
-                  default -> Duration.ofDays(amount);
-                });
+        total = total.plus(
+            switch (matcher.group(2)) {
+              case "ms" -> Duration.ofMillis(amount);
+              case "s" -> Duration.ofSeconds(amount);
+              case "m" -> Duration.ofMinutes(amount);
+              case "h" -> Duration.ofHours(amount);
+              default -> Duration.ofDays(amount);
+            });
       } catch (ArithmeticException e) {
         throw new IllegalArgumentException("duration '" + text + "' is too large; " + ALLOWED);
       }
@@ -76,10 +75,11 @@ public final class DurationText {
    *
    * @throws IllegalArgumentException naming the setting, the value and the allowed range
    */
-  public static Duration requireBetween(String setting, Duration value, Duration min, Duration max) {
+  public static Duration requireBetween(
+      String setting, Duration value, Duration min, Duration max) {
     if (value == null || value.compareTo(min) < 0 || value.compareTo(max) > 0) {
-      throw new IllegalArgumentException(setting + " must be between " + format(min) + " and " + format(max)
-          + ", was " + (value == null ? "nothing" : format(value)));
+      throw new IllegalArgumentException(setting + " must be between " + format(min) + " and "
+          + format(max) + ", was " + (value == null ? "nothing" : format(value)));
     }
     return value;
   }

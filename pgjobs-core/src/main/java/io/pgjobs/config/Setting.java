@@ -63,67 +63,208 @@ public record Setting<T>(
   }
 
   /** A duration, every value written as operators write them ({@code 5m}, {@code 10ms}, {@code 3650d}). */
-  static Setting<Duration> duration(String key, String label, String defaultText, String minText, String maxText,
+  static Setting<Duration> duration(
+      String key,
+      String label,
+      String defaultText,
+      String minText,
+      String maxText,
       String description) {
-    return new Setting<>(key, label, Duration.class, DurationText.parse(defaultText), defaultText,
-        DurationText.parse(minText), DurationText.parse(maxText), minText, maxText, null, description, List.of(),
-        false, null);
+    return new Setting<>(
+        key,
+        label,
+        Duration.class,
+        DurationText.parse(defaultText),
+        defaultText,
+        DurationText.parse(minText),
+        DurationText.parse(maxText),
+        minText,
+        maxText,
+        null,
+        description,
+        List.of(),
+        false,
+        null);
   }
 
   /** A duration whose default is computed from other settings, as {@code computed} says. */
-  static Setting<Duration> computedDuration(String key, String label, String computed, String minText,
-      String maxText, String description) {
-    return new Setting<>(key, label, Duration.class, null, computed, DurationText.parse(minText),
-        DurationText.parse(maxText), minText, maxText, null, description, List.of(), false, null);
+  static Setting<Duration> computedDuration(
+      String key,
+      String label,
+      String computed,
+      String minText,
+      String maxText,
+      String description) {
+    return new Setting<>(
+        key,
+        label,
+        Duration.class,
+        null,
+        computed,
+        DurationText.parse(minText),
+        DurationText.parse(maxText),
+        minText,
+        maxText,
+        null,
+        description,
+        List.of(),
+        false,
+        null);
   }
 
   /** An integer in {@code [min, max]}. */
-  static Setting<Integer> integer(String key, String label, int defaultValue, int min, int max, String description) {
-    return new Setting<>(key, label, Integer.class, defaultValue, String.valueOf(defaultValue), min, max,
-        String.valueOf(min), String.valueOf(max), null, description, List.of(), false, null);
+  static Setting<Integer> integer(
+      String key, String label, int defaultValue, int min, int max, String description) {
+    return new Setting<>(
+        key,
+        label,
+        Integer.class,
+        defaultValue,
+        String.valueOf(defaultValue),
+        min,
+        max,
+        String.valueOf(min),
+        String.valueOf(max),
+        null,
+        description,
+        List.of(),
+        false,
+        null);
   }
 
   /** A long integer in {@code [min, max]}. */
-  static Setting<Long> longInteger(String key, String label, long defaultValue, long min, long max,
-      String description) {
-    return new Setting<>(key, label, Long.class, defaultValue, String.valueOf(defaultValue), min, max,
-        String.valueOf(min), String.valueOf(max), null, description, List.of(), false, null);
+  static Setting<Long> longInteger(
+      String key, String label, long defaultValue, long min, long max, String description) {
+    return new Setting<>(
+        key,
+        label,
+        Long.class,
+        defaultValue,
+        String.valueOf(defaultValue),
+        min,
+        max,
+        String.valueOf(min),
+        String.valueOf(max),
+        null,
+        description,
+        List.of(),
+        false,
+        null);
   }
 
   /** On or off. */
   static Setting<Boolean> flag(String key, String label, boolean defaultValue, String description) {
-    return new Setting<>(key, label, Boolean.class, defaultValue, String.valueOf(defaultValue), null, null, null,
-        null, "`true` or `false`", description, List.of(), false, null);
+    return new Setting<>(
+        key,
+        label,
+        Boolean.class,
+        defaultValue,
+        String.valueOf(defaultValue),
+        null,
+        null,
+        null,
+        null,
+        "`true` or `false`",
+        description,
+        List.of(),
+        false,
+        null);
   }
 
   /** Text, checked where it is used ({@code allowed} says how). */
-  static Setting<String> text(String key, String label, String defaultValue, String allowed, String description) {
-    return new Setting<>(key, label, String.class, defaultValue, defaultValue, null, null, null, null, allowed,
-        description, List.of(), false, null);
+  static Setting<String> text(
+      String key, String label, String defaultValue, String allowed, String description) {
+    return new Setting<>(
+        key,
+        label,
+        String.class,
+        defaultValue,
+        defaultValue,
+        null,
+        null,
+        null,
+        null,
+        allowed,
+        description,
+        List.of(),
+        false,
+        null);
   }
 
   /** This setting, set by the Java builder methods {@code methods} ({@code JobWorker.Builder.leaseTtl}). */
   Setting<T> setBy(String... methods) {
-    return new Setting<>(key, label, type, defaultValue, defaultText, min, max, minText, maxText, allowed,
-        description, List.of(methods), cli, springProperty);
+    return new Setting<>(
+        key,
+        label,
+        type,
+        defaultValue,
+        defaultText,
+        min,
+        max,
+        minText,
+        maxText,
+        allowed,
+        description,
+        List.of(methods),
+        cli,
+        springProperty);
   }
 
   /** This setting, also a setting of the {@code pgjobs} command. */
   Setting<T> onCommandLine() {
-    return new Setting<>(key, label, type, defaultValue, defaultText, min, max, minText, maxText, allowed,
-        description, builders, true, springProperty);
+    return new Setting<>(
+        key,
+        label,
+        type,
+        defaultValue,
+        defaultText,
+        min,
+        max,
+        minText,
+        maxText,
+        allowed,
+        description,
+        builders,
+        true,
+        springProperty);
   }
 
   /** This setting, also the Spring Boot property {@code property}. */
   Setting<T> springProperty(String property) {
-    return new Setting<>(key, label, type, defaultValue, defaultText, min, max, minText, maxText, allowed,
-        description, builders, cli, property);
+    return new Setting<>(
+        key,
+        label,
+        type,
+        defaultValue,
+        defaultText,
+        min,
+        max,
+        minText,
+        maxText,
+        allowed,
+        description,
+        builders,
+        cli,
+        property);
   }
 
   /** Same, with {@code allowed} saying what is allowed beyond the range. */
   Setting<T> allowed(String allowed) {
-    return new Setting<>(key, label, type, defaultValue, defaultText, min, max, minText, maxText, allowed,
-        description, builders, cli, springProperty);
+    return new Setting<>(
+        key,
+        label,
+        type,
+        defaultValue,
+        defaultText,
+        min,
+        max,
+        minText,
+        maxText,
+        allowed,
+        description,
+        builders,
+        cli,
+        springProperty);
   }
 
   /** The flag of the {@code pgjobs} command: {@code --stale-threshold}. */
@@ -149,8 +290,8 @@ public record Setting<T>(
    */
   public T require(T value) {
     if (value == null || outOfRange(value, min, max)) {
-      throw new IllegalArgumentException(label + " must be between " + show(min) + " and " + show(max) + ", was "
-          + (value == null ? "nothing" : show(value)));
+      throw new IllegalArgumentException(label + " must be between " + show(min) + " and "
+          + show(max) + ", was " + (value == null ? "nothing" : show(value)));
     }
     return value;
   }

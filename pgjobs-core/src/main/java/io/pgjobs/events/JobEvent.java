@@ -16,4 +16,11 @@ import java.util.UUID;
  * @param message progress message, for {@code progress} events, else null
  */
 public record JobEvent(
-    String kind, UUID jobId, JobState state, String type, String queue, int attempts, Integer progress, String message) {}
+    String kind,
+    UUID jobId,
+    JobState state,
+    String type,
+    String queue,
+    int attempts,
+    Integer progress,
+    String message) {}

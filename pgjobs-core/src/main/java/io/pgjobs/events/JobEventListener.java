@@ -54,7 +54,8 @@ public final class JobEventListener implements AutoCloseable {
   public JobEventListener(DataSource dataSource, String channel) {
     this.dataSource = AutoCommitDataSource.of(dataSource);
     this.channel = channel;
-    this.listener = new JobNotificationListener(dataSource, Map.of(channel, this::dispatch), this::reconnected);
+    this.listener =
+        new JobNotificationListener(dataSource, Map.of(channel, this::dispatch), this::reconnected);
   }
 
   /**
@@ -74,9 +75,8 @@ public final class JobEventListener implements AutoCloseable {
     int bytes = payload.getBytes(StandardCharsets.UTF_8).length;
     if (bytes >= MAX_PAYLOAD_BYTES) {
       // Refused here with a clear message rather than by the database ("payload string too long").
-      throw new IllegalArgumentException(
-          "mark too long: its notification would be " + bytes + " bytes; PostgreSQL accepts fewer than "
-              + MAX_PAYLOAD_BYTES);
+      throw new IllegalArgumentException("mark too long: its notification would be " + bytes
+          + " bytes; PostgreSQL accepts fewer than " + MAX_PAYLOAD_BYTES);
     }
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {

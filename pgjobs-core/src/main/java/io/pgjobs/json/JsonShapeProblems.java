@@ -24,15 +24,19 @@ final class JsonShapeProblems {
   static FieldProblem of(JacksonException e) {
     String path = path(e.getPath());
     if (e instanceof UnrecognizedPropertyException u) {
-      List<String> known = u.getKnownPropertyIds() == null ? List.of()
+      List<String> known = u.getKnownPropertyIds() == null
+          ? List.of()
           : u.getKnownPropertyIds().stream().map(String::valueOf).sorted().toList();
-      return new FieldProblem(path, "is not a member of this job type's payload"
-          + (known.isEmpty() ? "" : "; allowed: " + String.join(", ", known)));
+      return new FieldProblem(
+          path,
+          "is not a member of this job type's payload"
+              + (known.isEmpty() ? "" : "; allowed: " + String.join(", ", known)));
     }
     if (e instanceof ValueInstantiationException) {
       // The payload class's constructor refused the values; its message is the application's.
       Throwable cause = e.getCause();
-      String reason = cause != null && cause.getMessage() != null ? cause.getMessage() : "was refused";
+      String reason =
+          cause != null && cause.getMessage() != null ? cause.getMessage() : "was refused";
       return new FieldProblem(path, reason);
     }
     if (e instanceof MismatchedInputException m && m.getTargetType() != null) {
@@ -62,11 +66,21 @@ final class JsonShapeProblems {
 
   /** What a Java type is in JSON, for messages. */
   static String jsonKind(Class<?> type) {
-    if (type == String.class || type == char.class || type == Character.class || CharSequence.class.isAssignableFrom(type)) {
+    if (type == String.class
+        || type == char.class
+        || type == Character.class
+        || CharSequence.class.isAssignableFrom(type)) {
       return "a string";
     }
-    if (type == int.class || type == long.class || type == short.class || type == byte.class || type == Integer.class
-        || type == Long.class || type == Short.class || type == Byte.class || type == java.math.BigInteger.class) {
+    if (type == int.class
+        || type == long.class
+        || type == short.class
+        || type == byte.class
+        || type == Integer.class
+        || type == Long.class
+        || type == Short.class
+        || type == Byte.class
+        || type == java.math.BigInteger.class) {
       return "an integer";
     }
     if (type == double.class || type == float.class || Number.class.isAssignableFrom(type)) {
@@ -76,7 +90,10 @@ final class JsonShapeProblems {
       return "a boolean (true or false)";
     }
     if (type.isEnum()) {
-      return "one of " + Arrays.stream(type.getEnumConstants()).map(Object::toString).collect(Collectors.joining(", "));
+      return "one of "
+          + Arrays.stream(type.getEnumConstants())
+              .map(Object::toString)
+              .collect(Collectors.joining(", "));
     }
     if (type.isArray() || Collection.class.isAssignableFrom(type)) {
       return "an array";
@@ -84,7 +101,9 @@ final class JsonShapeProblems {
     if (Temporal.class.isAssignableFrom(type)) {
       return "a string with an ISO-8601 date or date-time";
     }
-    if (type == java.util.UUID.class || type == java.net.URI.class || type == java.time.Duration.class) {
+    if (type == java.util.UUID.class
+        || type == java.net.URI.class
+        || type == java.time.Duration.class) {
       return "a string";
     }
     if (Map.class.isAssignableFrom(type) || type.isRecord() || !type.isPrimitive()) {

@@ -1,20 +1,19 @@
 package io.pgjobs.json;
 
-import java.util.concurrent.ConcurrentHashMap;
-import tools.jackson.databind.ObjectReader;
-import tools.jackson.databind.ObjectWriter;
-
 import io.pgjobs.InvalidJobException;
 import io.pgjobs.InvalidPayloadException;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectReader;
+import tools.jackson.databind.ObjectWriter;
 import tools.jackson.databind.SerializationFeature;
 import tools.jackson.databind.cfg.CoercionAction;
 import tools.jackson.databind.cfg.CoercionInputShape;
-import tools.jackson.databind.type.LogicalType;
 import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.type.LogicalType;
 
 /**
  * Turns payloads and outputs into JSON text and back. Never stores class names: the job type's name says
@@ -28,11 +27,10 @@ public final class PayloadCodec {
    * (Jackson 3 would write them as {@code {}}, silently losing a payload's data); empty records and maps
    * are still written as {@code {}}.
    */
-  public static final JsonMapper DEFAULT_MAPPER =
-      JsonMapper.builder()
-          .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-          .enable(SerializationFeature.FAIL_ON_EMPTY_BEANS)
-          .build();
+  public static final JsonMapper DEFAULT_MAPPER = JsonMapper.builder()
+      .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+      .enable(SerializationFeature.FAIL_ON_EMPTY_BEANS)
+      .build();
 
   private final JsonMapper mapper;
   /**
@@ -40,6 +38,7 @@ public final class PayloadCodec {
    * the class's type on every call, which is the larger part of decoding a small payload.
    */
   private final ConcurrentHashMap<Class<?>, ObjectReader> readers = new ConcurrentHashMap<>();
+
   private final ConcurrentHashMap<Class<?>, ObjectWriter> writers = new ConcurrentHashMap<>();
 
   /**
@@ -48,12 +47,14 @@ public final class PayloadCodec {
    * integer), so a payload is checked against its class's JSON shape as the API's own members are.
    */
   private final JsonMapper strict;
+
   private final ConcurrentHashMap<Class<?>, ObjectReader> strictReaders = new ConcurrentHashMap<>();
 
   /** A codec over {@code mapper}. */
   public PayloadCodec(JsonMapper mapper) {
     this.mapper = mapper;
-    this.strict = mapper.rebuild()
+    this.strict = mapper
+        .rebuild()
         .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
         .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
         .withCoercionConfig(LogicalType.Integer, c -> {
@@ -92,17 +93,21 @@ public final class PayloadCodec {
    */
   public String encodePayload(Object payload) {
     if (payload == null) {
-      throw new InvalidJobException("payload", "is required (use an empty record or Map for no data)");
+      throw new InvalidJobException(
+          "payload", "is required (use an empty record or Map for no data)");
     }
     try {
       if (payload instanceof JsonNode node) {
         return mapper.writeValueAsString(node);
       }
-      return writers.computeIfAbsent(payload.getClass(), mapper::writerFor).writeValueAsString(payload);
+      return writers
+          .computeIfAbsent(payload.getClass(), mapper::writerFor)
+          .writeValueAsString(payload);
     } catch (JacksonException e) {
       throw new InvalidJobException(
           "payload",
-          "cannot be written as JSON (" + payload.getClass().getName() + "): " + e.getOriginalMessage(),
+          "cannot be written as JSON (" + payload.getClass().getName() + "): "
+              + e.getOriginalMessage(),
           e);
     }
   }
@@ -138,7 +143,8 @@ public final class PayloadCodec {
     try {
       readers.computeIfAbsent(type, mapper::readerFor);
     } catch (RuntimeException e) {
-      // Nothing cached: decode builds the reader again and reports the problem with the first payload.
+      // Nothing cached: decode builds the reader again and reports the problem with the first
+      // payload.
     }
   }
 

@@ -79,6 +79,7 @@ final class HotTableVacuum implements MaintenanceTask {
   private volatile boolean refused;
   /** Set by the vacuum thread; read by the maintenance thread. */
   private volatile long waitUntil;
+
   private volatile long backoffNanos;
   /** What held the horizon back when a vacuum removed little (null: not known, or no such vacuum). */
   private volatile String blockedBy;
@@ -88,7 +89,8 @@ final class HotTableVacuum implements MaintenanceTask {
   HotTableVacuum(WorkerStore store, Duration interval) {
     this.store = store;
     this.interval = interval;
-    this.waitUntil = System.nanoTime(); // not 0: nanoTime may be negative, and is compared by difference
+    this.waitUntil =
+        System.nanoTime(); // not 0: nanoTime may be negative, and is compared by difference
     this.shrinkAllowedFrom = waitUntil;
   }
 
@@ -109,8 +111,10 @@ final class HotTableVacuum implements MaintenanceTask {
       return;
     }
     WorkerStore.HotTable table = store.hotTable();
-    if (table.pages() >= ANALYZE_MIN_PAGES && table.pages() >= ANALYZE_GROWTH * Math.max(1, table.plannedPages())) {
-      // Checked before the backoff: a table that grows while a long transaction holds its dead versions
+    if (table.pages() >= ANALYZE_MIN_PAGES
+        && table.pages() >= ANALYZE_GROWTH * Math.max(1, table.plannedPages())) {
+      // Checked before the backoff: a table that grows while a long transaction holds its dead
+      // versions
       // is the case this is for.
       inFlight = Thread.ofVirtual().name("pgjobs-analyze").start(this::analyze);
       return;
@@ -129,12 +133,15 @@ final class HotTableVacuum implements MaintenanceTask {
     if (givePagesBack) {
       shrinkAllowedFrom = System.nanoTime() + SHRINK_INTERVAL.toNanos();
     }
-    inFlight = Thread.ofVirtual().name("pgjobs-vacuum").start(() -> vacuum(dead, givePagesBack ? table.pages() : -1));
+    inFlight = Thread.ofVirtual()
+        .name("pgjobs-vacuum")
+        .start(() -> vacuum(dead, givePagesBack ? table.pages() : -1));
   }
 
   /** Whether the table has emptied after a peak: its pages are worth giving back (see the class comment). */
   static boolean emptied(WorkerStore.HotTable table) {
-    return table.pages() >= SHRINK_MIN_PAGES && table.liveRows() * SHRINK_PAGES_PER_LIVE_ROW < table.pages();
+    return table.pages() >= SHRINK_MIN_PAGES
+        && table.liveRows() * SHRINK_PAGES_PER_LIVE_ROW < table.pages();
   }
 
   private void analyze() {
@@ -142,7 +149,9 @@ final class HotTableVacuum implements MaintenanceTask {
       WorkerStore.Vacuum analyze = store.analyzeHotTable();
       if (analyze.outcome() == WorkerStore.VacuumOutcome.REFUSED) {
         refused = true;
-        log.info("not analyzing the hot table: PostgreSQL refused ({}); autovacuum keeps it", analyze.warning());
+        log.info(
+            "not analyzing the hot table: PostgreSQL refused ({}); autovacuum keeps it",
+            analyze.warning());
       }
     } catch (SQLException | RuntimeException e) {
       log.warn("hot table analyze failed: {}", e.getMessage());
@@ -164,15 +173,19 @@ final class HotTableVacuum implements MaintenanceTask {
   private void vacuum(long deadBefore, long pagesBefore) {
     long start = System.nanoTime();
     try {
-      WorkerStore.Vacuum vacuum = pagesBefore < 0 ? store.vacuumHotTable() : store.vacuumHotTableGivingPagesBack();
+      WorkerStore.Vacuum vacuum =
+          pagesBefore < 0 ? store.vacuumHotTable() : store.vacuumHotTableGivingPagesBack();
       switch (vacuum.outcome()) {
         case REFUSED -> {
           refused = true;
-          log.info("not vacuuming the hot table: PostgreSQL refused ({}); autovacuum keeps it", vacuum.warning());
+          log.info(
+              "not vacuuming the hot table: PostgreSQL refused ({}); autovacuum keeps it",
+              vacuum.warning());
           return;
         }
         case LOCKED -> {
-          log.debug("hot table vacuum skipped: another session holds the table ({})", vacuum.warning());
+          log.debug(
+              "hot table vacuum skipped: another session holds the table ({})", vacuum.warning());
           return;
         }
         case VACUUMED -> {
@@ -183,22 +196,38 @@ final class HotTableVacuum implements MaintenanceTask {
       long deadAfter = after.deadRows();
       long took = System.nanoTime() - start;
       if (pagesBefore >= 0) {
-        // None given back: live rows at the table's end, or claims that left the lock no gap for 5 s.
-        log.info("hot table vacuum in {} ms gave back {} of its {} pages ({} left)", took / 1_000_000,
-            Math.max(0, pagesBefore - after.pages()), pagesBefore, after.pages());
+        // None given back: live rows at the table's end, or claims that left the lock no gap for 5
+        // s.
+        log.info(
+            "hot table vacuum in {} ms gave back {} of its {} pages ({} left)",
+            took / 1_000_000,
+            Math.max(0, pagesBefore - after.pages()),
+            pagesBefore,
+            after.pages());
       }
       // A vacuum for the pages alone (few dead rows before) is not judged by what it removed.
       if (deadBefore >= MIN_DEAD_ROWS && deadAfter * 2 > deadBefore) {
-        // A transaction elsewhere holds the dead versions: wait longer before reading the table again.
-        backoffNanos = Math.min(MAX_BACKOFF.toNanos(), Math.max(interval.toNanos(), backoffNanos * 2));
+        // A transaction elsewhere holds the dead versions: wait longer before reading the table
+        // again.
+        backoffNanos =
+            Math.min(MAX_BACKOFF.toNanos(), Math.max(interval.toNanos(), backoffNanos * 2));
         blockedBy = store.horizonHolder();
         waitUntil = System.nanoTime() + backoffNanos;
-        log.debug("hot table vacuum in {} ms removed little ({} of {} dead row versions left); next in {} s at the"
-            + " earliest", took / 1_000_000, deadAfter, deadBefore, backoffNanos / 1_000_000_000);
+        log.debug(
+            "hot table vacuum in {} ms removed little ({} of {} dead row versions left); next in {} s at the"
+                + " earliest",
+            took / 1_000_000,
+            deadAfter,
+            deadBefore,
+            backoffNanos / 1_000_000_000);
       } else {
         backoffNanos = 0;
         blockedBy = null;
-        log.debug("hot table vacuum in {} ms: {} dead row versions before, {} left", took / 1_000_000, deadBefore, deadAfter);
+        log.debug(
+            "hot table vacuum in {} ms: {} dead row versions before, {} left",
+            took / 1_000_000,
+            deadBefore,
+            deadAfter);
       }
     } catch (SQLException | RuntimeException e) {
       log.warn("hot table vacuum failed: {}", e.getMessage());

@@ -23,7 +23,8 @@ final class JobRescuer implements MaintenanceTask {
   private final Duration staleThreshold;
   private final Duration interval;
 
-  JobRescuer(WorkerStore store, Duration workerDeadAfter, Duration staleThreshold, Duration interval) {
+  JobRescuer(
+      WorkerStore store, Duration workerDeadAfter, Duration staleThreshold, Duration interval) {
     this.store = store;
     this.workerDeadAfter = workerDeadAfter;
     this.staleThreshold = staleThreshold;
@@ -46,10 +47,15 @@ final class JobRescuer implements MaintenanceTask {
     do {
       counts = store.rescue(workerDeadAfter, staleThreshold, BATCH);
       if (counts.total() > 0) {
-        log.warn("rescued running jobs no live worker holds (worker or job silent for {} while the server was up,"
+        log.warn(
+            "rescued running jobs no live worker holds (worker or job silent for {} while the server was up,"
                 + " or job silent for {}): {} started jobs back to the queue, {} ended, {} never-started jobs"
                 + " given back",
-            workerDeadAfter, staleThreshold, counts.requeued(), counts.ended(), counts.unclaimed());
+            workerDeadAfter,
+            staleThreshold,
+            counts.requeued(),
+            counts.ended(),
+            counts.unclaimed());
       }
     } while (counts.total() >= BATCH);
   }

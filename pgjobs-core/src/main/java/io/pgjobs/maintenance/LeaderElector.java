@@ -47,18 +47,23 @@ final class LeaderElector {
     } catch (SQLException | RuntimeException e) {
       leader = false;
       if (!DatabaseRole.isReadOnlyError(e)) {
-        log.warn("could not renew the maintenance lease ({}); not leading until it can", e.getMessage());
+        log.warn(
+            "could not renew the maintenance lease ({}); not leading until it can", e.getMessage());
       } else if (!readOnlyReported) {
         // A standby refuses the lease at every renewal until it is promoted: say so once.
         readOnlyReported = true;
-        log.warn("could not take the maintenance lease: the database is read-only ({}); not leading until it is"
-            + " promoted or the database URL reaches the primary", e.getMessage());
+        log.warn(
+            "could not take the maintenance lease: the database is read-only ({}); not leading until it is"
+                + " promoted or the database URL reaches the primary",
+            e.getMessage());
       } else {
         log.debug("the maintenance lease is still refused: the database is read-only");
       }
     }
     if (leader != was) {
-      log.info(leader ? "{} is now the maintenance leader" : "{} is no longer the maintenance leader", holder);
+      log.info(
+          leader ? "{} is now the maintenance leader" : "{} is no longer the maintenance leader",
+          holder);
     }
     return leader;
   }
@@ -70,7 +75,8 @@ final class LeaderElector {
       try {
         store.releaseLease(LEASE, holder);
       } catch (SQLException | RuntimeException e) {
-        log.warn("could not release the maintenance lease ({}); it expires by itself", e.getMessage());
+        log.warn(
+            "could not release the maintenance lease ({}); it expires by itself", e.getMessage());
       }
     }
   }

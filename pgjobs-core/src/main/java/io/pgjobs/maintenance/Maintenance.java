@@ -1,9 +1,9 @@
 package io.pgjobs.maintenance;
 
 import io.pgjobs.JobClient;
+import io.pgjobs.config.PgJobsSettings;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.WorkerStore;
-import io.pgjobs.config.PgJobsSettings;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -33,7 +33,8 @@ public final class Maintenance implements AutoCloseable {
   // The defaults are declared in PgJobsSettings, with their ranges; these name them for callers.
 
   /** A running job with no heartbeat for this long is rescued ({@link PgJobsSettings#STALE_THRESHOLD}). */
-  public static final Duration DEFAULT_STALE_THRESHOLD = PgJobsSettings.STALE_THRESHOLD.defaultValue();
+  public static final Duration DEFAULT_STALE_THRESHOLD =
+      PgJobsSettings.STALE_THRESHOLD.defaultValue();
   /** Finished jobs are kept this long ({@link PgJobsSettings#RETENTION}). */
   public static final Duration DEFAULT_RETENTION = PgJobsSettings.RETENTION.defaultValue();
   /** The maintenance lease lasts this long unless renewed ({@link PgJobsSettings#LEASE_TTL}). */
@@ -43,9 +44,11 @@ public final class Maintenance implements AutoCloseable {
    * goes back to the queue ({@link PgJobsSettings#WORKER_DEAD_AFTER}). Workers renew it every few seconds
    * (see JobWorker's heartbeat interval) and stop their own handlers before this passes without a renewal.
    */
-  public static final Duration DEFAULT_WORKER_DEAD_AFTER = PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
+  public static final Duration DEFAULT_WORKER_DEAD_AFTER =
+      PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
   /** How often the leader fires recurring schedules' due slots ({@link PgJobsSettings#RECURRING_INTERVAL}). */
-  public static final Duration DEFAULT_RECURRING_INTERVAL = PgJobsSettings.RECURRING_INTERVAL.defaultValue();
+  public static final Duration DEFAULT_RECURRING_INTERVAL =
+      PgJobsSettings.RECURRING_INTERVAL.defaultValue();
   /**
    * A recurring slot older than this when looked at was missed, with the default lease TTL and recurring
    * interval. Unless set ({@link Builder#recurringMissedAfter}), it is the time a leader change may take:
@@ -54,17 +57,20 @@ public final class Maintenance implements AutoCloseable {
   public static final Duration DEFAULT_RECURRING_MISSED_AFTER =
       missedAfter(DEFAULT_LEASE_TTL, DEFAULT_RECURRING_INTERVAL);
   /** How often the pruner runs ({@link PgJobsSettings#PRUNE_INTERVAL}). */
-  public static final Duration DEFAULT_PRUNE_INTERVAL = PgJobsSettings.PRUNE_INTERVAL.defaultValue();
+  public static final Duration DEFAULT_PRUNE_INTERVAL =
+      PgJobsSettings.PRUNE_INTERVAL.defaultValue();
   /**
    * A due job whose type no live worker serving its queue runs is failed once it is this old
    * ({@link PgJobsSettings#UNKNOWN_TYPE_GRACE}; see {@link Builder#unknownTypeGrace}).
    */
-  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue();
+  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE =
+      PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue();
   /**
    * How often the leader looks at the hot table's dead row versions, and vacuums it if needed
    * ({@link PgJobsSettings#VACUUM_INTERVAL}).
    */
-  public static final Duration DEFAULT_VACUUM_INTERVAL = PgJobsSettings.VACUUM_INTERVAL.defaultValue();
+  public static final Duration DEFAULT_VACUUM_INTERVAL =
+      PgJobsSettings.VACUUM_INTERVAL.defaultValue();
 
   private final LeaderElector elector;
   private final List<MaintenanceTask> tasks;
@@ -75,18 +81,24 @@ public final class Maintenance implements AutoCloseable {
   private Thread thread;
 
   private Maintenance(Builder b) {
-    WorkerStore store = new WorkerStore(b.dataSource, b.schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
-    Duration rescueInterval =
-        b.rescueInterval != null
-            ? b.rescueInterval
-            : min(min(b.staleThreshold.dividedBy(2), b.workerDeadAfter.dividedBy(4)), Duration.ofSeconds(30));
+    WorkerStore store =
+        new WorkerStore(b.dataSource, b.schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    Duration rescueInterval = b.rescueInterval != null
+        ? b.rescueInterval
+        : min(
+            min(b.staleThreshold.dividedBy(2), b.workerDeadAfter.dividedBy(4)),
+            Duration.ofSeconds(30));
     this.elector = new LeaderElector(store, b.holderId, b.leaseTtl);
     List<MaintenanceTask> all = new java.util.ArrayList<>(List.of(
         new JobRescuer(store, b.workerDeadAfter, b.staleThreshold, rescueInterval),
         new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
         new FinishedJobPruner(store, b.retention, b.pruneInterval),
-        new RecurringFirer(new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema), b.recurringInterval,
-            b.recurringMissedAfter != null ? b.recurringMissedAfter : missedAfter(b.leaseTtl, b.recurringInterval))));
+        new RecurringFirer(
+            new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema),
+            b.recurringInterval,
+            b.recurringMissedAfter != null
+                ? b.recurringMissedAfter
+                : missedAfter(b.leaseTtl, b.recurringInterval))));
     all.add(new UnknownTypeFailer(store, b.unknownTypeGrace, b.holderId));
     if (b.vacuumInterval != null) {
       all.add(new HotTableVacuum(store, b.vacuumInterval));
@@ -196,7 +208,8 @@ public final class Maintenance implements AutoCloseable {
   public static final class Builder {
     private final DataSource dataSource;
     private String schema = JobClient.DEFAULT_SCHEMA;
-    private String holderId = "maintenance-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID().toString().substring(0, 8);
+    private String holderId = "maintenance-" + ProcessHandle.current().pid() + "-"
+        + UUID.randomUUID().toString().substring(0, 8);
     private Duration staleThreshold = DEFAULT_STALE_THRESHOLD;
     private Duration workerDeadAfter = DEFAULT_WORKER_DEAD_AFTER;
     private Duration rescueInterval;
@@ -221,7 +234,8 @@ public final class Maintenance implements AutoCloseable {
     /** The name this node holds the lease under (default {@code maintenance-<pid>-<random>}). */
     public Builder holderId(String holderId) {
       if (holderId == null || holderId.isBlank() || holderId.length() > 255) {
-        throw new IllegalArgumentException("holder id must be 1 to 255 characters, was '" + holderId + "'");
+        throw new IllegalArgumentException(
+            "holder id must be 1 to 255 characters, was '" + holderId + "'");
       }
       this.holderId = holderId;
       return this;
@@ -304,7 +318,8 @@ public final class Maintenance implements AutoCloseable {
      * off when the table's own autovacuum settings, or a schedule of yours, keep it small.
      */
     public Builder hotTableVacuum(boolean on) {
-      this.vacuumInterval = on ? (vacuumInterval != null ? vacuumInterval : DEFAULT_VACUUM_INTERVAL) : null;
+      this.vacuumInterval =
+          on ? (vacuumInterval != null ? vacuumInterval : DEFAULT_VACUUM_INTERVAL) : null;
       return this;
     }
 
@@ -323,6 +338,5 @@ public final class Maintenance implements AutoCloseable {
     public Maintenance build() {
       return new Maintenance(this);
     }
-
   }
 }

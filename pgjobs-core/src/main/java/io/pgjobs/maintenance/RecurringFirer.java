@@ -42,11 +42,19 @@ final class RecurringFirer implements MaintenanceTask {
       try {
         RecurringStore.Fired fired = store.fire(name, missedAfter);
         if (fired.skipped() > 0) {
-          log.warn("recurring schedule '{}': {}{} missed slots skipped (older than {}), {} enqueued",
-              name, fired.moreSkipped() ? "more than " : "", fired.skipped(), missedAfter, fired.enqueued());
+          log.warn(
+              "recurring schedule '{}': {}{} missed slots skipped (older than {}), {} enqueued",
+              name,
+              fired.moreSkipped() ? "more than " : "",
+              fired.skipped(),
+              missedAfter,
+              fired.enqueued());
         }
       } catch (SQLException | RuntimeException e) {
-        log.warn("recurring schedule '{}' could not fire ({}); trying again next pass", name, e.getMessage());
+        log.warn(
+            "recurring schedule '{}' could not fire ({}); trying again next pass",
+            name,
+            e.getMessage());
       }
     }
   }

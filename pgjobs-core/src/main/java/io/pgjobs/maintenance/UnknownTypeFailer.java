@@ -49,8 +49,11 @@ final class UnknownTypeFailer implements MaintenanceTask {
     do {
       failed = store.failUnknownTypes(grace, leader, BATCH);
       if (failed > 0) {
-        log.error("failed {} due jobs whose type no live worker serving their queue has a handler for, after a grace"
-            + " of {} (error kind unknown_type: see the dead letters)", failed, grace);
+        log.error(
+            "failed {} due jobs whose type no live worker serving their queue has a handler for, after a grace"
+                + " of {} (error kind unknown_type: see the dead letters)",
+            failed,
+            grace);
       }
     } while (failed >= BATCH);
   }

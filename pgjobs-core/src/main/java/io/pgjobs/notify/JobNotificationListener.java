@@ -37,6 +37,7 @@ public final class JobNotificationListener implements AutoCloseable {
   private volatile boolean listening;
   /** True once a read-only refusal of LISTEN was logged, until LISTEN succeeds (listener thread only). */
   private boolean readOnlyReported;
+
   private Thread thread;
 
   /**
@@ -65,7 +66,8 @@ public final class JobNotificationListener implements AutoCloseable {
    * @param channels handler per channel name (plain identifiers), called with each payload and the
    *     listening connection
    */
-  public JobNotificationListener(DataSource dataSource, Runnable onConnected, Map<String, Handler> channels) {
+  public JobNotificationListener(
+      DataSource dataSource, Runnable onConnected, Map<String, Handler> channels) {
     this(dataSource, connection -> {}, onConnected, channels);
   }
 
@@ -80,7 +82,9 @@ public final class JobNotificationListener implements AutoCloseable {
    *     listening connection
    */
   public JobNotificationListener(
-      DataSource dataSource, Consumer<Connection> readyConnection, Runnable onConnected,
+      DataSource dataSource,
+      Consumer<Connection> readyConnection,
+      Runnable onConnected,
       Map<String, Handler> channels) {
     for (String channel : channels.keySet()) {
       if (!channel.matches("[a-z_][a-z0-9_]{0,62}")) {
@@ -95,7 +99,8 @@ public final class JobNotificationListener implements AutoCloseable {
 
   private static Map<String, Handler> adapt(Map<String, Consumer<String>> consumers) {
     Map<String, Handler> handlers = new java.util.HashMap<>();
-    consumers.forEach((channel, consumer) -> handlers.put(channel, (payload, connection) -> consumer.accept(payload)));
+    consumers.forEach((channel, consumer) ->
+        handlers.put(channel, (payload, connection) -> consumer.accept(payload)));
     return handlers;
   }
 
@@ -165,15 +170,26 @@ public final class JobNotificationListener implements AutoCloseable {
           break;
         }
         if (!DatabaseRole.isReadOnlyError(e)) {
-          log.warn("LISTEN {} failed ({}); polling only, reconnecting in {} ms", channels.keySet(), e.getMessage(), backoffMs);
+          log.warn(
+              "LISTEN {} failed ({}); polling only, reconnecting in {} ms",
+              channels.keySet(),
+              e.getMessage(),
+              backoffMs);
         } else if (!readOnlyReported) {
           // A standby refuses LISTEN until it is promoted: say so once, not at every retry.
           readOnlyReported = true;
-          log.warn("LISTEN {} refused: the database is a read-only standby ({}); polling only, trying again every {}"
-              + " ms at most until it is promoted or the database URL reaches the primary", channels.keySet(),
-              e.getMessage(), MAX_BACKOFF.toMillis());
+          log.warn(
+              "LISTEN {} refused: the database is a read-only standby ({}); polling only, trying again every {}"
+                  + " ms at most until it is promoted or the database URL reaches the primary",
+              channels.keySet(),
+              e.getMessage(),
+              MAX_BACKOFF.toMillis());
         } else {
-          log.debug("LISTEN {} still refused ({}); trying again in {} ms", channels.keySet(), e.getMessage(), backoffMs);
+          log.debug(
+              "LISTEN {} still refused ({}); trying again in {} ms",
+              channels.keySet(),
+              e.getMessage(),
+              backoffMs);
         }
         try {
           Thread.sleep(backoffMs);

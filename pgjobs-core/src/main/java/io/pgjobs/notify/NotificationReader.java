@@ -49,12 +49,14 @@ public final class NotificationReader {
   private static final PGNotification[] NONE = new PGNotification[0];
   /** Protocol 3 message type of NotificationResponse. */
   private static final int NOTIFICATION_RESPONSE = 'A';
+
   private static final Field PG_STREAM = pgStreamField();
   private static volatile boolean fallbackLogged;
 
   private final PGConnection connection;
   /** Null when falling back to getNotifications. */
   private final QueryExecutor executor;
+
   private final PGStream stream;
 
   private NotificationReader(PGConnection connection, QueryExecutor executor, PGStream stream) {
@@ -85,7 +87,9 @@ public final class NotificationReader {
     }
     if (!fallbackLogged) {
       fallbackLogged = true;
-      log.info("notifications are read with getNotifications(timeout), which adds about 1 ms to each ({})", whyNot);
+      log.info(
+          "notifications are read with getNotifications(timeout), which adds about 1 ms to each ({})",
+          whyNot);
     }
     return throughDriver(connection);
   }
@@ -139,7 +143,8 @@ public final class NotificationReader {
       }
       return new PGNotification[] {readNotification()};
     } catch (IOException e) {
-      throw new PSQLException("reading a notification failed: " + e.getMessage(), PSQLState.CONNECTION_FAILURE, e);
+      throw new PSQLException(
+          "reading a notification failed: " + e.getMessage(), PSQLState.CONNECTION_FAILURE, e);
     }
   }
 

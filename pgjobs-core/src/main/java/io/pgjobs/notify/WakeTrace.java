@@ -29,7 +29,8 @@ public final class WakeTrace {
     void laneStarted(UUID id, long nanos);
   }
 
-  // Volatile: installed by the bench's thread before it starts a worker, read on the worker's threads.
+  // Volatile: installed by the bench's thread before it starts a worker, read on the worker's
+  // threads.
   private static volatile Probe probe;
 
   /** Installs {@code p} (null removes it). */

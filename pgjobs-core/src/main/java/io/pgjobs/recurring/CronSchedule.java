@@ -1,9 +1,9 @@
 package io.pgjobs.recurring;
 
+import com.cronutils.descriptor.CronDescriptor;
 import com.cronutils.model.Cron;
 import com.cronutils.model.CronType;
 import com.cronutils.model.definition.CronDefinitionBuilder;
-import com.cronutils.descriptor.CronDescriptor;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
 import java.time.DateTimeException;
@@ -32,13 +32,31 @@ import java.util.Optional;
  * once, at its first occurrence. Slots are instants: two nodes in different zones compute the same ones.
  */
 public final class CronSchedule {
-  private static final CronParser UNIX = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
-  private static final CronParser WITH_SECONDS = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.SPRING));
+  private static final CronParser UNIX =
+      new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
+  private static final CronParser WITH_SECONDS =
+      new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.SPRING));
   private static final Map<String, String> MACROS = Map.of(
-      "@yearly", "0 0 1 1 *", "@annually", "0 0 1 1 *", "@monthly", "0 0 1 * *", "@weekly", "0 0 * * 0",
-      "@daily", "0 0 * * *", "@midnight", "0 0 * * *", "@hourly", "0 * * * *");
-  private static final String[] UNIX_FIELDS = {"minute", "hour", "day of month", "month", "day of week"};
-  private static final String[] SECOND_FIELDS = {"second", "minute", "hour", "day of month", "month", "day of week"};
+      "@yearly",
+      "0 0 1 1 *",
+      "@annually",
+      "0 0 1 1 *",
+      "@monthly",
+      "0 0 1 * *",
+      "@weekly",
+      "0 0 * * 0",
+      "@daily",
+      "0 0 * * *",
+      "@midnight",
+      "0 0 * * *",
+      "@hourly",
+      "0 * * * *");
+  private static final String[] UNIX_FIELDS = {
+    "minute", "hour", "day of month", "month", "day of week"
+  };
+  private static final String[] SECOND_FIELDS = {
+    "second", "minute", "hour", "day of month", "month", "day of week"
+  };
 
   private final String expression;
   private final ZoneId zone;
@@ -59,26 +77,27 @@ public final class CronSchedule {
    */
   public static CronSchedule parse(String expression, String zone) {
     if (expression == null || expression.isBlank()) {
-      throw new IllegalArgumentException("cron expression is empty; allowed: 5 fields (" + String.join(", ", UNIX_FIELDS)
-          + "), 6 with seconds first, or @yearly, @monthly, @weekly, @daily, @hourly");
+      throw new IllegalArgumentException(
+          "cron expression is empty; allowed: 5 fields (" + String.join(", ", UNIX_FIELDS)
+              + "), 6 with seconds first, or @yearly, @monthly, @weekly, @daily, @hourly");
     }
     ZoneId zoneId;
     try {
       zoneId = ZoneId.of(zone == null ? "" : zone);
     } catch (DateTimeException e) {
-      throw new IllegalArgumentException("unknown time zone '" + zone + "'; allowed: an IANA zone such as Europe/Berlin,"
-          + " America/New_York or UTC");
+      throw new IllegalArgumentException("unknown time zone '" + zone
+          + "'; allowed: an IANA zone such as Europe/Berlin," + " America/New_York or UTC");
     }
     String text = expression.strip();
     String resolved = text.startsWith("@") ? MACROS.get(text.toLowerCase(Locale.ROOT)) : text;
     if (resolved == null) {
-      throw new IllegalArgumentException("unknown cron macro '" + text + "'; allowed: " + String.join(", ",
-          new java.util.TreeSet<>(MACROS.keySet())));
+      throw new IllegalArgumentException("unknown cron macro '" + text + "'; allowed: "
+          + String.join(", ", new java.util.TreeSet<>(MACROS.keySet())));
     }
     String[] fields = resolved.split("\\s+");
     if (fields.length != 5 && fields.length != 6) {
-      throw new IllegalArgumentException("cron expression '" + text + "' has " + fields.length + " fields; allowed: 5 ("
-          + String.join(", ", UNIX_FIELDS) + ") or 6 with seconds first");
+      throw new IllegalArgumentException("cron expression '" + text + "' has " + fields.length
+          + " fields; allowed: 5 (" + String.join(", ", UNIX_FIELDS) + ") or 6 with seconds first");
     }
     CronParser parser = fields.length == 5 ? UNIX : WITH_SECONDS;
     String[] names = fields.length == 5 ? UNIX_FIELDS : SECOND_FIELDS;
@@ -87,8 +106,8 @@ public final class CronSchedule {
       cron = parser.parse(resolved);
       cron.validate();
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("invalid cron expression '" + text + "': " + whichField(parser, fields, names)
-          + e.getMessage());
+      throw new IllegalArgumentException("invalid cron expression '" + text + "': "
+          + whichField(parser, fields, names) + e.getMessage());
     }
     return new CronSchedule(text, zoneId, cron);
   }
@@ -98,9 +117,11 @@ public final class CronSchedule {
     for (int i = 0; i < fields.length; i++) {
       String[] probe = new String[fields.length];
       for (int k = 0; k < fields.length; k++) {
-        probe[k] = k == i ? fields[i] : (k == fields.length - 1 || k == fields.length - 3 ? "?" : "*");
+        probe[k] =
+            k == i ? fields[i] : (k == fields.length - 1 || k == fields.length - 3 ? "?" : "*");
       }
-      // Day of month and day of week cannot both be given in some dialects: probe with '*' elsewhere.
+      // Day of month and day of week cannot both be given in some dialects: probe with '*'
+      // elsewhere.
       for (int k = 0; k < fields.length; k++) {
         if (k != i) {
           probe[k] = "*";
@@ -135,8 +156,10 @@ public final class CronSchedule {
 
   /** The first slot strictly after {@code after}, if any. */
   public Optional<Instant> next(Instant after) {
-    // Slots are whole seconds: start from the second of 'after' (cron-utils keeps a fraction it is given).
-    ZonedDateTime from = after.truncatedTo(java.time.temporal.ChronoUnit.SECONDS).atZone(zone);
+    // Slots are whole seconds: start from the second of 'after' (cron-utils keeps a fraction it is
+    // given).
+    ZonedDateTime from =
+        after.truncatedTo(java.time.temporal.ChronoUnit.SECONDS).atZone(zone);
     Optional<ZonedDateTime> next = execution.nextExecution(from);
     while (next.isPresent()) {
       ZonedDateTime candidate = next.get();
@@ -147,7 +170,8 @@ public final class CronSchedule {
       // The fall-back hour: a local time already fired at its first occurrence does not fire again.
       LocalDateTime local = candidate.toLocalDateTime();
       ZonedDateTime earlier = local.atZone(zone).withEarlierOffsetAtOverlap();
-      if (!earlier.toInstant().equals(candidate.toInstant()) && !earlier.toInstant().isAfter(after)) {
+      if (!earlier.toInstant().equals(candidate.toInstant())
+          && !earlier.toInstant().isAfter(after)) {
         next = execution.nextExecution(candidate);
         continue;
       }

@@ -21,7 +21,8 @@ public record MissedSlots(String policy, int catchUp) {
   /** Validates. */
   public MissedSlots {
     if (!policy.equals("skip") && !policy.equals("latest") && !policy.equals("catch_up")) {
-      throw new IllegalArgumentException("missed slots policy must be skip, latest or catch_up, was '" + policy + "'");
+      throw new IllegalArgumentException(
+          "missed slots policy must be skip, latest or catch_up, was '" + policy + "'");
     }
     if (catchUp < 1 || catchUp > 1000) {
       throw new IllegalArgumentException("catch-up must be between 1 and 1000, was " + catchUp);

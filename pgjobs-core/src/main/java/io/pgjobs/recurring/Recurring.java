@@ -25,8 +25,14 @@ import java.util.regex.Pattern;
  * @param missed what happens to slots missed while nothing ran
  */
 public record Recurring(
-    String name, CronSchedule schedule, String jobType, String queue, String payloadJson, int priority,
-    int maxAttempts, MissedSlots missed) {
+    String name,
+    CronSchedule schedule,
+    String jobType,
+    String queue,
+    String payloadJson,
+    int priority,
+    int maxAttempts,
+    MissedSlots missed) {
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,200}");
 
   /** Validates the fields. */
@@ -41,7 +47,8 @@ public record Recurring(
     Objects.requireNonNull(payloadJson, "payloadJson");
     Objects.requireNonNull(missed, "missed");
     if (maxAttempts < 1) {
-      throw new IllegalArgumentException("max attempts of recurring schedule '" + name + "' must be at least 1");
+      throw new IllegalArgumentException(
+          "max attempts of recurring schedule '" + name + "' must be at least 1");
     }
   }
 
@@ -52,15 +59,23 @@ public record Recurring(
    * @param cron see {@link CronSchedule}
    * @param zone an IANA zone, e.g. {@code Europe/Berlin} or {@code UTC}
    */
-  public static <P> Recurring of(String name, String cron, String zone, JobType<P> type, P payload) {
-    return new Recurring(name, CronSchedule.parse(cron, zone), type.name(), type.queue(),
-        io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.writeValueAsString(payload), type.priority(), type.maxAttempts(),
+  public static <P> Recurring of(
+      String name, String cron, String zone, JobType<P> type, P payload) {
+    return new Recurring(
+        name,
+        CronSchedule.parse(cron, zone),
+        type.name(),
+        type.queue(),
+        io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.writeValueAsString(payload),
+        type.priority(),
+        type.maxAttempts(),
         MissedSlots.LATEST);
   }
 
   /** The same schedule with another policy for missed slots. */
   public Recurring withMissed(MissedSlots missed) {
-    return new Recurring(name, schedule, jobType, queue, payloadJson, priority, maxAttempts, missed);
+    return new Recurring(
+        name, schedule, jobType, queue, payloadJson, priority, maxAttempts, missed);
   }
 
   /** The idempotency key of one slot's job: the same for every node that fires it. */

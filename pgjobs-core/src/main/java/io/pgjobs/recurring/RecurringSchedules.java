@@ -58,6 +58,7 @@ public final class RecurringSchedules {
   private static final Pattern API_NAME = Pattern.compile("[A-Za-z0-9_.:\\-]{1,200}");
   /** Any stored name (code schedules may also use {@code /}); another name cannot exist. */
   private static final Pattern ANY_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,200}");
+
   private static final Logger log = LoggerFactory.getLogger(RecurringSchedules.class);
 
   private final ScheduleClient client;
@@ -93,8 +94,17 @@ public final class RecurringSchedules {
    * @param missed {@code skip}, {@code latest} (default) or {@code catch_up}
    * @param catchUp with {@code catch_up}: how many of the newest missed slots still fire, 1 to 1000 (default 1)
    */
-  public record Definition(String name, String cron, String zone, String type, Object payload, String queue,
-      Integer priority, Integer maxAttempts, String missed, Integer catchUp) {
+  public record Definition(
+      String name,
+      String cron,
+      String zone,
+      String type,
+      Object payload,
+      String queue,
+      Integer priority,
+      Integer maxAttempts,
+      String missed,
+      Integer catchUp) {
     /** A definition with the defaults for everything but name, cron, zone and type. */
     public static Definition of(String name, String cron, String zone, String type) {
       return new Definition(name, cron, zone, type, null, null, null, null, null, null);
@@ -102,27 +112,32 @@ public final class RecurringSchedules {
 
     /** The same with another payload. */
     public Definition withPayload(Object payload) {
-      return new Definition(name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
+      return new Definition(
+          name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
     }
 
     /** The same with another queue. */
     public Definition withQueue(String queue) {
-      return new Definition(name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
+      return new Definition(
+          name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
     }
 
     /** The same with another priority. */
     public Definition withPriority(Integer priority) {
-      return new Definition(name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
+      return new Definition(
+          name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
     }
 
     /** The same with other max attempts. */
     public Definition withMaxAttempts(Integer maxAttempts) {
-      return new Definition(name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
+      return new Definition(
+          name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
     }
 
     /** The same with another policy for missed slots ({@code catchUp} only matters with {@code catch_up}). */
     public Definition withMissed(String missed, Integer catchUp) {
-      return new Definition(name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
+      return new Definition(
+          name, cron, zone, type, payload, queue, priority, maxAttempts, missed, catchUp);
     }
   }
 
@@ -139,9 +154,25 @@ public final class RecurringSchedules {
    *     while paused: the slots it would fire)
    * @param lastRun the last job the schedule enqueued (a slot or a run by hand), or null if none yet
    */
-  public record Schedule(String name, String cron, String description, String zone, String type, String queue,
-      String payloadJson, int priority, int maxAttempts, String missed, int catchUp, boolean paused, String source,
-      boolean disabled, Instant lastSlot, List<Instant> nextRuns, LastRun lastRun, Instant createdAt,
+  public record Schedule(
+      String name,
+      String cron,
+      String description,
+      String zone,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int maxAttempts,
+      String missed,
+      int catchUp,
+      boolean paused,
+      String source,
+      boolean disabled,
+      Instant lastSlot,
+      List<Instant> nextRuns,
+      LastRun lastRun,
+      Instant createdAt,
       Instant updatedAt) {}
 
   /**
@@ -173,7 +204,8 @@ public final class RecurringSchedules {
   private List<Schedule> query(Connection c, String where, String name) throws SQLException {
     List<Schedule> all = new ArrayList<>();
     Instant now = clock.instant();
-    try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.VIEW.replace("{where}", where)))) {
+    try (PreparedStatement ps =
+        c.prepareStatement(sql(RecurringSql.VIEW.replace("{where}", where)))) {
       if (name != null) {
         ps.setString(1, name);
       }
@@ -213,7 +245,10 @@ public final class RecurringSchedules {
     /** The next {@link #UPCOMING} slots after {@code now}: no slot lies between the computation and now. */
     List<Instant> upcoming(Instant now) {
       Upcoming u = upcoming;
-      if (u == null || now.isBefore(u.computedAt) || u.slots.isEmpty() || !now.isBefore(u.slots.get(0))) {
+      if (u == null
+          || now.isBefore(u.computedAt)
+          || u.slots.isEmpty()
+          || !now.isBefore(u.slots.get(0))) {
         u = new Upcoming(now, List.copyOf(schedule.upcoming(now, UPCOMING)));
         upcoming = u;
       }
@@ -245,13 +280,33 @@ public final class RecurringSchedules {
     CronSchedule schedule = parsed.schedule();
     UUID lastJob = rs.getObject("last_job_id", UUID.class);
     String lastState = rs.getString("last_state");
-    LastRun lastRun = lastJob == null ? null : new LastRun(lastJob, lastState == null ? null : JobState.parse(lastState),
-        instant(rs, "last_created_at"), instant(rs, "last_finished_at"));
-    return new Schedule(rs.getString("name"), schedule.expression(), parsed.description(), schedule.zone().getId(),
-        rs.getString("job_type"), rs.getString("queue"), rs.getString("payload"), rs.getInt("priority"),
-        rs.getInt("max_attempts"), rs.getString("missed"), rs.getInt("catch_up"), rs.getBoolean("paused"),
-        rs.getString("source"), rs.getBoolean("disabled"), instant(rs, "last_slot"), parsed.upcoming(now),
-        lastRun, instant(rs, "created_at"), instant(rs, "updated_at"));
+    LastRun lastRun = lastJob == null
+        ? null
+        : new LastRun(
+            lastJob,
+            lastState == null ? null : JobState.parse(lastState),
+            instant(rs, "last_created_at"),
+            instant(rs, "last_finished_at"));
+    return new Schedule(
+        rs.getString("name"),
+        schedule.expression(),
+        parsed.description(),
+        schedule.zone().getId(),
+        rs.getString("job_type"),
+        rs.getString("queue"),
+        rs.getString("payload"),
+        rs.getInt("priority"),
+        rs.getInt("max_attempts"),
+        rs.getString("missed"),
+        rs.getInt("catch_up"),
+        rs.getBoolean("paused"),
+        rs.getString("source"),
+        rs.getBoolean("disabled"),
+        instant(rs, "last_slot"),
+        parsed.upcoming(now),
+        lastRun,
+        instant(rs, "created_at"),
+        instant(rs, "updated_at"));
   }
 
   private static Instant instant(ResultSet rs, String column) throws SQLException {
@@ -277,8 +332,12 @@ public final class RecurringSchedules {
     if (inserted == 0) {
       throw ScheduleException.exists(r.name());
     }
-    log.info("recurring schedule '{}' added: {} ({}), type {}", r.name(), r.schedule().expression(),
-        r.schedule().zone(), r.jobType());
+    log.info(
+        "recurring schedule '{}' added: {} ({}), type {}",
+        r.name(),
+        r.schedule().expression(),
+        r.schedule().zone(),
+        r.jobType());
     return require(r.name());
   }
 
@@ -289,7 +348,9 @@ public final class RecurringSchedules {
    * @throws ScheduleException {@code INVALID}, {@code NOT_FOUND} or {@code DECLARED_IN_CODE}
    */
   public Schedule update(Definition definition) {
-    if (definition != null && definition.name() != null && !ANY_NAME.matcher(definition.name()).matches()) {
+    if (definition != null
+        && definition.name() != null
+        && !ANY_NAME.matcher(definition.name()).matches()) {
       throw ScheduleException.notFound(definition.name()); // no schedule can have that name
     }
     Recurring r = validate(definition, false);
@@ -308,8 +369,12 @@ public final class RecurringSchedules {
     if (!source.equals("api")) {
       throw ScheduleException.declaredInCode(r.name(), "updated");
     }
-    log.info("recurring schedule '{}' replaced: {} ({}), type {}", r.name(), r.schedule().expression(),
-        r.schedule().zone(), r.jobType());
+    log.info(
+        "recurring schedule '{}' replaced: {} ({}), type {}",
+        r.name(),
+        r.schedule().expression(),
+        r.schedule().zone(),
+        r.jobType());
     return require(r.name());
   }
 
@@ -396,12 +461,21 @@ public final class RecurringSchedules {
             if (!rs.next()) {
               throw ScheduleException.notFound(name);
             }
-            r = new Recurring(rs.getString("name"), CronSchedule.parse(rs.getString("cron"), rs.getString("zone")),
-                rs.getString("job_type"), rs.getString("queue"), rs.getString("payload"), rs.getInt("priority"),
-                rs.getInt("max_attempts"), new MissedSlots(rs.getString("missed"), rs.getInt("catch_up")));
+            r = new Recurring(
+                rs.getString("name"),
+                CronSchedule.parse(rs.getString("cron"), rs.getString("zone")),
+                rs.getString("job_type"),
+                rs.getString("queue"),
+                rs.getString("payload"),
+                rs.getInt("priority"),
+                rs.getInt("max_attempts"),
+                new MissedSlots(rs.getString("missed"), rs.getInt("catch_up")));
           }
         }
-        EnqueuedJob job = client.enqueue(c, r.jobType(), PayloadCodec.DEFAULT_MAPPER.readTree(r.payloadJson()),
+        EnqueuedJob job = client.enqueue(
+            c,
+            r.jobType(),
+            PayloadCodec.DEFAULT_MAPPER.readTree(r.payloadJson()),
             EnqueueOptions.builder()
                 .queue(r.queue())
                 .priority(r.priority())
@@ -415,7 +489,8 @@ public final class RecurringSchedules {
           ps.executeUpdate();
         }
         c.commit();
-        log.info("recurring schedule '{}' run now by hand: job {}", name, job.job().id());
+        log.info(
+            "recurring schedule '{}' run now by hand: job {}", name, job.job().id());
         return job;
       } catch (SQLException | RuntimeException e) {
         c.rollback();
@@ -465,8 +540,10 @@ public final class RecurringSchedules {
     if (name == null || name.isEmpty()) {
       problems.add(new FieldProblem("name", "is required"));
     } else if (adding && !API_NAME.matcher(name).matches()) {
-      problems.add(new FieldProblem("name", "invalid name '" + name + "'; allowed: 1 to 200 of letters, digits and"
-          + " _ . : - (no /: the name is a URL path segment)"));
+      problems.add(new FieldProblem(
+          "name",
+          "invalid name '" + name + "'; allowed: 1 to 200 of letters, digits and"
+              + " _ . : - (no /: the name is a URL path segment)"));
     }
     String zoneId = d.zone() == null ? "UTC" : d.zone();
     boolean zoneOk = true;
@@ -474,8 +551,10 @@ public final class RecurringSchedules {
       ZoneId.of(zoneId);
     } catch (DateTimeException e) {
       zoneOk = false;
-      problems.add(new FieldProblem("zone", "unknown time zone '" + zoneId + "'; allowed: an IANA zone such as"
-          + " Europe/Berlin, America/New_York or UTC"));
+      problems.add(new FieldProblem(
+          "zone",
+          "unknown time zone '" + zoneId + "'; allowed: an IANA zone such as"
+              + " Europe/Berlin, America/New_York or UTC"));
     }
     CronSchedule schedule = null;
     if (d.cron() == null) {
@@ -498,24 +577,30 @@ public final class RecurringSchedules {
         problems.add(new FieldProblem("type", reason(e)));
       }
     }
-    String queue = d.queue() != null ? d.queue() : known != null ? known.queue() : JobType.DEFAULT_QUEUE;
+    String queue =
+        d.queue() != null ? d.queue() : known != null ? known.queue() : JobType.DEFAULT_QUEUE;
     try {
       JobType.of("recurring", JsonNode.class).withQueue(queue);
     } catch (InvalidJobException e) {
       problems.add(new FieldProblem("queue", reason(e)));
     }
-    int priority = d.priority() != null ? d.priority() : known != null ? known.priority() : JobType.DEFAULT_PRIORITY;
-    int maxAttempts = d.maxAttempts() != null ? d.maxAttempts() : known != null ? known.maxAttempts()
-        : JobType.DEFAULT_MAX_ATTEMPTS;
+    int priority = d.priority() != null
+        ? d.priority()
+        : known != null ? known.priority() : JobType.DEFAULT_PRIORITY;
+    int maxAttempts = d.maxAttempts() != null
+        ? d.maxAttempts()
+        : known != null ? known.maxAttempts() : JobType.DEFAULT_MAX_ATTEMPTS;
     if (maxAttempts < 1 || maxAttempts > EnqueueOptions.MAX_MAX_ATTEMPTS) {
-      problems.add(new FieldProblem("max_attempts", "must be between 1 and " + EnqueueOptions.MAX_MAX_ATTEMPTS
-          + ", was " + maxAttempts));
+      problems.add(new FieldProblem(
+          "max_attempts",
+          "must be between 1 and " + EnqueueOptions.MAX_MAX_ATTEMPTS + ", was " + maxAttempts));
     }
     MissedSlots missed = null;
     String policy = d.missed() == null ? "latest" : d.missed();
     int catchUp = d.catchUp() == null ? 1 : d.catchUp();
     if (!List.of("skip", "latest", "catch_up").contains(policy)) {
-      problems.add(new FieldProblem("missed", "must be skip, latest or catch_up, was '" + policy + "'"));
+      problems.add(
+          new FieldProblem("missed", "must be skip, latest or catch_up, was '" + policy + "'"));
     } else if (catchUp < 1 || catchUp > 1000) {
       problems.add(new FieldProblem("catch_up", "must be between 1 and 1000, was " + catchUp));
     } else {
@@ -525,15 +610,19 @@ public final class RecurringSchedules {
     if (!problems.isEmpty()) {
       return null;
     }
-    return new Recurring(name, schedule, d.type(), queue, payloadJson, priority, maxAttempts, missed);
+    return new Recurring(
+        name, schedule, d.type(), queue, payloadJson, priority, maxAttempts, missed);
   }
 
   /** The payload as JSON text: an object, and for a known type one its class reads and its validator accepts. */
   private static String payload(Definition d, JobType<?> known, List<FieldProblem> problems) {
     JsonNode tree;
     try {
-      tree = d.payload() == null ? PayloadCodec.DEFAULT_MAPPER.createObjectNode()
-          : d.payload() instanceof JsonNode node ? node : PayloadCodec.DEFAULT_MAPPER.valueToTree(d.payload());
+      tree = d.payload() == null
+          ? PayloadCodec.DEFAULT_MAPPER.createObjectNode()
+          : d.payload() instanceof JsonNode node
+              ? node
+              : PayloadCodec.DEFAULT_MAPPER.valueToTree(d.payload());
     } catch (RuntimeException e) {
       problems.add(new FieldProblem("payload", "cannot be written as JSON: " + e.getMessage()));
       return null;
@@ -545,14 +634,15 @@ public final class RecurringSchedules {
     String json = PayloadCodec.DEFAULT_MAPPER.writeValueAsString(tree);
     if (known != null) {
       try {
-        Object decoded = new PayloadCodec(PayloadCodec.DEFAULT_MAPPER).decodeStrict(json, known.payloadClass(),
-            known.name());
+        Object decoded = new PayloadCodec(PayloadCodec.DEFAULT_MAPPER)
+            .decodeStrict(json, known.payloadClass(), known.name());
         @SuppressWarnings("unchecked") // decoded is an instance of the type's payload class
         JobType<Object> type = (JobType<Object>) known;
         type.validate(decoded);
       } catch (InvalidPayloadException e) {
         for (FieldProblem p : e.problems()) {
-          String field = p.field() == null || p.field().isEmpty() ? "payload"
+          String field = p.field() == null || p.field().isEmpty()
+              ? "payload"
               : p.field().startsWith("payload") ? p.field() : "payload." + p.field();
           problems.add(new FieldProblem(field, p.reason()));
         }
@@ -563,12 +653,15 @@ public final class RecurringSchedules {
 
   private static String reason(InvalidJobException e) {
     String prefix = e.field() + ": ";
-    return e.getMessage().startsWith(prefix) ? e.getMessage().substring(prefix.length()) : e.getMessage();
+    return e.getMessage().startsWith(prefix)
+        ? e.getMessage().substring(prefix.length())
+        : e.getMessage();
   }
 
   // ---------------------------------------------------------------- internals
 
-  private static void bind(PreparedStatement ps, int first, Recurring r, boolean withName) throws SQLException {
+  private static void bind(PreparedStatement ps, int first, Recurring r, boolean withName)
+      throws SQLException {
     int i = first;
     if (withName) {
       ps.setString(i++, r.name());

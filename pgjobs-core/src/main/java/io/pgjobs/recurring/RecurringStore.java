@@ -44,7 +44,12 @@ public final class RecurringStore {
   }
 
   /** A stored schedule and where it stands. */
-  public record Stored(Recurring recurring, boolean paused, String source, boolean disabled, Instant lastSlot,
+  public record Stored(
+      Recurring recurring,
+      boolean paused,
+      String source,
+      boolean disabled,
+      Instant lastSlot,
       Instant createdAt) {}
 
   /**
@@ -52,7 +57,8 @@ public final class RecurringStore {
    * Then every code schedule of one of {@code ownTypes} that is not among them is disabled (a schedule
    * removed from the code stops firing) and returned.
    */
-  public List<String> declare(Collection<Recurring> declared, Collection<String> ownTypes) throws SQLException {
+  public List<String> declare(Collection<Recurring> declared, Collection<String> ownTypes)
+      throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       try {
@@ -75,7 +81,8 @@ public final class RecurringStore {
         List<String> disabled = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.DISABLE_UNDECLARED))) {
           ps.setArray(1, c.createArrayOf("text", ownTypes.toArray()));
-          ps.setArray(2, c.createArrayOf("text", declared.stream().map(Recurring::name).toArray()));
+          ps.setArray(
+              2, c.createArrayOf("text", declared.stream().map(Recurring::name).toArray()));
           try (ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
               disabled.add(rs.getString(1));
@@ -105,12 +112,23 @@ public final class RecurringStore {
   }
 
   private static Stored read(ResultSet rs) throws SQLException {
-    Recurring r = new Recurring(rs.getString("name"), CronSchedule.parse(rs.getString("cron"), rs.getString("zone")),
-        rs.getString("job_type"), rs.getString("queue"), rs.getString("payload"), rs.getInt("priority"),
-        rs.getInt("max_attempts"), new MissedSlots(rs.getString("missed"), rs.getInt("catch_up")));
+    Recurring r = new Recurring(
+        rs.getString("name"),
+        CronSchedule.parse(rs.getString("cron"), rs.getString("zone")),
+        rs.getString("job_type"),
+        rs.getString("queue"),
+        rs.getString("payload"),
+        rs.getInt("priority"),
+        rs.getInt("max_attempts"),
+        new MissedSlots(rs.getString("missed"), rs.getInt("catch_up")));
     Timestamp last = rs.getTimestamp("last_slot");
-    return new Stored(r, rs.getBoolean("paused"), rs.getString("source"), rs.getBoolean("disabled"),
-        last == null ? null : last.toInstant(), rs.getTimestamp("created_at").toInstant());
+    return new Stored(
+        r,
+        rs.getBoolean("paused"),
+        rs.getString("source"),
+        rs.getBoolean("disabled"),
+        last == null ? null : last.toInstant(),
+        rs.getTimestamp("created_at").toInstant());
   }
 
   /**
@@ -179,16 +197,20 @@ public final class RecurringStore {
         }
         Instant after = s.lastSlot() != null ? s.lastSlot() : s.createdAt();
         CronSchedule schedule = s.recurring().schedule();
-        // A slot is missed when older than missedAfter: before 'boundary'. Only the newest missed slots
-        // the policy fires are read, and the others counted up to a limit (CronSchedule.catchUp): the
+        // A slot is missed when older than missedAfter: before 'boundary'. Only the newest missed
+        // slots
+        // the policy fires are read, and the others counted up to a limit (CronSchedule.catchUp):
+        // the
         // work no longer grows with how long the schedule did not fire.
         Instant boundary = at.minus(missedAfter).minusNanos(1);
         int firingMissed = s.recurring().missed().firing();
-        int keepMissed = Math.max(1, firingMissed); // the newest missed slot is the last handled if none is on time
+        int keepMissed = Math.max(
+            1, firingMissed); // the newest missed slot is the last handled if none is on time
         CronSchedule.CatchUp missed = boundary.isAfter(after)
             ? schedule.catchUp(after, boundary, keepMissed, Math.max(keepMissed, MISSED_COUNTED))
             : new CronSchedule.CatchUp(0, true, List.of());
-        CronSchedule.CatchUp onTime = schedule.catchUp(boundary.isAfter(after) ? boundary : after, at, SLOTS_KEPT);
+        CronSchedule.CatchUp onTime =
+            schedule.catchUp(boundary.isAfter(after) ? boundary : after, at, SLOTS_KEPT);
         if (missed.count() == 0 && onTime.count() == 0) {
           c.rollback();
           return new Fired(0, 0);
@@ -199,25 +221,33 @@ public final class RecurringStore {
             : onTime.newest().get(onTime.newest().size() - 1);
         List<Instant> enqueue;
         if (missed.count() > 0 && s.recurring().missed().latestOnly()) {
-          // After a gap, "latest" is the latest due slot, whether it was missed or is on time: a restart
-          // after 42 s of a per-5-seconds schedule enqueues one job, not the eight slots of the gap.
+          // After a gap, "latest" is the latest due slot, whether it was missed or is on time: a
+          // restart
+          // after 42 s of a per-5-seconds schedule enqueues one job, not the eight slots of the
+          // gap.
           enqueue = new ArrayList<>(List.of(newest));
         } else {
-          enqueue = new ArrayList<>(
-              newestMissed.subList(Math.max(0, newestMissed.size() - firingMissed), newestMissed.size()));
+          enqueue = new ArrayList<>(newestMissed.subList(
+              Math.max(0, newestMissed.size() - firingMissed), newestMissed.size()));
           enqueue.addAll(onTime.newest());
         }
         Recurring r = s.recurring();
         java.util.UUID lastJob = null;
         for (Instant slot : enqueue) {
-          lastJob = client.enqueue(c, r.jobType(), codec.tree(r.payloadJson()),
-              EnqueueOptions.builder()
-                  .queue(r.queue())
-                  .priority(r.priority())
-                  .maxAttempts(r.maxAttempts())
-                  .idempotencyKey(Recurring.slotKey(name, slot))
-                  .context(Recurring.slotContext(name, slot))
-                  .build()).job().id();
+          lastJob = client
+              .enqueue(
+                  c,
+                  r.jobType(),
+                  codec.tree(r.payloadJson()),
+                  EnqueueOptions.builder()
+                      .queue(r.queue())
+                      .priority(r.priority())
+                      .maxAttempts(r.maxAttempts())
+                      .idempotencyKey(Recurring.slotKey(name, slot))
+                      .context(Recurring.slotContext(name, slot))
+                      .build())
+              .job()
+              .id();
         }
         try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.SET_LAST_SLOT))) {
           ps.setTimestamp(1, Timestamp.from(newest));
@@ -227,7 +257,8 @@ public final class RecurringStore {
         }
         c.commit();
         long skipped = missed.count() + onTime.count() - enqueue.size();
-        return new Fired(enqueue.size(), (int) Math.min(Integer.MAX_VALUE, skipped), !missed.exact());
+        return new Fired(
+            enqueue.size(), (int) Math.min(Integer.MAX_VALUE, skipped), !missed.exact());
       } catch (SQLException | RuntimeException e) {
         c.rollback();
         throw e;

@@ -37,23 +37,38 @@ public final class ScheduleException extends PgJobsException {
   }
 
   static ScheduleException invalid(String name, List<FieldProblem> problems) {
-    return new ScheduleException(Kind.INVALID, name, String.join("; ",
-        problems.stream().map(p -> p.field() + ": " + p.reason()).toList()), problems);
+    return new ScheduleException(
+        Kind.INVALID,
+        name,
+        String.join(
+            "; ", problems.stream().map(p -> p.field() + ": " + p.reason()).toList()),
+        problems);
   }
 
   static ScheduleException notFound(String name) {
-    return new ScheduleException(Kind.NOT_FOUND, name, "no recurring schedule named '" + name + "'", List.of());
+    return new ScheduleException(
+        Kind.NOT_FOUND, name, "no recurring schedule named '" + name + "'", List.of());
   }
 
   static ScheduleException exists(String name) {
-    return new ScheduleException(Kind.ALREADY_EXISTS, name, "a recurring schedule named '" + name
-        + "' exists already; change it with update (PUT /recurring/" + name + ") or choose another name", List.of());
+    return new ScheduleException(
+        Kind.ALREADY_EXISTS,
+        name,
+        "a recurring schedule named '" + name
+            + "' exists already; change it with update (PUT /recurring/" + name
+            + ") or choose another name",
+        List.of());
   }
 
   static ScheduleException declaredInCode(String name, String what) {
-    return new ScheduleException(Kind.DECLARED_IN_CODE, name, "recurring schedule '" + name + "' is declared in code"
-        + " (JobWorker.Builder.recurring) and cannot be " + what + " at run time: change or remove it in the code;"
-        + " it can be paused, resumed and run now", List.of());
+    return new ScheduleException(
+        Kind.DECLARED_IN_CODE,
+        name,
+        "recurring schedule '" + name + "' is declared in code"
+            + " (JobWorker.Builder.recurring) and cannot be " + what
+            + " at run time: change or remove it in the code;"
+            + " it can be paused, resumed and run now",
+        List.of());
   }
 
   /** Why the change was refused. */

@@ -31,9 +31,10 @@ public final class DatabaseRole {
         ResultSet rs = st.executeQuery(ReplicationSql.ROLE)) {
       rs.next();
       if (rs.getBoolean("in_recovery")) {
-        return Optional.of("the database server is a read-only standby in recovery (pg_is_in_recovery() is true):"
-            + " nothing can be enqueued, claimed or completed until it is promoted, or until the database URL"
-            + " reaches the primary (list every host with target_session_attrs=read-write)");
+        return Optional.of(
+            "the database server is a read-only standby in recovery (pg_is_in_recovery() is true):"
+                + " nothing can be enqueued, claimed or completed until it is promoted, or until the database URL"
+                + " reaches the primary (list every host with target_session_attrs=read-write)");
       }
       if (rs.getBoolean("read_only")) {
         return Optional.of("the database session is read-only (transaction_read_only is on, as"

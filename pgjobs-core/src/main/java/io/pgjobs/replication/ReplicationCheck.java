@@ -37,24 +37,28 @@ public final class ReplicationCheck {
       String standbyNames = rs.getString("synchronous_standby_names").trim();
       long standbys = rs.getLong("standbys");
       long synchronousStandbys = rs.getLong("synchronous_standbys");
-      String loss = "a failover to a standby can lose jobs enqueued, claimed, completed or retried in the last"
-          + " moments before the primary failed (acknowledged to the caller but never on the standby); jobs a lost"
-          + " worker held come back only after the dead-worker threshold. See docs/guarantees.md, \"Failover\"";
+      String loss =
+          "a failover to a standby can lose jobs enqueued, claimed, completed or retried in the last"
+              + " moments before the primary failed (acknowledged to the caller but never on the standby); jobs a lost"
+              + " worker held come back only after the dead-worker threshold. See docs/guarantees.md, \"Failover\"";
       if (synchronousCommit.equals("off") || synchronousCommit.equals("local")) {
         if (standbys == 0 && standbyNames.isEmpty()) {
-          return Optional.empty(); // off on a single server loses commits in a crash, not in a failover
+          return Optional
+              .empty(); // off on a single server loses commits in a crash, not in a failover
         }
-        return Optional.of("synchronous_commit is " + synchronousCommit + ": the primary acknowledges a commit"
-            + " before any standby has it, so " + loss);
+        return Optional.of("synchronous_commit is " + synchronousCommit
+            + ": the primary acknowledges a commit" + " before any standby has it, so " + loss);
       }
       if (standbyNames.isEmpty() && standbys > 0) {
-        return Optional.of(standbys + " standby(s) replicate asynchronously (synchronous_standby_names is empty):"
-            + " the primary acknowledges a commit before a standby has it, so " + loss);
+        return Optional.of(
+            standbys + " standby(s) replicate asynchronously (synchronous_standby_names is empty):"
+                + " the primary acknowledges a commit before a standby has it, so " + loss);
       }
       if (!standbyNames.isEmpty() && synchronousStandbys == 0) {
-        return Optional.of("synchronous_standby_names is '" + standbyNames + "' but no synchronous standby is"
-            + " attached now: commits wait until one is (the primary may appear stuck), and a standby promoted"
-            + " meanwhile may miss commits the old primary had");
+        return Optional.of(
+            "synchronous_standby_names is '" + standbyNames + "' but no synchronous standby is"
+                + " attached now: commits wait until one is (the primary may appear stuck), and a standby promoted"
+                + " meanwhile may miss commits the old primary had");
       }
       return Optional.empty();
     }

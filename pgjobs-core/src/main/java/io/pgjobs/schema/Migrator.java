@@ -20,6 +20,7 @@ import org.flywaydb.core.api.output.MigrateResult;
 public final class Migrator {
   /** Flyway's history table for pgjobs. */
   public static final String HISTORY_TABLE = "pgjobs_schema_history";
+
   private static final String LOCATION = "classpath:io/pgjobs/db/migration";
   /** The first script of the history reset before the first release: its presence marks a pre-release schema. */
   private static final String PRE_RELEASE_V1 = "V1__create_jobs.sql";
@@ -36,17 +37,16 @@ public final class Migrator {
    */
   public static int migrate(DataSource dataSource, String schema) {
     refusePreReleaseHistory(dataSource, schema);
-    MigrateResult result =
-        Flyway.configure(Migrator.class.getClassLoader())
-            .dataSource(dataSource)
-            .schemas(schema)
-            .defaultSchema(schema)
-            .createSchemas(true)
-            .table(HISTORY_TABLE)
-            .locations(LOCATION)
-            .loggers("slf4j")
-            .load()
-            .migrate();
+    MigrateResult result = Flyway.configure(Migrator.class.getClassLoader())
+        .dataSource(dataSource)
+        .schemas(schema)
+        .defaultSchema(schema)
+        .createSchemas(true)
+        .table(HISTORY_TABLE)
+        .locations(LOCATION)
+        .loggers("slf4j")
+        .load()
+        .migrate();
     return result.migrationsExecuted;
   }
 
@@ -59,17 +59,18 @@ public final class Migrator {
     String history = quoted(schema) + "." + quoted(HISTORY_TABLE);
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {
-      try (ResultSet rs = st.executeQuery("SELECT to_regclass(" + literal(history) + ") IS NOT NULL")) {
+      try (ResultSet rs =
+          st.executeQuery("SELECT to_regclass(" + literal(history) + ") IS NOT NULL")) {
         rs.next();
         if (!rs.getBoolean(1)) {
           return; // a new schema, or one without pgjobs
         }
       }
       String lastVersion;
-      try (ResultSet rs = st.executeQuery(
-          "SELECT (SELECT version FROM " + history + " WHERE success AND version IS NOT NULL"
-              + " ORDER BY installed_rank DESC LIMIT 1)"
-              + " FROM " + history + " WHERE version = '1' AND script = " + literal(PRE_RELEASE_V1))) {
+      try (ResultSet rs = st.executeQuery("SELECT (SELECT version FROM " + history
+          + " WHERE success AND version IS NOT NULL"
+          + " ORDER BY installed_rank DESC LIMIT 1)"
+          + " FROM " + history + " WHERE version = '1' AND script = " + literal(PRE_RELEASE_V1))) {
         if (!rs.next()) {
           return;
         }
@@ -77,15 +78,19 @@ public final class Migrator {
       }
       throw new PgJobsException(preReleaseMessage(schema, lastVersion));
     } catch (SQLException e) {
-      throw new PgJobsException("cannot read the migration history " + history + ": " + e.getMessage(), e);
+      throw new PgJobsException(
+          "cannot read the migration history " + history + ": " + e.getMessage(), e);
     }
   }
 
   private static String preReleaseMessage(String schema, String lastVersion) {
-    return "schema " + quoted(schema) + " was created by a pre-release pgjobs (its migration history starts with "
-        + PRE_RELEASE_V1 + " and reached version " + lastVersion + "). That history was reset before the first"
+    return "schema " + quoted(schema)
+        + " was created by a pre-release pgjobs (its migration history starts with "
+        + PRE_RELEASE_V1 + " and reached version " + lastVersion
+        + "). That history was reset before the first"
         + " release, so this version cannot upgrade it; nothing was changed. Drop the schema and migrate again:"
-        + " DROP SCHEMA " + quoted(schema) + " CASCADE; (this deletes its jobs, and pg_trgm if pgjobs installed it"
+        + " DROP SCHEMA " + quoted(schema)
+        + " CASCADE; (this deletes its jobs, and pg_trgm if pgjobs installed it"
         + " there), or use a new database or another schema name.";
   }
 

@@ -9,8 +9,7 @@ import static io.pgjobs.store.JobSql.insertFinished;
  */
 final class AdminSql {
   /** The children of a job (jobs its handler enqueued), oldest first, from both tables (parent indexes). */
-  static final String CHILDREN =
-      """
+  static final String CHILDREN = """
       SELECT id FROM (
           SELECT id FROM {schema}.jobs WHERE parent_id = ?
           UNION ALL
@@ -23,8 +22,7 @@ final class AdminSql {
    * valid: one that {@code CREATE INDEX CONCURRENTLY} is still building, or that a failed build left
    * behind, cannot serve a query.
    */
-  static final String TEXT_INDEX_USABLE =
-      """
+  static final String TEXT_INDEX_USABLE = """
       SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(?) AND indisvalid)""";
 
   private AdminSql() {}
@@ -77,16 +75,14 @@ final class AdminSql {
    * What {@link #CANCEL_MATCHING} would do, changing nothing (a dry run): waiting jobs it would cancel,
    * running jobs it would flag. The same {where} as there.
    */
-  static final String COUNT_CANCEL_MATCHING =
-      """
+  static final String COUNT_CANCEL_MATCHING = """
       SELECT count(*) FILTER (WHERE state IN ('queued', 'retrying')) AS cancelled_now,
              count(*) FILTER (WHERE state = 'running' AND NOT cancel_requested) AS flagged
         FROM {schema}.jobs
        WHERE {where}""";
 
   /** What {@link #RETRY_MATCHING} would queue again, changing nothing (a dry run). */
-  static final String COUNT_RETRY_MATCHING =
-      """
+  static final String COUNT_RETRY_MATCHING = """
       SELECT count(*) FROM {schema}.finished_jobs WHERE state IN ('failed', 'cancelled') AND {where}""";
 
   /**
@@ -97,8 +93,7 @@ final class AdminSql {
    *
    * <p>Parameters: id, run now (boolean).
    */
-  static final String RETRY_FINISHED =
-      """
+  static final String RETRY_FINISHED = """
       WITH moved AS (
           DELETE FROM {schema}.finished_jobs
            WHERE id = ? AND state IN ('failed', 'cancelled')
@@ -120,8 +115,7 @@ final class AdminSql {
    * Every failed or cancelled job matching {@code {where}} back to the queue, as RETRY_FINISHED does
    * (each due when it was due, or now if that has passed).
    */
-  static final String RETRY_MATCHING =
-      """
+  static final String RETRY_MATCHING = """
       WITH moved AS (
           DELETE FROM {schema}.finished_jobs
            WHERE state IN ('failed', 'cancelled') AND {where}
@@ -148,8 +142,7 @@ final class AdminSql {
    * the index as well would read more). Columns: queue, state, jobs, scheduled (queued, not yet due),
    * age in ms of the oldest due job (null if none).
    */
-  static final String HOT_COUNTS =
-      """
+  static final String HOT_COUNTS = """
       SELECT queue, state, count(*) AS jobs,
              count(*) FILTER (WHERE state = 'queued' AND run_at > now()) AS scheduled,
              EXTRACT(EPOCH FROM now() - min(run_at) FILTER (WHERE run_at <= now())) * 1000 AS oldest_due_ms
@@ -164,19 +157,16 @@ final class AdminSql {
        GROUP BY queue, state""";
 
   /** Finished jobs per queue and state (planned as usual: a count of a large table reads all of it). */
-  static final String FINISHED_COUNTS =
-      """
+  static final String FINISHED_COUNTS = """
       SELECT queue, state, count(*) FROM {schema}.finished_jobs GROUP BY queue, state""";
 
   /** Pause or resume a queue (upsert). */
-  static final String SET_QUEUE_PAUSED =
-      """
+  static final String SET_QUEUE_PAUSED = """
       INSERT INTO {schema}.queues (name, paused, updated_at) VALUES (?, ?, now())
       ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now()""";
 
   /** Wakes the workers of a queue (after a resume). */
-  static final String NOTIFY_READY =
-      """
+  static final String NOTIFY_READY = """
       SELECT pg_notify('{schema}_jobs_ready', ?)""";
 
   /**
@@ -184,8 +174,7 @@ final class AdminSql {
    * snapshot): finished jobs per queue and state, and every queue with a pause row, with its flag — one
    * row per queue and state, the state null for a queue with a pause row and no finished job.
    */
-  static final String QUEUE_OVERVIEW =
-      """
+  static final String QUEUE_OVERVIEW = """
       WITH done AS (
           SELECT queue, state, count(*) AS jobs FROM {schema}.finished_jobs GROUP BY queue, state
       )
@@ -203,16 +192,14 @@ final class AdminSql {
    * off, nor the index forced as {@link #READY_DEPTH} does: the overview reads columns the indexes lack,
    * and on a backlog of a million waiting jobs reading the index too took twice as long as the table alone.
    */
-  static final String PAGES_PRICED_ALIKE =
-      """
+  static final String PAGES_PRICED_ALIKE = """
       SET LOCAL random_page_cost = 1.1""";
 
   /**
    * Said after {@link #HOT_COUNTS}, in the same transaction, so what follows (the count of
    * {@code finished_jobs}) is planned as usual.
    */
-  static final String PLANNED_AS_USUAL =
-      """
+  static final String PLANNED_AS_USUAL = """
       RESET random_page_cost""";
 
   /**
@@ -220,8 +207,7 @@ final class AdminSql {
    * statements (one planned with {@link #PAGES_PRICED_ALIKE}, one as usual), which then see one snapshot,
    * as the single statement they replace did: a job that finishes meanwhile is counted once.
    */
-  static final String ONE_SNAPSHOT =
-      """
+  static final String ONE_SNAPSHOT = """
       SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY""";
 
   /**
@@ -231,8 +217,7 @@ final class AdminSql {
    * grouped before the workers are looked at, so its cost follows those jobs and the workers, not the
    * hot table.
    */
-  static final String UNRUNNABLE =
-      """
+  static final String UNRUNNABLE = """
       WITH needed AS (
           SELECT queue, capability, count(*) AS jobs
             FROM {schema}.jobs
@@ -252,16 +237,14 @@ final class AdminSql {
    * dead-worker threshold, the parameter (ms) for a worker that recorded none, counting silence only while
    * the server was up).
    */
-  static final String SERVED_QUEUES =
-      """
+  static final String SERVED_QUEUES = """
       SELECT DISTINCT jsonb_object_keys(w.queues)
         FROM {schema}.workers AS w
        WHERE greatest(w.last_heartbeat, pg_postmaster_start_time())
                  >= now() - coalesce(w.dead_after_ms, ?::bigint) * interval '1 millisecond'""";
 
   /** Jobs finished per minute over a window, by type, queue and final state. */
-  static final String STATS_PER_MINUTE =
-      """
+  static final String STATS_PER_MINUTE = """
       SELECT date_trunc('minute', finished_at) AS minute, type, queue, state, count(*)
         FROM {schema}.finished_jobs
        WHERE finished_at >= now() - ?::bigint * interval '1 millisecond'
@@ -293,8 +276,7 @@ final class AdminSql {
    * paid each time. The plan is the index-only scan that setting forced, which on a backlog of a million
    * waiting jobs cost what the table's scan did (docs/bench-journal/queue-depth.md).
    */
-  static final String READY_DEPTH =
-      """
+  static final String READY_DEPTH = """
       SELECT queue, count(*) FROM (
           (SELECT queue FROM {schema}.jobs
             WHERE state IN ('queued', 'retrying') AND capability IS NULL AND run_at <= now()

@@ -41,7 +41,8 @@ public final class AdminStore {
   /** How often a text search asks again whether the trigram index exists: 30 s. */
   static final long TEXT_INDEX_RECHECK_NANOS = TimeUnit.SECONDS.toNanos(30);
 
-  private static final Set<JobState> HOT_STATES = Set.of(JobState.QUEUED, JobState.RETRYING, JobState.RUNNING);
+  private static final Set<JobState> HOT_STATES =
+      Set.of(JobState.QUEUED, JobState.RETRYING, JobState.RUNNING);
 
   private final DataSource dataSource;
   private final String schema;
@@ -119,9 +120,12 @@ public final class AdminStore {
 
   /** The job, in the caller's connection. */
   public Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    // Planned at every execution (CustomPlan): a generic plan made while the hot table was nearly empty
-    // is a sequential scan, which a dashboard's lookup would keep while a long transaction grows the table.
-    try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
+    // Planned at every execution (CustomPlan): a generic plan made while the hot table was nearly
+    // empty
+    // is a sequential scan, which a dashboard's lookup would keep while a long transaction grows
+    // the table.
+    try (PreparedStatement ps =
+        CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
       ps.setObject(1, id);
       ps.setObject(2, id);
       try (ResultSet rs = ps.executeQuery()) {
@@ -135,26 +139,34 @@ public final class AdminStore {
    * page through its primary key, then the two are merged.
    */
   public JobPage list(JobFilter filter) throws SQLException {
-    boolean hot = filter.states().isEmpty() || filter.states().stream().anyMatch(HOT_STATES::contains);
+    boolean hot =
+        filter.states().isEmpty() || filter.states().stream().anyMatch(HOT_STATES::contains);
     // Scheduled jobs are queued ones: only the hot table has them.
     boolean finished = !Boolean.TRUE.equals(filter.scheduled())
-        && (filter.states().isEmpty() || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s)));
+        && (filter.states().isEmpty()
+            || filter.states().stream().anyMatch(s -> !HOT_STATES.contains(s)));
     try (Connection c = dataSource.getConnection()) {
       if (finished && filter.text() != null && filter.text().length() >= 3 && trigramIndex(c)) {
-        // A text many jobs contain is found among the newest finished jobs at once; one that few contain
-        // through the trigram index. The probe is exact when it fills a page with finished jobs: every
+        // A text many jobs contain is found among the newest finished jobs at once; one that few
+        // contain
+        // through the trigram index. The probe is exact when it fills a page with finished jobs:
+        // every
         // match it did not read is older than all it read.
         List<Job> probed = listOnce(c, filter, hot, FinishedRead.PROBE);
         UUID boundary = probeBoundary(c, filter);
-        // (Compared as text: PostgreSQL orders uuids by their bytes, unsigned, as their hex text sorts.)
+        // (Compared as text: PostgreSQL orders uuids by their bytes, unsigned, as their hex text
+        // sorts.)
         boolean exact = boundary == null
-            || (probed.size() == filter.limit() && probed.getLast().id().toString().compareTo(boundary.toString()) >= 0);
+            || (probed.size() == filter.limit()
+                && probed.getLast().id().toString().compareTo(boundary.toString()) >= 0);
         if (exact) {
           return JobPage.of(probed, filter.limit());
         }
-        return JobPage.of(listOnce(c, filter, hot, FinishedRead.THROUGH_TEXT_INDEX), filter.limit());
+        return JobPage.of(
+            listOnce(c, filter, hot, FinishedRead.THROUGH_TEXT_INDEX), filter.limit());
       }
-      return JobPage.of(listOnce(c, filter, hot, finished ? FinishedRead.NEWEST_FIRST : null), filter.limit());
+      return JobPage.of(
+          listOnce(c, filter, hot, finished ? FinishedRead.NEWEST_FIRST : null), filter.limit());
     }
   }
 
@@ -189,7 +201,8 @@ public final class AdminStore {
     }
   }
 
-  private List<Job> listOnce(Connection c, JobFilter filter, boolean hot, FinishedRead finished) throws SQLException {
+  private List<Job> listOnce(Connection c, JobFilter filter, boolean hot, FinishedRead finished)
+      throws SQLException {
     List<Object> params = new ArrayList<>();
     List<String> parts = new ArrayList<>();
     if (hot) {
@@ -198,7 +211,8 @@ public final class AdminStore {
     if (finished != null) {
       parts.add(listPart(c, "finished_jobs", JobSql.FINISHED_COLUMNS, filter, params, finished));
     }
-    String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts) + ") AS page ORDER BY id DESC LIMIT ?";
+    String sql = "SELECT * FROM (" + String.join("\nUNION ALL\n", parts)
+        + ") AS page ORDER BY id DESC LIMIT ?";
     params.add(filter.limit());
     try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(sql))) {
       for (int i = 0; i < params.size(); i++) {
@@ -215,12 +229,19 @@ public final class AdminStore {
   }
 
   /** One table's share of a page; only whitelisted columns are named, every value is a parameter. */
-  private String listPart(Connection c, String table, String columns, JobFilter filter, List<Object> params,
-      FinishedRead read) throws SQLException {
+  private String listPart(
+      Connection c,
+      String table,
+      String columns,
+      JobFilter filter,
+      List<Object> params,
+      FinishedRead read)
+      throws SQLException {
     List<String> where = new ArrayList<>();
     if (!filter.states().isEmpty()) {
       where.add("state = ANY(?)");
-      params.add(c.createArrayOf("text", filter.states().stream().map(JobState::value).toArray()));
+      params.add(
+          c.createArrayOf("text", filter.states().stream().map(JobState::value).toArray()));
     }
     if (!filter.types().isEmpty()) {
       where.add("type = ANY(?)");
@@ -239,18 +260,23 @@ public final class AdminStore {
       params.add(Timestamp.from(filter.createdBefore()));
     }
     if (filter.scheduled() != null && table.equals("jobs")) {
-      where.add(filter.scheduled() ? "(state = 'queued' AND run_at > now())" : "NOT (state = 'queued' AND run_at > now())");
+      where.add(
+          filter.scheduled()
+              ? "(state = 'queued' AND run_at > now())"
+              : "NOT (state = 'queued' AND run_at > now())");
     }
     if (filter.after() != null) {
       where.add("id < ?");
       params.add(filter.after());
     }
     if (read == FinishedRead.BOUNDARY) {
-      return "SELECT id FROM " + schema + "." + table + where(where)
-          + " ORDER BY id DESC OFFSET " + (FinishedRead.PROBE_ROWS - 1) + " LIMIT 1";
+      return "SELECT id FROM " + schema + "." + table + where(where) + " ORDER BY id DESC OFFSET "
+          + (FinishedRead.PROBE_ROWS - 1) + " LIMIT 1";
     }
-    // The text last, so its parameter comes after the others in every form below. ILIKE over the expression
-    // of finished_jobs_text_trgm_idx, so that trigram index serves it where the operator created it;
+    // The text last, so its parameter comes after the others in every form below. ILIKE over the
+    // expression
+    // of finished_jobs_text_trgm_idx, so that trigram index serves it where the operator created
+    // it;
     // % _ and \ are escaped, so the text is matched literally.
     String text = null;
     if (filter.text() != null) {
@@ -268,7 +294,8 @@ public final class AdminStore {
       where.add(text);
     }
     if (read == FinishedRead.THROUGH_TEXT_INDEX) {
-      // Without the fence (OFFSET 0) the planner walks the primary key newest first, expecting a match
+      // Without the fence (OFFSET 0) the planner walks the primary key newest first, expecting a
+      // match
       // soon, and a text that matches nothing (or only old jobs) reads the whole table.
       return "(SELECT " + columns + " FROM (SELECT * FROM " + from + where(where)
           + " OFFSET 0) AS matched ORDER BY id DESC LIMIT ?)";
@@ -292,7 +319,8 @@ public final class AdminStore {
     TextIndexLookup known = trigramIndex;
     long now = System.nanoTime();
     if (known == null || now - known.askedAtNanos() > TEXT_INDEX_RECHECK_NANOS) {
-      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(AdminSql.TEXT_INDEX_USABLE))) {
+      try (PreparedStatement ps =
+          StatementDeadline.apply(c.prepareStatement(AdminSql.TEXT_INDEX_USABLE))) {
         ps.setString(1, schema + ".finished_jobs_text_trgm_idx");
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
@@ -314,26 +342,30 @@ public final class AdminStore {
     try (Connection c = dataSource.getConnection()) {
       inTransaction(c, () -> {
         for (HotCount hot : hotCounts(c)) {
-          counts.computeIfAbsent(hot.queue(), q -> zeroCounts()).merge(hot.state(), hot.jobs(), Long::sum);
+          counts
+              .computeIfAbsent(hot.queue(), q -> zeroCounts())
+              .merge(hot.state(), hot.jobs(), Long::sum);
           scheduled.merge(hot.queue(), hot.scheduled(), Long::sum);
         }
         try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(finishedCounts));
             ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
-            counts.computeIfAbsent(rs.getString(1), q -> zeroCounts())
+            counts
+                .computeIfAbsent(rs.getString(1), q -> zeroCounts())
                 .merge(JobState.parse(rs.getString(2)), rs.getLong(3), Long::sum);
           }
         }
       });
     }
     List<QueueCounts> result = new ArrayList<>();
-    counts.forEach((queue, perState) ->
-        result.add(new QueueCounts(queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L))));
+    counts.forEach((queue, perState) -> result.add(
+        new QueueCounts(queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L))));
     return result;
   }
 
   /** One queue and state of {@link AdminSql#HOT_COUNTS}; {@code oldestDueMs} null when none is due. */
-  private record HotCount(String queue, JobState state, long jobs, long scheduled, Long oldestDueMs) {}
+  private record HotCount(
+      String queue, JobState state, long jobs, long scheduled, Long oldestDueMs) {}
 
   /**
    * Starts the caller's transaction as one read-only snapshot ({@link AdminSql#ONE_SNAPSHOT}) and reads
@@ -349,7 +381,11 @@ public final class AdminStore {
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         double oldest = rs.getDouble(5);
-        hot.add(new HotCount(rs.getString(1), JobState.parse(rs.getString(2)), rs.getLong(3), rs.getLong(4),
+        hot.add(new HotCount(
+            rs.getString(1),
+            JobState.parse(rs.getString(2)),
+            rs.getLong(3),
+            rs.getLong(4),
             rs.wasNull() ? null : (long) oldest));
       }
     }
@@ -362,21 +398,19 @@ public final class AdminStore {
   /** Pauses or resumes a queue; a resumed queue's workers are woken in the same transaction. */
   public void setQueuePaused(String queue, boolean paused) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
-      inTransaction(
-          c,
-          () -> {
-            try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(setQueuePaused))) {
-              ps.setString(1, queue);
-              ps.setBoolean(2, paused);
-              ps.executeUpdate();
-            }
-            if (!paused) {
-              try (PreparedStatement wake = StatementDeadline.apply(c.prepareStatement(notifyReady))) {
-                wake.setString(1, queue);
-                wake.execute();
-              }
-            }
-          });
+      inTransaction(c, () -> {
+        try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(setQueuePaused))) {
+          ps.setString(1, queue);
+          ps.setBoolean(2, paused);
+          ps.executeUpdate();
+        }
+        if (!paused) {
+          try (PreparedStatement wake = StatementDeadline.apply(c.prepareStatement(notifyReady))) {
+            wake.setString(1, queue);
+            wake.execute();
+          }
+        }
+      });
     }
   }
 
@@ -404,7 +438,9 @@ public final class AdminStore {
     try (Connection c = dataSource.getConnection()) {
       inTransaction(c, () -> {
         for (HotCount hot : hotCounts(c)) {
-          counts.computeIfAbsent(hot.queue(), q -> zeroCounts()).merge(hot.state(), hot.jobs(), Long::sum);
+          counts
+              .computeIfAbsent(hot.queue(), q -> zeroCounts())
+              .merge(hot.state(), hot.jobs(), Long::sum);
           scheduled.merge(hot.queue(), hot.scheduled(), Long::sum);
           if (hot.oldestDueMs() != null) {
             oldestDueMs.merge(hot.queue(), hot.oldestDueMs(), Math::max);
@@ -430,18 +466,26 @@ public final class AdminStore {
     java.util.Set<String> served = servedQueues(workerDeadAfter);
     List<QueueInfo> result = new ArrayList<>();
     counts.forEach((queue, perState) -> {
-      boolean waiting = perState.getOrDefault(JobState.QUEUED, 0L) + perState.getOrDefault(JobState.RETRYING, 0L) > 0;
+      boolean waiting =
+          perState.getOrDefault(JobState.QUEUED, 0L) + perState.getOrDefault(JobState.RETRYING, 0L)
+              > 0;
       result.add(new QueueInfo(
-          queue, Map.copyOf(perState), scheduled.getOrDefault(queue, 0L),
-          oldestDueMs.containsKey(queue) ? java.time.Duration.ofMillis(oldestDueMs.get(queue)) : null,
-          paused.getOrDefault(queue, false), unrunnable.getOrDefault(queue, QueueInfo.Unrunnable.NONE),
+          queue,
+          Map.copyOf(perState),
+          scheduled.getOrDefault(queue, 0L),
+          oldestDueMs.containsKey(queue)
+              ? java.time.Duration.ofMillis(oldestDueMs.get(queue))
+              : null,
+          paused.getOrDefault(queue, false),
+          unrunnable.getOrDefault(queue, QueueInfo.Unrunnable.NONE),
           waiting && !served.contains(queue)));
     });
     return result;
   }
 
   /** The queues some live worker serves ({@link AdminSql#SERVED_QUEUES}). */
-  public java.util.Set<String> servedQueues(java.time.Duration workerDeadAfter) throws SQLException {
+  public java.util.Set<String> servedQueues(java.time.Duration workerDeadAfter)
+      throws SQLException {
     java.util.Set<String> served = new java.util.HashSet<>();
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(servedQueues))) {
@@ -459,7 +503,8 @@ public final class AdminStore {
    * Per queue, the waiting jobs that need a capability no live worker serving the queue declares (live:
    * heartbeat newer than {@code workerDeadAfter}); queues without such jobs are absent.
    */
-  public Map<String, QueueInfo.Unrunnable> unrunnable(java.time.Duration workerDeadAfter) throws SQLException {
+  public Map<String, QueueInfo.Unrunnable> unrunnable(java.time.Duration workerDeadAfter)
+      throws SQLException {
     Map<String, Long> count = new LinkedHashMap<>();
     Map<String, List<String>> capabilities = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
@@ -474,7 +519,8 @@ public final class AdminStore {
       }
     }
     Map<String, QueueInfo.Unrunnable> result = new LinkedHashMap<>();
-    count.forEach((queue, n) -> result.put(queue, new QueueInfo.Unrunnable(n, List.copyOf(capabilities.get(queue)))));
+    count.forEach((queue, n) ->
+        result.put(queue, new QueueInfo.Unrunnable(n, List.copyOf(capabilities.get(queue)))));
     return result;
   }
 
@@ -486,8 +532,12 @@ public final class AdminStore {
       ps.setLong(1, window.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          stats.add(new MinuteStats(rs.getTimestamp(1).toInstant(), rs.getString(2), rs.getString(3),
-              JobState.parse(rs.getString(4)), rs.getLong(5)));
+          stats.add(new MinuteStats(
+              rs.getTimestamp(1).toInstant(),
+              rs.getString(2),
+              rs.getString(3),
+              JobState.parse(rs.getString(4)),
+              rs.getLong(5)));
         }
       }
     }
@@ -524,7 +574,8 @@ public final class AdminStore {
    */
   public CancelResult cancel(Connection connection, UUID id) throws SQLException {
     for (int round = 0; round < 5; round++) {
-      try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(cancel)))) {
+      try (PreparedStatement ps =
+          CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(cancel)))) {
         ps.setObject(1, id);
         ps.setObject(2, id);
         try (ResultSet rs = ps.executeQuery()) {
@@ -549,14 +600,17 @@ public final class AdminStore {
       }
       // It moved between waiting and running while we looked: go again.
     }
-    throw new PgJobsException("job " + id + " kept changing state while being cancelled; try again");
+    throw new PgJobsException(
+        "job " + id + " kept changing state while being cancelled; try again");
   }
 
   /** Cancels every waiting or running job of the given types and queues (empty = any). */
-  public CancelCounts cancelMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+  public CancelCounts cancelMatching(
+      Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
       throws SQLException {
     List<Object> values = new ArrayList<>();
-    String sql = cancelMatching.replace("{where}", matching(connection, types, queues, states, values));
+    String sql =
+        cancelMatching.replace("{where}", matching(connection, types, queues, states, values));
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(sql))) {
       int i = 1;
       for (int part = 0; part < 2; part++) {
@@ -572,10 +626,12 @@ public final class AdminStore {
   }
 
   /** What {@link #cancelMatching} would do, changing nothing. */
-  public CancelCounts countCancelMatching(Connection connection, Set<String> types, Set<String> queues,
-      Set<JobState> states) throws SQLException {
+  public CancelCounts countCancelMatching(
+      Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+      throws SQLException {
     List<Object> values = new ArrayList<>();
-    String sql = countCancelMatching.replace("{where}", matching(connection, types, queues, states, values));
+    String sql =
+        countCancelMatching.replace("{where}", matching(connection, types, queues, states, values));
     try (PreparedStatement ps = connection.prepareStatement(sql)) {
       for (int i = 0; i < values.size(); i++) {
         ps.setObject(i + 1, values.get(i));
@@ -588,10 +644,12 @@ public final class AdminStore {
   }
 
   /** How many jobs {@link #retryMatching} would queue again, changing nothing. */
-  public long countRetryMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+  public long countRetryMatching(
+      Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
       throws SQLException {
     List<Object> values = new ArrayList<>();
-    String sql = countRetryMatching.replace("{where}", matching(connection, types, queues, states, values));
+    String sql =
+        countRetryMatching.replace("{where}", matching(connection, types, queues, states, values));
     try (PreparedStatement ps = connection.prepareStatement(sql)) {
       for (int i = 0; i < values.size(); i++) {
         ps.setObject(i + 1, values.get(i));
@@ -604,10 +662,12 @@ public final class AdminStore {
   }
 
   /** Puts every failed or cancelled job of the given types, queues and states back in the queue. */
-  public long retryMatching(Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
+  public long retryMatching(
+      Connection connection, Set<String> types, Set<String> queues, Set<JobState> states)
       throws SQLException {
     List<Object> values = new ArrayList<>();
-    String sql = retryMatching.replace("{where}", matching(connection, types, queues, states, values));
+    String sql =
+        retryMatching.replace("{where}", matching(connection, types, queues, states, values));
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(sql))) {
       for (int i = 0; i < values.size(); i++) {
         ps.setObject(i + 1, values.get(i));
@@ -624,7 +684,11 @@ public final class AdminStore {
    * as a bound array. {@code true} when nothing narrows it.
    */
   private static String matching(
-      Connection connection, Set<String> types, Set<String> queues, Set<JobState> states, List<Object> values)
+      Connection connection,
+      Set<String> types,
+      Set<String> queues,
+      Set<JobState> states,
+      List<Object> values)
       throws SQLException {
     List<String> where = new ArrayList<>();
     if (!types.isEmpty()) {
@@ -637,7 +701,8 @@ public final class AdminStore {
     }
     if (!states.isEmpty()) {
       where.add("state = ANY(?)");
-      values.add(connection.createArrayOf("text", states.stream().map(JobState::value).toArray()));
+      values.add(
+          connection.createArrayOf("text", states.stream().map(JobState::value).toArray()));
     }
     return where.isEmpty() ? "true" : String.join(" AND ", where);
   }
@@ -646,8 +711,10 @@ public final class AdminStore {
    * Puts a failed or cancelled job back in the queue, due when it was due (or now if that has passed),
    * or now if {@code now}.
    */
-  public io.pgjobs.RetryResult retry(Connection connection, UUID id, boolean now) throws SQLException {
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(retryFinished))) {
+  public io.pgjobs.RetryResult retry(Connection connection, UUID id, boolean now)
+      throws SQLException {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(retryFinished))) {
       ps.setObject(1, id);
       ps.setBoolean(2, now);
       try (ResultSet rs = ps.executeQuery()) {
@@ -656,6 +723,8 @@ public final class AdminStore {
         }
       }
     }
-    return get(connection, id).isPresent() ? io.pgjobs.RetryResult.NOT_RETRYABLE : io.pgjobs.RetryResult.NOT_FOUND;
+    return get(connection, id).isPresent()
+        ? io.pgjobs.RetryResult.NOT_RETRYABLE
+        : io.pgjobs.RetryResult.NOT_FOUND;
   }
 }

@@ -40,7 +40,9 @@ public final class AutoCommitDataSource implements DataSource {
   /** {@code dataSource} as pgjobs borrows from it; the same object if it is wrapped already. */
   public static DataSource of(DataSource dataSource) {
     Objects.requireNonNull(dataSource, "dataSource");
-    return dataSource instanceof AutoCommitDataSource ? dataSource : new AutoCommitDataSource(dataSource);
+    return dataSource instanceof AutoCommitDataSource
+        ? dataSource
+        : new AutoCommitDataSource(dataSource);
   }
 
   /** The application's own data source behind {@code dataSource} (itself if it is not wrapped). */
@@ -73,11 +75,10 @@ public final class AutoCommitDataSource implements DataSource {
       }
       throw e;
     }
-    return (Connection)
-        Proxy.newProxyInstance(
-            AutoCommitDataSource.class.getClassLoader(),
-            new Class<?>[] {Connection.class},
-            new RestoreOnClose(connection));
+    return (Connection) Proxy.newProxyInstance(
+        AutoCommitDataSource.class.getClassLoader(),
+        new Class<?>[] {Connection.class},
+        new RestoreOnClose(connection));
   }
 
   /** Restores auto-commit off before the connection goes back to its pool; every other call goes through. */

@@ -19,8 +19,12 @@ public final class BrokenConnections {
    * crash or shutdown of the server, which the driver reports before the socket closes).
    */
   public static boolean connectionLost(Throwable failure) {
-    return SqlStates.anyInChain(failure, state -> state.startsWith("08") || state.equals("57P01")
-        || state.equals("57P02") || state.equals("57P03"));
+    return SqlStates.anyInChain(
+        failure,
+        state -> state.startsWith("08")
+            || state.equals("57P01")
+            || state.equals("57P02")
+            || state.equals("57P03"));
   }
 
   /**

@@ -88,7 +88,9 @@ public final class ClaimCursor {
   public record LevelStart(int priority, Instant runAt, UUID id) {}
 
   /** Priority level (highest first) to position. */
-  private final TreeMap<Integer, Position> positions = new TreeMap<>(java.util.Comparator.reverseOrder());
+  private final TreeMap<Integer, Position> positions =
+      new TreeMap<>(java.util.Comparator.reverseOrder());
+
   private long lastProbe;
   private long lastProbeDuration;
   private long probeInterval = MIN_PROBE_INTERVAL_NANOS;
@@ -104,7 +106,8 @@ public final class ClaimCursor {
    */
   public boolean fullPassDue(long nanoTime) {
     return positions.isEmpty()
-        || (fullPassCheap() && (!fullPassMadeOnce || nanoTime - lastFullPass >= MIN_PROBE_INTERVAL_NANOS));
+        || (fullPassCheap()
+            && (!fullPassMadeOnce || nanoTime - lastFullPass >= MIN_PROBE_INTERVAL_NANOS));
   }
 
   /** True while the last probe said the low ends of the levels are cheap to read (and before any probe). */
@@ -173,14 +176,17 @@ public final class ClaimCursor {
       Position then = start.positions.get(first.priority());
       if (now == null) {
         positions.put(first.priority(), Position.justBefore(first.runAt(), first.id()));
-      } else if (then != null && !then.isBefore(first.runAt(), first.id()) && !now.isBefore(first.runAt(), first.id())) {
+      } else if (then != null
+          && !then.isBefore(first.runAt(), first.id())
+          && !now.isBefore(first.runAt(), first.id())) {
         positions.put(first.priority(), Position.justBefore(first.runAt(), first.id()));
       }
     }
     lastProbe = start.nanos;
     lastProbeDuration = durationNanos;
     probedOnce = true;
-    probeInterval = Math.max(MIN_PROBE_INTERVAL_NANOS,
+    probeInterval = Math.max(
+        MIN_PROBE_INTERVAL_NANOS,
         Math.min(MAX_PROBE_INTERVAL_NANOS, durationNanos * PROBE_SPACING));
   }
 
@@ -232,7 +238,10 @@ public final class ClaimCursor {
       ids.append(e.getValue().id());
     }
     return new ResumeParameters(
-        positions.firstKey(), levels.append('}').toString(), runAts.append('}').toString(), ids.append('}').toString());
+        positions.firstKey(),
+        levels.append('}').toString(),
+        runAts.append('}').toString(),
+        ids.append('}').toString());
   }
 
   /** See {@link #resumeParameters()}. */
@@ -298,6 +307,8 @@ public final class ClaimCursor {
    */
   static int compareUuids(UUID a, UUID b) {
     int high = Long.compareUnsigned(a.getMostSignificantBits(), b.getMostSignificantBits());
-    return high != 0 ? high : Long.compareUnsigned(a.getLeastSignificantBits(), b.getLeastSignificantBits());
+    return high != 0
+        ? high
+        : Long.compareUnsigned(a.getLeastSignificantBits(), b.getLeastSignificantBits());
   }
 }

@@ -29,17 +29,63 @@ public record ClaimedJob(
 
   /** A claimed job never snoozed (the components before {@code snoozes}). */
   public ClaimedJob(
-      UUID id, String type, String queue, String payloadJson, int priority, int attempt, int maxAttempts,
-      Instant runAt, Instant createdAt, String context, Long timeoutMs, long claimToken, String traceContext) {
-    this(id, type, queue, payloadJson, priority, attempt, maxAttempts, runAt, createdAt, context, timeoutMs,
-        claimToken, traceContext, 0);
+      UUID id,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int attempt,
+      int maxAttempts,
+      Instant runAt,
+      Instant createdAt,
+      String context,
+      Long timeoutMs,
+      long claimToken,
+      String traceContext) {
+    this(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        attempt,
+        maxAttempts,
+        runAt,
+        createdAt,
+        context,
+        timeoutMs,
+        claimToken,
+        traceContext,
+        0);
   }
 
   /** A claimed job without a trace context. */
   public ClaimedJob(
-      UUID id, String type, String queue, String payloadJson, int priority, int attempt, int maxAttempts,
-      Instant runAt, Instant createdAt, String context, Long timeoutMs, long claimToken) {
-    this(id, type, queue, payloadJson, priority, attempt, maxAttempts, runAt, createdAt, context, timeoutMs,
-        claimToken, null);
+      UUID id,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int attempt,
+      int maxAttempts,
+      Instant runAt,
+      Instant createdAt,
+      String context,
+      Long timeoutMs,
+      long claimToken) {
+    this(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        attempt,
+        maxAttempts,
+        runAt,
+        createdAt,
+        context,
+        timeoutMs,
+        claimToken,
+        null);
   }
 }

@@ -12,8 +12,7 @@ final class EnqueueSql {
    * {@code ins}, without its aggregates (a single enqueue is the statement W2 measures). One entry always
    * fits (see {@link JobSql#EVENT_NAME_MAX_CHARS}; the jobs table's CHECKs bound the names).
    */
-  static final String NOTIFY_ONE_INSERTED =
-      """
+  static final String NOTIFY_ONE_INSERTED = """
       SELECT run_at, created_at,
              CASE WHEN run_at <= now() THEN pg_notify('{schema}_jobs_ready', queue) END AS woken,
              pg_notify('{schema}_job_events', json_build_object(
@@ -23,8 +22,7 @@ final class EnqueueSql {
         FROM ins""";
 
   /** One job. Run at a delay of none, {@code run_at} is the database's now(). */
-  static final String INSERT =
-      """
+  static final String INSERT = """
       WITH ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
                                      created_at, context, timeout_ms, parent_id, capability, trace_context,
@@ -41,8 +39,7 @@ final class EnqueueSql {
    * concurrent second enqueue of the same key wait for the first transaction and then insert nothing,
    * so exactly one job exists per key. Zero rows back means "replay": look the key up.
    */
-  static final String INSERT_WITH_KEY =
-      """
+  static final String INSERT_WITH_KEY = """
       WITH key AS (
           INSERT INTO {schema}.job_keys (idempotency_key, job_id, fingerprint) VALUES (?, ?, ?)
           ON CONFLICT (idempotency_key) DO NOTHING
@@ -68,8 +65,7 @@ final class EnqueueSql {
    * never one read before it (at a period's end that would be the previous period, whose key can then
    * stand beside a single enqueue's key of the new one).
    */
-  private static final String UNIQUE_KEY =
-      """
+  private static final String UNIQUE_KEY = """
       CASE WHEN k.period_ms IS NULL THEN k.base
            ELSE sha256(k.base || int8send(floor(extract(epoch FROM now()) * 1000)::bigint / k.period_ms)) END""";
 
@@ -77,8 +73,7 @@ final class EnqueueSql {
    * The end of the period {@code now()} falls in (NULL without a period): when a finished holder stops
    * counting ({@code unique_keys.expires_at}).
    */
-  private static final String PERIOD_END =
-      """
+  private static final String PERIOD_END = """
       CASE WHEN k.period_ms IS NOT NULL THEN to_timestamp(
                      (floor(extract(epoch FROM now()) * 1000)::bigint / k.period_ms + 1) * k.period_ms / 1000.0)
                  END""";
@@ -90,8 +85,7 @@ final class EnqueueSql {
    * Rows with distinct bases have distinct keys; the inserts take them in key order, one order for every
    * caller, so that two overlapping batches wait for each other's keys instead of deadlocking.
    */
-  private static final String UNIQUE_ROWS =
-      """
+  private static final String UNIQUE_ROWS = """
       WITH r AS (
           SELECT r.id, r.payload, r.base_hex,
       """ + UNIQUE_KEY + """
@@ -106,8 +100,7 @@ final class EnqueueSql {
    * The replacements a duplicate makes in the existing job: run_at and/or payload, each only when asked
    * (the two boolean parameters) and only while the job is not running; a running job keeps its own.
    */
-  private static final String REPLACE =
-      """
+  private static final String REPLACE = """
       ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO UPDATE
          SET run_at  = CASE WHEN ?::boolean AND j.state <> 'running' THEN EXCLUDED.run_at  ELSE j.run_at END,
              payload = CASE WHEN ?::boolean AND j.state <> 'running' THEN EXCLUDED.payload ELSE j.payload END""";
@@ -191,8 +184,7 @@ final class EnqueueSql {
    * the holder would not see the new job and take it for gone: the reads below use the snapshot, only the
    * locked key row is its newest version.
    */
-  static final String HOLDER_GONE =
-      """
+  static final String HOLDER_GONE = """
       (pg_visible_in_snapshot(uk.writer, pg_current_snapshot())
                     AND NOT EXISTS (SELECT 1 FROM {schema}.jobs AS h WHERE h.id = uk.job_id)
                     AND NOT EXISTS (SELECT 1 FROM {schema}.finished_jobs AS f
@@ -205,8 +197,7 @@ final class EnqueueSql {
    * comes back in the same statement, locked until commit: the lock is what serializes the enqueuers of
    * one key, and RETURNING says who holds it.
    */
-  private static final String UPSERT_UNIQUE_KEY =
-      """
+  private static final String UPSERT_UNIQUE_KEY = """
           ON CONFLICT (unique_key) DO UPDATE
              SET job_id = CASE WHEN """ + HOLDER_GONE + """
        THEN EXCLUDED.job_id ELSE uk.job_id END,
@@ -253,7 +244,8 @@ final class EnqueueSql {
           SELECT ins.*, true AS created FROM ins
           UNION ALL
           SELECT
-      """ + JobSql.HOT_COLUMNS + """
+      """
+          + JobSql.HOT_COLUMNS + """
       , false FROM {schema}.jobs WHERE id = (SELECT job_id FROM holder)
           UNION ALL
           SELECT
@@ -305,8 +297,7 @@ final class EnqueueSql {
    * statement because the holder may have been inserted by a transaction this enqueue's statement could
    * not see. Wakes the queues of jobs whose replaced run_at is now due.
    */
-  static final String REPLACE_UNIQUE_HOLDERS =
-      """
+  static final String REPLACE_UNIQUE_HOLDERS = """
       WITH upd AS (
           UPDATE {schema}.jobs AS j
              SET run_at  = CASE WHEN ?::boolean
@@ -321,20 +312,17 @@ final class EnqueueSql {
              (SELECT count(pg_notify('{schema}_jobs_ready', q.queue))
                 FROM (SELECT DISTINCT queue FROM upd WHERE ?::boolean AND run_at <= now()) AS q) AS woken""";
 
-  static final String FIND_KEY =
-      """
+  static final String FIND_KEY = """
       SELECT job_id, fingerprint FROM {schema}.job_keys WHERE idempotency_key = ?""";
 
   /** Bulk insert: the columns a COPY row carries, in order (see {@link CopyRows}). */
-  static final String COPY_JOBS =
-      """
+  static final String COPY_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
                           run_at, created_at)
       FROM STDIN""";
 
   /** Bulk insert of jobs due now: state, run_at and created_at take their defaults. */
-  static final String COPY_DUE_JOBS =
-      """
+  static final String COPY_DUE_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context)
       FROM STDIN""";
 
@@ -347,8 +335,7 @@ final class EnqueueSql {
    * goes in once, for its first job. Returns the job ids whose keys went in: those jobs are then copied
    * ({@link #COPY_KEYED_JOBS}); the others' keys are looked up ({@link #FIND_KEYS}).
    */
-  static final String INSERT_KEYS =
-      """
+  static final String INSERT_KEYS = """
       INSERT INTO {schema}.job_keys (idempotency_key, job_id, fingerprint)
       SELECT r.idempotency_key, r.job_id, r.fingerprint
         FROM unnest(?::text[], ?::uuid[], ?::text[]) WITH ORDINALITY AS r(idempotency_key, job_id, fingerprint, n)
@@ -360,20 +347,17 @@ final class EnqueueSql {
    * The jobs and fingerprints that keys of a bulk insert already name (a statement after
    * {@link #INSERT_KEYS}, so that it sees the keys of enqueues that committed while that one waited).
    */
-  static final String FIND_KEYS =
-      """
+  static final String FIND_KEYS = """
       SELECT idempotency_key, job_id, fingerprint FROM {schema}.job_keys WHERE idempotency_key = ANY (?::text[])""";
 
   /** {@link #COPY_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored: the key in the job's row too. */
-  static final String COPY_KEYED_JOBS =
-      """
+  static final String COPY_KEYED_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
                           idempotency_key, run_at, created_at)
       FROM STDIN""";
 
   /** {@link #COPY_DUE_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored. */
-  static final String COPY_DUE_KEYED_JOBS =
-      """
+  static final String COPY_DUE_KEYED_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
                           idempotency_key)
       FROM STDIN""";
@@ -389,8 +373,7 @@ final class EnqueueSql {
    * got jobs due now) and announces the event; the JSON is built by the caller from the rows it
    * copied (the true count and the first jobs that fit, as {@link JobSql#NOTIFY_INSERTED} does).
    */
-  static final String NOTIFY_COPIED =
-      """
+  static final String NOTIFY_COPIED = """
       SELECT (SELECT count(pg_notify('{schema}_jobs_ready', q)) FROM unnest(?::text[]) AS q),
              pg_notify('{schema}_job_events', ?)""";
 }

@@ -4,9 +4,9 @@ import static io.pgjobs.store.Transactions.inTransaction;
 
 import io.pgjobs.EnqueueOutcomeUnknownException;
 import io.pgjobs.EnqueuedJob;
+import io.pgjobs.IdempotencyKeyReusedException;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
-import io.pgjobs.IdempotencyKeyReusedException;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.json.PayloadCodec;
 import java.nio.charset.StandardCharsets;
@@ -101,7 +101,8 @@ public final class EnqueueStore {
       return insertUnique(connection, job);
     }
     boolean keyed = job.idempotencyKey() != null;
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(keyed ? insertWithKey : insert))) {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(keyed ? insertWithKey : insert))) {
       int i = 1;
       if (keyed) {
         ps.setString(i++, job.idempotencyKey());
@@ -114,14 +115,31 @@ public final class EnqueueStore {
       ps.setString(i, job.idempotencyKey());
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
-          Job stored =
-              new Job(
-                  job.id(), job.type(), job.queue(), codec.tree(job.payloadJson()), job.priority(),
-                  JobState.QUEUED, 0, job.maxAttempts(), JobRowMapper.instant(rs, "run_at"),
-                  JobRowMapper.instant(rs, "created_at"), null, null, null, null, job.context(),
-                  job.idempotencyKey(),
-                  job.timeoutMs() == null ? null : java.time.Duration.ofMillis(job.timeoutMs()),
-                  null, null, List.of(), null, false, job.parentId(), job.capability());
+          Job stored = new Job(
+              job.id(),
+              job.type(),
+              job.queue(),
+              codec.tree(job.payloadJson()),
+              job.priority(),
+              JobState.QUEUED,
+              0,
+              job.maxAttempts(),
+              JobRowMapper.instant(rs, "run_at"),
+              JobRowMapper.instant(rs, "created_at"),
+              null,
+              null,
+              null,
+              null,
+              job.context(),
+              job.idempotencyKey(),
+              job.timeoutMs() == null ? null : java.time.Duration.ofMillis(job.timeoutMs()),
+              null,
+              null,
+              List.of(),
+              null,
+              false,
+              job.parentId(),
+              job.capability());
           return new EnqueuedJob(stored, false);
         }
       }
@@ -131,8 +149,8 @@ public final class EnqueueStore {
       ps.setString(1, job.idempotencyKey());
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
-          throw new PgJobsException(
-              "idempotency key '" + job.idempotencyKey() + "' conflicted but names no job; try again");
+          throw new PgJobsException("idempotency key '" + job.idempotencyKey()
+              + "' conflicted but names no job; try again");
         }
         original = rs.getObject(1, UUID.class);
         String fingerprint = rs.getString(2);
@@ -142,12 +160,9 @@ public final class EnqueueStore {
         }
       }
     }
-    Job existing =
-        get(connection, original)
-            .orElseThrow(
-                () -> new PgJobsException(
-                    "idempotency key '" + job.idempotencyKey() + "' names job " + original
-                        + ", which no longer exists; try again"));
+    Job existing = get(connection, original)
+        .orElseThrow(() -> new PgJobsException("idempotency key '" + job.idempotencyKey()
+            + "' names job " + original + ", which no longer exists; try again"));
     return new EnqueuedJob(existing, true);
   }
 
@@ -158,7 +173,8 @@ public final class EnqueueStore {
       return insertUniqueStates(connection, job);
     }
     boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUnique))) {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(insertUnique))) {
       int i = 1;
       ps.setObject(i++, job.id());
       i = bindColumns(ps, i, job, true);
@@ -184,7 +200,8 @@ public final class EnqueueStore {
   private EnqueuedJob insertUniqueStates(Connection connection, NewJob job) throws SQLException {
     io.pgjobs.UniqueOptions u = job.unique();
     UUID holder;
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueStates))) {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(insertUniqueStates))) {
       int i = 1;
       ps.setBytes(i++, job.uniqueBase());
       setLong(ps, i++, u.period() == null ? null : u.period().toMillis());
@@ -206,11 +223,9 @@ public final class EnqueueStore {
     if (!u.replace().isEmpty()) {
       replaceHolders(connection, job, u, new Object[] {holder}, new String[] {job.payloadJson()});
     }
-    Job existing =
-        get(connection, holder)
-            .orElseThrow(
-                () -> new PgJobsException(
-                    "the unique key of this job names job " + holder + ", which no longer exists; try again"));
+    Job existing = get(connection, holder)
+        .orElseThrow(() -> new PgJobsException("the unique key of this job names job " + holder
+            + ", which no longer exists; try again"));
     return new EnqueuedJob(existing, false, true);
   }
 
@@ -218,10 +233,16 @@ public final class EnqueueStore {
    * Replaces run_at and/or payload of the waiting ones of {@code holders}
    * ({@link EnqueueSql#REPLACE_UNIQUE_HOLDERS}).
    */
-  private void replaceHolders(Connection connection, NewJob job, io.pgjobs.UniqueOptions u, Object[] holders,
-      String[] payloads) throws SQLException {
+  private void replaceHolders(
+      Connection connection,
+      NewJob job,
+      io.pgjobs.UniqueOptions u,
+      Object[] holders,
+      String[] payloads)
+      throws SQLException {
     boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(replaceUniqueHolders))) {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(replaceUniqueHolders))) {
       int i = 1;
       ps.setBoolean(i++, replaceRunAt);
       setInstant(ps, i++, job.runAt());
@@ -252,12 +273,14 @@ public final class EnqueueStore {
     }
     NewJob first = jobs.getFirst();
     io.pgjobs.UniqueOptions u = first.unique();
-    // Jobs are told apart by their keys' bases: the statement adds the period, from its own now(), as the
+    // Jobs are told apart by their keys' bases: the statement adds the period, from its own now(),
+    // as the
     // single insert does (one period for the whole batch, so equal bases are equal keys).
     Long periodMs = u.period() == null ? null : u.period().toMillis();
     boolean replacePayload = u.replaces(io.pgjobs.UniqueOptions.Replace.PAYLOAD);
     List<String> keys = new ArrayList<>(jobs.size());
-    java.util.TreeMap<String, NewJob[]> distinct = new java.util.TreeMap<>(); // by key base: {first, last}
+    java.util.TreeMap<String, NewJob[]> distinct =
+        new java.util.TreeMap<>(); // by key base: {first, last}
     for (NewJob job : jobs) {
       String key = java.util.HexFormat.of().formatHex(job.uniqueBase());
       keys.add(key);
@@ -280,11 +303,15 @@ public final class EnqueueStore {
     if (!u.finishedStates().isEmpty()) {
       int[] made = new int[1];
       if (connection.getAutoCommit() && !u.replace().isEmpty()) {
-        // Two statements (insert, then replace in the holders): one transaction keeps the call all or none.
-        inTransaction(connection,
-            () -> made[0] = insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey));
+        // Two statements (insert, then replace in the holders): one transaction keeps the call all
+        // or none.
+        inTransaction(
+            connection,
+            () -> made[0] = insertUniqueStatesMany(
+                connection, first, u, periodMs, ids, payloads, hexKeys, idByKey));
       } else {
-        made[0] = insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey);
+        made[0] =
+            insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey);
       }
       inserted = made[0];
       List<UUID> result = new ArrayList<>(keys.size());
@@ -294,13 +321,15 @@ public final class EnqueueStore {
       return new UniqueBatch(List.copyOf(result), inserted);
     }
     boolean replaceRunAt = u.replaces(io.pgjobs.UniqueOptions.Replace.RUN_AT);
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueMany))) {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(insertUniqueMany))) {
       int i = 1;
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
       setLong(ps, i++, periodMs);
-      // The batch's options are the same for every job (one span for the batch: its trace context too).
+      // The batch's options are the same for every job (one span for the batch: its trace context
+      // too).
       i = bindColumns(ps, i, first, false);
       ps.setBoolean(i++, replaceRunAt);
       ps.setBoolean(i++, replacePayload);
@@ -325,18 +354,27 @@ public final class EnqueueStore {
    *
    * @return how many jobs were new
    */
-  private int insertUniqueStatesMany(Connection connection, NewJob first, io.pgjobs.UniqueOptions u,
-      Long periodMs, Object[] ids, String[] payloads, String[] hexKeys, Map<String, UUID> idByKey)
+  private int insertUniqueStatesMany(
+      Connection connection,
+      NewJob first,
+      io.pgjobs.UniqueOptions u,
+      Long periodMs,
+      Object[] ids,
+      String[] payloads,
+      String[] hexKeys,
+      Map<String, UUID> idByKey)
       throws SQLException {
     int inserted = 0;
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(insertUniqueStatesMany))) {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(insertUniqueStatesMany))) {
       int i = 1;
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
       setLong(ps, i++, periodMs);
       ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
-      // The batch's options are the same for every job (one span for the batch: its trace context too).
+      // The batch's options are the same for every job (one span for the batch: its trace context
+      // too).
       bindColumns(ps, i, first, false);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -356,7 +394,8 @@ public final class EnqueueStore {
         }
       }
       if (!holders.isEmpty()) {
-        replaceHolders(connection, first, u, holders.toArray(), holderPayloads.toArray(String[]::new));
+        replaceHolders(
+            connection, first, u, holders.toArray(), holderPayloads.toArray(String[]::new));
       }
     }
     return inserted;
@@ -403,7 +442,8 @@ public final class EnqueueStore {
    */
   public static EnqueueOutcomeUnknownException outcomeUnknown(Throwable cause) {
     return new EnqueueOutcomeUnknownException(
-        "database error: " + cause.getMessage() + " (the connection was lost while the enqueue committed:"
+        "database error: " + cause.getMessage()
+            + " (the connection was lost while the enqueue committed:"
             + " its jobs may or may not be stored; call again with the same idempotency keys to store each once)",
         cause);
   }
@@ -447,7 +487,8 @@ public final class EnqueueStore {
     for (int i = 0; i < n; i++) {
       NewJob job = jobs.get(i);
       if (job.idempotencyKey() == null) {
-        throw new IllegalArgumentException("a bulk insert's jobs all have idempotency keys, or none has");
+        throw new IllegalArgumentException(
+            "a bulk insert's jobs all have idempotency keys, or none has");
       }
       keys[i] = job.idempotencyKey();
       ids[i] = job.id();
@@ -473,8 +514,15 @@ public final class EnqueueStore {
     }
     Map<String, String[]> named = new HashMap<>(); // key -> {job id, fingerprint}
     try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(findKeys))) {
-      ps.setArray(1, connection.createArrayOf("text",
-          jobs.stream().filter(j -> !inserted.contains(j.id())).map(NewJob::idempotencyKey).distinct().toArray()));
+      ps.setArray(
+          1,
+          connection.createArrayOf(
+              "text",
+              jobs.stream()
+                  .filter(j -> !inserted.contains(j.id()))
+                  .map(NewJob::idempotencyKey)
+                  .distinct()
+                  .toArray()));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           named.put(rs.getString(1), new String[] {rs.getString(2), rs.getString(3)});
@@ -489,8 +537,8 @@ public final class EnqueueStore {
       }
       String[] row = named.get(job.idempotencyKey());
       if (row == null) {
-        throw new PgJobsException(
-            "idempotency key '" + job.idempotencyKey() + "' conflicted but names no job; try again");
+        throw new PgJobsException("idempotency key '" + job.idempotencyKey()
+            + "' conflicted but names no job; try again");
       }
       UUID original = UUID.fromString(row[0]);
       // NULL: a key stored without a fingerprint answers any request, as in insert().
@@ -507,9 +555,12 @@ public final class EnqueueStore {
    * job's idempotency key in its row.
    */
   private void copy(Connection connection, List<NewJob> jobs, boolean keyed) throws SQLException {
-    // Jobs due now (the usual bulk enqueue) leave state, run_at and created_at to the columns' defaults
-    // ('queued', now(), now()): parsing two timestamps per row is a quarter of the server's COPY time.
-    boolean allDueNow = jobs.stream().allMatch(j -> j.runAt() == null && (j.delayMs() == null || j.delayMs() == 0));
+    // Jobs due now (the usual bulk enqueue) leave state, run_at and created_at to the columns'
+    // defaults
+    // ('queued', now(), now()): parsing two timestamps per row is a quarter of the server's COPY
+    // time.
+    boolean allDueNow =
+        jobs.stream().allMatch(j -> j.runAt() == null && (j.delayMs() == null || j.delayMs() == 0));
     Instant now = null;
     if (!allDueNow) {
       try (Statement st = connection.createStatement();
@@ -518,7 +569,9 @@ public final class EnqueueStore {
         now = rs.getTimestamp(1).toInstant();
       }
     }
-    String copySql = keyed ? (allDueNow ? copyDueKeyedJobs : copyKeyedJobs) : (allDueNow ? copyDueJobs : copyJobs);
+    String copySql = keyed
+        ? (allDueNow ? copyDueKeyedJobs : copyKeyedJobs)
+        : (allDueNow ? copyDueJobs : copyJobs);
     CopyIn copy = null;
     try {
       copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(copySql);
@@ -539,8 +592,9 @@ public final class EnqueueStore {
           rowsOut.text(job.idempotencyKey());
         }
         if (!allDueNow) {
-          Instant runAt =
-              job.runAt() != null ? job.runAt() : job.delayMs() == null ? now : now.plusMillis(job.delayMs());
+          Instant runAt = job.runAt() != null
+              ? job.runAt()
+              : job.delayMs() == null ? now : now.plusMillis(job.delayMs());
           rowsOut.instant(runAt).instant(now);
         }
         rowsOut.endRow();
@@ -563,7 +617,8 @@ public final class EnqueueStore {
         }
       }
       if (BrokenConnections.connectionLost(e)) {
-        BrokenConnections.discard(connection, e); // COPY runs below the pool's proxy: see BrokenConnections
+        BrokenConnections.discard(
+            connection, e); // COPY runs below the pool's proxy: see BrokenConnections
       }
       throw e;
     }
@@ -575,15 +630,18 @@ public final class EnqueueStore {
    * entries, listed while their UTF-8 bytes stay within {@link JobSql#EVENT_JOBS_MAX_BYTES}, so the
    * notification can never abort the caller's transaction for being too long.
    */
-  private void announceCopied(Connection connection, List<NewJob> jobs, Instant now) throws SQLException {
+  private void announceCopied(Connection connection, List<NewJob> jobs, Instant now)
+      throws SQLException {
     Set<String> dueQueues = new java.util.LinkedHashSet<>();
-    List<Map<String, Object>> listed = new ArrayList<>(Math.min(JobSql.EVENT_JOBS_MAX_COUNT, jobs.size()));
+    List<Map<String, Object>> listed =
+        new ArrayList<>(Math.min(JobSql.EVENT_JOBS_MAX_COUNT, jobs.size()));
     long listedBytes = 0;
     boolean full = false;
     for (NewJob job : jobs) {
-      boolean due =
-          now == null
-              || (job.runAt() != null ? !job.runAt().isAfter(now) : job.delayMs() == null || job.delayMs() <= 0);
+      boolean due = now == null
+          || (job.runAt() != null
+              ? !job.runAt().isAfter(now)
+              : job.delayMs() == null || job.delayMs() <= 0);
       if (due) {
         dueQueues.add(job.queue());
       }
@@ -607,7 +665,8 @@ public final class EnqueueStore {
     payload.put("count", jobs.size());
     payload.put("truncated", listed.size() < jobs.size());
     payload.put("jobs", listed);
-    try (PreparedStatement ps = StatementDeadline.apply(connection.prepareStatement(notifyCopied))) {
+    try (PreparedStatement ps =
+        StatementDeadline.apply(connection.prepareStatement(notifyCopied))) {
       ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
       ps.setString(2, EVENT_JSON.writeValueAsString(payload));
       ps.execute();
@@ -624,7 +683,8 @@ public final class EnqueueStore {
 
   /** The job, in the caller's connection (as {@link AdminStore#get(Connection, UUID)} reads it). */
   private Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
+    try (PreparedStatement ps =
+        CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
       ps.setObject(1, id);
       ps.setObject(2, id);
       try (ResultSet rs = ps.executeQuery()) {
@@ -640,7 +700,8 @@ public final class EnqueueStore {
    *
    * @return the next parameter index
    */
-  private static int bindColumns(PreparedStatement ps, int i, NewJob job, boolean payload) throws SQLException {
+  private static int bindColumns(PreparedStatement ps, int i, NewJob job, boolean payload)
+      throws SQLException {
     ps.setString(i++, job.type());
     ps.setString(i++, job.queue());
     if (payload) {
@@ -658,7 +719,8 @@ public final class EnqueueStore {
     return i;
   }
 
-  private static void setInstant(PreparedStatement ps, int index, Instant value) throws SQLException {
+  private static void setInstant(PreparedStatement ps, int index, Instant value)
+      throws SQLException {
     if (value == null) {
       ps.setNull(index, Types.TIMESTAMP_WITH_TIMEZONE);
     } else {

@@ -66,9 +66,12 @@ final class ExecutionSql {
       return "";
     }
     if (types.isEmpty()) {
-      throw new IllegalArgumentException("a worker that claims only the types it runs needs at least one type");
+      throw new IllegalArgumentException(
+          "a worker that claims only the types it runs needs at least one type");
     }
-    return types.stream().sorted().distinct()
+    return types.stream()
+        .sorted()
+        .distinct()
         .map(t -> "'" + t.replace("'", "''") + "'")
         .collect(java.util.stream.Collectors.joining(", ", " AND type IN (", ")"));
   }
@@ -79,8 +82,7 @@ final class ExecutionSql {
    * {@code claimed}, after turning {@link #CLAIM_ANNOUNCES_SETTING} on (a one-time filter, evaluated before
    * any row is updated, so the trigger sees it).
    */
-  static final String CLAIM_HEAD =
-      """
+  static final String CLAIM_HEAD = """
       WITH claimed AS (
       UPDATE {schema}.jobs AS j
          SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
@@ -96,8 +98,7 @@ final class ExecutionSql {
    * The event is an uncorrelated subquery, evaluated once when the first row is read: a claim that got
    * no job announces nothing, as the trigger did not.
    */
-  static final String CLAIM_TAIL =
-      """
+  static final String CLAIM_TAIL = """
           RETURNING j.id, j.type, j.queue, j.payload::text AS payload, j.priority, j.attempts, j.max_attempts,
                     j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context, j.state,
                     j.snoozes
@@ -152,8 +153,7 @@ final class ExecutionSql {
    *
    * <p>Parameters: worker id; the queue four times (first level, paused check, next levels, ready rows).
    */
-  static final String CLAIM =
-      CLAIM_HEAD + """
+  static final String CLAIM = CLAIM_HEAD + """
               WITH RECURSIVE levels(priority) AS (
                   SELECT max(priority) FROM {schema}.jobs
                    WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
@@ -178,7 +178,8 @@ final class ExecutionSql {
       """ + CLAIM_TAIL;
 
   /** The positions of {@link #CLAIM_RESUME}: one row per level the worker knows. */
-  private static final String RESUME_POSITIONS = "SELECT * FROM unnest(?::int[], ?::text[], ?::uuid[])";
+  private static final String RESUME_POSITIONS =
+      "SELECT * FROM unnest(?::int[], ?::text[], ?::uuid[])";
 
   /**
    * The claim that resumes where the last one ended ({@link ClaimCursor}): for each priority level the
@@ -198,8 +199,7 @@ final class ExecutionSql {
    * microsecond) and id (uuid[]); the queue; the paused check's queue. The limit is written into the text,
    * as in {@link #CLAIM}.
    */
-  static final String CLAIM_RESUME =
-      CLAIM_HEAD + """
+  static final String CLAIM_RESUME = CLAIM_HEAD + """
               SELECT ready.id
                 FROM (SELECT top.priority, '-infinity', '00000000-0000-0000-0000-000000000000'::uuid
                         FROM (SELECT max(priority) AS priority FROM {schema}.jobs
@@ -252,8 +252,7 @@ final class ExecutionSql {
    *
    * <p>Parameters: the queue (first level); the queue (next levels).
    */
-  static final String FIRST_CLAIMABLE =
-      """
+  static final String FIRST_CLAIMABLE = """
       WITH RECURSIVE levels(priority, run_at, id) AS (
           (SELECT priority, run_at, id FROM {schema}.jobs
             WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
@@ -296,8 +295,7 @@ final class ExecutionSql {
    * {@code ?::text[]}); the paused check's queue; the queue (next level); the queue (ready rows). The limit
    * is written into the text, as in {@link #CLAIM}.
    */
-  static final String CLAIM_CAPABLE =
-      CLAIM_HEAD + """
+  static final String CLAIM_CAPABLE = CLAIM_HEAD + """
               WITH RECURSIVE levels(capability, rank, priority) AS (
                   SELECT c.capability, c.rank,
                          (SELECT max(priority) FROM {schema}.jobs
@@ -384,8 +382,7 @@ final class ExecutionSql {
    * own write left behind (the write did happen, though its reply may have been lost), or no row if the
    * job is no longer this claim's (rescued, cancelled by an operator, claimed again).
    */
-  static final String CLAIM_STATUS =
-      """
+  static final String CLAIM_STATUS = """
       SELECT m.id,
              COALESCE((SELECT j.state FROM {schema}.jobs AS j WHERE j.id = m.id AND j.claim_token = m.token),
                       (SELECT f.state FROM {schema}.finished_jobs AS f
@@ -426,8 +423,7 @@ final class ExecutionSql {
    * The running jobs of a queue that this worker holds in the database but does not know of (a claim
    * committed and its reply was lost), with their claim tokens, for {@link #UNCLAIM_BATCH}.
    */
-  static final String UNKNOWN_CLAIMS =
-      """
+  static final String UNKNOWN_CLAIMS = """
       SELECT id, claim_token FROM {schema}.jobs
        WHERE state = 'running' AND locked_by = ? AND queue = ? AND NOT (id = ANY (?))""";
 
@@ -452,7 +448,8 @@ final class ExecutionSql {
            WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL
           RETURNING *
       ), moved AS (
-      """ + insertFinished("done", "CAST(? AS text)", "errors || ?::jsonb", "NULL", "claim_token") + """
+      """ + insertFinished("done", "CAST(? AS text)", "errors || ?::jsonb", "NULL", "claim_token")
+          + """
 
           RETURNING state
       )
@@ -470,8 +467,7 @@ final class ExecutionSql {
    * version once the lock is granted (READ COMMITTED), so exactly one of the two parts matches; they
    * find the row by the id {@code mine} returned, which the newest version still has.
    */
-  private static final String LOCK_MINE =
-      """
+  private static final String LOCK_MINE = """
       WITH mine AS (
           SELECT id, cancel_requested FROM {schema}.jobs
            WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL
@@ -490,8 +486,9 @@ final class ExecutionSql {
    *
    * <p>Parameters: id, claim token; the error (cancelled); the delay (ms), the error (retrying).
    */
-  static final String RETRY_LATER =
-      LOCK_MINE + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
+  static final String RETRY_LATER = LOCK_MINE
+      + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token")
+      + """
 
           RETURNING state
       ), retried AS (
@@ -533,8 +530,9 @@ final class ExecutionSql {
    *
    * <p>Parameters: id, claim token; the error (cancelled); the error (released).
    */
-  static final String RELEASE =
-      LOCK_MINE + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token") + """
+  static final String RELEASE = LOCK_MINE
+      + insertFinished("cancelled", "'cancelled'", "errors || ?::jsonb", "NULL", "claim_token")
+      + """
 
           RETURNING state
       ), released AS (
@@ -555,8 +553,7 @@ final class ExecutionSql {
    * each, see {@link JobSql#EVENT_NAME_MAX_CHARS}) the event stays under 7,300 bytes, below PostgreSQL's
    * 8,000-byte payload limit, so a progress write never fails for its notification.
    */
-  static final String PROGRESS =
-      """
+  static final String PROGRESS = """
       WITH p AS (
           UPDATE {schema}.jobs
              SET progress_percent = ?, progress_message = ?, heartbeat_at = now()
@@ -573,8 +570,7 @@ final class ExecutionSql {
         FROM p""";
 
   /** A heartbeat of one running attempt, asked for by its handler. */
-  static final String HEARTBEAT =
-      """
+  static final String HEARTBEAT = """
       UPDATE {schema}.jobs SET heartbeat_at = now()
        WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";
 
@@ -585,8 +581,7 @@ final class ExecutionSql {
    * are still this claim's. Waits for a row another transaction holds, as the single-row form did (the
    * handler has not started, so no handler's transaction can hold it).
    */
-  static final String CLEAR_PREFETCHED =
-      """
+  static final String CLEAR_PREFETCHED = """
       UPDATE {schema}.jobs AS j SET prefetched = false
        WHERE j.id = ANY (?) AND j.claim_token = (? ->> j.id::text)::bigint AND j.locked_by IS NOT NULL
       RETURNING j.id""";
@@ -596,12 +591,10 @@ final class ExecutionSql {
    * with it): the unknown-type grace is measured on one clock, not the worker's against the database's.
    * No row if the job no longer runs that claim.
    */
-  static final String CREATED_AGO =
-      """
+  static final String CREATED_AGO = """
       SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM {schema}.jobs
        WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";
 
-  static final String IS_RUNNING =
-      """
+  static final String IS_RUNNING = """
       SELECT 1 FROM {schema}.jobs WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL""";
 }

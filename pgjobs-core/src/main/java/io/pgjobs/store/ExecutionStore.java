@@ -34,6 +34,7 @@ public final class ExecutionStore {
   private final ClaimTexts claimCapable;
   /** The worker's capabilities; empty: it claims only jobs that need none, with the unchanged claim. */
   private final String[] capabilities;
+
   private final ClaimTexts claimResume;
   private final ClaimTexts claimResumeOneLevel;
   private final String firstClaimable;
@@ -63,7 +64,8 @@ public final class ExecutionStore {
    * jobs that need one of them first, then jobs that need none (see {@link #claim}). Names as
    * {@link io.pgjobs.JobType#requireCapability} allows.
    */
-  public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec, Collection<String> capabilities) {
+  public ExecutionStore(
+      DataSource dataSource, String schema, PayloadCodec codec, Collection<String> capabilities) {
     this(dataSource, schema, codec, capabilities, null);
   }
 
@@ -75,7 +77,10 @@ public final class ExecutionStore {
    * @throws IllegalArgumentException if {@code types} is empty
    */
   public ExecutionStore(
-      DataSource dataSource, String schema, PayloadCodec codec, Collection<String> capabilities,
+      DataSource dataSource,
+      String schema,
+      PayloadCodec codec,
+      Collection<String> capabilities,
       Collection<String> types) {
     this.dataSource = AutoCommitDataSource.of(dataSource);
     this.codec = codec;
@@ -85,15 +90,23 @@ public final class ExecutionStore {
         .distinct()
         .toArray(String[]::new);
     String typeFilter = ExecutionSql.typeFilter(types);
-    this.claim = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM, schema).replace("{types}", typeFilter));
+    this.claim =
+        new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM, schema).replace("{types}", typeFilter));
     this.claimCapable = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_CAPABLE, schema)
-        .replace("{types}", typeFilter).replace("{capabilities}",
-        capabilitiesInline()
-            ? "ARRAY[" + String.join(", ", java.util.Collections.nCopies(this.capabilities.length, "?")) + "]::text[]"
-            : "?::text[]"));
-    this.claimResume = new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema).replace("{types}", typeFilter));
-    this.claimResumeOneLevel = new ClaimTexts(
-        JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema).replace("{types}", typeFilter));
+        .replace("{types}", typeFilter)
+        .replace(
+            "{capabilities}",
+            capabilitiesInline()
+                ? "ARRAY["
+                    + String.join(
+                        ", ", java.util.Collections.nCopies(this.capabilities.length, "?"))
+                    + "]::text[]"
+                : "?::text[]"));
+    this.claimResume = new ClaimTexts(
+        JobSql.forSchema(ExecutionSql.CLAIM_RESUME, schema).replace("{types}", typeFilter));
+    this.claimResumeOneLevel =
+        new ClaimTexts(JobSql.forSchema(ExecutionSql.CLAIM_RESUME_ONE_LEVEL, schema)
+            .replace("{types}", typeFilter));
     this.firstClaimable = JobSql.forSchema(ExecutionSql.FIRST_CLAIMABLE, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
@@ -143,21 +156,26 @@ public final class ExecutionStore {
    * where {@code cursor} says or from the low end of every level, as {@link ClaimCursor} decides, and moves
    * the cursor. The cursor's probe for jobs behind it is the caller's ({@link #firstClaimable}).
    */
-  public List<ClaimedJob> claim(String queue, int limit, String workerId, ClaimCursor cursor) throws SQLException {
+  public List<ClaimedJob> claim(String queue, int limit, String workerId, ClaimCursor cursor)
+      throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       return claim(c, queue, limit, workerId, cursor);
     }
   }
 
   /** {@link #claim(String, int, String, ClaimCursor)} on {@code connection}, in auto-commit mode. */
-  public List<ClaimedJob> claim(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
+  public List<ClaimedJob> claim(
+      Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
       throws SQLException {
     if (capabilities.length == 0) {
       return claimWithoutCapability(c, queue, limit, workerId, cursor);
     }
-    // A worker with capabilities serves the jobs only workers like it can run first (by priority among
-    // them), then fills what is left of the batch with jobs any worker can run. Two statements, each a
-    // complete claim of its own; the cursor follows the second only (its index holds only those jobs).
+    // A worker with capabilities serves the jobs only workers like it can run first (by priority
+    // among
+    // them), then fills what is left of the batch with jobs any worker can run. Two statements,
+    // each a
+    // complete claim of its own; the cursor follows the second only (its index holds only those
+    // jobs).
     List<ClaimedJob> claimed = claimCapable(c, queue, limit, workerId);
     if (claimed.size() < limit) {
       claimed.addAll(claimWithoutCapability(c, queue, limit - claimed.size(), workerId, cursor));
@@ -203,7 +221,9 @@ public final class ExecutionStore {
     c.setAutoCommit(false);
     try {
       prepare(c, claim.withLimit(limit), ps -> bindClaim(ps, queue, workerId, null));
-      prepare(c, claimResumeOneLevel.withLimit(limit),
+      prepare(
+          c,
+          claimResumeOneLevel.withLimit(limit),
           ps -> bindResume(ps, queue, workerId, LEVEL_ZERO_FROM_START));
       if (capabilities.length > 0) {
         prepare(c, claimCapable.withLimit(limit), ps -> bindCapable(ps, queue, workerId));
@@ -235,7 +255,9 @@ public final class ExecutionStore {
     /** @throws IllegalArgumentException if {@code limit} is not positive */
     String withLimit(int limit) {
       String text = byLimit.get(limit);
-      return text != null ? text : byLimit.computeIfAbsent(limit, l -> ExecutionSql.withLimit(sql, l));
+      return text != null
+          ? text
+          : byLimit.computeIfAbsent(limit, l -> ExecutionSql.withLimit(sql, l));
     }
   }
 
@@ -250,7 +272,8 @@ public final class ExecutionStore {
       int threshold = ps.isWrapperFor(org.postgresql.PGStatement.class)
           ? ps.unwrap(org.postgresql.PGStatement.class).getPrepareThreshold()
           : 0;
-      // A threshold of 0 or less: never server-prepared, planned at each execution; one execution still
+      // A threshold of 0 or less: never server-prepared, planned at each execution; one execution
+      // still
       // loads the catalog entries the statement reads (most of the first execution's cost).
       int executions = threshold > 0 ? threshold - 1 + CUSTOM_PLANS_BEFORE_GENERIC : 1;
       for (int i = 0; i < executions; i++) {
@@ -269,7 +292,8 @@ public final class ExecutionStore {
     return List.of(capabilities);
   }
 
-  private List<ClaimedJob> claimCapable(Connection c, String queue, int limit, String workerId) throws SQLException {
+  private List<ClaimedJob> claimCapable(Connection c, String queue, int limit, String workerId)
+      throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(claimCapable.withLimit(limit))) {
       bindCapable(ps, queue, workerId);
       List<ClaimedJob> claimed = readClaimed(ps, limit);
@@ -283,7 +307,8 @@ public final class ExecutionStore {
     return capabilities.length <= ExecutionSql.CAPABILITIES_INLINE;
   }
 
-  private void bindCapable(PreparedStatement ps, String queue, String workerId) throws SQLException {
+  private void bindCapable(PreparedStatement ps, String queue, String workerId)
+      throws SQLException {
     int i = 1;
     ps.setString(i++, workerId);
     ps.setString(i++, queue);
@@ -313,29 +338,29 @@ public final class ExecutionStore {
       while (rs.next()) {
         long timeoutMs = rs.getLong(11);
         Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
-        claimed.add(
-            new ClaimedJob(
-                rs.getObject(1, UUID.class),
-                rs.getString(2),
-                rs.getString(3),
-                rs.getString(4),
-                rs.getInt(5),
-                rs.getInt(6),
-                rs.getInt(7),
-                JobRowMapper.instant(rs, 8),
-                JobRowMapper.instant(rs, 9),
-                rs.getString(10),
-                timeout,
-                rs.getLong(12),
-                rs.getString(13),
-                rs.getInt(15)));
+        claimed.add(new ClaimedJob(
+            rs.getObject(1, UUID.class),
+            rs.getString(2),
+            rs.getString(3),
+            rs.getString(4),
+            rs.getInt(5),
+            rs.getInt(6),
+            rs.getInt(7),
+            JobRowMapper.instant(rs, 8),
+            JobRowMapper.instant(rs, 9),
+            rs.getString(10),
+            timeout,
+            rs.getLong(12),
+            rs.getString(13),
+            rs.getInt(15)));
       }
     }
     return claimed;
   }
 
   private List<ClaimedJob> claimWithoutCapability(
-      Connection c, String queue, int limit, String workerId, ClaimCursor cursor) throws SQLException {
+      Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
+      throws SQLException {
     long now = System.nanoTime();
     boolean full = cursor == null || cursor.fullPassDue(now);
     List<ClaimedJob> claimed = claimOnce(c, queue, limit, workerId, full ? null : cursor);
@@ -345,8 +370,10 @@ public final class ExecutionStore {
     if (full) {
       cursor.fullPassMade(now);
     } else if (claimed.isEmpty() && cursor.fullPassCheap()) {
-      // Nothing past the cursor, yet a notification or a poll said jobs may wait: one may have committed
-      // behind it. While the low ends are cheap to read, look there now rather than at the next probe.
+      // Nothing past the cursor, yet a notification or a poll said jobs may wait: one may have
+      // committed
+      // behind it. While the low ends are cheap to read, look there now rather than at the next
+      // probe.
       claimed = claimOnce(c, queue, limit, workerId, null);
       cursor.fullPassMade(now);
     }
@@ -356,11 +383,14 @@ public final class ExecutionStore {
 
   /** The claim statement for {@code cursor}: the full pass if null, else the resumed claim for its levels. */
   private ClaimTexts claimSql(ClaimCursor cursor) {
-    return cursor == null ? claim : cursor.positions().size() == 1 ? claimResumeOneLevel : claimResume;
+    return cursor == null
+        ? claim
+        : cursor.positions().size() == 1 ? claimResumeOneLevel : claimResume;
   }
 
   /** One claim statement: resumed from {@code cursor}'s positions, or a full pass if null. */
-  private List<ClaimedJob> claimOnce(Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
+  private List<ClaimedJob> claimOnce(
+      Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
       throws SQLException {
     String sql = claimSql(cursor).withLimit(limit);
     try (PreparedStatement ps = c.prepareStatement(sql)) {
@@ -393,7 +423,8 @@ public final class ExecutionStore {
     }
   }
 
-  private static void bindClaim(PreparedStatement ps, String queue, String workerId, ClaimCursor resumeFrom)
+  private static void bindClaim(
+      PreparedStatement ps, String queue, String workerId, ClaimCursor resumeFrom)
       throws SQLException {
     if (resumeFrom != null) {
       bindResume(ps, queue, workerId, resumeFrom.resumeParameters());
@@ -410,10 +441,12 @@ public final class ExecutionStore {
    * a cursor that knows one level reads it.
    */
   private static final ClaimCursor.ResumeParameters LEVEL_ZERO_FROM_START =
-      new ClaimCursor.ResumeParameters(0, "{0}", "{-infinity}", "{00000000-0000-0000-0000-000000000000}");
+      new ClaimCursor.ResumeParameters(
+          0, "{0}", "{-infinity}", "{00000000-0000-0000-0000-000000000000}");
 
   private static void bindResume(
-      PreparedStatement ps, String queue, String workerId, ClaimCursor.ResumeParameters resume) throws SQLException {
+      PreparedStatement ps, String queue, String workerId, ClaimCursor.ResumeParameters resume)
+      throws SQLException {
     ps.setString(1, workerId);
     ps.setString(2, queue);
     ps.setInt(3, resume.highestLevel());
@@ -468,7 +501,8 @@ public final class ExecutionStore {
    * @return how many were written; if fewer than given, some were skipped (their row is locked by another
    *     transaction) or are no longer their claim's: ask {@link #claimStatus} which
    */
-  public int succeed(String workerId, List<Completion> completions, Duration lockWait) throws SQLException {
+  public int succeed(String workerId, List<Completion> completions, Duration lockWait)
+      throws SQLException {
     if (completions.isEmpty()) {
       return 0;
     }
@@ -476,7 +510,8 @@ public final class ExecutionStore {
     String tokens = jsonObject(ids, i -> Long.toString(completions.get(i).claimToken()));
     String outputs = jsonObject(ids, i -> completions.get(i).outputJson());
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(lockWait == null ? succeedBatchSkipLocked : succeedBatch)) {
+        PreparedStatement ps =
+            c.prepareStatement(lockWait == null ? succeedBatchSkipLocked : succeedBatch)) {
       if (lockWait != null) {
         ps.setQueryTimeout((int) Math.max(1, lockWait.toSeconds()));
       }
@@ -530,7 +565,8 @@ public final class ExecutionStore {
    *     its row was locked by another transaction (still this claim's: try again), or it is no longer
    *     this claim's ({@link #claimStatus} tells which)
    */
-  public Map<UUID, JobState> unclaim(String workerId, Collection<ClaimedJob> jobs) throws SQLException {
+  public Map<UUID, JobState> unclaim(String workerId, Collection<ClaimedJob> jobs)
+      throws SQLException {
     if (jobs.isEmpty()) {
       return Map.of();
     }
@@ -559,7 +595,8 @@ public final class ExecutionStore {
    * flight. Each is returned as a {@link ClaimedJob} carrying only its id, queue and claim token, enough
    * for {@link #unclaim}.
    */
-  public List<ClaimedJob> unknownClaims(String workerId, String queue, Collection<UUID> known) throws SQLException {
+  public List<ClaimedJob> unknownClaims(String workerId, String queue, Collection<UUID> known)
+      throws SQLException {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = CustomPlan.apply(c.prepareStatement(unknownClaims))) {
       ps.setString(1, workerId);
@@ -568,8 +605,19 @@ public final class ExecutionStore {
       List<ClaimedJob> unknown = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          unknown.add(new ClaimedJob(rs.getObject(1, UUID.class), null, queue, null, 0, 0, 0, null, null, null,
-              null, rs.getLong(2)));
+          unknown.add(new ClaimedJob(
+              rs.getObject(1, UUID.class),
+              null,
+              queue,
+              null,
+              0,
+              0,
+              0,
+              null,
+              null,
+              null,
+              null,
+              rs.getLong(2)));
         }
       }
       return unknown;
@@ -577,7 +625,8 @@ public final class ExecutionStore {
   }
 
   /** Success of one claim in the caller's transaction; false if the job no longer runs that claim. */
-  public boolean succeed(Connection connection, UUID id, long claimToken, String outputJson) throws SQLException {
+  public boolean succeed(Connection connection, UUID id, long claimToken, String outputJson)
+      throws SQLException {
     try (PreparedStatement ps = CustomPlan.apply(connection.prepareStatement(succeedOne))) {
       ps.setObject(1, id);
       ps.setLong(2, claimToken);
@@ -592,12 +641,12 @@ public final class ExecutionStore {
    *
    * @return the state written, or null if the job no longer runs that claim
    */
-  public JobState finish(UUID id, long claimToken, JobState terminal, String errorJson) throws SQLException {
+  public JobState finish(UUID id, long claimToken, JobState terminal, String errorJson)
+      throws SQLException {
     if (terminal != JobState.FAILED && terminal != JobState.CANCELLED) {
       throw new IllegalArgumentException("finish() ends jobs failed or cancelled, not " + terminal);
     }
     return writeState(finishUnsuccessful, id, claimToken, terminal.value(), errorJson);
-
   }
 
   /**
@@ -607,9 +656,9 @@ public final class ExecutionStore {
    * @return the state written ({@code retrying} or {@code cancelled}), or null if the job no longer runs
    *     that claim
    */
-  public JobState retryLater(UUID id, long claimToken, long delayMs, String errorJson) throws SQLException {
+  public JobState retryLater(UUID id, long claimToken, long delayMs, String errorJson)
+      throws SQLException {
     return writeState(retryLater, id, claimToken, errorJson, delayMs, errorJson);
-
   }
 
   /**
@@ -620,7 +669,6 @@ public final class ExecutionStore {
    */
   public JobState snooze(UUID id, long claimToken, long delayMs) throws SQLException {
     return writeState(snooze, id, claimToken, delayMs);
-
   }
 
   /**
@@ -632,11 +680,11 @@ public final class ExecutionStore {
    */
   public JobState release(UUID id, long claimToken, String errorJson) throws SQLException {
     return writeState(release, id, claimToken, errorJson, errorJson);
-
   }
 
   /** Records progress of a running claim (and counts as a heartbeat); false if it no longer runs. */
-  public boolean progress(UUID id, long claimToken, int percent, String message) throws SQLException {
+  public boolean progress(UUID id, long claimToken, int percent, String message)
+      throws SQLException {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = CustomPlan.apply(c.prepareStatement(progress))) {
       ps.setInt(1, percent);
@@ -741,7 +789,11 @@ public final class ExecutionStore {
     for (int i = 0; i < ids.length; i++) {
       String value = rawJson.apply(i);
       if (value != null) {
-        out.append(out.length() > 1 ? "," : "").append('"').append(ids[i]).append("\":").append(value);
+        out.append(out.length() > 1 ? "," : "")
+            .append('"')
+            .append(ids[i])
+            .append("\":")
+            .append(value);
       }
     }
     return out.append('}').toString();

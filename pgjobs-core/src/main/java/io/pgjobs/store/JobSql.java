@@ -24,20 +24,15 @@ final class JobSql {
   private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,50}");
 
   /** Columns shared by both job tables, in the order {@link JobRowMapper} reads them. */
-  private static final String COLUMNS =
-      """
+  private static final String COLUMNS = """
       id, type, queue, payload::text AS payload, priority, state, attempts, max_attempts, run_at,
       created_at, attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
       progress_message, errors::text AS errors, parent_id, capability, snoozes""";
 
-  static final String HOT_COLUMNS =
-      COLUMNS
-          + """
+  static final String HOT_COLUMNS = COLUMNS + """
           , NULL::timestamptz AS finished_at, heartbeat_at, NULL::text AS output, cancel_requested""";
 
-  static final String FINISHED_COLUMNS =
-      COLUMNS
-          + """
+  static final String FINISHED_COLUMNS = COLUMNS + """
           , finished_at, NULL::timestamptz AS heartbeat_at, output::text AS output, false AS cancel_requested""";
 
   /**
@@ -69,8 +64,7 @@ final class JobSql {
    * a trigger call with its transition table costs a single-row enqueue about a fifth of its time. A row
    * written around pgjobs wakes no one; workers find it at their next poll.
    */
-  static final String NOTIFY_INSERTED =
-      """
+  static final String NOTIFY_INSERTED = """
       notified AS (
           SELECT count(pg_notify('{schema}_jobs_ready', q.queue)) AS woken
             FROM (SELECT DISTINCT queue FROM ins WHERE run_at <= now()) AS q
@@ -96,10 +90,9 @@ final class JobSql {
   }
 
   /** Both tables; at most one row exists since a move is one statement. */
-  static final String GET =
-      "SELECT " + HOT_COLUMNS + "\n  FROM {schema}.jobs WHERE id = ?\n"
-          + "UNION ALL\n"
-          + "SELECT " + FINISHED_COLUMNS + "\n  FROM {schema}.finished_jobs WHERE id = ?";
+  static final String GET = "SELECT " + HOT_COLUMNS + "\n  FROM {schema}.jobs WHERE id = ?\n"
+      + "UNION ALL\n"
+      + "SELECT " + FINISHED_COLUMNS + "\n  FROM {schema}.finished_jobs WHERE id = ?";
 
   /**
    * The second half of every move into finished_jobs by someone other than the job's worker (cancel of a
@@ -116,7 +109,8 @@ final class JobSql {
    * {@code claim_token}: a write whose reply was lost is then recognised by it (see
    * {@link ExecutionSql#CLAIM_STATUS}).
    */
-  static String insertFinished(String from, String state, String errors, String output, String claimToken) {
+  static String insertFinished(
+      String from, String state, String errors, String output, String claimToken) {
     return """
         INSERT INTO {schema}.finished_jobs
                (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
@@ -146,8 +140,7 @@ final class JobSql {
                           FROM (SELECT id, state, type, queue, attempts FROM %1$s LIMIT %3$d) AS c
                        ) AS numbered
                ) AS measured
-         WHERE listed_bytes <= %4$d""".formatted(
-        from, EVENT_NAME_MAX_CHARS, EVENT_JOBS_MAX_COUNT, EVENT_JOBS_MAX_BYTES);
+         WHERE listed_bytes <= %4$d""".formatted(from, EVENT_NAME_MAX_CHARS, EVENT_JOBS_MAX_COUNT, EVENT_JOBS_MAX_BYTES);
   }
 
   /** A JSON error entry built in SQL (rescue), in the shape of {@link io.pgjobs.JobError}. */
@@ -156,8 +149,7 @@ final class JobSql {
         jsonb_build_array(jsonb_build_object(
             'attempt', attempts,
             'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'kind', '%s', 'errorClass', NULL, 'message', %s, 'stackHead', NULL, 'worker', locked_by))"""
-        .formatted(kind, message);
+            'kind', '%s', 'errorClass', NULL, 'message', %s, 'stackHead', NULL, 'worker', locked_by))""".formatted(kind, message);
   }
 
   private JobSql() {}
@@ -182,9 +174,8 @@ final class JobSql {
   /** A schema name pgjobs accepts: lowercase letters, digits and underscores, not starting with a digit. */
   static String requireSchema(String schema) {
     if (schema == null || !SCHEMA.matcher(schema).matches()) {
-      throw new IllegalArgumentException(
-          "invalid schema name '" + schema
-              + "'; allowed: 1 to 51 of lowercase letters, digits and _, not starting with a digit");
+      throw new IllegalArgumentException("invalid schema name '" + schema
+          + "'; allowed: 1 to 51 of lowercase letters, digits and _, not starting with a digit");
     }
     return schema;
   }

@@ -30,32 +30,134 @@ public record NewJob(
     String traceContext) {
 
   /** A job without a trace context. */
-  public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
-      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
-      UUID parentId, byte[] uniqueBase, io.pgjobs.UniqueOptions unique, String capability) {
-    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
-        idempotencyFingerprint, parentId, uniqueBase, unique, capability, null);
+  public NewJob(
+      UUID id,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int maxAttempts,
+      Instant runAt,
+      Long delayMs,
+      String context,
+      String idempotencyKey,
+      Long timeoutMs,
+      String idempotencyFingerprint,
+      UUID parentId,
+      byte[] uniqueBase,
+      io.pgjobs.UniqueOptions unique,
+      String capability) {
+    this(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        maxAttempts,
+        runAt,
+        delayMs,
+        context,
+        idempotencyKey,
+        timeoutMs,
+        idempotencyFingerprint,
+        parentId,
+        uniqueBase,
+        unique,
+        capability,
+        null);
   }
 
   /** A job that needs no capability, without a trace context. */
-  public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
-      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
-      UUID parentId, byte[] uniqueBase, io.pgjobs.UniqueOptions unique) {
-    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
-        idempotencyFingerprint, parentId, uniqueBase, unique, null, null);
+  public NewJob(
+      UUID id,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int maxAttempts,
+      Instant runAt,
+      Long delayMs,
+      String context,
+      String idempotencyKey,
+      Long timeoutMs,
+      String idempotencyFingerprint,
+      UUID parentId,
+      byte[] uniqueBase,
+      io.pgjobs.UniqueOptions unique) {
+    this(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        maxAttempts,
+        runAt,
+        delayMs,
+        context,
+        idempotencyKey,
+        timeoutMs,
+        idempotencyFingerprint,
+        parentId,
+        uniqueBase,
+        unique,
+        null,
+        null);
   }
 
   /** A job that is neither unique nor needs a capability, without a trace context. */
-  public NewJob(UUID id, String type, String queue, String payloadJson, int priority, int maxAttempts, Instant runAt,
-      Long delayMs, String context, String idempotencyKey, Long timeoutMs, String idempotencyFingerprint,
+  public NewJob(
+      UUID id,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int maxAttempts,
+      Instant runAt,
+      Long delayMs,
+      String context,
+      String idempotencyKey,
+      Long timeoutMs,
+      String idempotencyFingerprint,
       UUID parentId) {
-    this(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey, timeoutMs,
-        idempotencyFingerprint, parentId, null, null, null, null);
+    this(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        maxAttempts,
+        runAt,
+        delayMs,
+        context,
+        idempotencyKey,
+        timeoutMs,
+        idempotencyFingerprint,
+        parentId,
+        null,
+        null,
+        null,
+        null);
   }
 
   /** This job with {@code traceContext}. */
   public NewJob withTraceContext(String traceContext) {
-    return new NewJob(id, type, queue, payloadJson, priority, maxAttempts, runAt, delayMs, context, idempotencyKey,
-        timeoutMs, idempotencyFingerprint, parentId, uniqueBase, unique, capability, traceContext);
+    return new NewJob(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        maxAttempts,
+        runAt,
+        delayMs,
+        context,
+        idempotencyKey,
+        timeoutMs,
+        idempotencyFingerprint,
+        parentId,
+        uniqueBase,
+        unique,
+        capability,
+        traceContext);
   }
 }

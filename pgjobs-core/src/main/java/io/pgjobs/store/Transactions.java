@@ -35,7 +35,8 @@ final class Transactions {
     try {
       c.setAutoCommit(autoCommit);
     } catch (SQLException e) {
-      // Committed: the work is done. Only a broken connection fails the reset (and its pool saw it fail,
+      // Committed: the work is done. Only a broken connection fails the reset (and its pool saw it
+      // fail,
       // through the proxy); reporting a failure now would make the caller do the work again.
     }
   }

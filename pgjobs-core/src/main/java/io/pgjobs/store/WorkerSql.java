@@ -9,7 +9,8 @@ final class WorkerSql {
   private WorkerSql() {}
 
   /** The dead-worker threshold of a worker that registered none (an older version): the default one. */
-  static final java.time.Duration DEFAULT_DEAD_AFTER = io.pgjobs.config.PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
+  static final java.time.Duration DEFAULT_DEAD_AFTER =
+      io.pgjobs.config.PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
 
   /**
    * One heartbeat of a worker, in one round trip: registers the worker (again, if maintenance removed it
@@ -27,8 +28,7 @@ final class WorkerSql {
    * <p>Parameters: held ids, worker id, tokens (jsonb), then the worker's row (id, host, pid, queues,
    * job types, stuck lanes, capabilities, held ids, dead-worker threshold in ms), then the waiting ids.
    */
-  static final String HEARTBEAT =
-      """
+  static final String HEARTBEAT = """
       WITH mine AS (
           SELECT j.id FROM {schema}.jobs AS j
            WHERE j.id = ANY (?) AND j.locked_by = ?
@@ -48,8 +48,7 @@ final class WorkerSql {
        WHERE j.id = ANY (ARRAY(SELECT id FROM mine)) AND EXISTS (SELECT 1 FROM worker)
       RETURNING j.id, j.cancel_requested""";
 
-  static final String DEREGISTER =
-      """
+  static final String DEREGISTER = """
       DELETE FROM {schema}.workers WHERE id = ?""";
 
   /**
@@ -66,8 +65,7 @@ final class WorkerSql {
    * Registered workers, with how many jobs each is running and whether it is alive as {@link #RESCUE}
    * judges it ({@link #WORKER_ALIVE}).
    */
-  static final String LIST =
-      """
+  static final String LIST = """
       SELECT w.id, w.host, w.pid, w.queues::text, w.job_types::text, w.started_at, w.last_heartbeat,
              (SELECT count(*) FROM {schema}.jobs j WHERE j.locked_by = w.id AND j.state = 'running') AS running,
              w.stuck_lanes, w.capabilities,
@@ -80,16 +78,14 @@ final class WorkerSql {
    * Takes or renews a lease: succeeds (returns a row) if nobody holds it, we hold it, or the holder
    * let it expire.
    */
-  static final String ACQUIRE_LEASE =
-      """
+  static final String ACQUIRE_LEASE = """
       INSERT INTO {schema}.leases (name, holder, expires_at)
       VALUES (?, ?, now() + ?::bigint * interval '1 millisecond')
       ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
        WHERE leases.holder = EXCLUDED.holder OR leases.expires_at < now()
       RETURNING holder""";
 
-  static final String RELEASE_LEASE =
-      """
+  static final String RELEASE_LEASE = """
       DELETE FROM {schema}.leases WHERE name = ? AND holder = ?""";
 
   /**
@@ -115,8 +111,7 @@ final class WorkerSql {
    *
    * <p>Parameters: dead-worker threshold (ms), stale threshold (ms), batch size.
    */
-  static final String RESCUE =
-      """
+  static final String RESCUE = """
       WITH bounds AS (
           SELECT now() - ?::bigint * interval '1 millisecond' AS dead_before,
                  now() - ?::bigint * interval '1 millisecond' AS stale_before,
@@ -146,8 +141,9 @@ final class WorkerSql {
           UPDATE {schema}.jobs AS j
              SET state = 'retrying', run_at = now(), locked_by = NULL, heartbeat_at = NULL, claim_token = NULL,
                  errors = j.errors || """
-          + JobSql.errorEntry("worker_lost", "'worker ' || locked_by || ' stopped heartbeating; job rescued'")
-          + """
+      + JobSql.errorEntry(
+          "worker_lost", "'worker ' || locked_by || ' stopped heartbeating; job rescued'")
+      + """
 
             FROM lost
            WHERE j.id = lost.id AND NOT j.prefetched AND j.attempts < j.max_attempts AND NOT j.cancel_requested
@@ -159,13 +155,14 @@ final class WorkerSql {
           RETURNING j.*
       ), moved AS (
       """
-          + JobSql.insertFinished(
-              "ended",
-              "CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END",
-              "errors || "
-                  + JobSql.errorEntry("worker_lost", "'worker ' || locked_by || ' stopped heartbeating; job ended'"),
-              "NULL")
-          + """
+      + JobSql.insertFinished(
+          "ended",
+          "CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END",
+          "errors || "
+              + JobSql.errorEntry(
+                  "worker_lost", "'worker ' || locked_by || ' stopped heartbeating; job ended'"),
+          "NULL")
+      + """
 
           RETURNING id
       ), woken AS (
@@ -217,11 +214,7 @@ final class WorkerSql {
            WHERE j.id = doomed.id AND j.state IN ('queued', 'retrying')
           RETURNING j.*
       ), moved AS (
-      """
-          + JobSql.insertFinished(
-              "ended",
-              "'failed'",
-              """
+      """ + JobSql.insertFinished("ended", "'failed'", """
               errors || jsonb_build_array(jsonb_build_object(
                   'attempt', attempts,
                   'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -231,17 +224,14 @@ final class WorkerSql {
                       || coalesce((SELECT string_agg(s.type, ', ' ORDER BY s.type) FROM served AS s
                                     WHERE s.queue = ended.queue), 'none')
                       || ') after a grace period of ' || (SELECT grace FROM args),
-                  'stackHead', NULL, 'worker', (SELECT leader FROM args)))""",
-              "NULL")
-          + """
+                  'stackHead', NULL, 'worker', (SELECT leader FROM args)))""", "NULL") + """
 
           RETURNING id
       )
       SELECT count(*) FROM moved""";
 
   /** Workers that stopped heartbeating without deregistering (killed processes). */
-  static final String REMOVE_DEAD_WORKERS =
-      """
+  static final String REMOVE_DEAD_WORKERS = """
       DELETE FROM {schema}.workers WHERE last_heartbeat < now() - ?::bigint * interval '1 millisecond'""";
 
   /**
@@ -250,8 +240,7 @@ final class WorkerSql {
    * as the planner's statistics last saw it ({@code pg_class.relpages}, set by vacuum and analyze), its
    * size in pages now, and its live rows as the statistics count them (kept like the dead ones).
    */
-  static final String HOT_TABLE_STATE =
-      """
+  static final String HOT_TABLE_STATE = """
       SELECT pg_stat_get_dead_tuples(c.oid), c.relpages,
              pg_relation_size(c.oid) / current_setting('block_size')::int,
              pg_stat_get_live_tuples(c.oid)
@@ -259,8 +248,7 @@ final class WorkerSql {
        WHERE c.oid = '{schema}.jobs'::regclass""";
 
   /** Refreshes the hot table's planner statistics; {@code SKIP_LOCKED} as {@link #VACUUM_HOT_TABLE}. */
-  static final String ANALYZE_HOT_TABLE =
-      """
+  static final String ANALYZE_HOT_TABLE = """
       ANALYZE (SKIP_LOCKED) {schema}.jobs""";
 
   /**
@@ -268,8 +256,7 @@ final class WorkerSql {
    * or prepared transaction with the oldest transaction id or snapshot, named with that id (so a new
    * holder, or the same session in a new transaction, reads differently). Null if nothing visible holds one.
    */
-  static final String HORIZON_HOLDER =
-      """
+  static final String HORIZON_HOLDER = """
       SELECT holder FROM (
           SELECT 'session ' || pid || ' ' || coalesce(backend_xid::text, '-') || ' ' || coalesce(backend_xmin::text, '-'),
                  greatest(age(backend_xid), age(backend_xmin))
@@ -291,8 +278,7 @@ final class WorkerSql {
    * transaction had grown the table to 273 MB). Must run outside a transaction. A table that emptied
    * after a peak gets {@link #VACUUM_HOT_TABLE_GIVING_PAGES_BACK} instead.
    */
-  static final String VACUUM_HOT_TABLE =
-      """
+  static final String VACUUM_HOT_TABLE = """
       VACUUM (SKIP_LOCKED, TRUNCATE false) {schema}.jobs""";
 
   /**
@@ -304,13 +290,11 @@ final class WorkerSql {
    * had checked by then: so the cut never queues in front of a claim, and a claim that arrives meanwhile
    * waits ~20 ms at most, not for the whole cut.
    */
-  static final String VACUUM_HOT_TABLE_GIVING_PAGES_BACK =
-      """
+  static final String VACUUM_HOT_TABLE_GIVING_PAGES_BACK = """
       VACUUM (SKIP_LOCKED, TRUNCATE true) {schema}.jobs""";
 
   /** Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys. */
-  static final String PRUNE_FINISHED =
-      """
+  static final String PRUNE_FINISHED = """
       WITH gone AS (
           DELETE FROM {schema}.finished_jobs
            WHERE id IN (SELECT id FROM {schema}.finished_jobs

@@ -53,7 +53,8 @@ public final class WorkerStore {
     this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
     this.analyzeHotTable = JobSql.forSchema(WorkerSql.ANALYZE_HOT_TABLE, schema);
     this.vacuumHotTable = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE, schema);
-    this.vacuumHotTableGivingPagesBack = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE_GIVING_PAGES_BACK, schema);
+    this.vacuumHotTableGivingPagesBack =
+        JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE_GIVING_PAGES_BACK, schema);
     this.horizonHolder = WorkerSql.HORIZON_HOLDER;
   }
 
@@ -64,10 +65,20 @@ public final class WorkerStore {
    *     dead as rescue does
    */
   public record Registration(
-      String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes,
-      Collection<String> capabilities, Duration deadAfter) {
+      String id,
+      String host,
+      long pid,
+      Map<String, Integer> queues,
+      Collection<String> jobTypes,
+      Collection<String> capabilities,
+      Duration deadAfter) {
     /** A worker without capabilities, with the default dead-worker threshold. */
-    public Registration(String id, String host, long pid, Map<String, Integer> queues, Collection<String> jobTypes) {
+    public Registration(
+        String id,
+        String host,
+        long pid,
+        Map<String, Integer> queues,
+        Collection<String> jobTypes) {
       this(id, host, pid, queues, jobTypes, List.of(), WorkerSql.DEFAULT_DEAD_AFTER);
     }
   }
@@ -83,7 +94,11 @@ public final class WorkerStore {
    * @return for each job renewed, whether its cancellation was asked
    */
   public Map<UUID, Boolean> heartbeat(
-      Connection connection, Registration worker, Map<UUID, Long> held, Collection<UUID> waiting, int stuckLanes,
+      Connection connection,
+      Registration worker,
+      Map<UUID, Long> held,
+      Collection<UUID> waiting,
+      int stuckLanes,
       Duration lockTimeout)
       throws SQLException {
     UUID[] ids = held.keySet().toArray(UUID[]::new);
@@ -91,12 +106,14 @@ public final class WorkerStore {
     boolean autoCommit = connection.getAutoCommit();
     connection.setAutoCommit(false);
     try {
-      try (PreparedStatement set = StatementDeadline.apply(connection.prepareStatement("SELECT set_config('lock_timeout', ?, true)"))) {
+      try (PreparedStatement set = StatementDeadline.apply(
+          connection.prepareStatement("SELECT set_config('lock_timeout', ?, true)"))) {
         set.setString(1, lockTimeout.toMillis() + "ms");
         set.execute();
       }
       Map<UUID, Boolean> result = new HashMap<>();
-      try (PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(heartbeat)))) {
+      try (PreparedStatement ps =
+          CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(heartbeat)))) {
         java.sql.Array heldIds = connection.createArrayOf("uuid", ids);
         ps.setArray(1, heldIds);
         ps.setString(2, worker.id());
@@ -151,19 +168,18 @@ public final class WorkerStore {
         PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(list));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
-        workers.add(
-            new WorkerInfo(
-                rs.getString(1),
-                rs.getString(2),
-                rs.getLong(3),
-                codec.mapper().readValue(rs.getString(4), new TypeReference<Map<String, Integer>>() {}),
-                codec.mapper().readValue(rs.getString(5), new TypeReference<List<String>>() {}),
-                rs.getTimestamp(6).toInstant(),
-                rs.getTimestamp(7).toInstant(),
-                rs.getLong(8),
-                rs.getInt(9),
-                List.of((String[]) rs.getArray(10).getArray()),
-                rs.getBoolean(11)));
+        workers.add(new WorkerInfo(
+            rs.getString(1),
+            rs.getString(2),
+            rs.getLong(3),
+            codec.mapper().readValue(rs.getString(4), new TypeReference<Map<String, Integer>>() {}),
+            codec.mapper().readValue(rs.getString(5), new TypeReference<List<String>>() {}),
+            rs.getTimestamp(6).toInstant(),
+            rs.getTimestamp(7).toInstant(),
+            rs.getLong(8),
+            rs.getInt(9),
+            List.of((String[]) rs.getArray(10).getArray()),
+            rs.getBoolean(11)));
       }
     }
     return workers;
@@ -210,9 +226,11 @@ public final class WorkerStore {
    * Rescues up to {@code limit} running jobs whose worker has not renewed its own row for
    * {@code deadAfter}, or whose own heartbeat is older than {@code staleAfter} (see {@link WorkerSql#RESCUE}).
    */
-  public RescueCounts rescue(Duration deadAfter, Duration staleAfter, int limit) throws SQLException {
+  public RescueCounts rescue(Duration deadAfter, Duration staleAfter, int limit)
+      throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(c.prepareStatement(rescue)))) {
+        PreparedStatement ps =
+            CustomPlan.apply(StatementDeadline.apply(c.prepareStatement(rescue)))) {
       ps.setLong(1, deadAfter.toMillis());
       ps.setLong(2, staleAfter.toMillis());
       ps.setInt(3, limit);
@@ -230,7 +248,8 @@ public final class WorkerStore {
    */
   public long failUnknownTypes(Duration grace, String leader, int limit) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = CustomPlan.apply(StatementDeadline.apply(c.prepareStatement(failUnknownTypes)))) {
+        PreparedStatement ps =
+            CustomPlan.apply(StatementDeadline.apply(c.prepareStatement(failUnknownTypes)))) {
       ps.setLong(1, grace.toMillis());
       ps.setString(2, grace.toString());
       ps.setString(3, leader);
@@ -329,7 +348,8 @@ public final class WorkerStore {
           if ("55P03".equals(w.getSQLState())) {
             return new Vacuum(VacuumOutcome.LOCKED, w.getMessage());
           }
-          if (w.getMessage() != null && w.getMessage().toLowerCase(java.util.Locale.ROOT).contains("skipping")) {
+          if (w.getMessage() != null
+              && w.getMessage().toLowerCase(java.util.Locale.ROOT).contains("skipping")) {
             return new Vacuum(VacuumOutcome.REFUSED, w.getMessage());
           }
         }

@@ -33,7 +33,8 @@ public interface JobTracing {
    */
   static JobTracing of(Object openTelemetry) {
     if (!ApiPresence.PRESENT) {
-      throw new IllegalArgumentException("the OpenTelemetry API (io.opentelemetry:opentelemetry-api) is not on the class path");
+      throw new IllegalArgumentException(
+          "the OpenTelemetry API (io.opentelemetry:opentelemetry-api) is not on the class path");
     }
     return OtelJobTracing.of(openTelemetry);
   }

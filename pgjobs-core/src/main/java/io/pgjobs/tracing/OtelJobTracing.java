@@ -50,7 +50,8 @@ final class OtelJobTracing implements JobTracing {
 
   static JobTracing of(Object openTelemetry) {
     if (!(Objects.requireNonNull(openTelemetry, "openTelemetry") instanceof OpenTelemetry otel)) {
-      throw new IllegalArgumentException("not an io.opentelemetry.api.OpenTelemetry: " + openTelemetry.getClass().getName());
+      throw new IllegalArgumentException("not an io.opentelemetry.api.OpenTelemetry: "
+          + openTelemetry.getClass().getName());
     }
     return new OtelJobTracing(otel);
   }
@@ -59,8 +60,10 @@ final class OtelJobTracing implements JobTracing {
   private Tracer tracer() {
     OpenTelemetry otel = fixed;
     if (otel == null) {
-      // isSet(), not get(): get() would register the no-op instance for good when nothing is registered
-      // yet, and the application's later GlobalOpenTelemetry.set() would then fail. The Java agent makes
+      // isSet(), not get(): get() would register the no-op instance for good when nothing is
+      // registered
+      // yet, and the application's later GlobalOpenTelemetry.set() would then fail. The Java agent
+      // makes
       // isSet() answer true.
       if (!GlobalOpenTelemetry.isSet()) {
         return null;
@@ -70,8 +73,10 @@ final class OtelJobTracing implements JobTracing {
     Tracing t = last;
     if (t == null || t.otel != otel) {
       TracerProvider provider = otel.getTracerProvider();
-      // The no-op provider (API without SDK): every span would be a no-op, so do not even build them.
-      t = new Tracing(otel, provider == TracerProvider.noop() ? null : provider.get(TracingNames.SCOPE));
+      // The no-op provider (API without SDK): every span would be a no-op, so do not even build
+      // them.
+      t = new Tracing(
+          otel, provider == TracerProvider.noop() ? null : provider.get(TracingNames.SCOPE));
       last = t;
     }
     return t.tracer;
@@ -85,15 +90,14 @@ final class OtelJobTracing implements JobTracing {
     if (tracer == null) {
       return Enqueue.NONE;
     }
-    SpanBuilder builder =
-        tracer
-            .spanBuilder(TracingNames.SEND + " " + queue)
-            .setSpanKind(SpanKind.PRODUCER)
-            .setAttribute(TracingNames.MESSAGING_SYSTEM, TracingNames.SYSTEM)
-            .setAttribute(TracingNames.DESTINATION, queue)
-            .setAttribute(TracingNames.OPERATION_TYPE, TracingNames.SEND)
-            .setAttribute(TracingNames.OPERATION_NAME, TracingNames.SEND)
-            .setAttribute(TracingNames.JOB_TYPE, type);
+    SpanBuilder builder = tracer
+        .spanBuilder(TracingNames.SEND + " " + queue)
+        .setSpanKind(SpanKind.PRODUCER)
+        .setAttribute(TracingNames.MESSAGING_SYSTEM, TracingNames.SYSTEM)
+        .setAttribute(TracingNames.DESTINATION, queue)
+        .setAttribute(TracingNames.OPERATION_TYPE, TracingNames.SEND)
+        .setAttribute(TracingNames.OPERATION_NAME, TracingNames.SEND)
+        .setAttribute(TracingNames.JOB_TYPE, type);
     if (bulk) {
       builder.setAttribute(TracingNames.BATCH_COUNT, (long) count);
     }
@@ -108,18 +112,17 @@ final class OtelJobTracing implements JobTracing {
     if (tracer == null) {
       return Run.NONE;
     }
-    SpanBuilder builder =
-        tracer
-            .spanBuilder(TracingNames.PROCESS + " " + job.queue())
-            .setSpanKind(SpanKind.CONSUMER)
-            .setAttribute(TracingNames.MESSAGING_SYSTEM, TracingNames.SYSTEM)
-            .setAttribute(TracingNames.DESTINATION, job.queue())
-            .setAttribute(TracingNames.OPERATION_TYPE, TracingNames.PROCESS)
-            .setAttribute(TracingNames.OPERATION_NAME, TracingNames.PROCESS)
-            .setAttribute(TracingNames.MESSAGE_ID, job.id().toString())
-            .setAttribute(TracingNames.JOB_TYPE, job.type())
-            .setAttribute(TracingNames.JOB_ATTEMPT, (long) job.attempt())
-            .setAttribute(TracingNames.JOB_MAX_ATTEMPTS, (long) job.maxAttempts());
+    SpanBuilder builder = tracer
+        .spanBuilder(TracingNames.PROCESS + " " + job.queue())
+        .setSpanKind(SpanKind.CONSUMER)
+        .setAttribute(TracingNames.MESSAGING_SYSTEM, TracingNames.SYSTEM)
+        .setAttribute(TracingNames.DESTINATION, job.queue())
+        .setAttribute(TracingNames.OPERATION_TYPE, TracingNames.PROCESS)
+        .setAttribute(TracingNames.OPERATION_NAME, TracingNames.PROCESS)
+        .setAttribute(TracingNames.MESSAGE_ID, job.id().toString())
+        .setAttribute(TracingNames.JOB_TYPE, job.type())
+        .setAttribute(TracingNames.JOB_ATTEMPT, (long) job.attempt())
+        .setAttribute(TracingNames.JOB_MAX_ATTEMPTS, (long) job.maxAttempts());
     Context enqueued = parse(job.traceContext());
     SpanContext producer = Span.fromContext(enqueued).getSpanContext();
     if (producer.isValid()) {
@@ -142,8 +145,10 @@ final class OtelJobTracing implements JobTracing {
     if (headers[0] == null) {
       return null;
     }
-    String text = headers[1] == null || headers[1].isEmpty() ? headers[0] : headers[0] + ';' + headers[1];
-    // A tracestate too long for the column is dropped (W3C lets an intermediary do so); the traceparent
+    String text =
+        headers[1] == null || headers[1].isEmpty() ? headers[0] : headers[0] + ';' + headers[1];
+    // A tracestate too long for the column is dropped (W3C lets an intermediary do so); the
+    // traceparent
     // alone still links the spans.
     return text.length() <= TracingNames.TRACE_CONTEXT_MAX_CHARS ? text : headers[0];
   }
@@ -156,39 +161,37 @@ final class OtelJobTracing implements JobTracing {
     return W3C.extract(Context.root(), text, GETTER);
   }
 
-  private static final TextMapSetter<String[]> SETTER =
-      (carrier, key, value) -> {
-        if ("traceparent".equals(key)) {
-          carrier[0] = value;
-        } else if ("tracestate".equals(key)) {
-          carrier[1] = value;
-        }
-      };
+  private static final TextMapSetter<String[]> SETTER = (carrier, key, value) -> {
+    if ("traceparent".equals(key)) {
+      carrier[0] = value;
+    } else if ("tracestate".equals(key)) {
+      carrier[1] = value;
+    }
+  };
 
   /**
    * Reads the stored text: the traceparent is everything before the first {@code ;} (it never holds
    * one), the tracestate everything after (its values may hold {@code ;}).
    */
-  private static final TextMapGetter<String> GETTER =
-      new TextMapGetter<>() {
-        @Override
-        public Iterable<String> keys(String carrier) {
-          return List.of("traceparent", "tracestate");
-        }
+  private static final TextMapGetter<String> GETTER = new TextMapGetter<>() {
+    @Override
+    public Iterable<String> keys(String carrier) {
+      return List.of("traceparent", "tracestate");
+    }
 
-        @Override
-        public String get(String carrier, String key) {
-          if (carrier == null) {
-            return null;
-          }
-          int semicolon = carrier.indexOf(';');
-          return switch (key) {
-            case "traceparent" -> semicolon < 0 ? carrier : carrier.substring(0, semicolon);
-            case "tracestate" -> semicolon < 0 ? null : carrier.substring(semicolon + 1);
-            default -> null;
-          };
-        }
+    @Override
+    public String get(String carrier, String key) {
+      if (carrier == null) {
+        return null;
+      }
+      int semicolon = carrier.indexOf(';');
+      return switch (key) {
+        case "traceparent" -> semicolon < 0 ? carrier : carrier.substring(0, semicolon);
+        case "tracestate" -> semicolon < 0 ? null : carrier.substring(semicolon + 1);
+        default -> null;
       };
+    }
+  };
 
   private record OtelEnqueue(Span span, Scope scope, String traceContext) implements Enqueue {
     @Override
@@ -234,8 +237,10 @@ final class OtelJobTracing implements JobTracing {
           span.recordException(failure);
         }
         if (isFailure(outcome)) {
-          span.setAttribute(TracingNames.ERROR_TYPE, failure != null ? failure.getClass().getName() : outcome);
-          span.setStatus(StatusCode.ERROR, failure != null ? String.valueOf(failure.getMessage()) : outcome);
+          span.setAttribute(
+              TracingNames.ERROR_TYPE, failure != null ? failure.getClass().getName() : outcome);
+          span.setStatus(
+              StatusCode.ERROR, failure != null ? String.valueOf(failure.getMessage()) : outcome);
         }
         span.end();
       }

@@ -25,24 +25,54 @@ final class ErrorEntries {
    * exception without a message is described by its class and its causes' first message, never as
    * {@code "null"}.
    */
-  static String of(PayloadCodec codec, ClaimedJob job, String workerId, String kind, Throwable failure, String message) {
+  static String of(
+      PayloadCodec codec,
+      ClaimedJob job,
+      String workerId,
+      String kind,
+      Throwable failure,
+      String message) {
     String text = message != null ? message : failure == null ? kind : describe(failure);
-    return entry(codec, job, workerId, kind, failure == null ? null : failure.getClass().getName(), text,
-        stackHead(failure), causes(failure));
+    return entry(
+        codec,
+        job,
+        workerId,
+        kind,
+        failure == null ? null : failure.getClass().getName(),
+        text,
+        stackHead(failure),
+        causes(failure));
   }
 
   /** An entry from its parts; a JSON array of one error object. */
   static String entry(
-      PayloadCodec codec, ClaimedJob job, String workerId, String kind, String errorClass, String message,
+      PayloadCodec codec,
+      ClaimedJob job,
+      String workerId,
+      String kind,
+      String errorClass,
+      String message,
       String stackHead) {
     return entry(codec, job, workerId, kind, errorClass, message, stackHead, null);
   }
 
   private static String entry(
-      PayloadCodec codec, ClaimedJob job, String workerId, String kind, String errorClass, String message,
-      String stackHead, String cause) {
-    return codec.write(List.of(new JobError(job.attempt(), Instant.now(), kind, storable(errorClass),
-        storable(bounded(message == null ? "" : message)), storable(stackHead), workerId,
+      PayloadCodec codec,
+      ClaimedJob job,
+      String workerId,
+      String kind,
+      String errorClass,
+      String message,
+      String stackHead,
+      String cause) {
+    return codec.write(List.of(new JobError(
+        job.attempt(),
+        Instant.now(),
+        kind,
+        storable(errorClass),
+        storable(bounded(message == null ? "" : message)),
+        storable(stackHead),
+        workerId,
         storable(cause == null ? null : bounded(cause)))));
   }
 
@@ -53,11 +83,12 @@ final class ErrorEntries {
       return own;
     }
     int depth = 0;
-    for (Throwable t = failure.getCause(); t != null && t != t.getCause() && depth < JobError.MAX_CAUSES;
+    for (Throwable t = failure.getCause();
+        t != null && t != t.getCause() && depth < JobError.MAX_CAUSES;
         t = t.getCause(), depth++) {
       if (t.getMessage() != null && !t.getMessage().isBlank()) {
-        return failure.getClass().getName() + " without a message; caused by " + t.getClass().getName() + ": "
-            + t.getMessage();
+        return failure.getClass().getName() + " without a message; caused by "
+            + t.getClass().getName() + ": " + t.getMessage();
       }
     }
     return failure.getClass().getName() + " without a message";
@@ -70,7 +101,9 @@ final class ErrorEntries {
     }
     StringBuilder out = new StringBuilder();
     int depth = 0;
-    for (Throwable t = failure.getCause(); t != null && depth < JobError.MAX_CAUSES; t = t.getCause(), depth++) {
+    for (Throwable t = failure.getCause();
+        t != null && depth < JobError.MAX_CAUSES;
+        t = t.getCause(), depth++) {
       if (!out.isEmpty()) {
         out.append('\n');
       }

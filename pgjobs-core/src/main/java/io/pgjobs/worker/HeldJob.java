@@ -13,6 +13,7 @@ final class HeldJob {
   private final long claimedAtNanos;
   /** {@link #WAITING}, {@link #MARKED} or {@link #STARTED}. */
   private final AtomicInteger phase = new AtomicInteger(WAITING);
+
   private volatile boolean cancelRequested;
 
   /** Claimed, not started, and no heartbeat has marked it {@code prefetched} in the database. */

@@ -23,7 +23,8 @@ final class HttpSupport {
 
   /** The library's version, from the resource the build writes (a jar's manifest is not there in tests). */
   static String version() {
-    try (java.io.InputStream in = HttpSupport.class.getResourceAsStream("/io/pgjobs/version.properties")) {
+    try (java.io.InputStream in =
+        HttpSupport.class.getResourceAsStream("/io/pgjobs/version.properties")) {
       if (in != null) {
         java.util.Properties p = new java.util.Properties();
         p.load(in);
@@ -40,7 +41,8 @@ final class HttpSupport {
 
   /** The {@link JobHttp} of one attempt. */
   JobHttp forJob(ClaimedJob job) {
-    return new JobHttp(client(), requestTimeout, userAgent + " (" + job.type() + ")", job.id(), job.attempt());
+    return new JobHttp(
+        client(), requestTimeout, userAgent + " (" + job.type() + ")", job.id(), job.attempt());
   }
 
   private HttpClient client() {
@@ -51,10 +53,12 @@ final class HttpSupport {
         if (c == null) {
           c = HttpClient.newBuilder()
               .connectTimeout(connectTimeout)
-              // Redirects are not followed: a job's request goes where its payload says, and a 3xx is
+              // Redirects are not followed: a job's request goes where its payload says, and a 3xx
+              // is
               // the handler's to judge (a redirect could otherwise carry a signed body elsewhere).
               .followRedirects(HttpClient.Redirect.NEVER)
-              // HTTP/1.1: the client's default (HTTP/2) asks plain-http receivers to upgrade ("Upgrade:
+              // HTTP/1.1: the client's default (HTTP/2) asks plain-http receivers to upgrade
+              // ("Upgrade:
               // h2c"), which many webhook endpoints and proxies refuse or mishandle.
               .version(HttpClient.Version.HTTP_1_1)
               .build();

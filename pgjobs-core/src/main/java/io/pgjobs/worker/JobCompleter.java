@@ -48,6 +48,7 @@ final class JobCompleter {
   private static final Logger log = LoggerFactory.getLogger(JobCompleter.class);
   /** The metric outcome of a write that found the job no longer its claim's. */
   static final String NOT_RECORDED = "not_recorded";
+
   private static final long MAX_BACKOFF_MS = 2_000;
   /**
    * How often a write that matched nothing while its claim still holds the job is tried again before
@@ -68,11 +69,13 @@ final class JobCompleter {
   private final ConcurrentLinkedQueue<ClaimedJob> giveBacks = new ConcurrentLinkedQueue<>();
   /** When the completer's thread tries {@link #giveBacks} next (System.nanoTime()), and its backoff. */
   private long nextGiveBackAt;
+
   private long giveBackBackoffMs;
   private volatile boolean stopping;
   private volatile long stopDeadline;
   /** Set when lane writes must give up at {@link #stopDeadline} (shutdown). */
   private volatile boolean writesBounded;
+
   private volatile String workerId;
   private Thread thread;
 
@@ -95,7 +98,8 @@ final class JobCompleter {
     }
   }
 
-  JobCompleter(ExecutionStore store, HeldJobs held, JobMetrics metrics, int maxBatch, int backlogLimit) {
+  JobCompleter(
+      ExecutionStore store, HeldJobs held, JobMetrics metrics, int maxBatch, int backlogLimit) {
     this.store = store;
     this.held = held;
     this.metrics = metrics;
@@ -140,7 +144,8 @@ final class JobCompleter {
       retryGiveBacks();
       batch.clear();
       batch.addAll(busy);
-      boolean retryingSkipped = !busy.isEmpty(); // their rows were locked a moment ago: write around them
+      boolean retryingSkipped =
+          !busy.isEmpty(); // their rows were locked a moment ago: write around them
       busy.clear();
       if (first != null) {
         batch.add(first);
@@ -155,8 +160,10 @@ final class JobCompleter {
       int size = batch.size();
       writeSuccesses(batch, busy, retryingSkipped);
       if (stopping && System.nanoTime() > stopDeadline && !busy.isEmpty()) {
-        log.error("could not record {} successes before shutdown (their rows stay locked by other transactions);"
-            + " those jobs stay running and will be rescued and run again", busy.size());
+        log.error(
+            "could not record {} successes before shutdown (their rows stay locked by other transactions);"
+                + " those jobs stay running and will be rescued and run again",
+            busy.size());
         busy.forEach(s -> held.remove(s.job().id(), s.job().claimToken()));
         busy.clear();
       }
@@ -193,12 +200,19 @@ final class JobCompleter {
           return;
         }
         if (stopping && System.nanoTime() > stopDeadline) {
-          log.error("could not record {} successes before shutdown ({}); those jobs stay running and will be"
-              + " rescued and run again", batch.size(), e.getMessage());
+          log.error(
+              "could not record {} successes before shutdown ({}); those jobs stay running and will be"
+                  + " rescued and run again",
+              batch.size(),
+              e.getMessage());
           batch.forEach(s -> held.remove(s.job().id(), s.job().claimToken()));
           return;
         }
-        log.warn("recording {} successes failed ({}); retrying in {} ms", batch.size(), e.getMessage(), backoffMs);
+        log.warn(
+            "recording {} successes failed ({}); retrying in {} ms",
+            batch.size(),
+            e.getMessage(),
+            backoffMs);
         if (!pause(backoffMs)) {
           return;
         }
@@ -219,7 +233,8 @@ final class JobCompleter {
     try {
       status = store.claimStatus(claims);
     } catch (SQLException | RuntimeException e) {
-      // Could not look: try them again (a fenced write matches nothing, a written one is found next time).
+      // Could not look: try them again (a fenced write matches nothing, a written one is found next
+      // time).
       busy.addAll(missing);
       return;
     }
@@ -228,10 +243,17 @@ final class JobCompleter {
       if (state == JobState.RUNNING) {
         busy.add(s); // skipped: another transaction holds the row
       } else if (state != null) {
-        done(s, label(state, "succeeded")); // written (by this statement, or an earlier try whose reply was lost)
+        done(
+            s,
+            label(
+                state,
+                "succeeded")); // written (by this statement, or an earlier try whose reply was
+        // lost)
       } else {
-        log.warn("job {} attempt {} was no longer this worker's claim; its success was not recorded",
-            s.job().id(), s.job().attempt());
+        log.warn(
+            "job {} attempt {} was no longer this worker's claim; its success was not recorded",
+            s.job().id(),
+            s.job().attempt());
         done(s, NOT_RECORDED);
       }
     }
@@ -241,15 +263,25 @@ final class JobCompleter {
    * A batch failed on its data: split it until the job that cannot be written is found, fail that job
    * with the reason, write the others.
    */
-  private void isolate(List<Success> batch, List<Success> busy, Exception cause, boolean skipLocked) {
+  private void isolate(
+      List<Success> batch, List<Success> busy, Exception cause, boolean skipLocked) {
     if (batch.size() == 1) {
       Success poisoned = batch.get(0);
       ClaimedJob job = poisoned.job();
       String reason = "output is not storable: " + describe(cause);
       log.error("job {}: {}; failing it", job.id(), reason);
-      String errorJson = ErrorEntries.entry(store.codec(), job, workerId, "unstorable_output",
-          cause.getClass().getName(), reason, null);
-      String label = write(job, Intent.FAIL, () -> store.finish(job.id(), job.claimToken(), JobState.FAILED, errorJson));
+      String errorJson = ErrorEntries.entry(
+          store.codec(),
+          job,
+          workerId,
+          "unstorable_output",
+          cause.getClass().getName(),
+          reason,
+          null);
+      String label = write(
+          job,
+          Intent.FAIL,
+          () -> store.finish(job.id(), job.claimToken(), JobState.FAILED, errorJson));
       metrics.completed(job.type(), label, Duration.ofNanos(poisoned.durationNanos()));
       return;
     }
@@ -298,46 +330,71 @@ final class JobCompleter {
         try {
           JobState state = write.run();
           if (state == null) {
-            // Matched nothing: the job is no longer this claim's, or an earlier try committed and its
-            // reply was lost (the row carries our token), or the claim still holds it. Only the first
-            // is "not recorded"; the last is tried again, never dropped while the heartbeat could keep it.
+            // Matched nothing: the job is no longer this claim's, or an earlier try committed and
+            // its
+            // reply was lost (the row carries our token), or the claim still holds it. Only the
+            // first
+            // is "not recorded"; the last is tried again, never dropped while the heartbeat could
+            // keep it.
             JobState now = store.claimStatus(Map.of(job.id(), job.claimToken())).get(job.id());
             if (now == JobState.RUNNING) {
               if (++stillOurs > STILL_OURS_TRIES) {
-                log.error("outcome '{}' of job {} matched nothing {} times although the claim still holds the"
-                    + " job; the job is left to rescue", intent.label, job.id(), STILL_OURS_TRIES);
+                log.error(
+                    "outcome '{}' of job {} matched nothing {} times although the claim still holds the"
+                        + " job; the job is left to rescue",
+                    intent.label,
+                    job.id(),
+                    STILL_OURS_TRIES);
                 return "error";
               }
-              log.warn("outcome '{}' of job {} matched nothing although the claim still holds the job; writing"
-                  + " it again", intent.label, job.id());
+              log.warn(
+                  "outcome '{}' of job {} matched nothing although the claim still holds the job; writing"
+                      + " it again",
+                  intent.label,
+                  job.id());
               if (!pause(backoffMs)) {
                 return "error";
               }
               backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
               continue;
             }
-            state = ambiguous ? now : null; // a row left by this claim's own earlier try, if there was one
+            state = ambiguous
+                ? now
+                : null; // a row left by this claim's own earlier try, if there was one
           }
           if (state == null) {
-            log.warn("job {} attempt {} was no longer this worker's claim; its outcome '{}' was not recorded",
-                job.id(), job.attempt(), intent.label);
+            log.warn(
+                "job {} attempt {} was no longer this worker's claim; its outcome '{}' was not recorded",
+                job.id(),
+                job.attempt(),
+                intent.label);
             return NOT_RECORDED;
           }
           return label(state, intent.label);
         } catch (SQLException | RuntimeException e) {
           if (!isTransient(e)) {
-            log.error("could not record outcome '{}' of job {} ({}); the job is left to rescue",
-                intent.label, job.id(), describe(e));
+            log.error(
+                "could not record outcome '{}' of job {} ({}); the job is left to rescue",
+                intent.label,
+                job.id(),
+                describe(e));
             return "error";
           }
           ambiguous = true;
           if ((stopping || writesBounded) && System.nanoTime() > stopDeadline) {
-            log.error("could not record outcome '{}' of job {} before shutdown ({}); rescue returns it to the queue",
-                intent.label, job.id(), e.getMessage());
+            log.error(
+                "could not record outcome '{}' of job {} before shutdown ({}); rescue returns it to the queue",
+                intent.label,
+                job.id(),
+                e.getMessage());
             return "error";
           }
-          log.warn("recording outcome '{}' of job {} failed ({}); retrying in {} ms",
-              intent.label, job.id(), e.getMessage(), backoffMs);
+          log.warn(
+              "recording outcome '{}' of job {} failed ({}); retrying in {} ms",
+              intent.label,
+              job.id(),
+              e.getMessage(),
+              backoffMs);
           if (!pause(backoffMs)) {
             return "error";
           }
@@ -365,12 +422,15 @@ final class JobCompleter {
     if (!result.again().isEmpty()) {
       for (ClaimedJob job : result.again()) {
         if (held.get(job.id()) == null) {
-          held.add(List.of(job)); // a claim whose reply was lost was never held: hold it while it waits
+          held.add(
+              List.of(job)); // a claim whose reply was lost was never held: hold it while it waits
         }
       }
       giveBacks.addAll(result.again());
-      log.info("{} of {} claimed jobs could not be given back yet (row held by another transaction); trying again",
-          result.again().size(), jobs.size());
+      log.info(
+          "{} of {} claimed jobs could not be given back yet (row held by another transaction); trying again",
+          result.again().size(),
+          jobs.size());
     }
     return result.given();
   }
@@ -388,11 +448,15 @@ final class JobCompleter {
       written = store.unclaim(workerId, jobs);
     } catch (SQLException | RuntimeException e) {
       if (!isTransient(e)) {
-        log.warn("could not give {} claimed jobs back ({}); rescue returns them", jobs.size(), describe(e));
+        log.warn(
+            "could not give {} claimed jobs back ({}); rescue returns them",
+            jobs.size(),
+            describe(e));
         jobs.forEach(j -> held.remove(j.id(), j.claimToken()));
         return new GiveBack(0, List.of());
       }
-      log.warn("giving {} claimed jobs back failed ({}); trying again", jobs.size(), e.getMessage());
+      log.warn(
+          "giving {} claimed jobs back failed ({}); trying again", jobs.size(), e.getMessage());
       return new GiveBack(0, jobs);
     }
     int given = written.size();
@@ -408,7 +472,8 @@ final class JobCompleter {
       try {
         status = store.claimStatus(missing);
       } catch (SQLException | RuntimeException e) {
-        status = null; // could not look: try them all again (one already written then matches nothing)
+        status =
+            null; // could not look: try them all again (one already written then matches nothing)
       }
       for (ClaimedJob job : jobs) {
         if (!missing.containsKey(job.id())) {
@@ -454,8 +519,10 @@ final class JobCompleter {
       return;
     }
     if (stopping && System.nanoTime() > stopDeadline) {
-      log.error("could not give {} claimed jobs back before shutdown (their rows stay locked by other transactions);"
-          + " rescue returns them", result.again().size());
+      log.error(
+          "could not give {} claimed jobs back before shutdown (their rows stay locked by other transactions);"
+              + " rescue returns them",
+          result.again().size());
       result.again().forEach(j -> held.remove(j.id(), j.claimToken()));
       return;
     }
@@ -481,7 +548,9 @@ final class JobCompleter {
    */
   static boolean isTransient(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLTransientException || t instanceof SQLRecoverableException || t instanceof java.io.IOException) {
+      if (t instanceof SQLTransientException
+          || t instanceof SQLRecoverableException
+          || t instanceof java.io.IOException) {
         return true;
       }
       if (t instanceof SQLException sql) {
@@ -489,8 +558,13 @@ final class JobCompleter {
         if (state == null) {
           continue;
         }
-        if (state.startsWith("08") || state.startsWith("57P") || state.startsWith("53") || state.startsWith("40")
-            || state.equals("55P03") || state.equals("57014") || state.equals("25006")) {
+        if (state.startsWith("08")
+            || state.startsWith("57P")
+            || state.startsWith("53")
+            || state.startsWith("40")
+            || state.equals("55P03")
+            || state.equals("57014")
+            || state.equals("25006")) {
           return true;
         }
         return false;

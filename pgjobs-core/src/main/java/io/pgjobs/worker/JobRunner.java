@@ -43,6 +43,7 @@ final class JobRunner {
   private final ExecutionStore store;
   /** Clears the {@code prefetched} marks of jobs lanes start, many per statement. */
   private final PrefetchMarks prefetchMarks;
+
   private final Map<String, HandlerRegistration<?>> handlers;
   private final JobCompleter completer;
   private final HeldJobs held;
@@ -102,7 +103,8 @@ final class JobRunner {
    * runtime's own cost; the price is that a timeout fires up to {@link #WATCHDOG_PERIOD_MS} ms late.
    */
   void startWatchdog() {
-    timers.scheduleWithFixedDelay(this::watch, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS, TimeUnit.MILLISECONDS);
+    timers.scheduleWithFixedDelay(
+        this::watch, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS, TimeUnit.MILLISECONDS);
   }
 
   private void watch() {
@@ -123,16 +125,35 @@ final class JobRunner {
     running.remove(attempt);
     int stuck = stuckLanes.incrementAndGet();
     StopReason reason = attempt.stopReason();
-    log.error("job {} (type {}) ignored its stop ({}) for {}; recording its outcome without it and letting it go"
+    log.error(
+        "job {} (type {}) ignored its stop ({}) for {}; recording its outcome without it and letting it go"
             + " ({} stuck lanes on this worker)",
-        job.id(), job.type(), reason, Duration.ofNanos(stuckGraceNanos), stuck);
+        job.id(),
+        job.type(),
+        reason,
+        Duration.ofNanos(stuckGraceNanos),
+        stuck);
     Thread writer = Thread.ofVirtual().name("pgjobs-let-go-" + job.id()).unstarted(() -> {
       try {
         String label = switch (reason) {
-          case TIMEOUT -> failed(attempt, null, new IllegalStateException(
-              "the handler ignored the interrupt at its timeout and was let go"), "timeout");
-          case CANCEL -> finish(job, JobCompleter.Intent.CANCEL,
-              ErrorEntries.of(store.codec(), job, workerId, "cancelled", null, "cancelled while running; the handler ignored the interrupt"));
+          case TIMEOUT ->
+            failed(
+                attempt,
+                null,
+                new IllegalStateException(
+                    "the handler ignored the interrupt at its timeout and was let go"),
+                "timeout");
+          case CANCEL ->
+            finish(
+                job,
+                JobCompleter.Intent.CANCEL,
+                ErrorEntries.of(
+                    store.codec(),
+                    job,
+                    workerId,
+                    "cancelled",
+                    null,
+                    "cancelled while running; the handler ignored the interrupt"));
           case SHUTDOWN, LOST -> release(job, reason, null);
         };
         metrics.completed(job.type(), label, Duration.ZERO);
@@ -226,7 +247,8 @@ final class JobRunner {
     if (!heldJob.startUnmarked() && !clearPrefetchedMark(heldJob)) {
       return;
     }
-    RunningJob attempt = new RunningJob(job, store, workerId, progressThrottleNanos, http, children);
+    RunningJob attempt =
+        new RunningJob(job, store, workerId, progressThrottleNanos, http, children);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
     StopReason all = stopAll;
@@ -252,7 +274,10 @@ final class JobRunner {
       running.remove(attempt);
       if (attempt.letGo()) {
         int stuck = stuckLanes.decrementAndGet();
-        log.warn("the handler of job {} that was let go has returned ({} stuck lanes left)", job.id(), stuck);
+        log.warn(
+            "the handler of job {} that was let go has returned ({} stuck lanes left)",
+            job.id(),
+            stuck);
       }
       Thread.interrupted(); // a late timeout or stop interrupt must not leak into the next task
       MDC.clear();
@@ -276,7 +301,8 @@ final class JobRunner {
       held.remove(job.id(), job.claimToken());
       return false;
     } catch (SQLException | RuntimeException e) {
-      log.warn("could not mark job {} started ({}); giving it back unstarted", job.id(), e.getMessage());
+      log.warn(
+          "could not mark job {} started ({}); giving it back unstarted", job.id(), e.getMessage());
       completer.unclaim(java.util.List.of(job));
       return false;
     }
@@ -285,10 +311,17 @@ final class JobRunner {
   private <P> void runHandler(RunningJob attempt, HandlerRegistration<P> registration) {
     ClaimedJob job = attempt.job();
     metrics.started(job.type());
-    // One line per start and finish at debug (the CLI's --log-level debug); MDC holds the job's fields.
-    log.debug("job {} ({}) attempt {}/{} started", job.id(), job.type(), job.attempt(), job.maxAttempts());
+    // One line per start and finish at debug (the CLI's --log-level debug); MDC holds the job's
+    // fields.
+    log.debug(
+        "job {} ({}) attempt {}/{} started",
+        job.id(),
+        job.type(),
+        job.attempt(),
+        job.maxAttempts());
     long started = System.nanoTime();
-    // The attempt's span is current from here to its outcome, so the handler's own spans nest under it.
+    // The attempt's span is current from here to its outcome, so the handler's own spans nest under
+    // it.
     io.pgjobs.tracing.JobTracing.Run span = tracing.startRun(job);
     String label = null;
     boolean returned = false;
@@ -297,15 +330,22 @@ final class JobRunner {
       returned = true;
     } finally {
       // null: a batched success, or a handler the watchdog let go (it recorded the outcome itself).
-      span.end(!returned ? "error" : label != null ? label : attempt.letGo() ? "let_go" : "succeeded");
+      span.end(
+          !returned ? "error" : label != null ? label : attempt.letGo() ? "let_go" : "succeeded");
     }
     long nanos = System.nanoTime() - started;
     if (label != null) {
       metrics.completed(job.type(), label, Duration.ofNanos(nanos));
     }
     if (log.isDebugEnabled()) {
-      log.debug("job {} ({}) attempt {}/{} finished in {} ms: {}", job.id(), job.type(), job.attempt(),
-          job.maxAttempts(), nanos / 1_000_000, label == null ? "succeeded, written with a batch (or let go: see the warning)" : label);
+      log.debug(
+          "job {} ({}) attempt {}/{} finished in {} ms: {}",
+          job.id(),
+          job.type(),
+          job.attempt(),
+          job.maxAttempts(),
+          nanos / 1_000_000,
+          label == null ? "succeeded, written with a batch (or let go: see the warning)" : label);
     }
   }
 
@@ -315,7 +355,10 @@ final class JobRunner {
    * handler was let go).
    */
   private <P> String runAndRecord(
-      RunningJob attempt, HandlerRegistration<P> registration, long started, io.pgjobs.tracing.JobTracing.Run span) {
+      RunningJob attempt,
+      HandlerRegistration<P> registration,
+      long started,
+      io.pgjobs.tracing.JobTracing.Run span) {
     ClaimedJob job = attempt.job();
     JobType<P> type = registration.type();
     P payload;
@@ -325,8 +368,15 @@ final class JobRunner {
       // A payload that does not fit its class never will: no point retrying.
       span.failure(e);
       attempt.takeOutcome();
-      return finish(job, JobCompleter.Intent.FAIL, error(job, "invalid_payload", e,
-          "payload does not fit " + type.payloadClass().getName() + ": " + e.getOriginalMessage()));
+      return finish(
+          job,
+          JobCompleter.Intent.FAIL,
+          error(
+              job,
+              "invalid_payload",
+              e,
+              "payload does not fit " + type.payloadClass().getName() + ": "
+                  + e.getOriginalMessage()));
     }
     attempt.setDeadline(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutOf(job, type)));
     Object output = null;
@@ -345,7 +395,9 @@ final class JobRunner {
       attempt.leaveHandler();
     }
     if (!attempt.takeOutcome()) {
-      log.warn("job {}: the handler returned after it was let go; its outcome is not recorded", job.id());
+      log.warn(
+          "job {}: the handler returned after it was let go; its outcome is not recorded",
+          job.id());
       return null;
     }
     attempt.flushProgress();
@@ -356,7 +408,9 @@ final class JobRunner {
       return succeeded(attempt, output, started);
     }
     if (failure instanceof SnoozeJobException snooze) {
-      return completer.write(job, JobCompleter.Intent.SNOOZE,
+      return completer.write(
+          job,
+          JobCompleter.Intent.SNOOZE,
           () -> store.snooze(job.id(), job.claimToken(), snooze.delay().toMillis()));
     }
     if (failure instanceof DiscardJobException discard) {
@@ -377,7 +431,8 @@ final class JobRunner {
     try {
       stillRunning = store.isRunning(job.id(), job.claimToken());
     } catch (SQLException e) {
-      log.warn("could not check the in-transaction completion of job {}: {}", job.id(), e.getMessage());
+      log.warn(
+          "could not check the in-transaction completion of job {}: {}", job.id(), e.getMessage());
       held.remove(job.id(), job.claimToken()); // rescue settles it if it did not commit
       return "error";
     }
@@ -388,8 +443,12 @@ final class JobRunner {
     if (failure != null) {
       return failed(attempt, null, failure);
     }
-    return failed(attempt, null, new IllegalStateException(
-        "the handler completed the job in a transaction that did not commit"), "transaction_rolled_back");
+    return failed(
+        attempt,
+        null,
+        new IllegalStateException(
+            "the handler completed the job in a transaction that did not commit"),
+        "transaction_rolled_back");
   }
 
   private String succeeded(RunningJob attempt, Object output, long started) {
@@ -397,7 +456,10 @@ final class JobRunner {
     if (attempt.stopReason() == StopReason.CANCEL) {
       // Cancellation was asked and the handler returned (a cooperative handler returns early): the
       // job ends cancelled, as asked, not succeeded.
-      return finish(job, JobCompleter.Intent.CANCEL, error(job, "cancelled", null, "cancelled while running"));
+      return finish(
+          job,
+          JobCompleter.Intent.CANCEL,
+          error(job, "cancelled", null, "cancelled while running"));
     }
     String json;
     try {
@@ -416,7 +478,10 @@ final class JobRunner {
     }
     if (reason == StopReason.CANCEL) {
       ClaimedJob job = attempt.job();
-      return finish(job, JobCompleter.Intent.CANCEL, error(job, "cancelled", failure, "cancelled while running"));
+      return finish(
+          job,
+          JobCompleter.Intent.CANCEL,
+          error(job, "cancelled", failure, "cancelled while running"));
     }
     if (reason == StopReason.TIMEOUT) {
       return failed(attempt, type, failure, "timeout");
@@ -429,26 +494,41 @@ final class JobRunner {
         ? "interrupted: the worker lost contact with the database for too long and stopped its jobs"
         : "interrupted: the worker shut down before the job finished";
     log.info("job {} interrupted ({}); back to the queue", job.id(), reason);
-    String errorJson = error(job, reason == StopReason.LOST ? "worker_lost" : "shutdown", failure, why);
-    return completer.write(job, JobCompleter.Intent.RELEASE,
+    String errorJson =
+        error(job, reason == StopReason.LOST ? "worker_lost" : "shutdown", failure, why);
+    return completer.write(
+        job,
+        JobCompleter.Intent.RELEASE,
         () -> store.release(job.id(), job.claimToken(), errorJson));
   }
 
   private String failed(RunningJob attempt, JobType<?> type, Throwable failure, String kind) {
     ClaimedJob job = attempt.job();
-    String message =
-        "timeout".equals(kind)
-            ? "timed out after " + Duration.ofMillis(timeoutOf(job, type)) + " (" + failure + ")"
-            : null;
+    String message = "timeout".equals(kind)
+        ? "timed out after " + Duration.ofMillis(timeoutOf(job, type)) + " (" + failure + ")"
+        : null;
     String errorJson = error(job, kind, failure, message);
     if (job.attempt() >= job.maxAttempts()) {
-      log.warn("job {} failed on its last attempt ({}/{}): {}", job.id(), job.attempt(), job.maxAttempts(), failure.toString());
+      log.warn(
+          "job {} failed on its last attempt ({}/{}): {}",
+          job.id(),
+          job.attempt(),
+          job.maxAttempts(),
+          failure.toString());
       return finish(job, JobCompleter.Intent.FAIL, errorJson);
     }
     JobType<?> resolved = type != null ? type : handlers.get(job.type()).type();
     long delayMs = resolved.retryPolicy().delay(job.attempt(), random).toMillis();
-    log.info("job {} attempt {}/{} failed ({}); retrying in {} ms", job.id(), job.attempt(), job.maxAttempts(), failure.toString(), delayMs);
-    return completer.write(job, JobCompleter.Intent.RETRY,
+    log.info(
+        "job {} attempt {}/{} failed ({}); retrying in {} ms",
+        job.id(),
+        job.attempt(),
+        job.maxAttempts(),
+        failure.toString(),
+        delayMs);
+    return completer.write(
+        job,
+        JobCompleter.Intent.RETRY,
         () -> store.retryLater(job.id(), job.claimToken(), delayMs, errorJson));
   }
 
@@ -474,10 +554,14 @@ final class JobRunner {
       age = store.createdAgo(job.id(), job.claimToken());
     } catch (SQLException | RuntimeException e) {
       age = Duration.ZERO; // cannot tell: look again later rather than fail a job that may be new
-      log.debug("could not read the age of job {} ({}); treating it as within the grace", job.id(), e.getMessage());
+      log.debug(
+          "could not read the age of job {} ({}); treating it as within the grace",
+          job.id(),
+          e.getMessage());
     }
     if (age == null) {
-      log.warn("job {} was no longer this worker's claim when its unknown type was handled", job.id());
+      log.warn(
+          "job {} was no longer this worker's claim when its unknown type was handled", job.id());
       held.remove(job.id(), job.claimToken());
       return;
     }
@@ -485,24 +569,41 @@ final class JobRunner {
     if (age.compareTo(unknownTypeGrace) < 0) {
       // Another worker may know this type: give it back without spending an attempt, and look again
       // later. After the grace period, fail it loudly rather than let it wait forever.
-      long retryMs = Math.max(1_000, Math.min(30_000, unknownTypeGrace.minus(age).toMillis()));
-      log.warn("no handler for job type '{}' (job {}) on worker {}; known: {}; will look again in {} ms",
-          job.type(), job.id(), workerId, known, retryMs);
-      completer.write(job, JobCompleter.Intent.SNOOZE, () -> store.snooze(job.id(), job.claimToken(), retryMs));
+      long retryMs =
+          Math.max(1_000, Math.min(30_000, unknownTypeGrace.minus(age).toMillis()));
+      log.warn(
+          "no handler for job type '{}' (job {}) on worker {}; known: {}; will look again in {} ms",
+          job.type(),
+          job.id(),
+          workerId,
+          known,
+          retryMs);
+      completer.write(
+          job, JobCompleter.Intent.SNOOZE, () -> store.snooze(job.id(), job.claimToken(), retryMs));
       return;
     }
     String message = "no handler registered for job type '" + job.type() + "' on worker " + workerId
         + " (known types: " + (known.isEmpty() ? "none" : known) + ") after a grace period of "
         + unknownTypeGrace;
     log.error(message + "; job {} failed", job.id());
-    String label = finish(job, JobCompleter.Intent.FAIL,
-        ErrorEntries.entry(store.codec(), job, workerId, "unknown_type", "io.pgjobs.UnknownJobType", message, null));
+    String label = finish(
+        job,
+        JobCompleter.Intent.FAIL,
+        ErrorEntries.entry(
+            store.codec(),
+            job,
+            workerId,
+            "unknown_type",
+            "io.pgjobs.UnknownJobType",
+            message,
+            null));
     metrics.completed(job.type(), label, Duration.ZERO);
   }
 
   private String finish(ClaimedJob job, JobCompleter.Intent intent, String errorJson) {
     JobState state = intent == JobCompleter.Intent.CANCEL ? JobState.CANCELLED : JobState.FAILED;
-    return completer.write(job, intent, () -> store.finish(job.id(), job.claimToken(), state, errorJson));
+    return completer.write(
+        job, intent, () -> store.finish(job.id(), job.claimToken(), state, errorJson));
   }
 
   private String error(ClaimedJob job, String kind, Throwable failure, String message) {

@@ -3,6 +3,9 @@ package io.pgjobs.worker;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobHandler;
 import io.pgjobs.JobType;
+import io.pgjobs.config.DurationText;
+import io.pgjobs.config.PgJobsSettings;
+import io.pgjobs.config.Setting;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.metrics.JobMetrics;
@@ -12,13 +15,9 @@ import io.pgjobs.store.Channels;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.store.WorkerStore;
-import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.sql.Connection;
 import java.sql.SQLException;
-import io.pgjobs.config.DurationText;
-import io.pgjobs.config.PgJobsSettings;
-import io.pgjobs.config.Setting;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -72,29 +71,39 @@ public final class JobWorker implements AutoCloseable {
   /** How often an idle queue is polled when no notification arrives ({@link PgJobsSettings#POLL_INTERVAL}). */
   public static final Duration DEFAULT_POLL_INTERVAL = PgJobsSettings.POLL_INTERVAL.defaultValue();
   /** How long running jobs get to finish on {@link #close()} ({@link PgJobsSettings#SHUTDOWN_GRACE}). */
-  public static final Duration DEFAULT_SHUTDOWN_GRACE = PgJobsSettings.SHUTDOWN_GRACE.defaultValue();
+  public static final Duration DEFAULT_SHUTDOWN_GRACE =
+      PgJobsSettings.SHUTDOWN_GRACE.defaultValue();
   /**
    * How long a due job of a type no live worker serving its queue runs waits before it is failed
    * ({@link PgJobsSettings#UNKNOWN_TYPE_GRACE}).
    */
-  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE = PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue();
+  public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE =
+      PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue();
   /** Least time between two persisted progress updates of one job ({@link PgJobsSettings#PROGRESS_THROTTLE}). */
-  public static final Duration DEFAULT_PROGRESS_THROTTLE = PgJobsSettings.PROGRESS_THROTTLE.defaultValue();
+  public static final Duration DEFAULT_PROGRESS_THROTTLE =
+      PgJobsSettings.PROGRESS_THROTTLE.defaultValue();
   /** How long a handler asked to stop may go on before it is let go ({@link PgJobsSettings#STUCK_HANDLER_GRACE}). */
-  public static final Duration DEFAULT_STUCK_HANDLER_GRACE = PgJobsSettings.STUCK_HANDLER_GRACE.defaultValue();
+  public static final Duration DEFAULT_STUCK_HANDLER_GRACE =
+      PgJobsSettings.STUCK_HANDLER_GRACE.defaultValue();
   /**
    * How long a job claimed ahead may wait for a lane before it goes back to the queue
    * ({@link PgJobsSettings#PREFETCH_HOLD}).
    */
   public static final Duration DEFAULT_PREFETCH_HOLD = PgJobsSettings.PREFETCH_HOLD.defaultValue();
   /** Connect timeout of handlers' HTTP, {@code ctx.http()} ({@link PgJobsSettings#HTTP_CONNECT_TIMEOUT}). */
-  public static final Duration DEFAULT_HTTP_CONNECT_TIMEOUT = PgJobsSettings.HTTP_CONNECT_TIMEOUT.defaultValue();
+  public static final Duration DEFAULT_HTTP_CONNECT_TIMEOUT =
+      PgJobsSettings.HTTP_CONNECT_TIMEOUT.defaultValue();
   /** Request timeout of handlers' HTTP, {@code ctx.http()} ({@link PgJobsSettings#HTTP_REQUEST_TIMEOUT}). */
-  public static final Duration DEFAULT_HTTP_REQUEST_TIMEOUT = PgJobsSettings.HTTP_REQUEST_TIMEOUT.defaultValue();
+  public static final Duration DEFAULT_HTTP_REQUEST_TIMEOUT =
+      PgJobsSettings.HTTP_REQUEST_TIMEOUT.defaultValue();
   /** Most successes written per statement ({@link PgJobsSettings#COMPLETION_BATCH}). */
   public static final int DEFAULT_COMPLETION_BATCH = PgJobsSettings.COMPLETION_BATCH.defaultValue();
 
-  private enum Phase { NEW, RUNNING, STOPPED }
+  private enum Phase {
+    NEW,
+    RUNNING,
+    STOPPED
+  }
 
   private final String workerId;
   private final AdminStore store;
@@ -127,120 +136,151 @@ public final class JobWorker implements AutoCloseable {
     this.recurringStore = new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema);
     PayloadCodec codec = new PayloadCodec(b.mapper);
     this.store = new AdminStore(b.dataSource, b.schema, codec);
-    // Claims only the types registered here: a job of another type is left to a worker that runs it.
-    ExecutionStore execution = new ExecutionStore(b.dataSource, b.schema, codec, b.capabilities, b.handlers.keySet());
-    io.pgjobs.tracing.JobTracing tracing = b.tracing != null ? b.tracing : io.pgjobs.tracing.JobTracing.detect();
+    // Claims only the types registered here: a job of another type is left to a worker that runs
+    // it.
+    ExecutionStore execution =
+        new ExecutionStore(b.dataSource, b.schema, codec, b.capabilities, b.handlers.keySet());
+    io.pgjobs.tracing.JobTracing tracing =
+        b.tracing != null ? b.tracing : io.pgjobs.tracing.JobTracing.detect();
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
     this.separateListenSource = b.listenDataSource != null;
     this.pollInterval = b.pollInterval;
     this.metrics = b.metrics;
-    this.completions =
-        new JobCompleter(execution, held, metrics, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
+    this.completions = new JobCompleter(
+        execution, held, metrics, b.completionBatch, Math.max(10_000, b.completionBatch * 10));
     this.http = new HttpSupport(b.httpConnectTimeout, b.httpRequestTimeout);
-    this.handlerThreads =
-        Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-job-", 0).factory());
-    ScheduledThreadPoolExecutor timerPool =
-        new ScheduledThreadPoolExecutor(
-            1, r -> Thread.ofPlatform().daemon().name("pgjobs-timers-" + workerId).unstarted(r));
+    this.handlerThreads = Executors.newThreadPerTaskExecutor(
+        Thread.ofVirtual().name("pgjobs-job-", 0).factory());
+    ScheduledThreadPoolExecutor timerPool = new ScheduledThreadPoolExecutor(
+        1, r -> Thread.ofPlatform().daemon().name("pgjobs-timers-" + workerId).unstarted(r));
     this.timers = timerPool;
-    this.runner =
-        new JobRunner(
-            execution, Map.copyOf(b.handlers), completions, held, timers, metrics, workerId, b.unknownTypeGrace,
-            b.progressThrottle, b.stuckHandlerGrace, b.random, http,
-            JobClient.builder(b.dataSource).schema(b.schema).jsonMapper(b.mapper).metrics(b.metrics)
-                .tracing(tracing).build(),
-            tracing);
+    this.runner = new JobRunner(
+        execution,
+        Map.copyOf(b.handlers),
+        completions,
+        held,
+        timers,
+        metrics,
+        workerId,
+        b.unknownTypeGrace,
+        b.progressThrottle,
+        b.stuckHandlerGrace,
+        b.random,
+        http,
+        JobClient.builder(b.dataSource)
+            .schema(b.schema)
+            .jsonMapper(b.mapper)
+            .metrics(b.metrics)
+            .tracing(tracing)
+            .build(),
+        tracing);
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
       b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));
     }
-    queues.forEach(
-        (queue, concurrency) -> {
-          QueuePoller poller =
-              new QueuePoller(queue, concurrency, b.claimBatch, b.pollInterval, execution, runner, completions,
-                  held, handlerThreads, workerId, b.prefetchHold);
-          pollers.add(poller);
-          pollersByQueue.put(queue, poller);
-        });
-    this.listener =
-        new JobNotificationListener(
-            // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct connection.
-            b.listenDataSource != null ? b.listenDataSource : b.dataSource,
-            this::readyListenerConnection,
-            this::listenerConnected,
-            Map.of(
-                Channels.ready(b.schema),
-                (queue, connection) -> {
-                  QueuePoller poller = pollersByQueue.get(queue);
-                  if (poller != null) {
-                    poller.notified(connection);
-                  }
-                },
-                Channels.cancel(b.schema),
-                (jobId, connection) -> {
-                  try {
-                    runner.cancel(UUID.fromString(jobId));
-                  } catch (IllegalArgumentException e) {
-                    log.warn("ignoring cancel notification with payload '{}'", jobId);
-                  }
-                }));
+    queues.forEach((queue, concurrency) -> {
+      QueuePoller poller = new QueuePoller(
+          queue,
+          concurrency,
+          b.claimBatch,
+          b.pollInterval,
+          execution,
+          runner,
+          completions,
+          held,
+          handlerThreads,
+          workerId,
+          b.prefetchHold);
+      pollers.add(poller);
+      pollersByQueue.put(queue, poller);
+    });
+    this.listener = new JobNotificationListener(
+        // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct
+        // connection.
+        b.listenDataSource != null ? b.listenDataSource : b.dataSource,
+        this::readyListenerConnection,
+        this::listenerConnected,
+        Map.of(
+            Channels.ready(b.schema),
+            (queue, connection) -> {
+              QueuePoller poller = pollersByQueue.get(queue);
+              if (poller != null) {
+                poller.notified(connection);
+              }
+            },
+            Channels.cancel(b.schema),
+            (jobId, connection) -> {
+              try {
+                runner.cancel(UUID.fromString(jobId));
+              } catch (IllegalArgumentException e) {
+                log.warn("ignoring cancel notification with payload '{}'", jobId);
+              }
+            }));
     WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, codec);
-    WorkerStore.Registration registration =
-        new WorkerStore.Registration(
-            workerId, hostName(), ProcessHandle.current().pid(), Map.copyOf(queues), List.copyOf(b.handlers.keySet()),
-            execution.capabilities(), b.workerDeadAfter);
-    Duration heartbeatInterval =
-        b.heartbeatInterval != null
-            ? b.heartbeatInterval
-            : min(min(b.staleThreshold.dividedBy(10), b.workerDeadAfter.dividedBy(4)), Duration.ofSeconds(30));
+    WorkerStore.Registration registration = new WorkerStore.Registration(
+        workerId,
+        hostName(),
+        ProcessHandle.current().pid(),
+        Map.copyOf(queues),
+        List.copyOf(b.handlers.keySet()),
+        execution.capabilities(),
+        b.workerDeadAfter);
+    Duration heartbeatInterval = b.heartbeatInterval != null
+        ? b.heartbeatInterval
+        : min(
+            min(b.staleThreshold.dividedBy(10), b.workerDeadAfter.dividedBy(4)),
+            Duration.ofSeconds(30));
     if (heartbeatInterval.compareTo(b.staleThreshold) >= 0) {
-      throw new IllegalArgumentException(
-          "heartbeat interval (" + heartbeatInterval + ") must be shorter than the stale threshold ("
-              + b.staleThreshold + "), or live jobs would be rescued");
+      throw new IllegalArgumentException("heartbeat interval (" + heartbeatInterval
+          + ") must be shorter than the stale threshold (" + b.staleThreshold
+          + "), or live jobs would be rescued");
     }
     if (heartbeatInterval.multipliedBy(3).compareTo(b.workerDeadAfter) > 0) {
-      throw new IllegalArgumentException(
-          "heartbeat interval (" + heartbeatInterval + ") must be at most a third of the worker dead-after"
-              + " threshold (" + b.workerDeadAfter + "), or a live worker could be presumed dead after one late beat");
+      throw new IllegalArgumentException("heartbeat interval (" + heartbeatInterval
+          + ") must be at most a third of the worker dead-after" + " threshold ("
+          + b.workerDeadAfter + "), or a live worker could be presumed dead after one late beat");
     }
-    this.heartbeat =
-        new WorkerHeartbeat(
-            b.dataSource, workerStore, registration, runner, held, heartbeatInterval,
-            b.workerDeadAfter.minus(heartbeatInterval),
-            new WorkerHeartbeat.Fence() {
-              @Override
-              public void suspend() {
-                pollers.forEach(p -> p.suspend(true));
-                runner.stopAll(StopReason.LOST);
-              }
+    this.heartbeat = new WorkerHeartbeat(
+        b.dataSource,
+        workerStore,
+        registration,
+        runner,
+        held,
+        heartbeatInterval,
+        b.workerDeadAfter.minus(heartbeatInterval),
+        new WorkerHeartbeat.Fence() {
+          @Override
+          public void suspend() {
+            pollers.forEach(p -> p.suspend(true));
+            runner.stopAll(StopReason.LOST);
+          }
 
-              @Override
-              public void resume() {
-                runner.resume();
-                // Jobs claimed before the fence and never started may have been rescued meanwhile (and
-                // claimed elsewhere): give them all back (the claim token fences off those no longer
-                // ours) and claim afresh. Off the heartbeat's thread, which holds the beat lock.
-                timers.execute(() -> {
-                  releasePrefetched();
-                  if (!JobWorker.this.heartbeat.isFenced()) {
-                    pollers.forEach(p -> p.suspend(false));
-                  }
-                });
+          @Override
+          public void resume() {
+            runner.resume();
+            // Jobs claimed before the fence and never started may have been rescued meanwhile (and
+            // claimed elsewhere): give them all back (the claim token fences off those no longer
+            // ours) and claim afresh. Off the heartbeat's thread, which holds the beat lock.
+            timers.execute(() -> {
+              releasePrefetched();
+              if (!JobWorker.this.heartbeat.isFenced()) {
+                pollers.forEach(p -> p.suspend(false));
               }
             });
-    this.maintenance =
-        b.maintenance
-            ? Maintenance.builder(b.dataSource)
-                .schema(b.schema)
-                .holderId(workerId)
-                .staleThreshold(b.staleThreshold)
-                .workerDeadAfter(b.workerDeadAfter)
-                .retention(b.retention)
-                .leaseTtl(b.leaseTtl)
-                .unknownTypeGrace(b.unknownTypeGrace)
-                .build()
-            : null;
+          }
+        });
+    this.maintenance = b.maintenance
+        ? Maintenance.builder(b.dataSource)
+            .schema(b.schema)
+            .holderId(workerId)
+            .staleThreshold(b.staleThreshold)
+            .workerDeadAfter(b.workerDeadAfter)
+            .retention(b.retention)
+            .leaseTtl(b.leaseTtl)
+            .unknownTypeGrace(b.unknownTypeGrace)
+            .build()
+        : null;
   }
 
   /**
@@ -277,7 +317,12 @@ public final class JobWorker implements AutoCloseable {
         continue;
       }
       int back = completions.unclaim(left);
-      log.info("worker {}: gave {} of {} prefetched jobs of queue '{}' back", workerId, back, left.size(), poller.queue());
+      log.info(
+          "worker {}: gave {} of {} prefetched jobs of queue '{}' back",
+          workerId,
+          back,
+          left.size(),
+          poller.queue());
     }
   }
 
@@ -298,19 +343,20 @@ public final class JobWorker implements AutoCloseable {
     phase = Phase.RUNNING;
     pollersByQueue.keySet().forEach(metrics::watchQueue);
     metrics.stuckLanes(workerId, runner::stuckLanes);
-    metrics.queueDepth(
-        () -> {
-          try {
-            return store.readyDepth();
-          } catch (SQLException e) {
-            throw new IllegalStateException(e);
-          }
-        });
+    metrics.queueDepth(() -> {
+      try {
+        return store.readyDepth();
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
+      }
+    });
     if (!recurring.isEmpty()) {
       declareRecurring();
     }
-    // What a lane needs the first time, made now rather than in the first job's pickup: each payload
-    // type's reader, and the scheduler of the lanes' virtual threads (created with the JVM's first one).
+    // What a lane needs the first time, made now rather than in the first job's pickup: each
+    // payload
+    // type's reader, and the scheduler of the lanes' virtual threads (created with the JVM's first
+    // one).
     // W4's first job after a start: 27-45 ms before, ~14 ms after (the rest ~1.4 ms).
     runner.prepareHandlers();
     handlerThreads.execute(() -> {});
@@ -318,19 +364,28 @@ public final class JobWorker implements AutoCloseable {
     runner.startWatchdog();
     heartbeat.start();
     if (listen) {
-      log.info("worker {}: LISTEN for new jobs and cancellations on {}; polling every {} as the fallback", workerId,
-          separateListenSource ? "the listen data source (a direct connection)" : "the worker's data source",
+      log.info(
+          "worker {}: LISTEN for new jobs and cancellations on {}; polling every {} as the fallback",
+          workerId,
+          separateListenSource
+              ? "the listen data source (a direct connection)"
+              : "the worker's data source",
           DurationText.format(pollInterval));
       listener.start();
     } else {
-      log.info("worker {}: polling only, every {}: LISTEN is off (listen(false)); cancellations of running jobs"
-          + " arrive with the heartbeat", workerId, DurationText.format(pollInterval));
+      log.info(
+          "worker {}: polling only, every {}: LISTEN is off (listen(false)); cancellations of running jobs"
+              + " arrive with the heartbeat",
+          workerId,
+          DurationText.format(pollInterval));
     }
     if (maintenance != null) {
       maintenance.start();
     }
-    // Off the caller's thread: a database that is away must not delay the start (the heartbeat reports it).
-    timers.execute(() -> io.pgjobs.replication.ReplicationCheck.warnIfCommitsCanBeLost(replicationCheckSource));
+    // Off the caller's thread: a database that is away must not delay the start (the heartbeat
+    // reports it).
+    timers.execute(() ->
+        io.pgjobs.replication.ReplicationCheck.warnIfCommitsCanBeLost(replicationCheckSource));
     pollers.forEach(QueuePoller::start);
     log.info("worker {} started: queues {}", workerId, pollersByQueue.keySet());
     return this;
@@ -339,14 +394,19 @@ public final class JobWorker implements AutoCloseable {
   private void declareRecurring() {
     try {
       List<String> disabled = recurringStore.declare(recurring, runner.handlerTypes());
-      log.info("worker {}: recurring schedules declared: {}", workerId,
+      log.info(
+          "worker {}: recurring schedules declared: {}",
+          workerId,
           recurring.stream().map(io.pgjobs.recurring.Recurring::name).toList());
       if (!disabled.isEmpty()) {
-        log.warn("worker {}: recurring schedules of its job types that its code no longer declares were disabled: {}",
-            workerId, disabled);
+        log.warn(
+            "worker {}: recurring schedules of its job types that its code no longer declares were disabled: {}",
+            workerId,
+            disabled);
       }
     } catch (SQLException e) {
-      throw new IllegalStateException("could not store the recurring schedules: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "could not store the recurring schedules: " + e.getMessage(), e);
     }
   }
 
@@ -389,24 +449,34 @@ public final class JobWorker implements AutoCloseable {
         return;
       }
     }
-    log.info("worker {} stopping: {} jobs running, grace {}", workerId, runner.running().size(), shutdownGrace);
+    log.info(
+        "worker {} stopping: {} jobs running, grace {}",
+        workerId,
+        runner.running().size(),
+        shutdownGrace);
     pollers.forEach(QueuePoller::stop);
     // Outcome writes get the grace and 10 s more: if the database is gone, lanes must still end.
-    completions.stopRetryingAfter(System.nanoTime() + shutdownGrace.plusSeconds(10).toNanos());
+    completions.stopRetryingAfter(
+        System.nanoTime() + shutdownGrace.plusSeconds(10).toNanos());
     try {
       for (QueuePoller poller : pollers) {
         poller.awaitStopped(Duration.ofSeconds(10));
       }
       handlerThreads.shutdown();
       if (!handlerThreads.awaitTermination(shutdownGrace.toMillis(), TimeUnit.MILLISECONDS)) {
-        log.warn("worker {}: {} jobs still running after the grace period; interrupting them",
-            workerId, runner.running().size());
+        log.warn(
+            "worker {}: {} jobs still running after the grace period; interrupting them",
+            workerId,
+            runner.running().size());
         runner.stopAll(StopReason.SHUTDOWN);
         if (!handlerThreads.awaitTermination(10, TimeUnit.SECONDS)) {
-          log.error("worker {}: jobs ignored the interrupt; they stay running and will be rescued", workerId);
+          log.error(
+              "worker {}: jobs ignored the interrupt; they stay running and will be rescued",
+              workerId);
         }
       }
-      // Handlers that ignored their stop were let go: their outcomes (release) are written on threads of
+      // Handlers that ignored their stop were let go: their outcomes (release) are written on
+      // threads of
       // their own, which must finish before the completer closes and the process may exit.
       runner.awaitLetGoWrites(System.nanoTime() + TimeUnit.SECONDS.toNanos(10));
     } catch (InterruptedException e) {
@@ -560,7 +630,8 @@ public final class JobWorker implements AutoCloseable {
     public Builder recurring(io.pgjobs.recurring.Recurring schedule) {
       Objects.requireNonNull(schedule, "schedule");
       if (recurring.putIfAbsent(schedule.name(), schedule) != null) {
-        throw new IllegalArgumentException("recurring schedule '" + schedule.name() + "' is declared twice");
+        throw new IllegalArgumentException(
+            "recurring schedule '" + schedule.name() + "' is declared twice");
       }
       return this;
     }
@@ -568,13 +639,13 @@ public final class JobWorker implements AutoCloseable {
     /** Serves {@code queue} with at most {@code concurrency} jobs at once ({@link PgJobsSettings#CONCURRENCY}). */
     public Builder queue(String queue, int concurrency) {
       if (queue == null || !queue.matches("[A-Za-z0-9_.:\\-/]{1,255}")) {
-        throw new IllegalArgumentException(
-            "invalid queue name '" + queue + "'; allowed: 1 to 255 of letters, digits and _ . : - /");
+        throw new IllegalArgumentException("invalid queue name '" + queue
+            + "'; allowed: 1 to 255 of letters, digits and _ . : - /");
       }
       Setting<Integer> range = PgJobsSettings.CONCURRENCY;
       if (concurrency < range.min() || concurrency > range.max()) {
-        throw new IllegalArgumentException("concurrency of queue '" + queue + "' must be between " + range.min()
-            + " and " + range.max() + ", was " + concurrency);
+        throw new IllegalArgumentException("concurrency of queue '" + queue + "' must be between "
+            + range.min() + " and " + range.max() + ", was " + concurrency);
       }
       queues.put(queue, concurrency);
       return this;
@@ -583,7 +654,8 @@ public final class JobWorker implements AutoCloseable {
     /** This worker's id (default {@code host:pid:random}); at most 255 characters. */
     public Builder workerId(String workerId) {
       if (workerId == null || workerId.isBlank() || workerId.length() > 255) {
-        throw new IllegalArgumentException("worker id must be 1 to 255 characters, was '" + workerId + "'");
+        throw new IllegalArgumentException(
+            "worker id must be 1 to 255 characters, was '" + workerId + "'");
       }
       this.workerId = workerId;
       return this;
@@ -773,7 +845,8 @@ public final class JobWorker implements AutoCloseable {
      */
     public JobWorker build() {
       if (handlers.isEmpty()) {
-        throw new IllegalArgumentException("a worker needs at least one registered job type (register(type, handler))");
+        throw new IllegalArgumentException(
+            "a worker needs at least one registered job type (register(type, handler))");
       }
       if (!listen && listenDataSource != null) {
         throw new IllegalArgumentException(
@@ -781,7 +854,6 @@ public final class JobWorker implements AutoCloseable {
       }
       return new JobWorker(this);
     }
-
   }
 
   /**

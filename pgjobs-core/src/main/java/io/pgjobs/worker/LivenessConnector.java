@@ -36,7 +36,8 @@ abstract class LivenessConnector {
 
   private static boolean hikariPresent() {
     try {
-      Class.forName("com.zaxxer.hikari.HikariDataSource", false, LivenessConnector.class.getClassLoader());
+      Class.forName(
+          "com.zaxxer.hikari.HikariDataSource", false, LivenessConnector.class.getClassLoader());
       return true;
     } catch (ClassNotFoundException | LinkageError e) {
       return false;
@@ -90,7 +91,8 @@ abstract class LivenessConnector {
         if (pool.getPassword() != null) {
           properties.setProperty("password", pool.getPassword());
         }
-        // The connect itself is bounded: a server that does not answer must fail the beat, not hang it.
+        // The connect itself is bounded: a server that does not answer must fail the beat, not hang
+        // it.
         properties.putIfAbsent("connectTimeout", Long.toString(Math.max(1, wait.toSeconds())));
         c = DriverManager.getConnection(pool.getJdbcUrl(), properties);
       }
@@ -133,8 +135,8 @@ abstract class LivenessConnector {
         pending = null;
         return c;
       } catch (TimeoutException e) {
-        throw new SQLTransientConnectionException(
-            "no connection from the pool within " + wait.toMillis() + " ms (handlers may hold them all)");
+        throw new SQLTransientConnectionException("no connection from the pool within "
+            + wait.toMillis() + " ms (handlers may hold them all)");
       } catch (ExecutionException e) {
         pending = null;
         if (e.getCause() instanceof SQLException sql) {

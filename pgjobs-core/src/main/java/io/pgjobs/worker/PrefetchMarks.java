@@ -101,12 +101,14 @@ final class PrefetchMarks {
         lock.unlock();
       }
       try {
-        Set<UUID> cleared = store.clearPrefetched(batch.stream().map(Request::job).toList());
+        Set<UUID> cleared =
+            store.clearPrefetched(batch.stream().map(Request::job).toList());
         for (Request r : batch) {
           r.cleared().complete(cleared.contains(r.job().id()));
         }
       } catch (Throwable e) {
-        // Every lane of the batch gets the failure (each gives its job back); the next round goes on.
+        // Every lane of the batch gets the failure (each gives its job back); the next round goes
+        // on.
         for (Request r : batch) {
           r.cleared().completeExceptionally(e);
         }

@@ -17,8 +17,8 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,6 +51,7 @@ final class QueuePoller {
   private static final Logger log = LoggerFactory.getLogger(QueuePoller.class);
   /** True after a claim failed because the database is read-only, until a claim succeeds (poller thread only). */
   private boolean waitingForWrites;
+
   private static final long MAX_ERROR_BACKOFF_MS = 5_000;
   /** Prefetch this much work, at the recent rate: enough to cover the next claim's round trip. */
   static final long PREFETCH_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
@@ -73,6 +74,7 @@ final class QueuePoller {
   private final Semaphore wakeUp = new Semaphore(0);
   /** Claimed jobs not yet started, in claim order. */
   private final ConcurrentLinkedQueue<HeldJob> buffer = new ConcurrentLinkedQueue<>();
+
   private final AtomicInteger buffered = new AtomicInteger();
   private final LongAdder finished = new LongAdder();
   private volatile boolean moreExpected;
@@ -83,6 +85,7 @@ final class QueuePoller {
   private volatile boolean suspended;
   /** A claim failed and may have committed: reconcile before the next one. Guarded by claimLock. */
   private boolean reconcileNeeded;
+
   private volatile long claims; // written under claimLock
   private Thread thread;
 
@@ -217,18 +220,29 @@ final class QueuePoller {
       if (failure != null) {
         // Back off without holding the claim lock (a shutdown's drain must not wait for it).
         if (DatabaseRole.isReadOnlyError(failure)) {
-          // A standby (or read-only sessions): every claim fails alike until a promotion, or until new
+          // A standby (or read-only sessions): every claim fails alike until a promotion, or until
+          // new
           // connections reach the new primary. Say so once, not at every retry.
           if (!waitingForWrites) {
             waitingForWrites = true;
-            log.warn("queue '{}': the database is read-only (a standby in recovery, or default_transaction_read_only"
-                + " is on); the worker claims nothing and waits, trying again every {} ms at most, until it is"
-                + " promoted or the database URL reaches the primary", queue, MAX_ERROR_BACKOFF_MS);
+            log.warn(
+                "queue '{}': the database is read-only (a standby in recovery, or default_transaction_read_only"
+                    + " is on); the worker claims nothing and waits, trying again every {} ms at most, until it is"
+                    + " promoted or the database URL reaches the primary",
+                queue,
+                MAX_ERROR_BACKOFF_MS);
           } else {
-            log.debug("queue '{}': the database is still read-only; claiming again in {} ms", queue, errorBackoffMs);
+            log.debug(
+                "queue '{}': the database is still read-only; claiming again in {} ms",
+                queue,
+                errorBackoffMs);
           }
         } else {
-          log.warn("claiming from queue '{}' failed ({}); retrying in {} ms", queue, failure.getMessage(), errorBackoffMs);
+          log.warn(
+              "claiming from queue '{}' failed ({}); retrying in {} ms",
+              queue,
+              failure.getMessage(),
+              errorBackoffMs);
         }
         await(errorBackoffMs);
         errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
@@ -240,7 +254,8 @@ final class QueuePoller {
       }
       errorBackoffMs = 100;
       if (outcome != ClaimOutcome.FULL) {
-        // Not due (no free slot, enough buffered), or the queue is drained for now: the lanes finish
+        // Not due (no free slot, enough buffered), or the queue is drained for now: the lanes
+        // finish
         // the buffer; a free slot, a notification or the poll interval brings the next claim. While
         // jobs wait in the buffer, look again soon enough to give back those held too long.
         long waitMs = pollInterval.toMillis();
@@ -273,7 +288,8 @@ final class QueuePoller {
       return;
     }
     try {
-      // Checked under the lock that drainBuffer() takes too: a claim either lands in the buffer before
+      // Checked under the lock that drainBuffer() takes too: a claim either lands in the buffer
+      // before
       // the stopping worker drains it, or does not happen.
       if (stopping) {
         return;
@@ -283,7 +299,10 @@ final class QueuePoller {
         signal(); // more may be waiting: the poller goes on
       }
     } catch (SQLException | RuntimeException e) {
-      log.debug("claim on notification for queue '{}' failed ({}); the poller claims", queue, e.getMessage());
+      log.debug(
+          "claim on notification for queue '{}' failed ({}); the poller claims",
+          queue,
+          e.getMessage());
       reconcileNeeded = true;
       signal();
     } finally {
@@ -306,7 +325,10 @@ final class QueuePoller {
     try {
       store.prepareClaims(connection, idleClaimSize(), workerId);
     } catch (SQLException | RuntimeException e) {
-      log.debug("readying the claims of queue '{}' on the listener's connection failed ({})", queue, e.getMessage());
+      log.debug(
+          "readying the claims of queue '{}' on the listener's connection failed ({})",
+          queue,
+          e.getMessage());
     }
   }
 
@@ -321,8 +343,11 @@ final class QueuePoller {
     if (!unknown.isEmpty()) {
       cursor.rewind(unknown); // given back behind the cursor
       int back = completions.unclaim(unknown);
-      log.warn("queue '{}': a claim whose reply was lost had taken {} jobs; {} given back to the queue",
-          queue, unknown.size(), back);
+      log.warn(
+          "queue '{}': a claim whose reply was lost had taken {} jobs; {} given back to the queue",
+          queue,
+          unknown.size(),
+          back);
     }
   }
 
@@ -348,7 +373,8 @@ final class QueuePoller {
     try {
       firsts = store.firstClaimable(queue);
     } catch (SQLException | RuntimeException e) {
-      log.debug("probing queue '{}' for jobs behind the claim cursor failed ({})", queue, e.getMessage());
+      log.debug(
+          "probing queue '{}' for jobs behind the claim cursor failed ({})", queue, e.getMessage());
       firsts = List.of();
     }
     long took = System.nanoTime() - start;
@@ -388,8 +414,12 @@ final class QueuePoller {
         claimLock.unlock();
       }
       int given = completions.unclaim(back);
-      log.debug("queue '{}': {} prefetched jobs waited over {} ms for a lane; {} given back",
-          queue, back.size(), TimeUnit.NANOSECONDS.toMillis(prefetchHoldNanos), given);
+      log.debug(
+          "queue '{}': {} prefetched jobs waited over {} ms for a lane; {} given back",
+          queue,
+          back.size(),
+          TimeUnit.NANOSECONDS.toMillis(prefetchHoldNanos),
+          given);
     }
   }
 
@@ -406,7 +436,10 @@ final class QueuePoller {
       return ClaimOutcome.NOT_DUE;
     }
     long now = System.nanoTime();
-    if (lastClaimFull && free == concurrency && inBuffer == 0 && now - lastClaimAt < RATE_WINDOW_NANOS) {
+    if (lastClaimFull
+        && free == concurrency
+        && inBuffer == 0
+        && now - lastClaimAt < RATE_WINDOW_NANOS) {
       // Every job of the last (full) claim has finished, within a rate window, and more is waiting:
       // the jobs are fast, so grow the prefetch now instead of waiting for the window to end (quick
       // ramp-up, which matters most while the JVM is still warming up). The window's rate caps it.
@@ -415,14 +448,14 @@ final class QueuePoller {
     int limit = claimSize(Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer)));
     lastClaimAt = now;
     moreExpected = false;
-    List<ClaimedJob> jobs =
-        connection == null
-            ? store.claim(queue, limit, workerId, cursor)
-            : store.claim(connection, queue, limit, workerId, cursor);
+    List<ClaimedJob> jobs = connection == null
+        ? store.claim(queue, limit, workerId, cursor)
+        : store.claim(connection, queue, limit, workerId, cursor);
     claims++;
     WakeTrace.Probe probe = WakeTrace.probe();
     if (probe != null) {
-      // Stamped before the ids are gathered, and without a stream: the bench's probe must not add its
+      // Stamped before the ids are gathered, and without a stream: the bench's probe must not add
+      // its
       // own cost (a stream pipeline run cold is tens of µs) to the stage it measures.
       long returnedAt = System.nanoTime();
       List<UUID> ids = new ArrayList<>(jobs.size());
@@ -433,8 +466,15 @@ final class QueuePoller {
     }
     boolean full = jobs.size() == limit;
     if (log.isDebugEnabled()) {
-      log.debug("queue '{}': claimed {} of {} (free slots {}, prefetch {}, buffered {}{})",
-          queue, jobs.size(), limit, free, prefetch, inBuffer, connection == null ? "" : ", on notification");
+      log.debug(
+          "queue '{}': claimed {} of {} (free slots {}, prefetch {}, buffered {}{})",
+          queue,
+          jobs.size(),
+          limit,
+          free,
+          prefetch,
+          inBuffer,
+          connection == null ? "" : ", on notification");
     }
     // A full batch means more is probably waiting: from now on a finishing lane wakes the poller.
     // Set before the jobs start, or a fast job could finish before anyone listens for it.
@@ -471,7 +511,8 @@ final class QueuePoller {
     if (wanted == concurrency) {
       return concurrency;
     }
-    // The grid's largest size not above wanted (floating point only picks the step; the test checks it).
+    // The grid's largest size not above wanted (floating point only picks the step; the test checks
+    // it).
     int k = (int) Math.floor(4 * Math.log(wanted) / Math.log(2)) + 1;
     int size;
     do {

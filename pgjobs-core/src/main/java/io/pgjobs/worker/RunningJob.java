@@ -26,6 +26,7 @@ final class RunningJob implements JobContext {
   private volatile Thread thread;
   /** System.nanoTime() by which the handler must end; meaningful while {@link #inHandler}. */
   private volatile long deadlineNanos;
+
   private volatile boolean deadlineSet;
   private volatile StopReason stopReason;
   private volatile long stopRequestedAtNanos;
@@ -33,6 +34,7 @@ final class RunningJob implements JobContext {
   private boolean inHandler; // guarded by this
   /** Set by whoever records this attempt's outcome: the lane, or the watchdog letting a stuck handler go. */
   private final AtomicBoolean outcomeTaken = new AtomicBoolean();
+
   private volatile boolean letGo;
 
   private final Object progressLock = new Object();
@@ -42,7 +44,11 @@ final class RunningJob implements JobContext {
   private String pendingMessage;
 
   RunningJob(
-      ClaimedJob job, ExecutionStore store, String workerId, long progressThrottleNanos, HttpSupport http,
+      ClaimedJob job,
+      ExecutionStore store,
+      String workerId,
+      long progressThrottleNanos,
+      HttpSupport http,
       io.pgjobs.JobClient children) {
     this.children = children;
     this.http = http;
@@ -186,11 +192,14 @@ final class RunningJob implements JobContext {
   @Override
   public void progress(int percent, String message) {
     if (percent < 0 || percent > 100) {
-      throw new IllegalArgumentException("progress percent must be between 0 and 100, was " + percent);
+      throw new IllegalArgumentException(
+          "progress percent must be between 0 and 100, was " + percent);
     }
     synchronized (progressLock) {
       long now = System.nanoTime();
-      boolean due = percent == 100 || lastProgressWrite == 0 || now - lastProgressWrite >= progressThrottleNanos;
+      boolean due = percent == 100
+          || lastProgressWrite == 0
+          || now - lastProgressWrite >= progressThrottleNanos;
       if (!due) {
         progressPending = true;
         pendingPercent = percent;
@@ -242,20 +251,34 @@ final class RunningJob implements JobContext {
   }
 
   @Override
-  public <C> io.pgjobs.EnqueuedJob enqueue(io.pgjobs.JobType<C> type, C payload, io.pgjobs.EnqueueOptions options) {
+  public <C> io.pgjobs.EnqueuedJob enqueue(
+      io.pgjobs.JobType<C> type, C payload, io.pgjobs.EnqueueOptions options) {
     return children.enqueue(type, payload, asChild(options));
   }
 
   @Override
   public <C> io.pgjobs.EnqueuedJob enqueue(
-      Connection transaction, io.pgjobs.JobType<C> type, C payload, io.pgjobs.EnqueueOptions options) {
+      Connection transaction,
+      io.pgjobs.JobType<C> type,
+      C payload,
+      io.pgjobs.EnqueueOptions options) {
     return children.enqueue(transaction, type, payload, asChild(options));
   }
 
   private io.pgjobs.EnqueueOptions asChild(io.pgjobs.EnqueueOptions options) {
     io.pgjobs.EnqueueOptions o = options == null ? io.pgjobs.EnqueueOptions.DEFAULTS : options;
-    return new io.pgjobs.EnqueueOptions(o.queue(), o.priority(), o.maxAttempts(), o.runAt(), o.delay(), o.context(),
-        o.idempotencyKey(), o.timeout(), job.id(), o.unique(), o.capability());
+    return new io.pgjobs.EnqueueOptions(
+        o.queue(),
+        o.priority(),
+        o.maxAttempts(),
+        o.runAt(),
+        o.delay(),
+        o.context(),
+        o.idempotencyKey(),
+        o.timeout(),
+        job.id(),
+        o.unique(),
+        o.capability());
   }
 
   @Override

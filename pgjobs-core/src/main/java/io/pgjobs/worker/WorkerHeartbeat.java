@@ -56,6 +56,7 @@ final class WorkerHeartbeat {
   private volatile boolean fenced;
   /** The last beat failed because the database is read-only (reported once). */
   private boolean readOnly;
+
   private Connection connection;
   private Thread thread;
 
@@ -89,11 +90,17 @@ final class WorkerHeartbeat {
   void start() {
     if (!beat()) {
       fenced = true;
-      log.warn("worker {}: could not register; it claims nothing until a heartbeat succeeds (tried again every"
-          + " {} ms)", registration.id(), Math.max(100, interval.toMillis() / 4));
+      log.warn(
+          "worker {}: could not register; it claims nothing until a heartbeat succeeds (tried again every"
+              + " {} ms)",
+          registration.id(),
+          Math.max(100, interval.toMillis() / 4));
       fence.suspend();
     }
-    thread = Thread.ofPlatform().daemon().name("pgjobs-heartbeat-" + registration.id()).start(this::run);
+    thread = Thread.ofPlatform()
+        .daemon()
+        .name("pgjobs-heartbeat-" + registration.id())
+        .start(this::run);
   }
 
   /** Beats as soon as possible (after the listener reconnects: cancel notifications may have been missed). */
@@ -114,7 +121,8 @@ final class WorkerHeartbeat {
   private void run() {
     while (!stopping) {
       try {
-        // While beats fail, try more often: the fence must be lifted as soon as the database is back.
+        // While beats fail, try more often: the fence must be lifted as soon as the database is
+        // back.
         long waitMs = System.nanoTime() - lastSuccessNanos > interval.toNanos() * 2
             ? Math.max(100, interval.toMillis() / 4)
             : interval.toMillis();
@@ -145,17 +153,23 @@ final class WorkerHeartbeat {
     HeldJobs.Snapshot snapshot = held.snapshot();
     try {
       if (connection == null) {
-        // A connection that hangs (a network partition that drops packets rather than resetting) must
+        // A connection that hangs (a network partition that drops packets rather than resetting)
+        // must
         // fail the beat rather than block it, or the worker could never notice it is cut off.
         long timeoutMs = Math.max(1_000, Math.min(10_000, interval.toMillis()));
         connection = connector.connect(Duration.ofMillis(timeoutMs));
         connection.setNetworkTimeout(Runnable::run, (int) timeoutMs);
       }
       // Bounded: a lock on the worker's own row must not stall the heartbeat for long.
-      Duration lockTimeout = interval.compareTo(Duration.ofSeconds(2)) < 0 ? interval : Duration.ofSeconds(2);
-      Map<UUID, Boolean> cancelFlags =
-          store.heartbeat(connection, registration, snapshot.tokens(), snapshot.waiting(), runner.stuckLanes(),
-              lockTimeout);
+      Duration lockTimeout =
+          interval.compareTo(Duration.ofSeconds(2)) < 0 ? interval : Duration.ofSeconds(2);
+      Map<UUID, Boolean> cancelFlags = store.heartbeat(
+          connection,
+          registration,
+          snapshot.tokens(),
+          snapshot.waiting(),
+          runner.stuckLanes(),
+          lockTimeout);
       cancelFlags.forEach((id, cancel) -> {
         if (cancel) {
           runner.cancel(id);
@@ -165,25 +179,34 @@ final class WorkerHeartbeat {
       beats++;
       if (readOnly) {
         readOnly = false;
-        log.info("worker {}: the database accepts writes again (heartbeat written)", registration.id());
+        log.info(
+            "worker {}: the database accepts writes again (heartbeat written)", registration.id());
       }
       if (fenced) {
         fenced = false;
-        log.warn("worker {}: heartbeat succeeded{}; claiming resumes", registration.id(), beats == 1 ? "" : " again");
+        log.warn(
+            "worker {}: heartbeat succeeded{}; claiming resumes",
+            registration.id(),
+            beats == 1 ? "" : " again");
         fence.resume();
       }
       return true;
     } catch (SQLException | RuntimeException e) {
       if (DatabaseRole.isReadOnlyError(e)) {
-        // A standby (before a failover completes, or a URL that reaches one): every beat fails the same
+        // A standby (before a failover completes, or a URL that reaches one): every beat fails the
+        // same
         // way until it is promoted; say so once, not at every retry.
         if (!readOnly) {
           readOnly = true;
-          log.warn("worker {}: the database is read-only (a standby, or read-only sessions): the worker cannot"
-              + " register or heartbeat, so it claims nothing and waits until the database is promoted or its"
-              + " URL reaches the primary; {}", registration.id(), e.getMessage());
+          log.warn(
+              "worker {}: the database is read-only (a standby, or read-only sessions): the worker cannot"
+                  + " register or heartbeat, so it claims nothing and waits until the database is promoted or its"
+                  + " URL reaches the primary; {}",
+              registration.id(),
+              e.getMessage());
         } else {
-          log.debug("heartbeat of worker {} failed: the database is still read-only", registration.id());
+          log.debug(
+              "heartbeat of worker {} failed: the database is still read-only", registration.id());
         }
       } else {
         log.warn("heartbeat of worker {} failed: {}", registration.id(), e.getMessage());
@@ -192,9 +215,12 @@ final class WorkerHeartbeat {
       long silentFor = System.nanoTime() - lastSuccessNanos;
       if (!fenced && silentFor > fenceAfterNanos && !stopping) {
         fenced = true;
-        log.error("worker {}: no heartbeat for {} ms; it will be presumed dead, so it stops claiming and stops"
-            + " its {} running jobs (they go back to the queue)", registration.id(),
-            TimeUnit.NANOSECONDS.toMillis(silentFor), runner.running().size());
+        log.error(
+            "worker {}: no heartbeat for {} ms; it will be presumed dead, so it stops claiming and stops"
+                + " its {} running jobs (they go back to the queue)",
+            registration.id(),
+            TimeUnit.NANOSECONDS.toMillis(silentFor),
+            runner.running().size());
         fence.suspend();
       }
       return false;
@@ -226,7 +252,10 @@ final class WorkerHeartbeat {
     try {
       store.deregister(registration.id());
     } catch (SQLException | RuntimeException e) {
-      log.warn("could not deregister worker {} ({}); maintenance removes it later", registration.id(), e.getMessage());
+      log.warn(
+          "could not deregister worker {} ({}); maintenance removes it later",
+          registration.id(),
+          e.getMessage());
     }
     if (thread == null || !thread.isAlive()) {
       closeConnection();

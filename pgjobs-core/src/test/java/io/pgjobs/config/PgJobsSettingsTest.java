@@ -19,7 +19,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /** The settings catalogue: complete, consistent, used by the builders, and the documentation's table. */
 class PgJobsSettingsTest {
-  private static final DataSource UNUSED = new PGSimpleDataSource(); // the builders connect only when started
+  private static final DataSource UNUSED =
+      new PGSimpleDataSource(); // the builders connect only when started
 
   @Test
   void everySettingIsListedOnceWithItsDefaultInItsRange() throws Exception {
@@ -31,12 +32,16 @@ class PgJobsSettingsTest {
     }
     assertThat(PgJobsSettings.ALL).containsExactlyInAnyOrderElementsOf(constants);
     assertThat(PgJobsSettings.ALL).extracting(Setting::key).doesNotHaveDuplicates();
-    assertThat(PgJobsSettings.ALL).extracting(Setting::springProperty).filteredOn(p -> p != null)
+    assertThat(PgJobsSettings.ALL)
+        .extracting(Setting::springProperty)
+        .filteredOn(p -> p != null)
         .doesNotHaveDuplicates()
         .allSatisfy(p -> assertThat(p).matches("pgjobs(\\.[a-z]+(-[a-z]+)*)+"));
-    assertThat(PgJobsSettings.ALL).allSatisfy(s -> assertThat(s.builders()).as(s.key()).isNotEmpty());
+    assertThat(PgJobsSettings.ALL)
+        .allSatisfy(s -> assertThat(s.builders()).as(s.key()).isNotEmpty());
     assertThat(PgJobsSettings.STALE_THRESHOLD.flag()).isEqualTo("--stale-threshold");
-    assertThat(PgJobsSettings.STALE_THRESHOLD.environmentVariable()).isEqualTo("PGJOBS_STALE_THRESHOLD");
+    assertThat(PgJobsSettings.STALE_THRESHOLD.environmentVariable())
+        .isEqualTo("PGJOBS_STALE_THRESHOLD");
   }
 
   @Test
@@ -51,7 +56,8 @@ class PgJobsSettingsTest {
   @Test
   void theBuildersDefaultsAreTheCatalogues() {
     assertThat(Maintenance.DEFAULT_STALE_THRESHOLD).isEqualTo(Duration.ofMinutes(5));
-    assertThat(JobWorker.DEFAULT_UNKNOWN_TYPE_GRACE).isEqualTo(Maintenance.DEFAULT_UNKNOWN_TYPE_GRACE)
+    assertThat(JobWorker.DEFAULT_UNKNOWN_TYPE_GRACE)
+        .isEqualTo(Maintenance.DEFAULT_UNKNOWN_TYPE_GRACE)
         .isEqualTo(PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue());
     assertThat(JobWorker.DEFAULT_CLAIM_BATCH).isEqualTo(1000);
     assertThat(io.pgjobs.JobClient.DEFAULT_SCHEMA).isEqualTo("pgjobs");
@@ -66,10 +72,9 @@ class PgJobsSettingsTest {
     int checked = 0;
     for (Setting<?> s : PgJobsSettings.ALL) {
       for (String where : s.builders()) {
-        Object builder =
-            where.startsWith("JobWorker.Builder.") ? JobWorker.builder(UNUSED)
-                : where.startsWith("Maintenance.Builder.") ? Maintenance.builder(UNUSED)
-                : null;
+        Object builder = where.startsWith("JobWorker.Builder.")
+            ? JobWorker.builder(UNUSED)
+            : where.startsWith("Maintenance.Builder.") ? Maintenance.builder(UNUSED) : null;
         String name = where.substring(where.lastIndexOf('.') + 1);
         if (builder == null || s.min() == null || !name.matches("[a-zA-Z]+")) {
           continue; // JobClient and ApiServer check at build(); queue(name, n) has its own test
@@ -82,7 +87,8 @@ class PgJobsSettingsTest {
           assertThatThrownBy(() -> invoke(method, builder, outside))
               .as("%s(%s)", where, outside)
               .isInstanceOf(IllegalArgumentException.class)
-              .hasMessageStartingWith(s.label() + " must be between " + show(s.min()) + " and " + show(s.max()) + ", was ");
+              .hasMessageStartingWith(s.label() + " must be between " + show(s.min()) + " and "
+                  + show(s.max()) + ", was ");
         }
         checked++;
       }
@@ -102,7 +108,8 @@ class PgJobsSettingsTest {
 
   @Test
   void theDocumentationsTableOfTheBuildersSettingsIsGeneratedFromTheCatalogue() {
-    GeneratedDocs.check("java", PgJobsSettings.markdownTable(), "pgjobs-core", getClass().getSimpleName());
+    GeneratedDocs.check(
+        "java", PgJobsSettings.markdownTable(), "pgjobs-core", getClass().getSimpleName());
   }
 
   private static Object invoke(Method method, Object target, Object argument) throws Throwable {

@@ -67,17 +67,23 @@ class BackendKillTest extends LifecycleTestBase {
   record Marked(String marker) {}
 
   /** Many attempts, short fixed retry delay: kills fail attempts, they must not exhaust a job. */
-  static final JobType<Marked> MARKED =
-      JobType.of("backend_kill_work", Marked.class)
-          .withMaxAttempts(100)
-          .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)))
-          .withIdempotencyKeyFrom("marker");
+  static final JobType<Marked> MARKED = JobType.of("backend_kill_work", Marked.class)
+      .withMaxAttempts(100)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)))
+      .withIdempotencyKeyFrom("marker");
 
   /**
    * One try of one enqueue call, with its times on the nanosecond clock; {@code unknown}: it failed with
    * {@link EnqueueOutcomeUnknownException}.
    */
-  private record Call(boolean bulk, String marker, int call, long startedAt, long endedAt, List<UUID> ids, String error,
+  private record Call(
+      boolean bulk,
+      String marker,
+      int call,
+      long startedAt,
+      long endedAt,
+      List<UUID> ids,
+      String error,
       boolean unknown) {
     boolean ok() {
       return error == null;
@@ -106,7 +112,8 @@ class BackendKillTest extends LifecycleTestBase {
   private static JobHandler<Marked> handler(String worker) {
     return (ctx, marked) -> {
       try (Connection c = ctx.dataSource().getConnection();
-          PreparedStatement ps = c.prepareStatement("INSERT INTO effects (job_id, attempt, worker) VALUES (?, ?, ?)")) {
+          PreparedStatement ps = c.prepareStatement(
+              "INSERT INTO effects (job_id, attempt, worker) VALUES (?, ?, ?)")) {
         ps.setObject(1, ctx.jobId());
         ps.setInt(2, ctx.attempt());
         ps.setString(3, worker);
@@ -118,17 +125,16 @@ class BackendKillTest extends LifecycleTestBase {
 
   /** A worker of its own pool, as a separate process would have (as in {@link OutageTest}). */
   private JobWorker startWorker(String id, DataSource pool) {
-    JobWorker worker =
-        JobWorker.builder(pool)
-            .workerId(id)
-            .register(MARKED, handler(id))
-            .queue(JobType.DEFAULT_QUEUE, 8)
-            .staleThreshold(Duration.ofSeconds(3))
-            .heartbeatInterval(Duration.ofMillis(300))
-            .leaseTtl(Duration.ofSeconds(2))
-            .pollInterval(Duration.ofMillis(200))
-            .shutdownGrace(Duration.ofSeconds(2))
-            .build();
+    JobWorker worker = JobWorker.builder(pool)
+        .workerId(id)
+        .register(MARKED, handler(id))
+        .queue(JobType.DEFAULT_QUEUE, 8)
+        .staleThreshold(Duration.ofSeconds(3))
+        .heartbeatInterval(Duration.ofMillis(300))
+        .leaseTtl(Duration.ofSeconds(2))
+        .pollInterval(Duration.ofMillis(200))
+        .shutdownGrace(Duration.ofSeconds(2))
+        .build();
     ownWorkers.add(worker);
     return worker.start();
   }
@@ -157,14 +163,22 @@ class BackendKillTest extends LifecycleTestBase {
         payloads.add(new Marked("b" + batch + "-" + i));
       }
       for (int call = 1; producing; call++) {
-        EnqueueOptions options = EnqueueOptions.builder().context("call-" + call).build();
+        EnqueueOptions options =
+            EnqueueOptions.builder().context("call-" + call).build();
         long start = System.nanoTime();
         try {
           List<UUID> ids = producer.enqueueAll(MARKED, payloads, options);
           calls.add(new Call(true, "b" + batch, call, start, System.nanoTime(), ids, null, false));
           break;
         } catch (RuntimeException e) {
-          calls.add(new Call(true, "b" + batch, call, start, System.nanoTime(), List.of(), describe(e),
+          calls.add(new Call(
+              true,
+              "b" + batch,
+              call,
+              start,
+              System.nanoTime(),
+              List.of(),
+              describe(e),
               e instanceof EnqueueOutcomeUnknownException));
           pause(RETRY_PAUSE_MILLIS);
         }
@@ -174,20 +188,33 @@ class BackendKillTest extends LifecycleTestBase {
   }
 
   /** Single producer: one job per call, the marker as idempotency key, so a retry stores nothing twice. */
-  private void produceSingle(JobClient producer, String prefix, AtomicInteger counter, long everyMillis) {
+  private void produceSingle(
+      JobClient producer, String prefix, AtomicInteger counter, long everyMillis) {
     while (producing) {
       String marker = prefix + counter.incrementAndGet();
       for (int call = 1; producing; call++) {
-        EnqueueOptions options = EnqueueOptions.builder().idempotencyKey(marker).context("call-" + call).build();
+        EnqueueOptions options = EnqueueOptions.builder()
+            .idempotencyKey(marker)
+            .context("call-" + call)
+            .build();
         long start = System.nanoTime();
         try {
-          // The same payload on every call: a retry under an idempotency key must repeat the request
+          // The same payload on every call: a retry under an idempotency key must repeat the
+          // request
           // (a different one is refused as a reused key).
           EnqueuedJob job = producer.enqueue(MARKED, new Marked(marker), options);
-          calls.add(new Call(false, marker, call, start, System.nanoTime(), List.of(job.job().id()), null, false));
+          calls.add(new Call(
+              false, marker, call, start, System.nanoTime(), List.of(job.job().id()), null, false));
           break;
         } catch (RuntimeException e) {
-          calls.add(new Call(false, marker, call, start, System.nanoTime(), List.of(), describe(e),
+          calls.add(new Call(
+              false,
+              marker,
+              call,
+              start,
+              System.nanoTime(),
+              List.of(),
+              describe(e),
               e instanceof EnqueueOutcomeUnknownException));
           pause(RETRY_PAUSE_MILLIS);
         }
@@ -218,13 +245,15 @@ class BackendKillTest extends LifecycleTestBase {
   }
 
   @Test
-  void enqueueRecoversAndNothingIsLostOrDoubledWhileEveryBackendIsKilledTwiceASecond() throws Exception {
+  void enqueueRecoversAndNothingIsLostOrDoubledWhileEveryBackendIsKilledTwiceASecond()
+      throws Exception {
     String url = db.jdbcUrl();
     long testStart = System.nanoTime();
     startWorker("kill-w1", db.newDataSource(12));
     startWorker("kill-w2", db.newDataSource(12));
     // Two applications, each with a pool of its own: an importer enqueueing in bulk and a service
-    // enqueueing one job at a time. Both use their connections more often than every 500 ms, so HikariCP
+    // enqueueing one job at a time. Both use their connections more often than every 500 ms, so
+    // HikariCP
     // hands them out without validating them (its alive-bypass window): a dead connection that went
     // back to the pool is given out again. (In a pool shared with single enqueues, a single INSERT
     // would hit the dead connection through Hikari's proxy and evict it: no stall to see.)
@@ -245,16 +274,18 @@ class BackendKillTest extends LifecycleTestBase {
     AtomicLong terminated = new AtomicLong();
     AtomicLong lastKillAt = new AtomicLong();
     Connection killerConnection = DriverManager.getConnection(url);
-    killer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().name("killer").unstarted(r));
+    killer = Executors.newSingleThreadScheduledExecutor(
+        r -> Thread.ofPlatform().name("killer").unstarted(r));
     killer.scheduleAtFixedRate(
         () -> {
           if (roundsDone.get() >= rounds) {
             return;
           }
           try (Statement st = killerConnection.createStatement();
-              ResultSet rs = st.executeQuery("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                  + " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                  + " AND backend_type = 'client backend'")) {
+              ResultSet rs =
+                  st.executeQuery("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                      + " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                      + " AND backend_type = 'client backend'")) {
             rs.next();
             terminated.addAndGet(rs.getLong(1));
           } catch (SQLException e) {
@@ -263,7 +294,9 @@ class BackendKillTest extends LifecycleTestBase {
           lastKillAt.set(System.nanoTime());
           roundsDone.incrementAndGet();
         },
-        KILL_EVERY_MILLIS, KILL_EVERY_MILLIS, TimeUnit.MILLISECONDS);
+        KILL_EVERY_MILLIS,
+        KILL_EVERY_MILLIS,
+        TimeUnit.MILLISECONDS);
 
     await("all " + rounds + " kill rounds done")
         .pollInterval(Duration.ofMillis(50))
@@ -274,9 +307,11 @@ class BackendKillTest extends LifecycleTestBase {
 
     // Recovery: the first bulk and the first single call started after the last kill that succeed.
     Predicate<Call> after = c -> c.startedAt() > lastKill && c.ok();
-    // Waits past the bound, so that a failing run says how long recovery took (raise it to measure a
+    // Waits past the bound, so that a failing run says how long recovery took (raise it to measure
+    // a
     // long stall: -Dpgjobs.backendKill.recoveryWaitSeconds=90).
-    Duration recoveryWait = Duration.ofSeconds(Long.getLong("pgjobs.backendKill.recoveryWaitSeconds", 10));
+    Duration recoveryWait =
+        Duration.ofSeconds(Long.getLong("pgjobs.backendKill.recoveryWaitSeconds", 10));
     await("a bulk and a single enqueue succeed after the last kill")
         .pollInterval(Duration.ofMillis(10))
         .atMost(recoveryWait)
@@ -284,7 +319,8 @@ class BackendKillTest extends LifecycleTestBase {
             && calls.stream().anyMatch(c -> !c.bulk() && after.test(c)));
     long bulkRecovered = firstEnd(c -> c.bulk() && after.test(c)) - lastKill;
     long singleRecovered = firstEnd(c -> !c.bulk() && after.test(c)) - lastKill;
-    long failuresAfterLastKill = calls.stream().filter(c -> c.startedAt() > lastKill && !c.ok()).count();
+    long failuresAfterLastKill =
+        calls.stream().filter(c -> c.startedAt() > lastKill && !c.ok()).count();
     producing = false;
     for (Thread t : producers) {
       t.join(30_000);
@@ -303,8 +339,9 @@ class BackendKillTest extends LifecycleTestBase {
     Map<UUID, String> stateOf = new HashMap<>();
     try (Connection c = DriverManager.getConnection(url);
         Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT id, payload->>'marker', substring(context FROM 6)::int, state"
-            + " FROM pgjobs.finished_jobs")) {
+        ResultSet rs =
+            st.executeQuery("SELECT id, payload->>'marker', substring(context FROM 6)::int, state"
+                + " FROM pgjobs.finished_jobs")) {
       while (rs.next()) {
         String marker = rs.getString(2);
         String callOf = marker.startsWith("b") ? marker.substring(0, marker.indexOf('-')) : marker;
@@ -319,13 +356,18 @@ class BackendKillTest extends LifecycleTestBase {
     List<Call> okSingle = all.stream().filter(c -> !c.bulk() && c.ok()).toList();
     List<Call> failedBulk = all.stream().filter(c -> c.bulk() && !c.ok()).toList();
     List<Call> failedSingle = all.stream().filter(c -> !c.bulk() && !c.ok()).toList();
-    long failedBulkStoredAnyway =
-        failedBulk.stream().filter(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0).count();
-    long failedSingleStoredAnyway =
-        failedSingle.stream().filter(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0).count();
+    long failedBulkStoredAnyway = failedBulk.stream()
+        .filter(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0)
+        .count();
+    long failedSingleStoredAnyway = failedSingle.stream()
+        .filter(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0)
+        .count();
     long unknownOutcomes = all.stream().filter(Call::unknown).count();
     // Jobs stored more than once: a marker (one job asked for) with more than one row.
-    long duplicates = storedPerMarker.values().stream().filter(n -> n > 1).mapToLong(n -> n - 1).sum();
+    long duplicates = storedPerMarker.values().stream()
+        .filter(n -> n > 1)
+        .mapToLong(n -> n - 1)
+        .sum();
     Map<String, Long> errors = new HashMap<>();
     all.stream().filter(c -> !c.ok()).forEach(c -> errors.merge(c.error(), 1L, Long::sum));
     double seconds = (System.nanoTime() - testStart) / 1e9;
@@ -335,25 +377,45 @@ class BackendKillTest extends LifecycleTestBase {
             + " %d failures with outcome unknown); recovery after the last kill: bulk %d ms,"
             + " single %d ms (%d calls failed after it); %d effects, %d jobs ran more than once, max attempts %d;"
             + " %.1f s in all%n",
-        rounds, terminated.get(), stored, duplicates, okBulk.size(), failedBulk.size(), failedBulkStoredAnyway,
-        okSingle.size(), failedSingle.size(), failedSingleStoredAnyway, unknownOutcomes,
+        rounds,
+        terminated.get(),
+        stored,
+        duplicates,
+        okBulk.size(),
+        failedBulk.size(),
+        failedBulkStoredAnyway,
+        okSingle.size(),
+        failedSingle.size(),
+        failedSingleStoredAnyway,
+        unknownOutcomes,
         TimeUnit.NANOSECONDS.toMillis(bulkRecovered),
-        TimeUnit.NANOSECONDS.toMillis(singleRecovered), failuresAfterLastKill,
+        TimeUnit.NANOSECONDS.toMillis(singleRecovered),
+        failuresAfterLastKill,
         countFresh(url, "SELECT count(*) FROM effects"),
         countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts > 1"),
-        countFresh(url, "SELECT coalesce(max(attempts), 0) FROM pgjobs.finished_jobs"), seconds);
+        countFresh(url, "SELECT coalesce(max(attempts), 0) FROM pgjobs.finished_jobs"),
+        seconds);
     errors.entrySet().stream()
         .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
         .limit(10)
         .forEach(e -> System.out.printf("  %5d x %s%n", e.getValue(), e.getKey()));
     all.stream()
         .filter(c -> !c.ok() && storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0)
-        .forEach(c -> System.out.printf("  %s call %s#%d failed (%s) but was stored: %s%n", c.bulk() ? "bulk" : "single",
-            c.marker(), c.call(), c.unknown() ? "outcome unknown" : "plain failure", c.error()));
+        .forEach(c -> System.out.printf(
+            "  %s call %s#%d failed (%s) but was stored: %s%n",
+            c.bulk() ? "bulk" : "single",
+            c.marker(),
+            c.call(),
+            c.unknown() ? "outcome unknown" : "plain failure",
+            c.error()));
 
     assertThat(terminated.get()).as("sessions terminated").isGreaterThanOrEqualTo(rounds);
-    assertThat(Duration.ofNanos(bulkRecovered)).as("first bulk enqueue after the last kill").isLessThanOrEqualTo(RECOVERY_BOUND);
-    assertThat(Duration.ofNanos(singleRecovered)).as("first single enqueue after the last kill").isLessThanOrEqualTo(RECOVERY_BOUND);
+    assertThat(Duration.ofNanos(bulkRecovered))
+        .as("first bulk enqueue after the last kill")
+        .isLessThanOrEqualTo(RECOVERY_BOUND);
+    assertThat(Duration.ofNanos(singleRecovered))
+        .as("first single enqueue after the last kill")
+        .isLessThanOrEqualTo(RECOVERY_BOUND);
     assertThat(okBulk).as("bulk calls that returned").isNotEmpty();
     assertThat(okSingle).as("single calls that returned").isNotEmpty();
 
@@ -369,23 +431,32 @@ class BackendKillTest extends LifecycleTestBase {
     }
     for (Call c : all) {
       for (UUID id : c.ids()) {
-        assertThat(stateOf.get(id)).as("job " + id + " of returned call " + c).isEqualTo("succeeded");
+        assertThat(stateOf.get(id))
+            .as("job " + id + " of returned call " + c)
+            .isEqualTo("succeeded");
       }
     }
     // A failed COPY transaction stores all of its batch or nothing (nothing, unless its COMMIT got
     // through and only the answer was lost).
     for (Call c : failedBulk) {
-      assertThat(storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0)).as("jobs of failed bulk call " + c).isIn(0, BATCH);
+      assertThat(storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0))
+          .as("jobs of failed bulk call " + c)
+          .isIn(0, BATCH);
     }
     // Nothing stored twice: each job was asked for under its key, however often its call was tried.
     assertThat(duplicates).as("jobs stored more than once").isZero();
-    okSingle.forEach(c -> assertThat(storedPerMarker.get(c.marker())).as("jobs of single marker " + c.marker()).isEqualTo(1));
+    okSingle.forEach(c -> assertThat(storedPerMarker.get(c.marker()))
+        .as("jobs of single marker " + c.marker())
+        .isEqualTo(1));
     for (Call c : okBulk) {
       for (int i = 0; i < BATCH; i++) {
-        assertThat(storedPerMarker.get(c.marker() + "-" + i)).as("jobs of marker " + c.marker() + "-" + i).isEqualTo(1);
+        assertThat(storedPerMarker.get(c.marker() + "-" + i))
+            .as("jobs of marker " + c.marker() + "-" + i)
+            .isEqualTo(1);
       }
     }
-    // A call that failed plainly stored nothing; one that failed and stored anyway said the outcome was unknown.
+    // A call that failed plainly stored nothing; one that failed and stored anyway said the outcome
+    // was unknown.
     assertThat(all.stream().filter(c -> !c.ok() && !c.unknown()))
         .as("plain failures whose jobs were stored")
         .noneMatch(c -> storedPerCall.getOrDefault(c.marker() + "#" + c.call(), 0) > 0);
@@ -398,7 +469,8 @@ class BackendKillTest extends LifecycleTestBase {
   }
 
   private long firstEnd(Predicate<Call> which) {
-    Optional<Call> first = calls.stream().filter(which).min((a, b) -> Long.compare(a.endedAt(), b.endedAt()));
+    Optional<Call> first =
+        calls.stream().filter(which).min((a, b) -> Long.compare(a.endedAt(), b.endedAt()));
     return first.orElseThrow().endedAt();
   }
 }

@@ -38,6 +38,7 @@ class CancelTest extends LifecycleTestBase {
 
   /** Released after each test so no handler outlives it. */
   private final CountDownLatch release = new CountDownLatch(1);
+
   private final AtomicInteger handlersStarted = new AtomicInteger();
   private final AtomicInteger interruptsIgnored = new AtomicInteger();
 
@@ -75,7 +76,8 @@ class CancelTest extends LifecycleTestBase {
   void queuedAndScheduledJobsAreCancelledAtOnce() {
     JobType<Numbered> type = type("cancel_waiting"); // no worker runs it
     UUID queued = enqueue(type, EnqueueOptions.DEFAULTS);
-    UUID scheduled = enqueue(type, EnqueueOptions.builder().delay(Duration.ofHours(1)).build());
+    UUID scheduled =
+        enqueue(type, EnqueueOptions.builder().delay(Duration.ofHours(1)).build());
 
     for (UUID id : List.of(queued, scheduled)) {
       CancelResult result = client.cancel(id);
@@ -90,7 +92,8 @@ class CancelTest extends LifecycleTestBase {
 
   @Test
   void retryingJobIsCancelledAtOnceAndKeepsItsErrorHistory() {
-    JobType<Numbered> type = type("cancel_retrying").withRetryPolicy(RetryPolicy.fixed(Duration.ofHours(1)));
+    JobType<Numbered> type =
+        type("cancel_retrying").withRetryPolicy(RetryPolicy.fixed(Duration.ofHours(1)));
     start(worker().register(type, (ctx, p) -> {
       throw new IllegalStateException("first attempt fails");
     }));
@@ -112,22 +115,25 @@ class CancelTest extends LifecycleTestBase {
   void finishedJobsAreReportedAlreadyTerminalAndLeftUnchanged() {
     JobType<Numbered> ok = type("cancel_done_ok");
     JobType<Numbered> discard = type("cancel_done_discard");
-    start(worker()
-        .register(ok, (ctx, p) -> "done")
-        .register(discard, (ctx, p) -> {
-          throw new DiscardJobException("no point");
-        }));
+    start(worker().register(ok, (ctx, p) -> "done").register(discard, (ctx, p) -> {
+      throw new DiscardJobException("no point");
+    }));
     UUID succeeded = enqueue(ok, EnqueueOptions.DEFAULTS);
     UUID failed = enqueue(discard, EnqueueOptions.DEFAULTS);
-    UUID cancelled = enqueue(type("cancel_done_cancelled"), EnqueueOptions.builder().queue("unserved").build());
+    UUID cancelled = enqueue(
+        type("cancel_done_cancelled"),
+        EnqueueOptions.builder().queue("unserved").build());
     assertThat(client.cancel(cancelled).outcome()).isEqualTo(Outcome.CANCELLED);
     Job succeededBefore = awaitState(succeeded, JobState.SUCCEEDED);
     Job failedBefore = awaitState(failed, JobState.FAILED);
     Job cancelledBefore = job(cancelled);
 
-    assertThat(client.cancel(succeeded)).isEqualTo(new CancelResult(Outcome.ALREADY_TERMINAL, JobState.SUCCEEDED));
-    assertThat(client.cancel(failed)).isEqualTo(new CancelResult(Outcome.ALREADY_TERMINAL, JobState.FAILED));
-    assertThat(client.cancel(cancelled)).isEqualTo(new CancelResult(Outcome.ALREADY_TERMINAL, JobState.CANCELLED));
+    assertThat(client.cancel(succeeded))
+        .isEqualTo(new CancelResult(Outcome.ALREADY_TERMINAL, JobState.SUCCEEDED));
+    assertThat(client.cancel(failed))
+        .isEqualTo(new CancelResult(Outcome.ALREADY_TERMINAL, JobState.FAILED));
+    assertThat(client.cancel(cancelled))
+        .isEqualTo(new CancelResult(Outcome.ALREADY_TERMINAL, JobState.CANCELLED));
 
     assertThat(storedState(succeeded)).isEqualTo("succeeded");
     assertThat(storedState(failed)).isEqualTo("failed");
@@ -165,9 +171,11 @@ class CancelTest extends LifecycleTestBase {
     // The notification reached the worker: it interrupted the handler.
     await().atMost(LONG).until(() -> interruptsIgnored.get() >= 1);
     // Asking again changes nothing.
-    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+    assertThat(client.cancel(id))
+        .isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
 
-    release.countDown(); // the handler returns normally, yet the job was cancelled: it ends cancelled
+    release
+        .countDown(); // the handler returns normally, yet the job was cancelled: it ends cancelled
     Job done = awaitState(id, JobState.CANCELLED, LONG);
     assertThat(tableOf(id)).isEqualTo("finished_jobs");
     assertThat(done.output()).isNull();
@@ -226,10 +234,12 @@ class CancelTest extends LifecycleTestBase {
     await().atMost(LONG).until(() -> handlersStarted.get() == 1);
     long cancelledAt = System.nanoTime();
 
-    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+    assertThat(client.cancel(id))
+        .isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
 
     Job done = awaitState(id, JobState.CANCELLED, Duration.ofSeconds(10));
-    assertThat(Duration.ofNanos(System.nanoTime() - cancelledAt)).isLessThan(Duration.ofSeconds(10));
+    assertThat(Duration.ofNanos(System.nanoTime() - cancelledAt))
+        .isLessThan(Duration.ofSeconds(10));
     assertThat(interrupted).as("handler interrupted").isTrue();
     assertThat(flagSeen).as("isCancelled() true when interrupted").isTrue();
     assertThat(done.attempts()).isEqualTo(1);
@@ -245,20 +255,24 @@ class CancelTest extends LifecycleTestBase {
     JobType<Numbered> type = type("cancel_not_listening");
     AtomicBoolean interrupted = new AtomicBoolean();
     // No LISTEN connection: the cancel flag reaches this worker only through its heartbeat's reply.
-    start(worker().listen(false).heartbeatInterval(Duration.ofMillis(200)).register(type, (ctx, p) -> {
-      handlersStarted.incrementAndGet();
-      try {
-        Thread.sleep(60_000);
-      } catch (InterruptedException e) {
-        interrupted.set(true);
-        throw e;
-      }
-      return null;
-    }));
+    start(worker()
+        .listen(false)
+        .heartbeatInterval(Duration.ofMillis(200))
+        .register(type, (ctx, p) -> {
+          handlersStarted.incrementAndGet();
+          try {
+            Thread.sleep(60_000);
+          } catch (InterruptedException e) {
+            interrupted.set(true);
+            throw e;
+          }
+          return null;
+        }));
     UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
     await().atMost(LONG).until(() -> handlersStarted.get() == 1);
 
-    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+    assertThat(client.cancel(id))
+        .isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
 
     awaitState(id, JobState.CANCELLED, Duration.ofSeconds(10));
     assertThat(interrupted).isTrue();
@@ -271,21 +285,28 @@ class CancelTest extends LifecycleTestBase {
    */
   @Test
   void attemptThatFailsBeforeItsWorkerHearsOfTheCancellationEndsCancelledNotRetrying() {
-    JobType<Numbered> type = type("cancel_then_fail").withRetryPolicy(RetryPolicy.fixed(Duration.ZERO));
-    JobWorker worker =
-        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).workerDeadAfter(Duration.ofMinutes(2)).register(type, (ctx, p) -> {
+    JobType<Numbered> type =
+        type("cancel_then_fail").withRetryPolicy(RetryPolicy.fixed(Duration.ZERO));
+    JobWorker worker = start(worker()
+        .listen(false)
+        .heartbeatInterval(Duration.ofSeconds(30))
+        .workerDeadAfter(Duration.ofMinutes(2))
+        .register(type, (ctx, p) -> {
           handlersStarted.incrementAndGet();
           release.await();
           throw new IllegalStateException("failed by itself");
         }));
     UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
     await().atMost(LONG).until(() -> handlersStarted.get() == 1);
-    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+    assertThat(client.cancel(id))
+        .isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
 
     release.countDown();
 
     await().atMost(LONG).until(() -> !"running".equals(storedState(id)));
-    assertThat(storedState(id)).as("a job whose cancellation was asked is not retried").isEqualTo("cancelled");
+    assertThat(storedState(id))
+        .as("a job whose cancellation was asked is not retried")
+        .isEqualTo("cancelled");
     assertThat(handlersStarted).as("and never runs again").hasValue(1);
     assertThat(tableOf(id)).isEqualTo("finished_jobs");
     assertThat(errorKinds(id)).as("the attempt's own failure is kept").containsExactly("error");
@@ -296,20 +317,26 @@ class CancelTest extends LifecycleTestBase {
   @Test
   void jobThatSnoozesBeforeItsWorkerHearsOfTheCancellationEndsCancelledNotQueued() {
     JobType<Numbered> type = type("cancel_then_snooze");
-    JobWorker worker =
-        start(worker().listen(false).heartbeatInterval(Duration.ofSeconds(30)).workerDeadAfter(Duration.ofMinutes(2)).register(type, (ctx, p) -> {
+    JobWorker worker = start(worker()
+        .listen(false)
+        .heartbeatInterval(Duration.ofSeconds(30))
+        .workerDeadAfter(Duration.ofMinutes(2))
+        .register(type, (ctx, p) -> {
           handlersStarted.incrementAndGet();
           release.await();
           throw new SnoozeJobException(Duration.ZERO);
         }));
     UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
     await().atMost(LONG).until(() -> handlersStarted.get() == 1);
-    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+    assertThat(client.cancel(id))
+        .isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
 
     release.countDown();
 
     await().atMost(LONG).until(() -> !"running".equals(storedState(id)));
-    assertThat(storedState(id)).as("a job whose cancellation was asked is not snoozed").isEqualTo("cancelled");
+    assertThat(storedState(id))
+        .as("a job whose cancellation was asked is not snoozed")
+        .isEqualTo("cancelled");
     assertThat(handlersStarted).as("and never runs again").hasValue(1);
     assertThat(tableOf(id)).isEqualTo("finished_jobs");
     assertThat(worker.runningJobs()).isZero();
@@ -321,23 +348,25 @@ class CancelTest extends LifecycleTestBase {
   @Test
   void jobCancelledBeforeItsWorkerHearsOfItIsNotReleasedToTheQueueOnShutdown() {
     JobType<Numbered> type = type("cancel_then_shutdown");
-    JobWorker worker =
-        start(worker()
-            .listen(false)
-            .heartbeatInterval(Duration.ofSeconds(30)).workerDeadAfter(Duration.ofMinutes(2))
-            .shutdownGrace(Duration.ZERO)
-            .register(type, (ctx, p) -> {
-              handlersStarted.incrementAndGet();
-              Thread.sleep(60_000);
-              return null;
-            }));
+    JobWorker worker = start(worker()
+        .listen(false)
+        .heartbeatInterval(Duration.ofSeconds(30))
+        .workerDeadAfter(Duration.ofMinutes(2))
+        .shutdownGrace(Duration.ZERO)
+        .register(type, (ctx, p) -> {
+          handlersStarted.incrementAndGet();
+          Thread.sleep(60_000);
+          return null;
+        }));
     UUID id = enqueue(type, EnqueueOptions.DEFAULTS);
     await().atMost(LONG).until(() -> handlersStarted.get() == 1);
-    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+    assertThat(client.cancel(id))
+        .isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
 
     worker.close();
 
-    assertThat(storedState(id)).as("a job whose cancellation was asked is not released to the queue")
+    assertThat(storedState(id))
+        .as("a job whose cancellation was asked is not released to the queue")
         .isEqualTo("cancelled");
     assertThat(tableOf(id)).isEqualTo("finished_jobs");
     assertThat(errorKinds(id)).containsExactly("shutdown");
@@ -347,10 +376,12 @@ class CancelTest extends LifecycleTestBase {
   void flaggedJobWhoseWorkerDiedEndsCancelledWhenRescued() {
     UUID id = plantStaleRunningJob("dead-worker");
 
-    assertThat(client.cancel(id)).isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
+    assertThat(client.cancel(id))
+        .isEqualTo(new CancelResult(Outcome.PENDING_ON_WORKER, JobState.RUNNING));
     assertThat(cancelRequested(id)).isTrue();
 
-    // A worker with a short stale threshold leads maintenance and rescues the silent job: as cancellation
+    // A worker with a short stale threshold leads maintenance and rescues the silent job: as
+    // cancellation
     // was asked, it ends cancelled rather than going back to the queue.
     start(worker().register(NUMBERED, (ctx, p) -> null).staleThreshold(Duration.ofSeconds(1)));
     Job done = awaitState(id, JobState.CANCELLED, LONG);
@@ -365,7 +396,8 @@ class CancelTest extends LifecycleTestBase {
     JobType<Numbered> a = type("cancel_all_a").withQueue("cq");
     JobType<Numbered> b = type("cancel_all_b").withQueue("cq");
     start(worker().register(a, stubbornHandler()).register(b, stubbornHandler()).queue("cq", 2));
-    List<UUID> running = List.of(enqueue(a, EnqueueOptions.DEFAULTS), enqueue(a, EnqueueOptions.DEFAULTS));
+    List<UUID> running =
+        List.of(enqueue(a, EnqueueOptions.DEFAULTS), enqueue(a, EnqueueOptions.DEFAULTS));
     await().atMost(LONG).until(() -> handlersStarted.get() == 2);
     List<UUID> waiting = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
@@ -373,7 +405,8 @@ class CancelTest extends LifecycleTestBase {
     }
     waiting.add(enqueue(a, EnqueueOptions.builder().delay(Duration.ofHours(1)).build()));
     waiting.add(enqueue(a, EnqueueOptions.builder().queue("unserved").build()));
-    List<UUID> otherType = List.of(enqueue(b, EnqueueOptions.DEFAULTS), enqueue(b, EnqueueOptions.DEFAULTS));
+    List<UUID> otherType =
+        List.of(enqueue(b, EnqueueOptions.DEFAULTS), enqueue(b, EnqueueOptions.DEFAULTS));
 
     CancelCounts counts = client.cancelAll(Set.of(a.name()), Set.of(), Set.of());
 
@@ -392,7 +425,8 @@ class CancelTest extends LifecycleTestBase {
     }
 
     // The cancel notification reaches the worker asynchronously; only once it interrupted both
-    // handlers does their normal return count as cancelled (a handler that returns before its worker
+    // handlers does their normal return count as cancelled (a handler that returns before its
+    // worker
     // hears of the cancellation has done the work: its job succeeds).
     await().atMost(LONG).until(() -> interruptsIgnored.get() >= 2);
     release.countDown();
@@ -410,11 +444,13 @@ class CancelTest extends LifecycleTestBase {
     start(worker().register(a, stubbornHandler()).queue("cq", 1));
     UUID running = enqueue(a, EnqueueOptions.DEFAULTS);
     await().atMost(LONG).until(() -> handlersStarted.get() == 1);
-    List<UUID> waitingInQueue = List.of(enqueue(a, EnqueueOptions.DEFAULTS), enqueue(a, EnqueueOptions.DEFAULTS));
+    List<UUID> waitingInQueue =
+        List.of(enqueue(a, EnqueueOptions.DEFAULTS), enqueue(a, EnqueueOptions.DEFAULTS));
     EnqueueOptions elsewhere = EnqueueOptions.builder().queue("other").build();
     List<UUID> otherQueue = List.of(enqueue(a, elsewhere), enqueue(a, elsewhere));
 
-    assertThat(client.cancelAll(Set.of(), Set.of("cq"), Set.of(JobState.RUNNING))).isEqualTo(new CancelCounts(0, 1));
+    assertThat(client.cancelAll(Set.of(), Set.of("cq"), Set.of(JobState.RUNNING)))
+        .isEqualTo(new CancelCounts(0, 1));
     assertThat(cancelRequested(running)).isTrue();
     for (UUID id : waitingInQueue) {
       assertThat(storedState(id)).isEqualTo("queued");
@@ -432,7 +468,9 @@ class CancelTest extends LifecycleTestBase {
     assertThatThrownBy(() -> client.cancelAll(Set.of(), Set.of("cq"), Set.of(JobState.SUCCEEDED)))
         .isInstanceOf(InvalidJobException.class);
 
-    await().atMost(LONG).until(() -> interruptsIgnored.get() >= 1); // the worker heard of the cancellation
+    await()
+        .atMost(LONG)
+        .until(() -> interruptsIgnored.get() >= 1); // the worker heard of the cancellation
     release.countDown();
     awaitState(running, JobState.CANCELLED, LONG);
   }

@@ -37,11 +37,25 @@ class ChaosTest extends LifecycleTestBase {
   };
 
   private static final String[] LOCKER = {
-    "concurrency=4", "pool=12", "staleMs=2500", "heartbeatMs=250", "leaseTtlMs=2000", "pollMs=200", "handler=locking"
+    "concurrency=4",
+    "pool=12",
+    "staleMs=2500",
+    "heartbeatMs=250",
+    "leaseTtlMs=2000",
+    "pollMs=200",
+    "handler=locking"
   };
   private static final String[] STUBBORN = {
-    "concurrency=4", "pool=10", "staleMs=2500", "heartbeatMs=250", "leaseTtlMs=2000", "pollMs=200",
-    "handler=stubborn", "stubbornMs=2000", "graceMs=0", "stuckGraceMs=300"
+    "concurrency=4",
+    "pool=10",
+    "staleMs=2500",
+    "heartbeatMs=250",
+    "leaseTtlMs=2000",
+    "pollMs=200",
+    "handler=stubborn",
+    "stubbornMs=2000",
+    "graceMs=0",
+    "stuckGraceMs=300"
   };
 
   private static long finished() {
@@ -56,7 +70,8 @@ class ChaosTest extends LifecycleTestBase {
    * that some jobs were let go and released says whether it ever happened.
    */
   private static void awaitMidJob(WorkerProcess stubborn) {
-    String sql = "SELECT count(*) FROM pgjobs.jobs WHERE locked_by = '" + stubborn.id() + "' AND state = 'running'"
+    String sql = "SELECT count(*) FROM pgjobs.jobs WHERE locked_by = '" + stubborn.id()
+        + "' AND state = 'running'"
         + " AND NOT prefetched AND attempted_at > now() - interval '1 second'";
     try {
       await("the stubborn process " + stubborn.id() + " in the middle of a job")
@@ -64,17 +79,23 @@ class ChaosTest extends LifecycleTestBase {
           .atMost(Duration.ofSeconds(15))
           .until(() -> count(sql) > 0 || finished() >= JOBS);
     } catch (org.awaitility.core.ConditionTimeoutException e) {
-      System.out.printf("the stubborn process %s ran no job within 15 s; stopping it anyway%n", stubborn.id());
+      System.out.printf(
+          "the stubborn process %s ran no job within 15 s; stopping it anyway%n", stubborn.id());
     }
   }
 
   @Test
   void everyJobSucceedsAndRunsAtMostOncePerAttemptWhileWorkersAreKilledAndRestarted() {
-    // Each attempt takes 15 ms, so a kill always finds jobs in flight and the run lasts long enough for
+    // Each attempt takes 15 ms, so a kill always finds jobs in flight and the run lasts long enough
+    // for
     // the kills to spread over it.
-    List<UUID> ids =
-        client.enqueueAll(Lifecycle.WORK, Collections.nCopies(JOBS, new Work(15, Integer.MAX_VALUE)), EnqueueOptions.DEFAULTS);
-    assertThat(Lifecycle.WORK.maxAttempts()).as("enough attempts that repeated kills cannot exhaust a job").isEqualTo(25);
+    List<UUID> ids = client.enqueueAll(
+        Lifecycle.WORK,
+        Collections.nCopies(JOBS, new Work(15, Integer.MAX_VALUE)),
+        EnqueueOptions.DEFAULTS);
+    assertThat(Lifecycle.WORK.maxAttempts())
+        .as("enough attempts that repeated kills cannot exhaust a job")
+        .isEqualTo(25);
     long startedAt = System.nanoTime();
     WorkerProcess[] workers = new WorkerProcess[WORKERS];
     for (int i = 0; i < WORKERS; i++) {
@@ -96,11 +117,14 @@ class ChaosTest extends LifecycleTestBase {
       }
       int victim = kill % WORKERS;
       for (WorkerProcess w : workers) {
-        assertThat(w.isAlive()).as("worker %s is alive (nobody else kills it)", w.id()).isTrue();
+        assertThat(w.isAlive())
+            .as("worker %s is alive (nobody else kills it)", w.id())
+            .isTrue();
       }
       workers[victim].kill();
       kills++;
-      System.out.printf("kill %d: %s killed with %d jobs finished, %.1f s into the run%n",
+      System.out.printf(
+          "kill %d: %s killed with %d jobs finished, %.1f s into the run%n",
           kill, workers[victim].id(), finished(), (System.nanoTime() - startedAt) / 1e9);
       workers[victim] = processes.start("chaos-w" + victim + "-" + kill, db.jdbcUrl(), SETTINGS);
       awaitMidJob(stubborn);
@@ -116,19 +140,25 @@ class ChaosTest extends LifecycleTestBase {
     assertThat(kills).as("kills during the run").isGreaterThanOrEqualTo(KILLS / 2);
 
     assertCompleteRun(PgJobsTestBase::count, JOBS);
-    assertThat(queryString("SELECT count(*) FROM pgjobs.finished_jobs WHERE id = ANY(?)", (Object) ids.toArray(UUID[]::new)))
-        .as("the jobs enqueued").isEqualTo(String.valueOf(JOBS));
-    long rescued = count("SELECT count(*) FROM pgjobs.finished_jobs WHERE errors @> '[{\"kind\": \"worker_lost\"}]'");
+    assertThat(queryString("SELECT count(*) FROM pgjobs.finished_jobs WHERE id = ANY(?)", (Object)
+            ids.toArray(UUID[]::new)))
+        .as("the jobs enqueued")
+        .isEqualTo(String.valueOf(JOBS));
+    long rescued = count(
+        "SELECT count(*) FROM pgjobs.finished_jobs WHERE errors @> '[{\"kind\": \"worker_lost\"}]'");
     assertThat(rescued).as("the kills did hit running jobs, which were rescued").isPositive();
     for (WorkerProcess w : workers) {
       assertThat(w.isAlive()).as("worker %s is alive", w.id()).isTrue();
     }
     assertThat(locker.isAlive()).isTrue();
     assertThat(stubborn.isAlive()).isTrue();
-    assertThat(count("SELECT count(*) FROM effects WHERE worker = 'chaos-locker'")).as("jobs run under a row lock").isPositive();
+    assertThat(count("SELECT count(*) FROM effects WHERE worker = 'chaos-locker'"))
+        .as("jobs run under a row lock")
+        .isPositive();
     assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs, jsonb_array_elements(errors) AS e"
-        + " WHERE e->>'kind' = 'shutdown' AND e->>'worker' LIKE 'chaos-stubborn-%'"))
-        .as("jobs of stubborn handlers let go at shutdown and released").isPositive();
+            + " WHERE e->>'kind' = 'shutdown' AND e->>'worker' LIKE 'chaos-stubborn-%'"))
+        .as("jobs of stubborn handlers let go at shutdown and released")
+        .isPositive();
     await("only the live workers stay registered")
         .atMost(Duration.ofSeconds(30))
         .until(() -> count("SELECT count(*) FROM pgjobs.workers") == WORKERS + 2);
@@ -136,7 +166,12 @@ class ChaosTest extends LifecycleTestBase {
     System.out.printf(
         "chaos: %d jobs, %d kills, %.1f s (%.0f jobs/s); %d rescued, %d effects, %d jobs ran more than once,"
             + " max attempts %d%n",
-        JOBS, kills, seconds, JOBS / seconds, rescued, count("effects"),
+        JOBS,
+        kills,
+        seconds,
+        JOBS / seconds,
+        rescued,
+        count("effects"),
         count("SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts > 1"),
         count("SELECT max(attempts) FROM pgjobs.finished_jobs"));
   }

@@ -12,8 +12,8 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
-import io.pgjobs.metrics.MetricNames;
 import io.pgjobs.SnoozeJobException;
+import io.pgjobs.metrics.MetricNames;
 import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.worker.JobWorker;
 import java.net.URI;
@@ -43,7 +43,8 @@ class CutOffWorkerTest extends LifecycleTestBase {
   public record Cut(String kind) {}
 
   static final JobType<Cut> CUT = JobType.of("cut_off", Cut.class).withMaxAttempts(1);
-  private static final List<String> KINDS = List.of("success", "fail", "snooze", "discard", "progress", "complete_tx");
+  private static final List<String> KINDS =
+      List.of("success", "fail", "snooze", "discard", "progress", "complete_tx");
 
   private final List<AutoCloseable> closeables = new ArrayList<>();
 
@@ -57,7 +58,8 @@ class CutOffWorkerTest extends LifecycleTestBase {
   private HikariDataSource poolThrough(TcpProxy proxy) {
     URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setJdbcUrl(
+        "jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
     config.setMaximumPoolSize(15);
     config.setMinimumIdle(0);
     config.setConnectionTimeout(1_000);
@@ -68,8 +70,11 @@ class CutOffWorkerTest extends LifecycleTestBase {
   }
 
   @Test
-  void aWorkerCutOffWhileItsJobsAreRescuedRetriedAndRerunWritesNothingOverTheNewRunsWhenItComesBack() throws Exception {
-    TcpProxy proxy = new TcpProxy("127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());
+  void
+      aWorkerCutOffWhileItsJobsAreRescuedRetriedAndRerunWritesNothingOverTheNewRunsWhenItComesBack()
+          throws Exception {
+    TcpProxy proxy = new TcpProxy(
+        "127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());
     closeables.add(proxy);
     SimpleMeterRegistry registryA = new SimpleMeterRegistry();
     CountDownLatch aMayReturn = new CountDownLatch(1);
@@ -126,7 +131,9 @@ class CutOffWorkerTest extends LifecycleTestBase {
 
     Map<String, UUID> ids = new java.util.LinkedHashMap<>();
     for (String kind : KINDS) {
-      ids.put(kind, client.enqueue(CUT, new Cut(kind), EnqueueOptions.DEFAULTS).job().id());
+      ids.put(
+          kind,
+          client.enqueue(CUT, new Cut(kind), EnqueueOptions.DEFAULTS).job().id());
     }
     await().atMost(Duration.ofSeconds(20)).until(() -> aStarted.get() == KINDS.size());
 
@@ -147,17 +154,24 @@ class CutOffWorkerTest extends LifecycleTestBase {
       awaitState(id, JobState.FAILED, Duration.ofSeconds(30));
       assertThat(errorKinds(id)).containsExactly("worker_lost");
     }
-    assertThat(client.retryAll(Set.of(CUT.name()), Set.of(), Set.of(JobState.FAILED))).isEqualTo(KINDS.size());
-    await("worker-b runs every job").atMost(Duration.ofSeconds(20))
-        .until(() -> count("SELECT count(*) FROM pgjobs.jobs WHERE locked_by = 'worker-b' AND state = 'running'") == KINDS.size());
+    assertThat(client.retryAll(Set.of(CUT.name()), Set.of(), Set.of(JobState.FAILED)))
+        .isEqualTo(KINDS.size());
+    await("worker-b runs every job")
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> count(
+                "SELECT count(*) FROM pgjobs.jobs WHERE locked_by = 'worker-b' AND state = 'running'")
+            == KINDS.size());
 
     proxy.restore();
     await("worker-a is back").atMost(Duration.ofSeconds(20)).until(() -> !a.isFenced());
     aMayReturn.countDown();
-    await("worker-a's handlers returned and their writes were settled").atMost(Duration.ofSeconds(30))
+    await("worker-a's handlers returned and their writes were settled")
+        .atMost(Duration.ofSeconds(30))
         .until(() -> aReturned.get() == KINDS.size() && completedOnA(registryA) == KINDS.size());
 
-    assertThat(completedOnA(registryA, "not_recorded")).as("every write of worker-a matched nothing").isEqualTo(KINDS.size());
+    assertThat(completedOnA(registryA, "not_recorded"))
+        .as("every write of worker-a matched nothing")
+        .isEqualTo(KINDS.size());
     for (Map.Entry<String, UUID> e : ids.entrySet()) {
       Job job = job(e.getValue());
       assertThat(job.state()).as(e.getKey()).isEqualTo(JobState.RUNNING);
@@ -178,12 +192,16 @@ class CutOffWorkerTest extends LifecycleTestBase {
   }
 
   private static long completedOnA(SimpleMeterRegistry registry, String outcome) {
-    return (long) registry.find(MetricNames.JOBS_COMPLETED).tags("outcome", outcome).counters().stream()
-        .mapToDouble(Counter::count).sum();
+    return (long)
+        registry.find(MetricNames.JOBS_COMPLETED).tags("outcome", outcome).counters().stream()
+            .mapToDouble(Counter::count)
+            .sum();
   }
 
   private static long completedOnA(SimpleMeterRegistry registry) {
-    return (long) registry.find(MetricNames.JOBS_COMPLETED).counters().stream().mapToDouble(Counter::count).sum();
+    return (long) registry.find(MetricNames.JOBS_COMPLETED).counters().stream()
+        .mapToDouble(Counter::count)
+        .sum();
   }
 
   private static void awaitIgnoringInterrupts(CountDownLatch latch) {
@@ -193,7 +211,8 @@ class CutOffWorkerTest extends LifecycleTestBase {
           return;
         }
       } catch (InterruptedException ignored) {
-        // worker-a fences itself and interrupts its handlers: these ignore it, to reach their writes
+        // worker-a fences itself and interrupts its handlers: these ignore it, to reach their
+        // writes
       }
     }
   }

@@ -47,12 +47,17 @@ class FailoverTest {
   private static final Duration WAIT = Duration.ofSeconds(60);
   /** The library's default stale threshold: only the dead-worker path may rescue within the test. */
   private static final Duration STALE = Duration.ofMinutes(5);
+
   private static final Duration DEAD_AFTER = Duration.ofSeconds(5);
 
-  @RegisterExtension final WorkerProcesses processes = new WorkerProcesses();
+  @RegisterExtension
+  final WorkerProcesses processes = new WorkerProcesses();
 
   /** What a run saw. */
-  private record Outcome(Set<UUID> acknowledged, double resumedSeconds, List<String> runningAtPromotion,
+  private record Outcome(
+      Set<UUID> acknowledged,
+      double resumedSeconds,
+      List<String> runningAtPromotion,
       Instant promotedAt) {}
 
   @Test
@@ -61,33 +66,61 @@ class FailoverTest {
       // Polling every 20 s: within the test only notifications (LISTEN) bring work promptly.
       try (Run run = new Run(cluster, "sync", "pollMs=20000")) {
         Outcome o = run.failOver();
-        await("every acknowledged job finished").atMost(WAIT).pollInterval(Duration.ofMillis(200))
+        await("every acknowledged job finished")
+            .atMost(WAIT)
+            .pollInterval(Duration.ofMillis(200))
             .until(() -> run.notFinished(o.acknowledged()) == 0);
-        System.out.printf("failover (synchronous): %d acknowledged, %d enqueues failed during the switch, work"
-            + " resumed %.2f s after the promotion%n", o.acknowledged().size(), run.failedEnqueues.get(),
-            o.resumedSeconds());
+        System.out.printf(
+            "failover (synchronous): %d acknowledged, %d enqueues failed during the switch, work"
+                + " resumed %.2f s after the promotion%n",
+            o.acknowledged().size(), run.failedEnqueues.get(), o.resumedSeconds());
         assertThat(run.lost(o.acknowledged())).as("acknowledged jobs lost").isZero();
-        assertThat(run.count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'"))
-            .as("jobs not succeeded").isZero();
-        assertThat(run.attemptsRunTwice()).as("attempts that ran their effect twice").isZero();
-        assertThat(run.ranMoreThanAttempts()).as("jobs whose effect ran more often than their attempts").isZero();
-        assertThat(o.resumedSeconds()).as("seconds from promotion to the next finished job").isLessThan(10);
-        await("nothing stuck running").atMost(WAIT).until(() -> run.count(
-            "SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND context IS DISTINCT FROM 'probe'"
-                + " AND attempted_at < now() - interval '5 seconds'") == 0);
+        assertThat(
+                run.count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'"))
+            .as("jobs not succeeded")
+            .isZero();
+        assertThat(run.attemptsRunTwice())
+            .as("attempts that ran their effect twice")
+            .isZero();
+        assertThat(run.ranMoreThanAttempts())
+            .as("jobs whose effect ran more often than their attempts")
+            .isZero();
+        assertThat(o.resumedSeconds())
+            .as("seconds from promotion to the next finished job")
+            .isLessThan(10);
+        await("nothing stuck running")
+            .atMost(WAIT)
+            .until(() -> run.count(
+                    "SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND context IS DISTINCT FROM 'probe'"
+                        + " AND attempted_at < now() - interval '5 seconds'")
+                == 0);
 
-        // LISTEN resumed: with polling every 20 s, a new job runs within 5 s only if a worker heard it.
-        UUID probe = run.client.enqueue(Lifecycle.WORK, Work.QUICK,
-            io.pgjobs.EnqueueOptions.builder().context("probe").build()).job().id();
-        await("a new job is heard and run").atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50))
+        // LISTEN resumed: with polling every 20 s, a new job runs within 5 s only if a worker heard
+        // it.
+        UUID probe = run.client
+            .enqueue(
+                Lifecycle.WORK,
+                Work.QUICK,
+                io.pgjobs.EnqueueOptions.builder().context("probe").build())
+            .job()
+            .id();
+        await("a new job is heard and run")
+            .atMost(Duration.ofSeconds(5))
+            .pollInterval(Duration.ofMillis(50))
             .until(() -> run.notFinished(Set.of(probe)) == 0);
 
-        // The maintenance leader resumed on the new primary: it holds the lease and fires recurring slots.
-        await("recurring slots fire after the promotion").atMost(WAIT).until(() -> run.count(
-            "SELECT count(*) FROM (SELECT context FROM pgjobs.jobs UNION ALL SELECT context FROM pgjobs.finished_jobs) j"
-                + " WHERE context LIKE 'recurring tick @ %' AND substr(context, 18)::timestamptz > '"
-                + o.promotedAt() + "'") >= 3);
-        assertThat(run.queryText("SELECT holder FROM pgjobs.leases WHERE name = 'maintenance' AND expires_at > now()"))
+        // The maintenance leader resumed on the new primary: it holds the lease and fires recurring
+        // slots.
+        await("recurring slots fire after the promotion")
+            .atMost(WAIT)
+            .until(() -> run.count(
+                    "SELECT count(*) FROM (SELECT context FROM pgjobs.jobs UNION ALL SELECT context FROM pgjobs.finished_jobs) j"
+                        + " WHERE context LIKE 'recurring tick @ %' AND substr(context, 18)::timestamptz > '"
+                        + o.promotedAt() + "'")
+                >= 3);
+        assertThat(
+                run.queryText(
+                    "SELECT holder FROM pgjobs.leases WHERE name = 'maintenance' AND expires_at > now()"))
             .isIn("ha-sync-w1", "ha-sync-w2");
       }
     }
@@ -107,31 +140,47 @@ class FailoverTest {
       cluster.setPrimarySetting("synchronous_commit", "off");
       try (Run run = new Run(cluster, "async", "pollMs=500")) {
         for (WorkerProcess worker : run.workers) {
-          await("the warning of worker " + worker.id() + " at start").atMost(WAIT)
+          await("the warning of worker " + worker.id() + " at start")
+              .atMost(WAIT)
               .until(() -> worker.output().contains("replication: synchronous_commit is off")
                   && worker.output().contains("a failover to a standby can lose"));
         }
         Outcome o = run.failOver();
         Instant deadline = o.promotedAt().plus(DEAD_AFTER).plusSeconds(10);
-        // Each job running on the new primary at promotion is, within the dead-worker threshold (plus the
-        // rescue's own interval), finished or back in the queue: never left running under its old claim.
+        // Each job running on the new primary at promotion is, within the dead-worker threshold
+        // (plus the
+        // rescue's own interval), finished or back in the queue: never left running under its old
+        // claim.
         try {
-          await("jobs running at the promotion are finished or requeued").atMost(DEAD_AFTER.plusSeconds(20))
+          await("jobs running at the promotion are finished or requeued")
+              .atMost(DEAD_AFTER.plusSeconds(20))
               .pollInterval(Duration.ofMillis(200))
               .until(() -> run.stillRunningUnderTheirClaim(o.runningAtPromotion()) == 0);
         } catch (org.awaitility.core.ConditionTimeoutException e) {
-          throw new AssertionError(run.stillRunningUnderTheirClaim(o.runningAtPromotion()) + " of the "
-              + o.runningAtPromotion().size() + " jobs running at the promotion still run under the same claim "
-              + DEAD_AFTER.plusSeconds(20) + " later; " + run.orphansAtPromotion(o.runningAtPromotion())
-              + " of those running at the promotion had their attempt's effect recorded (no worker held them)", e);
+          throw new AssertionError(
+              run.stillRunningUnderTheirClaim(o.runningAtPromotion()) + " of the "
+                  + o.runningAtPromotion().size()
+                  + " jobs running at the promotion still run under the same claim "
+                  + DEAD_AFTER.plusSeconds(20) + " later; "
+                  + run.orphansAtPromotion(o.runningAtPromotion())
+                  + " of those running at the promotion had their attempt's effect recorded (no worker held them)",
+              e);
         }
-        assertThat(Instant.now()).as("requeued within the dead-worker threshold").isBefore(deadline);
-        await("every surviving acknowledged job finished").atMost(WAIT)
+        assertThat(Instant.now())
+            .as("requeued within the dead-worker threshold")
+            .isBefore(deadline);
+        await("every surviving acknowledged job finished")
+            .atMost(WAIT)
             .until(() -> run.notFinished(o.acknowledged()) == run.lost(o.acknowledged()));
-        System.out.printf("failover (asynchronous): %d acknowledged, %d lost, %d attempts ran twice, %d running at"
+        System.out.printf(
+            "failover (asynchronous): %d acknowledged, %d lost, %d attempts ran twice, %d running at"
                 + " the promotion (%d of them by a claim no worker held), work resumed %.2f s after the promotion%n",
-            o.acknowledged().size(), run.lost(o.acknowledged()), run.attemptsRunTwice(), o.runningAtPromotion().size(),
-            run.orphansAtPromotion(o.runningAtPromotion()), o.resumedSeconds());
+            o.acknowledged().size(),
+            run.lost(o.acknowledged()),
+            run.attemptsRunTwice(),
+            o.runningAtPromotion().size(),
+            run.orphansAtPromotion(o.runningAtPromotion()),
+            o.resumedSeconds());
       }
     }
   }
@@ -163,9 +212,17 @@ class FailoverTest {
       client.migrate();
       execute(Lifecycle.EFFECTS_DDL, Lifecycle.STARTS_DDL);
       for (int i = 1; i <= 2; i++) {
-        workers.add(processes.start("ha-" + name + "-w" + i,
-            url, "concurrency=4", "pool=8", "heartbeatMs=300", "staleMs=" + STALE.toMillis(),
-            "deadAfterMs=" + DEAD_AFTER.toMillis(), "leaseTtlMs=2000", "recurring=tick", "connectionTimeoutMs=3000",
+        workers.add(processes.start(
+            "ha-" + name + "-w" + i,
+            url,
+            "concurrency=4",
+            "pool=8",
+            "heartbeatMs=300",
+            "staleMs=" + STALE.toMillis(),
+            "deadAfterMs=" + DEAD_AFTER.toMillis(),
+            "leaseTtlMs=2000",
+            "recurring=tick",
+            "connectionTimeoutMs=3000",
             pollSetting));
       }
       producer = Thread.ofPlatform().name("ha-producer").start(this::produce);
@@ -175,7 +232,10 @@ class FailoverTest {
     private void produce() {
       while (producing.get()) {
         try {
-          acknowledged.add(client.enqueue(Lifecycle.WORK, new Work(20, Integer.MAX_VALUE)).job().id());
+          acknowledged.add(client
+              .enqueue(Lifecycle.WORK, new Work(20, Integer.MAX_VALUE))
+              .job()
+              .id());
           Thread.sleep(5);
         } catch (InterruptedException e) {
           return;
@@ -192,27 +252,36 @@ class FailoverTest {
 
     /** Lets work run, crashes the primary, promotes the standby, and waits until work resumes. */
     Outcome failOver() throws Exception {
-      await("workers run jobs before the crash").atMost(WAIT).pollInterval(Duration.ofMillis(100))
+      await("workers run jobs before the crash")
+          .atMost(WAIT)
+          .pollInterval(Duration.ofMillis(100))
           .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs") >= 200);
       cluster.crashPrimary();
       long finishedBefore = countOnStandby("SELECT count(*) FROM pgjobs.finished_jobs");
       cluster.promoteStandby();
       long promotedNanos = System.nanoTime();
       Instant promotedAt = Instant.now();
-      // The jobs the new primary has as running, each with its claim (id/claim_token), as the crash left them.
+      // The jobs the new primary has as running, each with its claim (id/claim_token), as the crash
+      // left them.
       List<String> running = new ArrayList<>();
-      try (Connection c = java.sql.DriverManager.getConnection(cluster.jdbcUrl(Node.STANDBY, "jobs"));
+      try (Connection c =
+              java.sql.DriverManager.getConnection(cluster.jdbcUrl(Node.STANDBY, "jobs"));
           Statement st = c.createStatement();
-          ResultSet rs = st.executeQuery("SELECT id::text || '/' || claim_token FROM pgjobs.jobs WHERE state = 'running'")) {
+          ResultSet rs = st.executeQuery(
+              "SELECT id::text || '/' || claim_token FROM pgjobs.jobs WHERE state = 'running'")) {
         while (rs.next()) {
           running.add(rs.getString(1));
         }
       }
-      await("jobs finish again after the promotion").atMost(WAIT).pollInterval(Duration.ofMillis(50))
-          .until(() -> countOnStandby("SELECT count(*) FROM pgjobs.finished_jobs") > finishedBefore);
+      await("jobs finish again after the promotion")
+          .atMost(WAIT)
+          .pollInterval(Duration.ofMillis(50))
+          .until(
+              () -> countOnStandby("SELECT count(*) FROM pgjobs.finished_jobs") > finishedBefore);
       double resumed = (System.nanoTime() - promotedNanos) / 1e9;
       int ackedAtPromotion = acknowledged.size();
-      await("the producer enqueues again after the promotion").atMost(WAIT)
+      await("the producer enqueues again after the promotion")
+          .atMost(WAIT)
           .until(() -> acknowledged.size() >= ackedAtPromotion + 50);
       producing.set(false);
       producer.join(10_000);
@@ -224,8 +293,9 @@ class FailoverTest {
       if (claims.isEmpty()) {
         return 0;
       }
-      return count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND id::text || '/' || claim_token"
-          + " IN ('" + String.join("','", claims) + "')");
+      return count(
+          "SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND id::text || '/' || claim_token"
+              + " IN ('" + String.join("','", claims) + "')");
     }
 
     /**
@@ -237,29 +307,36 @@ class FailoverTest {
       if (claims.isEmpty()) {
         return 0;
       }
-      return count("SELECT count(*) FROM unnest(ARRAY['" + String.join("','", claims) + "']) AS c(claim)"
-          + " WHERE EXISTS (SELECT 1 FROM effects e WHERE e.job_id = split_part(c.claim, '/', 1)::uuid)");
+      return count(
+          "SELECT count(*) FROM unnest(ARRAY['" + String.join("','", claims) + "']) AS c(claim)"
+              + " WHERE EXISTS (SELECT 1 FROM effects e WHERE e.job_id = split_part(c.claim, '/', 1)::uuid)");
     }
 
     long lost(Set<UUID> ids) {
-      return countOf(ids, "SELECT count(*) FROM unnest(?::uuid[]) AS a(id) WHERE NOT EXISTS"
-          + " (SELECT 1 FROM pgjobs.jobs j WHERE j.id = a.id) AND NOT EXISTS"
-          + " (SELECT 1 FROM pgjobs.finished_jobs f WHERE f.id = a.id)");
+      return countOf(
+          ids,
+          "SELECT count(*) FROM unnest(?::uuid[]) AS a(id) WHERE NOT EXISTS"
+              + " (SELECT 1 FROM pgjobs.jobs j WHERE j.id = a.id) AND NOT EXISTS"
+              + " (SELECT 1 FROM pgjobs.finished_jobs f WHERE f.id = a.id)");
     }
 
     long notFinished(Set<UUID> ids) {
-      return countOf(ids, "SELECT count(*) FROM unnest(?::uuid[]) AS a(id) WHERE NOT EXISTS"
-          + " (SELECT 1 FROM pgjobs.finished_jobs f WHERE f.id = a.id)");
+      return countOf(
+          ids,
+          "SELECT count(*) FROM unnest(?::uuid[]) AS a(id) WHERE NOT EXISTS"
+              + " (SELECT 1 FROM pgjobs.finished_jobs f WHERE f.id = a.id)");
     }
 
     long attemptsRunTwice() {
-      return count("SELECT count(*) FROM (SELECT job_id, attempt FROM effects GROUP BY job_id, attempt"
-          + " HAVING count(*) > 1) d");
+      return count(
+          "SELECT count(*) FROM (SELECT job_id, attempt FROM effects GROUP BY job_id, attempt"
+              + " HAVING count(*) > 1) d");
     }
 
     long ranMoreThanAttempts() {
-      return count("SELECT count(*) FROM pgjobs.finished_jobs f JOIN (SELECT job_id, count(*) AS runs FROM effects"
-          + " GROUP BY job_id) e ON e.job_id = f.id WHERE e.runs > f.attempts");
+      return count(
+          "SELECT count(*) FROM pgjobs.finished_jobs f JOIN (SELECT job_id, count(*) AS runs FROM effects"
+              + " GROUP BY job_id) e ON e.job_id = f.id WHERE e.runs > f.attempts");
     }
 
     long count(String sql) {
@@ -277,7 +354,8 @@ class FailoverTest {
     }
 
     private long countOnStandby(String sql) throws SQLException {
-      try (Connection c = java.sql.DriverManager.getConnection(cluster.jdbcUrl(Node.STANDBY, "jobs"));
+      try (Connection c =
+              java.sql.DriverManager.getConnection(cluster.jdbcUrl(Node.STANDBY, "jobs"));
           Statement st = c.createStatement();
           ResultSet rs = st.executeQuery(sql)) {
         rs.next();

@@ -38,12 +38,18 @@ class FenceTest extends LifecycleTestBase {
   void lateWritesOfAClaimThatIsNoLongerTheJobsChangeNothingOverItsNewRun() throws Exception {
     ExecutionStore store = store();
     WorkerStore workers = new WorkerStore(db.dataSource(), "pgjobs", CODEC);
-    UUID id = client.enqueue(NUMBERED, new Numbered(1), EnqueueOptions.builder().maxAttempts(1).build()).job().id();
+    UUID id = client
+        .enqueue(
+            NUMBERED, new Numbered(1), EnqueueOptions.builder().maxAttempts(1).build())
+        .job()
+        .id();
 
     ClaimedJob a = store.claim(JobType.DEFAULT_QUEUE, 1, "worker-a").get(0);
-    // worker-a is cut off: it never registered a heartbeat row, so rescue takes its job at once; with no
+    // worker-a is cut off: it never registered a heartbeat row, so rescue takes its job at once;
+    // with no
     // attempts left the job fails as worker_lost.
-    WorkerStore.RescueCounts rescued = workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100);
+    WorkerStore.RescueCounts rescued =
+        workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100);
     assertThat(rescued.ended()).isEqualTo(1);
     assertThat(job(id).state()).isEqualTo(JobState.FAILED);
     assertThat(errorKinds(id)).containsExactly("worker_lost");
@@ -55,15 +61,22 @@ class FenceTest extends LifecycleTestBase {
     assertThat(b.claimToken()).isNotEqualTo(a.claimToken());
 
     // Every write worker-a could still send when it comes back.
-    assertThat(store.succeed("worker-a", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), WAIT)).isZero();
-    assertThat(store.succeed("worker-a", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), null)).isZero();
-    assertThat(store.succeed("worker-b", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), WAIT)).isZero();
+    assertThat(store.succeed(
+            "worker-a", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), WAIT))
+        .isZero();
+    assertThat(store.succeed(
+            "worker-a", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), null))
+        .isZero();
+    assertThat(store.succeed(
+            "worker-b", List.of(new Completion(id, a.claimToken(), "{\"by\":\"a\"}")), WAIT))
+        .isZero();
     assertThat(store.finish(id, a.claimToken(), JobState.FAILED, "[]")).isNull();
     assertThat(store.finish(id, a.claimToken(), JobState.CANCELLED, "[]")).isNull();
     assertThat(store.retryLater(id, a.claimToken(), 0, "[{\"kind\":\"late\"}]")).isNull();
     assertThat(store.snooze(id, a.claimToken(), 0)).isNull();
     assertThat(store.release(id, a.claimToken(), "[{\"kind\":\"late\"}]")).isNull();
-    assertThat(store.progress(id, a.claimToken(), 99, "late progress from worker-a")).isFalse();
+    assertThat(store.progress(id, a.claimToken(), 99, "late progress from worker-a"))
+        .isFalse();
     assertThat(store.heartbeat(id, a.claimToken())).isFalse();
     assertThat(store.isRunning(id, a.claimToken())).isFalse();
     assertThat(store.unclaim("worker-a", List.of(a))).isEmpty();
@@ -73,8 +86,11 @@ class FenceTest extends LifecycleTestBase {
       tx.commit();
     }
     try (Connection hb = db.dataSource().getConnection()) {
-      WorkerStore.Registration reg = new WorkerStore.Registration("worker-a", "host", 1, Map.of("default", 1), List.of());
-      assertThat(workers.heartbeat(hb, reg, Map.of(id, a.claimToken()), List.of(id), 0, Duration.ofSeconds(1))).isEmpty();
+      WorkerStore.Registration reg =
+          new WorkerStore.Registration("worker-a", "host", 1, Map.of("default", 1), List.of());
+      assertThat(workers.heartbeat(
+              hb, reg, Map.of(id, a.claimToken()), List.of(id), 0, Duration.ofSeconds(1)))
+          .isEmpty();
     }
     assertThat(store.claimStatus(Map.of(id, a.claimToken()))).isEmpty();
 
@@ -87,37 +103,48 @@ class FenceTest extends LifecycleTestBase {
 
     // worker-b's own writes still land.
     assertThat(store.progress(id, b.claimToken(), 50, "half")).isTrue();
-    assertThat(store.succeed("worker-b", List.of(new Completion(id, b.claimToken(), "{\"by\":\"b\"}")), WAIT))
+    assertThat(store.succeed(
+            "worker-b", List.of(new Completion(id, b.claimToken(), "{\"by\":\"b\"}")), WAIT))
         .isEqualTo(1);
     Job done = job(id);
     assertThat(done.state()).isEqualTo(JobState.SUCCEEDED);
     assertThat(done.lockedBy()).isEqualTo("worker-b");
     assertThat(done.output()).hasToString("{\"by\":\"b\"}");
     assertThat(done.progressMessage()).isEqualTo("half");
-    // The written row keeps the claim's token: a write whose reply was lost is recognised afterwards.
+    // The written row keeps the claim's token: a write whose reply was lost is recognised
+    // afterwards.
     assertThat(store.claimStatus(Map.of(id, b.claimToken()))).containsEntry(id, JobState.SUCCEEDED);
   }
 
   @Test
-  void aDeadWorkersStartedJobsCountTheAttemptAndItsPrefetchedJobsGoBackAsTheyWere() throws Exception {
+  void aDeadWorkersStartedJobsCountTheAttemptAndItsPrefetchedJobsGoBackAsTheyWere()
+      throws Exception {
     ExecutionStore store = store();
     WorkerStore workers = new WorkerStore(db.dataSource(), "pgjobs", CODEC);
-    List<UUID> ids = client.enqueueAll(NUMBERED, List.of(new Numbered(1), new Numbered(2), new Numbered(3), new Numbered(4)),
+    List<UUID> ids = client.enqueueAll(
+        NUMBERED,
+        List.of(new Numbered(1), new Numbered(2), new Numbered(3), new Numbered(4)),
         EnqueueOptions.builder().maxAttempts(1).build());
     List<ClaimedJob> claimed = store.claim(JobType.DEFAULT_QUEUE, 4, "doomed");
     Map<UUID, Long> tokens = new java.util.HashMap<>();
     claimed.forEach(c -> tokens.put(c.id(), c.claimToken()));
     List<UUID> waiting = List.of(claimed.get(2).id(), claimed.get(3).id());
-    WorkerStore.Registration reg = new WorkerStore.Registration("doomed", "host", 1, Map.of("default", 2), List.of());
+    WorkerStore.Registration reg =
+        new WorkerStore.Registration("doomed", "host", 1, Map.of("default", 2), List.of());
     try (Connection hb = db.dataSource().getConnection()) {
-      assertThat(workers.heartbeat(hb, reg, tokens, waiting, 0, Duration.ofSeconds(1))).hasSize(4);
+      assertThat(workers.heartbeat(hb, reg, tokens, waiting, 0, Duration.ofSeconds(1)))
+          .hasSize(4);
     }
     // A live worker's jobs stay where they are.
-    assertThat(workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100).total()).isZero();
+    assertThat(
+            workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100).total())
+        .isZero();
     // The worker dies: its row is not renewed (here: its heartbeat was 30 s ago).
-    db.execute("UPDATE pgjobs.workers SET last_heartbeat = now() - interval '30 seconds' WHERE id = 'doomed'");
+    db.execute(
+        "UPDATE pgjobs.workers SET last_heartbeat = now() - interval '30 seconds' WHERE id = 'doomed'");
 
-    WorkerStore.RescueCounts counts = workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100);
+    WorkerStore.RescueCounts counts =
+        workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100);
 
     assertThat(counts.unclaimed()).isEqualTo(2);
     assertThat(counts.ended()).isEqualTo(2); // started, max attempts 1: failed as worker_lost
@@ -146,21 +173,31 @@ class FenceTest extends LifecycleTestBase {
     UUID cancelledOnRetry = client.enqueue(NUMBERED, new Numbered(5)).job().id();
     Map<UUID, ClaimedJob> claimed = new java.util.HashMap<>();
     store.claim(JobType.DEFAULT_QUEUE, 10, "w").forEach(c -> claimed.put(c.id(), c));
-    assertThat(client.cancel(cancelledOnRetry).outcome()).isEqualTo(io.pgjobs.CancelResult.Outcome.PENDING_ON_WORKER);
+    assertThat(client.cancel(cancelledOnRetry).outcome())
+        .isEqualTo(io.pgjobs.CancelResult.Outcome.PENDING_ON_WORKER);
 
-    assertThat(store.retryLater(retried, claimed.get(retried).claimToken(), 60_000, "[]")).isEqualTo(JobState.RETRYING);
-    assertThat(store.snooze(snoozed, claimed.get(snoozed).claimToken(), 60_000)).isEqualTo(JobState.QUEUED);
-    assertThat(store.release(released, claimed.get(released).claimToken(), "[]")).isEqualTo(JobState.RETRYING);
-    assertThat(store.finish(failed, claimed.get(failed).claimToken(), JobState.FAILED, "[]")).isEqualTo(JobState.FAILED);
-    // The job's cancellation was asked while it ran: the retry the worker meant ends it cancelled instead.
-    assertThat(store.retryLater(cancelledOnRetry, claimed.get(cancelledOnRetry).claimToken(), 0, "[]"))
+    assertThat(store.retryLater(retried, claimed.get(retried).claimToken(), 60_000, "[]"))
+        .isEqualTo(JobState.RETRYING);
+    assertThat(store.snooze(snoozed, claimed.get(snoozed).claimToken(), 60_000))
+        .isEqualTo(JobState.QUEUED);
+    assertThat(store.release(released, claimed.get(released).claimToken(), "[]"))
+        .isEqualTo(JobState.RETRYING);
+    assertThat(store.finish(failed, claimed.get(failed).claimToken(), JobState.FAILED, "[]"))
+        .isEqualTo(JobState.FAILED);
+    // The job's cancellation was asked while it ran: the retry the worker meant ends it cancelled
+    // instead.
+    assertThat(
+            store.retryLater(cancelledOnRetry, claimed.get(cancelledOnRetry).claimToken(), 0, "[]"))
         .isEqualTo(JobState.CANCELLED);
     // A second, late copy of any of them matches nothing...
-    assertThat(store.retryLater(retried, claimed.get(retried).claimToken(), 0, "[]")).isNull();
-    // ...and the claim status says what the first one wrote (a reply lost in between is recognised).
+    assertThat(store.retryLater(retried, claimed.get(retried).claimToken(), 0, "[]"))
+        .isNull();
+    // ...and the claim status says what the first one wrote (a reply lost in between is
+    // recognised).
     assertThat(store.claimStatus(Map.of(retried, claimed.get(retried).claimToken())))
         .containsEntry(retried, JobState.RETRYING);
-    assertThat(store.claimStatus(Map.of(cancelledOnRetry, claimed.get(cancelledOnRetry).claimToken())))
+    assertThat(store.claimStatus(
+            Map.of(cancelledOnRetry, claimed.get(cancelledOnRetry).claimToken())))
         .containsEntry(cancelledOnRetry, JobState.CANCELLED);
   }
 }

@@ -28,7 +28,13 @@ class GracefulShutdownTest extends LifecycleTestBase {
   private static final Work THIRTY_SECONDS = Work.blockingFirstAttempt(Duration.ofSeconds(30));
 
   private static UUID enqueue(Work work, int maxAttempts) {
-    return client.enqueue(Lifecycle.WORK, work, EnqueueOptions.builder().maxAttempts(maxAttempts).build()).job().id();
+    return client
+        .enqueue(
+            Lifecycle.WORK,
+            work,
+            EnqueueOptions.builder().maxAttempts(maxAttempts).build())
+        .job()
+        .id();
   }
 
   private static long workersNamed(String id) {
@@ -36,16 +42,23 @@ class GracefulShutdownTest extends LifecycleTestBase {
   }
 
   @Test
-  void sigtermEndsTheProcessAfterTheGraceAndReleasesItsJobsToTheQueueForAnotherWorker() throws Exception {
+  void sigtermEndsTheProcessAfterTheGraceAndReleasesItsJobsToTheQueueForAnotherWorker()
+      throws Exception {
     // Stale threshold 60 s: whatever puts the jobs back in the queue below, it is not rescue.
-    WorkerProcess doomed =
-        processes.start("shutdown-sigterm", db.jdbcUrl(), "concurrency=3", "graceMs=2000", "staleMs=60000");
-    List<UUID> ids = List.of(enqueue(THIRTY_SECONDS, 3), enqueue(THIRTY_SECONDS, 3), enqueue(THIRTY_SECONDS, 1));
+    WorkerProcess doomed = processes.start(
+        "shutdown-sigterm", db.jdbcUrl(), "concurrency=3", "graceMs=2000", "staleMs=60000");
+    List<UUID> ids =
+        List.of(enqueue(THIRTY_SECONDS, 3), enqueue(THIRTY_SECONDS, 3), enqueue(THIRTY_SECONDS, 1));
     UUID onLastAttempt = ids.get(2);
-    await().atMost(LONG).until(() -> count(
-        "SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND locked_by = 'shutdown-sigterm'") == 3);
+    await()
+        .atMost(LONG)
+        .until(() -> count(
+                "SELECT count(*) FROM pgjobs.jobs WHERE state = 'running' AND locked_by = 'shutdown-sigterm'")
+            == 3);
     // Claimed is not yet started: wait until the three handlers run (and block).
-    await().atMost(LONG).until(() -> count("SELECT count(*) FROM starts WHERE worker = 'shutdown-sigterm'") == 3);
+    await()
+        .atMost(LONG)
+        .until(() -> count("SELECT count(*) FROM starts WHERE worker = 'shutdown-sigterm'") == 3);
     assertThat(workersNamed("shutdown-sigterm")).isEqualTo(1);
 
     long terminatedAt = System.nanoTime();
@@ -55,11 +68,17 @@ class GracefulShutdownTest extends LifecycleTestBase {
 
     System.out.printf("SIGTERM: worker process exited after %d ms (grace 2 s)%n", took.toMillis());
     assertThat(exited).as("worker process exited within 15 s of SIGTERM").isTrue();
-    assertThat(took).as("it waited for the 2 s grace first").isGreaterThanOrEqualTo(Duration.ofMillis(1_900));
+    assertThat(took)
+        .as("it waited for the 2 s grace first")
+        .isGreaterThanOrEqualTo(Duration.ofMillis(1_900));
     // At once, with no rescue involved: every interrupted job is waiting again, due now, unlocked.
-    assertThat(count("pgjobs.finished_jobs")).as("nothing failed because of the shutdown").isZero();
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'retrying' AND locked_by IS NULL"
-        + " AND heartbeat_at IS NULL AND run_at <= now()")).isEqualTo(3);
+    assertThat(count("pgjobs.finished_jobs"))
+        .as("nothing failed because of the shutdown")
+        .isZero();
+    assertThat(
+            count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'retrying' AND locked_by IS NULL"
+                + " AND heartbeat_at IS NULL AND run_at <= now()"))
+        .isEqualTo(3);
     for (UUID id : ids) {
       Job job = job(id);
       assertThat(job.state()).isEqualTo(JobState.RETRYING);
@@ -74,28 +93,31 @@ class GracefulShutdownTest extends LifecycleTestBase {
     }
     assertThat(workersNamed("shutdown-sigterm")).as("deregistered").isZero();
     assertThat(count("SELECT count(*) FROM pgjobs.leases WHERE holder = 'shutdown-sigterm'"))
-        .as("maintenance lease given up").isZero();
+        .as("maintenance lease given up")
+        .isZero();
     assertThat(count("effects")).isZero();
 
     // Another worker, whose handler finishes at once, runs them to completion.
-    start(worker().workerId("shutdown-successor").register(Lifecycle.WORK, Lifecycle.handler("shutdown-successor", false)));
+    start(worker()
+        .workerId("shutdown-successor")
+        .register(Lifecycle.WORK, Lifecycle.handler("shutdown-successor", false)));
     for (UUID id : ids) {
       Job done = awaitState(id, JobState.SUCCEEDED, LONG);
       assertThat(done.attempts()).isEqualTo(id.equals(onLastAttempt) ? 1 : 2);
       assertThat(done.errors()).extracting(JobError::kind).containsExactly("shutdown");
     }
-    assertThat(count("SELECT count(*) FROM effects WHERE worker = 'shutdown-successor'")).isEqualTo(3);
+    assertThat(count("SELECT count(*) FROM effects WHERE worker = 'shutdown-successor'"))
+        .isEqualTo(3);
     assertThat(count("effects")).isEqualTo(3);
   }
 
   @Test
   void closeLetsAJobThatFinishesWithinTheGraceSucceedAndClaimsNothingMore() {
-    JobWorker worker =
-        start(worker()
-            .workerId("shutdown-in-grace")
-            .register(Lifecycle.WORK, Lifecycle.handler("shutdown-in-grace", true))
-            .queue("default", 1)
-            .shutdownGrace(Duration.ofSeconds(15)));
+    JobWorker worker = start(worker()
+        .workerId("shutdown-in-grace")
+        .register(Lifecycle.WORK, Lifecycle.handler("shutdown-in-grace", true))
+        .queue("default", 1)
+        .shutdownGrace(Duration.ofSeconds(15)));
     UUID running = enqueue(Work.blockingFirstAttempt(Duration.ofSeconds(5)), 3);
     awaitState(running, JobState.RUNNING, LONG);
     UUID waiting = enqueue(Work.QUICK, 3); // the worker's one slot is taken: this one waits
@@ -104,25 +126,27 @@ class GracefulShutdownTest extends LifecycleTestBase {
     worker.close();
     Duration took = Duration.ofNanos(System.nanoTime() - closing);
 
-    assertThat(took).as("close returns once the running job is done, not after the whole grace")
+    assertThat(took)
+        .as("close returns once the running job is done, not after the whole grace")
         .isLessThan(Duration.ofSeconds(13));
     Job done = job(running);
     assertThat(done.state()).isEqualTo(JobState.SUCCEEDED);
     assertThat(done.attempts()).isEqualTo(1);
     assertThat(done.errors()).isEmpty();
     Job notClaimed = job(waiting);
-    assertThat(notClaimed.state()).as("no claims after close began, though a slot came free").isEqualTo(JobState.QUEUED);
+    assertThat(notClaimed.state())
+        .as("no claims after close began, though a slot came free")
+        .isEqualTo(JobState.QUEUED);
     assertThat(notClaimed.attempts()).isZero();
     assertThat(workersNamed("shutdown-in-grace")).isZero();
   }
 
   @Test
   void closeInterruptsAJobThatOutlastsTheGraceAndReleasesIt() {
-    JobWorker worker =
-        start(worker()
-            .workerId("shutdown-past-grace")
-            .register(Lifecycle.WORK, Lifecycle.handler("shutdown-past-grace", true))
-            .shutdownGrace(Duration.ofSeconds(1)));
+    JobWorker worker = start(worker()
+        .workerId("shutdown-past-grace")
+        .register(Lifecycle.WORK, Lifecycle.handler("shutdown-past-grace", true))
+        .shutdownGrace(Duration.ofSeconds(1)));
     UUID id = enqueue(THIRTY_SECONDS, 3);
     awaitState(id, JobState.RUNNING, LONG);
 
@@ -136,7 +160,9 @@ class GracefulShutdownTest extends LifecycleTestBase {
     assertThat(released.lockedBy()).isNull();
     assertThat(released.attempts()).isEqualTo(1);
     assertThat(released.errors()).extracting(JobError::kind).containsExactly("shutdown");
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id + "' AND run_at <= now()")).isEqualTo(1);
+    assertThat(
+            count("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id + "' AND run_at <= now()"))
+        .isEqualTo(1);
     assertThat(workersNamed("shutdown-past-grace")).isZero();
   }
 }

@@ -28,6 +28,7 @@ import org.junit.jupiter.api.Test;
 class LeaderTest extends LifecycleTestBase {
   /** Renewed every second: two seconds of slack before a busy machine makes a lease lapse. */
   private static final Duration TTL = Duration.ofSeconds(3);
+
   private static final Duration LONG = Duration.ofSeconds(30);
 
   private final List<Maintenance> nodes = new ArrayList<>();
@@ -38,19 +39,19 @@ class LeaderTest extends LifecycleTestBase {
   }
 
   private Maintenance startNode(String holder, DataSource dataSource) {
-    Maintenance node =
-        Maintenance.builder(dataSource)
-            .holderId(holder)
-            .leaseTtl(TTL)
-            .staleThreshold(Duration.ofSeconds(2))
-            .rescueInterval(Duration.ofMillis(200))
-            .build();
+    Maintenance node = Maintenance.builder(dataSource)
+        .holderId(holder)
+        .leaseTtl(TTL)
+        .staleThreshold(Duration.ofSeconds(2))
+        .rescueInterval(Duration.ofMillis(200))
+        .build();
     nodes.add(node);
     return node.start();
   }
 
   private static String leaseHolder() {
-    return queryString("SELECT holder FROM pgjobs.leases WHERE name = 'maintenance' AND expires_at > now()");
+    return queryString(
+        "SELECT holder FROM pgjobs.leases WHERE name = 'maintenance' AND expires_at > now()");
   }
 
   private static void awaitRescued(UUID id, String deadWorker) {
@@ -92,7 +93,8 @@ class LeaderTest extends LifecycleTestBase {
     leader.close();
 
     await("the follower takes over").atMost(Duration.ofSeconds(5)).until(follower::isLeader);
-    System.out.printf("leader closed: follower leads after %d ms%n", (System.nanoTime() - closedAt) / 1_000_000);
+    System.out.printf(
+        "leader closed: follower leads after %d ms%n", (System.nanoTime() - closedAt) / 1_000_000);
     assertThat(leader.isLeader()).isFalse();
     assertThat(leaseHolder()).isEqualTo(followerId);
     UUID stale = plantStaleRunningJob("ghost-worker");
@@ -118,8 +120,12 @@ class LeaderTest extends LifecycleTestBase {
         .until(follower::isLeader);
     Duration takeover = Duration.ofNanos(System.nanoTime() - cutAt);
     System.out.printf("leader cut off: follower leads after %d ms%n", takeover.toMillis());
-    assertThat(takeover).as("within the TTL plus one renew interval, and some slack").isLessThan(Duration.ofSeconds(8));
-    await("the cut-off node stops acting as leader").atMost(Duration.ofSeconds(5)).until(() -> !leader.isLeader());
+    assertThat(takeover)
+        .as("within the TTL plus one renew interval, and some slack")
+        .isLessThan(Duration.ofSeconds(8));
+    await("the cut-off node stops acting as leader")
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> !leader.isLeader());
     assertThat(leaseHolder()).isEqualTo(followerId);
     UUID stale = plantStaleRunningJob("ghost-worker");
     awaitRescued(stale, "ghost-worker");
@@ -127,10 +133,18 @@ class LeaderTest extends LifecycleTestBase {
 
   @Test
   void killedLeaderProcessIsReplacedAndItsAbandonedJobIsRescued() {
-    WorkerProcess leaderProcess =
-        processes.start("leader-jvm", db.jdbcUrl(), "concurrency=2", "staleMs=2000", "leaseTtlMs=3000", "heartbeatMs=200");
+    WorkerProcess leaderProcess = processes.start(
+        "leader-jvm",
+        db.jdbcUrl(),
+        "concurrency=2",
+        "staleMs=2000",
+        "leaseTtlMs=3000",
+        "heartbeatMs=200");
     await().atMost(LONG).until(() -> "leader-jvm".equals(leaseHolder()));
-    UUID abandoned = client.enqueue(Lifecycle.WORK, Work.blockingFirstAttempt(Duration.ofSeconds(60))).job().id();
+    UUID abandoned = client
+        .enqueue(Lifecycle.WORK, Work.blockingFirstAttempt(Duration.ofSeconds(60)))
+        .job()
+        .id();
     await().atMost(LONG).until(() -> "running".equals(storedState(abandoned)));
     Maintenance standby = startNode("standby", db.newDataSource(2));
     await("the standby does not lead while the leader lives")
@@ -144,7 +158,9 @@ class LeaderTest extends LifecycleTestBase {
     await("the standby takes over").atMost(Duration.ofSeconds(15)).until(standby::isLeader);
     Duration takeover = Duration.ofNanos(System.nanoTime() - killedAt);
     System.out.printf("leader process killed: standby leads after %d ms%n", takeover.toMillis());
-    assertThat(takeover).as("within its 3 s lease plus one renew interval, and some slack").isLessThan(Duration.ofSeconds(8));
+    assertThat(takeover)
+        .as("within its 3 s lease plus one renew interval, and some slack")
+        .isLessThan(Duration.ofSeconds(8));
     assertThat(leaseHolder()).isEqualTo("standby");
     awaitRescued(abandoned, "leader-jvm");
     assertThat(errors(abandoned)).extracting(JobError::attempt).containsExactly(1);

@@ -29,10 +29,9 @@ public final class Lifecycle {
   }
 
   /** Many attempts, a short fixed retry delay: so repeated kills and outages cannot exhaust a job. */
-  public static final JobType<Work> WORK =
-      JobType.of("lifecycle_work", Work.class)
-          .withMaxAttempts(25)
-          .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)));
+  public static final JobType<Work> WORK = JobType.of("lifecycle_work", Work.class)
+      .withMaxAttempts(25)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)));
 
   /** One row per handler run that got as far as its side effect. */
   public static final String EFFECTS_DDL =
@@ -53,7 +52,8 @@ public final class Lifecycle {
   public static JobHandler<Work> handler(String worker, boolean honourBlocking) {
     return (ctx, work) -> {
       try (Connection c = ctx.dataSource().getConnection();
-          PreparedStatement ps = c.prepareStatement("INSERT INTO starts (job_id, attempt, worker) VALUES (?, ?, ?)")) {
+          PreparedStatement ps =
+              c.prepareStatement("INSERT INTO starts (job_id, attempt, worker) VALUES (?, ?, ?)")) {
         ps.setObject(1, ctx.jobId());
         ps.setInt(2, ctx.attempt());
         ps.setString(3, worker);
@@ -63,8 +63,8 @@ public final class Lifecycle {
         Thread.sleep(work.blockMillis());
       }
       try (Connection c = ctx.dataSource().getConnection();
-          PreparedStatement ps =
-              c.prepareStatement("INSERT INTO effects (job_id, attempt, worker) VALUES (?, ?, ?)")) {
+          PreparedStatement ps = c.prepareStatement(
+              "INSERT INTO effects (job_id, attempt, worker) VALUES (?, ?, ?)")) {
         ps.setObject(1, ctx.jobId());
         ps.setInt(2, ctx.attempt());
         ps.setString(3, worker);

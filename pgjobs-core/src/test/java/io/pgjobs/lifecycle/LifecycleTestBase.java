@@ -20,7 +20,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * {@code effects} table emptied before each test, worker JVMs killed after it, and row-level helpers.
  */
 abstract class LifecycleTestBase extends PgJobsTestBase {
-  @RegisterExtension final WorkerProcesses processes = new WorkerProcesses();
+  @RegisterExtension
+  final WorkerProcesses processes = new WorkerProcesses();
 
   @BeforeEach
   void emptyEffects() {
@@ -31,14 +32,16 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
   static String storedState(UUID id) {
     return queryString(
         "SELECT state FROM pgjobs.jobs WHERE id = ? UNION ALL SELECT state FROM pgjobs.finished_jobs WHERE id = ?",
-        id, id);
+        id,
+        id);
   }
 
   /** Which table holds the job: {@code jobs}, {@code finished_jobs}, or null. */
   static String tableOf(UUID id) {
     return queryString(
         "SELECT 'jobs' FROM pgjobs.jobs WHERE id = ? UNION ALL SELECT 'finished_jobs' FROM pgjobs.finished_jobs WHERE id = ?",
-        id, id);
+        id,
+        id);
   }
 
   /** {@code cancel_requested} of a job in {@code pgjobs.jobs}; null if it is not there. */
@@ -68,8 +71,10 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
     UUID id = UUID.randomUUID();
     db.execute(
         "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
-            + " created_at, attempted_at, locked_by, heartbeat_at, claim_token) VALUES ('" + id + "', 'numbered',"
-            + " 'default', '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', '" + lockedBy
+            + " created_at, attempted_at, locked_by, heartbeat_at, claim_token) VALUES ('" + id
+            + "', 'numbered',"
+            + " 'default', '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', '"
+            + lockedBy
             + "', now() - interval '1 minute', nextval('pgjobs.claim_tokens'))");
     return id;
   }
@@ -81,25 +86,32 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
    */
   static void assertCompleteRun(ToLongFunction<String> count, long jobs) {
     assertThat(count.applyAsLong("SELECT count(*) FROM pgjobs.finished_jobs"))
-        .as("finished jobs (each exactly once: id is the primary key)").isEqualTo(jobs);
-    assertThat(count.applyAsLong("SELECT count(*) FROM pgjobs.jobs")).as("nothing stuck running or waiting").isZero();
-    assertThat(count.applyAsLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'"))
-        .as("jobs not succeeded").isZero();
+        .as("finished jobs (each exactly once: id is the primary key)")
+        .isEqualTo(jobs);
+    assertThat(count.applyAsLong("SELECT count(*) FROM pgjobs.jobs"))
+        .as("nothing stuck running or waiting")
+        .isZero();
+    assertThat(count.applyAsLong(
+            "SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'"))
+        .as("jobs not succeeded")
+        .isZero();
     assertThat(count.applyAsLong("""
         SELECT count(*) FROM pgjobs.finished_jobs f
          WHERE NOT EXISTS (SELECT 1 FROM effects e WHERE e.job_id = f.id)"""))
-        .as("jobs whose handler never got to its effect").isZero();
+        .as("jobs whose handler never got to its effect")
+        .isZero();
     assertThat(count.applyAsLong("""
         SELECT count(*) FROM pgjobs.finished_jobs f
           JOIN (SELECT job_id, count(*) AS runs FROM effects GROUP BY job_id) e ON e.job_id = f.id
          WHERE e.runs > f.attempts"""))
-        .as("jobs with more effects than attempts").isZero();
+        .as("jobs with more effects than attempts")
+        .isZero();
     assertThat(count.applyAsLong("""
         SELECT count(*) FROM (SELECT job_id, attempt FROM effects GROUP BY job_id, attempt HAVING count(*) > 1) d"""))
-        .as("attempts that ran their effect twice").isZero();
+        .as("attempts that ran their effect twice")
+        .isZero();
     assertThat(count.applyAsLong("""
-        SELECT count(*) FROM effects e WHERE NOT EXISTS (SELECT 1 FROM pgjobs.finished_jobs f WHERE f.id = e.job_id)"""))
-        .as("effects of unknown jobs").isZero();
+        SELECT count(*) FROM effects e WHERE NOT EXISTS (SELECT 1 FROM pgjobs.finished_jobs f WHERE f.id = e.job_id)""")).as("effects of unknown jobs").isZero();
   }
 
   static String queryString(String sql, Object... params) {

@@ -42,21 +42,26 @@ public final class LifecycleWorkerMain {
       config.setJdbcUrl(parsed.jdbcUrl());
       config.setDataSourceProperties(parsed.properties());
     }
-    config.setMaximumPoolSize(Integer.parseInt(a.getOrDefault("pool", String.valueOf(concurrency + 5))));
+    config.setMaximumPoolSize(
+        Integer.parseInt(a.getOrDefault("pool", String.valueOf(concurrency + 5))));
     config.setMinimumIdle(1);
     config.setConnectionTimeout(Long.parseLong(a.getOrDefault("connectionTimeoutMs", "5000")));
     config.setPoolName(id);
     HikariDataSource dataSource = new HikariDataSource(config);
 
-    JobWorker.Builder builder =
-        JobWorker.builder(dataSource)
-            .workerId(id)
-            .register(Lifecycle.WORK, handler(id, a.getOrDefault("handler", "normal"),
+    JobWorker.Builder builder = JobWorker.builder(dataSource)
+        .workerId(id)
+        .register(
+            Lifecycle.WORK,
+            handler(
+                id,
+                a.getOrDefault("handler", "normal"),
                 Long.parseLong(a.getOrDefault("stubbornMs", "0"))))
-            .queue(JobType.DEFAULT_QUEUE, concurrency)
-            .maintenance(Boolean.parseBoolean(a.getOrDefault("maintenance", "true")));
+        .queue(JobType.DEFAULT_QUEUE, concurrency)
+        .maintenance(Boolean.parseBoolean(a.getOrDefault("maintenance", "true")));
     if (!"defaults".equals(a.get("timings"))) {
-      // Short timings for tests; timings=defaults keeps the library's own (stale threshold, heartbeat,
+      // Short timings for tests; timings=defaults keeps the library's own (stale threshold,
+      // heartbeat,
       // dead-worker threshold, lease, grace, poll interval).
       builder
           .staleThreshold(millis(a, "staleMs", 3000))
@@ -73,13 +78,14 @@ public final class LifecycleWorkerMain {
     }
     if (a.containsKey("recurring")) {
       // A schedule every second of quick work jobs, declared by every process that is given it.
-      builder.recurring(io.pgjobs.recurring.Recurring.of(a.get("recurring"), "* * * * * *", "UTC", Lifecycle.WORK,
-          Lifecycle.Work.QUICK));
+      builder.recurring(io.pgjobs.recurring.Recurring.of(
+          a.get("recurring"), "* * * * * *", "UTC", Lifecycle.WORK, Lifecycle.Work.QUICK));
     }
     JobWorker worker = builder.build();
     worker.closeOnShutdown();
     worker.start();
-    System.out.println("lifecycle worker " + id + " started, pid " + ProcessHandle.current().pid());
+    System.out.println(
+        "lifecycle worker " + id + " started, pid " + ProcessHandle.current().pid());
     new CountDownLatch(1).await(); // until killed or terminated
   }
 
@@ -88,36 +94,40 @@ public final class LifecycleWorkerMain {
    * for at least {@code stubbornMillis} and ignores interrupts (the runtime must let it go). {@code locking}: the same, but it holds a row lock on its
    * own job row in an open transaction while it blocks (heartbeats and successes must skip it).
    */
-  private static io.pgjobs.JobHandler<Lifecycle.Work> handler(String id, String kind, long stubbornMillis) {
+  private static io.pgjobs.JobHandler<Lifecycle.Work> handler(
+      String id, String kind, long stubbornMillis) {
     io.pgjobs.JobHandler<Lifecycle.Work> normal = Lifecycle.handler(id, true);
     return switch (kind) {
       case "normal" -> normal;
-      case "stubborn" -> (ctx, work) -> {
-        if (work.blockMillis() > 0 && ctx.attempt() <= work.blockAttempts()) {
-          long until = System.nanoTime() + Math.max(work.blockMillis(), stubbornMillis) * 1_000_000;
-          while (System.nanoTime() < until) {
-            try {
-              Thread.sleep(Math.max(1, (until - System.nanoTime()) / 1_000_000));
-            } catch (InterruptedException ignored) {
-              // ignores interrupts: the worker must let it go
+      case "stubborn" ->
+        (ctx, work) -> {
+          if (work.blockMillis() > 0 && ctx.attempt() <= work.blockAttempts()) {
+            long until =
+                System.nanoTime() + Math.max(work.blockMillis(), stubbornMillis) * 1_000_000;
+            while (System.nanoTime() < until) {
+              try {
+                Thread.sleep(Math.max(1, (until - System.nanoTime()) / 1_000_000));
+              } catch (InterruptedException ignored) {
+                // ignores interrupts: the worker must let it go
+              }
             }
           }
-        }
-        return Lifecycle.handler(id, false).run(ctx, work);
-      };
-      case "locking" -> (ctx, work) -> {
-        try (java.sql.Connection tx = ctx.dataSource().getConnection()) {
-          tx.setAutoCommit(false);
-          try (java.sql.PreparedStatement lock =
-              tx.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
-            lock.setObject(1, ctx.jobId());
-            lock.execute();
+          return Lifecycle.handler(id, false).run(ctx, work);
+        };
+      case "locking" ->
+        (ctx, work) -> {
+          try (java.sql.Connection tx = ctx.dataSource().getConnection()) {
+            tx.setAutoCommit(false);
+            try (java.sql.PreparedStatement lock =
+                tx.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+              lock.setObject(1, ctx.jobId());
+              lock.execute();
+            }
+            Object result = normal.run(ctx, work);
+            tx.commit();
+            return result;
           }
-          Object result = normal.run(ctx, work);
-          tx.commit();
-          return result;
-        }
-      };
+        };
       default -> throw new IllegalArgumentException("unknown handler " + kind);
     };
   }

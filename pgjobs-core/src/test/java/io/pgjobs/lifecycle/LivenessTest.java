@@ -52,23 +52,24 @@ class LivenessTest extends PgJobsTestBase {
       locker.setAutoCommit(false);
       // The worker's registration waits for this lock past its lock timeout: its first beat fails.
       st.execute("LOCK TABLE pgjobs.workers IN ACCESS EXCLUSIVE MODE");
-      JobWorker worker =
-          start(
-              worker()
-                  .workerDeadAfter(Duration.ofSeconds(3))
-                  .heartbeatInterval(Duration.ofMillis(400))
-                  .pollInterval(Duration.ofMillis(50))
-                  .maintenance(false)
-                  .register(NUMBERED, (ctx, p) -> {
-                    countRun(ctx.jobId());
-                    return null;
-                  }));
+      JobWorker worker = start(worker()
+          .workerDeadAfter(Duration.ofSeconds(3))
+          .heartbeatInterval(Duration.ofMillis(400))
+          .pollInterval(Duration.ofMillis(50))
+          .maintenance(false)
+          .register(NUMBERED, (ctx, p) -> {
+            countRun(ctx.jobId());
+            return null;
+          }));
       assertThat(worker.isFenced()).as("fenced while unregistered").isTrue();
-      // The heartbeat tries again (and waits on the lock again): meanwhile the pollers have had many turns.
+      // The heartbeat tries again (and waits on the lock again): meanwhile the pollers have had
+      // many turns.
       await().atMost(Duration.ofSeconds(10)).until(() -> db.queryLong("""
           SELECT count(*) FROM pg_stat_activity
            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO pgjobs.workers%'""") > 0);
-      assertThat(client.get(id).orElseThrow().state()).as("claimed before registration").isEqualTo(JobState.QUEUED);
+      assertThat(client.get(id).orElseThrow().state())
+          .as("claimed before registration")
+          .isEqualTo(JobState.QUEUED);
       assertThat(runs).isEmpty();
       locker.rollback();
     }
@@ -81,44 +82,47 @@ class LivenessTest extends PgJobsTestBase {
   @Test
   void theHeartbeatReconnectsWhileHandlersHoldEveryPooledConnection() throws Exception {
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(db.jdbcUrl() + (db.jdbcUrl().contains("?") ? "&" : "?") + "ApplicationName=liveness-small");
+    config.setJdbcUrl(
+        db.jdbcUrl() + (db.jdbcUrl().contains("?") ? "&" : "?") + "ApplicationName=liveness-small");
     config.setMaximumPoolSize(3);
     config.setPoolName("liveness-small");
-    config.setConnectionTimeout(30_000); // HikariCP's default: longer than the dead-worker threshold
+    config.setConnectionTimeout(
+        30_000); // HikariCP's default: longer than the dead-worker threshold
     smallPool = new HikariDataSource(config);
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch holding = new CountDownLatch(3);
-    JobWorker worker =
-        start(
-            JobWorker.builder(smallPool)
-                .shutdownGrace(Duration.ofSeconds(2))
-                .queue("default", 3)
-                .listen(false)
-                .maintenance(false)
-                .workerDeadAfter(Duration.ofSeconds(3))
-                .heartbeatInterval(Duration.ofMillis(300))
-                .pollInterval(Duration.ofMillis(100))
-                .register(HOLDING, (ctx, p) -> {
-                  countRun(ctx.jobId());
-                  // Each handler holds a connection of the worker's pool, in a transaction, until released.
-                  try (Connection c = ctx.dataSource().getConnection();
-                      Statement st = c.createStatement()) {
-                    c.setAutoCommit(false);
-                    st.execute("SELECT 1");
-                    holding.countDown();
-                    release.await(60, TimeUnit.SECONDS);
-                    c.commit();
-                  }
-                  return null;
-                }));
+    JobWorker worker = start(JobWorker.builder(smallPool)
+        .shutdownGrace(Duration.ofSeconds(2))
+        .queue("default", 3)
+        .listen(false)
+        .maintenance(false)
+        .workerDeadAfter(Duration.ofSeconds(3))
+        .heartbeatInterval(Duration.ofMillis(300))
+        .pollInterval(Duration.ofMillis(100))
+        .register(HOLDING, (ctx, p) -> {
+          countRun(ctx.jobId());
+          // Each handler holds a connection of the worker's pool, in a transaction, until released.
+          try (Connection c = ctx.dataSource().getConnection();
+              Statement st = c.createStatement()) {
+            c.setAutoCommit(false);
+            st.execute("SELECT 1");
+            holding.countDown();
+            release.await(60, TimeUnit.SECONDS);
+            c.commit();
+          }
+          return null;
+        }));
     List<UUID> ids = List.of(
         client.enqueue(HOLDING, new Numbered(1)).job().id(),
         client.enqueue(HOLDING, new Numbered(2)).job().id(),
         client.enqueue(HOLDING, new Numbered(3)).job().id());
     // The pool is used up by the handlers (before, the heartbeat held one of its connections).
-    assertThat(holding.await(20, TimeUnit.SECONDS)).as("three handlers hold the pool's three connections").isTrue();
+    assertThat(holding.await(20, TimeUnit.SECONDS))
+        .as("three handlers hold the pool's three connections")
+        .isTrue();
 
-    // Cut the heartbeat's connection (the only one of the worker not in a transaction): the next beat
+    // Cut the heartbeat's connection (the only one of the worker not in a transaction): the next
+    // beat
     // needs a new one, which the pool has none of.
     await().atMost(Duration.ofSeconds(10)).until(() -> db.queryLong("""
         SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -138,52 +142,59 @@ class LivenessTest extends PgJobsTestBase {
 
   @Test
   void aRunningJobItsLiveWorkerDoesNotHoldIsBackWithinTheDeadWorkerThreshold() {
-    JobWorker worker =
-        start(
-            worker()
-                .workerDeadAfter(Duration.ofSeconds(3))
-                .staleThreshold(Duration.ofMinutes(10))
-                .heartbeatInterval(Duration.ofMillis(300))
-                .pollInterval(Duration.ofMillis(100))
-                .leaseTtl(Duration.ofSeconds(2))
-                .register(NUMBERED, (ctx, p) -> {
-                  countRun(ctx.jobId());
-                  return null;
-                }));
+    JobWorker worker = start(worker()
+        .workerDeadAfter(Duration.ofSeconds(3))
+        .staleThreshold(Duration.ofMinutes(10))
+        .heartbeatInterval(Duration.ofMillis(300))
+        .pollInterval(Duration.ofMillis(100))
+        .leaseTtl(Duration.ofSeconds(2))
+        .register(NUMBERED, (ctx, p) -> {
+          countRun(ctx.jobId());
+          return null;
+        }));
     await().until(() -> worker.heartbeats() > 0);
-    // A claim the worker does not hold, as a failover or a lost give-back leaves one: running under the
+    // A claim the worker does not hold, as a failover or a lost give-back leaves one: running under
+    // the
     // live worker's id with a token the worker never had.
-    UUID id = client.enqueue(NUMBERED, new Numbered(7),
-        io.pgjobs.EnqueueOptions.builder().delay(Duration.ofHours(1)).build()).job().id();
-    db.execute("UPDATE pgjobs.jobs SET state = 'running', attempts = 1, run_at = now(), locked_by = '"
-        + worker.workerId() + "', claim_token = 1, heartbeat_at = now() WHERE id = '" + id + "'");
+    UUID id = client
+        .enqueue(
+            NUMBERED,
+            new Numbered(7),
+            io.pgjobs.EnqueueOptions.builder().delay(Duration.ofHours(1)).build())
+        .job()
+        .id();
+    db.execute(
+        "UPDATE pgjobs.jobs SET state = 'running', attempts = 1, run_at = now(), locked_by = '"
+            + worker.workerId() + "', claim_token = 1, heartbeat_at = now() WHERE id = '" + id
+            + "'");
     Job done = awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(12));
     assertThat(done.attempts()).isEqualTo(2);
-    assertThat(done.errors()).singleElement().satisfies(e -> assertThat(e.kind()).isEqualTo("worker_lost"));
+    assertThat(done.errors())
+        .singleElement()
+        .satisfies(e -> assertThat(e.kind()).isEqualTo("worker_lost"));
     assertThat(runs.get(id)).hasValue(1);
   }
 
   @Test
   void aHeldJobWhoseRowItsHandlerLocksPastTheThresholdIsNotRescued() {
-    start(
-        worker()
-            .workerDeadAfter(Duration.ofSeconds(2))
-            .heartbeatInterval(Duration.ofMillis(200))
-            .pollInterval(Duration.ofMillis(100))
-            .leaseTtl(Duration.ofSeconds(1))
-            .register(HOLDING, (ctx, p) -> {
-              countRun(ctx.jobId());
-              // The handler's own transaction holds its job's row for twice the dead-worker threshold:
-              // the heartbeat skips the row, and names it as held.
-              try (Connection c = ctx.dataSource().getConnection();
-                  Statement st = c.createStatement()) {
-                c.setAutoCommit(false);
-                st.execute("SELECT 1 FROM pgjobs.jobs WHERE id = '" + ctx.jobId() + "' FOR UPDATE");
-                Thread.sleep(4_000);
-                c.commit();
-              }
-              return null;
-            }));
+    start(worker()
+        .workerDeadAfter(Duration.ofSeconds(2))
+        .heartbeatInterval(Duration.ofMillis(200))
+        .pollInterval(Duration.ofMillis(100))
+        .leaseTtl(Duration.ofSeconds(1))
+        .register(HOLDING, (ctx, p) -> {
+          countRun(ctx.jobId());
+          // The handler's own transaction holds its job's row for twice the dead-worker threshold:
+          // the heartbeat skips the row, and names it as held.
+          try (Connection c = ctx.dataSource().getConnection();
+              Statement st = c.createStatement()) {
+            c.setAutoCommit(false);
+            st.execute("SELECT 1 FROM pgjobs.jobs WHERE id = '" + ctx.jobId() + "' FOR UPDATE");
+            Thread.sleep(4_000);
+            c.commit();
+          }
+          return null;
+        }));
     UUID id = client.enqueue(HOLDING, new Numbered(1)).job().id();
     Job done = awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(20));
     assertThat(done.attempts()).isEqualTo(1);

@@ -65,17 +65,16 @@ class OutageTest extends LifecycleTestBase {
 
   /** A worker of its own pool, as a separate process would have. */
   private JobWorker startWorker(String id, DataSource pool, Duration staleThreshold) {
-    JobWorker worker =
-        JobWorker.builder(pool)
-            .workerId(id)
-            .register(Lifecycle.WORK, Lifecycle.handler(id, true))
-            .queue(JobType.DEFAULT_QUEUE, 8)
-            .staleThreshold(staleThreshold)
-            .heartbeatInterval(Duration.ofMillis(300))
-            .leaseTtl(Duration.ofSeconds(2))
-            .pollInterval(Duration.ofMillis(200))
-            .shutdownGrace(Duration.ofSeconds(2))
-            .build();
+    JobWorker worker = JobWorker.builder(pool)
+        .workerId(id)
+        .register(Lifecycle.WORK, Lifecycle.handler(id, true))
+        .queue(JobType.DEFAULT_QUEUE, 8)
+        .staleThreshold(staleThreshold)
+        .heartbeatInterval(Duration.ofMillis(300))
+        .leaseTtl(Duration.ofSeconds(2))
+        .pollInterval(Duration.ofMillis(200))
+        .shutdownGrace(Duration.ofSeconds(2))
+        .build();
     ownWorkers.add(worker);
     return worker.start();
   }
@@ -95,7 +94,8 @@ class OutageTest extends LifecycleTestBase {
   @Test
   void runCompletesWithNothingLostOrDoubledWhileWorkerConnectionsAreKilledRepeatedly() {
     String url = db.jdbcUrl();
-    client.enqueueAll(Lifecycle.WORK, Collections.nCopies(JOBS, Work.QUICK), EnqueueOptions.DEFAULTS);
+    client.enqueueAll(
+        Lifecycle.WORK, Collections.nCopies(JOBS, Work.QUICK), EnqueueOptions.DEFAULTS);
     JobWorker w1 = startWorker("outage-w1", db.newDataSource(12), Duration.ofSeconds(3));
     JobWorker w2 = startWorker("outage-w2", db.newDataSource(12), Duration.ofSeconds(3));
     long startedAt = System.nanoTime();
@@ -109,10 +109,13 @@ class OutageTest extends LifecycleTestBase {
           .atMost(Duration.ofSeconds(120))
           .ignoreExceptions()
           .until(() -> countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs") >= target);
-      // Every other session on the test database: the workers' claims, handlers' inserts, completions,
+      // Every other session on the test database: the workers' claims, handlers' inserts,
+      // completions,
       // heartbeats, LISTEN and maintenance connections (and the test's own pool).
-      terminated += countFresh(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-          + " WHERE datname = current_database() AND pid <> pg_backend_pid()");
+      terminated += countFresh(
+          url,
+          "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+              + " WHERE datname = current_database() AND pid <> pg_backend_pid()");
     }
 
     await("all " + JOBS + " jobs finished")
@@ -124,10 +127,17 @@ class OutageTest extends LifecycleTestBase {
 
     assertThat(terminated).as("sessions terminated").isGreaterThanOrEqualTo(KILL_ROUNDS * 4L);
     assertCompleteRun(sql -> countFresh(url, sql), JOBS);
-    await("both workers listen again").atMost(Duration.ofSeconds(30)).until(() -> w1.isListening() && w2.isListening());
-    System.out.printf("connection kills: %d jobs, %d rounds, %d sessions terminated, %.1f s; %d effects,"
+    await("both workers listen again")
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> w1.isListening() && w2.isListening());
+    System.out.printf(
+        "connection kills: %d jobs, %d rounds, %d sessions terminated, %.1f s; %d effects,"
             + " %d jobs ran more than once, max attempts %d%n",
-        JOBS, KILL_ROUNDS, terminated, seconds, countFresh(url, "SELECT count(*) FROM effects"),
+        JOBS,
+        KILL_ROUNDS,
+        terminated,
+        seconds,
+        countFresh(url, "SELECT count(*) FROM effects"),
         countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts > 1"),
         countFresh(url, "SELECT max(attempts) FROM pgjobs.finished_jobs"));
   }
@@ -146,8 +156,10 @@ class OutageTest extends LifecycleTestBase {
       st.execute(Lifecycle.EFFECTS_DDL);
       st.execute(Lifecycle.STARTS_DDL);
     }
-    embeddedClient.enqueueAll(Lifecycle.WORK, Collections.nCopies(JOBS, Work.QUICK), EnqueueOptions.DEFAULTS);
-    // Stale threshold longer than the outage: live jobs are not rescued merely because the database was away.
+    embeddedClient.enqueueAll(
+        Lifecycle.WORK, Collections.nCopies(JOBS, Work.QUICK), EnqueueOptions.DEFAULTS);
+    // Stale threshold longer than the outage: live jobs are not rescued merely because the database
+    // was away.
     JobWorker w1 = startWorker("restart-w1", pool(url, "restart-w1", 12), Duration.ofSeconds(8));
     JobWorker w2 = startWorker("restart-w2", pool(url, "restart-w2", 12), Duration.ofSeconds(8));
     long startedAt = System.nanoTime();
@@ -179,9 +191,14 @@ class OutageTest extends LifecycleTestBase {
     assertCompleteRun(sql -> countFresh(url, sql), JOBS);
     assertThat(w1.heartbeats()).isGreaterThan(beats1);
     assertThat(w2.heartbeats()).isGreaterThan(beats2);
-    await("both workers listen again").atMost(Duration.ofSeconds(30)).until(() -> w1.isListening() && w2.isListening());
-    System.out.printf("restart: %d jobs, %.1f s; %d effects, %d jobs ran more than once, max attempts %d%n",
-        JOBS, seconds, countFresh(url, "SELECT count(*) FROM effects"),
+    await("both workers listen again")
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> w1.isListening() && w2.isListening());
+    System.out.printf(
+        "restart: %d jobs, %.1f s; %d effects, %d jobs ran more than once, max attempts %d%n",
+        JOBS,
+        seconds,
+        countFresh(url, "SELECT count(*) FROM effects"),
         countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts > 1"),
         countFresh(url, "SELECT max(attempts) FROM pgjobs.finished_jobs"));
   }
@@ -194,7 +211,8 @@ class OutageTest extends LifecycleTestBase {
    * meanwhile is still rescued, one threshold after the server is back.
    */
   @Test
-  void aServerDownForTwiceTheDeadWorkerThresholdRerunsNothingAndStillRescuesTheDead() throws Exception {
+  void aServerDownForTwiceTheDeadWorkerThresholdRerunsNothingAndStillRescuesTheDead()
+      throws Exception {
     int port = freePort();
     Path dataDirectory = Path.of("target", "outage-long-pg").toAbsolutePath();
     deleteRecursively(dataDirectory);
@@ -203,43 +221,53 @@ class OutageTest extends LifecycleTestBase {
     JobClient embeddedClient = JobClient.builder(pool(url, "long-client", 3)).build();
     embeddedClient.migrate();
     int jobs = 2_000;
-    embeddedClient.enqueueAll(Lifecycle.WORK, Collections.nCopies(jobs, Work.QUICK), EnqueueOptions.DEFAULTS);
-    // A worker that dies during the outage: its row and its running job, as a killed process leaves them.
-    UUID orphan = embeddedClient.enqueue(Lifecycle.WORK, Work.QUICK,
-        EnqueueOptions.builder().delay(Duration.ofHours(1)).build()).job().id();
+    embeddedClient.enqueueAll(
+        Lifecycle.WORK, Collections.nCopies(jobs, Work.QUICK), EnqueueOptions.DEFAULTS);
+    // A worker that dies during the outage: its row and its running job, as a killed process leaves
+    // them.
+    UUID orphan = embeddedClient
+        .enqueue(
+            Lifecycle.WORK,
+            Work.QUICK,
+            EnqueueOptions.builder().delay(Duration.ofHours(1)).build())
+        .job()
+        .id();
     try (Connection c = DriverManager.getConnection(url);
         Statement st = c.createStatement()) {
-      st.execute("INSERT INTO pgjobs.workers (id, host, pid, queues, job_types, started_at, last_heartbeat)"
-          + " VALUES ('dies-in-outage', 'h', 1, '{\"default\": 1}', '[\"work\"]', now(), now())");
-      st.execute("UPDATE pgjobs.jobs SET state = 'running', attempts = 1, run_at = now(), locked_by = 'dies-in-outage',"
-          + " claim_token = 1, heartbeat_at = now() WHERE id = '" + orphan + "'");
+      st.execute(
+          "INSERT INTO pgjobs.workers (id, host, pid, queues, job_types, started_at, last_heartbeat)"
+              + " VALUES ('dies-in-outage', 'h', 1, '{\"default\": 1}', '[\"work\"]', now(), now())");
+      st.execute(
+          "UPDATE pgjobs.jobs SET state = 'running', attempts = 1, run_at = now(), locked_by = 'dies-in-outage',"
+              + " claim_token = 1, heartbeat_at = now() WHERE id = '" + orphan + "'");
     }
-    // Long enough for the server's own start (counted from its postmaster's) and the worker's return.
+    // Long enough for the server's own start (counted from its postmaster's) and the worker's
+    // return.
     Duration deadAfter = Duration.ofSeconds(5);
     try (TcpProxy workerNetwork = new TcpProxy("127.0.0.1", port);
-        Maintenance maintenance =
-            Maintenance.builder(pool(url, "long-maintenance", 3))
-                .holderId("long-maintenance")
-                .workerDeadAfter(deadAfter)
-                .leaseTtl(Duration.ofSeconds(2))
-                .build()) {
+        Maintenance maintenance = Maintenance.builder(pool(url, "long-maintenance", 3))
+            .holderId("long-maintenance")
+            .workerDeadAfter(deadAfter)
+            .leaseTtl(Duration.ofSeconds(2))
+            .build()) {
       maintenance.start();
       Map<UUID, AtomicInteger> runs = new ConcurrentHashMap<>();
-      JobWorker worker =
-          JobWorker.builder(pool("jdbc:postgresql://127.0.0.1:" + workerNetwork.port() + "/postgres?user=postgres",
-                  "long-w1", 12))
-              .workerId("long-w1")
-              .register(Lifecycle.WORK, (ctx, work) -> {
-                runs.computeIfAbsent(ctx.jobId(), id -> new AtomicInteger()).incrementAndGet();
-                return null;
-              })
-              .queue(JobType.DEFAULT_QUEUE, 8)
-              .maintenance(false)
-              .workerDeadAfter(deadAfter)
-              .heartbeatInterval(Duration.ofMillis(300))
-              .pollInterval(Duration.ofMillis(200))
-              .shutdownGrace(Duration.ofSeconds(2))
-              .build();
+      JobWorker worker = JobWorker.builder(pool(
+              "jdbc:postgresql://127.0.0.1:" + workerNetwork.port() + "/postgres?user=postgres",
+              "long-w1",
+              12))
+          .workerId("long-w1")
+          .register(Lifecycle.WORK, (ctx, work) -> {
+            runs.computeIfAbsent(ctx.jobId(), id -> new AtomicInteger()).incrementAndGet();
+            return null;
+          })
+          .queue(JobType.DEFAULT_QUEUE, 8)
+          .maintenance(false)
+          .workerDeadAfter(deadAfter)
+          .heartbeatInterval(Duration.ofMillis(300))
+          .pollInterval(Duration.ofMillis(200))
+          .shutdownGrace(Duration.ofSeconds(2))
+          .build();
       ownWorkers.add(worker);
       worker.start();
       await("a fifth of the jobs finished")
@@ -258,8 +286,11 @@ class OutageTest extends LifecycleTestBase {
       assertThat(worker.isFenced()).as("the worker fenced itself meanwhile").isTrue();
 
       embedded = startEmbedded(port, dataDirectory);
-      // The worker's network comes back 1.5 s after the server: maintenance has run its rescue meanwhile.
-      await("the server answers").atMost(Duration.ofSeconds(10)).ignoreExceptions()
+      // The worker's network comes back 1.5 s after the server: maintenance has run its rescue
+      // meanwhile.
+      await("the server answers")
+          .atMost(Duration.ofSeconds(10))
+          .ignoreExceptions()
           .until(() -> countFresh(url, "SELECT 1") == 1);
       long passes = maintenance.passes();
       await("maintenance has run, the worker still cut off")
@@ -273,14 +304,23 @@ class OutageTest extends LifecycleTestBase {
           .ignoreExceptions()
           .until(() -> countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs") == jobs + 1);
 
-      assertThat(countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'")).isZero();
+      assertThat(countFresh(
+              url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE state <> 'succeeded'"))
+          .isZero();
       assertThat(runs).hasSize(jobs + 1);
       assertThat(runs.entrySet())
-          .allSatisfy(e -> assertThat(e.getValue().get()).as("runs of %s", e.getKey()).isEqualTo(1));
-      assertThat(countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE errors::text LIKE '%worker_lost%'"))
-          .as("rescued: only the dead worker's job").isEqualTo(1);
-      assertThat(countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs WHERE id = '" + orphan
-          + "' AND errors::text LIKE '%dies-in-outage%'")).isEqualTo(1);
+          .allSatisfy(
+              e -> assertThat(e.getValue().get()).as("runs of %s", e.getKey()).isEqualTo(1));
+      assertThat(countFresh(
+              url,
+              "SELECT count(*) FROM pgjobs.finished_jobs WHERE errors::text LIKE '%worker_lost%'"))
+          .as("rescued: only the dead worker's job")
+          .isEqualTo(1);
+      assertThat(countFresh(
+              url,
+              "SELECT count(*) FROM pgjobs.finished_jobs WHERE id = '" + orphan
+                  + "' AND errors::text LIKE '%dies-in-outage%'"))
+          .isEqualTo(1);
     }
   }
 
@@ -290,7 +330,8 @@ class OutageTest extends LifecycleTestBase {
     config.setPoolName(name);
     config.setMaximumPoolSize(size);
     config.setMinimumIdle(1);
-    config.setConnectionTimeout(1_000); // a worker must not hang 30 s per connection while the server is away
+    config.setConnectionTimeout(
+        1_000); // a worker must not hang 30 s per connection while the server is away
     config.setValidationTimeout(500);
     HikariDataSource pool = new HikariDataSource(config);
     ownPools.add(pool);

@@ -29,8 +29,9 @@ class RecurringProcessesTest extends LifecycleTestBase {
     List<Instant> slots = new ArrayList<>();
     try (Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT context FROM pgjobs.jobs WHERE context LIKE 'recurring tick @ %'"
-            + " UNION ALL SELECT context FROM pgjobs.finished_jobs WHERE context LIKE 'recurring tick @ %'")) {
+        ResultSet rs = st.executeQuery(
+            "SELECT context FROM pgjobs.jobs WHERE context LIKE 'recurring tick @ %'"
+                + " UNION ALL SELECT context FROM pgjobs.finished_jobs WHERE context LIKE 'recurring tick @ %'")) {
       while (rs.next()) {
         slots.add(Instant.parse(rs.getString(1).substring("recurring tick @ ".length())));
       }
@@ -50,8 +51,10 @@ class RecurringProcessesTest extends LifecycleTestBase {
     assertThat(workers).containsKey(leader);
     int beforeKill = slots().size();
     workers.get(leader).kill();
-    // The lease (2 s) expires, another process leads and fires the slots it finds due, then goes on.
-    await("slots fire again after the leader's death").atMost(Duration.ofSeconds(60))
+    // The lease (2 s) expires, another process leads and fires the slots it finds due, then goes
+    // on.
+    await("slots fire again after the leader's death")
+        .atMost(Duration.ofSeconds(60))
         .until(() -> slots().size() >= beforeKill + 8);
 
     List<Instant> slots = slots();
@@ -61,7 +64,8 @@ class RecurringProcessesTest extends LifecycleTestBase {
     for (int i = 0; i < slots.size(); i++) {
       assertThat(slots.get(i)).as("slot %d: no gap", i).isEqualTo(first.plusSeconds(i));
     }
-    System.out.printf("recurring: %d slots from %s to %s, leader %s killed after %d%n",
+    System.out.printf(
+        "recurring: %d slots from %s to %s, leader %s killed after %d%n",
         slots.size(), first, slots.get(slots.size() - 1), leader, beforeKill);
   }
 }

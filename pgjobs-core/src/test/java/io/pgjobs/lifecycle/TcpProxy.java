@@ -131,7 +131,8 @@ public final class TcpProxy implements AutoCloseable {
       byte[] buffer = new byte[16 * 1024];
       // The end of the previous chunk, so that a marker split between two chunks is found too.
       String tail = "";
-      try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+      try (InputStream in = from.getInputStream();
+          OutputStream out = to.getOutputStream()) {
         int n;
         while ((n = in.read(buffer)) >= 0) {
           if (fromClient) {

@@ -37,11 +37,10 @@ class TimeoutTest extends LifecycleTestBase {
 
   @Test
   void typeTimeoutInterruptsTheHandlerAndRetriesUntilAttemptsAreExhausted() {
-    JobType<Numbered> type =
-        JobType.of("timeout_by_type", Numbered.class)
-            .withTimeout(Duration.ofSeconds(1))
-            .withMaxAttempts(3)
-            .withRetryPolicy(RetryPolicy.fixed(Duration.ofSeconds(2)));
+    JobType<Numbered> type = JobType.of("timeout_by_type", Numbered.class)
+        .withTimeout(Duration.ofSeconds(1))
+        .withMaxAttempts(3)
+        .withRetryPolicy(RetryPolicy.fixed(Duration.ofSeconds(2)));
     start(worker().register(type, this::sleepTenSeconds));
     long enqueuedAt = System.nanoTime();
     UUID id = client.enqueue(type, new Numbered(1)).job().id();
@@ -67,22 +66,30 @@ class TimeoutTest extends LifecycleTestBase {
 
   @Test
   void jobTimeoutOverridesTheTypeTimeoutBothWays() {
-    JobType<Numbered> longTimeout = JobType.of("timeout_long_type", Numbered.class).withMaxAttempts(1);
-    JobType<Numbered> shortTimeout =
-        JobType.of("timeout_short_type", Numbered.class).withTimeout(Duration.ofSeconds(1)).withMaxAttempts(1);
-    start(worker()
-        .register(longTimeout, this::sleepTenSeconds)
-        .register(shortTimeout, (ctx, p) -> {
-          Thread.sleep(2_000);
-          return "slow but allowed";
-        }));
+    JobType<Numbered> longTimeout =
+        JobType.of("timeout_long_type", Numbered.class).withMaxAttempts(1);
+    JobType<Numbered> shortTimeout = JobType.of("timeout_short_type", Numbered.class)
+        .withTimeout(Duration.ofSeconds(1))
+        .withMaxAttempts(1);
+    start(worker().register(longTimeout, this::sleepTenSeconds).register(shortTimeout, (ctx, p) -> {
+      Thread.sleep(2_000);
+      return "slow but allowed";
+    }));
 
-    UUID cutShort =
-        client.enqueue(longTimeout, new Numbered(1), EnqueueOptions.builder().timeout(Duration.ofSeconds(1)).build())
-            .job().id();
-    UUID givenMore =
-        client.enqueue(shortTimeout, new Numbered(2), EnqueueOptions.builder().timeout(Duration.ofSeconds(30)).build())
-            .job().id();
+    UUID cutShort = client
+        .enqueue(
+            longTimeout,
+            new Numbered(1),
+            EnqueueOptions.builder().timeout(Duration.ofSeconds(1)).build())
+        .job()
+        .id();
+    UUID givenMore = client
+        .enqueue(
+            shortTimeout,
+            new Numbered(2),
+            EnqueueOptions.builder().timeout(Duration.ofSeconds(30)).build())
+        .job()
+        .id();
 
     Job failed = awaitState(cutShort, JobState.FAILED, LONG);
     assertThat(failed.timeout()).isEqualTo(Duration.ofSeconds(1));
@@ -94,7 +101,8 @@ class TimeoutTest extends LifecycleTestBase {
 
   @Test
   void finishedJobsAreNotHeldInMemoryByTheirTimeoutTimers() {
-    // Every attempt schedules a timeout (default 1 h). A finished attempt's timer must not keep its job
+    // Every attempt schedules a timeout (default 1 h). A finished attempt's timer must not keep its
+    // job
     // context (and payload) reachable until the hour is over, or a busy worker runs out of memory.
     JobType<Numbered> type = JobType.of("timeout_memory", Numbered.class);
     ConcurrentLinkedQueue<WeakReference<JobContext>> contexts = new ConcurrentLinkedQueue<>();
@@ -102,8 +110,8 @@ class TimeoutTest extends LifecycleTestBase {
       contexts.add(new WeakReference<>(ctx));
       return null;
     }));
-    List<UUID> ids = client.enqueueAll(type, List.of(new Numbered(1), new Numbered(2), new Numbered(3)),
-        EnqueueOptions.DEFAULTS);
+    List<UUID> ids = client.enqueueAll(
+        type, List.of(new Numbered(1), new Numbered(2), new Numbered(3)), EnqueueOptions.DEFAULTS);
     for (UUID id : ids) {
       awaitState(id, JobState.SUCCEEDED, LONG);
     }

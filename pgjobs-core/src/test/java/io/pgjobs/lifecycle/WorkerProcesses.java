@@ -54,7 +54,8 @@ final class WorkerProcesses implements InvocationInterceptor, AfterEachCallback 
     args.add("url=" + jdbcUrl);
     args.add("id=" + id);
     args.addAll(List.of(settings));
-    WorkerProcess process = new WorkerProcess(id, JvmProcess.start(id, LifecycleWorkerMain.class, args, CHILD_ENV));
+    WorkerProcess process =
+        new WorkerProcess(id, JvmProcess.start(id, LifecycleWorkerMain.class, args, CHILD_ENV));
     started.add(process);
     return process;
   }
@@ -67,15 +68,22 @@ final class WorkerProcesses implements InvocationInterceptor, AfterEachCallback 
       if (text.length() > OUTPUT_TAIL_CHARS) {
         text = "[...]" + text.substring(text.length() - OUTPUT_TAIL_CHARS);
       }
-      out.append("\n----- worker process ").append(p.id()).append(" (pid ").append(p.jvm().pid())
-          .append(p.isAlive() ? ", alive" : ", exited").append(") -----\n").append(text);
+      out.append("\n----- worker process ")
+          .append(p.id())
+          .append(" (pid ")
+          .append(p.jvm().pid())
+          .append(p.isAlive() ? ", alive" : ", exited")
+          .append(") -----\n")
+          .append(text);
     }
     return out.toString();
   }
 
   @Override
   public void interceptTestMethod(
-      Invocation<Void> invocation, ReflectiveInvocationContext<Method> invocationContext, ExtensionContext context)
+      Invocation<Void> invocation,
+      ReflectiveInvocationContext<Method> invocationContext,
+      ExtensionContext context)
       throws Throwable {
     try {
       invocation.proceed();
@@ -83,7 +91,8 @@ final class WorkerProcesses implements InvocationInterceptor, AfterEachCallback 
       if (started.isEmpty()) {
         throw failure;
       }
-      AssertionError withOutputs = new AssertionError(failure.getMessage() + "\n" + outputs(), failure);
+      AssertionError withOutputs =
+          new AssertionError(failure.getMessage() + "\n" + outputs(), failure);
       throw withOutputs;
     }
   }
@@ -98,6 +107,9 @@ final class WorkerProcesses implements InvocationInterceptor, AfterEachCallback 
 
   /** Waits (blocking, bounded) for a process to exit; true if it did. */
   static boolean awaitExit(WorkerProcess process, Duration timeout) throws InterruptedException {
-    return process.jvm().process().waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    return process
+        .jvm()
+        .process()
+        .waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
   }
 }

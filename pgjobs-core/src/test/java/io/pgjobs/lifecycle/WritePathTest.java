@@ -19,7 +19,6 @@ import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -52,7 +51,9 @@ class WritePathTest extends LifecycleTestBase {
 
   /** The job's heartbeat_at, in epoch milliseconds. */
   private static long heartbeatOf(UUID id) {
-    return db.queryLong("SELECT (extract(epoch FROM heartbeat_at) * 1000)::bigint FROM pgjobs.jobs WHERE id = '" + id + "'");
+    return db.queryLong(
+        "SELECT (extract(epoch FROM heartbeat_at) * 1000)::bigint FROM pgjobs.jobs WHERE id = '"
+            + id + "'");
   }
 
   // ---------------------------------------------------------------- item 2: a poisoned success
@@ -63,11 +64,19 @@ class WritePathTest extends LifecycleTestBase {
     UUID poisoned = client.enqueue(TASK, new Task("poison", 0)).job().id();
     good.addAll(enqueue(300, new Task("also fine", 0)));
     // Jackson writes U+0000 as \u0000, which jsonb refuses: the output cannot be stored.
-    start(worker().completionBatch(1_000).pollInterval(Duration.ofMillis(50)).register(TASK,
-        (ctx, t) -> Map.of("echo", t.output().equals("poison") ? "nul \u0000 inside" : t.output())));
+    start(worker()
+        .completionBatch(1_000)
+        .pollInterval(Duration.ofMillis(50))
+        .register(
+            TASK,
+            (ctx, t) ->
+                Map.of("echo", t.output().equals("poison") ? "nul \u0000 inside" : t.output())));
 
     Job failed = awaitState(poisoned, JobState.FAILED, Duration.ofSeconds(30));
-    await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == 600);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() ->
+            count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == 600);
     JobError error = failed.errors().get(failed.errors().size() - 1);
     assertThat(error.kind()).isEqualTo("unstorable_output");
     assertThat(error.message()).startsWith("output is not storable").contains("\\u0000");
@@ -81,9 +90,10 @@ class WritePathTest extends LifecycleTestBase {
 
   @Test
   void outputsWithAwkwardCharactersOtherThanNulAreStoredAsGiven() {
-    String awkward = "quote \" backslash \\ tab \t newline \n cr \r bell \u0007 esc \u001b del \u007f"
-        + " nbsp \u00a0 bom \ufeff ls \u2028 ps \u2029 emoji 😀 cjk 漢字 rtl \u202e combining e\u0301 max \uffff"
-        + " sql '; DROP TABLE jobs; -- json {\"a\":[1,2]}";
+    String awkward =
+        "quote \" backslash \\ tab \t newline \n cr \r bell \u0007 esc \u001b del \u007f"
+            + " nbsp \u00a0 bom \ufeff ls \u2028 ps \u2029 emoji 😀 cjk 漢字 rtl \u202e combining e\u0301 max \uffff"
+            + " sql '; DROP TABLE jobs; -- json {\"a\":[1,2]}";
     UUID id = client.enqueue(TASK, new Task(awkward, 0)).job().id();
     start(worker().register(TASK, (ctx, t) -> Map.of("echo", t.output())));
 
@@ -94,22 +104,21 @@ class WritePathTest extends LifecycleTestBase {
   // ---------------------------------------------------------------- item 4: row locks
 
   @Test
-  void aRowLockedByAnotherTransactionStallsNeitherTheHeartbeatNorTheSuccessesOfTheWorkersOtherJobs() throws Exception {
+  void aRowLockedByAnotherTransactionStallsNeitherTheHeartbeatNorTheSuccessesOfTheWorkersOtherJobs()
+      throws Exception {
     UUID locked = client.enqueue(TASK, new Task("locked", 0)).job().id();
     UUID longRunning = client.enqueue(TASK, new Task("long", 0)).job().id();
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch lockedHandlerReached = new CountDownLatch(1);
-    start(worker()
-        .heartbeatInterval(Duration.ofMillis(200))
-        .register(TASK, (ctx, t) -> {
-          if (t.output().equals("locked")) {
-            lockedHandlerReached.countDown();
-          }
-          if (!t.output().equals("quick")) {
-            release.await(); // interruptible: released by the test
-          }
-          return null;
-        }));
+    start(worker().heartbeatInterval(Duration.ofMillis(200)).register(TASK, (ctx, t) -> {
+      if (t.output().equals("locked")) {
+        lockedHandlerReached.countDown();
+      }
+      if (!t.output().equals("quick")) {
+        release.await(); // interruptible: released by the test
+      }
+      return null;
+    }));
     awaitState(locked, JobState.RUNNING);
     awaitState(longRunning, JobState.RUNNING);
     assertThat(lockedHandlerReached.await(10, TimeUnit.SECONDS)).isTrue();
@@ -138,42 +147,45 @@ class WritePathTest extends LifecycleTestBase {
   }
 
   @Test
-  void aHandlerThatKeepsATransactionOpenOnItsOwnRowAfterCompletingDoesNotStallTheOthersHeartbeat() throws Exception {
+  void aHandlerThatKeepsATransactionOpenOnItsOwnRowAfterCompletingDoesNotStallTheOthersHeartbeat()
+      throws Exception {
     UUID holder = client.enqueue(TASK, new Task("holder", 0)).job().id();
     UUID other = client.enqueue(TASK, new Task("other", 0)).job().id();
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch completed = new CountDownLatch(1);
-    start(worker()
-        .heartbeatInterval(Duration.ofMillis(200))
-        .register(TASK, (ctx, t) -> {
-          if (t.output().equals("holder")) {
-            try (Connection tx = ctx.dataSource().getConnection()) {
-              tx.setAutoCommit(false);
-              ctx.complete(tx, Map.of("done", true)); // deletes the row: locked until commit
-              completed.countDown();
-              release.await();
-              tx.commit();
-            }
-            return null;
-          }
+    start(worker().heartbeatInterval(Duration.ofMillis(200)).register(TASK, (ctx, t) -> {
+      if (t.output().equals("holder")) {
+        try (Connection tx = ctx.dataSource().getConnection()) {
+          tx.setAutoCommit(false);
+          ctx.complete(tx, Map.of("done", true)); // deletes the row: locked until commit
+          completed.countDown();
           release.await();
-          return null;
-        }));
+          tx.commit();
+        }
+        return null;
+      }
+      release.await();
+      return null;
+    }));
     assertThat(completed.await(10, TimeUnit.SECONDS)).isTrue();
     awaitState(other, JobState.RUNNING);
     long before = heartbeatOf(other);
-    await("the other job's heartbeat advances").atMost(Duration.ofSeconds(10))
+    await("the other job's heartbeat advances")
+        .atMost(Duration.ofSeconds(10))
         .until(() -> heartbeatOf(other) > before + 600);
     release.countDown();
     awaitState(holder, JobState.SUCCEEDED);
     awaitState(other, JobState.SUCCEEDED);
   }
 
-  // ---------------------------------------------------------------- item 5: handlers that ignore interrupts
+  // ---------------------------------------------------------------- item 5: handlers that ignore
+  // interrupts
 
   @Test
   void aHandlerThatIgnoresInterruptsIsLetGoAfterItsTimeoutAndItsJobRetried() {
-    JobType<Task> stubborn = JobType.of("stubborn", Task.class).withTimeout(Duration.ofMillis(300)).withMaxAttempts(2)
+    JobType<Task> stubborn = JobType.of("stubborn", Task.class)
+        .withTimeout(Duration.ofMillis(300))
+        .withMaxAttempts(2)
         .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(10)));
     CountDownLatch firstMayReturn = new CountDownLatch(1);
     AtomicInteger secondRuns = new AtomicInteger();
@@ -206,29 +218,39 @@ class WritePathTest extends LifecycleTestBase {
     assertThat(secondRuns).hasValue(1);
     await().atMost(Duration.ofSeconds(5)).until(() -> worker.stuckLanes() == 1);
     assertThat(worker.heldJobs()).isZero(); // the stuck job is no longer heartbeated
-    await("the stuck lane is reported in the worker's row").atMost(Duration.ofSeconds(10))
-        .until(() -> client.workers().stream().anyMatch(w -> w.id().equals(worker.workerId()) && w.stuckLanes() == 1));
+    await("the stuck lane is reported in the worker's row")
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> client.workers().stream()
+            .anyMatch(w -> w.id().equals(worker.workerId()) && w.stuckLanes() == 1));
 
     firstMayReturn.countDown();
     await().atMost(Duration.ofSeconds(5)).until(() -> worker.stuckLanes() == 0);
-    await().atMost(Duration.ofSeconds(10))
-        .until(() -> client.workers().stream().anyMatch(w -> w.id().equals(worker.workerId()) && w.stuckLanes() == 0));
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> client.workers().stream()
+            .anyMatch(w -> w.id().equals(worker.workerId()) && w.stuckLanes() == 0));
     Job after = job(id);
-    assertThat(after.output().path("from").asString()).isEqualTo("attempt 2"); // the late return wrote nothing
+    assertThat(after.output().path("from").asString())
+        .isEqualTo("attempt 2"); // the late return wrote nothing
     assertThat(after.attempts()).isEqualTo(2);
   }
 
-  // ---------------------------------------------------------------- item 6: a claim whose reply was lost
+  // ---------------------------------------------------------------- item 6: a claim whose reply
+  // was lost
 
   @Test
   void jobsOfAClaimWhoseReplyWasLostAreGivenBackWithoutSpendingAnAttempt() throws Exception {
     JobType<Task> once = JobType.of("once", Task.class).withMaxAttempts(1);
-    List<UUID> lost = client.enqueueAll(once, Collections.nCopies(3, new Task("lost", 0)), EnqueueOptions.DEFAULTS);
-    // The claim commits, its reply never arrives: the jobs are running under the worker, unknown to it.
-    ExecutionStore store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    List<UUID> lost = client.enqueueAll(
+        once, Collections.nCopies(3, new Task("lost", 0)), EnqueueOptions.DEFAULTS);
+    // The claim commits, its reply never arrives: the jobs are running under the worker, unknown to
+    // it.
+    ExecutionStore store = new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     List<ClaimedJob> claimed = store.claim(JobType.DEFAULT_QUEUE, 10, "worker-lost-reply");
     assertThat(claimed).hasSize(3);
-    // The worker's next claim fails (the claim token sequence is exhausted for a moment; a claim draws
+    // The worker's next claim fails (the claim token sequence is exhausted for a moment; a claim
+    // draws
     // a token only when it finds a job, so one more is waiting).
     UUID next = client.enqueue(once, new Task("next", 0)).job().id();
     long current = db.queryLong("SELECT last_value FROM pgjobs.claim_tokens");
@@ -242,14 +264,18 @@ class WritePathTest extends LifecycleTestBase {
           .workerId("worker-lost-reply")
           .pollInterval(Duration.ofMillis(100))
           .register(once, (ctx, t) -> Map.of("attempt", ctx.attempt())));
-      await("a claim failed").atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofMillis(20))
-          .until(() -> claimFailures.list.stream().anyMatch(e -> e.getFormattedMessage().contains("failed")));
+      await("a claim failed")
+          .atMost(Duration.ofSeconds(15))
+          .pollInterval(Duration.ofMillis(20))
+          .until(() -> claimFailures.list.stream()
+              .anyMatch(e -> e.getFormattedMessage().contains("failed")));
     } finally {
       db.execute("ALTER SEQUENCE pgjobs.claim_tokens NO MAXVALUE");
       poller.detachAppender(claimFailures);
     }
 
-    assertThat(awaitState(next, JobState.SUCCEEDED, Duration.ofSeconds(15)).attempts()).isEqualTo(1);
+    assertThat(awaitState(next, JobState.SUCCEEDED, Duration.ofSeconds(15)).attempts())
+        .isEqualTo(1);
     for (UUID id : lost) {
       Job done = awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(15));
       assertThat(done.attempts()).isEqualTo(1);
@@ -263,10 +289,13 @@ class WritePathTest extends LifecycleTestBase {
   void prefetchedJobsThatWaitTooLongForALaneGoBackToTheQueueForAnIdleWorker() {
     JobType<Task> slow = JobType.of("slow", Task.class);
     Map<UUID, String> ranOn = new ConcurrentHashMap<>();
-    // One priority level: the quick jobs, enqueued first, come before the slow ones in claim order, and
+    // One priority level: the quick jobs, enqueued first, come before the slow ones in claim order,
+    // and
     // the claim that reaches the slow ones is still sized by the quick jobs' rate.
-    List<UUID> quick = client.enqueueAll(TASK, Collections.nCopies(20_000, new Task("q", 0)), EnqueueOptions.DEFAULTS);
-    List<UUID> slowJobs = client.enqueueAll(slow, Collections.nCopies(40, new Task("s", 400)), EnqueueOptions.DEFAULTS);
+    List<UUID> quick = client.enqueueAll(
+        TASK, Collections.nCopies(20_000, new Task("q", 0)), EnqueueOptions.DEFAULTS);
+    List<UUID> slowJobs = client.enqueueAll(
+        slow, Collections.nCopies(40, new Task("s", 400)), EnqueueOptions.DEFAULTS);
     start(worker()
         .workerId("hoarder")
         .queue(JobType.DEFAULT_QUEUE, 2)
@@ -276,8 +305,12 @@ class WritePathTest extends LifecycleTestBase {
           Thread.sleep(t.sleepMillis());
           return null;
         }));
-    await("the hoarder has claimed slow jobs ahead").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
-        .until(() -> count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'slow' AND locked_by = 'hoarder'") > 4);
+    await("the hoarder has claimed slow jobs ahead")
+        .atMost(Duration.ofSeconds(60))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() ->
+            count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'slow' AND locked_by = 'hoarder'")
+                > 4);
     start(worker()
         .workerId("idle")
         .queue(JobType.DEFAULT_QUEUE, 40)
@@ -294,7 +327,9 @@ class WritePathTest extends LifecycleTestBase {
     long onIdle = ranOn.values().stream().filter("idle"::equals).count();
     // 40 jobs of 400 ms on 2 lanes would take 8 s on the hoarder alone; the idle worker takes most.
     assertThat(onIdle).as("slow jobs run by the idle worker").isGreaterThanOrEqualTo(20);
-    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE type = 'slow' AND attempts <> 1")).isZero();
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.finished_jobs WHERE type = 'slow' AND attempts <> 1"))
+        .isZero();
   }
 
   // ---------------------------------------------------------------- items 8 and 14: shutdown
@@ -323,18 +358,27 @@ class WritePathTest extends LifecycleTestBase {
     assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
     java.util.concurrent.CompletableFuture<Void> closed;
     try (Connection locker = db.dataSource().getConnection()) {
-      // The release will wait for this row lock: the write of the let-go handler's outcome is in flight.
+      // The release will wait for this row lock: the write of the let-go handler's outcome is in
+      // flight.
       locker.setAutoCommit(false);
-      try (PreparedStatement ps = locker.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+      try (PreparedStatement ps =
+          locker.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
         ps.setObject(1, id);
         ps.executeQuery().close();
       }
       closed = java.util.concurrent.CompletableFuture.runAsync(worker::close);
-      await("the release waiting for the row lock").atMost(Duration.ofSeconds(10)).until(() -> count(
-          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%released AS%'") > 0);
-      letOut.countDown(); // the handler returns: nothing but the release is left for close() to wait for
+      await("the release waiting for the row lock")
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> count(
+                  "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%released AS%'")
+              > 0);
+      letOut
+          .countDown(); // the handler returns: nothing but the release is left for close() to wait
+      // for
 
-      await("close() waiting for the release").during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2))
+      await("close() waiting for the release")
+          .during(Duration.ofMillis(500))
+          .atMost(Duration.ofSeconds(2))
           .until(() -> !closed.isDone());
       locker.commit();
     }
@@ -342,12 +386,15 @@ class WritePathTest extends LifecycleTestBase {
 
     // Written before close() returned: the job is back in the queue with the shutdown on record.
     assertThat(queryString("SELECT state FROM pgjobs.jobs WHERE id = ?", id)).isEqualTo("retrying");
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs, jsonb_array_elements(errors) AS e WHERE e->>'kind' = 'shutdown'"))
+    assertThat(
+            count(
+                "SELECT count(*) FROM pgjobs.jobs, jsonb_array_elements(errors) AS e WHERE e->>'kind' = 'shutdown'"))
         .isEqualTo(1);
   }
 
   @Test
-  void closeWithNoGraceStopsEveryHandlerIncludingThoseStartingDuringTheStopAndLogsNoWarningOfRejection() {
+  void
+      closeWithNoGraceStopsEveryHandlerIncludingThoseStartingDuringTheStopAndLogsNoWarningOfRejection() {
     Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
     ListAppender<ILoggingEvent> appender = new ListAppender<>();
     appender.start();
@@ -371,7 +418,8 @@ class WritePathTest extends LifecycleTestBase {
         worker.close();
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(8));
         assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'"))
-            .as("jobs left running after close, round " + round).isZero();
+            .as("jobs left running after close, round " + round)
+            .isZero();
         assertThat(count("pgjobs.jobs") + count("pgjobs.finished_jobs")).isEqualTo(ids.size());
       }
       List<String> noise = appender.list.stream()

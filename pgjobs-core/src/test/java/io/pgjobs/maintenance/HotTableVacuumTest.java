@@ -21,11 +21,14 @@ import org.junit.jupiter.api.Test;
  * slow down as they pile up (W5, docs/bench-journal/w5-sustained-load.md).
  */
 class HotTableVacuumTest extends PgJobsTestBase {
-  private static final String MANUAL_VACUUMS = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
-  private static final String MANUAL_ANALYZES = "SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
+  private static final String MANUAL_VACUUMS =
+      "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
+  private static final String MANUAL_ANALYZES =
+      "SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
 
   private static WorkerStore store() {
-    return new WorkerStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    return new WorkerStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
   }
 
   /**
@@ -36,7 +39,9 @@ class HotTableVacuumTest extends PgJobsTestBase {
   private static void deadRows(WorkerStore store, int n) {
     client.enqueueAll(NUMBERED, Collections.nCopies(n, new Numbered(1)), EnqueueOptions.DEFAULTS);
     db.execute("DELETE FROM pgjobs.jobs", "ANALYZE pgjobs.jobs");
-    await("the statistics count the dead rows").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+    await("the statistics count the dead rows")
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(200))
         .until(() -> store.hotTableDeadRows() >= n);
   }
 
@@ -47,21 +52,39 @@ class HotTableVacuumTest extends PgJobsTestBase {
     deadRows(store, 12_000);
     long size = db.queryLong("SELECT pg_relation_size('pgjobs.jobs')");
 
-    try (Maintenance maintenance = Maintenance.builder(db.dataSource()).vacuumInterval(Duration.ofSeconds(1)).build().start()) {
-      await("a vacuum of the hot table").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+    try (Maintenance maintenance = Maintenance.builder(db.dataSource())
+        .vacuumInterval(Duration.ofSeconds(1))
+        .build()
+        .start()) {
+      await("a vacuum of the hot table")
+          .atMost(Duration.ofSeconds(30))
+          .pollInterval(Duration.ofMillis(200))
           .until(() -> count(MANUAL_VACUUMS) > before);
-      await().atMost(Duration.ofSeconds(10)).until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
     }
-    // Empty, but under 32 MiB: the size a busy queue keeps in use, so its pages stay (vacuum_truncate = false).
-    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("the emptied small table's size").isEqualTo(size);
+    // Empty, but under 32 MiB: the size a busy queue keeps in use, so its pages stay
+    // (vacuum_truncate = false).
+    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')"))
+        .as("the emptied small table's size")
+        .isEqualTo(size);
   }
 
   @Test
   void onlyATableOf32MiBOrMoreWithFewerLiveRowsThanOnePer8PagesIsCut() {
-    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 4_095, 0))).as("31.99 MiB, empty").isFalse();
-    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 4_096, 0))).as("32 MiB, empty").isTrue();
-    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 80_000, 10_000))).as("one row per 8 pages").isFalse();
-    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 80_000, 9_999))).as("fewer").isTrue();
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 4_095, 0)))
+        .as("31.99 MiB, empty")
+        .isFalse();
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 4_096, 0)))
+        .as("32 MiB, empty")
+        .isTrue();
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 80_000, 10_000)))
+        .as("one row per 8 pages")
+        .isFalse();
+    assertThat(HotTableVacuum.emptied(new WorkerStore.HotTable(0, 0, 80_000, 9_999)))
+        .as("fewer")
+        .isTrue();
   }
 
   /**
@@ -77,10 +100,14 @@ class HotTableVacuumTest extends PgJobsTestBase {
     assertThat(before).as("the filled table's size").isGreaterThan(100 * 8192L);
 
     db.execute("VACUUM pgjobs.jobs"); // what autovacuum runs: no options
-    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("after a plain vacuum").isEqualTo(before);
+    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')"))
+        .as("after a plain vacuum")
+        .isEqualTo(before);
 
     db.execute("VACUUM (TRUNCATE true) pgjobs.jobs");
-    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')")).as("after an explicit truncate").isLessThan(before);
+    assertThat(db.queryLong("SELECT pg_relation_size('pgjobs.jobs')"))
+        .as("after an explicit truncate")
+        .isLessThan(before);
   }
 
   /**
@@ -99,44 +126,66 @@ class HotTableVacuumTest extends PgJobsTestBase {
     long peak = db.queryLong("SELECT pg_relation_size('pgjobs.jobs') / 8192");
     assertThat(peak).as("the drained table's pages").isGreaterThan(9_000);
 
-    java.util.Map<UUID, java.util.concurrent.atomic.AtomicInteger> runs = new java.util.concurrent.ConcurrentHashMap<>();
+    java.util.Map<UUID, java.util.concurrent.atomic.AtomicInteger> runs =
+        new java.util.concurrent.ConcurrentHashMap<>();
     java.util.List<UUID> enqueued = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.concurrent.atomic.AtomicBoolean enqueuing = new java.util.concurrent.atomic.AtomicBoolean(true);
-    start(worker().maintenance(false).queue(io.pgjobs.JobType.DEFAULT_QUEUE, 4).register(NUMBERED, (ctx, payload) -> {
-      runs.computeIfAbsent(ctx.jobId(), id -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
-      return null;
-    }));
+    java.util.concurrent.atomic.AtomicBoolean enqueuing =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    start(worker()
+        .maintenance(false)
+        .queue(io.pgjobs.JobType.DEFAULT_QUEUE, 4)
+        .register(NUMBERED, (ctx, payload) -> {
+          runs.computeIfAbsent(ctx.jobId(), id -> new java.util.concurrent.atomic.AtomicInteger())
+              .incrementAndGet();
+          return null;
+        }));
     Thread producer = Thread.ofVirtual().start(() -> {
       while (enqueuing.get()) {
-        enqueued.addAll(client.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(1)), EnqueueOptions.DEFAULTS));
+        enqueued.addAll(client.enqueueAll(
+            NUMBERED, Collections.nCopies(10, new Numbered(1)), EnqueueOptions.DEFAULTS));
         java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(10).toNanos());
       }
     });
-    try (Maintenance maintenance = Maintenance.builder(db.dataSource()).vacuumInterval(Duration.ofSeconds(1)).build().start()) {
-      await("the emptied table's pages given back").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+    try (Maintenance maintenance = Maintenance.builder(db.dataSource())
+        .vacuumInterval(Duration.ofSeconds(1))
+        .build()
+        .start()) {
+      await("the emptied table's pages given back")
+          .atMost(Duration.ofSeconds(60))
+          .pollInterval(Duration.ofMillis(200))
           .until(() -> db.queryLong("SELECT pg_relation_size('pgjobs.jobs') / 8192") < peak / 10);
       assertThat(runs).as("jobs ran while the pages were given back").isNotEmpty();
     } finally {
       enqueuing.set(false);
       producer.join();
     }
-    await("every job enqueued finished").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
-        .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == enqueued.size());
+    await("every job enqueued finished")
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'")
+            == enqueued.size());
     assertThat(count("pgjobs.jobs")).isZero();
     assertThat(runs.keySet()).containsExactlyInAnyOrderElementsOf(enqueued);
-    assertThat(runs.values()).allSatisfy(n -> assertThat(n.get()).as("runs of one job").isEqualTo(1));
+    assertThat(runs.values())
+        .allSatisfy(n -> assertThat(n.get()).as("runs of one job").isEqualTo(1));
   }
 
   @Test
   void aVacuumIntervalOutsideOneSecondToOneHourIsRefusedWithWhatIsAllowed() {
-    for (Duration bad : new Duration[] {Duration.ofMillis(999), Duration.ofHours(1).plusSeconds(1), Duration.ZERO,
-        Duration.ofSeconds(-5)}) {
-      org.assertj.core.api.Assertions.assertThatThrownBy(() -> Maintenance.builder(db.dataSource()).vacuumInterval(bad))
+    for (Duration bad : new Duration[] {
+      Duration.ofMillis(999),
+      Duration.ofHours(1).plusSeconds(1),
+      Duration.ZERO,
+      Duration.ofSeconds(-5)
+    }) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(
+              () -> Maintenance.builder(db.dataSource()).vacuumInterval(bad))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("vacuum interval")
           .hasMessageContaining("1s");
     }
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> Maintenance.builder(db.dataSource()).vacuumInterval(null))
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> Maintenance.builder(db.dataSource()).vacuumInterval(null))
         .isInstanceOf(RuntimeException.class)
         .hasMessageContaining("vacuum interval");
   }
@@ -151,7 +200,8 @@ class HotTableVacuumTest extends PgJobsTestBase {
     assertThat(vacuum.vacuuming()).isFalse();
 
     deadRows(store, 12_000);
-    try (Maintenance off = Maintenance.builder(db.dataSource()).hotTableVacuum(false).build().start()) {
+    try (Maintenance off =
+        Maintenance.builder(db.dataSource()).hotTableVacuum(false).build().start()) {
       long passes = off.passes();
       await().atMost(Duration.ofSeconds(20)).until(() -> off.passes() >= passes + 3);
     }
@@ -161,14 +211,17 @@ class HotTableVacuumTest extends PgJobsTestBase {
   @Test
   void whileATransactionElsewhereKeepsTheDeadRowsTheNextVacuumWaitsUntilItEnds() throws Exception {
     WorkerStore store = store();
-    // Looked at every minute: after a vacuum that removed nothing, the next one waits a minute at least,
+    // Looked at every minute: after a vacuum that removed nothing, the next one waits a minute at
+    // least,
     // unless what held the horizon back lets go.
     HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofMinutes(1));
     long before;
     try (Connection idle = db.dataSource().getConnection()) {
       idle.setAutoCommit(false);
       try (Statement s = idle.createStatement()) {
-        s.execute("SELECT txid_current()"); // holds back the xmin horizon: vacuum can remove nothing newer
+        s.execute(
+            "SELECT txid_current()"); // holds back the xmin horizon: vacuum can remove nothing
+        // newer
       }
       deadRows(store, 12_000);
       before = count(MANUAL_VACUUMS);
@@ -182,14 +235,18 @@ class HotTableVacuumTest extends PgJobsTestBase {
       assertThat(count(MANUAL_VACUUMS)).as("no second vacuum yet").isEqualTo(before + 1);
       idle.rollback();
     }
-    // The transaction that held the horizon back has ended: the next round vacuums, without waiting out
-    // the backoff. (The dead rows it held were pruned as pages were read meanwhile: leave new ones.)
+    // The transaction that held the horizon back has ended: the next round vacuums, without waiting
+    // out
+    // the backoff. (The dead rows it held were pruned as pages were read meanwhile: leave new
+    // ones.)
     deadRows(store, 12_000);
     await().atMost(Duration.ofSeconds(30)).until(() -> {
       vacuum.run();
       return count(MANUAL_VACUUMS) >= before + 2;
     });
-    await().atMost(Duration.ofSeconds(10)).until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
   }
 
   @Test
@@ -199,37 +256,52 @@ class HotTableVacuumTest extends PgJobsTestBase {
     HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
     long before = count(MANUAL_VACUUMS);
     vacuum.run();
-    await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 1);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 1);
 
     deadRows(store, 12_000);
     vacuum.run();
-    await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 2);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 2);
   }
 
   @Test
-  void aTableFourTimesTheSizeThePlannerSawIsAnalyzedSoAGenericPlanMadeWhenItWasEmptyUsesThePrimaryKey()
-      throws Exception {
+  void
+      aTableFourTimesTheSizeThePlannerSawIsAnalyzedSoAGenericPlanMadeWhenItWasEmptyUsesThePrimaryKey()
+          throws Exception {
     WorkerStore store = store();
     db.execute("VACUUM pgjobs.jobs"); // the planner's statistics: an empty table
     long analyzedBefore = count(MANUAL_ANALYZES);
-    try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement()) {
+    try (Connection c = db.dataSource().getConnection();
+        Statement s = c.createStatement()) {
       // What a worker's prepared statement does after five executions: one generic plan, kept.
       s.execute("SET plan_cache_mode = force_generic_plan");
       s.execute("PREPARE find_jobs(uuid[]) AS SELECT id FROM pgjobs.jobs WHERE id = ANY ($1)");
       try {
         assertThat(genericPlan(s)).as("planned on an empty table").contains("Seq Scan");
-        client.enqueueAll(NUMBERED, Collections.nCopies(8_000, new Numbered(1)), EnqueueOptions.DEFAULTS);
-        assertThat(store.hotTable().pages()).isGreaterThanOrEqualTo(HotTableVacuum.ANALYZE_MIN_PAGES);
+        client.enqueueAll(
+            NUMBERED, Collections.nCopies(8_000, new Numbered(1)), EnqueueOptions.DEFAULTS);
+        assertThat(store.hotTable().pages())
+            .isGreaterThanOrEqualTo(HotTableVacuum.ANALYZE_MIN_PAGES);
         assertThat(genericPlan(s)).as("the plan stays as the table grows").contains("Seq Scan");
 
         HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
         vacuum.run(); // few dead rows: no vacuum, but the table grew past 4x what the planner saw
-        await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming() && count(MANUAL_ANALYZES) > analyzedBefore);
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> !vacuum.vacuuming() && count(MANUAL_ANALYZES) > analyzedBefore);
 
-        assertThat(genericPlan(s)).as("planned again after the analyze").contains("jobs_pkey").doesNotContain("Seq Scan");
+        assertThat(genericPlan(s))
+            .as("planned again after the analyze")
+            .contains("jobs_pkey")
+            .doesNotContain("Seq Scan");
         vacuum.run();
         await().atMost(Duration.ofSeconds(30)).until(() -> !vacuum.vacuuming());
-        assertThat(count(MANUAL_ANALYZES)).as("not again while the size holds").isEqualTo(analyzedBefore + 1);
+        assertThat(count(MANUAL_ANALYZES))
+            .as("not again while the size holds")
+            .isEqualTo(analyzedBefore + 1);
       } finally {
         s.execute("DEALLOCATE find_jobs");
         s.execute("RESET plan_cache_mode");
@@ -239,7 +311,8 @@ class HotTableVacuumTest extends PgJobsTestBase {
 
   private static String genericPlan(Statement s) throws java.sql.SQLException {
     StringBuilder plan = new StringBuilder();
-    try (java.sql.ResultSet rs = s.executeQuery("EXPLAIN EXECUTE find_jobs(ARRAY[gen_random_uuid()])")) {
+    try (java.sql.ResultSet rs =
+        s.executeQuery("EXPLAIN EXECUTE find_jobs(ARRAY[gen_random_uuid()])")) {
       while (rs.next()) {
         plan.append(rs.getString(1)).append('\n');
       }
@@ -250,12 +323,15 @@ class HotTableVacuumTest extends PgJobsTestBase {
   @Test
   void aUserThatDoesNotOwnTheTableIsRefusedOnceAndNotAskedAgain() throws Exception {
     String role = "pgjobs_not_owner_" + UUID.randomUUID().toString().substring(0, 8);
-    db.execute("CREATE ROLE " + role + " LOGIN", "GRANT USAGE ON SCHEMA pgjobs TO " + role,
+    db.execute(
+        "CREATE ROLE " + role + " LOGIN",
+        "GRANT USAGE ON SCHEMA pgjobs TO " + role,
         "GRANT SELECT ON ALL TABLES IN SCHEMA pgjobs TO " + role);
     try (HikariDataSource notOwner = new HikariDataSource()) {
       notOwner.setJdbcUrl(db.jdbcUrl().replaceAll("user=[^&]*", "user=" + role));
       notOwner.setMaximumPoolSize(2);
-      WorkerStore store = new WorkerStore(notOwner, "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+      WorkerStore store =
+          new WorkerStore(notOwner, "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
       deadRows(store(), 12_000);
 
       WorkerStore.Vacuum refused = store.vacuumHotTable();

@@ -30,8 +30,12 @@ class NotificationReaderTest extends PgJobsTestBase {
   void readsDirectlyOnAPooledConnectionAndOnAPlainOne() throws Exception {
     try (Connection pooled = db.dataSource().getConnection();
         Connection plain = DriverManager.getConnection(db.jdbcUrl())) {
-      assertThat(NotificationReader.of(pooled).isDirect()).as("through the pool's proxy").isTrue();
-      assertThat(NotificationReader.of(plain).isDirect()).as("a plain pgJDBC connection").isTrue();
+      assertThat(NotificationReader.of(pooled).isDirect())
+          .as("through the pool's proxy")
+          .isTrue();
+      assertThat(NotificationReader.of(plain).isDirect())
+          .as("a plain pgJDBC connection")
+          .isTrue();
     }
   }
 
@@ -118,7 +122,8 @@ class NotificationReaderTest extends PgJobsTestBase {
       try (Statement st = listening.createStatement()) {
         assertThat(st.execute("SELECT 1")).isTrue();
       }
-      assertThatThrownBy(() -> reader.await(0)).isInstanceOf(IllegalArgumentException.class)
+      assertThatThrownBy(() -> reader.await(0))
+          .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("timeoutMillis must be > 0");
     }
   }
@@ -140,10 +145,14 @@ class NotificationReaderTest extends PgJobsTestBase {
           error = e;
         }
       }
-      assertThat((Throwable) error).as("an error once the server ended the session").isNotNull();
+      assertThat((Throwable) error)
+          .as("an error once the server ended the session")
+          .isNotNull();
       // The server's FATAL error (57P01), or the closed socket after it (class 08): both mean the
       // connection is lost, so the listener discards it and reconnects.
-      assertThat(BrokenConnections.connectionLost(error)).as("connection lost: %s", error).isTrue();
+      assertThat(BrokenConnections.connectionLost(error))
+          .as("connection lost: %s", error)
+          .isTrue();
     }
   }
 
@@ -156,7 +165,8 @@ class NotificationReaderTest extends PgJobsTestBase {
   }
 
   /** Reads until {@code n} notifications have come, or fails at the deadline. */
-  private static List<PGNotification> receive(NotificationReader reader, int n) throws SQLException {
+  private static List<PGNotification> receive(NotificationReader reader, int n)
+      throws SQLException {
     List<PGNotification> got = new ArrayList<>();
     long deadline = System.nanoTime() + DEADLINE_NANOS;
     while (got.size() < n && System.nanoTime() < deadline) {

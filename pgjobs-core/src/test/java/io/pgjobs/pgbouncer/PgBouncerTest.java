@@ -58,11 +58,12 @@ class PgBouncerTest extends PgJobsTestBase {
   }
 
   private static final JobType<Numbered> EFFECT = JobType.of("pgb_effect", Numbered.class);
-  private static final JobType<Numbered> FLAKY =
-      JobType.of("pgb_flaky", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
-  private static final JobType<Numbered> WAITS_FOR_CANCEL = JobType.of("pgb_waits_for_cancel", Numbered.class);
-  private static final JobType<Numbered> OUTAGE =
-      JobType.of("pgb_outage", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(100)));
+  private static final JobType<Numbered> FLAKY = JobType.of("pgb_flaky", Numbered.class)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
+  private static final JobType<Numbered> WAITS_FOR_CANCEL =
+      JobType.of("pgb_waits_for_cancel", Numbered.class);
+  private static final JobType<Numbered> OUTAGE = JobType.of("pgb_outage", Numbered.class)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(100)));
 
   private static PgBouncer bouncer;
   private static JobClient pooledClient;
@@ -71,7 +72,8 @@ class PgBouncerTest extends PgJobsTestBase {
   @BeforeAll
   static void startPgBouncer() {
     bouncer = PgBouncer.start(db, SERVER_POOL);
-    pooledClient = JobClient.builder(bouncer.newDataSource(4)).knownTypes(NUMBERED).build();
+    pooledClient =
+        JobClient.builder(bouncer.newDataSource(4)).knownTypes(NUMBERED).build();
   }
 
   @AfterAll
@@ -86,7 +88,9 @@ class PgBouncerTest extends PgJobsTestBase {
     if (!bouncer.isRunning()) {
       bouncer.restart(); // a failed outage test must not take the others down with it
     }
-    db.execute("DROP TABLE IF EXISTS effects", "CREATE TABLE effects (job_id uuid, worker text, backend int)");
+    db.execute(
+        "DROP TABLE IF EXISTS effects",
+        "CREATE TABLE effects (job_id uuid, worker text, backend int)");
   }
 
   @AfterEach
@@ -96,15 +100,15 @@ class PgBouncerTest extends PgJobsTestBase {
 
   /** A worker through the pooler, with the given way of hearing about new jobs and short timings. */
   private JobWorker.Builder worker(Mode mode, String id) {
-    JobWorker.Builder b =
-        JobWorker.builder(bouncer.newDataSource(6))
-            .workerId(id)
-            .shutdownGrace(Duration.ofSeconds(2))
-            .heartbeatInterval(Duration.ofMillis(500))
-            .workerDeadAfter(Duration.ofSeconds(4))
-            .staleThreshold(Duration.ofSeconds(10));
+    JobWorker.Builder b = JobWorker.builder(bouncer.newDataSource(6))
+        .workerId(id)
+        .shutdownGrace(Duration.ofSeconds(2))
+        .heartbeatInterval(Duration.ofMillis(500))
+        .workerDeadAfter(Duration.ofSeconds(4))
+        .staleThreshold(Duration.ofSeconds(10));
     return switch (mode) {
-      case LISTEN_DIRECT -> b.listenDataSource(db.newDataSource(1)).pollInterval(Duration.ofSeconds(5));
+      case LISTEN_DIRECT ->
+        b.listenDataSource(db.newDataSource(1)).pollInterval(Duration.ofSeconds(5));
       case POLLING_ONLY -> b.listen(false).pollInterval(Duration.ofMillis(100));
     };
   }
@@ -117,8 +121,8 @@ class PgBouncerTest extends PgJobsTestBase {
   private static Object recordEffect(JobContext ctx) throws Exception {
     try (Connection c = ctx.dataSource().getConnection()) {
       c.setAutoCommit(false);
-      try (PreparedStatement ps =
-          c.prepareStatement("INSERT INTO effects (job_id, worker, backend) VALUES (?, ?, pg_backend_pid())")) {
+      try (PreparedStatement ps = c.prepareStatement(
+          "INSERT INTO effects (job_id, worker, backend) VALUES (?, ?, pg_backend_pid())")) {
         ps.setObject(1, ctx.jobId());
         ps.setString(2, ctx.workerId());
         ps.executeUpdate();
@@ -136,11 +140,20 @@ class PgBouncerTest extends PgJobsTestBase {
   private static void assertEveryJobRanExactlyOnce(List<UUID> ids, JobType<?> type) {
     int n = ids.size();
     assertThat(new HashSet<>(ids)).hasSize(n);
-    assertThat(count("SELECT count(*) FROM effects")).as("effects (a job that ran twice adds two)").isEqualTo(n);
-    assertThat(count("SELECT count(DISTINCT job_id) FROM effects")).as("jobs with an effect").isEqualTo(n);
-    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded' AND type = '"
-        + type.name() + "'")).as("succeeded jobs").isEqualTo(n);
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs")).as("jobs left unfinished").isZero();
+    assertThat(count("SELECT count(*) FROM effects"))
+        .as("effects (a job that ran twice adds two)")
+        .isEqualTo(n);
+    assertThat(count("SELECT count(DISTINCT job_id) FROM effects"))
+        .as("jobs with an effect")
+        .isEqualTo(n);
+    assertThat(
+            count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded' AND type = '"
+                + type.name() + "'"))
+        .as("succeeded jobs")
+        .isEqualTo(n);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs"))
+        .as("jobs left unfinished")
+        .isZero();
   }
 
   // ------------------------------------------------------------------ exactly once
@@ -151,7 +164,8 @@ class PgBouncerTest extends PgJobsTestBase {
     int jobs = 2_000;
     List<JobWorker> workers = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      workers.add(start(worker(mode, "pgb-worker-" + i).queue(JobType.DEFAULT_QUEUE, 8)
+      workers.add(start(worker(mode, "pgb-worker-" + i)
+          .queue(JobType.DEFAULT_QUEUE, 8)
           .register(EFFECT, (ctx, p) -> recordEffect(ctx))));
     }
     long startNanos = System.nanoTime();
@@ -160,14 +174,18 @@ class PgBouncerTest extends PgJobsTestBase {
     await("all " + jobs + " jobs succeeded")
         .atMost(Duration.ofMinutes(2))
         .pollInterval(Duration.ofMillis(200))
-        .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == jobs);
+        .until(() ->
+            count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == jobs);
     double seconds = (System.nanoTime() - startNanos) / 1e9;
-    System.out.printf("pgbouncer exactly-once (%s): %d jobs through %d server connections in %.1f s (%.0f jobs/s)%n",
+    System.out.printf(
+        "pgbouncer exactly-once (%s): %d jobs through %d server connections in %.1f s (%.0f jobs/s)%n",
         mode, jobs, SERVER_POOL, seconds, jobs / seconds);
     workers.forEach(JobWorker::close);
 
     assertEveryJobRanExactlyOnce(ids, EFFECT);
-    assertThat(count("SELECT count(DISTINCT worker) FROM effects")).as("workers that ran jobs").isGreaterThan(1);
+    assertThat(count("SELECT count(DISTINCT worker) FROM effects"))
+        .as("workers that ran jobs")
+        .isGreaterThan(1);
     // 18 client connections and 24 lanes, but never more than the pooler's server connections: the
     // transactions really were multiplexed over shared backends.
     assertThat(count("SELECT count(DISTINCT backend) FROM effects"))
@@ -189,7 +207,10 @@ class PgBouncerTest extends PgJobsTestBase {
       }
       return recordEffect(ctx);
     }));
-    UUID id = pooledClient.enqueue(FLAKY, new Numbered(1), EnqueueOptions.builder().maxAttempts(5).build()).job().id();
+    UUID id = pooledClient
+        .enqueue(FLAKY, new Numbered(1), EnqueueOptions.builder().maxAttempts(5).build())
+        .job()
+        .id();
 
     Job done = awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(30));
     assertThat(done.attempts()).isEqualTo(3);
@@ -209,30 +230,43 @@ class PgBouncerTest extends PgJobsTestBase {
     JobWorker.Builder builder = worker(mode, "pgb-cancel");
     if (mode == Mode.LISTEN_DIRECT) {
       // Heartbeats far apart: the cancellation can only arrive in time through the direct LISTEN.
-      builder.heartbeatInterval(Duration.ofSeconds(20)).workerDeadAfter(Duration.ofMinutes(1))
+      builder
+          .heartbeatInterval(Duration.ofSeconds(20))
+          .workerDeadAfter(Duration.ofMinutes(1))
           .staleThreshold(Duration.ofMinutes(5));
     }
     start(builder.register(WAITS_FOR_CANCEL, (ctx, p) -> {
       started.incrementAndGet();
-      // Returns only once the worker saw the cancellation (or the test ended): it cannot succeed by itself.
+      // Returns only once the worker saw the cancellation (or the test ended): it cannot succeed by
+      // itself.
       while (!ctx.isCancelled() && !release.await(20, TimeUnit.MILLISECONDS)) {
         // waiting
       }
       return null;
     }));
 
-    UUID scheduled = pooledClient.enqueue(WAITS_FOR_CANCEL, new Numbered(1),
-        EnqueueOptions.builder().delay(Duration.ofHours(1)).build()).job().id();
+    UUID scheduled = pooledClient
+        .enqueue(
+            WAITS_FOR_CANCEL,
+            new Numbered(1),
+            EnqueueOptions.builder().delay(Duration.ofHours(1)).build())
+        .job()
+        .id();
     assertThat(pooledClient.cancel(scheduled))
         .isEqualTo(new CancelResult(CancelResult.Outcome.CANCELLED, JobState.CANCELLED));
 
     UUID running = pooledClient.enqueue(WAITS_FOR_CANCEL, new Numbered(2)).job().id();
     awaitState(running, JobState.RUNNING);
     await().atMost(Duration.ofSeconds(10)).until(() -> started.get() == 1);
-    assertThat(pooledClient.cancel(running).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
-    // Polling only: the next heartbeat (every 500 ms) carries the flag. LISTEN: the notification does.
-    Job cancelled = awaitState(running, JobState.CANCELLED, Duration.ofSeconds(mode == Mode.LISTEN_DIRECT ? 8 : 10));
-    assertThat(release.getCount()).as("the handler was not released by the test").isEqualTo(1);
+    assertThat(pooledClient.cancel(running).outcome())
+        .isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
+    // Polling only: the next heartbeat (every 500 ms) carries the flag. LISTEN: the notification
+    // does.
+    Job cancelled = awaitState(
+        running, JobState.CANCELLED, Duration.ofSeconds(mode == Mode.LISTEN_DIRECT ? 8 : 10));
+    assertThat(release.getCount())
+        .as("the handler was not released by the test")
+        .isEqualTo(1);
     assertThat(cancelled.attempts()).isEqualTo(1);
     assertThat(client.get(scheduled).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
     assertThat(started.get()).as("the cancelled scheduled job never ran").isEqualTo(1);
@@ -246,23 +280,29 @@ class PgBouncerTest extends PgJobsTestBase {
     int jobs = 1_000;
     List<JobWorker> workers = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
-      workers.add(start(worker(mode, "pgb-outage-" + i).queue(JobType.DEFAULT_QUEUE, 8)
+      workers.add(start(worker(mode, "pgb-outage-" + i)
+          .queue(JobType.DEFAULT_QUEUE, 8)
           .register(OUTAGE, (ctx, p) -> {
             Thread.sleep(10);
             return recordEffect(ctx);
           })));
     }
-    List<UUID> ids =
-        pooledClient.enqueueAll(OUTAGE, payloads(jobs), EnqueueOptions.builder().maxAttempts(25).build());
-    await("a first part of the jobs done").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+    List<UUID> ids = pooledClient.enqueueAll(
+        OUTAGE, payloads(jobs), EnqueueOptions.builder().maxAttempts(25).build());
+    await("a first part of the jobs done")
+        .atMost(Duration.ofSeconds(60))
+        .pollInterval(Duration.ofMillis(20))
         .until(() -> count("SELECT count(*) FROM effects") >= 100);
 
     bouncer.kill();
     long killedNanos = System.nanoTime();
     long doneAtKill = count("SELECT count(*) FROM effects");
-    // The outage lasts until the workers noticed: without a heartbeat for nearly the dead-after time
+    // The outage lasts until the workers noticed: without a heartbeat for nearly the dead-after
+    // time
     // they stop claiming and stop their handlers (fenced).
-    await("the workers fenced themselves").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+    await("the workers fenced themselves")
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(50))
         .until(() -> workers.stream().allMatch(JobWorker::isFenced));
     assertThat(doneAtKill).as("jobs left for after the outage").isLessThan(jobs);
     bouncer.restart();
@@ -271,10 +311,16 @@ class PgBouncerTest extends PgJobsTestBase {
     await("all " + jobs + " jobs succeeded after the pooler came back")
         .atMost(Duration.ofMinutes(2))
         .pollInterval(Duration.ofMillis(200))
-        .until(() -> count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == jobs);
-    System.out.printf("pgbouncer outage (%s): %d of %d jobs done at the kill, down %.1f s, the rest done %.1f s after"
-            + " the restart; %d jobs needed more than one attempt%n", mode, doneAtKill, jobs,
-        (restartedNanos - killedNanos) / 1e9, (System.nanoTime() - restartedNanos) / 1e9,
+        .until(() ->
+            count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == jobs);
+    System.out.printf(
+        "pgbouncer outage (%s): %d of %d jobs done at the kill, down %.1f s, the rest done %.1f s after"
+            + " the restart; %d jobs needed more than one attempt%n",
+        mode,
+        doneAtKill,
+        jobs,
+        (restartedNanos - killedNanos) / 1e9,
+        (System.nanoTime() - restartedNanos) / 1e9,
         count("SELECT count(*) FROM pgjobs.finished_jobs WHERE attempts > 1"));
     workers.forEach(JobWorker::close);
     assertEveryJobRanExactlyOnce(ids, OUTAGE);
@@ -285,7 +331,8 @@ class PgBouncerTest extends PgJobsTestBase {
 
   @Test
   void listenOnADirectConnectionWakesTheWorkerLongBeforeItsPollInterval() {
-    JobWorker w = start(worker(Mode.LISTEN_DIRECT, "pgb-wake").pollInterval(Duration.ofMinutes(10))
+    JobWorker w = start(worker(Mode.LISTEN_DIRECT, "pgb-wake")
+        .pollInterval(Duration.ofMinutes(10))
         .register(EFFECT, (ctx, p) -> recordEffect(ctx)));
     await().atMost(Duration.ofSeconds(10)).until(w::isListening);
 
@@ -296,7 +343,8 @@ class PgBouncerTest extends PgJobsTestBase {
 
   @Test
   void pollingOnlyNeverListensAndStillRunsJobs() {
-    JobWorker w = start(worker(Mode.POLLING_ONLY, "pgb-poll").register(EFFECT, (ctx, p) -> recordEffect(ctx)));
+    JobWorker w = start(
+        worker(Mode.POLLING_ONLY, "pgb-poll").register(EFFECT, (ctx, p) -> recordEffect(ctx)));
     UUID id = pooledClient.enqueue(EFFECT, new Numbered(1)).job().id();
     awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(10));
     assertThat(w.isListening()).isFalse();
@@ -304,23 +352,32 @@ class PgBouncerTest extends PgJobsTestBase {
 
   @Test
   void migrationsRunThroughThePooler() {
-    JobClient fresh = JobClient.builder(bouncer.newDataSource(2)).schema("pgb_migrated").knownTypes(NUMBERED).build();
+    JobClient fresh = JobClient.builder(bouncer.newDataSource(2))
+        .schema("pgb_migrated")
+        .knownTypes(NUMBERED)
+        .build();
     fresh.migrate();
     fresh.migrate(); // up to date: nothing to do
     assertThat(count("SELECT count(*) FROM pgb_migrated.pgjobs_schema_history WHERE success"))
         .isEqualTo(count("SELECT count(*) FROM pgjobs.pgjobs_schema_history WHERE success"));
-    // Flyway's lock was transaction-level: a session-level one would stay on a pooled backend, held forever.
+    // Flyway's lock was transaction-level: a session-level one would stay on a pooled backend, held
+    // forever.
     assertThat(count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
-        + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")).isZero();
+            + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"))
+        .isZero();
     UUID id = fresh.enqueue(NUMBERED, new Numbered(7)).job().id();
-    assertThat(count("SELECT count(*) FROM pgb_migrated.jobs WHERE id = '" + id + "'")).isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM pgb_migrated.jobs WHERE id = '" + id + "'"))
+        .isEqualTo(1);
   }
 
   @Test
   void listenOffAndAListenDataSourceContradictEachOther() {
     DataSource direct = db.dataSource();
-    assertThatThrownBy(() -> JobWorker.builder(db.dataSource()).listen(false).listenDataSource(direct)
-            .register(EFFECT, (ctx, p) -> null).build())
+    assertThatThrownBy(() -> JobWorker.builder(db.dataSource())
+            .listen(false)
+            .listenDataSource(direct)
+            .register(EFFECT, (ctx, p) -> null)
+            .build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("listen(false) and a listenDataSource");
   }

@@ -54,18 +54,29 @@ class PrepareThresholdZeroTest extends PgJobsTestBase {
     for (int i = 0; i < 20; i++) {
       ids.add(c.enqueue(NUMBERED, new Numbered(i)).job().id()); // one statement, 20 times
     }
-    ids.addAll(c.enqueueAll(NUMBERED, IntStream.range(0, 200).mapToObj(Numbered::new).toList(), EnqueueOptions.DEFAULTS));
-    UUID later = c.enqueue(NUMBERED, new Numbered(-1), EnqueueOptions.builder().delay(Duration.ofHours(1)).build())
-        .job().id();
+    ids.addAll(c.enqueueAll(
+        NUMBERED,
+        IntStream.range(0, 200).mapToObj(Numbered::new).toList(),
+        EnqueueOptions.DEFAULTS));
+    UUID later = c.enqueue(
+            NUMBERED,
+            new Numbered(-1),
+            EnqueueOptions.builder().delay(Duration.ofHours(1)).build())
+        .job()
+        .id();
     assertThat(c.cancel(later).outcome()).isEqualTo(CancelResult.Outcome.CANCELLED);
 
-    JobWorker worker = start(JobWorker.builder(pool).shutdownGrace(Duration.ofSeconds(2)).queue("default", 1)
+    JobWorker worker = start(JobWorker.builder(pool)
+        .shutdownGrace(Duration.ofSeconds(2))
+        .queue("default", 1)
         .register(NUMBERED, (ctx, p) -> null));
     for (UUID id : ids) {
       awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(60));
     }
     for (int i = 0; i < 10; i++) {
-      assertThat(c.list(JobFilter.builder().state(JobState.SUCCEEDED).limit(100).build()).jobs()).hasSize(100);
+      assertThat(c.list(JobFilter.builder().state(JobState.SUCCEEDED).limit(100).build())
+              .jobs())
+          .hasSize(100);
     }
     worker.close();
 
@@ -79,7 +90,9 @@ class PrepareThresholdZeroTest extends PgJobsTestBase {
         try (Statement st = conn.createStatement();
             ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_prepared_statements")) {
           rs.next();
-          assertThat(rs.getLong(1)).as("named server-side prepared statements in a session of the pool").isZero();
+          assertThat(rs.getLong(1))
+              .as("named server-side prepared statements in a session of the pool")
+              .isZero();
         }
       }
     } finally {

@@ -21,18 +21,27 @@ class CronScheduleTest {
   void dailyAtTwoThirtyIsSkippedOnTheSpringForwardDayWhenTwoThirtyDoesNotExist() {
     CronSchedule s = CronSchedule.parse("30 2 * * *", "Europe/Berlin");
     List<Instant> slots = s.slots(local("2026-03-27T12:00"), local("2026-03-31T12:00"), 100);
-    System.out.println("spring forward: " + slots.stream().map(i -> i.atZone(BERLIN).toString()).toList());
-    // 28th, 30th, 31st: the 29th has no 02:30 (02:00 jumps to 03:00), and nothing fires in its stead.
-    assertThat(slots).containsExactly(local("2026-03-28T02:30"), local("2026-03-30T02:30"), local("2026-03-31T02:30"));
+    System.out.println("spring forward: "
+        + slots.stream().map(i -> i.atZone(BERLIN).toString()).toList());
+    // 28th, 30th, 31st: the 29th has no 02:30 (02:00 jumps to 03:00), and nothing fires in its
+    // stead.
+    assertThat(slots)
+        .containsExactly(
+            local("2026-03-28T02:30"), local("2026-03-30T02:30"), local("2026-03-31T02:30"));
   }
 
   @Test
   void dailyAtTwoThirtyFiresOnceOnTheFallBackDay() {
     CronSchedule s = CronSchedule.parse("30 2 * * *", "Europe/Berlin");
     List<Instant> slots = s.slots(local("2026-10-24T12:00"), local("2026-10-26T12:00"), 100);
-    System.out.println("fall back: " + slots.stream().map(i -> i.atZone(BERLIN).toString()).toList());
+    System.out.println(
+        "fall back: " + slots.stream().map(i -> i.atZone(BERLIN).toString()).toList());
     assertThat(slots).hasSize(2);
-    assertThat(slots.get(0)).isEqualTo(LocalDateTime.parse("2026-10-25T02:30").atZone(BERLIN).withEarlierOffsetAtOverlap().toInstant());
+    assertThat(slots.get(0))
+        .isEqualTo(LocalDateTime.parse("2026-10-25T02:30")
+            .atZone(BERLIN)
+            .withEarlierOffsetAtOverlap()
+            .toInstant());
     assertThat(slots.get(1)).isEqualTo(local("2026-10-26T02:30"));
   }
 
@@ -40,8 +49,10 @@ class CronScheduleTest {
   void everyFifteenMinutesThroughTheFallBackHourFiresEveryLocalTimeOnce() {
     CronSchedule s = CronSchedule.parse("*/15 * * * *", "Europe/Berlin");
     List<Instant> slots = s.slots(local("2026-10-25T01:50"), local("2026-10-25T04:00"), 1000);
-    // 02:00-02:45 local happen twice in real time; each fires once: 02:00..02:45 first occurrence, then 03:00..
-    assertThat(slots.stream().map(i -> i.atZone(BERLIN).toLocalTime().toString()).toList())
+    // 02:00-02:45 local happen twice in real time; each fires once: 02:00..02:45 first occurrence,
+    // then 03:00..
+    assertThat(
+            slots.stream().map(i -> i.atZone(BERLIN).toLocalTime().toString()).toList())
         .doesNotHaveDuplicates();
   }
 
@@ -50,8 +61,10 @@ class CronScheduleTest {
     CronSchedule everySecond = CronSchedule.parse("* * * * * *", "UTC");
     Instant t = Instant.parse("2026-11-26T10:00:00Z");
     assertThat(everySecond.slots(t, t.plusSeconds(5), 100)).hasSize(5);
-    assertThat(CronSchedule.parse("@hourly", "UTC").next(t)).contains(Instant.parse("2026-11-26T11:00:00Z"));
-    assertThat(CronSchedule.parse("@daily", "UTC").next(t)).contains(Instant.parse("2026-11-27T00:00:00Z"));
+    assertThat(CronSchedule.parse("@hourly", "UTC").next(t))
+        .contains(Instant.parse("2026-11-26T11:00:00Z"));
+    assertThat(CronSchedule.parse("@daily", "UTC").next(t))
+        .contains(Instant.parse("2026-11-27T00:00:00Z"));
   }
 
   @Test
@@ -59,7 +72,8 @@ class CronScheduleTest {
     CronSchedule everySecond = CronSchedule.parse("* * * * * *", "UTC");
     Instant odd = Instant.parse("2026-11-26T10:00:00.249957Z");
     assertThat(everySecond.next(odd)).contains(Instant.parse("2026-11-26T10:00:01Z"));
-    assertThat(CronSchedule.parse("* * * * *", "UTC").next(odd)).contains(Instant.parse("2026-11-26T10:01:00Z"));
+    assertThat(CronSchedule.parse("* * * * *", "UTC").next(odd))
+        .contains(Instant.parse("2026-11-26T10:01:00Z"));
   }
 
   @Test
@@ -73,12 +87,16 @@ class CronScheduleTest {
   @Test
   void badExpressionsAndZonesAreRejectedSayingWhatIsWrong() {
     assertThatThrownBy(() -> CronSchedule.parse("61 * * * *", "UTC"))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("field 1 (minute) '61'");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("field 1 (minute) '61'");
     assertThatThrownBy(() -> CronSchedule.parse("* * 32 * *", "UTC"))
         .hasMessageContaining("field 3 (day of month) '32'");
-    assertThatThrownBy(() -> CronSchedule.parse("* * * *", "UTC")).hasMessageContaining("has 4 fields");
-    assertThatThrownBy(() -> CronSchedule.parse("@sometimes", "UTC")).hasMessageContaining("unknown cron macro");
-    assertThatThrownBy(() -> CronSchedule.parse("* * * * *", "Mars/Olympus")).hasMessageContaining("unknown time zone");
+    assertThatThrownBy(() -> CronSchedule.parse("* * * *", "UTC"))
+        .hasMessageContaining("has 4 fields");
+    assertThatThrownBy(() -> CronSchedule.parse("@sometimes", "UTC"))
+        .hasMessageContaining("unknown cron macro");
+    assertThatThrownBy(() -> CronSchedule.parse("* * * * *", "Mars/Olympus"))
+        .hasMessageContaining("unknown time zone");
     assertThatThrownBy(() -> CronSchedule.parse(" ", "UTC")).hasMessageContaining("empty");
   }
 
@@ -87,7 +105,8 @@ class CronScheduleTest {
     CronSchedule everySecond = CronSchedule.parse("* * * * * *", "UTC");
     Instant t = Instant.parse("2026-11-26T10:00:00Z");
 
-    CronSchedule.CatchUp catchUp = everySecond.catchUp(t, t.plus(java.time.Duration.ofDays(2)), 100_000);
+    CronSchedule.CatchUp catchUp =
+        everySecond.catchUp(t, t.plus(java.time.Duration.ofDays(2)), 100_000);
 
     assertThat(catchUp.count()).isEqualTo(172_800);
     assertThat(catchUp.exact()).isTrue();
@@ -96,7 +115,9 @@ class CronScheduleTest {
     for (int i = 72_801; i <= 172_800; i++) {
       expected.add(t.plusSeconds(i));
     }
-    assertThat(catchUp.newest().equals(expected)).as("the newest 100,000 slots, oldest first").isTrue();
+    assertThat(catchUp.newest().equals(expected))
+        .as("the newest 100,000 slots, oldest first")
+        .isTrue();
   }
 
   @Test
@@ -117,11 +138,14 @@ class CronScheduleTest {
     CronSchedule everyMinute = CronSchedule.parse("* * * * *", "UTC");
     Instant t = Instant.parse("2026-11-26T10:00:00Z");
 
-    CronSchedule.CatchUp catchUp = everyMinute.catchUp(t, t.plus(java.time.Duration.ofDays(3)), 2, 10_000);
+    CronSchedule.CatchUp catchUp =
+        everyMinute.catchUp(t, t.plus(java.time.Duration.ofDays(3)), 2, 10_000);
 
     assertThat(catchUp.exact()).isTrue();
     assertThat(catchUp.count()).isEqualTo(3 * 24 * 60);
-    assertThat(catchUp.newest()).containsExactly(t.plus(java.time.Duration.ofDays(3)).minusSeconds(60),
-        t.plus(java.time.Duration.ofDays(3)));
+    assertThat(catchUp.newest())
+        .containsExactly(
+            t.plus(java.time.Duration.ofDays(3)).minusSeconds(60),
+            t.plus(java.time.Duration.ofDays(3)));
   }
 }

@@ -40,7 +40,9 @@ class RecurringTest extends PgJobsTestBase {
   }
 
   private static List<Job> jobsOf(String name) {
-    return client.list(JobFilter.builder().text("recurring " + name + " @").limit(1000).build()).jobs();
+    return client
+        .list(JobFilter.builder().text("recurring " + name + " @").limit(1000).build())
+        .jobs();
   }
 
   @Test
@@ -48,17 +50,24 @@ class RecurringTest extends PgJobsTestBase {
     declare(everySecond("tick", MissedSlots.LATEST));
     lastSlot("tick", T0);
 
-    RecurringStore.Fired first = store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
+    RecurringStore.Fired first =
+        store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
     assertThat(first.enqueued()).isEqualTo(5);
-    assertThat(store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER).enqueued()).isZero();
-    // A second leader that read the schedule before the first one's write (here: its last slot put back)
+    assertThat(store
+            .fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER)
+            .enqueued())
+        .isZero();
+    // A second leader that read the schedule before the first one's write (here: its last slot put
+    // back)
     // fires the same slots again: their keys already exist, no job is added.
     lastSlot("tick", T0);
     store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
 
     List<Job> jobs = jobsOf("tick");
     assertThat(jobs).hasSize(5);
-    assertThat(jobs).extracting(Job::idempotencyKey).doesNotHaveDuplicates()
+    assertThat(jobs)
+        .extracting(Job::idempotencyKey)
+        .doesNotHaveDuplicates()
         .allSatisfy(k -> assertThat(k).startsWith("recurring:tick:2026-11-26T10:00:0"));
     assertThat(jobs).extracting(Job::context).contains("recurring tick @ 2026-11-26T10:00:05Z");
     assertThat(jobs.get(0).payload().path("n").asInt()).isEqualTo(7);
@@ -66,8 +75,12 @@ class RecurringTest extends PgJobsTestBase {
 
   @Test
   void missedSlotsFollowTheirPolicy() throws Exception {
-    store.declare(List.of(everySecond("skipping", MissedSlots.SKIP), everySecond("latest", MissedSlots.LATEST),
-        everySecond("three", MissedSlots.catchUp(3))), Set.of(NUMBERED.name()));
+    store.declare(
+        List.of(
+            everySecond("skipping", MissedSlots.SKIP),
+            everySecond("latest", MissedSlots.LATEST),
+            everySecond("three", MissedSlots.catchUp(3))),
+        Set.of(NUMBERED.name()));
     for (String name : List.of("skipping", "latest", "three")) {
       lastSlot(name, T0); // nothing ran for 100 slots
     }
@@ -81,21 +94,27 @@ class RecurringTest extends PgJobsTestBase {
     assertThat(skipping).isEqualTo(new RecurringStore.Fired(4, 96));
     assertThat(latest).isEqualTo(new RecurringStore.Fired(1, 99));
     assertThat(three).isEqualTo(new RecurringStore.Fired(7, 93));
-    assertThat(jobsOf("latest")).extracting(Job::context)
-        .containsExactly("recurring latest @ 2026-11-26T10:01:40Z"); // after a gap: the latest due slot only
+    assertThat(jobsOf("latest"))
+        .extracting(Job::context)
+        .containsExactly(
+            "recurring latest @ 2026-11-26T10:01:40Z"); // after a gap: the latest due slot only
     assertThat(store.fire("three", now, MISSED_AFTER).enqueued()).isZero();
   }
 
   /** Issue 27.5: a per-5-seconds schedule restarted after 42 s enqueued 9 jobs at once with "latest". */
   @Test
   void aRestartAfterAGapFiresOneJobWithLatestUnderTheDefaultMissedAfter() throws Exception {
-    declare(Recurring.of("five", "*/5 * * * * *", "UTC", NUMBERED, new Numbered(5)).withMissed(MissedSlots.LATEST));
+    declare(Recurring.of("five", "*/5 * * * * *", "UTC", NUMBERED, new Numbered(5))
+        .withMissed(MissedSlots.LATEST));
     lastSlot("five", T0);
 
-    RecurringStore.Fired fired = store.fire("five", T0.plusSeconds(42), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
+    RecurringStore.Fired fired =
+        store.fire("five", T0.plusSeconds(42), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
 
     assertThat(fired).isEqualTo(new RecurringStore.Fired(1, 7));
-    assertThat(jobsOf("five")).extracting(Job::context).containsExactly("recurring five @ 2026-11-26T10:00:40Z");
+    assertThat(jobsOf("five"))
+        .extracting(Job::context)
+        .containsExactly("recurring five @ 2026-11-26T10:00:40Z");
   }
 
   /** Within the missed-after window nothing was missed: every due slot fires (a leader change, jitter). */
@@ -104,7 +123,8 @@ class RecurringTest extends PgJobsTestBase {
     declare(everySecond("jitter", MissedSlots.LATEST));
     lastSlot("jitter", T0);
 
-    RecurringStore.Fired fired = store.fire("jitter", T0.plusSeconds(6), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
+    RecurringStore.Fired fired =
+        store.fire("jitter", T0.plusSeconds(6), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
 
     assertThat(fired).isEqualTo(new RecurringStore.Fired(6, 0));
   }
@@ -122,7 +142,9 @@ class RecurringTest extends PgJobsTestBase {
     assertThat(fired.enqueued()).isEqualTo(1);
     assertThat(fired.moreSkipped()).isTrue();
     assertThat(fired.skipped()).isGreaterThan(RecurringStore.MISSED_COUNTED).isLessThan(172_799);
-    assertThat(jobsOf("paused")).extracting(Job::context).containsExactly("recurring paused @ 2026-11-28T10:00:00Z");
+    assertThat(jobsOf("paused"))
+        .extracting(Job::context)
+        .containsExactly("recurring paused @ 2026-11-28T10:00:00Z");
     assertThat(store.fire("paused", now, MISSED_AFTER)).isEqualTo(new RecurringStore.Fired(0, 0));
   }
 
@@ -141,18 +163,28 @@ class RecurringTest extends PgJobsTestBase {
   void aDailyScheduleAtTwoThirtyInBerlinFiresOnceOnBothTransitionDays() throws Exception {
     ZoneId berlin = ZoneId.of("Europe/Berlin");
     declare(Recurring.of("berlin", "30 2 * * *", "Europe/Berlin", NUMBERED, new Numbered(1)));
-    Instant beforeSpring = LocalDateTime.parse("2026-03-28T12:00").atZone(berlin).toInstant();
+    Instant beforeSpring =
+        LocalDateTime.parse("2026-03-28T12:00").atZone(berlin).toInstant();
     lastSlot("berlin", beforeSpring);
-    store.fire("berlin", LocalDateTime.parse("2026-03-30T12:00").atZone(berlin).toInstant(), Duration.ofDays(7));
+    store.fire(
+        "berlin",
+        LocalDateTime.parse("2026-03-30T12:00").atZone(berlin).toInstant(),
+        Duration.ofDays(7));
     Instant beforeFall = LocalDateTime.parse("2026-10-24T12:00").atZone(berlin).toInstant();
     lastSlot("berlin", beforeFall);
-    store.fire("berlin", LocalDateTime.parse("2026-10-26T12:00").atZone(berlin).toInstant(), Duration.ofDays(7));
+    store.fire(
+        "berlin",
+        LocalDateTime.parse("2026-10-26T12:00").atZone(berlin).toInstant(),
+        Duration.ofDays(7));
 
-    // March 29 has no 02:30 (skipped); March 30 fires; October 25 fires once (not twice); October 26 fires.
-    assertThat(jobsOf("berlin")).extracting(Job::context).containsExactlyInAnyOrder(
-        "recurring berlin @ 2026-03-30T00:30:00Z",
-        "recurring berlin @ 2026-10-25T00:30:00Z",
-        "recurring berlin @ 2026-10-26T01:30:00Z");
+    // March 29 has no 02:30 (skipped); March 30 fires; October 25 fires once (not twice); October
+    // 26 fires.
+    assertThat(jobsOf("berlin"))
+        .extracting(Job::context)
+        .containsExactlyInAnyOrder(
+            "recurring berlin @ 2026-03-30T00:30:00Z",
+            "recurring berlin @ 2026-10-25T00:30:00Z",
+            "recurring berlin @ 2026-10-26T01:30:00Z");
   }
 
   @Test
@@ -164,7 +196,8 @@ class RecurringTest extends PgJobsTestBase {
 
     assertThat(store.declare(List.of(a), Set.of(NUMBERED.name()))).containsExactly("b");
     assertThat(store.active()).containsExactly("a");
-    assertThat(store.fire("b", Instant.now().plusSeconds(5), MISSED_AFTER).enqueued()).isZero();
+    assertThat(store.fire("b", Instant.now().plusSeconds(5), MISSED_AFTER).enqueued())
+        .isZero();
 
     store.declare(List.of(a, b), Set.of(NUMBERED.name()));
     assertThat(store.active()).containsExactly("a", "b");

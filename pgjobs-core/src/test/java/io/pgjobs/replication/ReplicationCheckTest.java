@@ -23,25 +23,34 @@ class ReplicationCheckTest {
   @Test
   void onlyAPrimaryThatAcknowledgesBeforeItsStandbyIsWarnedAbout() throws SQLException {
     try (PostgresCluster cluster = PostgresCluster.start(Replication.ASYNCHRONOUS)) {
-      assertThat(warning(cluster, Node.PRIMARY)).hasValueSatisfying(w -> assertThat(w)
-          .contains("1 standby(s) replicate asynchronously", "failover", "can lose", "guarantees.md"));
+      assertThat(warning(cluster, Node.PRIMARY))
+          .hasValueSatisfying(w -> assertThat(w)
+              .contains(
+                  "1 standby(s) replicate asynchronously",
+                  "failover",
+                  "can lose",
+                  "guarantees.md"));
 
       cluster.setSynchronous(true);
-      assertThat(warning(cluster, Node.PRIMARY)).as("a synchronous standby, commits wait for it").isEmpty();
+      assertThat(warning(cluster, Node.PRIMARY))
+          .as("a synchronous standby, commits wait for it")
+          .isEmpty();
 
       cluster.setPrimarySetting("synchronous_commit", "local");
-      assertThat(warning(cluster, Node.PRIMARY)).hasValueSatisfying(w -> assertThat(w)
-          .contains("synchronous_commit is local", "before any standby has it"));
+      assertThat(warning(cluster, Node.PRIMARY))
+          .hasValueSatisfying(w ->
+              assertThat(w).contains("synchronous_commit is local", "before any standby has it"));
 
       cluster.setPrimarySetting("synchronous_commit", "off");
-      assertThat(warning(cluster, Node.PRIMARY)).hasValueSatisfying(w -> assertThat(w)
-          .contains("synchronous_commit is off"));
+      assertThat(warning(cluster, Node.PRIMARY))
+          .hasValueSatisfying(w -> assertThat(w).contains("synchronous_commit is off"));
     }
   }
 
   @Test
   void aSingleServerWithoutStandbysIsNotWarnedAbout() throws SQLException {
-    String admin = System.getenv().getOrDefault("PGJOBS_TEST_DATABASE_URL", TestDatabase.DEFAULT_ADMIN_URL);
+    String admin =
+        System.getenv().getOrDefault("PGJOBS_TEST_DATABASE_URL", TestDatabase.DEFAULT_ADMIN_URL);
     try (Connection c = DriverManager.getConnection(admin)) {
       assertThat(ReplicationCheck.commitLossWarning(c)).isEmpty();
     }

@@ -38,32 +38,41 @@ class PreReleaseSchemaRefusedTest {
 
   @ParameterizedTest(name = "history up to version {1}")
   @CsvSource({"pre_release_full, latest, 24", "pre_release_v1, 1, 1", "pre_release_v9, 9, 9"})
-  void migratingAPreReleaseSchemaIsRefusedAndChangesNothing(String schema, String target, String lastVersion) {
+  void migratingAPreReleaseSchemaIsRefusedAndChangesNothing(
+      String schema, String target, String lastVersion) {
     SchemaDump.migratePreRelease(db, schema, target);
-    db.execute("INSERT INTO " + schema + ".job_keys (idempotency_key, job_id) VALUES ('kept', gen_random_uuid())");
+    db.execute("INSERT INTO " + schema
+        + ".job_keys (idempotency_key, job_id) VALUES ('kept', gen_random_uuid())");
     List<String> ddlBefore = SchemaDump.statements(db, schema);
     List<String> historyBefore = history(schema);
 
     assertThatThrownBy(() -> Migrator.migrate(db.dataSource(), schema))
         .isInstanceOf(PgJobsException.class)
         .hasMessageStartingWith("schema \"" + schema + "\" was created by a pre-release pgjobs")
-        .hasMessageContaining("starts with V1__create_jobs.sql and reached version " + lastVersion + ")")
+        .hasMessageContaining(
+            "starts with V1__create_jobs.sql and reached version " + lastVersion + ")")
         .hasMessageContaining("nothing was changed")
         .hasMessageContaining("DROP SCHEMA \"" + schema + "\" CASCADE;")
         .hasMessageContaining("or use a new database or another schema name");
     JobClient client = JobClient.builder(db.dataSource()).schema(schema).build();
-    assertThatThrownBy(client::migrate).as("the public API, which the CLI and the Spring starter call")
+    assertThatThrownBy(client::migrate)
+        .as("the public API, which the CLI and the Spring starter call")
         .isInstanceOf(PgJobsException.class)
         .hasMessageContaining("DROP SCHEMA \"" + schema + "\" CASCADE;");
 
     assertThat(SchemaDump.statements(db, schema)).isEqualTo(ddlBefore);
     assertThat(history(schema)).isEqualTo(historyBefore);
-    assertThat(db.queryLong("SELECT count(*) FROM " + schema + ".job_keys WHERE idempotency_key = 'kept'")).isEqualTo(1);
+    assertThat(db.queryLong(
+            "SELECT count(*) FROM " + schema + ".job_keys WHERE idempotency_key = 'kept'"))
+        .isEqualTo(1);
 
     // What the message says to do.
     db.execute("DROP SCHEMA \"" + schema + "\" CASCADE");
     assertThat(Migrator.migrate(db.dataSource(), schema)).isEqualTo(1);
-    assertThat(history(schema)).filteredOn(row -> row.startsWith("SQL ")).singleElement().asString()
+    assertThat(history(schema))
+        .filteredOn(row -> row.startsWith("SQL "))
+        .singleElement()
+        .asString()
         .startsWith("SQL 1 V1__schema.sql ");
   }
 
@@ -72,8 +81,9 @@ class PreReleaseSchemaRefusedTest {
     List<String> rows = new ArrayList<>();
     try (Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT concat_ws(' ', type, version, script, checksum, success, installed_rank)"
-            + " FROM " + schema + "." + Migrator.HISTORY_TABLE + " ORDER BY installed_rank")) {
+        ResultSet rs = st.executeQuery(
+            "SELECT concat_ws(' ', type, version, script, checksum, success, installed_rank)"
+                + " FROM " + schema + "." + Migrator.HISTORY_TABLE + " ORDER BY installed_rank")) {
       while (rs.next()) {
         rows.add(rs.getString(1));
       }

@@ -54,9 +54,15 @@ final class SchemaDump {
   static List<String> statements(TestDatabase db, String schema) {
     Map<String, String> url = parse(db.jdbcUrl());
     List<String> command = new ArrayList<>(List.of(
-        pgDump(db).toString(), "--schema-only", "--no-owner", "--no-privileges",
-        "--host=" + url.get("host"), "--port=" + url.get("port"), "--dbname=" + url.get("database"),
-        "--schema=" + schema, "--exclude-table=" + schema + "." + Migrator.HISTORY_TABLE));
+        pgDump(db).toString(),
+        "--schema-only",
+        "--no-owner",
+        "--no-privileges",
+        "--host=" + url.get("host"),
+        "--port=" + url.get("port"),
+        "--dbname=" + url.get("database"),
+        "--schema=" + schema,
+        "--exclude-table=" + schema + "." + Migrator.HISTORY_TABLE));
     if (url.containsKey("user")) {
       command.add("--username=" + url.get("user"));
     }
@@ -91,7 +97,8 @@ final class SchemaDump {
       throw new IllegalStateException(e);
     }
     if (exit != 0) {
-      throw new IllegalStateException("pg_dump exited with " + exit + ": " + err.strip() + " (" + command + ")");
+      throw new IllegalStateException(
+          "pg_dump exited with " + exit + ": " + err.strip() + " (" + command + ")");
     }
     return normalise(out);
   }
@@ -101,8 +108,11 @@ final class SchemaDump {
     List<String> statements = new ArrayList<>();
     StringBuilder current = new StringBuilder();
     for (String line : dump.split("\n", -1)) {
-      boolean noise = line.startsWith("--") || line.startsWith("SET ") || line.startsWith("SELECT pg_catalog.set_config(")
-          || line.startsWith("\\restrict ") || line.startsWith("\\unrestrict ");
+      boolean noise = line.startsWith("--")
+          || line.startsWith("SET ")
+          || line.startsWith("SELECT pg_catalog.set_config(")
+          || line.startsWith("\\restrict ")
+          || line.startsWith("\\unrestrict ");
       if (noise) {
         continue;
       }
@@ -148,7 +158,8 @@ final class SchemaDump {
    * (Debian and Ubuntu), else the newest there, else the first on the PATH.
    */
   static Path pgDump(TestDatabase db) {
-    int serverMajor = (int) (db.queryLong("SELECT current_setting('server_version_num')::int") / 10_000);
+    int serverMajor =
+        (int) (db.queryLong("SELECT current_setting('server_version_num')::int") / 10_000);
     Path debian = Path.of("/usr/lib/postgresql");
     if (Files.isDirectory(debian)) {
       Path exact = debian.resolve(String.valueOf(serverMajor)).resolve("bin/pg_dump");
@@ -161,7 +172,8 @@ final class SchemaDump {
             .filter(v -> Integer.parseInt(v.getFileName().toString()) >= serverMajor)
             .map(v -> v.resolve("bin/pg_dump"))
             .filter(Files::isExecutable)
-            .max(Comparator.comparingInt(p -> Integer.parseInt(p.getParent().getParent().getFileName().toString())));
+            .max(Comparator.comparingInt(
+                p -> Integer.parseInt(p.getParent().getParent().getFileName().toString())));
         if (newest.isPresent()) {
           return newest.get();
         }
@@ -174,8 +186,9 @@ final class SchemaDump {
         return Path.of(dir, "pg_dump");
       }
     }
-    throw new IllegalStateException("no pg_dump found (for PostgreSQL " + serverMajor
-        + "): looked in /usr/lib/postgresql/*/bin and on the PATH; install the PostgreSQL client tools");
+    throw new IllegalStateException(
+        "no pg_dump found (for PostgreSQL " + serverMajor
+            + "): looked in /usr/lib/postgresql/*/bin and on the PATH; install the PostgreSQL client tools");
   }
 
   /** host, port, database, and the user and password parameters of a jdbc:postgresql:// URL. */

@@ -22,10 +22,14 @@ class SquashedSchemaTest {
   static void migrateBothWays() {
     squashed = TestDatabase.create();
     preRelease = TestDatabase.create();
-    assertThat(Migrator.migrate(squashed.dataSource(), "pgjobs")).as("migrations the squashed history applies").isEqualTo(1);
+    assertThat(Migrator.migrate(squashed.dataSource(), "pgjobs"))
+        .as("migrations the squashed history applies")
+        .isEqualTo(1);
     SchemaDump.migratePreRelease(preRelease, "pgjobs", "latest");
-    assertThat(preRelease.queryLong("SELECT count(*) FROM pgjobs." + Migrator.HISTORY_TABLE + " WHERE success AND type = 'SQL'"))
-        .as("migrations of the pre-release history").isEqualTo(24);
+    assertThat(preRelease.queryLong("SELECT count(*) FROM pgjobs." + Migrator.HISTORY_TABLE
+            + " WHERE success AND type = 'SQL'"))
+        .as("migrations of the pre-release history")
+        .isEqualTo(24);
   }
 
   @AfterAll
@@ -43,11 +47,13 @@ class SquashedSchemaTest {
     List<String> expected = SchemaDump.statements(preRelease, "pgjobs");
     List<String> actual = SchemaDump.statements(squashed, "pgjobs");
 
-    assertThat(expected).as("the dump holds the schema, not only its envelope")
+    assertThat(expected)
+        .as("the dump holds the schema, not only its envelope")
         .anyMatch(s -> s.startsWith("CREATE INDEX jobs_ready_idx ON pgjobs.jobs"))
         .anyMatch(s -> s.startsWith("CREATE TRIGGER jobs_events_update"))
         .noneMatch(s -> s.contains(Migrator.HISTORY_TABLE));
-    assertThat(difference(expected, actual)).as("statements that differ (- pre-release history, + squashed V1)")
+    assertThat(difference(expected, actual))
+        .as("statements that differ (- pre-release history, + squashed V1)")
         .isEmpty();
     assertThat(actual).as("the same statements in the same order").isEqualTo(expected);
   }
@@ -77,10 +83,11 @@ class SquashedSchemaTest {
       List<String> dump = SchemaDump.statements(changed, "pgjobs");
       List<String> expected = SchemaDump.statements(squashed, "pgjobs");
 
-      assertThat(difference(expected, dump)).containsExactly(
-          "- CREATE INDEX jobs_running_idx ON pgjobs.jobs USING btree (heartbeat_at) WHERE (state = 'running'::text);",
-          "+ CREATE INDEX jobs_running_idx ON pgjobs.jobs USING btree (heartbeat_at, id)"
-              + " WHERE (state = 'running'::text);");
+      assertThat(difference(expected, dump))
+          .containsExactly(
+              "- CREATE INDEX jobs_running_idx ON pgjobs.jobs USING btree (heartbeat_at) WHERE (state = 'running'::text);",
+              "+ CREATE INDEX jobs_running_idx ON pgjobs.jobs USING btree (heartbeat_at, id)"
+                  + " WHERE (state = 'running'::text);");
     }
   }
 }

@@ -27,8 +27,13 @@ class ClaimCursorParametersTest {
       Instant t = Instant.ofEpochSecond(second, random.nextInt(1_000_000) * 1_000L);
       assertThat(Instant.parse(written(t))).isEqualTo(t);
     }
-    for (String edge : List.of("1000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", "2024-02-29T23:59:59.000001Z",
-        "1970-01-01T00:00:00Z", "1969-12-31T23:59:59.999999Z", "2026-11-27T14:00:00.100000Z")) {
+    for (String edge : List.of(
+        "1000-01-01T00:00:00Z",
+        "9999-12-31T23:59:59.999999Z",
+        "2024-02-29T23:59:59.000001Z",
+        "1970-01-01T00:00:00Z",
+        "1969-12-31T23:59:59.999999Z",
+        "2026-11-27T14:00:00.100000Z")) {
       Instant t = Instant.parse(edge);
       assertThat(written(t)).hasSize(27).endsWith("Z");
       assertThat(Instant.parse(written(t))).isEqualTo(t);
@@ -38,15 +43,22 @@ class ClaimCursorParametersTest {
   @Test
   void yearsOutsideFourDigitsErasAndInfinitiesAreWrittenAsPostgresqlReadsThem() {
     // Checked against PostgreSQL itself in RunAtEdgesTest; here the exact text.
-    assertThat(written(Instant.parse("0999-12-31T23:59:59.999999Z"))).isEqualTo("0999-12-31T23:59:59.999999Z");
-    assertThat(written(Instant.parse("0001-01-01T00:00:00Z"))).isEqualTo("0001-01-01T00:00:00.000000Z");
-    assertThat(written(Instant.parse("+10000-01-01T00:00:00Z"))).isEqualTo("10000-01-01T00:00:00.000000Z");
-    assertThat(written(Instant.parse("0000-12-31T23:59:59Z"))).isEqualTo("\"0001-12-31T23:59:59.000000Z BC\"");
-    assertThat(written(Instant.parse("-0043-03-15T12:00:00.000001Z"))).isEqualTo("\"0044-03-15T12:00:00.000001Z BC\"");
-    assertThat(written(Instant.parse("-4713-11-24T00:00:00Z"))).isEqualTo("\"4714-11-24T00:00:00.000000Z BC\"");
+    assertThat(written(Instant.parse("0999-12-31T23:59:59.999999Z")))
+        .isEqualTo("0999-12-31T23:59:59.999999Z");
+    assertThat(written(Instant.parse("0001-01-01T00:00:00Z")))
+        .isEqualTo("0001-01-01T00:00:00.000000Z");
+    assertThat(written(Instant.parse("+10000-01-01T00:00:00Z")))
+        .isEqualTo("10000-01-01T00:00:00.000000Z");
+    assertThat(written(Instant.parse("0000-12-31T23:59:59Z")))
+        .isEqualTo("\"0001-12-31T23:59:59.000000Z BC\"");
+    assertThat(written(Instant.parse("-0043-03-15T12:00:00.000001Z")))
+        .isEqualTo("\"0044-03-15T12:00:00.000001Z BC\"");
+    assertThat(written(Instant.parse("-4713-11-24T00:00:00Z")))
+        .isEqualTo("\"4714-11-24T00:00:00.000000Z BC\"");
     assertThat(written(Instant.parse("-4713-11-23T23:59:59.999999Z"))).isEqualTo("-infinity");
     assertThat(written(Instant.MIN)).isEqualTo("-infinity");
-    assertThat(written(Instant.parse("+294276-12-31T23:59:59.999999Z"))).isEqualTo("294276-12-31T23:59:59.999999Z");
+    assertThat(written(Instant.parse("+294276-12-31T23:59:59.999999Z")))
+        .isEqualTo("294276-12-31T23:59:59.999999Z");
     assertThat(written(Instant.parse("+294277-01-01T00:00:00Z"))).isEqualTo("infinity");
     assertThat(written(Instant.MAX)).isEqualTo("infinity");
   }
@@ -75,7 +87,19 @@ class ClaimCursorParametersTest {
   }
 
   private static ClaimedJob job(UUID id, int priority, Instant runAt) {
-    return new ClaimedJob(id, "t", "default", "{}", priority, 1, 3, runAt.truncatedTo(ChronoUnit.MICROS),
-        runAt, null, null, 1L, null);
+    return new ClaimedJob(
+        id,
+        "t",
+        "default",
+        "{}",
+        priority,
+        1,
+        3,
+        runAt.truncatedTo(ChronoUnit.MICROS),
+        runAt,
+        null,
+        null,
+        1L,
+        null);
   }
 }

@@ -35,6 +35,7 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
   private static final String PROBE = "pgjobs-counts-probe";
   /** The sessions that fill the table: each ends after its work, so its counters are written before the probe. */
   private static final String SETUP = "pgjobs-counts-setup";
+
   private static final String BLOCKS_TOUCHED =
       "SELECT coalesce(heap_blks_read, 0) + coalesce(heap_blks_hit, 0) + coalesce(idx_blks_read, 0)"
           + " + coalesce(idx_blks_hit, 0) FROM pg_statio_user_tables WHERE relid = 'pgjobs.jobs'::regclass";
@@ -69,7 +70,8 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
 
   /** Runs {@code statements} in a session of its own ({@link #SETUP}). */
   private static void inOwnSession(String... statements) {
-    try (java.sql.Connection c = sessions(SETUP).getConnection(); java.sql.Statement s = c.createStatement()) {
+    try (java.sql.Connection c = sessions(SETUP).getConnection();
+        java.sql.Statement s = c.createStatement()) {
       for (String statement : statements) {
         s.execute(statement);
       }
@@ -79,10 +81,12 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
   }
 
   private static void awaitSessionsEnded(String applicationName) {
-    await("the " + applicationName + " sessions have ended").atMost(Duration.ofSeconds(10))
+    await("the " + applicationName + " sessions have ended")
+        .atMost(Duration.ofSeconds(10))
         .pollInterval(Duration.ofMillis(20))
         .until(() -> db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE application_name = '"
-            + applicationName + "'") == 0);
+                + applicationName + "'")
+            == 0);
   }
 
   /**
@@ -114,14 +118,16 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
   @Test
   void queueDepthReadsTheIndexNotTheEmptyPagesOfTheTable() {
     long pages = bloat();
-    setupClient().enqueueAll(NUMBERED, Collections.nCopies(250, new Numbered(1)), EnqueueOptions.DEFAULTS);
+    setupClient()
+        .enqueueAll(NUMBERED, Collections.nCopies(250, new Numbered(1)), EnqueueOptions.DEFAULTS);
     inOwnSession("ANALYZE pgjobs.jobs");
 
     Map<String, Long>[] depth = new Map[1];
     long touched = blocksTouchedBy(probe -> depth[0] = probe.queueDepth());
 
     assertThat(depth[0]).isEqualTo(Map.of("default", 250L));
-    assertThat(touched).as("blocks of the table and its indexes read for one queueDepth() on %d pages", pages)
+    assertThat(touched)
+        .as("blocks of the table and its indexes read for one queueDepth() on %d pages", pages)
         .isLessThan(pages / 20);
   }
 
@@ -136,7 +142,9 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
     long pages = bloat();
     JobClient setup = setupClient();
     setup.enqueueAll(NUMBERED, Collections.nCopies(250, new Numbered(1)), EnqueueOptions.DEFAULTS);
-    setup.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(2)),
+    setup.enqueueAll(
+        NUMBERED,
+        Collections.nCopies(10, new Numbered(2)),
         EnqueueOptions.builder().capability("gpu").build());
 
     String afterVacuum = explain(JobSql.forSchema(AdminSql.READY_DEPTH, "pgjobs"));
@@ -144,7 +152,8 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
     String afterAnalyze = explain(JobSql.forSchema(AdminSql.READY_DEPTH, "pgjobs"));
 
     for (String plan : List.of(afterVacuum, afterAnalyze)) {
-      assertThat(plan).as("the plan of queueDepth() on %d pages", pages)
+      assertThat(plan)
+          .as("the plan of queueDepth() on %d pages", pages)
           .doesNotContain("Seq Scan")
           .contains("Index Only Scan using jobs_ready_idx on jobs")
           .contains("Index Only Scan using jobs_ready_capability_idx on jobs");
@@ -157,7 +166,8 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
    * counters up to a second later, into another test's measurement.
    */
   private static String explain(String sql) {
-    try (java.sql.Connection c = sessions(SETUP).getConnection(); java.sql.Statement s = c.createStatement();
+    try (java.sql.Connection c = sessions(SETUP).getConnection();
+        java.sql.Statement s = c.createStatement();
         java.sql.ResultSet rs = s.executeQuery("EXPLAIN " + sql)) {
       StringBuilder plan = new StringBuilder();
       while (rs.next()) {
@@ -179,15 +189,21 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
     long pages = bloat();
     JobClient setup = setupClient();
     setup.enqueueAll(NUMBERED, Collections.nCopies(200, new Numbered(1)), EnqueueOptions.DEFAULTS);
-    setup.enqueueAll(NUMBERED, Collections.nCopies(40, new Numbered(2)),
+    setup.enqueueAll(
+        NUMBERED,
+        Collections.nCopies(40, new Numbered(2)),
         EnqueueOptions.builder().delay(Duration.ofHours(1)).build());
-    setup.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(3)),
+    setup.enqueueAll(
+        NUMBERED,
+        Collections.nCopies(10, new Numbered(3)),
         EnqueueOptions.builder().capability("gpu").build());
     // One running job, as a claim leaves it.
-    inOwnSession("UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w', claim_token = 1, heartbeat_at = now(),"
-        + " attempts = 1 WHERE id = (SELECT id FROM pgjobs.jobs WHERE capability IS NULL AND run_at <= now() LIMIT 1)");
+    inOwnSession(
+        "UPDATE pgjobs.jobs SET state = 'running', locked_by = 'w', claim_token = 1, heartbeat_at = now(),"
+            + " attempts = 1 WHERE id = (SELECT id FROM pgjobs.jobs WHERE capability IS NULL AND run_at <= now() LIMIT 1)");
     setup.pauseQueue("quiet");
-    // The statistics as the leader's next vacuum or analyze leaves them: a few hundred rows in many pages.
+    // The statistics as the leader's next vacuum or analyze leaves them: a few hundred rows in many
+    // pages.
     inOwnSession("ANALYZE pgjobs.jobs");
 
     List<QueueInfo>[] queues = new List[1];
@@ -197,7 +213,9 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
 
     assertThat(queues[0]).extracting(QueueInfo::name).containsExactly("default", "quiet");
     QueueInfo main = queues[0].get(0);
-    assertThat(main.counts()).containsEntry(JobState.QUEUED, 249L).containsEntry(JobState.RUNNING, 1L)
+    assertThat(main.counts())
+        .containsEntry(JobState.QUEUED, 249L)
+        .containsEntry(JobState.RUNNING, 1L)
         .containsEntry(JobState.RETRYING, 0L);
     assertThat(main.scheduled()).isEqualTo(40);
     assertThat(main.oldestDueAge()).isNotNull();
@@ -207,12 +225,17 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
       assertThat(q.count(JobState.RUNNING)).isEqualTo(1);
       assertThat(q.scheduled()).isEqualTo(40);
     });
-    // A read of the table would touch every one of its pages; the overview's index scans touch a few hundred
-    // blocks, and up to ~1,100 in one CI run of 11,368 pages (the bloated indexes' empty pages are stepped
-    // over, but how many depends on where the analyze's sample left the estimates): a fifth tells them apart.
-    assertThat(touchedByOverview).as("blocks of the table and its indexes read for the overview on %d pages", pages)
+    // A read of the table would touch every one of its pages; the overview's index scans touch a
+    // few hundred
+    // blocks, and up to ~1,100 in one CI run of 11,368 pages (the bloated indexes' empty pages are
+    // stepped
+    // over, but how many depends on where the analyze's sample left the estimates): a fifth tells
+    // them apart.
+    assertThat(touchedByOverview)
+        .as("blocks of the table and its indexes read for the overview on %d pages", pages)
         .isLessThan(pages / 5);
-    assertThat(touchedByCounts).as("blocks of the table and its indexes read for countByQueue() on %d pages", pages)
+    assertThat(touchedByCounts)
+        .as("blocks of the table and its indexes read for countByQueue() on %d pages", pages)
         .isLessThan(pages / 5);
   }
 }

@@ -37,13 +37,15 @@ class CustomPlanTest extends PgJobsTestBase {
   private HikariDataSource oneSession;
   /** Enqueues on the same session, so that its scans are counted before the marker's (see below). */
   private JobClient sessionClient;
+
   private List<ClaimedJob> claimed;
 
   @BeforeEach
   void fiveRunningJobs() {
     oneSession = db.newDataSource(1);
     sessionClient = JobClient.builder(oneSession).knownTypes(NUMBERED).build();
-    sessionClient.enqueueAll(NUMBERED, Collections.nCopies(5, new Numbered(1)), EnqueueOptions.DEFAULTS);
+    sessionClient.enqueueAll(
+        NUMBERED, Collections.nCopies(5, new Numbered(1)), EnqueueOptions.DEFAULTS);
     try {
       claimed = execution().claim(JobType.DEFAULT_QUEUE, 5, "w");
     } catch (SQLException e) {
@@ -64,25 +66,32 @@ class CustomPlanTest extends PgJobsTestBase {
   @Test
   void clearingPrefetchMarksIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
     ExecutionStore store = execution();
-    assertPlannedAtEveryExecution("SET prefetched = false", () -> assertThat(store.clearPrefetched(claimed)).hasSize(5));
+    assertPlannedAtEveryExecution(
+        "SET prefetched = false",
+        () -> assertThat(store.clearPrefetched(claimed)).hasSize(5));
   }
 
   @Test
   void aHandlersHeartbeatIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
     ExecutionStore store = execution();
     ClaimedJob job = claimed.get(0);
-    assertPlannedAtEveryExecution("SET heartbeat_at = now()\n", () -> assertThat(store.heartbeat(job.id(), job.claimToken())).isTrue());
+    assertPlannedAtEveryExecution(
+        "SET heartbeat_at = now()\n",
+        () -> assertThat(store.heartbeat(job.id(), job.claimToken())).isTrue());
   }
 
   @Test
   void theWorkersHeartbeatIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
-    WorkerStore store = new WorkerStore(oneSession, "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
-    WorkerStore.Registration worker =
-        new WorkerStore.Registration("w", "host", 1, Map.of(JobType.DEFAULT_QUEUE, 10), List.of(NUMBERED.name()));
-    Map<UUID, Long> held = claimed.stream().collect(Collectors.toMap(ClaimedJob::id, ClaimedJob::claimToken));
+    WorkerStore store =
+        new WorkerStore(oneSession, "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    WorkerStore.Registration worker = new WorkerStore.Registration(
+        "w", "host", 1, Map.of(JobType.DEFAULT_QUEUE, 10), List.of(NUMBERED.name()));
+    Map<UUID, Long> held =
+        claimed.stream().collect(Collectors.toMap(ClaimedJob::id, ClaimedJob::claimToken));
     assertPlannedAtEveryExecution("WITH worker AS", () -> {
       try (Connection c = oneSession.getConnection()) {
-        assertThat(store.heartbeat(c, worker, held, List.of(), 0, Duration.ofSeconds(1))).hasSize(5);
+        assertThat(store.heartbeat(c, worker, held, List.of(), 0, Duration.ofSeconds(1)))
+            .hasSize(5);
       }
     });
   }
@@ -90,16 +99,19 @@ class CustomPlanTest extends PgJobsTestBase {
   @Test
   void anApiLookupOfOneJobIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
     UUID id = claimed.get(0).id();
-    assertPlannedAtEveryExecution("WHERE id = $1\nUNION ALL", () -> assertThat(sessionClient.get(id)).isPresent());
+    assertPlannedAtEveryExecution(
+        "WHERE id = $1\nUNION ALL", () -> assertThat(sessionClient.get(id)).isPresent());
   }
 
   @Test
   void anApiCancellationOfOneJobIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
     UUID id = claimed.get(0).id();
-    // The first asks the running job's worker to stop; the others find the flag already set. Each runs the
+    // The first asks the running job's worker to stop; the others find the flag already set. Each
+    // runs the
     // cancel statement and then reads the job.
-    assertPlannedAtEveryExecution("SET cancel_requested = true", () -> assertThat(sessionClient.cancel(id).state())
-        .isEqualTo(io.pgjobs.JobState.RUNNING));
+    assertPlannedAtEveryExecution(
+        "SET cancel_requested = true",
+        () -> assertThat(sessionClient.cancel(id).state()).isEqualTo(io.pgjobs.JobState.RUNNING));
   }
 
   private interface Call {
@@ -116,19 +128,22 @@ class CustomPlanTest extends PgJobsTestBase {
     for (int i = 0; i < 10; i++) {
       call.run();
     }
-    sessionClient.enqueueAll(NUMBERED, Collections.nCopies(30_000, new Numbered(2)), EnqueueOptions.DEFAULTS);
+    sessionClient.enqueueAll(
+        NUMBERED, Collections.nCopies(30_000, new Numbered(2)), EnqueueOptions.DEFAULTS);
     call.run();
     for (int i = 0; i < 5; i++) {
       assertThat(execution().claim(JobType.DEFAULT_QUEUE, 1, "w")).hasSize(1);
     }
     try (Connection c = oneSession.getConnection();
         Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")) {
+        ResultSet rs =
+            st.executeQuery("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")) {
       List<String> prepared = new java.util.ArrayList<>();
       while (rs.next()) {
         prepared.add(rs.getString(1));
       }
-      assertThat(prepared).as("statements server-prepared on the session")
+      assertThat(prepared)
+          .as("statements server-prepared on the session")
           .anySatisfy(sql -> assertThat(sql).contains("claim_token = (SELECT nextval("))
           .noneSatisfy(sql -> assertThat(sql).contains(statementText));
     }

@@ -30,7 +30,8 @@ import org.junit.jupiter.api.Test;
 class PrepareClaimsTest extends PgJobsTestBase {
   @Test
   void everyClaimStatementIsServerPreparedAndPlannedForTheLastTimeAfterwards() throws Exception {
-    ExecutionStore store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER), List.of("gpu"));
+    ExecutionStore store = new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER), List.of("gpu"));
     for (int i = 0; i < 30; i++) {
       client.enqueue(NUMBERED, new Numbered(i));
     }
@@ -38,13 +39,15 @@ class PrepareClaimsTest extends PgJobsTestBase {
       store.prepareClaims(c, 2, "w-prepare");
 
       Map<String, long[]> before = claimPlans(c);
-      assertThat(before).as("the full pass, the resumed claim and the capable claim, server-prepared")
+      assertThat(before)
+          .as("the full pass, the resumed claim and the capable claim, server-prepared")
           .hasSize(3);
-      before.forEach((statement, plans) ->
-          assertThat(plans[0] + plans[1]).as("%s: planned until PostgreSQL chose its kept plan", statement)
-              .isGreaterThanOrEqualTo(6));
+      before.forEach((statement, plans) -> assertThat(plans[0] + plans[1])
+          .as("%s: planned until PostgreSQL chose its kept plan", statement)
+          .isGreaterThanOrEqualTo(6));
 
-      // Claims of that size on the connection now, a full pass and then resumed ones (the cursor knows one
+      // Claims of that size on the connection now, a full pass and then resumed ones (the cursor
+      // knows one
       // level): PostgreSQL plans none of them again, each runs the plan it kept.
       ClaimCursor cursor = new ClaimCursor();
       int claimed = 0;
@@ -56,7 +59,8 @@ class PrepareClaimsTest extends PgJobsTestBase {
       long newCustomPlans = 0;
       long newRuns = 0;
       for (Map.Entry<String, long[]> e : after.entrySet()) {
-        long[] was = before.getOrDefault(e.getKey(), new long[2]); // a statement readying did not prepare
+        long[] was =
+            before.getOrDefault(e.getKey(), new long[2]); // a statement readying did not prepare
         newCustomPlans += e.getValue()[1] - was[1];
         newRuns += e.getValue()[0] + e.getValue()[1] - was[0] - was[1];
       }
@@ -67,13 +71,24 @@ class PrepareClaimsTest extends PgJobsTestBase {
 
   @Test
   void readyingClaimsNothingAnnouncesNothingAndLeavesTheConnectionAsItWas() throws Exception {
-    ExecutionStore store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER), List.of("gpu"));
+    ExecutionStore store = new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER), List.of("gpu"));
     List<UUID> ids = new ArrayList<>();
     for (int i = 0; i < 20; i++) {
       ids.add(client.enqueue(NUMBERED, new Numbered(i)).job().id());
     }
-    ids.add(client.enqueue(NUMBERED, new Numbered(-1), EnqueueOptions.builder().capability("gpu").build()).job().id());
-    ids.add(client.enqueue(NUMBERED, new Numbered(-2), EnqueueOptions.builder().priority(5).build()).job().id());
+    ids.add(client
+        .enqueue(
+            NUMBERED,
+            new Numbered(-1),
+            EnqueueOptions.builder().capability("gpu").build())
+        .job()
+        .id());
+    ids.add(client
+        .enqueue(
+            NUMBERED, new Numbered(-2), EnqueueOptions.builder().priority(5).build())
+        .job()
+        .id());
     List<String> events = new CopyOnWriteArrayList<>();
     try (io.pgjobs.events.JobEventListener listener = eventsListener(events);
         Connection c = db.dataSource().getConnection()) {
@@ -88,12 +103,18 @@ class PrepareClaimsTest extends PgJobsTestBase {
       for (UUID id : ids) {
         assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.QUEUED);
       }
-      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE attempts > 0 OR claim_token IS NOT NULL"
-          + " OR locked_by IS NOT NULL OR attempted_at IS NOT NULL")).isZero();
-      // Not even locked for a moment (a rolled-back update or row lock leaves its transaction in xmax):
+      assertThat(
+              count("SELECT count(*) FROM pgjobs.jobs WHERE attempts > 0 OR claim_token IS NOT NULL"
+                  + " OR locked_by IS NOT NULL OR attempted_at IS NOT NULL"))
+          .isZero();
+      // Not even locked for a moment (a rolled-back update or row lock leaves its transaction in
+      // xmax):
       // another claim meanwhile would have skipped it.
-      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE xmax <> '0'")).as("jobs locked by readying").isZero();
-      // A claim after readying announces its job: the listener hears it, and had heard nothing before.
+      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE xmax <> '0'"))
+          .as("jobs locked by readying")
+          .isZero();
+      // A claim after readying announces its job: the listener hears it, and had heard nothing
+      // before.
       store.claim(c, "default", 1, "w-after", null);
       await().atMost(Duration.ofSeconds(20)).until(() -> !events.isEmpty());
       assertThat(events).hasSize(1);
@@ -102,13 +123,15 @@ class PrepareClaimsTest extends PgJobsTestBase {
   }
 
   @Test
-  void theListenerReadiesEachNewConnectionBeforeItListensThenCallsOnConnectedAndHears() throws Exception {
+  void theListenerReadiesEachNewConnectionBeforeItListensThenCallsOnConnectedAndHears()
+      throws Exception {
     List<String> steps = new CopyOnWriteArrayList<>();
     List<String> heard = new CopyOnWriteArrayList<>();
     JobNotificationListener listener = new JobNotificationListener(
         db.dataSource(),
         connection -> {
-          // Not listening yet: from other sessions, the connection's last statement will be its LISTEN.
+          // Not listening yet: from other sessions, the connection's last statement will be its
+          // LISTEN.
           try (Statement st = connection.createStatement();
               ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_listening_channels()")) {
             rs.next();
@@ -126,16 +149,21 @@ class PrepareClaimsTest extends PgJobsTestBase {
       assertThat(steps).containsExactly("ready, listening on 0", "connected");
       db.execute("NOTIFY pgjobs_prepare_test, 'after'");
       await().atMost(Duration.ofSeconds(20)).until(() -> heard.contains("after"));
-      assertThat(db.queryLong("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-          + " AND query LIKE 'LISTEN %'")).as("the listener's last statement seen from outside").isEqualTo(1);
+      assertThat(db.queryLong(
+              "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                  + " AND query LIKE 'LISTEN %'"))
+          .as("the listener's last statement seen from outside")
+          .isEqualTo(1);
     } finally {
       listener.close();
     }
   }
 
   @Test
-  void aListenerConnectionCutWhileItReadiesItsClaimsIsReplacedAndTheWorkerHearsJobsAgain() throws Exception {
-    // Polls once an hour: only the listener (its notifications, or the poll it starts on connecting)
+  void aListenerConnectionCutWhileItReadiesItsClaimsIsReplacedAndTheWorkerHearsJobsAgain()
+      throws Exception {
+    // Polls once an hour: only the listener (its notifications, or the poll it starts on
+    // connecting)
     // can bring the job below to a lane in time.
     io.pgjobs.worker.JobWorker worker =
         start(worker().pollInterval(Duration.ofHours(1)).register(NUMBERED, (ctx, p) -> null));
@@ -145,18 +173,28 @@ class PrepareClaimsTest extends PgJobsTestBase {
     try (Connection locker = db.dataSource().getConnection()) {
       locker.setAutoCommit(false);
       try (Statement st = locker.createStatement()) {
-        // Claims, readying's too, update jobs: they wait for this lock, so the cut lands mid-readying.
+        // Claims, readying's too, update jobs: they wait for this lock, so the cut lands
+        // mid-readying.
         st.execute("LOCK TABLE pgjobs.jobs IN SHARE MODE");
       }
       assertThat(db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-          + " WHERE datname = current_database() AND query LIKE 'LISTEN %'")).as("listener cut").isEqualTo(1);
-      await().atMost(Duration.ofSeconds(20)).until(() -> count("SELECT count(*) FROM (" + readying + ") r") == 1);
+              + " WHERE datname = current_database() AND query LIKE 'LISTEN %'"))
+          .as("listener cut")
+          .isEqualTo(1);
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> count("SELECT count(*) FROM (" + readying + ") r") == 1);
       long first = db.queryLong(readying);
-      assertThat(db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = " + first))
-          .as("cut while readying").isEqualTo(1);
-      // The listener connects again and readies again (waiting on the lock again): the cut was survived.
-      await().atMost(Duration.ofSeconds(20)).until(() ->
-          count("SELECT count(*) FROM (" + readying + ") r WHERE pid <> " + first) == 1);
+      assertThat(db.queryLong(
+              "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = " + first))
+          .as("cut while readying")
+          .isEqualTo(1);
+      // The listener connects again and readies again (waiting on the lock again): the cut was
+      // survived.
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(
+              () -> count("SELECT count(*) FROM (" + readying + ") r WHERE pid <> " + first) == 1);
       assertThat(worker.isListening()).isFalse();
       locker.rollback();
     }
@@ -178,8 +216,9 @@ class PrepareClaimsTest extends PgJobsTestBase {
   private static Map<String, long[]> claimPlans(Connection c) throws Exception {
     Map<String, long[]> plans = new LinkedHashMap<>();
     try (Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements"
-            + " WHERE statement LIKE '%WITH claimed AS%' ORDER BY name")) {
+        ResultSet rs =
+            st.executeQuery("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements"
+                + " WHERE statement LIKE '%WITH claimed AS%' ORDER BY name")) {
       while (rs.next()) {
         plans.put(rs.getString(1), new long[] {rs.getLong(2), rs.getLong(3)});
       }

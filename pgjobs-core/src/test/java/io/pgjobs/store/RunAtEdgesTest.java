@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
@@ -29,9 +28,16 @@ import org.slf4j.LoggerFactory;
  */
 class RunAtEdgesTest extends PgJobsTestBase {
   private static final List<String> EDGES = List.of(
-      "-infinity", "4713-01-01 00:00:00+00 BC", "0044-03-15 12:00:00.000001+00 BC", "0001-01-01 00:00:00+00",
-      "0999-12-31 23:59:59.999999+00", "1000-01-01 00:00:00+00", "2026-11-27 18:00:00.123456+00",
-      "9999-12-31 23:59:59.999999+00", "10000-01-01 00:00:00.000001+00", "294276-12-31 23:59:59.999999+00",
+      "-infinity",
+      "4713-01-01 00:00:00+00 BC",
+      "0044-03-15 12:00:00.000001+00 BC",
+      "0001-01-01 00:00:00+00",
+      "0999-12-31 23:59:59.999999+00",
+      "1000-01-01 00:00:00+00",
+      "2026-11-27 18:00:00.123456+00",
+      "9999-12-31 23:59:59.999999+00",
+      "10000-01-01 00:00:00.000001+00",
+      "294276-12-31 23:59:59.999999+00",
       "infinity");
 
   @Test
@@ -55,7 +61,9 @@ class RunAtEdgesTest extends PgJobsTestBase {
         same.setString(3, literal.toString());
         try (ResultSet rs = same.executeQuery()) {
           rs.next();
-          assertThat(rs.getBoolean(1)).as("%s written as %s reads back as %s", edge, literal, rs.getString(2)).isTrue();
+          assertThat(rs.getBoolean(1))
+              .as("%s written as %s reads back as %s", edge, literal, rs.getString(2))
+              .isTrue();
         }
       }
     }
@@ -64,19 +72,31 @@ class RunAtEdgesTest extends PgJobsTestBase {
   @Test
   void aWorkerRunsDueJobsAtTheEdgesAndKeepsClaimingAfterThem() {
     List<UUID> due = new ArrayList<>();
-    for (String runAt : List.of("-infinity", "4713-01-01 00:00:00+00 BC", "0044-03-15 12:00:00.000001+00 BC",
+    for (String runAt : List.of(
+        "-infinity",
+        "4713-01-01 00:00:00+00 BC",
+        "0044-03-15 12:00:00.000001+00 BC",
         "0001-01-01 00:00:00+00")) {
       UUID id = client.enqueue(NUMBERED, new Numbered(due.size())).job().id();
       db.execute("UPDATE pgjobs.jobs SET run_at = '" + runAt + "' WHERE id = '" + id + "'");
       due.add(id);
     }
-    // Never due, each the first claimable job of its own level: the cursor's probe reads their run_at as
+    // Never due, each the first claimable job of its own level: the cursor's probe reads their
+    // run_at as
     // those levels' positions.
-    UUID never = client.enqueue(NUMBERED, new Numbered(-1), EnqueueOptions.builder().priority(7).build()).job().id();
+    UUID never = client
+        .enqueue(
+            NUMBERED, new Numbered(-1), EnqueueOptions.builder().priority(7).build())
+        .job()
+        .id();
     db.execute("UPDATE pgjobs.jobs SET run_at = 'infinity' WHERE id = '" + never + "'");
-    UUID farFuture =
-        client.enqueue(NUMBERED, new Numbered(-2), EnqueueOptions.builder().priority(3).build()).job().id();
-    db.execute("UPDATE pgjobs.jobs SET run_at = '294276-12-31 23:59:59.999999+00' WHERE id = '" + farFuture + "'");
+    UUID farFuture = client
+        .enqueue(
+            NUMBERED, new Numbered(-2), EnqueueOptions.builder().priority(3).build())
+        .job()
+        .id();
+    db.execute("UPDATE pgjobs.jobs SET run_at = '294276-12-31 23:59:59.999999+00' WHERE id = '"
+        + farFuture + "'");
 
     Logger poller = (Logger) LoggerFactory.getLogger("io.pgjobs.worker.QueuePoller");
     ListAppender<ILoggingEvent> warnings = new ListAppender<>();
@@ -88,7 +108,8 @@ class RunAtEdgesTest extends PgJobsTestBase {
         Job done = awaitState(id, JobState.SUCCEEDED);
         assertThat(done.attempts()).isEqualTo(1);
       }
-      // The cursor now holds those positions: later claims of the queue still work, one job at a time
+      // The cursor now holds those positions: later claims of the queue still work, one job at a
+      // time
       // (each enqueue is picked up before the next, so each is a claim of its own).
       for (int i = 0; i < 20; i++) {
         UUID id = client.enqueue(NUMBERED, new Numbered(100 + i)).job().id();
@@ -97,9 +118,12 @@ class RunAtEdgesTest extends PgJobsTestBase {
     } finally {
       poller.detachAppender(warnings);
     }
-    // Not one claim failed on the way (before the fix every claim of the queue failed, and the jobs ran
+    // Not one claim failed on the way (before the fix every claim of the queue failed, and the jobs
+    // ran
     // only through the retries' full passes, seconds late).
-    assertThat(warnings.list).extracting(ILoggingEvent::getFormattedMessage).noneMatch(m -> m.contains("failed"));
+    assertThat(warnings.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .noneMatch(m -> m.contains("failed"));
     assertThat(client.get(never).orElseThrow().state()).isEqualTo(JobState.QUEUED);
     assertThat(client.get(farFuture).orElseThrow().state()).isEqualTo(JobState.QUEUED);
   }

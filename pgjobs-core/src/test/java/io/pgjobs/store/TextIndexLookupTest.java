@@ -30,7 +30,8 @@ class TextIndexLookupTest extends PgJobsTestBase {
 
   /** A fresh store each time: a store asks again only every 30 s. */
   private static boolean usable() throws Exception {
-    AdminStore store = new AdminStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    AdminStore store =
+        new AdminStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     try (Connection c = db.dataSource().getConnection()) {
       return store.trigramIndex(c);
     }
@@ -40,16 +41,21 @@ class TextIndexLookupTest extends PgJobsTestBase {
   void anIndexStillBeingBuiltConcurrentlyIsNotUsedUntilItIsValid() throws Exception {
     assertThat(usable()).as("no index until the operator creates it").isFalse();
     CompletableFuture<Void> build;
-    // A transaction holding a snapshot: the concurrent build waits for it before the index becomes valid.
+    // A transaction holding a snapshot: the concurrent build waits for it before the index becomes
+    // valid.
     try (Connection old = DriverManager.getConnection(db.jdbcUrl());
         Statement st = old.createStatement()) {
       old.setAutoCommit(false);
       st.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
       st.executeQuery("SELECT count(*) FROM pgjobs.jobs").close();
       build = CompletableFuture.runAsync(() -> db.execute(CREATE));
-      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50)).until(() -> db.queryLong(
-          "SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass('pgjobs.finished_jobs_text_trgm_idx')"
-              + " AND NOT indisvalid") == 1);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .pollInterval(Duration.ofMillis(50))
+          .until(() -> db.queryLong(
+                  "SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass('pgjobs.finished_jobs_text_trgm_idx')"
+                      + " AND NOT indisvalid")
+              == 1);
       assertThat(usable()).as("being built: in the catalog, not valid yet").isFalse();
       old.rollback();
     }
@@ -59,7 +65,8 @@ class TextIndexLookupTest extends PgJobsTestBase {
 
   @Test
   void anIndexLeftInvalidByAFailedBuildIsNotUsed() throws Exception {
-    // A build cancelled by its statement timeout after the catalog entry was committed leaves it invalid.
+    // A build cancelled by its statement timeout after the catalog entry was committed leaves it
+    // invalid.
     try (Connection old = DriverManager.getConnection(db.jdbcUrl());
         Statement st = old.createStatement()) {
       old.setAutoCommit(false);
@@ -73,8 +80,11 @@ class TextIndexLookupTest extends PgJobsTestBase {
       }
       old.rollback();
     }
-    assertThat(db.queryLong("SELECT count(*) FROM pg_index"
-        + " WHERE indexrelid = to_regclass('pgjobs.finished_jobs_text_trgm_idx') AND NOT indisvalid")).isEqualTo(1);
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM pg_index"
+                    + " WHERE indexrelid = to_regclass('pgjobs.finished_jobs_text_trgm_idx') AND NOT indisvalid"))
+        .isEqualTo(1);
     assertThat(usable()).isFalse();
   }
 }

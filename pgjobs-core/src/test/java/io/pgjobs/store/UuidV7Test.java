@@ -14,7 +14,9 @@ class UuidV7Test {
   /** PostgreSQL orders uuids by their bytes, i.e. as unsigned 64-bit halves. */
   private static int pgOrder(UUID a, UUID b) {
     int high = Long.compareUnsigned(a.getMostSignificantBits(), b.getMostSignificantBits());
-    return high != 0 ? high : Long.compareUnsigned(a.getLeastSignificantBits(), b.getLeastSignificantBits());
+    return high != 0
+        ? high
+        : Long.compareUnsigned(a.getLeastSignificantBits(), b.getLeastSignificantBits());
   }
 
   @Test
@@ -24,7 +26,9 @@ class UuidV7Test {
       ids.add(UuidV7.generate());
     }
     for (int i = 1; i < ids.size(); i++) {
-      assertThat(pgOrder(ids.get(i - 1), ids.get(i))).as("id %d after id %d", i, i - 1).isNegative();
+      assertThat(pgOrder(ids.get(i - 1), ids.get(i)))
+          .as("id %d after id %d", i, i - 1)
+          .isNegative();
     }
   }
 
@@ -57,6 +61,7 @@ class UuidV7Test {
     Set<UUID> unique = new HashSet<>(all);
     assertThat(unique).hasSize(40_000);
     // Random parts differ: the low halves are not a counter.
-    assertThat(all.stream().map(UUID::getLeastSignificantBits).distinct().count()).isEqualTo(40_000);
+    assertThat(all.stream().map(UUID::getLeastSignificantBits).distinct().count())
+        .isEqualTo(40_000);
   }
 }

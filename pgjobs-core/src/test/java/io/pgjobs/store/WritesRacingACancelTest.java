@@ -29,8 +29,9 @@ import org.junit.jupiter.api.Test;
 class WritesRacingACancelTest extends PgJobsTestBase {
   private static final String WORKER = "racing-worker";
   /** The worker's write, waiting for the row the cancel holds. */
-  private static final String WRITE_WAITING = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-      + " AND wait_event_type = 'Lock' AND query LIKE '%claim_token = $%'";
+  private static final String WRITE_WAITING =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+          + " AND wait_event_type = 'Lock' AND query LIKE '%claim_token = $%'";
 
   private ExecutionStore store;
   private final ExecutorService writer = Executors.newSingleThreadExecutor();
@@ -43,7 +44,8 @@ class WritesRacingACancelTest extends PgJobsTestBase {
 
   @BeforeEach
   void createStore() {
-    store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    store = new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
   }
 
   @AfterEach
@@ -69,7 +71,8 @@ class WritesRacingACancelTest extends PgJobsTestBase {
   @Test
   void retryWithoutACancelStillSchedulesTheNextAttempt() throws Exception {
     ClaimedJob job = claimOne();
-    assertThat(store.retryLater(job.id(), job.claimToken(), 60_000, "[]")).isEqualTo(JobState.RETRYING);
+    assertThat(store.retryLater(job.id(), job.claimToken(), 60_000, "[]"))
+        .isEqualTo(JobState.RETRYING);
     Job after = client.get(job.id()).orElseThrow();
     assertThat(after.state()).isEqualTo(JobState.RETRYING);
     assertThat(after.lockedBy()).isNull();
@@ -90,9 +93,11 @@ class WritesRacingACancelTest extends PgJobsTestBase {
     JobState written;
     try (Connection cancel = db.dataSource().getConnection()) {
       cancel.setAutoCommit(false);
-      assertThat(client.cancel(cancel, job.id()).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
+      assertThat(client.cancel(cancel, job.id()).outcome())
+          .isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
       Future<JobState> writing = writer.submit(() -> write.run(job));
-      await("the worker's write waits for the cancel's row lock").atMost(Duration.ofSeconds(10))
+      await("the worker's write waits for the cancel's row lock")
+          .atMost(Duration.ofSeconds(10))
           .until(() -> db.queryLong(WRITE_WAITING) == 1);
       cancel.commit();
       cancel.setAutoCommit(true);

@@ -40,22 +40,35 @@ public final class NoOpenTelemetryMain {
     dataSource.setURL(args[0]);
     JobClient client = JobClient.builder(dataSource).build();
     List<UUID> ids = new ArrayList<>();
-    ids.add(client.enqueue(PgJobsTestBase.NUMBERED, new PgJobsTestBase.Numbered(1)).job().id());
-    ids.addAll(client.enqueueAll(PgJobsTestBase.NUMBERED,
-        List.of(new PgJobsTestBase.Numbered(2), new PgJobsTestBase.Numbered(3), new PgJobsTestBase.Numbered(4)),
+    ids.add(client
+        .enqueue(PgJobsTestBase.NUMBERED, new PgJobsTestBase.Numbered(1))
+        .job()
+        .id());
+    ids.addAll(client.enqueueAll(
+        PgJobsTestBase.NUMBERED,
+        List.of(
+            new PgJobsTestBase.Numbered(2),
+            new PgJobsTestBase.Numbered(3),
+            new PgJobsTestBase.Numbered(4)),
         EnqueueOptions.DEFAULTS));
-    try (JobWorker worker =
-        JobWorker.builder(dataSource).pollInterval(Duration.ofMillis(50)).shutdownGrace(Duration.ofSeconds(2))
-            .register(PgJobsTestBase.NUMBERED, (ctx, p) -> p.n() * 10).build()) {
+    try (JobWorker worker = JobWorker.builder(dataSource)
+        .pollInterval(Duration.ofMillis(50))
+        .shutdownGrace(Duration.ofSeconds(2))
+        .register(PgJobsTestBase.NUMBERED, (ctx, p) -> p.n() * 10)
+        .build()) {
       worker.start();
-      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50)).until(
-          () -> ids.stream().allMatch(id -> client.get(id).map(Job::state).orElse(null) == JobState.SUCCEEDED));
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .pollInterval(Duration.ofMillis(50))
+          .until(() -> ids.stream()
+              .allMatch(id -> client.get(id).map(Job::state).orElse(null) == JobState.SUCCEEDED));
       System.out.println(OK + " " + ids.size());
       System.exit(0);
     } catch (RuntimeException e) {
       e.printStackTrace(System.out);
     }
-    System.out.println("jobs not all succeeded: " + ids.stream().map(client::get).toList());
+    System.out.println(
+        "jobs not all succeeded: " + ids.stream().map(client::get).toList());
     System.exit(1);
   }
 }

@@ -60,12 +60,14 @@ import org.junit.jupiter.api.Test;
  */
 @Tag(Tags.PROCESS)
 class TracingTest extends PgJobsTestBase {
-  static final JobType<Numbered> TRACED = JobType.of("traced", Numbered.class).withQueue("traced_q");
+  static final JobType<Numbered> TRACED =
+      JobType.of("traced", Numbered.class).withQueue("traced_q");
   /** Fails its first {@code n} attempts (n = payload), then succeeds. */
-  static final JobType<Numbered> FLAKY =
-      JobType.of("traced_flaky", Numbered.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(20)));
+  static final JobType<Numbered> FLAKY = JobType.of("traced_flaky", Numbered.class)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(20)));
   /** Always throws. */
-  static final JobType<Numbered> BROKEN = JobType.of("traced_broken", Numbered.class).withMaxAttempts(1);
+  static final JobType<Numbered> BROKEN =
+      JobType.of("traced_broken", Numbered.class).withMaxAttempts(1);
   /** Snoozes 10 ms on its first run, then succeeds. */
   static final JobType<Numbered> SLEEPY = JobType.of("traced_sleepy", Numbered.class);
   /** Enqueues one TRACED child job. */
@@ -81,12 +83,13 @@ class TracingTest extends PgJobsTestBase {
 
   @BeforeEach
   void sdk() {
-    tracerProvider = SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build();
-    otel =
-        OpenTelemetrySdk.builder()
-            .setTracerProvider(tracerProvider)
-            .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
-            .build();
+    tracerProvider = SdkTracerProvider.builder()
+        .addSpanProcessor(SimpleSpanProcessor.create(exporter))
+        .build();
+    otel = OpenTelemetrySdk.builder()
+        .setTracerProvider(tracerProvider)
+        .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
+        .build();
     tracer = otel.getTracer("test");
   }
 
@@ -126,7 +129,8 @@ class TracingTest extends PgJobsTestBase {
           }
           return null;
         })
-        .register(PARENT, (ctx, p) -> ctx.enqueue(TRACED, new Numbered(p.n())).job().id());
+        .register(
+            PARENT, (ctx, p) -> ctx.enqueue(TRACED, new Numbered(p.n())).job().id());
   }
 
   private JobClient tracedClient() {
@@ -144,7 +148,9 @@ class TracingTest extends PgJobsTestBase {
   }
 
   private List<SpanData> awaitSpans(String name, SpanKind kind, int count) {
-    await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(20))
         .until(() -> spans(name, kind).size() >= count);
     return spans(name, kind);
   }
@@ -183,7 +189,8 @@ class TracingTest extends PgJobsTestBase {
   @Test
   void runSpanIsAChildOfAndLinkedToTheEnqueueSpanAcrossARealWorker() {
     start(tracedWorker(otel));
-    UUID id = inRequest(() -> tracedClient().enqueue(TRACED, new Numbered(7)).job().id());
+    UUID id =
+        inRequest(() -> tracedClient().enqueue(TRACED, new Numbered(7)).job().id());
 
     SpanData producer = awaitSpans("send traced_q", SpanKind.PRODUCER, 1).get(0);
     SpanData run = awaitSpans("process traced_q", SpanKind.CONSUMER, 1).get(0);
@@ -199,8 +206,10 @@ class TracingTest extends PgJobsTestBase {
 
     assertThat(run.getTraceId()).isEqualTo(producer.getTraceId());
     assertThat(run.getParentSpanId()).isEqualTo(producer.getSpanId());
-    assertThat(run.getLinks()).singleElement()
-        .satisfies(link -> assertThat(link.getSpanContext().getSpanId()).isEqualTo(producer.getSpanId()));
+    assertThat(run.getLinks())
+        .singleElement()
+        .satisfies(
+            link -> assertThat(link.getSpanContext().getSpanId()).isEqualTo(producer.getSpanId()));
     assertThat(attr(run, "messaging.system")).isEqualTo("pgjobs");
     assertThat(attr(run, "messaging.destination.name")).isEqualTo("traced_q");
     assertThat(attr(run, "messaging.operation.type")).isEqualTo("process");
@@ -208,7 +217,8 @@ class TracingTest extends PgJobsTestBase {
     assertThat(attr(run, "messaging.message.id")).isEqualTo(id.toString());
     assertThat(attr(run, "pgjobs.job.type")).isEqualTo("traced");
     assertThat(longAttr(run, "pgjobs.job.attempt")).isEqualTo(1L);
-    assertThat(longAttr(run, "pgjobs.job.max_attempts")).isEqualTo((long) JobType.DEFAULT_MAX_ATTEMPTS);
+    assertThat(longAttr(run, "pgjobs.job.max_attempts"))
+        .isEqualTo((long) JobType.DEFAULT_MAX_ATTEMPTS);
     assertThat(attr(run, "pgjobs.job.outcome")).isEqualTo("succeeded");
     assertThat(run.getStatus().getStatusCode()).isEqualTo(StatusCode.UNSET);
 
@@ -223,7 +233,8 @@ class TracingTest extends PgJobsTestBase {
   @Test
   void handlerRunsWithTheRunSpanCurrentSoItsOwnSpansNestUnderIt() {
     start(tracedWorker(otel));
-    UUID id = inRequest(() -> tracedClient().enqueue(TRACED, new Numbered(1)).job().id());
+    UUID id =
+        inRequest(() -> tracedClient().enqueue(TRACED, new Numbered(1)).job().id());
 
     SpanData run = awaitSpans("process traced_q", SpanKind.CONSUMER, 1).get(0);
     SpanData own = awaitSpans("handler work", SpanKind.INTERNAL, 1).get(0);
@@ -235,49 +246,64 @@ class TracingTest extends PgJobsTestBase {
   @Test
   void failingAttemptRecordsTheExceptionAndErrorStatus() {
     start(tracedWorker(otel));
-    UUID id = inRequest(() -> tracedClient().enqueue(BROKEN, new Numbered(1)).job().id());
+    UUID id =
+        inRequest(() -> tracedClient().enqueue(BROKEN, new Numbered(1)).job().id());
 
     SpanData run = awaitSpans("process default", SpanKind.CONSUMER, 1).get(0);
     assertThat(run.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
     assertThat(run.getStatus().getDescription()).isEqualTo("broken on purpose");
     assertThat(attr(run, "pgjobs.job.outcome")).isEqualTo("failed");
     assertThat(attr(run, "error.type")).isEqualTo(IllegalArgumentException.class.getName());
-    EventData exception = run.getEvents().stream().filter(e -> e.getName().equals("exception")).findFirst().orElseThrow();
+    EventData exception = run.getEvents().stream()
+        .filter(e -> e.getName().equals("exception"))
+        .findFirst()
+        .orElseThrow();
     assertThat(exception.getAttributes().get(AttributeKey.stringKey("exception.type")))
         .isEqualTo(IllegalArgumentException.class.getName());
-    assertThat(exception.getAttributes().get(AttributeKey.stringKey("exception.message"))).isEqualTo("broken on purpose");
+    assertThat(exception.getAttributes().get(AttributeKey.stringKey("exception.message")))
+        .isEqualTo("broken on purpose");
     assertThat(awaitState(id, JobState.FAILED).attempts()).isEqualTo(1);
   }
 
   @Test
   void retriedJobGivesOneSpanPerAttempt() {
     start(tracedWorker(otel));
-    UUID id = inRequest(() -> tracedClient().enqueue(FLAKY, new Numbered(2)).job().id());
+    UUID id =
+        inRequest(() -> tracedClient().enqueue(FLAKY, new Numbered(2)).job().id());
 
     awaitState(id, JobState.SUCCEEDED);
     List<SpanData> attempts = awaitSpans("process default", SpanKind.CONSUMER, 3);
     SpanData producer = spans("send default", SpanKind.PRODUCER).get(0);
     assertThat(attempts).hasSize(3);
-    assertThat(attempts).extracting(s -> longAttr(s, "pgjobs.job.attempt")).containsExactly(1L, 2L, 3L);
-    assertThat(attempts).extracting(s -> attr(s, "pgjobs.job.outcome")).containsExactly("retrying", "retrying", "succeeded");
-    assertThat(attempts).extracting(s -> s.getStatus().getStatusCode())
+    assertThat(attempts)
+        .extracting(s -> longAttr(s, "pgjobs.job.attempt"))
+        .containsExactly(1L, 2L, 3L);
+    assertThat(attempts)
+        .extracting(s -> attr(s, "pgjobs.job.outcome"))
+        .containsExactly("retrying", "retrying", "succeeded");
+    assertThat(attempts)
+        .extracting(s -> s.getStatus().getStatusCode())
         .containsExactly(StatusCode.ERROR, StatusCode.ERROR, StatusCode.UNSET);
     assertThat(attempts).allSatisfy(s -> {
       assertThat(s.getParentSpanId()).isEqualTo(producer.getSpanId());
       assertThat(attr(s, "messaging.message.id")).isEqualTo(id.toString());
     });
-    assertThat(attempts.get(0).getEvents()).anySatisfy(e -> assertThat(e.getName()).isEqualTo("exception"));
+    assertThat(attempts.get(0).getEvents())
+        .anySatisfy(e -> assertThat(e.getName()).isEqualTo("exception"));
     assertThat(attempts.get(2).getEvents()).isEmpty();
   }
 
   @Test
   void snoozeIsNotAnError() {
     start(tracedWorker(otel));
-    UUID id = inRequest(() -> tracedClient().enqueue(SLEEPY, new Numbered(1)).job().id());
+    UUID id =
+        inRequest(() -> tracedClient().enqueue(SLEEPY, new Numbered(1)).job().id());
 
     awaitState(id, JobState.SUCCEEDED);
     List<SpanData> runs = awaitSpans("process default", SpanKind.CONSUMER, 2);
-    assertThat(runs).extracting(s -> attr(s, "pgjobs.job.outcome")).containsExactly("snoozed", "succeeded");
+    assertThat(runs)
+        .extracting(s -> attr(s, "pgjobs.job.outcome"))
+        .containsExactly("snoozed", "succeeded");
     assertThat(runs).allSatisfy(s -> {
       assertThat(s.getStatus().getStatusCode()).isEqualTo(StatusCode.UNSET);
       assertThat(s.getEvents()).isEmpty();
@@ -287,15 +313,20 @@ class TracingTest extends PgJobsTestBase {
   @Test
   void bulkEnqueueIsOneProducerSpanAndEveryRunIsItsChild() {
     start(tracedWorker(otel));
-    List<UUID> ids = inRequest(() -> tracedClient().enqueueAll(
-        TRACED, List.of(new Numbered(1), new Numbered(2), new Numbered(3)), EnqueueOptions.DEFAULTS));
+    List<UUID> ids = inRequest(() -> tracedClient()
+        .enqueueAll(
+            TRACED,
+            List.of(new Numbered(1), new Numbered(2), new Numbered(3)),
+            EnqueueOptions.DEFAULTS));
 
     SpanData producer = awaitSpans("send traced_q", SpanKind.PRODUCER, 1).get(0);
     assertThat(longAttr(producer, "messaging.batch.message_count")).isEqualTo(3L);
     List<SpanData> runs = awaitSpans("process traced_q", SpanKind.CONSUMER, 3);
-    assertThat(runs).extracting(s -> attr(s, "messaging.message.id"))
+    assertThat(runs)
+        .extracting(s -> attr(s, "messaging.message.id"))
         .containsExactlyInAnyOrderElementsOf(ids.stream().map(UUID::toString).toList());
-    assertThat(runs).allSatisfy(s -> assertThat(s.getParentSpanId()).isEqualTo(producer.getSpanId()));
+    assertThat(runs)
+        .allSatisfy(s -> assertThat(s.getParentSpanId()).isEqualTo(producer.getSpanId()));
     assertThat(spans("send traced_q", SpanKind.PRODUCER)).hasSize(1);
   }
 
@@ -317,7 +348,9 @@ class TracingTest extends PgJobsTestBase {
     start(tracedWorker(otel));
     // A caller's context from upstream with a vendor's tracestate (values may hold ';').
     SpanContext upstream = SpanContext.createFromRemoteParent(
-        "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", TraceFlags.getSampled(),
+        "0af7651916cd43dd8448eb211c80319c",
+        "b7ad6b7169203331",
+        TraceFlags.getSampled(),
         TraceState.builder().put("vendor", "a;b").put("other", "x").build());
     UUID id;
     try (Scope ignored = Context.root().with(Span.wrap(upstream)).makeCurrent()) {
@@ -326,30 +359,35 @@ class TracingTest extends PgJobsTestBase {
     SpanData run = awaitSpans("process traced_q", SpanKind.CONSUMER, 1).get(0);
     assertThat(run.getTraceId()).isEqualTo(upstream.getTraceId());
     assertThat(run.getParentSpanContext().getTraceState().asMap())
-        .containsEntry("vendor", "a;b").containsEntry("other", "x");
+        .containsEntry("vendor", "a;b")
+        .containsEntry("other", "x");
     awaitState(id, JobState.SUCCEEDED);
     // The traceparent is the PRODUCER span's; the tracestate as W3C writes it (newest entry first).
-    assertThat(storedTraceContext(id)).startsWith("00-" + upstream.getTraceId() + "-").endsWith(";other=x,vendor=a;b");
+    assertThat(storedTraceContext(id))
+        .startsWith("00-" + upstream.getTraceId() + "-")
+        .endsWith(";other=x,vendor=a;b");
   }
 
   @Test
   void operatorRetryKeepsTheJobInTheTraceThatEnqueuedIt() {
     start(tracedWorker(otel));
-    UUID id = inRequest(() -> tracedClient().enqueue(BROKEN, new Numbered(1)).job().id());
+    UUID id =
+        inRequest(() -> tracedClient().enqueue(BROKEN, new Numbered(1)).job().id());
     awaitState(id, JobState.FAILED);
     SpanData producer = awaitSpans("send default", SpanKind.PRODUCER, 1).get(0);
 
     client.retry(id); // from finished_jobs back to jobs, with its trace context
     List<SpanData> runs = awaitSpans("process default", SpanKind.CONSUMER, 2);
-    assertThat(runs).allSatisfy(s -> assertThat(s.getParentSpanId()).isEqualTo(producer.getSpanId()));
+    assertThat(runs)
+        .allSatisfy(s -> assertThat(s.getParentSpanId()).isEqualTo(producer.getSpanId()));
   }
 
   @Test
   void schemaRefusesATraceContextLongerThan1024Characters() {
     UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
     db.execute("UPDATE pgjobs.jobs SET trace_context = repeat('x', 1024) WHERE id = '" + id + "'");
-    assertThatThrownBy(
-            () -> db.execute("UPDATE pgjobs.jobs SET trace_context = repeat('x', 1025) WHERE id = '" + id + "'"))
+    assertThatThrownBy(() -> db.execute(
+            "UPDATE pgjobs.jobs SET trace_context = repeat('x', 1025) WHERE id = '" + id + "'"))
         .hasMessageContaining("jobs_trace_context_length");
   }
 
@@ -357,7 +395,8 @@ class TracingTest extends PgJobsTestBase {
   void failedEnqueueRecordsTheExceptionOnItsSpan() throws Exception {
     Connection closed = db.dataSource().getConnection();
     closed.close();
-    assertThatThrownBy(() -> tracedClient().enqueue(closed, TRACED, new Numbered(1), EnqueueOptions.DEFAULTS))
+    assertThatThrownBy(
+            () -> tracedClient().enqueue(closed, TRACED, new Numbered(1), EnqueueOptions.DEFAULTS))
         .isInstanceOf(io.pgjobs.PgJobsException.class);
     SpanData send = awaitSpans("send traced_q", SpanKind.PRODUCER, 1).get(0);
     assertThat(send.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
@@ -371,7 +410,8 @@ class TracingTest extends PgJobsTestBase {
     // span current.
     start(tracedWorker(null));
     JobClient byDefault = JobClient.builder(db.dataSource()).build();
-    JobClient noop = JobClient.builder(db.dataSource()).openTelemetry(OpenTelemetry.noop()).build();
+    JobClient noop =
+        JobClient.builder(db.dataSource()).openTelemetry(OpenTelemetry.noop()).build();
     List<UUID> ids = inRequest(() -> {
       List<UUID> all = new java.util.ArrayList<>();
       all.add(byDefault.enqueue(TRACED, new Numbered(1)).job().id());
@@ -383,42 +423,72 @@ class TracingTest extends PgJobsTestBase {
     ids.forEach(id -> awaitState(id, JobState.SUCCEEDED));
 
     assertThat(ids).allSatisfy(id -> assertThat(storedTraceContext(id)).isNull());
-    // Only the test's own spans: the request, and the handlers' own work, each a root (no run span).
-    assertThat(exporter.getFinishedSpanItems()).extracting(SpanData::getName)
+    // Only the test's own spans: the request, and the handlers' own work, each a root (no run
+    // span).
+    assertThat(exporter.getFinishedSpanItems())
+        .extracting(SpanData::getName)
         .allMatch(name -> name.equals("request") || name.equals("handler work"));
-    assertThat(exporter.getFinishedSpanItems()).filteredOn(s -> s.getName().equals("handler work"))
+    assertThat(exporter.getFinishedSpanItems())
+        .filteredOn(s -> s.getName().equals("handler work"))
         .hasSize(4)
         .allSatisfy(s -> assertThat(s.getParentSpanContext().isValid()).isFalse());
-    assertThat(currentInHandler.values()).allSatisfy(c -> assertThat(c.isValid()).isFalse());
+    assertThat(currentInHandler.values())
+        .allSatisfy(c -> assertThat(c.isValid()).isFalse());
   }
 
   @Test
   void withoutAnSdkNoSpanIsEvenBuilt() {
     // The hot paths get the shared constants back: no span builder, no scope, no allocation.
-    ClaimedJob claimed = new ClaimedJob(UUID.randomUUID(), "t", "q", "{}", 0, 1, 3, null, null, null, null, 1L,
+    ClaimedJob claimed = new ClaimedJob(
+        UUID.randomUUID(),
+        "t",
+        "q",
+        "{}",
+        0,
+        1,
+        3,
+        null,
+        null,
+        null,
+        null,
+        1L,
         "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-    for (JobTracing tracing : List.of(JobTracing.detect(), JobTracing.of(OpenTelemetry.noop()), JobTracing.NONE)) {
+    for (JobTracing tracing :
+        List.of(JobTracing.detect(), JobTracing.of(OpenTelemetry.noop()), JobTracing.NONE)) {
       assertThat(tracing.startEnqueue("q", "t", 1, false)).isSameAs(JobTracing.Enqueue.NONE);
       assertThat(tracing.startRun(claimed)).isSameAs(JobTracing.Run.NONE);
     }
-    assertThat(JobTracing.detect()).as("the API is on this class path").isNotSameAs(JobTracing.NONE);
+    assertThat(JobTracing.detect())
+        .as("the API is on this class path")
+        .isNotSameAs(JobTracing.NONE);
   }
 
   @Test
   void pgjobsRunsWithoutTheOpenTelemetryApiOnTheClassPath() throws Exception {
-    String classPath = Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
+    String classPath = Arrays.stream(
+            System.getProperty("java.class.path").split(File.pathSeparator))
         .filter(entry -> !entry.contains("opentelemetry"))
         .collect(Collectors.joining(File.pathSeparator));
-    try (JvmProcess process =
-        JvmProcess.start("no-opentelemetry", NoOpenTelemetryMain.class, List.of(db.jdbcUrl()), Map.of(), classPath)) {
-      assertThat(process.process().waitFor(90, TimeUnit.SECONDS)).as("exits%n%s", process.output()).isTrue();
-      assertThat(process.process().exitValue()).as("exit code%n%s", process.output()).isZero();
+    try (JvmProcess process = JvmProcess.start(
+        "no-opentelemetry",
+        NoOpenTelemetryMain.class,
+        List.of(db.jdbcUrl()),
+        Map.of(),
+        classPath)) {
+      assertThat(process.process().waitFor(90, TimeUnit.SECONDS))
+          .as("exits%n%s", process.output())
+          .isTrue();
+      assertThat(process.process().exitValue())
+          .as("exit code%n%s", process.output())
+          .isZero();
       assertThat(process.output())
           .contains(NoOpenTelemetryMain.API_ABSENT)
           .contains(NoOpenTelemetryMain.TRACING_NONE)
           .contains(NoOpenTelemetryMain.OK + " 4");
     }
-    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE trace_context IS NULL AND state = 'succeeded'"))
+    assertThat(
+            count(
+                "SELECT count(*) FROM pgjobs.finished_jobs WHERE trace_context IS NULL AND state = 'succeeded'"))
         .isEqualTo(4);
   }
 }

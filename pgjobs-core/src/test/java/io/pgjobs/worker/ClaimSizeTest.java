@@ -22,14 +22,18 @@ class ClaimSizeTest {
       for (int claimBatch : new int[] {1, 7, 100, 1_000, 10_000}) {
         for (int wanted = 1; wanted <= claimBatch; wanted++) {
           int size = QueuePoller.claimSize(wanted, concurrency, claimBatch);
-          assertThat(size).as("wanted %d, concurrency %d, batch %d", wanted, concurrency, claimBatch)
+          assertThat(size)
+              .as("wanted %d, concurrency %d, batch %d", wanted, concurrency, claimBatch)
               .isBetween(1, wanted);
-          assertThat(size).as("wanted %d", wanted).isGreaterThanOrEqualTo((int) Math.ceil(0.84 * wanted));
+          assertThat(size).as("wanted %d", wanted).isGreaterThanOrEqualTo((int)
+              Math.ceil(0.84 * wanted));
           if (wanted == claimBatch || wanted == concurrency) {
             assertThat(size).isEqualTo(wanted);
           } else if (size != concurrency) {
             assertThat(grid).as("wanted %d", wanted).contains(size);
-            assertThat(grid.higher(size)).as("the largest grid size not above %d", wanted).isGreaterThan(wanted);
+            assertThat(grid.higher(size))
+                .as("the largest grid size not above %d", wanted)
+                .isGreaterThan(wanted);
           }
         }
       }
@@ -42,7 +46,9 @@ class ClaimSizeTest {
     for (int wanted = 1; wanted <= 1_000; wanted++) {
       sizes.add(QueuePoller.claimSize(wanted, 10, 1_000));
     }
-    assertThat(sizes).containsExactly(1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 16, 19, 23, 27, 32, 38, 45, 54, 64,
-        76, 91, 108, 128, 152, 181, 215, 256, 304, 362, 431, 512, 609, 724, 861, 1_000);
+    assertThat(sizes)
+        .containsExactly(
+            1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 16, 19, 23, 27, 32, 38, 45, 54, 64, 76, 91, 108,
+            128, 152, 181, 215, 256, 304, 362, 431, 512, 609, 724, 861, 1_000);
   }
 }

@@ -34,7 +34,8 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
 
   @BeforeEach
   void startCompleter() {
-    store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    store = new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     held = new HeldJobs();
     completer = new JobCompleter(store, held, JobMetrics.NONE, 100, 1_000);
     completer.start(WORKER);
@@ -60,7 +61,8 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
       other.rollback();
     }
 
-    await("the give-back is written once the lock goes").atMost(Duration.ofSeconds(10))
+    await("the give-back is written once the lock goes")
+        .atMost(Duration.ofSeconds(10))
         .until(() -> client.get(job.id()).orElseThrow().state() == JobState.QUEUED);
     Job back = client.get(job.id()).orElseThrow();
     assertThat(back.attempts()).as("the claim's attempt given back").isZero();
@@ -71,7 +73,8 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
 
   @Test
   void giveBackOfAnUnknownLockedClaimIsHeldUntilWritten() throws Exception {
-    // A claim whose reply was lost: the worker never held the job; reconciling finds and gives it back.
+    // A claim whose reply was lost: the worker never held the job; reconciling finds and gives it
+    // back.
     client.enqueue(NUMBERED, new Numbered(2));
     ClaimedJob job = store.claim("default", 1, WORKER).get(0);
     ClaimedJob unknown = store.unknownClaims(WORKER, "default", List.of()).get(0);
@@ -81,11 +84,14 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
 
       assertThat(completer.unclaim(List.of(unknown))).isZero();
 
-      assertThat(held.get(job.id())).as("held meanwhile, so the heartbeat keeps it").isNotNull();
+      assertThat(held.get(job.id()))
+          .as("held meanwhile, so the heartbeat keeps it")
+          .isNotNull();
       other.rollback();
     }
 
-    await("the give-back is written once the lock goes").atMost(Duration.ofSeconds(10))
+    await("the give-back is written once the lock goes")
+        .atMost(Duration.ofSeconds(10))
         .until(() -> client.get(job.id()).orElseThrow().state() == JobState.QUEUED);
     assertThat(client.get(job.id()).orElseThrow().attempts()).isZero();
     await().atMost(Duration.ofSeconds(5)).until(() -> held.get(job.id()) == null);
@@ -108,8 +114,11 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
     ClaimedJob job = claimOne();
     AtomicInteger tries = new AtomicInteger();
 
-    String label = completer.write(job, JobCompleter.Intent.SNOOZE, () ->
-        tries.incrementAndGet() == 1 ? null : store.snooze(job.id(), job.claimToken(), 60_000));
+    String label = completer.write(
+        job,
+        JobCompleter.Intent.SNOOZE,
+        () ->
+            tries.incrementAndGet() == 1 ? null : store.snooze(job.id(), job.claimToken(), 60_000));
 
     assertThat(label).isEqualTo("snoozed");
     assertThat(tries).hasValue(2);
@@ -119,11 +128,12 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
   @Test
   void writeOfAClaimThatIsNoLongerOursIsReportedNotRecorded() throws Exception {
     ClaimedJob job = claimOne();
-    db.execute("UPDATE pgjobs.jobs SET state = 'queued', locked_by = NULL, heartbeat_at = NULL, claim_token = NULL"
-        + " WHERE id = '" + job.id() + "'");
+    db.execute(
+        "UPDATE pgjobs.jobs SET state = 'queued', locked_by = NULL, heartbeat_at = NULL, claim_token = NULL"
+            + " WHERE id = '" + job.id() + "'");
 
-    String label = completer.write(job, JobCompleter.Intent.SNOOZE,
-        () -> store.snooze(job.id(), job.claimToken(), 60_000));
+    String label = completer.write(
+        job, JobCompleter.Intent.SNOOZE, () -> store.snooze(job.id(), job.claimToken(), 60_000));
 
     assertThat(label).isEqualTo(JobCompleter.NOT_RECORDED);
   }
@@ -137,7 +147,8 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
   }
 
   private static void lockRow(Connection c, ClaimedJob job) throws Exception {
-    try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
       ps.setObject(1, job.id());
       ps.executeQuery().close();
     }

@@ -32,16 +32,19 @@ import org.junit.jupiter.api.Test;
  */
 class PrefetchMarksTest extends PgJobsTestBase {
   /** A statement clearing marks that waits for a row lock. */
-  private static final String CLEAR_WAITING = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-      + " AND wait_event_type = 'Lock' AND query LIKE '%SET prefetched = false%'";
+  private static final String CLEAR_WAITING =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+          + " AND wait_event_type = 'Lock' AND query LIKE '%SET prefetched = false%'";
 
   private ExecutionStore store;
   private final ExecutorService lanes = Executors.newCachedThreadPool();
 
   @BeforeEach
   void logClearingStatements() throws Exception {
-    store = new ExecutionStore(db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
-    // One row per statement that turned marks off, with how many it turned off (no heartbeat runs here,
+    store = new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+    // One row per statement that turned marks off, with how many it turned off (no heartbeat runs
+    // here,
     // so every such statement is PrefetchMarks').
     sql("CREATE TABLE IF NOT EXISTS public.clear_log (n serial, cleared int)");
     sql("""
@@ -73,7 +76,8 @@ class PrefetchMarksTest extends PgJobsTestBase {
       for (ClaimedJob job : jobs.subList(1, jobs.size())) {
         started.add(clearOnALane(marks, job));
       }
-      await("19 lanes wait for the next statement").atMost(Duration.ofSeconds(10))
+      await("19 lanes wait for the next statement")
+          .atMost(Duration.ofSeconds(10))
           .until(() -> marks.waiting() == 19);
       assertThat(started).noneMatch(CompletableFuture::isDone);
       locker.rollback();
@@ -90,7 +94,8 @@ class PrefetchMarksTest extends PgJobsTestBase {
   void aJobNoLongerOfTheClaimIsReportedAndTheOthersOfItsStatementAreCleared() throws Exception {
     List<ClaimedJob> jobs = claimMarked(3);
     // Rescue took the second job from this claim meanwhile: its claim token moved on.
-    sql("UPDATE pgjobs.jobs SET claim_token = claim_token + 1 WHERE id = '" + jobs.get(1).id() + "'");
+    sql("UPDATE pgjobs.jobs SET claim_token = claim_token + 1 WHERE id = '"
+        + jobs.get(1).id() + "'");
     PrefetchMarks marks = new PrefetchMarks(store);
     List<CompletableFuture<Boolean>> started = new ArrayList<>();
     try (Connection locker = db.dataSource().getConnection()) {
@@ -105,7 +110,9 @@ class PrefetchMarksTest extends PgJobsTestBase {
     assertThat(started.get(1).get()).as("no longer this claim's: not run").isFalse();
     assertThat(started.get(2).get()).isTrue();
     assertThat(clears()).as("marks cleared per statement").containsExactly(1, 1);
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE prefetched")).as("the other claim's mark stays").isOne();
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE prefetched"))
+        .as("the other claim's mark stays")
+        .isOne();
   }
 
   @Test
@@ -120,17 +127,23 @@ class PrefetchMarksTest extends PgJobsTestBase {
       carried.add(clearOnALane(marks, jobs.get(2)));
       await().atMost(Duration.ofSeconds(10)).until(() -> marks.waiting() == 2);
       // The statement in flight fails (its backend is ended), as on a lost connection.
-      sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
-          + " AND wait_event_type = 'Lock' AND query LIKE '%SET prefetched = false%'");
-      assertThat(first).failsWithin(Duration.ofSeconds(10)).withThrowableThat()
-          .havingCause().isInstanceOf(SQLException.class);
+      sql(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+              + " AND wait_event_type = 'Lock' AND query LIKE '%SET prefetched = false%'");
+      assertThat(first)
+          .failsWithin(Duration.ofSeconds(10))
+          .withThrowableThat()
+          .havingCause()
+          .isInstanceOf(SQLException.class);
       locker.rollback();
     }
 
     for (CompletableFuture<Boolean> lane : carried) {
       assertThat(lane.get()).isTrue();
     }
-    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE prefetched")).as("the first job's mark stays").isOne();
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE prefetched"))
+        .as("the first job's mark stays")
+        .isOne();
   }
 
   /** Claims {@code n} fresh jobs for worker "w" and marks them as a heartbeat would. */
@@ -145,28 +158,32 @@ class PrefetchMarksTest extends PgJobsTestBase {
   }
 
   private CompletableFuture<Boolean> clearOnALane(PrefetchMarks marks, ClaimedJob job) {
-    return CompletableFuture.supplyAsync(() -> {
-      try {
-        return marks.clear(job);
-      } catch (SQLException e) {
-        throw new java.util.concurrent.CompletionException(e);
-      }
-    }, lanes);
+    return CompletableFuture.supplyAsync(
+        () -> {
+          try {
+            return marks.clear(job);
+          } catch (SQLException e) {
+            throw new java.util.concurrent.CompletionException(e);
+          }
+        },
+        lanes);
   }
 
   /**
    * Holds {@code job}'s row on {@code locker} (in a transaction the caller ends) and starts its clear on a
    * lane: the statement carrying it waits for the lock, in flight, until the caller lets go.
    */
-  private CompletableFuture<Boolean> firstClearInFlight(PrefetchMarks marks, Connection locker, ClaimedJob job)
-      throws SQLException {
+  private CompletableFuture<Boolean> firstClearInFlight(
+      PrefetchMarks marks, Connection locker, ClaimedJob job) throws SQLException {
     locker.setAutoCommit(false);
-    try (PreparedStatement ps = locker.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+    try (PreparedStatement ps =
+        locker.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
       ps.setObject(1, job.id());
       ps.executeQuery().close();
     }
     CompletableFuture<Boolean> lane = clearOnALane(marks, job);
-    await("the first clear waits for the row lock").atMost(Duration.ofSeconds(10))
+    await("the first clear waits for the row lock")
+        .atMost(Duration.ofSeconds(10))
         .until(() -> count(CLEAR_WAITING) == 1);
     return lane;
   }
@@ -184,7 +201,8 @@ class PrefetchMarksTest extends PgJobsTestBase {
   }
 
   private static void sql(String statement) throws SQLException {
-    try (Connection c = db.dataSource().getConnection(); Statement s = c.createStatement()) {
+    try (Connection c = db.dataSource().getConnection();
+        Statement s = c.createStatement()) {
       s.execute(statement);
     }
   }

@@ -58,15 +58,42 @@ public final class QuickStart {
 
       List<UUID> ids = new ArrayList<>();
       ids.add(client.enqueue(GREET, new Greet("Ada")).job().id());
-      ids.add(client.enqueue(GREET, new Greet("Grace"),
-          EnqueueOptions.builder().priority(Priority.CRITICAL).context("quickstart").build()).job().id());
-      ids.add(client.enqueue(GREET, new Greet("later"),
-          EnqueueOptions.builder().delay(Duration.ofSeconds(2)).build()).job().id());
+      ids.add(client
+          .enqueue(
+              GREET,
+              new Greet("Grace"),
+              EnqueueOptions.builder()
+                  .priority(Priority.CRITICAL)
+                  .context("quickstart")
+                  .build())
+          .job()
+          .id());
+      ids.add(client
+          .enqueue(
+              GREET,
+              new Greet("later"),
+              EnqueueOptions.builder().delay(Duration.ofSeconds(2)).build())
+          .job()
+          .id());
       String key = "quickstart-" + Instant.now().toEpochMilli();
-      ids.add(client.enqueue(GREET, new Greet("once"), EnqueueOptions.builder().idempotencyKey(key).build()).job().id());
-      boolean replayed = client.enqueue(GREET, new Greet("once"), EnqueueOptions.builder().idempotencyKey(key).build()).replayed();
-      System.out.println("second enqueue with the same idempotency key replayed the first: " + replayed);
-      ids.addAll(client.enqueueAll(GREET, IntStream.range(0, 100).mapToObj(i -> new Greet("bulk-" + i)).toList(),
+      ids.add(client
+          .enqueue(
+              GREET,
+              new Greet("once"),
+              EnqueueOptions.builder().idempotencyKey(key).build())
+          .job()
+          .id());
+      boolean replayed = client
+          .enqueue(
+              GREET,
+              new Greet("once"),
+              EnqueueOptions.builder().idempotencyKey(key).build())
+          .replayed();
+      System.out.println(
+          "second enqueue with the same idempotency key replayed the first: " + replayed);
+      ids.addAll(client.enqueueAll(
+          GREET,
+          IntStream.range(0, 100).mapToObj(i -> new Greet("bulk-" + i)).toList(),
           EnqueueOptions.DEFAULTS));
       ids.add(client.enqueue(FLAKY, new Flaky(1)).job().id());
 
@@ -91,22 +118,28 @@ public final class QuickStart {
       }
       worker.close();
 
-      for (Job job : client.list(JobFilter.builder().type("flaky").limit(1).build()).jobs()) {
-        System.out.printf("flaky job %s: %s after %d attempts, errors kept: %d%n",
+      for (Job job :
+          client.list(JobFilter.builder().type("flaky").limit(1).build()).jobs()) {
+        System.out.printf(
+            "flaky job %s: %s after %d attempts, errors kept: %d%n",
             job.id(), job.state().value(), job.attempts(), job.errors().size());
       }
       Job first = client.get(ids.get(1)).orElseThrow();
-      System.out.printf("job %s (%s): %s, output %s%n", first.id(), first.type(), first.state().value(), first.output());
+      System.out.printf(
+          "job %s (%s): %s, output %s%n",
+          first.id(), first.type(), first.state().value(), first.output());
       for (QueueCounts counts : client.countByQueue()) {
         System.out.printf("queue %s: %s%n", counts.queue(), counts.counts());
       }
       boolean ok = allFinished(client, ids);
-      System.out.println(ok ? "all " + ids.size() + " jobs finished" : "some jobs did not finish in 30 s");
+      System.out.println(
+          ok ? "all " + ids.size() + " jobs finished" : "some jobs did not finish in 30 s");
       System.exit(ok ? 0 : 1);
     }
   }
 
   private static boolean allFinished(JobClient client, List<UUID> ids) {
-    return ids.stream().allMatch(id -> client.get(id).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
+    return ids.stream()
+        .allMatch(id -> client.get(id).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
   }
 }

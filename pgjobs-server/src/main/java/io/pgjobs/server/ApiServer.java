@@ -83,7 +83,8 @@ public final class ApiServer implements AutoCloseable {
   /** Port when none is given ({@link PgJobsSettings#PORT}). */
   public static final int DEFAULT_PORT = PgJobsSettings.PORT.defaultValue();
   /** Request timeout when none is given ({@link PgJobsSettings#REQUEST_TIMEOUT}). */
-  public static final Duration DEFAULT_REQUEST_TIMEOUT = PgJobsSettings.REQUEST_TIMEOUT.defaultValue();
+  public static final Duration DEFAULT_REQUEST_TIMEOUT =
+      PgJobsSettings.REQUEST_TIMEOUT.defaultValue();
   /** Largest request body in bytes when none is given ({@link PgJobsSettings#MAX_BODY_BYTES}). */
   public static final long DEFAULT_MAX_BODY_BYTES = PgJobsSettings.MAX_BODY_BYTES.defaultValue();
   /** Header carrying the request id, in and out: {@value}. */
@@ -132,8 +133,8 @@ public final class ApiServer implements AutoCloseable {
   private final Map<String, PlainPost> plainPosts;
   private final JsonMapper json = ApiJson.mapper();
   private final ProblemMapper problems;
-  private final ExecutorService handlerThreads =
-      Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("pgjobs-api-", 0).factory());
+  private final ExecutorService handlerThreads = Executors.newThreadPerTaskExecutor(
+      Thread.ofVirtual().name("pgjobs-api-", 0).factory());
   private final EventHub events;
   private final boolean liveEvents;
   private final boolean separateListenSource;
@@ -142,6 +143,7 @@ public final class ApiServer implements AutoCloseable {
   private Javalin app;
   /** True when listening on a port of its own, false when started as a servlet. */
   private boolean standalone;
+
   private boolean closed;
 
   private ApiServer(Builder b) {
@@ -156,18 +158,27 @@ public final class ApiServer implements AutoCloseable {
     this.maxBodyBytes = b.maxBodyBytes;
     this.problems = new ProblemMapper(json, b.maxBodyBytes);
     this.corsOrigins = List.copyOf(b.corsOrigins);
-    // The CORS origins may already call the API from their pages (with a preflight); they may write too.
+    // The CORS origins may already call the API from their pages (with a preflight); they may write
+    // too.
     List<String> writers = new ArrayList<>(b.corsOrigins);
     writers.addAll(b.allowedOrigins);
-    // With tokens a rebound page has no token to send; without them the Host is all that tells it apart.
+    // With tokens a rebound page has no token to send; without them the Host is all that tells it
+    // apart.
     this.originGuard = new OriginGuard(writers, b.allowedHosts, b.tokens.isEmpty());
     this.allowedHosts = List.copyOf(b.allowedHosts);
     this.ownRegistry = b.registry == null;
-    this.registry = b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    this.registry =
+        b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.plainPosts = Map.copyOf(b.plainPosts);
     // Behind a transaction-pooling PgBouncer, LISTEN needs a direct connection (listenDataSource).
-    this.events = new EventHub(b.listenDataSource != null ? b.listenDataSource : client.dataSource(),
-        client.eventsChannel(), json, SSE_PING, b.eventLimits, client.dataSource(), client.schema());
+    this.events = new EventHub(
+        b.listenDataSource != null ? b.listenDataSource : client.dataSource(),
+        client.eventsChannel(),
+        json,
+        SSE_PING,
+        b.eventLimits,
+        client.dataSource(),
+        client.schema());
     this.liveEvents = b.liveEvents;
     this.separateListenSource = b.listenDataSource != null;
   }
@@ -189,11 +200,17 @@ public final class ApiServer implements AutoCloseable {
       app.start();
     } catch (RuntimeException e) {
       closeQuietly();
-      throw new IllegalStateException("cannot start the API server on " + host + ":" + requestedPort + ": " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot start the API server on " + host + ":" + requestedPort + ": " + e.getMessage(),
+          e);
     }
     startEvents();
-    log.info("pgjobs API listening on http://{}:{} (auth {}, CORS {})", host, port(),
-        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
+    log.info(
+        "pgjobs API listening on http://{}:{} (auth {}, CORS {})",
+        host,
+        port(),
+        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens",
+        corsOrigins.isEmpty() ? "off" : corsOrigins);
     return this;
   }
 
@@ -210,7 +227,8 @@ public final class ApiServer implements AutoCloseable {
       probe.setReuseAddress(true);
       probe.bind(new java.net.InetSocketAddress(host, requestedPort));
     } catch (java.io.IOException e) {
-      throw new IllegalStateException("port " + requestedPort + " is already in use (" + e.getMessage() + ")", e);
+      throw new IllegalStateException(
+          "port " + requestedPort + " is already in use (" + e.getMessage() + ")", e);
     }
   }
 
@@ -229,24 +247,32 @@ public final class ApiServer implements AutoCloseable {
     // Javalin readies its static files when its own Jetty starts; as a servlet no Jetty starts.
     app.unsafe.resourceHandler.init(app.unsafe.http.compressionStrategy);
     startEvents();
-    log.info("pgjobs API ready as a servlet (auth {}, CORS {})",
-        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens", corsOrigins.isEmpty() ? "off" : corsOrigins);
-    // Javalin's own servlet, not javalinServlet(): that one is Jetty's WebSocket servlet, which needs Jetty.
+    log.info(
+        "pgjobs API ready as a servlet (auth {}, CORS {})",
+        tokens.isEmpty() ? "off" : "on, " + tokens.size() + " tokens",
+        corsOrigins.isEmpty() ? "off" : corsOrigins);
+    // Javalin's own servlet, not javalinServlet(): that one is Jetty's WebSocket servlet, which
+    // needs Jetty.
     return new MountedServlet(new io.javalin.http.servlet.JavalinServlet(app.unsafe));
   }
 
   /** Starts the event hub's LISTEN, unless live events are off; says which host names a tokenless API answers. */
   private void startEvents() {
     if (tokens.isEmpty()) {
-      log.info("pgjobs API without tokens answers the Host names localhost, *.localhost and IP addresses{}",
+      log.info(
+          "pgjobs API without tokens answers the Host names localhost, *.localhost and IP addresses{}",
           allowedHosts.isEmpty() ? " only (allowedHosts adds more)" : ", and " + allowedHosts);
     }
     if (liveEvents) {
       events.start();
-      log.info("pgjobs API: live events LISTEN on {}",
-          separateListenSource ? "the listen data source (a direct connection)" : "the client's data source");
+      log.info(
+          "pgjobs API: live events LISTEN on {}",
+          separateListenSource
+              ? "the listen data source (a direct connection)"
+              : "the client's data source");
     } else {
-      log.warn("pgjobs API: live events are off (no LISTEN): event streams carry keep-alive pings only");
+      log.warn(
+          "pgjobs API: live events are off (no LISTEN): event streams carry keep-alive pings only");
     }
   }
 
@@ -256,7 +282,8 @@ public final class ApiServer implements AutoCloseable {
       throw new IllegalStateException("an ApiServer can be started once");
     }
     this.standalone = standalone;
-    // Mounted in an application that brought its own registry, the application binds the JVM's metrics;
+    // Mounted in an application that brought its own registry, the application binds the JVM's
+    // metrics;
     // binding them twice would count each GC pause twice.
     if (standalone || ownRegistry) {
       bindJvmMetrics();
@@ -266,7 +293,8 @@ public final class ApiServer implements AutoCloseable {
     return Javalin.create(cfg -> {
       cfg.concurrency.useVirtualThreads = true;
       cfg.startup.showJavalinBanner = false;
-      // Mounted as a servlet no Jetty of Javalin's starts, by design: its "you never started it" hint
+      // Mounted as a servlet no Jetty of Javalin's starts, by design: its "you never started it"
+      // hint
       // would only mislead.
       cfg.startup.startupWatcherEnabled = standalone;
       cfg.jetty.host = host;
@@ -274,9 +302,12 @@ public final class ApiServer implements AutoCloseable {
       cfg.http.maxRequestSize = maxBodyBytes;
       cfg.http.prefer405over404 = true;
       cfg.jsonMapper(new JavalinJackson3(json, true));
-      // Javalin's own handler reads class path files through the class loader's URLs. The default (Jetty's
-      // ResourceHandler) needs a directory Resource as its base, and a directory inside a nested jar of a
-      // Spring Boot fat jar (jar:nested:...!/BOOT-INF/lib/...) is "an alias" to Jetty: it served nothing.
+      // Javalin's own handler reads class path files through the class loader's URLs. The default
+      // (Jetty's
+      // ResourceHandler) needs a directory Resource as its base, and a directory inside a nested
+      // jar of a
+      // Spring Boot fat jar (jar:nested:...!/BOOT-INF/lib/...) is "an alias" to Jetty: it served
+      // nothing.
       cfg.resourceHandler(new JavalinStaticResourceHandler());
       cfg.staticFiles.enableWebjars();
       cfg.staticFiles.add(sf -> {
@@ -304,8 +335,14 @@ public final class ApiServer implements AutoCloseable {
           // RFC 9110 15.5.6: a 405 must say which methods the resource has.
           String allow = String.join(", ", allowedMethods(pathOf(ctx)));
           ctx.header("Allow", allow);
-          problems.respond(ctx, ApiProblem.http(405, "method-not-allowed", "Method not allowed",
-              ctx.method().name() + " is not allowed on " + ctx.path() + "; allowed: " + allow));
+          problems.respond(
+              ctx,
+              ApiProblem.http(
+                  405,
+                  "method-not-allowed",
+                  "Method not allowed",
+                  ctx.method().name() + " is not allowed on " + ctx.path() + "; allowed: "
+                      + allow));
           return;
         }
         problems.respond(ctx, e);
@@ -321,7 +358,14 @@ public final class ApiServer implements AutoCloseable {
       new DeadLettersApi(client).register(routes);
       EventsApi eventsApi = new EventsApi(client, events, queues, !tokens.isEmpty());
       eventsApi.register(routes);
-      new WsApi(client, events, eventsApi, json, !tokens.isEmpty(), token -> scopeOf(token) != null, originGuard)
+      new WsApi(
+              client,
+              events,
+              eventsApi,
+              json,
+              !tokens.isEmpty(),
+              token -> scopeOf(token) != null,
+              originGuard)
           .register(cfg.routes);
       new HealthApi(client).register(routes);
       new MetricsApi(registry, client).register(routes);
@@ -338,7 +382,8 @@ public final class ApiServer implements AutoCloseable {
       throw new IllegalStateException("the server is not started");
     }
     if (!standalone) {
-      throw new IllegalStateException("the API runs as a servlet in another container and has no port of its own");
+      throw new IllegalStateException(
+          "the API runs as a servlet in another container and has no port of its own");
     }
     return app.port();
   }
@@ -431,14 +476,18 @@ public final class ApiServer implements AutoCloseable {
     ctx.attribute(ATTR_REQUEST_ID, requestId);
     ctx.header(REQUEST_ID_HEADER, requestId);
     MDC.put(REQUEST_ID_MDC, requestId);
-    // Before anything can change: a cross-site write or a rebound host name is refused here (421/403).
+    // Before anything can change: a cross-site write or a rebound host name is refused here
+    // (421/403).
     originGuard.check(ctx, false);
     if (cors(ctx)) {
       return;
     }
     String path = pathOf(ctx);
-    if (path.equals("/dashboard") || path.equals("/dashboard/") || path.equals("/dashboard/index.html")) {
-      // The dashboard's page lives at the root: its API calls are relative to the directory its scripts
+    if (path.equals("/dashboard")
+        || path.equals("/dashboard/")
+        || path.equals("/dashboard/index.html")) {
+      // The dashboard's page lives at the root: its API calls are relative to the directory its
+      // scripts
       // come from, which must be the root of the API (also when mounted under a path).
       ctx.status(302);
       ctx.header("Location", ctx.contextPath() + "/");
@@ -468,10 +517,15 @@ public final class ApiServer implements AutoCloseable {
     }
     ctx.header("Access-Control-Allow-Origin", any ? "*" : origin);
     ctx.header("Vary", "Origin");
-    ctx.header("Access-Control-Expose-Headers", REQUEST_ID_HEADER + ", Location, Idempotent-Replayed, Unique-Conflict");
-    if (ctx.method() == HandlerType.OPTIONS && ctx.header("Access-Control-Request-Method") != null) {
+    ctx.header(
+        "Access-Control-Expose-Headers",
+        REQUEST_ID_HEADER + ", Location, Idempotent-Replayed, Unique-Conflict");
+    if (ctx.method() == HandlerType.OPTIONS
+        && ctx.header("Access-Control-Request-Method") != null) {
       ctx.header("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS");
-      ctx.header("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, " + REQUEST_ID_HEADER);
+      ctx.header(
+          "Access-Control-Allow-Headers",
+          "Authorization, Content-Type, Idempotency-Key, " + REQUEST_ID_HEADER);
       ctx.header("Access-Control-Max-Age", "600");
       ctx.status(204);
       ctx.skipRemainingHandlers();
@@ -491,7 +545,8 @@ public final class ApiServer implements AutoCloseable {
     }
     String header = ctx.header("Authorization");
     if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      throw ApiProblem.unauthorized("this server needs a bearer token: send Authorization: Bearer <token>");
+      throw ApiProblem.unauthorized(
+          "this server needs a bearer token: send Authorization: Bearer <token>");
     }
     Scope scope = scopeOf(header.substring(7).trim());
     if (scope == null) {
@@ -499,13 +554,15 @@ public final class ApiServer implements AutoCloseable {
     }
     boolean read = ctx.method() == HandlerType.GET || ctx.method() == HandlerType.HEAD;
     if (!read && scope != Scope.ADMIN) {
-      throw ApiProblem.forbidden("a READ token may only read (GET); " + ctx.method() + " " + endpoint.path
-          + " needs an ADMIN token");
+      throw ApiProblem.forbidden("a READ token may only read (GET); " + ctx.method() + " "
+          + endpoint.path + " needs an ADMIN token");
     }
   }
 
   private static boolean isOpen(String path) {
-    return path.startsWith("/health/") || path.equals("/openapi.json") || path.equals("/openapi.yaml")
+    return path.startsWith("/health/")
+        || path.equals("/openapi.json")
+        || path.equals("/openapi.yaml")
         || path.equals("/docs");
   }
 
@@ -530,7 +587,8 @@ public final class ApiServer implements AutoCloseable {
     try {
       Endpoint endpoint = ctx.endpoints().lastHttpEndpoint();
       int status = ctx.statusCode();
-      // Unrouted answers get fixed labels, as Spring Boot's: the raw path would let any client grow the
+      // Unrouted answers get fixed labels, as Spring Boot's: the raw path would let any client grow
+      // the
       // number of time series without bound.
       String uri;
       if (endpoint != null && !endpoint.path.isEmpty() && !endpoint.path.equals("*")) {
@@ -546,7 +604,8 @@ public final class ApiServer implements AutoCloseable {
       }
       long nanos = (long) (millis * 1_000_000L);
       if (!standalone && !ownRegistry) {
-        // Mounted in an application that brought its registry: the application measures its requests under
+        // Mounted in an application that brought its registry: the application measures its
+        // requests under
         // this name with tags of its own, and Prometheus takes one set of tag keys per name.
         logAccess(ctx, uri, status, millis);
         return;
@@ -567,9 +626,19 @@ public final class ApiServer implements AutoCloseable {
 
   private static void logAccess(Context ctx, String uri, int status, Float millis) {
     if (uri.startsWith("/health/") || uri.equals("/metrics")) {
-      access.debug("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
+      access.debug(
+          "{} {} {} {} ms",
+          ctx.method().name(),
+          ctx.path(),
+          status,
+          String.format(Locale.ROOT, "%.1f", millis));
     } else {
-      access.info("{} {} {} {} ms", ctx.method().name(), ctx.path(), status, String.format(Locale.ROOT, "%.1f", millis));
+      access.info(
+          "{} {} {} {} ms",
+          ctx.method().name(),
+          ctx.path(),
+          status,
+          String.format(Locale.ROOT, "%.1f", millis));
     }
   }
 
@@ -577,7 +646,8 @@ public final class ApiServer implements AutoCloseable {
   private List<String> allowedMethods(String path) {
     List<String> methods = new ArrayList<>();
     for (HandlerType type : HandlerType.values()) {
-      if (type.isHttpMethod() && app.unsafe.internalRouter.findFirstHttpHandlerEntry(type, path) != null) {
+      if (type.isHttpMethod()
+          && app.unsafe.internalRouter.findFirstHttpHandlerEntry(type, path) != null) {
         methods.add(type.name());
       }
     }
@@ -629,7 +699,8 @@ public final class ApiServer implements AutoCloseable {
     }
 
     @Override
-    protected void service(jakarta.servlet.http.HttpServletRequest req, jakarta.servlet.http.HttpServletResponse res)
+    protected void service(
+        jakarta.servlet.http.HttpServletRequest req, jakarta.servlet.http.HttpServletResponse res)
         throws jakarta.servlet.ServletException, java.io.IOException {
       String mount = req.getContextPath() + req.getServletPath();
       if (req.getPathInfo() == null) {
@@ -637,31 +708,36 @@ public final class ApiServer implements AutoCloseable {
         res.sendRedirect(mount + "/" + (query == null ? "" : "?" + query));
         return;
       }
-      javalin.service(new jakarta.servlet.http.HttpServletRequestWrapper(req) {
-        @Override
-        public String getContextPath() {
-          return mount;
-        }
+      javalin.service(
+          new jakarta.servlet.http.HttpServletRequestWrapper(req) {
+            @Override
+            public String getContextPath() {
+              return mount;
+            }
 
-        @Override
-        public String getServletPath() {
-          return "";
-        }
+            @Override
+            public String getServletPath() {
+              return "";
+            }
 
-        @Override
-        public boolean isAsyncStarted() {
-          try {
-            return super.isAsyncStarted();
-          } catch (IllegalStateException e) {
-            // The container already ended the request (an event stream whose client went away): Javalin
-            // asks when it finishes the stream, and there is nothing left to complete.
-            return false;
-          }
-        }
-      }, res);
+            @Override
+            public boolean isAsyncStarted() {
+              try {
+                return super.isAsyncStarted();
+              } catch (IllegalStateException e) {
+                // The container already ended the request (an event stream whose client went away):
+                // Javalin
+                // asks when it finishes the stream, and there is nothing left to complete.
+                return false;
+              }
+            }
+          },
+          res);
       if (req.isAsyncStarted()) {
-        // A client that goes away ends an event stream here and now; without this the container would
-        // dispatch the error to the application's error page, which cannot write to an event stream.
+        // A client that goes away ends an event stream here and now; without this the container
+        // would
+        // dispatch the error to the application's error page, which cannot write to an event
+        // stream.
         req.getAsyncContext().addListener(new jakarta.servlet.AsyncListener() {
           @Override
           public void onError(jakarta.servlet.AsyncEvent event) {
@@ -694,7 +770,8 @@ public final class ApiServer implements AutoCloseable {
 
   /** Builder of {@link ApiServer}; {@link #build()} validates every setting. */
   public static final class Builder {
-    private static final Pattern ORIGIN = Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
+    private static final Pattern ORIGIN =
+        Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
     private static final Pattern ALLOWED_HOST =
         Pattern.compile("(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9\\-.]{0,251}[A-Za-z0-9])?");
 
@@ -713,7 +790,8 @@ public final class ApiServer implements AutoCloseable {
     private boolean allowUnauthenticated;
     private javax.sql.DataSource listenDataSource;
     private boolean liveEvents = true;
-    private io.pgjobs.server.events.EventLimits eventLimits = io.pgjobs.server.events.EventLimits.DEFAULTS;
+    private io.pgjobs.server.events.EventLimits eventLimits =
+        io.pgjobs.server.events.EventLimits.DEFAULTS;
 
     private Builder(JobClient client) {
       this.client = Objects.requireNonNull(client, "client");
@@ -838,7 +916,8 @@ public final class ApiServer implements AutoCloseable {
      */
     public Builder plainPost(String path, PlainPost handler) {
       if (path == null || !path.matches("(/[A-Za-z0-9._~\\-]+)+")) {
-        throw new IllegalArgumentException("path must be a fixed path like /demo/webhook, was " + path);
+        throw new IllegalArgumentException(
+            "path must be a fixed path like /demo/webhook, was " + path);
       }
       plainPosts.put(path, java.util.Objects.requireNonNull(handler, "handler"));
       return this;
@@ -873,18 +952,22 @@ public final class ApiServer implements AutoCloseable {
             "liveEvents(false) and a listenDataSource contradict each other: drop one (no LISTEN, or LISTEN on it)");
       }
       if (host == null || host.isBlank()) {
-        throw new IllegalArgumentException("host must be a host name or IP address, was '" + host + "'");
+        throw new IllegalArgumentException(
+            "host must be a host name or IP address, was '" + host + "'");
       }
       if (port < PgJobsSettings.PORT.min() || port > PgJobsSettings.PORT.max()) {
-        throw new IllegalArgumentException("port must be between " + PgJobsSettings.PORT.min() + " and "
-            + PgJobsSettings.PORT.max() + " (0 = any free port), was " + port);
+        throw new IllegalArgumentException("port must be between " + PgJobsSettings.PORT.min()
+            + " and " + PgJobsSettings.PORT.max() + " (0 = any free port), was " + port);
       }
       if (tokens == null) {
-        throw new IllegalArgumentException("tokens must not be null (use an empty map to turn authentication off)");
+        throw new IllegalArgumentException(
+            "tokens must not be null (use an empty map to turn authentication off)");
       }
       for (Map.Entry<String, Scope> e : tokens.entrySet()) {
         String token = e.getKey();
-        if (token == null || token.length() < 16 || !token.chars().noneMatch(Character::isWhitespace)) {
+        if (token == null
+            || token.length() < 16
+            || !token.chars().noneMatch(Character::isWhitespace)) {
           throw new IllegalArgumentException(
               "every token must be at least 16 characters without white space; got one of "
                   + (token == null ? "null" : token.length() + " characters"));
@@ -894,44 +977,52 @@ public final class ApiServer implements AutoCloseable {
         }
       }
       if (tokens.isEmpty() && !allowUnauthenticated && !isLoopback(host)) {
-        throw new IllegalArgumentException("refusing to listen on " + host + " without authentication: anyone who can"
-            + " reach it could cancel and retry every job. Give API tokens, listen on 127.0.0.1 (the default), or"
-            + " call allowUnauthenticated() (CLI: --insecure) if a proxy or the network protects it");
+        throw new IllegalArgumentException(
+            "refusing to listen on " + host + " without authentication: anyone who can"
+                + " reach it could cancel and retry every job. Give API tokens, listen on 127.0.0.1 (the default), or"
+                + " call allowUnauthenticated() (CLI: --insecure) if a proxy or the network protects it");
       }
       PgJobsSettings.REQUEST_TIMEOUT.require(requestTimeout);
       PgJobsSettings.MAX_BODY_BYTES.require(maxBodyBytes);
       if (corsOrigins == null) {
-        throw new IllegalArgumentException("corsOrigins must not be null (use an empty list to turn CORS off)");
+        throw new IllegalArgumentException(
+            "corsOrigins must not be null (use an empty list to turn CORS off)");
       }
       List<String> origins = new ArrayList<>();
       for (String origin : corsOrigins) {
         if (origin == null || !(origin.equals("*") || ORIGIN.matcher(origin).matches())) {
-          throw new IllegalArgumentException("every CORS origin must be scheme://host[:port] (http or https, no path) or *, was '"
-              + origin + "'");
+          throw new IllegalArgumentException(
+              "every CORS origin must be scheme://host[:port] (http or https, no path) or *, was '"
+                  + origin + "'");
         }
         origins.add(origin.toLowerCase(Locale.ROOT));
       }
       corsOrigins = origins;
       if (allowedOrigins == null) {
-        throw new IllegalArgumentException("allowedOrigins must not be null (use an empty list for none)");
+        throw new IllegalArgumentException(
+            "allowedOrigins must not be null (use an empty list for none)");
       }
       List<String> writers = new ArrayList<>();
       for (String origin : allowedOrigins) {
         if (origin == null || !(origin.equals("*") || ORIGIN.matcher(origin).matches())) {
-          throw new IllegalArgumentException("every allowed origin must be scheme://host[:port] (http or https, no"
-              + " path, like https://ops.example.com) or *, was '" + origin + "'");
+          throw new IllegalArgumentException(
+              "every allowed origin must be scheme://host[:port] (http or https, no"
+                  + " path, like https://ops.example.com) or *, was '" + origin + "'");
         }
         writers.add(origin.toLowerCase(Locale.ROOT));
       }
       allowedOrigins = writers;
       if (allowedHosts == null) {
-        throw new IllegalArgumentException("allowedHosts must not be null (use an empty list for none)");
+        throw new IllegalArgumentException(
+            "allowedHosts must not be null (use an empty list for none)");
       }
       List<String> hosts = new ArrayList<>();
       for (String name : allowedHosts) {
         if (name == null || !(name.equals("*") || ALLOWED_HOST.matcher(name).matches())) {
-          throw new IllegalArgumentException("every allowed host must be a host name like jobs.example.com, *.example.com"
-              + " for its subdomains, or * for any host (no scheme, no port), was '" + name + "'");
+          throw new IllegalArgumentException(
+              "every allowed host must be a host name like jobs.example.com, *.example.com"
+                  + " for its subdomains, or * for any host (no scheme, no port), was '" + name
+                  + "'");
         }
         hosts.add(name.toLowerCase(Locale.ROOT));
       }

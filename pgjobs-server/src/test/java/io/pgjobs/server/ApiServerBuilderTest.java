@@ -16,31 +16,46 @@ class ApiServerBuilderTest {
   @Test
   void buildRejectsEveryInvalidSettingNamingItAndWhatIsAllowed() {
     assertThatThrownBy(() -> ApiServer.builder(CLIENT).port(70_000).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("port").hasMessageContaining("65535");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("port")
+        .hasMessageContaining("65535");
     assertThatThrownBy(() -> ApiServer.builder(CLIENT).host(" ").build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("host");
-    assertThatThrownBy(() -> ApiServer.builder(CLIENT).requestTimeout(Duration.ZERO).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("requestTimeout");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("host");
+    assertThatThrownBy(
+            () -> ApiServer.builder(CLIENT).requestTimeout(Duration.ZERO).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("requestTimeout");
     assertThatThrownBy(() -> ApiServer.builder(CLIENT).maxBodyBytes(0).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBodyBytes");
-    assertThatThrownBy(() -> ApiServer.builder(CLIENT).tokens(Map.of("short", ApiServer.Scope.ADMIN)).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at least 16 characters");
-    assertThatThrownBy(() -> ApiServer.builder(CLIENT).corsOrigins(List.of("ops.example.com/path")).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("CORS origin");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maxBodyBytes");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT)
+            .tokens(Map.of("short", ApiServer.Scope.ADMIN))
+            .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at least 16 characters");
+    assertThatThrownBy(() -> ApiServer.builder(CLIENT)
+            .corsOrigins(List.of("ops.example.com/path"))
+            .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("CORS origin");
     assertThatThrownBy(() -> ApiServer.builder(CLIENT).tokens(null).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tokens");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("tokens");
   }
 
   @Test
   void aPortInUseFailsWithAPlainMessageAndNoErrorLoggedBeforeIt() throws Exception {
-    ch.qos.logback.classic.Logger root =
-        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    ch.qos.logback.classic.Logger root = (ch.qos.logback.classic.Logger)
+        org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> events =
         new ch.qos.logback.core.read.ListAppender<>();
     events.start();
     root.addAppender(events);
-    try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-      assertThatThrownBy(() -> ApiServer.builder(CLIENT).port(taken.getLocalPort()).build().start())
+    try (java.net.ServerSocket taken =
+        new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+      assertThatThrownBy(
+              () -> ApiServer.builder(CLIENT).port(taken.getLocalPort()).build().start())
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("port " + taken.getLocalPort() + " is already in use");
     } finally {
@@ -64,7 +79,11 @@ class ApiServerBuilderTest {
         .hasMessageContaining("refusing to listen on 0.0.0.0 without authentication")
         .hasMessageContaining("allowUnauthenticated()");
     ApiServer.builder(CLIENT).host("0.0.0.0").allowUnauthenticated().build().close();
-    ApiServer.builder(CLIENT).host("0.0.0.0").tokens(Map.of("0123456789abcdef", ApiServer.Scope.ADMIN)).build().close();
+    ApiServer.builder(CLIENT)
+        .host("0.0.0.0")
+        .tokens(Map.of("0123456789abcdef", ApiServer.Scope.ADMIN))
+        .build()
+        .close();
     ApiServer.builder(CLIENT).host("localhost").build().close();
     ApiServer.builder(CLIENT).host("::1").build().close();
   }

@@ -35,8 +35,13 @@ final class ApiTestSupport implements AutoCloseable {
   static ApiTestSupport start(java.util.function.UnaryOperator<ApiServer.Builder> configure) {
     TestDatabase db = MigratedDatabase.create();
     try {
-      JobClient client = JobClient.builder(db.dataSource()).knownTypes(TestTypes.SEND_EMAIL, TestTypes.TASK, TestTypes.EXPLOSIVE, TestTypes.CHARGE).build();
-      ApiServer server = configure.apply(ApiServer.builder(client).host("127.0.0.1").port(0)).build().start();
+      JobClient client = JobClient.builder(db.dataSource())
+          .knownTypes(TestTypes.SEND_EMAIL, TestTypes.TASK, TestTypes.EXPLOSIVE, TestTypes.CHARGE)
+          .build();
+      ApiServer server = configure
+          .apply(ApiServer.builder(client).host("127.0.0.1").port(0))
+          .build()
+          .start();
       return new ApiTestSupport(db, client, server);
     } catch (RuntimeException e) {
       db.close();

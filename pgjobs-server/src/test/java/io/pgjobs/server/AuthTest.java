@@ -18,9 +18,9 @@ class AuthTest {
 
   @BeforeAll
   static void start() {
-    api = ApiTestSupport.start(b -> b
-        .tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ))
-        .corsOrigins(List.of("https://ops.example.com")));
+    api = ApiTestSupport.start(
+        b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ))
+            .corsOrigins(List.of("https://ops.example.com")));
   }
 
   @AfterAll
@@ -34,7 +34,11 @@ class AuthTest {
 
   @Test
   void withoutATokenEveryApiRouteIs401Problem() {
-    for (Response r : List.of(api.get("/jobs"), api.get("/queues"), api.get("/metrics"), api.post("/jobs", JOB),
+    for (Response r : List.of(
+        api.get("/jobs"),
+        api.get("/queues"),
+        api.get("/metrics"),
+        api.post("/jobs", JOB),
         api.get("/events", "Accept", "text/event-stream"))) {
       assertThat(r.status()).isEqualTo(401);
       assertThat(r.isProblem()).isTrue();
@@ -45,8 +49,11 @@ class AuthTest {
 
   @Test
   void anUnknownTokenOrAnotherSchemeIs401() {
-    assertThat(api.get("/jobs", "Authorization", bearer("not-a-known-token-000")).status()).isEqualTo(401);
-    assertThat(api.get("/jobs", "Authorization", "Basic YWRtaW46YWRtaW4=").status()).isEqualTo(401);
+    assertThat(
+            api.get("/jobs", "Authorization", bearer("not-a-known-token-000")).status())
+        .isEqualTo(401);
+    assertThat(api.get("/jobs", "Authorization", "Basic YWRtaW46YWRtaW4=").status())
+        .isEqualTo(401);
     assertThat(api.get("/jobs", "Authorization", bearer(ADMIN + "x")).status()).isEqualTo(401);
   }
 
@@ -58,7 +65,9 @@ class AuthTest {
     assertThat(post.status()).isEqualTo(403);
     assertThat(post.isProblem()).isTrue();
     assertThat(post.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:forbidden");
-    assertThat(api.post("/queues/default/pause", null, "Authorization", bearer(READ)).status()).isEqualTo(403);
+    assertThat(api.post("/queues/default/pause", null, "Authorization", bearer(READ))
+            .status())
+        .isEqualTo(403);
   }
 
   @Test
@@ -67,7 +76,9 @@ class AuthTest {
     assertThat(created.status()).isEqualTo(201);
     String id = created.json().path("id").asString();
     assertThat(api.get("/jobs/" + id, "Authorization", bearer(ADMIN)).status()).isEqualTo(200);
-    assertThat(api.post("/jobs/" + id + "/cancel", null, "Authorization", bearer(ADMIN)).status()).isEqualTo(200);
+    assertThat(api.post("/jobs/" + id + "/cancel", null, "Authorization", bearer(ADMIN))
+            .status())
+        .isEqualTo(200);
   }
 
   @Test
@@ -88,15 +99,20 @@ class AuthTest {
         .header("Access-Control-Request-Headers", "authorization, content-type")
         .build());
     assertThat(preflight.status()).isEqualTo(204);
-    assertThat(preflight.header("Access-Control-Allow-Origin")).isEqualTo("https://ops.example.com");
+    assertThat(preflight.header("Access-Control-Allow-Origin"))
+        .isEqualTo("https://ops.example.com");
     assertThat(preflight.header("Access-Control-Allow-Methods")).contains("POST");
     assertThat(preflight.header("Access-Control-Allow-Headers")).contains("Authorization");
 
-    Response get = api.get("/jobs", "Origin", "https://ops.example.com", "Authorization", bearer(READ));
+    Response get =
+        api.get("/jobs", "Origin", "https://ops.example.com", "Authorization", bearer(READ));
     assertThat(get.header("Access-Control-Allow-Origin")).isEqualTo("https://ops.example.com");
-    assertThat(get.header("Access-Control-Expose-Headers")).contains("X-Request-Id").contains("Unique-Conflict");
+    assertThat(get.header("Access-Control-Expose-Headers"))
+        .contains("X-Request-Id")
+        .contains("Unique-Conflict");
 
-    Response stranger = api.get("/jobs", "Origin", "https://evil.example.com", "Authorization", bearer(READ));
+    Response stranger =
+        api.get("/jobs", "Origin", "https://evil.example.com", "Authorization", bearer(READ));
     assertThat(stranger.status()).isEqualTo(200);
     assertThat(stranger.header("Access-Control-Allow-Origin")).isNull();
   }

@@ -22,7 +22,8 @@ class AutoCommitOffApiTest {
   private static TestDatabase db;
   private static HikariDataSource pool;
   private static ApiServer server;
-  private static final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private static final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @BeforeAll
   static void start() {
@@ -45,31 +46,39 @@ class AutoCommitOffApiTest {
   }
 
   private static HttpResponse<String> post(String path, String json) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+    HttpRequest.Builder b = HttpRequest.newBuilder(
+            URI.create("http://127.0.0.1:" + server.port() + path))
         .timeout(Duration.ofSeconds(30));
-    b = json == null ? b.POST(HttpRequest.BodyPublishers.noBody())
-        : b.header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json));
+    b = json == null
+        ? b.POST(HttpRequest.BodyPublishers.noBody())
+        : b.header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(json));
     return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
   }
 
   @Test
   void anEnqueueACancelAndAPauseAnsweredAsDoneAreStored() throws Exception {
-    HttpResponse<String> created = post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"a\"},\"delay_ms\":3600000}");
+    HttpResponse<String> created =
+        post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"a\"},\"delay_ms\":3600000}");
     assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
     String id = ApiTestSupport.JSON.readTree(created.body()).path("id").asText();
-    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id + "'")).isEqualTo(1);
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id + "'"))
+        .isEqualTo(1);
 
     HttpResponse<String> cancelled = post("/jobs/" + id + "/cancel", null);
     assertThat(cancelled.statusCode()).as(cancelled.body()).isEqualTo(200);
-    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE id = '" + id + "' AND state = 'cancelled'"))
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE id = '" + id
+            + "' AND state = 'cancelled'"))
         .isEqualTo(1);
 
     HttpResponse<String> retried = post("/jobs/" + id + "/retry", null);
     assertThat(retried.statusCode()).as(retried.body()).isEqualTo(200);
-    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id + "'")).isEqualTo(1);
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id + "'"))
+        .isEqualTo(1);
 
     HttpResponse<String> paused = post("/queues/default/pause", null);
     assertThat(paused.statusCode()).as(paused.body()).isEqualTo(200);
-    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.queues WHERE name = 'default' AND paused")).isEqualTo(1);
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.queues WHERE name = 'default' AND paused"))
+        .isEqualTo(1);
   }
 }

@@ -39,8 +39,7 @@ class CrossSiteTest {
   @BeforeAll
   static void start() {
     open = ApiTestSupport.start();
-    listed = ApiTestSupport.start(b -> b
-        .allowedOrigins(List.of("https://OPS.example.com"))
+    listed = ApiTestSupport.start(b -> b.allowedOrigins(List.of("https://OPS.example.com"))
         .corsOrigins(List.of("https://cors.example.com"))
         .allowedHosts(List.of("jobs.internal", "*.corp.example")));
     secured = ApiTestSupport.start(b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN)));
@@ -63,13 +62,21 @@ class CrossSiteTest {
 
   /** A queued job in a queue of its own (so the queue exists and is not paused). */
   private static UUID queuedJobIn(ApiTestSupport api, String queue) {
-    return api.client.enqueue(TestTypes.TASK, new TestTypes.Task("xsite"), EnqueueOptions.builder().queue(queue).build())
-        .job().id();
+    return api.client
+        .enqueue(
+            TestTypes.TASK,
+            new TestTypes.Task("xsite"),
+            EnqueueOptions.builder().queue(queue).build())
+        .job()
+        .id();
   }
 
   private static boolean paused(ApiTestSupport api, String queue) {
-    return api.client.queues().stream().filter(q -> q.name().equals(queue)).findFirst()
-        .map(QueueInfo::paused).orElseThrow();
+    return api.client.queues().stream()
+        .filter(q -> q.name().equals(queue))
+        .findFirst()
+        .map(QueueInfo::paused)
+        .orElseThrow();
   }
 
   private static JobState state(ApiTestSupport api, UUID id) {
@@ -78,7 +85,8 @@ class CrossSiteTest {
 
   /** A body-less-looking POST a page can send without a preflight: text/plain, as a form or no-cors fetch does. */
   private static Response simplePost(ApiTestSupport api, String path, String... headers) {
-    HttpRequest.Builder b = HttpRequest.newBuilder(api.uri(path)).timeout(Duration.ofSeconds(60))
+    HttpRequest.Builder b = HttpRequest.newBuilder(api.uri(path))
+        .timeout(Duration.ofSeconds(60))
         .header("Content-Type", "text/plain")
         .POST(HttpRequest.BodyPublishers.ofString("x"));
     if (headers.length > 0) {
@@ -94,13 +102,16 @@ class CrossSiteTest {
     }
 
     boolean isProblem() {
-      return head.toLowerCase(java.util.Locale.ROOT).contains("content-type: application/problem+json");
+      return head.toLowerCase(java.util.Locale.ROOT)
+          .contains("content-type: application/problem+json");
     }
   }
 
   /** Sends one HTTP/1.1 request with the given {@code Host} and extra header lines over a socket of its own. */
-  static Raw raw(ApiTestSupport api, String method, String path, String host, String... headerLines) {
-    StringBuilder request = new StringBuilder(method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\n");
+  static Raw raw(
+      ApiTestSupport api, String method, String path, String host, String... headerLines) {
+    StringBuilder request =
+        new StringBuilder(method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\n");
     for (String line : headerLines) {
       request.append(line).append("\r\n");
     }
@@ -175,13 +186,16 @@ class CrossSiteTest {
   void aForeignOriginCannotCancelOrResumeAnything() {
     String queue = uniqueQueue();
     UUID job = queuedJobIn(open, queue);
-    assertThat(simplePost(open, "/jobs/" + job + "/cancel", "Origin", EVIL).status()).isEqualTo(403);
+    assertThat(simplePost(open, "/jobs/" + job + "/cancel", "Origin", EVIL).status())
+        .isEqualTo(403);
     assertThat(state(open, job)).isEqualTo(JobState.QUEUED);
 
     String pausedQueue = uniqueQueue();
     queuedJobIn(open, pausedQueue);
     open.client.pauseQueue(pausedQueue);
-    assertThat(simplePost(open, "/queues/" + pausedQueue + "/resume", "Origin", "null").status()).isEqualTo(403);
+    assertThat(simplePost(open, "/queues/" + pausedQueue + "/resume", "Origin", "null")
+            .status())
+        .isEqualTo(403);
     assertThat(paused(open, pausedQueue)).isTrue();
   }
 
@@ -199,12 +213,17 @@ class CrossSiteTest {
   void sameOriginAndOriginlessWritesStillWork() {
     String queue = uniqueQueue();
     queuedJobIn(open, queue);
-    Response own = simplePost(open, "/queues/" + queue + "/pause", "Origin", self(open), "Sec-Fetch-Site", "same-origin");
+    Response own = simplePost(
+        open, "/queues/" + queue + "/pause", "Origin", self(open), "Sec-Fetch-Site", "same-origin");
     assertThat(own.status()).isEqualTo(200);
     assertThat(paused(open, queue)).isTrue();
     assertThat(simplePost(open, "/queues/" + queue + "/resume").status()).isEqualTo(200);
     assertThat(paused(open, queue)).isFalse();
-    Raw byName = raw(open, "POST", "/queues/" + queue + "/pause", "localhost:" + open.server.port(),
+    Raw byName = raw(
+        open,
+        "POST",
+        "/queues/" + queue + "/pause",
+        "localhost:" + open.server.port(),
         "Origin: http://localhost:" + open.server.port());
     assertThat(byName.status()).isEqualTo(200);
     assertThat(paused(open, queue)).isTrue();
@@ -212,7 +231,9 @@ class CrossSiteTest {
 
   @Test
   void aForeignOriginMayStillRead() {
-    assertThat(open.get("/queues", "Origin", EVIL, "Sec-Fetch-Site", "cross-site").status()).isEqualTo(200);
+    assertThat(
+            open.get("/queues", "Origin", EVIL, "Sec-Fetch-Site", "cross-site").status())
+        .isEqualTo(200);
   }
 
   // ---------------------------------------------------------------- DNS rebinding
@@ -223,10 +244,12 @@ class CrossSiteTest {
     Raw read = raw(open, "GET", "/jobs", host);
     assertThat(read.status()).isEqualTo(421);
     assertThat(read.isProblem()).isTrue();
-    assertThat(read.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:host-not-allowed");
+    assertThat(read.json().path("type").asString())
+        .isEqualTo("urn:pgjobs:problem:host-not-allowed");
     assertThat(read.json().path("detail").asString()).contains("evil.example", "allowedHosts");
 
-    // The rebound page is same-origin with itself: Origin and Host agree, and still nothing changes.
+    // The rebound page is same-origin with itself: Origin and Host agree, and still nothing
+    // changes.
     String queue = uniqueQueue();
     queuedJobIn(open, queue);
     Raw write = raw(open, "POST", "/queues/" + queue + "/pause", host, "Origin: http://" + host);
@@ -237,16 +260,30 @@ class CrossSiteTest {
   @Test
   void aRebindingHostIsRefusedAtTheWebSocketUpgrade() {
     String host = "evil.example:" + open.server.port();
-    Raw upgrade = raw(open, "GET", "/ws", host, "Origin: http://" + host, "Upgrade: websocket", "Connection: Upgrade",
-        "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==");
+    Raw upgrade = raw(
+        open,
+        "GET",
+        "/ws",
+        host,
+        "Origin: http://" + host,
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Version: 13",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==");
     assertThat(upgrade.status()).isEqualTo(421);
   }
 
   @Test
   void loopbackNamesAndAddressesAreAcceptedAsHost() {
     int port = open.server.port();
-    for (String host : new String[] {"localhost:" + port, "LOCALHOST", "app.localhost:" + port, "127.0.0.1:" + port,
-        "[::1]:" + port, "192.168.10.20:" + port}) {
+    for (String host : new String[] {
+      "localhost:" + port,
+      "LOCALHOST",
+      "app.localhost:" + port,
+      "127.0.0.1:" + port,
+      "[::1]:" + port,
+      "192.168.10.20:" + port
+    }) {
       assertThat(raw(open, "GET", "/queues", host).status()).as(host).isEqualTo(200);
     }
   }
@@ -257,13 +294,24 @@ class CrossSiteTest {
   void allowedAndCorsOriginsMayWriteAndOthersMayNot() {
     String queue = uniqueQueue();
     queuedJobIn(listed, queue);
-    assertThat(simplePost(listed, "/queues/" + queue + "/pause", "Origin", "https://ops.example.com",
-        "Sec-Fetch-Site", "cross-site").status()).isEqualTo(200);
+    assertThat(simplePost(
+                listed,
+                "/queues/" + queue + "/pause",
+                "Origin",
+                "https://ops.example.com",
+                "Sec-Fetch-Site",
+                "cross-site")
+            .status())
+        .isEqualTo(200);
     assertThat(paused(listed, queue)).isTrue();
-    assertThat(simplePost(listed, "/queues/" + queue + "/resume", "Origin", "https://cors.example.com").status())
+    assertThat(
+            simplePost(listed, "/queues/" + queue + "/resume", "Origin", "https://cors.example.com")
+                .status())
         .isEqualTo(200);
     assertThat(paused(listed, queue)).isFalse();
-    assertThat(simplePost(listed, "/queues/" + queue + "/pause", "Origin", "https://other.example.com").status())
+    assertThat(
+            simplePost(listed, "/queues/" + queue + "/pause", "Origin", "https://other.example.com")
+                .status())
         .isEqualTo(403);
     assertThat(paused(listed, queue)).isFalse();
   }
@@ -273,19 +321,31 @@ class CrossSiteTest {
     int port = listed.server.port();
     assertThat(raw(listed, "GET", "/queues", "jobs.internal:" + port).status()).isEqualTo(200);
     assertThat(raw(listed, "GET", "/queues", "a.corp.example").status()).isEqualTo(200);
-    assertThat(raw(listed, "GET", "/queues", "corp.example.evil.example").status()).isEqualTo(421);
-    assertThat(raw(listed, "GET", "/queues", "jobs.internal.evil.example:" + port).status()).isEqualTo(421);
+    assertThat(raw(listed, "GET", "/queues", "corp.example.evil.example").status())
+        .isEqualTo(421);
+    assertThat(
+            raw(listed, "GET", "/queues", "jobs.internal.evil.example:" + port).status())
+        .isEqualTo(421);
   }
 
   @Test
   void withTokensTheHostIsNotRestrictedButForeignWritesStillAre() {
     String host = "jobs.example.com:" + secured.server.port();
-    assertThat(raw(secured, "GET", "/queues", host, "Authorization: Bearer " + ADMIN).status()).isEqualTo(200);
+    assertThat(raw(secured, "GET", "/queues", host, "Authorization: Bearer " + ADMIN)
+            .status())
+        .isEqualTo(200);
     assertThat(raw(secured, "GET", "/queues", host).status()).isEqualTo(401);
     String queue = uniqueQueue();
     queuedJobIn(secured, queue);
-    assertThat(simplePost(secured, "/queues/" + queue + "/pause", "Origin", EVIL, "Authorization", "Bearer " + ADMIN)
-        .status()).isEqualTo(403);
+    assertThat(simplePost(
+                secured,
+                "/queues/" + queue + "/pause",
+                "Origin",
+                EVIL,
+                "Authorization",
+                "Bearer " + ADMIN)
+            .status())
+        .isEqualTo(403);
     assertThat(paused(secured, queue)).isFalse();
   }
 
@@ -294,13 +354,16 @@ class CrossSiteTest {
     ApiServer.Builder b = ApiServer.builder(open.client).port(0);
     assertThatThrownBy(() -> b.allowedOrigins(List.of("ops.example.com")).build())
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("allowed origin").hasMessageContaining("'ops.example.com'");
+        .hasMessageContaining("allowed origin")
+        .hasMessageContaining("'ops.example.com'");
     b.allowedOrigins(List.of());
     assertThatThrownBy(() -> b.allowedHosts(List.of("http://jobs.internal")).build())
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("allowed host").hasMessageContaining("'http://jobs.internal'");
+        .hasMessageContaining("allowed host")
+        .hasMessageContaining("'http://jobs.internal'");
     assertThatThrownBy(() -> b.allowedHosts(List.of("jobs.internal:8080")).build())
         .hasMessageContaining("no port");
-    assertThatThrownBy(() -> b.allowedHosts(null).build()).hasMessageContaining("allowedHosts must not be null");
+    assertThatThrownBy(() -> b.allowedHosts(null).build())
+        .hasMessageContaining("allowedHosts must not be null");
   }
 }

@@ -35,8 +35,11 @@ class EventsApiTest {
   @Test
   void subscriberOfAJobGetsItsSnapshotThenProgressUpdatesAndFinalStateInOrder() throws Exception {
     String queue = uniqueQueue();
-    String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"p\"},\"queue\":\"" + queue + "\"}")
-        .json().path("id").asString();
+    String id = api.post(
+            "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"p\"},\"queue\":\"" + queue + "\"}")
+        .json()
+        .path("id")
+        .asString();
 
     try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events?job_id=" + id))) {
       assertThat(events.status()).isEqualTo(200);
@@ -63,9 +66,14 @@ class EventsApiTest {
           JsonNode d = e.json();
           assertThat(d.path("job_id").asString()).isEqualTo(id);
           data.add(d);
-          seen.add(e.name().equals("progress") ? "progress:" + d.path("progress").asInt() : e.name() + ":" + d.path("state").asString());
+          seen.add(
+              e.name().equals("progress")
+                  ? "progress:" + d.path("progress").asInt()
+                  : e.name() + ":" + d.path("state").asString());
         }
-        assertThat(seen).containsExactly("state:running", "progress:10", "progress:50", "progress:90", "state:succeeded");
+        assertThat(seen)
+            .containsExactly(
+                "state:running", "progress:10", "progress:50", "progress:90", "state:succeeded");
         assertThat(data.get(1).path("message").asString()).isEqualTo("Schritt eins – größer");
         assertThat(data.get(1).path("type").asString()).isEqualTo("task");
         assertThat(data.get(1).path("queue").asString()).isEqualTo(queue);
@@ -78,12 +86,19 @@ class EventsApiTest {
     for (int round = 0; round < 5; round++) {
       // A burst of 20,000 notifications about other jobs keeps the server's listener busy, so the
       // "queued" event of the job enqueued next reaches the server after the subscription below is
-      // registered: it was committed before the snapshot, which already shows it, and must be dropped.
-      api.db.execute("SELECT pg_notify('" + api.client.eventsChannel() + "', json_build_object('op', 'state', 'count', 1, "
+      // registered: it was committed before the snapshot, which already shows it, and must be
+      // dropped.
+      api.db.execute("SELECT pg_notify('" + api.client.eventsChannel()
+          + "', json_build_object('op', 'state', 'count', 1, "
           + "'jobs', json_build_array(json_build_object('id', gen_random_uuid(), 'state', 'queued', 'type', 'task', "
           + "'queue', 'burst', 'attempts', 0)))::text) FROM generate_series(1, 20000)");
-      String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"race\"},\"queue\":\"" + uniqueQueue() + "\"}")
-          .json().path("id").asString();
+      String id = api.post(
+              "/jobs",
+              "{\"type\":\"task\",\"payload\":{\"note\":\"race\"},\"queue\":\"" + uniqueQueue()
+                  + "\"}")
+          .json()
+          .path("id")
+          .asString();
       try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events?job_id=" + id))) {
         Event snapshot = events.next(WAIT);
         assertThat(snapshot.name()).isEqualTo("snapshot");
@@ -102,9 +117,12 @@ class EventsApiTest {
   void streamFilteredByQueueStartsWithTheQueueOverviewAndSkipsOtherQueues() throws Exception {
     String mine = uniqueQueue();
     String other = uniqueQueue();
-    api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"before\"},\"queue\":\"" + mine + "\"}");
+    api.post(
+        "/jobs",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"before\"},\"queue\":\"" + mine + "\"}");
 
-    try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events?queue=" + mine + "&type=task"))) {
+    try (SseSubscriber events =
+        new SseSubscriber(api.http, api.uri("/events?queue=" + mine + "&type=task"))) {
       Event snapshot = events.next(WAIT);
       assertThat(snapshot.name()).isEqualTo("snapshot");
       JsonNode queues = snapshot.json().path("queues");
@@ -112,10 +130,19 @@ class EventsApiTest {
       assertThat(queues.get(0).path("name").asString()).isEqualTo(mine);
       assertThat(queues.get(0).path("counts").path("queued").asLong()).isEqualTo(1);
 
-      api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"},\"queue\":\"" + other + "\"}");
-      api.post("/jobs", "{\"type\":\"send_email\",\"payload\":{\"to\":\"a@b.c\",\"subject\":\"s\"},\"queue\":\"" + mine + "\"}");
-      String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"mine\"},\"queue\":\"" + mine + "\"}")
-          .json().path("id").asString();
+      api.post(
+          "/jobs",
+          "{\"type\":\"task\",\"payload\":{\"note\":\"other\"},\"queue\":\"" + other + "\"}");
+      api.post(
+          "/jobs",
+          "{\"type\":\"send_email\",\"payload\":{\"to\":\"a@b.c\",\"subject\":\"s\"},\"queue\":\""
+              + mine + "\"}");
+      String id = api.post(
+              "/jobs",
+              "{\"type\":\"task\",\"payload\":{\"note\":\"mine\"},\"queue\":\"" + mine + "\"}")
+          .json()
+          .path("id")
+          .asString();
 
       Event state = events.next("state", WAIT);
       assertThat(state.json().path("job_id").asString()).isEqualTo(id);
@@ -125,15 +152,24 @@ class EventsApiTest {
   }
 
   @Test
-  void subscriberOfAJobInAStatementWhoseEventListsOnlySomeJobsLearnsItsStateFromAResyncSnapshot() throws Exception {
-    // With 255-character queue names a notification lists about a dozen jobs, so one statement changing
+  void subscriberOfAJobInAStatementWhoseEventListsOnlySomeJobsLearnsItsStateFromAResyncSnapshot()
+      throws Exception {
+    // With 255-character queue names a notification lists about a dozen jobs, so one statement
+    // changing
     // 300 of them cannot name them all. The subscribed job is enqueued last (same priority), so the
-    // statement most likely reaches it last and leaves it out; either way the resync's snapshot shows it.
+    // statement most likely reaches it last and leaves it out; either way the resync's snapshot
+    // shows it.
     String queue = "ev-long/" + "q".repeat(247);
     api.db.execute("INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts) "
-        + "SELECT gen_random_uuid(), 'task', '" + queue + "', '{\"note\": \"other\"}', 0, 3 FROM generate_series(1, 300)");
-    String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"mine\"},\"priority\":0,\"queue\":\"" + queue + "\"}")
-        .json().path("id").asString();
+        + "SELECT gen_random_uuid(), 'task', '" + queue
+        + "', '{\"note\": \"other\"}', 0, 3 FROM generate_series(1, 300)");
+    String id = api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"mine\"},\"priority\":0,\"queue\":\"" + queue
+                + "\"}")
+        .json()
+        .path("id")
+        .asString();
 
     try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events?job_id=" + id))) {
       Event snapshot = events.next(WAIT);
@@ -156,8 +192,11 @@ class EventsApiTest {
   void whenTheListenerReconnectsSubscribersGetResyncAndAFreshSnapshot() throws Exception {
     try (SseSubscriber events = new SseSubscriber(api.http, api.uri("/events"))) {
       assertThat(events.next(WAIT).name()).isEqualTo("snapshot");
-      await().atMost(WAIT).until(() -> api.db.queryLong(
-          "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'") > 0);
+      await()
+          .atMost(WAIT)
+          .until(() -> api.db.queryLong(
+                  "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'")
+              > 0);
 
       api.db.queryLong("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
           + "WHERE datname = current_database() AND query LIKE 'LISTEN %'");
@@ -169,10 +208,17 @@ class EventsApiTest {
       assertThat(snapshot.json().has("queues")).isTrue();
 
       String queue = uniqueQueue();
-      String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"after\"},\"queue\":\"" + queue + "\"}")
-          .json().path("id").asString();
-      await().atMost(WAIT).untilAsserted(() ->
-          assertThat(events.next("state", WAIT).json().path("job_id").asString()).isEqualTo(id));
+      String id = api.post(
+              "/jobs",
+              "{\"type\":\"task\",\"payload\":{\"note\":\"after\"},\"queue\":\"" + queue + "\"}")
+          .json()
+          .path("id")
+          .asString();
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(events.next("state", WAIT).json().path("job_id").asString())
+                  .isEqualTo(id));
     }
   }
 
@@ -182,18 +228,24 @@ class EventsApiTest {
   @Test
   void browserOpeningTheEventsUrlGetsAPageThatSubscribesToIt() {
     ApiTestSupport.Response page = api.send(java.net.http.HttpRequest.newBuilder(api.uri("/events"))
-        .header("Accept", BROWSER_ACCEPT).GET().build());
+        .header("Accept", BROWSER_ACCEPT)
+        .GET()
+        .build());
 
     assertThat(page.status()).isEqualTo(200);
     assertThat(page.contentType()).startsWith("text/html");
-    assertThat(page.body()).contains("new EventSource(location.href)", "Server-Sent Events", "text/event-stream");
+    assertThat(page.body())
+        .contains("new EventSource(location.href)", "Server-Sent Events", "text/event-stream");
   }
 
   @Test
   void curlsDefaultAcceptGets406SayingWhatToSend() {
     ApiTestSupport.Response any = api.send(java.net.http.HttpRequest.newBuilder(api.uri("/events"))
-        .header("Accept", "*/*").GET().build());
+        .header("Accept", "*/*")
+        .GET()
+        .build());
     assertThat(any.status()).isEqualTo(406);
-    assertThat(any.json().path("detail").asString()).contains("Accept: text/event-stream", "browser");
+    assertThat(any.json().path("detail").asString())
+        .contains("Accept: text/event-stream", "browser");
   }
 }

@@ -65,10 +65,23 @@ class JobsApiTest {
 
   @Test
   void aJobsDetailNamesItsParentAndItsChildrenAndListsNameTheParentOnly() {
-    UUID parent = api.client.enqueue("task", java.util.Map.of("note", "parent"),
-        io.pgjobs.EnqueueOptions.builder().queue(uniqueQueue()).build()).job().id();
-    UUID child = api.client.enqueue("task", java.util.Map.of("note", "child"),
-        io.pgjobs.EnqueueOptions.builder().queue(uniqueQueue()).parent(parent).build()).job().id();
+    UUID parent = api.client
+        .enqueue(
+            "task",
+            java.util.Map.of("note", "parent"),
+            io.pgjobs.EnqueueOptions.builder().queue(uniqueQueue()).build())
+        .job()
+        .id();
+    UUID child = api.client
+        .enqueue(
+            "task",
+            java.util.Map.of("note", "child"),
+            io.pgjobs.EnqueueOptions.builder()
+                .queue(uniqueQueue())
+                .parent(parent)
+                .build())
+        .job()
+        .id();
 
     JsonNode parentView = api.get("/jobs/" + parent).json();
     assertThat(parentView.path("parent_id").isNull()).isTrue();
@@ -80,23 +93,30 @@ class JobsApiTest {
   }
 
   @Test
-  void aTypeThatTakesItsKeyFromAPayloadFieldGivesOneJobPerValueOverHttpAndRefusesAPayloadWithoutIt() {
+  void
+      aTypeThatTakesItsKeyFromAPayloadFieldGivesOneJobPerValueOverHttpAndRefusesAPayloadWithoutIt() {
     String body = """
         {"type":"charge","payload":{"payment_id":"pay-http-1","cents":500}}""";
     Response first = api.post("/jobs", body);
     Response again = api.post("/jobs", body);
     assertThat(first.status()).isEqualTo(201);
     assertThat(again.status()).isEqualTo(200);
-    assertThat(again.json().path("id").asString()).isEqualTo(first.json().path("id").asString());
+    assertThat(again.json().path("id").asString())
+        .isEqualTo(first.json().path("id").asString());
     assertThat(first.json().path("idempotency_key").asString()).isEqualTo("charge:pay-http-1");
 
-    long before = api.client.list(io.pgjobs.JobFilter.builder().type("charge").build()).jobs().size();
+    long before = api.client
+        .list(io.pgjobs.JobFilter.builder().type("charge").build())
+        .jobs()
+        .size();
     Response missing = api.post("/jobs", """
         {"type":"charge","payload":{"cents":500}}""");
     assertThat(missing.status()).isEqualTo(422);
     assertThat(missing.contentType()).startsWith("application/problem+json");
     assertThat(missing.body()).contains("payment_id");
-    assertThat(api.client.list(io.pgjobs.JobFilter.builder().type("charge").build()).jobs())
+    assertThat(api.client
+            .list(io.pgjobs.JobFilter.builder().type("charge").build())
+            .jobs())
         .hasSize((int) before);
   }
 
@@ -121,14 +141,17 @@ class JobsApiTest {
     assertThat(first.status()).isEqualTo(201);
     assertThat(second.status()).isEqualTo(200);
     assertThat(second.header("Idempotent-Replayed")).isEqualTo("true");
-    assertThat(second.header("Location")).isEqualTo(first.header("Location")).endsWith(first.json().path("id").asString());
+    assertThat(second.header("Location"))
+        .isEqualTo(first.header("Location"))
+        .endsWith(first.json().path("id").asString());
     assertThat(second.json().path("id")).isEqualTo(first.json().path("id"));
     assertThat(second.json().path("idempotency_key").asString()).isEqualTo("order-1");
   }
 
   @Test
   void aDifferentRequestUnderAUsedIdempotencyKeyIs422AndStoresNothing() {
-    Response first = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"a\"}}", "Idempotency-Key", "order-2");
+    Response first = api.post(
+        "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"a\"}}", "Idempotency-Key", "order-2");
     String id = first.json().path("id").asString();
     List<Long> before = api.rowCounts();
 
@@ -140,14 +163,17 @@ class JobsApiTest {
       Response r = api.post("/jobs", other, "Idempotency-Key", "order-2");
       assertThat(r.status()).as(other).isEqualTo(422);
       assertThat(r.isProblem()).isTrue();
-      assertThat(r.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:idempotency-key-reused");
+      assertThat(r.json().path("type").asString())
+          .isEqualTo("urn:pgjobs:problem:idempotency-key-reused");
       assertThat(r.json().path("detail").asString()).contains("'order-2'", id);
       assertThat(r.json().path("job_id").asString()).isEqualTo(id);
-      assertThat(r.json().path("errors").findValuesAsString("field")).containsExactly("Idempotency-Key");
+      assertThat(r.json().path("errors").findValuesAsString("field"))
+          .containsExactly("Idempotency-Key");
     }
     assertThat(api.rowCounts()).isEqualTo(before);
 
-    Response same = api.post("/jobs", "{\"payload\":{\"note\":\"a\"},\"type\":\"task\"}", "Idempotency-Key", "order-2");
+    Response same = api.post(
+        "/jobs", "{\"payload\":{\"note\":\"a\"},\"type\":\"task\"}", "Idempotency-Key", "order-2");
     assertThat(same.status()).isEqualTo(200);
     assertThat(same.json().path("id").asString()).isEqualTo(id);
   }
@@ -178,7 +204,8 @@ class JobsApiTest {
       assertThat(statuses).filteredOn(s -> s == 200).hasSize(9);
       assertThat(ids).hasSize(1);
     }
-    assertThat(api.db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE queue = '" + queue + "'")).isEqualTo(1);
+    assertThat(api.db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE queue = '" + queue + "'"))
+        .isEqualTo(1);
   }
 
   @Test
@@ -210,7 +237,8 @@ class JobsApiTest {
 
     assertThat(r.status()).isEqualTo(422);
     assertThat(r.isProblem()).isTrue();
-    assertThat(r.json().path("errors").findValuesAsString("field")).containsExactly("payload.to", "payload.subject");
+    assertThat(r.json().path("errors").findValuesAsString("field"))
+        .containsExactly("payload.to", "payload.subject");
     assertThat(api.rowCounts()).isEqualTo(before);
   }
 
@@ -220,33 +248,67 @@ class JobsApiTest {
     Instant start = Instant.now().minusSeconds(1);
     List<String> ids = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
-      ids.add(api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"" + i + "\"},\"queue\":\"" + queue + "\"}")
-          .json().path("id").asString());
+      ids.add(api.post(
+              "/jobs",
+              "{\"type\":\"task\",\"payload\":{\"note\":\"" + i + "\"},\"queue\":\"" + queue
+                  + "\"}")
+          .json()
+          .path("id")
+          .asString());
     }
-    Response page1 = api.get("/jobs?queue=" + queue + "&state=queued,running&type=task&limit=2&created_after=" + start);
+    Response page1 = api.get(
+        "/jobs?queue=" + queue + "&state=queued,running&type=task&limit=2&created_after=" + start);
     assertThat(page1.status()).isEqualTo(200);
-    assertThat(page1.json().path("jobs").findValuesAsString("id")).containsExactly(ids.get(4), ids.get(3));
+    assertThat(page1.json().path("jobs").findValuesAsString("id"))
+        .containsExactly(ids.get(4), ids.get(3));
     String cursor = page1.json().path("next_cursor").asString();
 
     Response page2 = api.get("/jobs?queue=" + queue + "&limit=2&cursor=" + cursor);
-    assertThat(page2.json().path("jobs").findValuesAsString("id")).containsExactly(ids.get(2), ids.get(1));
-    Response page3 = api.get("/jobs?queue=" + queue + "&limit=2&cursor=" + page2.json().path("next_cursor").asString());
+    assertThat(page2.json().path("jobs").findValuesAsString("id"))
+        .containsExactly(ids.get(2), ids.get(1));
+    Response page3 = api.get("/jobs?queue=" + queue + "&limit=2&cursor="
+        + page2.json().path("next_cursor").asString());
     assertThat(page3.json().path("jobs").findValuesAsString("id")).containsExactly(ids.get(0));
     assertThat(page3.json().path("next_cursor").isNull()).isTrue();
 
-    assertThat(api.get("/jobs?queue=" + queue + "&state=failed").json().path("jobs").size()).isZero();
-    assertThat(api.get("/jobs?queue=" + queue + "&state=queued&state=failed").json().path("jobs").size()).isEqualTo(5);
-    assertThat(api.get("/jobs?queue=" + queue + "&created_before=2000-01-01T00:00:00Z").json().path("jobs").size()).isZero();
-    assertThat(api.get("/jobs?queue=" + queue + "&type=send_email").json().path("jobs").size()).isZero();
+    assertThat(api.get("/jobs?queue=" + queue + "&state=failed")
+            .json()
+            .path("jobs")
+            .size())
+        .isZero();
+    assertThat(api.get("/jobs?queue=" + queue + "&state=queued&state=failed")
+            .json()
+            .path("jobs")
+            .size())
+        .isEqualTo(5);
+    assertThat(api.get("/jobs?queue=" + queue + "&created_before=2000-01-01T00:00:00Z")
+            .json()
+            .path("jobs")
+            .size())
+        .isZero();
+    assertThat(api.get("/jobs?queue=" + queue + "&type=send_email")
+            .json()
+            .path("jobs")
+            .size())
+        .isZero();
   }
 
   @Test
   void getShowsAttemptsEveryErrorProgressAndOutput() throws Exception {
     String queue = uniqueQueue();
-    String failing = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"fail\"},\"queue\":\"" + queue
-        + "\",\"max_attempts\":2}").json().path("id").asString();
-    String succeeding = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"ok\"},\"queue\":\"" + queue + "\"}")
-        .json().path("id").asString();
+    String failing = api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"fail\"},\"queue\":\"" + queue
+                + "\",\"max_attempts\":2}")
+        .json()
+        .path("id")
+        .asString();
+    String succeeding = api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"ok\"},\"queue\":\"" + queue + "\"}")
+        .json()
+        .path("id")
+        .asString();
     try (JobWorker worker = JobWorker.builder(api.db.dataSource())
         .register(TestTypes.TASK, (ctx, task) -> {
           if (task.note().equals("fail")) {
@@ -259,16 +321,20 @@ class JobsApiTest {
         .pollInterval(Duration.ofMillis(100))
         .build()
         .start()) {
-      await().atMost(Duration.ofSeconds(60)).until(() ->
-          api.client.get(UUID.fromString(failing)).orElseThrow().state() == JobState.FAILED
-              && api.client.get(UUID.fromString(succeeding)).orElseThrow().state() == JobState.SUCCEEDED);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() ->
+              api.client.get(UUID.fromString(failing)).orElseThrow().state() == JobState.FAILED
+                  && api.client.get(UUID.fromString(succeeding)).orElseThrow().state()
+                      == JobState.SUCCEEDED);
     }
     JsonNode failed = api.get("/jobs/" + failing).json();
     assertThat(failed.path("state").asString()).isEqualTo("failed");
     assertThat(failed.path("attempts").asInt()).isEqualTo(2);
     assertThat(failed.path("errors").size()).isEqualTo(2);
     assertThat(failed.path("errors").get(0).path("message").asString()).startsWith("boom 1");
-    assertThat(failed.path("errors").get(1).path("error_class").asString()).isEqualTo(IllegalStateException.class.getName());
+    assertThat(failed.path("errors").get(1).path("error_class").asString())
+        .isEqualTo(IllegalStateException.class.getName());
     assertThat(failed.path("finished_at").isNull()).isFalse();
 
     JsonNode ok = api.get("/jobs/" + succeeding).json();
@@ -292,8 +358,12 @@ class JobsApiTest {
 
   @Test
   void cancelAnswers200ForAWaitingJob409WhenFinishedAnd404WhenUnknown() {
-    String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"c\"},\"queue\":\"" + uniqueQueue() + "\"}")
-        .json().path("id").asString();
+    String id = api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"c\"},\"queue\":\"" + uniqueQueue() + "\"}")
+        .json()
+        .path("id")
+        .asString();
 
     Response cancelled = api.post("/jobs/" + id + "/cancel", null);
     assertThat(cancelled.status()).isEqualTo(200);
@@ -304,15 +374,20 @@ class JobsApiTest {
     assertThat(again.isProblem()).isTrue();
     assertThat(again.json().path("state").asString()).isEqualTo("cancelled");
 
-    assertThat(api.post("/jobs/" + UUID.randomUUID() + "/cancel", null).status()).isEqualTo(404);
+    assertThat(api.post("/jobs/" + UUID.randomUUID() + "/cancel", null).status())
+        .isEqualTo(404);
   }
 
   @Test
   void cancelOfARunningJobAnswers202AndItsWorkerEndsItCancelled() {
     String queue = uniqueQueue();
     CountDownLatch started = new CountDownLatch(1);
-    String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"long\"},\"queue\":\"" + queue + "\"}")
-        .json().path("id").asString();
+    String id = api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"long\"},\"queue\":\"" + queue + "\"}")
+        .json()
+        .path("id")
+        .asString();
     try (JobWorker worker = JobWorker.builder(api.db.dataSource())
         .register(TestTypes.TASK, (ctx, task) -> {
           started.countDown();
@@ -325,24 +400,34 @@ class JobsApiTest {
       await().atMost(Duration.ofSeconds(60)).until(() -> started.getCount() == 0);
       Response r = api.post("/jobs/" + id + "/cancel", null);
       assertThat(r.status()).isEqualTo(202);
-      // The job as read right after the flag was set: still running with the flag, or, if its worker heard
+      // The job as read right after the flag was set: still running with the flag, or, if its
+      // worker heard
       // of it first (it listens), already cancelled.
-      assertThat(r.json().path("cancel_requested").asBoolean() || r.json().path("state").asString().equals("cancelled"))
-          .as(r.body()).isTrue();
-      await().atMost(Duration.ofSeconds(60)).until(() ->
-          api.client.get(UUID.fromString(id)).orElseThrow().state() == JobState.CANCELLED);
+      assertThat(r.json().path("cancel_requested").asBoolean()
+              || r.json().path("state").asString().equals("cancelled"))
+          .as(r.body())
+          .isTrue();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() ->
+              api.client.get(UUID.fromString(id)).orElseThrow().state() == JobState.CANCELLED);
     }
   }
 
   @Test
   void retryQueuesAFinishedJobAgainAnd409sAWaitingOne() {
-    String id = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"r\"},\"queue\":\"" + uniqueQueue() + "\"}")
-        .json().path("id").asString();
+    String id = api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"r\"},\"queue\":\"" + uniqueQueue() + "\"}")
+        .json()
+        .path("id")
+        .asString();
 
     Response notRetryable = api.post("/jobs/" + id + "/retry", null);
     assertThat(notRetryable.status()).isEqualTo(409);
     assertThat(notRetryable.json().path("state").asString()).isEqualTo("queued");
-    assertThat(notRetryable.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:not-retryable");
+    assertThat(notRetryable.json().path("type").asString())
+        .isEqualTo("urn:pgjobs:problem:not-retryable");
 
     api.post("/jobs/" + id + "/cancel", null);
     Response retried = api.post("/jobs/" + id + "/retry", null);
@@ -357,27 +442,34 @@ class JobsApiTest {
   void bulkCancelAndRetryByFilterAnswerCounts() {
     String queue = uniqueQueue();
     for (int i = 0; i < 3; i++) {
-      api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"b\"},\"queue\":\"" + queue + "\"}");
+      api.post(
+          "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"b\"},\"queue\":\"" + queue + "\"}");
     }
-    Response cancel = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"types\":[\"task\"],\"states\":[\"queued\"]}");
+    Response cancel = api.post(
+        "/jobs/cancel",
+        "{\"queues\":[\"" + queue + "\"],\"types\":[\"task\"],\"states\":[\"queued\"]}");
     assertThat(cancel.status()).isEqualTo(200);
     assertThat(cancel.json().path("cancelled").asLong()).isEqualTo(3);
     assertThat(cancel.json().path("pending_on_worker").asLong()).isZero();
 
-    Response retry = api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"],\"states\":[\"cancelled\"]}");
+    Response retry =
+        api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"],\"states\":[\"cancelled\"]}");
     assertThat(retry.status()).isEqualTo(200);
     assertThat(retry.json().path("retried").asLong()).isEqualTo(3);
 
-    Response wrongState = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"states\":[\"succeeded\"]}");
+    Response wrongState =
+        api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"states\":[\"succeeded\"]}");
     assertThat(wrongState.status()).isEqualTo(422);
-    assertThat(wrongState.json().path("errors").get(0).path("field").asString()).isEqualTo("states");
+    assertThat(wrongState.json().path("errors").get(0).path("field").asString())
+        .isEqualTo("states");
   }
 
   @Test
   void bulkCancelAndRetryWithoutAFilterNeedAllTrueAndADryRunChangesNothing() {
     String queue = uniqueQueue();
     for (int i = 0; i < 2; i++) {
-      api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"d\"},\"queue\":\"" + queue + "\"}");
+      api.post(
+          "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"d\"},\"queue\":\"" + queue + "\"}");
     }
     List<Long> before = api.rowCounts();
 
@@ -388,23 +480,33 @@ class JobsApiTest {
     assertThat(api.post("/jobs/retry", "{}").status()).isEqualTo(422);
     assertThat(api.rowCounts()).isEqualTo(before);
 
-    Response dryFiltered = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
+    Response dryFiltered =
+        api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
     assertThat(dryFiltered.status()).isEqualTo(200);
     assertThat(dryFiltered.json().path("cancelled").asLong()).isEqualTo(2);
     assertThat(dryFiltered.json().path("dry_run").asBoolean()).isTrue();
     Response dryAll = api.post("/jobs/cancel", "{\"all\":true,\"dry_run\":true}");
     assertThat(dryAll.json().path("cancelled").asLong()).isGreaterThanOrEqualTo(2);
     assertThat(api.rowCounts()).isEqualTo(before);
-    assertThat(api.get("/jobs?queue=" + queue + "&state=queued").json().path("jobs").size()).isEqualTo(2);
+    assertThat(api.get("/jobs?queue=" + queue + "&state=queued")
+            .json()
+            .path("jobs")
+            .size())
+        .isEqualTo(2);
 
     Response cancelled = api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}");
     assertThat(cancelled.json().path("cancelled").asLong()).isEqualTo(2);
     assertThat(cancelled.json().path("dry_run").asBoolean()).isFalse();
 
-    Response dryRetry = api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
+    Response dryRetry =
+        api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"],\"dry_run\":true}");
     assertThat(dryRetry.json().path("retried").asLong()).isEqualTo(2);
     assertThat(dryRetry.json().path("dry_run").asBoolean()).isTrue();
-    assertThat(api.get("/jobs?queue=" + queue + "&state=cancelled").json().path("jobs").size()).isEqualTo(2);
+    assertThat(api.get("/jobs?queue=" + queue + "&state=cancelled")
+            .json()
+            .path("jobs")
+            .size())
+        .isEqualTo(2);
   }
 
   @Test
@@ -420,10 +522,12 @@ class JobsApiTest {
     assertThat(first.header("Unique-Conflict")).isNull();
     assertThat(second.status()).isEqualTo(200);
     assertThat(second.header("Unique-Conflict")).isEqualTo("true");
-    assertThat(second.header("Location")).isEqualTo("/jobs/" + first.json().path("id").asString());
+    assertThat(second.header("Location"))
+        .isEqualTo("/jobs/" + first.json().path("id").asString());
     assertThat(second.json().path("id")).isEqualTo(first.json().path("id"));
 
-    Response otherQueue = api.post("/jobs", body.replace("\"queue\":\"" + queue + "\"", "\"queue\":\"" + queue + "x\""));
+    Response otherQueue = api.post(
+        "/jobs", body.replace("\"queue\":\"" + queue + "\"", "\"queue\":\"" + queue + "x\""));
     assertThat(otherQueue.status()).as("by_queue: another queue is another job").isEqualTo(201);
   }
 
@@ -467,7 +571,11 @@ class JobsApiTest {
     String notCounting = counting.replace("\"cancelled\"", "\"succeeded\"");
     Response other = api.post("/jobs", notCounting);
     assertThat(other.status()).isEqualTo(201);
-    assertThat(api.post("/jobs/" + other.json().path("id").asString() + "/cancel", null).status()).isEqualTo(200);
-    assertThat(api.post("/jobs", notCounting).status()).as("cancelled is not in this set").isEqualTo(201);
+    assertThat(api.post("/jobs/" + other.json().path("id").asString() + "/cancel", null)
+            .status())
+        .isEqualTo(200);
+    assertThat(api.post("/jobs", notCounting).status())
+        .as("cancelled is not in this set")
+        .isEqualTo(201);
   }
 }

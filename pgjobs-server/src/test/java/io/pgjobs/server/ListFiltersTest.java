@@ -35,22 +35,21 @@ class ListFiltersTest {
     api = ApiTestSupport.start(b -> b.requestTimeout(Duration.ofSeconds(2)));
     // As an operator who wants fast text search over a long history does (docs/operations.md).
     api.db.execute(CREATE_TEXT_INDEX);
-    // 30,000 ordinary finished jobs over the last day, and a few rare ones: enough rows that reading the
+    // 30,000 ordinary finished jobs over the last day, and a few rare ones: enough rows that
+    // reading the
     // primary key newest first would be the wrong plan for a filter that few of them match.
     api.db.execute("""
         INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                run_at, created_at, context, errors, finished_at)
         SELECT gen_random_uuid(), 'common', 'default', jsonb_build_object('to', 'user' || g || '@example.com'),
                50, 'succeeded', 1, 3, t, t, 'bulk ' || g, '[]', t
-          FROM (SELECT g, now() - g * interval '2 seconds' AS t FROM generate_series(1, 30000) AS g) AS s""",
-        """
+          FROM (SELECT g, now() - g * interval '2 seconds' AS t FROM generate_series(1, 30000) AS g) AS s""", """
         INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                run_at, created_at, context, errors, finished_at)
         SELECT gen_random_uuid(), 'rare_kind', 'rare-queue', jsonb_build_object('code', 'Needle-' || g || ' 50%_off'),
                50, 'failed', 3, 3, t, t, NULL, '[]', t
           FROM (SELECT g, now() - interval '3 days' - g * interval '1 minute' AS t
-                  FROM generate_series(1, 5) AS g) AS s""",
-        "VACUUM ANALYZE pgjobs.finished_jobs");
+                  FROM generate_series(1, 5) AS g) AS s""", "VACUUM ANALYZE pgjobs.finished_jobs");
   }
 
   /** The statement docs/operations.md gives, for pg_trgm where the migration put it (the pgjobs schema). */
@@ -76,39 +75,70 @@ class ListFiltersTest {
     assertRare(list("text=" + URLEncoder.encode("needle-", StandardCharsets.UTF_8)));
     // Matched literally, case-insensitively: % and _ are no wildcards.
     assertRare(list("text=" + URLEncoder.encode("50%_OFF", StandardCharsets.UTF_8)));
-    assertThat(list("text=" + URLEncoder.encode("50%_of_", StandardCharsets.UTF_8))).isEmpty();
+    assertThat(list("text=" + URLEncoder.encode("50%_of_", StandardCharsets.UTF_8)))
+        .isEmpty();
     // A text most jobs contain: the newest matches, found among the newest jobs without the index.
     List<String> expected = new ArrayList<>();
     try (Connection c = api.db.dataSource().getConnection();
         Statement st = c.createStatement();
-        var rs = st.executeQuery("SELECT id FROM pgjobs.finished_jobs WHERE payload::text ILIKE '%example.com%'"
-            + " ORDER BY id DESC LIMIT 10")) {
+        var rs = st.executeQuery(
+            "SELECT id FROM pgjobs.finished_jobs WHERE payload::text ILIKE '%example.com%'"
+                + " ORDER BY id DESC LIMIT 10")) {
       while (rs.next()) {
         expected.add(rs.getString(1));
       }
     } catch (java.sql.SQLException e) {
       throw new IllegalStateException(e);
     }
-    assertThat(list("text=EXAMPLE.com")).extracting(j -> j.path("id").asString()).containsExactlyElementsOf(expected);
+    assertThat(list("text=EXAMPLE.com"))
+        .extracting(j -> j.path("id").asString())
+        .containsExactlyElementsOf(expected);
 
-    // The server's backend reports its index use to the statistics system when it goes idle (up to 10 s).
-    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).untilAsserted(() -> {
-      assertThat(indexScans("finished_jobs_type_id_idx")).as("type index").isGreaterThan(typeBefore);
-      assertThat(indexScans("finished_jobs_queue_id_idx")).as("queue index").isGreaterThan(queueBefore);
-      assertThat(indexScans("finished_jobs_created_at_idx")).as("created_at index").isGreaterThan(createdBefore);
-      assertThat(indexScans("finished_jobs_text_trgm_idx")).as("trigram index").isGreaterThan(textBefore);
-    });
+    // The server's backend reports its index use to the statistics system when it goes idle (up to
+    // 10 s).
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(200))
+        .untilAsserted(() -> {
+          assertThat(indexScans("finished_jobs_type_id_idx"))
+              .as("type index")
+              .isGreaterThan(typeBefore);
+          assertThat(indexScans("finished_jobs_queue_id_idx"))
+              .as("queue index")
+              .isGreaterThan(queueBefore);
+          assertThat(indexScans("finished_jobs_created_at_idx"))
+              .as("created_at index")
+              .isGreaterThan(createdBefore);
+          assertThat(indexScans("finished_jobs_text_trgm_idx"))
+              .as("trigram index")
+              .isGreaterThan(textBefore);
+        });
   }
 
   @Test
   void scheduledSelectsQueuedJobsNotDueYet() {
-    UUID later = api.client.enqueue(TestTypes.TASK, new TestTypes.Task("later"),
-        io.pgjobs.EnqueueOptions.builder().queue("sched-test").delay(Duration.ofHours(1)).build()).job().id();
-    UUID now = api.client.enqueue(TestTypes.TASK, new TestTypes.Task("now"),
-        io.pgjobs.EnqueueOptions.builder().queue("sched-test").build()).job().id();
-    assertThat(list("queue=sched-test&scheduled=true")).extracting(j -> j.path("id").asString())
+    UUID later = api.client
+        .enqueue(
+            TestTypes.TASK,
+            new TestTypes.Task("later"),
+            io.pgjobs.EnqueueOptions.builder()
+                .queue("sched-test")
+                .delay(Duration.ofHours(1))
+                .build())
+        .job()
+        .id();
+    UUID now = api.client
+        .enqueue(
+            TestTypes.TASK,
+            new TestTypes.Task("now"),
+            io.pgjobs.EnqueueOptions.builder().queue("sched-test").build())
+        .job()
+        .id();
+    assertThat(list("queue=sched-test&scheduled=true"))
+        .extracting(j -> j.path("id").asString())
         .containsExactly(later.toString());
-    assertThat(list("queue=sched-test&scheduled=false")).extracting(j -> j.path("id").asString())
+    assertThat(list("queue=sched-test&scheduled=false"))
+        .extracting(j -> j.path("id").asString())
         .containsExactly(now.toString());
     Response bad = api.get("/jobs?scheduled=maybe");
     assertThat(bad.status()).isEqualTo(400);
@@ -117,7 +147,8 @@ class ListFiltersTest {
 
   @Test
   void aRequestThatTimesOutHasItsStatementCancelledInPostgresql() throws Exception {
-    // Another session holds finished_jobs: the list's statement waits on the lock for as long as it runs.
+    // Another session holds finished_jobs: the list's statement waits on the lock for as long as it
+    // runs.
     try (Connection locker = DriverManager.getConnection(api.db.jdbcUrl());
         Statement st = locker.createStatement()) {
       locker.setAutoCommit(false);
@@ -125,9 +156,12 @@ class ListFiltersTest {
       Response r = api.get("/jobs?type=rare_kind&limit=5");
       assertThat(r.status()).isEqualTo(504);
       assertThat(r.json().path("type").asString()).endsWith("request-timeout");
-      // Still holding the lock: a list statement still waiting would be the one the 504 left behind.
-      await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(100)).untilAsserted(() ->
-          assertThat(api.db.queryLong("""
+      // Still holding the lock: a list statement still waiting would be the one the 504 left
+      // behind.
+      await()
+          .atMost(Duration.ofSeconds(5))
+          .pollInterval(Duration.ofMillis(100))
+          .untilAsserted(() -> assertThat(api.db.queryLong("""
               SELECT count(*) FROM pg_stat_activity
                WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
                  AND query LIKE '%finished_jobs%ORDER BY id DESC%'""")).isZero());
@@ -137,23 +171,28 @@ class ListFiltersTest {
   }
 
   @Test
-  void aNewSchemaHasNoTrigramIndexOnTheWritePathAndSearchUsesOneOnceTheOperatorCreatesIt() throws Exception {
-    try (TestDatabase db = TestDatabase.create(); var pool = db.newDataSource(2)) {
+  void aNewSchemaHasNoTrigramIndexOnTheWritePathAndSearchUsesOneOnceTheOperatorCreatesIt()
+      throws Exception {
+    try (TestDatabase db = TestDatabase.create();
+        var pool = db.newDataSource(2)) {
       JobClient client = JobClient.builder(pool).build();
       client.migrate();
       assertThat(db.queryLong("""
           SELECT count(*) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
            WHERE e.extname = 'pg_trgm' AND n.nspname = 'pgjobs'""")).as("the migration installs pg_trgm").isEqualTo(1);
-      assertThat(db.queryLong(
-          "SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname = 'finished_jobs_text_trgm_idx'"))
-          .as("no trigram index paid by every finished job unless asked for").isZero();
+      assertThat(
+              db.queryLong(
+                  "SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname = 'finished_jobs_text_trgm_idx'"))
+          .as("no trigram index paid by every finished job unless asked for")
+          .isZero();
       db.execute("""
           INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                  run_at, created_at, context, errors, finished_at)
           SELECT gen_random_uuid(), 'x', 'default', jsonb_build_object('n', g), 50, 'succeeded', 1, 3, now(), now(),
                  CASE WHEN g = 1 THEN 'the NEEDLE' END, '[]', now()
             FROM generate_series(1, 6000) AS g""", "VACUUM ANALYZE pgjobs.finished_jobs");
-      // One match does not fill a page, so the search goes past the probe of the newest 5,000: the table.
+      // One match does not fill a page, so the search goes past the probe of the newest 5,000: the
+      // table.
       assertThat(client.list(JobFilter.builder().text("needle").build()).jobs()).hasSize(1);
 
       db.execute(CREATE_TEXT_INDEX);
@@ -162,9 +201,13 @@ class ListFiltersTest {
       // A client started now (an API restarted) uses it at once; a running one within 30 s.
       client = JobClient.builder(pool).build();
       assertThat(client.list(JobFilter.builder().text("needle").build()).jobs()).hasSize(1);
-      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).untilAsserted(() ->
-          assertThat(db.queryLong("SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"
-              + " WHERE indexrelname = 'finished_jobs_text_trgm_idx'")).isGreaterThan(before));
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .pollInterval(Duration.ofMillis(200))
+          .untilAsserted(() -> assertThat(
+                  db.queryLong("SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"
+                      + " WHERE indexrelname = 'finished_jobs_text_trgm_idx'"))
+              .isGreaterThan(before));
     }
   }
 
@@ -172,7 +215,9 @@ class ListFiltersTest {
   void migratesAndSearchesWhereTheRoleMayNotCreatePgTrgm() throws Exception {
     String role = "pgjobs_plain_" + UUID.randomUUID().toString().substring(0, 8);
     try (TestDatabase db = TestDatabase.create()) {
-      db.execute("CREATE ROLE " + role + " LOGIN", "REVOKE CREATE ON DATABASE " + db.name() + " FROM PUBLIC",
+      db.execute(
+          "CREATE ROLE " + role + " LOGIN",
+          "REVOKE CREATE ON DATABASE " + db.name() + " FROM PUBLIC",
           "CREATE SCHEMA pgjobs AUTHORIZATION " + role);
       String url = db.jdbcUrl().replace("user=postgres", "user=" + role);
       var config = new com.zaxxer.hikari.HikariConfig();
@@ -181,13 +226,14 @@ class ListFiltersTest {
       try (var pool = new com.zaxxer.hikari.HikariDataSource(config)) {
         JobClient client = JobClient.builder(pool).build();
         client.migrate();
-        assertThat(db.queryLong("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'")).isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'"))
+            .isZero();
         assertThat(db.queryLong("""
             SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname IN
-              ('finished_jobs_type_id_idx', 'finished_jobs_queue_id_idx', 'finished_jobs_created_at_idx')"""))
-            .isEqualTo(3);
-        assertThat(db.queryLong(
-            "SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname = 'finished_jobs_text_trgm_idx'"))
+              ('finished_jobs_type_id_idx', 'finished_jobs_queue_id_idx', 'finished_jobs_created_at_idx')""")).isEqualTo(3);
+        assertThat(
+                db.queryLong(
+                    "SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname = 'finished_jobs_text_trgm_idx'"))
             .isZero();
         db.execute("""
             INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
@@ -196,7 +242,8 @@ class ListFiltersTest {
                     'the NEEDLE', '[]', now()),
                    (gen_random_uuid(), 'x', 'default', '{"a": "hay"}', 50, 'succeeded', 1, 3, now(), now(),
                     NULL, '[]', now())""");
-        assertThat(client.list(JobFilter.builder().text("needle").build()).jobs()).hasSize(1);
+        assertThat(client.list(JobFilter.builder().text("needle").build()).jobs())
+            .hasSize(1);
         assertThat(client.list(JobFilter.builder().text("HAY").build()).jobs()).hasSize(2);
       }
     } finally {
@@ -223,7 +270,8 @@ class ListFiltersTest {
   }
 
   private static long indexScans(String index) {
-    return api.db.queryLong("SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = '"
-        + index + "'");
+    return api.db.queryLong(
+        "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = '" + index
+            + "'");
   }
 }

@@ -38,18 +38,22 @@ class LiveEventCostTest {
   }
 
   private static List<UUID> enqueue(String queue, int n) {
-    return api.client.enqueueAll(TestTypes.TASK, Collections.nCopies(n, new TestTypes.Task(queue)),
+    return api.client.enqueueAll(
+        TestTypes.TASK,
+        Collections.nCopies(n, new TestTypes.Task(queue)),
         EnqueueOptions.builder().queue(queue).build());
   }
 
   @Test
   void aBurstOfSubscriptionsSharesItsMarks() throws Exception {
     List<UUID> ids = enqueue("burst", 300);
-    try (Connection listen = api.db.dataSource().getConnection(); Statement st = listen.createStatement()) {
+    try (Connection listen = api.db.dataSource().getConnection();
+        Statement st = listen.createStatement()) {
       st.execute("LISTEN \"" + api.client.eventsChannel() + "\"");
       Socket s = Socket.connect(api);
       try {
-        s.send("{\"op\":\"subscribe\",\"jobs\":" + ApiTestSupport.JSON.writeValueAsString(ids) + "}");
+        s.send(
+            "{\"op\":\"subscribe\",\"jobs\":" + ApiTestSupport.JSON.writeValueAsString(ids) + "}");
         for (int i = 0; i < ids.size(); i++) {
           s.next(m -> m.path("type").asString().equals("job"));
         }
@@ -80,7 +84,8 @@ class LiveEventCostTest {
     try {
       s.send("{\"op\":\"subscribe\",\"jobs\":[\"" + followed + "\"]}");
       s.nextJob(followed, "queued");
-      // Ten statements of 200 unrelated jobs each: every notification lists 50 and says it left out 150.
+      // Ten statements of 200 unrelated jobs each: every notification lists 50 and says it left out
+      // 150.
       for (int round = 0; round < 5; round++) {
         enqueue("bulk", 200);
         api.client.cancelAll(Set.of(), Set.of("bulk"), Set.of(JobState.QUEUED));
@@ -90,7 +95,8 @@ class LiveEventCostTest {
       while (states.isEmpty() || !states.getLast().equals("cancelled")) {
         states.add(s.nextJob(followed, null).path("job").path("state").asString());
       }
-      // Before, each truncated notification re-read the job and sent it again (queued, queued, ...).
+      // Before, each truncated notification re-read the job and sent it again (queued, queued,
+      // ...).
       assertThat(states).containsExactly("cancelled");
 
       // A change among the jobs left out still reaches the follower: its job is cancelled with 199

@@ -33,28 +33,35 @@ class LiveEventLimitsTest {
   static final String OTHER = "other-token-0123456789";
 
   private static UUID enqueue(ApiTestSupport api) {
-    return api.client.enqueue(TestTypes.TASK, new TestTypes.Task("limits")).job().id();
+    return api.client
+        .enqueue(TestTypes.TASK, new TestTypes.Task("limits"))
+        .job()
+        .id();
   }
 
   private static String subscribe(UUID... ids) {
-    return "{\"op\":\"subscribe\",\"jobs\":" + ApiTestSupport.JSON.writeValueAsString(List.of(ids)) + "}";
+    return "{\"op\":\"subscribe\",\"jobs\":" + ApiTestSupport.JSON.writeValueAsString(List.of(ids))
+        + "}";
   }
 
   @Test
   void aConnectionOverTheServerLimitIsClosedWithTheReason() throws Exception {
-    try (ApiTestSupport api = ApiTestSupport.start(b -> b.eventLimits(EventLimits.DEFAULTS.withConnections(2, 2)))) {
+    try (ApiTestSupport api =
+        ApiTestSupport.start(b -> b.eventLimits(EventLimits.DEFAULTS.withConnections(2, 2)))) {
       Socket a = Socket.connect(api);
       Socket b = Socket.connect(api);
       try {
         Socket c = Socket.connect(api);
-        assertThat(c.awaitClose()).isEqualTo("1013 live event connections: this server's limit of 2 is reached;"
-            + " try again later");
+        assertThat(c.awaitClose())
+            .isEqualTo("1013 live event connections: this server's limit of 2 is reached;"
+                + " try again later");
 
         Response sse = api.get("/events", "Accept", "text/event-stream");
         assertThat(sse.status()).isEqualTo(429);
         assertThat(sse.contentType()).startsWith("application/problem+json");
         assertThat(ApiTestSupport.JSON.readTree(sse.body()).path("detail").asString())
-            .isEqualTo("live event connections: this server's limit of 2 is reached; try again later");
+            .isEqualTo(
+                "live event connections: this server's limit of 2 is reached; try again later");
 
         // A closed connection gives its place back.
         a.close();
@@ -74,7 +81,8 @@ class LiveEventLimitsTest {
 
   @Test
   void theBrowserPageOfEventsTakesNoStreamPlace() throws Exception {
-    try (ApiTestSupport api = ApiTestSupport.start(b -> b.eventLimits(EventLimits.DEFAULTS.withConnections(1, 1)))) {
+    try (ApiTestSupport api =
+        ApiTestSupport.start(b -> b.eventLimits(EventLimits.DEFAULTS.withConnections(1, 1)))) {
       for (int i = 0; i < 3; i++) {
         assertThat(api.get("/events", "Accept", "text/html").status()).isEqualTo(200);
       }
@@ -87,18 +95,20 @@ class LiveEventLimitsTest {
 
   @Test
   void aTokenOverItsConnectionLimitIsClosedWithTheReason() throws Exception {
-    try (ApiTestSupport api = ApiTestSupport.start(b -> b
-        .tokens(Map.of(TOKEN, ApiServer.Scope.READ, OTHER, ApiServer.Scope.READ))
-        .eventLimits(EventLimits.DEFAULTS.withConnections(10, 1)))) {
+    try (ApiTestSupport api = ApiTestSupport.start(
+        b -> b.tokens(Map.of(TOKEN, ApiServer.Scope.READ, OTHER, ApiServer.Scope.READ))
+            .eventLimits(EventLimits.DEFAULTS.withConnections(10, 1)))) {
       Socket first = Socket.connect(api, "Authorization", "Bearer " + TOKEN);
       Socket second = Socket.connect(api);
       Socket other = Socket.connect(api);
       try {
         second.send("{\"op\":\"auth\",\"token\":\"" + TOKEN + "\"}");
-        assertThat(second.awaitClose()).isEqualTo("1013 live event connections: this token's limit of 1 is reached;"
-            + " close one first");
+        assertThat(second.awaitClose())
+            .isEqualTo("1013 live event connections: this token's limit of 1 is reached;"
+                + " close one first");
 
-        Response sse = api.get("/events", "Accept", "text/event-stream", "Authorization", "Bearer " + TOKEN);
+        Response sse =
+            api.get("/events", "Accept", "text/event-stream", "Authorization", "Bearer " + TOKEN);
         assertThat(sse.status()).isEqualTo(429);
         assertThat(sse.body()).contains("this token's limit of 1 is reached");
 
@@ -120,17 +130,19 @@ class LiveEventLimitsTest {
     List<String> out = new java.util.ArrayList<>();
     for (int i = 0; i < n; i++) {
       JsonNode m = s.next(x -> true);
-      out.add(m.path("type").asString().equals("job") ? "job " + m.path("id").asString()
-          : m.path("type").asString() + " " + m.path("detail").asString());
+      out.add(
+          m.path("type").asString().equals("job")
+              ? "job " + m.path("id").asString()
+              : m.path("type").asString() + " " + m.path("detail").asString());
     }
     return out;
   }
 
   @Test
   void subscriptionsOverALimitGetAnErrorWithTheReason() throws Exception {
-    try (ApiTestSupport api = ApiTestSupport.start(b -> b
-        .tokens(Map.of(TOKEN, ApiServer.Scope.READ))
-        .eventLimits(EventLimits.DEFAULTS.withSubscriptions(100, 2, 3)))) {
+    try (ApiTestSupport api =
+        ApiTestSupport.start(b -> b.tokens(Map.of(TOKEN, ApiServer.Scope.READ))
+            .eventLimits(EventLimits.DEFAULTS.withSubscriptions(100, 2, 3)))) {
       UUID a = enqueue(api);
       UUID b = enqueue(api);
       UUID c = enqueue(api);
@@ -138,13 +150,19 @@ class LiveEventLimitsTest {
       Socket two = Socket.connect(api, "Authorization", "Bearer " + TOKEN);
       try {
         one.send(subscribe(a, b, c));
-        assertThat(summaries(one, 3)).containsExactlyInAnyOrder("job " + a, "job " + b,
-            "error subscriptions: this connection's limit of 2 is reached; unsubscribe some first (not subscribed: "
-                + c + ")");
+        assertThat(summaries(one, 3))
+            .containsExactlyInAnyOrder(
+                "job " + a,
+                "job " + b,
+                "error subscriptions: this connection's limit of 2 is reached; unsubscribe some first (not subscribed: "
+                    + c + ")");
 
         two.send(subscribe(c, a));
-        assertThat(summaries(two, 2)).containsExactlyInAnyOrder("job " + c,
-            "error subscriptions: this token's limit of 3 is reached; unsubscribe some first (not subscribed: " + a + ")");
+        assertThat(summaries(two, 2))
+            .containsExactlyInAnyOrder(
+                "job " + c,
+                "error subscriptions: this token's limit of 3 is reached; unsubscribe some first (not subscribed: "
+                    + a + ")");
 
         // Unsubscribing gives the place back at once.
         two.send("{\"op\":\"unsubscribe\",\"jobs\":[\"" + c + "\"]}");
@@ -159,7 +177,8 @@ class LiveEventLimitsTest {
 
   @Test
   void aStreamOverTheServerSubscriptionLimitGets429() throws Exception {
-    try (ApiTestSupport api = ApiTestSupport.start(b -> b.eventLimits(EventLimits.DEFAULTS.withSubscriptions(1, 1, 1)))) {
+    try (ApiTestSupport api =
+        ApiTestSupport.start(b -> b.eventLimits(EventLimits.DEFAULTS.withSubscriptions(1, 1, 1)))) {
       UUID id = enqueue(api);
       Socket s = Socket.connect(api);
       try {
@@ -207,41 +226,50 @@ class LiveEventLimitsTest {
 
   @Test
   void aSocketThatStopsReadingIsClosedAndGivesItsPlaceBack() throws Exception {
-    try (ApiTestSupport api = ApiTestSupport.start(b -> b.eventLimits(
-        EventLimits.DEFAULTS.withConnections(1, 1).withQueueCapacity(100)))) {
+    try (ApiTestSupport api = ApiTestSupport.start(
+        b -> b.eventLimits(EventLimits.DEFAULTS.withConnections(1, 1).withQueueCapacity(100)))) {
       UUID id = enqueue(api);
       try (java.net.Socket raw = new java.net.Socket()) {
         raw.setReceiveBufferSize(4096);
         raw.connect(new java.net.InetSocketAddress("127.0.0.1", api.server.port()));
-        raw.getOutputStream().write(("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:" + api.server.port() + "\r\n"
-            + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-            + "Sec-WebSocket-Version: 13\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        raw.getOutputStream()
+            .write(("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:" + api.server.port() + "\r\n"
+                    + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                    + "Sec-WebSocket-Version: 13\r\n\r\n")
+                .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
         StringBuilder head = new StringBuilder();
         while (!head.toString().endsWith("\r\n\r\n")) {
           head.append((char) raw.getInputStream().read());
         }
         assertThat(head.toString()).startsWith("HTTP/1.1 101");
         raw.getOutputStream().write(frame("{\"op\":\"events\",\"queues\":[\"stuck\"]}"));
-        // From here on the client reads nothing: the server's writes fill the socket buffers and block.
+        // From here on the client reads nothing: the server's writes fill the socket buffers and
+        // block.
 
-        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(500)).until(() -> {
-          api.db.execute("SELECT pg_notify('" + api.client.eventsChannel() + "', json_build_object('op', 'state',"
-              + " 'count', 1, 'jobs', json_build_array(json_build_object('id', gen_random_uuid(), 'state', 'queued',"
-              + " 'type', 'task', 'queue', 'stuck', 'attempts', 0)))::text) FROM generate_series(1, 5000)");
-          // The only connection place is the stuck client's until the server closes it.
-          Socket probe = Socket.connect(api);
-          try {
-            try {
-              probe.send(subscribe(id));
-            } catch (java.util.concurrent.CompletionException refused) {
-              return false; // the server closed the probe at once: the stuck client still holds the place
-            }
-            JsonNode m = probe.messages.poll(5, java.util.concurrent.TimeUnit.SECONDS);
-            return m != null && m.path("type").asString().equals("job");
-          } finally {
-            probe.close();
-          }
-        });
+        await()
+            .atMost(Duration.ofSeconds(90))
+            .pollInterval(Duration.ofMillis(500))
+            .until(() -> {
+              api.db.execute(
+                  "SELECT pg_notify('" + api.client.eventsChannel()
+                      + "', json_build_object('op', 'state',"
+                      + " 'count', 1, 'jobs', json_build_array(json_build_object('id', gen_random_uuid(), 'state', 'queued',"
+                      + " 'type', 'task', 'queue', 'stuck', 'attempts', 0)))::text) FROM generate_series(1, 5000)");
+              // The only connection place is the stuck client's until the server closes it.
+              Socket probe = Socket.connect(api);
+              try {
+                try {
+                  probe.send(subscribe(id));
+                } catch (java.util.concurrent.CompletionException refused) {
+                  return false; // the server closed the probe at once: the stuck client still holds
+                  // the place
+                }
+                JsonNode m = probe.messages.poll(5, java.util.concurrent.TimeUnit.SECONDS);
+                return m != null && m.path("type").asString().equals("job");
+              } finally {
+                probe.close();
+              }
+            });
       }
     }
   }
@@ -249,11 +277,19 @@ class LiveEventLimitsTest {
   @Test
   void aSubscriberThatStopsReadingIsClosedWithItsQueueBounded() throws Exception {
     try (TestDatabase db = TestDatabase.create()) {
-      var client = io.pgjobs.JobClient.builder(db.dataSource()).knownTypes(TestTypes.TASK).build();
+      var client = io.pgjobs.JobClient.builder(db.dataSource())
+          .knownTypes(TestTypes.TASK)
+          .build();
       client.migrate();
       int capacity = 20;
-      try (EventHub hub = new EventHub(db.dataSource(), client.eventsChannel(), ApiTestSupport.JSON,
-          Duration.ofSeconds(15), EventLimits.DEFAULTS.withQueueCapacity(capacity), db.dataSource(), client.schema())) {
+      try (EventHub hub = new EventHub(
+          db.dataSource(),
+          client.eventsChannel(),
+          ApiTestSupport.JSON,
+          Duration.ofSeconds(15),
+          EventLimits.DEFAULTS.withQueueCapacity(capacity),
+          db.dataSource(),
+          client.schema())) {
         hub.start();
         await().atMost(Duration.ofSeconds(30)).until(hub::isListening);
         CountDownLatch closed = new CountDownLatch(1);
@@ -261,7 +297,8 @@ class LiveEventLimitsTest {
         EventSink stuck = new EventSink() {
           @Override
           public void send(String event, Object data, String id) {
-            // The snapshot goes out; then the client stops reading, so the next write never returns.
+            // The snapshot goes out; then the client stops reading, so the next write never
+            // returns.
             if (sent.incrementAndGet() > 1) {
               try {
                 closed.await();
@@ -290,13 +327,19 @@ class LiveEventLimitsTest {
 
         int maxQueued = 0;
         for (int i = 0; i < 20 && closed.getCount() > 0; i++) {
-          client.enqueueAll(TestTypes.TASK, Collections.nCopies(10, new TestTypes.Task("slow")),
+          client.enqueueAll(
+              TestTypes.TASK,
+              Collections.nCopies(10, new TestTypes.Task("slow")),
               EnqueueOptions.builder().queue("slow").build());
           maxQueued = Math.max(maxQueued, hub.queued());
         }
-        assertThat(closed.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("the stuck subscriber is closed").isTrue();
+        assertThat(closed.await(30, java.util.concurrent.TimeUnit.SECONDS))
+            .as("the stuck subscriber is closed")
+            .isTrue();
         assertThat(maxQueued).isLessThanOrEqualTo(capacity);
-        await().atMost(Duration.ofSeconds(30)).until(() -> hub.subscribers() == 0 && hub.queued() == 0);
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> hub.subscribers() == 0 && hub.queued() == 0);
         assertThat(peer.subscriptions()).isZero();
       }
     }

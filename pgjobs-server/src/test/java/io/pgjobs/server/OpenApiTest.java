@@ -45,7 +45,8 @@ class OpenApiTest {
   void documentValidatesWithSwaggerParserWithoutErrors() {
     ParseOptions options = new ParseOptions();
     options.setResolve(true);
-    SwaggerParseResult result = new OpenAPIParser().readContents(api.get("/openapi.json").body(), null, options);
+    SwaggerParseResult result =
+        new OpenAPIParser().readContents(api.get("/openapi.json").body(), null, options);
 
     assertThat(result.getMessages()).isEmpty();
     assertThat(result.getOpenAPI()).isNotNull();
@@ -54,7 +55,8 @@ class OpenApiTest {
 
   @Test
   void everyRouteTheServerAnswersIsInTheDocumentAndEveryDocumentedOperationIsARoute() {
-    SwaggerParseResult result = new OpenAPIParser().readContents(api.get("/openapi.json").body(), null, new ParseOptions());
+    SwaggerParseResult result =
+        new OpenAPIParser().readContents(api.get("/openapi.json").body(), null, new ParseOptions());
     OpenAPI openApi = result.getOpenAPI();
     Set<String> documented = new TreeSet<>();
     openApi.getPaths().forEach((path, item) -> {
@@ -73,27 +75,40 @@ class OpenApiTest {
     SpecValidator validator = new SpecValidator(spec);
     String queue = "nulls-" + UUID.randomUUID().toString().substring(0, 8);
     // null means "left out" for every optional member, in the document as in the server.
-    String withNulls = "{\"type\":\"task\",\"payload\":{\"note\":\"n\"},\"queue\":null,\"priority\":null,"
-        + "\"context\":null,\"run_at\":null,\"delay_ms\":null,\"max_attempts\":null,\"timeout_ms\":null}";
-    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(withNulls))).isEmpty();
+    String withNulls =
+        "{\"type\":\"task\",\"payload\":{\"note\":\"n\"},\"queue\":null,\"priority\":null,"
+            + "\"context\":null,\"run_at\":null,\"delay_ms\":null,\"max_attempts\":null,\"timeout_ms\":null}";
+    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(withNulls)))
+        .isEmpty();
     assertThat(api.post("/jobs", withNulls).status()).isEqualTo(201);
-    String numeric = "{\"type\":\"task\",\"payload\":{\"note\":\"n\"},\"queue\":\"" + queue + "\",\"priority\":75}";
-    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(numeric))).isEmpty();
+    String numeric = "{\"type\":\"task\",\"payload\":{\"note\":\"n\"},\"queue\":\"" + queue
+        + "\",\"priority\":75}";
+    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(numeric)))
+        .isEmpty();
     assertThat(api.post("/jobs", numeric).status()).isEqualTo(201);
-    String bulk = "{\"types\":null,\"queues\":[\"" + queue + "\"],\"states\":null,\"all\":null,\"dry_run\":true}";
-    assertThat(validator.requestProblems("POST", "/jobs/cancel", ApiTestSupport.JSON.readTree(bulk))).isEmpty();
+    String bulk = "{\"types\":null,\"queues\":[\"" + queue
+        + "\"],\"states\":null,\"all\":null,\"dry_run\":true}";
+    assertThat(
+            validator.requestProblems("POST", "/jobs/cancel", ApiTestSupport.JSON.readTree(bulk)))
+        .isEmpty();
     assertThat(api.post("/jobs/cancel", bulk).status()).isEqualTo(200);
     // What the document forbids, the server refuses too.
     String fractional = "{\"type\":\"task\",\"payload\":{},\"priority\":1.5}";
-    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(fractional))).isNotEmpty();
+    assertThat(validator.requestProblems("POST", "/jobs", ApiTestSupport.JSON.readTree(fractional)))
+        .isNotEmpty();
     assertThat(api.post("/jobs", fractional).status()).isEqualTo(400);
-    assertThat(validator.requestProblems("POST", "/jobs/cancel", ApiTestSupport.JSON.readTree("{}"))).isEmpty(); // 422: a rule, not a shape
+    assertThat(
+            validator.requestProblems("POST", "/jobs/cancel", ApiTestSupport.JSON.readTree("{}")))
+        .isEmpty(); // 422: a rule, not a shape
 
-    // A comma-separated list is the documented form of every list parameter, and the server answers it.
+    // A comma-separated list is the documented form of every list parameter, and the server answers
+    // it.
     for (String path : List.of("/jobs", "/dead-letters", "/events")) {
       spec.path("paths").path(path).path("get").path("parameters").forEach(p -> {
         if (p.path("schema").path("type").asString().equals("array")) {
-          assertThat(p.path("explode").asBoolean(true)).as(path + " " + p.path("name")).isFalse();
+          assertThat(p.path("explode").asBoolean(true))
+              .as(path + " " + p.path("name"))
+              .isFalse();
         }
       });
     }
@@ -103,10 +118,18 @@ class OpenApiTest {
   @Test
   void everySchemaIsUsedAndPriorityIsAPlainInteger() {
     String text = api.get("/openapi.json").body();
-    spec.path("components").path("schemas").propertyNames().forEach(name ->
-        assertThat(text).as("schema " + name + " is referenced").contains("\"#/components/schemas/" + name + "\""));
+    spec.path("components")
+        .path("schemas")
+        .propertyNames()
+        .forEach(name -> assertThat(text)
+            .as("schema " + name + " is referenced")
+            .contains("\"#/components/schemas/" + name + "\""));
     for (String request : List.of("EnqueueRequest", "DispatchRequest")) {
-      JsonNode priority = spec.path("components").path("schemas").path(request).path("properties").path("priority");
+      JsonNode priority = spec.path("components")
+          .path("schemas")
+          .path(request)
+          .path("properties")
+          .path("priority");
       assertThat(priority.has("oneOf")).isFalse();
       assertThat(priority.path("type").toString()).isEqualTo("[\"integer\",\"null\"]");
     }
@@ -116,7 +139,9 @@ class OpenApiTest {
   void yamlAndJsonDocumentsAreTheSame() {
     Response yaml = api.get("/openapi.yaml");
     assertThat(yaml.status()).isEqualTo(200);
-    assertThat(YAMLMapper.builder().build().readTree(yaml.body()).equals(spec)).as("YAML and JSON documents differ").isTrue();
+    assertThat(YAMLMapper.builder().build().readTree(yaml.body()).equals(spec))
+        .as("YAML and JSON documents differ")
+        .isTrue();
   }
 
   @Test
@@ -124,7 +149,8 @@ class OpenApiTest {
     Response docs = api.get("/docs");
     assertThat(docs.status()).isEqualTo(200);
     assertThat(docs.contentType()).startsWith("text/html");
-    assertThat(docs.body()).contains("/webjars/swagger-ui/5.34.1/swagger-ui-bundle.js", "/openapi.json")
+    assertThat(docs.body())
+        .contains("/webjars/swagger-ui/5.34.1/swagger-ui-bundle.js", "/openapi.json")
         .doesNotContain("https://");
 
     Response bundle = api.get("/webjars/swagger-ui/5.34.1/swagger-ui-bundle.js");
@@ -138,7 +164,8 @@ class OpenApiTest {
     assertThat(root.status()).isEqualTo(200);
     assertThat(root.contentType()).startsWith("text/html");
     assertThat(root.body()).contains("pgjobs");
-    // The page's API calls are relative to where its scripts are: it must be opened at the API's root.
+    // The page's API calls are relative to where its scripts are: it must be opened at the API's
+    // root.
     for (String path : List.of("/dashboard", "/dashboard/", "/dashboard/index.html")) {
       Response r = api.get(path);
       assertThat(r.status()).as(path).isEqualTo(302);
@@ -155,16 +182,34 @@ class OpenApiTest {
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch running = new CountDownLatch(1);
 
-    Response created = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"fail\"},\"queue\":\"" + queue
-        + "\",\"max_attempts\":1}", "Idempotency-Key", "spec-" + queue);
+    Response created = api.post(
+        "/jobs",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"fail\"},\"queue\":\"" + queue
+            + "\",\"max_attempts\":1}",
+        "Idempotency-Key",
+        "spec-" + queue);
     problems.addAll(validator.problems("POST", "/jobs", created));
-    problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"fail\"},\"queue\":\""
-        + queue + "\",\"max_attempts\":1}", "Idempotency-Key", "spec-" + queue)));
+    problems.addAll(validator.problems(
+        "POST",
+        "/jobs",
+        api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"fail\"},\"queue\":\"" + queue
+                + "\",\"max_attempts\":1}",
+            "Idempotency-Key",
+            "spec-" + queue)));
     String failedId = created.json().path("id").asString();
-    String blockingId = api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"block\"},\"queue\":\"" + queue + "\"}")
-        .json().path("id").asString();
-    String okId = api.post("/jobs/task/dispatch", "{\"args\":{\"note\":\"ok\"},\"queue\":\"" + queue + "\"}")
-        .json().path("id").asString();
+    String blockingId = api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"block\"},\"queue\":\"" + queue + "\"}")
+        .json()
+        .path("id")
+        .asString();
+    String okId = api.post(
+            "/jobs/task/dispatch", "{\"args\":{\"note\":\"ok\"},\"queue\":\"" + queue + "\"}")
+        .json()
+        .path("id")
+        .asString();
 
     try (JobWorker worker = JobWorker.builder(api.db.dataSource())
         .register(TestTypes.TASK, (ctx, task) -> {
@@ -185,9 +230,11 @@ class OpenApiTest {
         .pollInterval(Duration.ofMillis(100))
         .build()
         .start()) {
-      await().atMost(Duration.ofSeconds(60)).until(() -> running.getCount() == 0
-          && api.client.get(UUID.fromString(failedId)).orElseThrow().state() == JobState.FAILED
-          && api.client.get(UUID.fromString(okId)).orElseThrow().state() == JobState.SUCCEEDED);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> running.getCount() == 0
+              && api.client.get(UUID.fromString(failedId)).orElseThrow().state() == JobState.FAILED
+              && api.client.get(UUID.fromString(okId)).orElseThrow().state() == JobState.SUCCEEDED);
 
       problems.addAll(validator.problems("GET", "/jobs/{id}", api.get("/jobs/" + failedId)));
       problems.addAll(validator.problems("GET", "/jobs/{id}", api.get("/jobs/" + okId)));
@@ -197,32 +244,57 @@ class OpenApiTest {
       problems.addAll(validator.problems("GET", "/workers", api.get("/workers")));
       problems.addAll(validator.problems("GET", "/stats", api.get("/stats?window=30m")));
       problems.addAll(validator.problems("GET", "/dead-letters", api.get("/dead-letters")));
-      problems.addAll(validator.problems("GET", "/jobs", api.get("/jobs?text=fail&queue=" + queue)));
+      problems.addAll(
+          validator.problems("GET", "/jobs", api.get("/jobs?text=fail&queue=" + queue)));
       problems.addAll(validator.problems("GET", "/job-types", api.get("/job-types")));
-      problems.addAll(validator.problems("POST", "/jobs/{id}/cancel", api.post("/jobs/" + blockingId + "/cancel", null)));
+      problems.addAll(validator.problems(
+          "POST", "/jobs/{id}/cancel", api.post("/jobs/" + blockingId + "/cancel", null)));
       release.countDown();
     }
-    problems.addAll(validator.problems("POST", "/jobs/{id}/retry", api.post("/jobs/" + failedId + "/retry", null)));
-    problems.addAll(validator.problems("POST", "/jobs/{id}/cancel", api.post("/jobs/" + failedId + "/cancel", null)));
-    problems.addAll(validator.problems("POST", "/jobs/{id}/cancel", api.post("/jobs/" + failedId + "/cancel", null)));
-    problems.addAll(validator.problems("POST", "/jobs/{id}/retry", api.post("/jobs/" + failedId + "/retry", null)));
-    problems.addAll(validator.problems("POST", "/jobs/{id}/retry", api.post("/jobs/" + UUID.randomUUID() + "/retry", null)));
-    problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}")));
-    problems.addAll(validator.problems("POST", "/jobs/retry", api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"]}")));
-    problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"all\":true,\"dry_run\":true}")));
-    problems.addAll(validator.problems("POST", "/jobs/retry", api.post("/jobs/retry", "{\"all\":true,\"dry_run\":true}")));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/{id}/retry", api.post("/jobs/" + failedId + "/retry", null)));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/{id}/cancel", api.post("/jobs/" + failedId + "/cancel", null)));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/{id}/cancel", api.post("/jobs/" + failedId + "/cancel", null)));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/{id}/retry", api.post("/jobs/" + failedId + "/retry", null)));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/{id}/retry", api.post("/jobs/" + UUID.randomUUID() + "/retry", null)));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"queues\":[\"" + queue + "\"]}")));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/retry", api.post("/jobs/retry", "{\"queues\":[\"" + queue + "\"]}")));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/cancel", api.post("/jobs/cancel", "{\"all\":true,\"dry_run\":true}")));
+    problems.addAll(validator.problems(
+        "POST", "/jobs/retry", api.post("/jobs/retry", "{\"all\":true,\"dry_run\":true}")));
     problems.addAll(validator.problems("POST", "/jobs/cancel", api.post("/jobs/cancel", "{}")));
-    problems.addAll(validator.problems("POST", "/dead-letters/retry",
+    problems.addAll(validator.problems(
+        "POST",
+        "/dead-letters/retry",
         api.post("/dead-letters/retry", "{\"type\":\"task\",\"error\":\"no luck\"}")));
-    problems.addAll(validator.problems("POST", "/dead-letters/retry", api.post("/dead-letters/retry", "{\"type\":\"task\"}")));
-    problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"send_email\",\"payload\":{}}")));
-    problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"nope\",\"payload\":{}}")));
+    problems.addAll(validator.problems(
+        "POST", "/dead-letters/retry", api.post("/dead-letters/retry", "{\"type\":\"task\"}")));
+    problems.addAll(validator.problems(
+        "POST", "/jobs", api.post("/jobs", "{\"type\":\"send_email\",\"payload\":{}}")));
+    problems.addAll(validator.problems(
+        "POST", "/jobs", api.post("/jobs", "{\"type\":\"nope\",\"payload\":{}}")));
     problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{oops")));
-    problems.addAll(validator.problems("POST", "/jobs", api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"other\"},"
-        + "\"queue\":\"" + queue + "\",\"max_attempts\":1}", "Idempotency-Key", "spec-" + queue)));
+    problems.addAll(validator.problems(
+        "POST",
+        "/jobs",
+        api.post(
+            "/jobs",
+            "{\"type\":\"task\",\"payload\":{\"note\":\"other\"}," + "\"queue\":\"" + queue
+                + "\",\"max_attempts\":1}",
+            "Idempotency-Key",
+            "spec-" + queue)));
     problems.addAll(validator.problems("GET", "/jobs", api.get("/jobs?limit=0")));
-    problems.addAll(validator.problems("POST", "/queues/{name}/pause", api.post("/queues/" + queue + "/pause", null)));
-    problems.addAll(validator.problems("POST", "/queues/{name}/resume", api.post("/queues/" + queue + "/resume", null)));
+    problems.addAll(validator.problems(
+        "POST", "/queues/{name}/pause", api.post("/queues/" + queue + "/pause", null)));
+    problems.addAll(validator.problems(
+        "POST", "/queues/{name}/resume", api.post("/queues/" + queue + "/resume", null)));
     problems.addAll(validator.problems("GET", "/health/live", api.get("/health/live")));
     problems.addAll(validator.problems("GET", "/health/ready", api.get("/health/ready")));
     problems.addAll(validator.problems("GET", "/metrics", api.get("/metrics")));
@@ -234,20 +306,46 @@ class OpenApiTest {
   @Test
   void schemaCheckRejectsAResponseThatBreaksItsSchemaOrIsUndocumented() {
     SpecValidator validator = new SpecValidator(spec);
-    java.util.Map<String, List<String>> json = java.util.Map.of("Content-Type", List.of("application/json"));
+    java.util.Map<String, List<String>> json =
+        java.util.Map.of("Content-Type", List.of("application/json"));
 
-    assertThat(validator.problems("GET", "/jobs/{id}", new Response(200, json, "{\"id\":\"x\",\"extra\":1}"))).isNotEmpty();
-    assertThat(validator.problems("GET", "/jobs/{id}", new Response(418, json, "{}"))).isNotEmpty();
-    assertThat(validator.problems("GET", "/nowhere", new Response(200, json, "{}"))).isNotEmpty();
+    assertThat(validator.problems(
+            "GET", "/jobs/{id}", new Response(200, json, "{\"id\":\"x\",\"extra\":1}")))
+        .isNotEmpty();
+    assertThat(validator.problems("GET", "/jobs/{id}", new Response(418, json, "{}")))
+        .isNotEmpty();
+    assertThat(validator.problems("GET", "/nowhere", new Response(200, json, "{}")))
+        .isNotEmpty();
   }
 
   @Test
   void problemTypesNamedInTheDocumentAreTheOnesTheServerUses() {
-    String description = spec.path("components").path("schemas").path("Problem").path("properties").path("type")
-        .path("description").asString().toLowerCase(Locale.ROOT);
-    for (String slug : List.of("invalid-request", "malformed-json", "validation-failed", "unknown-job-type",
-        "unauthorized", "forbidden", "not-found", "method-not-allowed", "not-acceptable", "already-finished",
-        "not-retryable", "body-too-large", "unsupported-media-type", "unavailable", "request-timeout", "internal-error", "idempotency-key-reused")) {
+    String description = spec.path("components")
+        .path("schemas")
+        .path("Problem")
+        .path("properties")
+        .path("type")
+        .path("description")
+        .asString()
+        .toLowerCase(Locale.ROOT);
+    for (String slug : List.of(
+        "invalid-request",
+        "malformed-json",
+        "validation-failed",
+        "unknown-job-type",
+        "unauthorized",
+        "forbidden",
+        "not-found",
+        "method-not-allowed",
+        "not-acceptable",
+        "already-finished",
+        "not-retryable",
+        "body-too-large",
+        "unsupported-media-type",
+        "unavailable",
+        "request-timeout",
+        "internal-error",
+        "idempotency-key-reused")) {
       assertThat(description).contains("`" + slug + "`");
     }
   }

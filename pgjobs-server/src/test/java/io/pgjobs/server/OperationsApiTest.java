@@ -54,8 +54,12 @@ class OperationsApiTest {
   @Test
   void queuesShowCountsPerStateScheduledJobsOldestReadyAgeAndPauseResume() {
     String queue = uniqueQueue();
-    api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"now\"},\"queue\":\"" + queue + "\"}");
-    api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"later\"},\"queue\":\"" + queue + "\",\"delay_ms\":3600000}");
+    api.post(
+        "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"now\"},\"queue\":\"" + queue + "\"}");
+    api.post(
+        "/jobs",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"later\"},\"queue\":\"" + queue
+            + "\",\"delay_ms\":3600000}");
     await().atMost(WAIT).until(() -> queue(queue).path("oldest_ready_age_ms").asLong() > 0);
 
     JsonNode q = queue(queue);
@@ -81,8 +85,10 @@ class OperationsApiTest {
   @Test
   void aJobNeedingACapabilityNoLiveWorkerHasIsReportedUntilAWorkerWithItStartsAndRunsIt() {
     String queue = uniqueQueue();
-    Response created = api.post("/jobs",
-        "{\"type\":\"task\",\"payload\":{\"note\":\"gpu\"},\"queue\":\"" + queue + "\",\"capability\":\"gpu\"}");
+    Response created = api.post(
+        "/jobs",
+        "{\"type\":\"task\",\"payload\":{\"note\":\"gpu\"},\"queue\":\"" + queue
+            + "\",\"capability\":\"gpu\"}");
     assertThat(created.status()).isEqualTo(201);
     assertThat(created.json().path("capability").asString()).isEqualTo("gpu");
     String id = created.json().path("id").asString();
@@ -98,7 +104,9 @@ class OperationsApiTest {
         .queue(queue, 1)
         .build()
         .start()) {
-      await().atMost(WAIT).until(() -> api.get("/jobs/" + id).json().path("state").asString().equals("succeeded"));
+      await()
+          .atMost(WAIT)
+          .until(() -> api.get("/jobs/" + id).json().path("state").asString().equals("succeeded"));
       assertThat(api.get("/jobs/" + id).json().path("capability").asString()).isEqualTo("gpu");
       JsonNode w = null;
       for (JsonNode candidate : api.get("/workers").json().path("workers")) {
@@ -115,19 +123,25 @@ class OperationsApiTest {
   @Test
   void aQueueNoLiveWorkerServesIsReportedUntilOneStarts() {
     String queue = uniqueQueue();
-    Response created = api.post("/jobs",
-        "{\"type\":\"task\",\"payload\":{\"note\":\"typo\"},\"queue\":\"" + queue + "\"}");
+    Response created = api.post(
+        "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"typo\"},\"queue\":\"" + queue + "\"}");
     assertThat(created.status()).isEqualTo(201);
     String id = created.json().path("id").asString();
-    assertThat(queue(queue).path("unserved").asBoolean()).as("nobody serves %s", queue).isTrue();
+    assertThat(queue(queue).path("unserved").asBoolean())
+        .as("nobody serves %s", queue)
+        .isTrue();
 
     try (JobWorker worker = JobWorker.builder(api.db.dataSource())
         .register(TestTypes.TASK, (ctx, task) -> null)
         .queue(queue, 1)
         .build()
         .start()) {
-      await().atMost(WAIT).until(() -> api.get("/jobs/" + id).json().path("state").asString().equals("succeeded"));
-      assertThat(queue(queue).path("unserved").asBoolean()).as("served, nothing waits").isFalse();
+      await()
+          .atMost(WAIT)
+          .until(() -> api.get("/jobs/" + id).json().path("state").asString().equals("succeeded"));
+      assertThat(queue(queue).path("unserved").asBoolean())
+          .as("served, nothing waits")
+          .isFalse();
     }
   }
 
@@ -135,7 +149,8 @@ class OperationsApiTest {
   void workersShowLiveWorkersWithHeartbeatsAndRunningJobs() throws Exception {
     String queue = uniqueQueue();
     CountDownLatch release = new CountDownLatch(1);
-    api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"hold\"},\"queue\":\"" + queue + "\"}");
+    api.post(
+        "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"hold\"},\"queue\":\"" + queue + "\"}");
     try (JobWorker worker = JobWorker.builder(api.db.dataSource())
         .workerId("api-test-worker-" + queue)
         .register(TestTypes.TASK, (ctx, task) -> {
@@ -167,25 +182,37 @@ class OperationsApiTest {
   void statsAndDeadLettersCountFinishedJobsByTypeQueueAndError() {
     String queue = uniqueQueue();
     for (String note : List.of("ok", "ok", "boom:41213", "boom:41977", "bang")) {
-      api.post("/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"" + note + "\"},\"queue\":\"" + queue
-          + "\",\"max_attempts\":1}");
+      api.post(
+          "/jobs",
+          "{\"type\":\"task\",\"payload\":{\"note\":\"" + note + "\"},\"queue\":\"" + queue
+              + "\",\"max_attempts\":1}");
     }
     try (JobWorker worker = JobWorker.builder(api.db.dataSource())
         .register(TestTypes.TASK, (ctx, task) -> {
           if (task.note().equals("bang")) {
             // No message of its own, as java.net.http throws a refused connection.
-            throw new UnsupportedOperationException((String) null, new java.net.ConnectException("Connection refused"));
+            throw new UnsupportedOperationException(
+                (String) null, new java.net.ConnectException("Connection refused"));
           }
           if (!task.note().equals("ok")) {
-            throw new IllegalStateException("boom to 127.0.0.1:" + task.note().substring(5) + " happened\nat line 2");
+            throw new IllegalStateException(
+                "boom to 127.0.0.1:" + task.note().substring(5) + " happened\nat line 2");
           }
           return null;
         })
         .queue(queue, 5)
         .build()
         .start()) {
-      await().atMost(WAIT).until(() -> api.client.list(io.pgjobs.JobFilter.builder().queue(queue)
-          .state(JobState.SUCCEEDED, JobState.FAILED).build()).jobs().size() == 5);
+      await()
+          .atMost(WAIT)
+          .until(() -> api.client
+                  .list(io.pgjobs.JobFilter.builder()
+                      .queue(queue)
+                      .state(JobState.SUCCEEDED, JobState.FAILED)
+                      .build())
+                  .jobs()
+                  .size()
+              == 5);
     }
 
     JsonNode stats = api.get("/stats").json();
@@ -210,25 +237,37 @@ class OperationsApiTest {
     assertThat(api.get("/stats?window=10m").json().path("window").asString()).isEqualTo("10m");
 
     JsonNode groups = api.get("/dead-letters?queue=" + queue).json().path("groups");
-    assertThat(groups.size()).as("grouped by error class, not by messages differing in a port: %s", groups)
+    assertThat(groups.size())
+        .as("grouped by error class, not by messages differing in a port: %s", groups)
         .isEqualTo(2);
     assertThat(groups.get(0).path("error").asString()).isEqualTo("java.lang.IllegalStateException");
     assertThat(groups.get(0).path("kind").asString()).isEqualTo("error");
-    assertThat(groups.get(0).path("message").asString()).matches("boom to 127\\.0\\.0\\.1:41(213|977) happened");
+    assertThat(groups.get(0).path("message").asString())
+        .matches("boom to 127\\.0\\.0\\.1:41(213|977) happened");
     assertThat(groups.get(0).path("count").asLong()).isEqualTo(2);
     assertThat(groups.get(0).path("job_ids").size()).isEqualTo(2);
     JsonNode bang = groups.get(1);
     assertThat(bang.path("error").asString()).isEqualTo("java.lang.UnsupportedOperationException");
-    assertThat(bang.path("message").asString()).isEqualTo("java.lang.UnsupportedOperationException without a message;"
-        + " caused by java.net.ConnectException: Connection refused");
+    assertThat(bang.path("message").asString())
+        .isEqualTo("java.lang.UnsupportedOperationException without a message;"
+            + " caused by java.net.ConnectException: Connection refused");
     assertThat(bang.path("count").asLong()).isEqualTo(1);
 
-    JsonNode lastError = api.get("/jobs/" + bang.path("job_ids").get(0).asString()).json().path("errors").get(0);
-    assertThat(lastError.path("message").asString()).isNotEqualTo("null").contains("Connection refused");
-    assertThat(lastError.path("error_class").asString()).isEqualTo("java.lang.UnsupportedOperationException");
-    assertThat(lastError.path("cause").asString()).isEqualTo("java.net.ConnectException: Connection refused");
+    JsonNode lastError = api.get("/jobs/" + bang.path("job_ids").get(0).asString())
+        .json()
+        .path("errors")
+        .get(0);
+    assertThat(lastError.path("message").asString())
+        .isNotEqualTo("null")
+        .contains("Connection refused");
+    assertThat(lastError.path("error_class").asString())
+        .isEqualTo("java.lang.UnsupportedOperationException");
+    assertThat(lastError.path("cause").asString())
+        .isEqualTo("java.net.ConnectException: Connection refused");
 
-    JsonNode retried = api.post("/dead-letters/retry", "{\"type\":\"task\",\"error\":\"java.lang.IllegalStateException\"}")
+    JsonNode retried = api.post(
+            "/dead-letters/retry",
+            "{\"type\":\"task\",\"error\":\"java.lang.IllegalStateException\"}")
         .json();
     assertThat(retried.path("retried").asLong()).isEqualTo(2);
   }
@@ -236,19 +275,27 @@ class OperationsApiTest {
   @Test
   void readyChecksTheDatabaseAndIs503ProblemWhenItIsDown() {
     assertThat(api.get("/health/ready").status()).isEqualTo(200);
-    assertThat(api.get("/health/ready").json().path("checks").path("database").asString()).isEqualTo("up");
+    assertThat(api.get("/health/ready").json().path("checks").path("database").asString())
+        .isEqualTo("up");
 
     PGSimpleDataSource nowhere = new PGSimpleDataSource();
     nowhere.setURL("jdbc:postgresql://127.0.0.1:1/none?connectTimeout=2");
     JobClient down = JobClient.builder(nowhere).build();
-    try (ApiServer server = ApiServer.builder(down).host("127.0.0.1").port(0).build().start()) {
+    try (ApiServer server =
+        ApiServer.builder(down).host("127.0.0.1").port(0).build().start()) {
       String base = "http://127.0.0.1:" + server.port();
-      Response live = api.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/health/live")).build());
+      Response live =
+          api.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/health/live"))
+              .build());
       assertThat(live.status()).isEqualTo(200);
-      Response ready = api.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/health/ready")).build());
+      Response ready =
+          api.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/health/ready"))
+              .build());
       assertThat(ready.status()).isEqualTo(503);
       assertThat(ready.isProblem()).isTrue();
-      Response jobs = api.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/jobs")).build());
+      Response jobs =
+          api.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/jobs"))
+              .build());
       assertThat(jobs.status()).isEqualTo(503);
       assertThat(jobs.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:unavailable");
     }
@@ -268,14 +315,19 @@ class OperationsApiTest {
       assertThat(generated.header("X-Request-Id")).matches("[0-9a-f-]{36}");
 
       Response unsafe = api.get("/queues", "X-Request-Id", "bad id with spaces");
-      assertThat(unsafe.header("X-Request-Id")).isNotEqualTo("bad id with spaces").matches("[0-9a-f-]{36}");
+      assertThat(unsafe.header("X-Request-Id"))
+          .isNotEqualTo("bad id with spaces")
+          .matches("[0-9a-f-]{36}");
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(appender.list)
-          .anySatisfy(e -> {
-            assertThat(e.getMDCPropertyMap()).containsEntry("request_id", "trace-abc.123");
-            assertThat(e.getFormattedMessage()).contains("GET /queues 200");
-          })
-          .anySatisfy(e -> assertThat(e.getMDCPropertyMap()).containsEntry("request_id", generated.header("X-Request-Id"))));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(appender.list)
+              .anySatisfy(e -> {
+                assertThat(e.getMDCPropertyMap()).containsEntry("request_id", "trace-abc.123");
+                assertThat(e.getFormattedMessage()).contains("GET /queues 200");
+              })
+              .anySatisfy(e -> assertThat(e.getMDCPropertyMap())
+                  .containsEntry("request_id", generated.header("X-Request-Id"))));
     } finally {
       access.detachAppender(appender);
     }
@@ -283,15 +335,20 @@ class OperationsApiTest {
 
   @Test
   void aRequestPastTheTimeoutIs504Problem() throws Exception {
-    try (ApiServer quick = ApiServer.builder(api.client).host("127.0.0.1").port(0)
-            .requestTimeout(Duration.ofMillis(500)).build().start();
+    try (ApiServer quick = ApiServer.builder(api.client)
+            .host("127.0.0.1")
+            .port(0)
+            .requestTimeout(Duration.ofMillis(500))
+            .build()
+            .start();
         Connection lock = api.db.dataSource().getConnection()) {
       lock.setAutoCommit(false);
       try (Statement st = lock.createStatement()) {
         st.execute("LOCK TABLE pgjobs.workers IN ACCESS EXCLUSIVE MODE");
       }
       Response r = api.send(java.net.http.HttpRequest.newBuilder(
-          java.net.URI.create("http://127.0.0.1:" + quick.port() + "/workers")).build());
+              java.net.URI.create("http://127.0.0.1:" + quick.port() + "/workers"))
+          .build());
       lock.rollback();
 
       assertThat(r.status()).isEqualTo(504);

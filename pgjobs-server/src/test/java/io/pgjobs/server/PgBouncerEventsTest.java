@@ -30,14 +30,16 @@ class PgBouncerEventsTest {
   private static TestDatabase db;
   private static PgBouncer bouncer;
   private static JobClient pooledClient;
-  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @BeforeAll
   static void start() {
     db = TestDatabase.create();
     JobClient.builder(db.dataSource()).build().migrate();
     bouncer = PgBouncer.start(db, 3);
-    pooledClient = JobClient.builder(bouncer.newDataSource(4)).knownTypes(TestTypes.TASK).build();
+    pooledClient =
+        JobClient.builder(bouncer.newDataSource(4)).knownTypes(TestTypes.TASK).build();
   }
 
   @AfterAll
@@ -56,16 +58,29 @@ class PgBouncerEventsTest {
   }
 
   @Test
-  void theEventStreamListensOnTheDirectConnectionAndFollowsAJobRunThroughThePooler() throws Exception {
-    try (ApiServer server = ApiServer.builder(pooledClient).host("127.0.0.1").port(0)
-        .listenDataSource(db.dataSource()).build().start()) {
-      UUID id = pooledClient.enqueue(TestTypes.TASK, new TestTypes.Task("via pgbouncer")).job().id();
+  void theEventStreamListensOnTheDirectConnectionAndFollowsAJobRunThroughThePooler()
+      throws Exception {
+    try (ApiServer server = ApiServer.builder(pooledClient)
+        .host("127.0.0.1")
+        .port(0)
+        .listenDataSource(db.dataSource())
+        .build()
+        .start()) {
+      UUID id = pooledClient
+          .enqueue(TestTypes.TASK, new TestTypes.Task("via pgbouncer"))
+          .job()
+          .id();
       URI uri = URI.create("http://127.0.0.1:" + server.port() + "/events?job_id=" + id);
       try (SseSubscriber events = new SseSubscriber(http, uri)) {
         assertThat(events.status()).isEqualTo(200);
-        assertThat(events.next("snapshot", WAIT).json().path("job").path("state").asString()).isEqualTo("queued");
-        try (JobWorker worker = JobWorker.builder(bouncer.newDataSource(4)).listenDataSource(db.dataSource())
-            .register(TestTypes.TASK, (ctx, task) -> null).build().start()) {
+        assertThat(
+                events.next("snapshot", WAIT).json().path("job").path("state").asString())
+            .isEqualTo("queued");
+        try (JobWorker worker = JobWorker.builder(bouncer.newDataSource(4))
+            .listenDataSource(db.dataSource())
+            .register(TestTypes.TASK, (ctx, task) -> null)
+            .build()
+            .start()) {
           List<String> states = new ArrayList<>();
           while (!states.contains("succeeded")) {
             Event e = events.next("state", WAIT);
@@ -79,14 +94,23 @@ class PgBouncerEventsTest {
 
   @Test
   void withLiveEventsOffTheServerOpensNoListenConnectionAndStillAnswers() throws Exception {
-    try (ApiServer server = ApiServer.builder(pooledClient).host("127.0.0.1").port(0)
-        .liveEvents(false).build().start()) {
-      UUID id = pooledClient.enqueue(TestTypes.TASK, new TestTypes.Task("no live events")).job().id();
+    try (ApiServer server = ApiServer.builder(pooledClient)
+        .host("127.0.0.1")
+        .port(0)
+        .liveEvents(false)
+        .build()
+        .start()) {
+      UUID id = pooledClient
+          .enqueue(TestTypes.TASK, new TestTypes.Task("no live events"))
+          .job()
+          .id();
       URI uri = URI.create("http://127.0.0.1:" + server.port() + "/events?job_id=" + id);
       try (SseSubscriber events = new SseSubscriber(http, uri)) {
         assertThat(events.status()).isEqualTo(200);
         // No mark can come back without a listener: the snapshot goes out at once.
-        assertThat(events.next("snapshot", WAIT).json().path("job").path("state").asString()).isEqualTo("queued");
+        assertThat(
+                events.next("snapshot", WAIT).json().path("job").path("state").asString())
+            .isEqualTo("queued");
       }
       assertThat(listeningSessions()).isZero();
     }
@@ -94,7 +118,10 @@ class PgBouncerEventsTest {
 
   @Test
   void liveEventsOffAndAListenDataSourceContradictEachOther() {
-    assertThatThrownBy(() -> ApiServer.builder(pooledClient).liveEvents(false).listenDataSource(db.dataSource()).build())
+    assertThatThrownBy(() -> ApiServer.builder(pooledClient)
+            .liveEvents(false)
+            .listenDataSource(db.dataSource())
+            .build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("liveEvents(false) and a listenDataSource");
   }

@@ -38,7 +38,8 @@ import org.slf4j.LoggerFactory;
 @Tag(Tags.PROCESS)
 class ReadOnlyNodeTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
-  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @Test
   void aStandbyIsNotReadyRefusesJobsAndBothResumeWhenPromoted() throws Exception {
@@ -54,7 +55,8 @@ class ReadOnlyNodeTest {
     Level heartbeatLevelBefore = heartbeatLog.getLevel();
     heartbeatLog.setLevel(Level.DEBUG);
     heartbeatLog.addAppender(heartbeatEvents);
-    Logger listenerLog = (Logger) LoggerFactory.getLogger("io.pgjobs.notify.JobNotificationListener");
+    Logger listenerLog =
+        (Logger) LoggerFactory.getLogger("io.pgjobs.notify.JobNotificationListener");
     ListAppender<ILoggingEvent> listenerEvents = new ListAppender<>();
     listenerEvents.start();
     Level listenerLevelBefore = listenerLog.getLevel();
@@ -77,7 +79,8 @@ class ReadOnlyNodeTest {
 
       try (HikariDataSource standby = pool(cluster.jdbcUrl(Node.STANDBY, "jobs"))) {
         JobClient client = JobClient.builder(standby).knownTypes(TestTypes.TASK).build();
-        try (ApiServer server = ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
+        try (ApiServer server =
+                ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
             JobWorker worker = JobWorker.builder(standby)
                 .register(TestTypes.TASK, (ctx, task) -> {
                   done.add(task.note());
@@ -85,39 +88,60 @@ class ReadOnlyNodeTest {
                 })
                 .queue("default", 2)
                 .pollInterval(Duration.ofMillis(100))
-                .leaseTtl(Duration.ofSeconds(1)) // renewed every third of a second: many tries while read-only
+                .leaseTtl(Duration.ofSeconds(
+                    1)) // renewed every third of a second: many tries while read-only
                 .build()
                 .start()) {
           Response ready = get(server, "/health/ready");
           assertThat(ready.status()).as(ready.body()).isEqualTo(503);
-          assertThat(ready.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:database-read-only");
+          assertThat(ready.json().path("type").asString())
+              .isEqualTo("urn:pgjobs:problem:database-read-only");
           assertThat(ready.json().path("detail").asString()).contains("read-only", "standby");
 
           Response refused = postJob(server, "while read-only");
           assertThat(refused.status()).as(refused.body()).isEqualTo(503);
           assertThat(refused.contentType()).startsWith("application/problem+json");
-          assertThat(refused.json().path("type").asString()).isEqualTo("urn:pgjobs:problem:database-read-only");
+          assertThat(refused.json().path("type").asString())
+              .isEqualTo("urn:pgjobs:problem:database-read-only");
           assertThat(refused.json().path("detail").asString()).contains("read-only");
 
-          // The worker cannot register on a standby, so it claims nothing: several failed beats, one warning
+          // The worker cannot register on a standby, so it claims nothing: several failed beats,
+          // one warning
           // saying what the worker waits for.
           await().atMost(WAIT).until(() -> readOnlyEvents(heartbeatEvents, Level.DEBUG) >= 3);
           assertThat(readOnlyEvents(heartbeatEvents, Level.WARN)).isEqualTo(1);
-          assertThat(warnings(heartbeatEvents)).filteredOn(message -> message.contains("read-only")).singleElement()
+          assertThat(warnings(heartbeatEvents))
+              .filteredOn(message -> message.contains("read-only"))
+              .singleElement()
               .satisfies(message -> assertThat(message).contains("waits", "promoted"));
           assertThat(worker.isFenced()).isTrue();
 
-          // The two listeners (the worker's, the API's event stream) retry LISTEN, each saying once why it fails.
-          await().atMost(WAIT).until(() -> snapshot(listenerEvents).stream()
-              .filter(e -> e.getFormattedMessage().startsWith("LISTEN")).count() >= 6);
-          assertThat(warnings(listenerEvents)).as("the listeners' warnings").hasSize(2).allSatisfy(message ->
-              assertThat(message).contains("read-only standby", "until it is promoted"));
+          // The two listeners (the worker's, the API's event stream) retry LISTEN, each saying once
+          // why it fails.
+          await()
+              .atMost(WAIT)
+              .until(() -> snapshot(listenerEvents).stream()
+                      .filter(e -> e.getFormattedMessage().startsWith("LISTEN"))
+                      .count()
+                  >= 6);
+          assertThat(warnings(listenerEvents))
+              .as("the listeners' warnings")
+              .hasSize(2)
+              .allSatisfy(message ->
+                  assertThat(message).contains("read-only standby", "until it is promoted"));
 
           // The maintenance lease is tried again and again; its failure is reported once.
-          await().atMost(WAIT).until(() -> snapshot(leaseEvents).stream()
-              .filter(e -> e.getFormattedMessage().contains("maintenance lease")).count() >= 4);
-          assertThat(warnings(leaseEvents)).as("the lease's warnings").singleElement().satisfies(message ->
-              assertThat(message).contains("read-only", "until it is promoted"));
+          await()
+              .atMost(WAIT)
+              .until(() -> snapshot(leaseEvents).stream()
+                      .filter(e -> e.getFormattedMessage().contains("maintenance lease"))
+                      .count()
+                  >= 4);
+          assertThat(warnings(leaseEvents))
+              .as("the lease's warnings")
+              .singleElement()
+              .satisfies(
+                  message -> assertThat(message).contains("read-only", "until it is promoted"));
 
           cluster.promoteStandby();
 
@@ -125,9 +149,12 @@ class ReadOnlyNodeTest {
           Response accepted = postJob(server, "after promotion");
           assertThat(accepted.status()).as(accepted.body()).isEqualTo(201);
           await().atMost(WAIT).until(() -> done.contains("after promotion"));
-          assertThat(snapshot(heartbeatEvents)).anySatisfy(event -> assertThat(event.getFormattedMessage())
-              .contains("accepts writes again"));
-          assertThat(warnings(pollerEvents)).as("the poller never claimed on the standby").isEmpty();
+          assertThat(snapshot(heartbeatEvents))
+              .anySatisfy(event ->
+                  assertThat(event.getFormattedMessage()).contains("accepts writes again"));
+          assertThat(warnings(pollerEvents))
+              .as("the poller never claimed on the standby")
+              .isEmpty();
         }
       }
     } finally {

@@ -17,7 +17,8 @@ import tools.jackson.databind.node.ObjectNode;
  */
 final class SpecValidator {
   private final JsonNode spec;
-  private final SchemaRegistry registry = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12);
+  private final SchemaRegistry registry =
+      SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12);
 
   SpecValidator(JsonNode spec) {
     this.spec = spec;
@@ -29,14 +30,18 @@ final class SpecValidator {
     if (operation.isMissingNode()) {
       return List.of(method + " " + specPath + " is not in the spec");
     }
-    JsonNode documented = resolve(operation.path("responses").path(Integer.toString(response.status())));
+    JsonNode documented =
+        resolve(operation.path("responses").path(Integer.toString(response.status())));
     if (documented.isMissingNode()) {
       return List.of(method + " " + specPath + " does not document status " + response.status());
     }
-    String mediaType = response.contentType() == null ? null : response.contentType().split(";")[0].trim();
+    String mediaType = response.contentType() == null
+        ? null
+        : response.contentType().split(";")[0].trim();
     JsonNode content = documented.path("content").path(mediaType);
     if (content.isMissingNode()) {
-      return List.of(method + " " + specPath + " " + response.status() + " does not document " + mediaType);
+      return List.of(
+          method + " " + specPath + " " + response.status() + " does not document " + mediaType);
     }
     if (!mediaType.endsWith("json")) {
       return List.of();
@@ -45,7 +50,9 @@ final class SpecValidator {
     schemaDoc.set("components", spec.path("components"));
     Schema schema = registry.getSchema(schemaDoc);
     List<Error> errors = schema.validate(response.json());
-    return errors.stream().map(e -> method + " " + specPath + " " + response.status() + ": " + e).toList();
+    return errors.stream()
+        .map(e -> method + " " + specPath + " " + response.status() + ": " + e)
+        .toList();
   }
 
   /** The problems of a JSON request body against the operation's request schema; empty when it conforms. */
@@ -58,7 +65,8 @@ final class SpecValidator {
     ObjectNode schemaDoc = ((ObjectNode) content.path("schema")).deepCopy();
     schemaDoc.set("components", spec.path("components"));
     return registry.getSchema(schemaDoc).validate(body).stream()
-        .map(e -> method + " " + specPath + " request: " + e).toList();
+        .map(e -> method + " " + specPath + " request: " + e)
+        .toList();
   }
 
   private JsonNode resolve(JsonNode node) {

@@ -25,7 +25,8 @@ final class SseSubscriber implements AutoCloseable {
   private final Thread reader;
 
   SseSubscriber(HttpClient http, URI uri, String... headers) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(uri).header("Accept", "text/event-stream").GET();
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(uri).header("Accept", "text/event-stream").GET();
     if (headers.length > 0) {
       b.headers(headers);
     }

@@ -37,16 +37,19 @@ class WorkersApiTest {
     api.db.execute(
         "INSERT INTO pgjobs.workers (id, host, pid, queues, job_types, started_at, last_heartbeat, dead_after_ms)"
             + " VALUES ('beating', 'h', 1, '{}', '[]', now(), now(), 20000),"
-            + " ('killed', 'h', 2, '{}', '[]', now() - interval '5 minutes', " + ago("4 minutes") + ", 20000),"
+            + " ('killed', 'h', 2, '{}', '[]', now() - interval '5 minutes', " + ago("4 minutes")
+            + ", 20000),"
             + " ('patient', 'h', 3, '{}', '[]', now() - interval '5 minutes', now() - interval '4 minutes', 600000),"
-            + " ('older-version', 'h', 4, '{}', '[]', now() - interval '5 minutes', " + ago("30 seconds") + ", NULL)");
+            + " ('older-version', 'h', 4, '{}', '[]', now() - interval '5 minutes', "
+            + ago("30 seconds") + ", NULL)");
     Response r = api.get("/workers");
     assertThat(r.status()).isEqualTo(200);
     Map<String, Boolean> alive = new HashMap<>();
     for (JsonNode w : ApiTestSupport.JSON.readTree(r.body()).path("workers")) {
       alive.put(w.path("id").asText(), w.path("alive").asBoolean());
     }
-    assertThat(alive).containsExactlyInAnyOrderEntriesOf(
-        Map.of("beating", true, "killed", false, "patient", true, "older-version", false));
+    assertThat(alive)
+        .containsExactlyInAnyOrderEntriesOf(
+            Map.of("beating", true, "killed", false, "patient", true, "older-version", false));
   }
 }

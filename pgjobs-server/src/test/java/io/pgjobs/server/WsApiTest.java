@@ -15,8 +15,8 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -40,7 +40,8 @@ class WsApiTest {
   @BeforeAll
   static void start() {
     open = ApiTestSupport.start();
-    secured = ApiTestSupport.start(b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ)));
+    secured = ApiTestSupport.start(
+        b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ)));
   }
 
   @AfterAll
@@ -65,7 +66,8 @@ class WsApiTest {
       for (int i = 0; i < headers.length; i += 2) {
         b.header(headers[i], headers[i + 1]);
       }
-      s.ws = b.buildAsync(URI.create("ws://127.0.0.1:" + api.server.port() + "/ws"), s).join();
+      s.ws = b.buildAsync(URI.create("ws://127.0.0.1:" + api.server.port() + "/ws"), s)
+          .join();
       return s;
     }
 
@@ -108,7 +110,8 @@ class WsApiTest {
     }
 
     JsonNode nextJob(UUID id, String state) throws InterruptedException {
-      return next(m -> m.path("type").asString().equals("job") && m.path("id").asString().equals(id.toString())
+      return next(m -> m.path("type").asString().equals("job")
+          && m.path("id").asString().equals(id.toString())
           && (state == null || m.path("job").path("state").asString().equals(state)));
     }
 
@@ -175,16 +178,24 @@ class WsApiTest {
     Socket s = Socket.connect(open);
     try {
       s.send("not json");
-      assertThat(s.next(m -> m.path("type").asString().equals("error")).path("detail").asString())
+      assertThat(s.next(m -> m.path("type").asString().equals("error"))
+              .path("detail")
+              .asString())
           .contains("not valid JSON");
       s.send("{\"op\":\"shout\"}");
-      assertThat(s.next(m -> m.path("type").asString().equals("error")).path("detail").asString())
+      assertThat(s.next(m -> m.path("type").asString().equals("error"))
+              .path("detail")
+              .asString())
           .contains("unknown op 'shout'", "subscribe", "events");
       s.send("{\"op\":\"subscribe\",\"jobs\":[\"12\"]}");
-      assertThat(s.next(m -> m.path("type").asString().equals("error")).path("detail").asString())
+      assertThat(s.next(m -> m.path("type").asString().equals("error"))
+              .path("detail")
+              .asString())
           .contains("'12' is not one");
       s.send("{\"op\":\"subscribe\",\"jobs\":\"" + id + "\"}");
-      assertThat(s.next(m -> m.path("type").asString().equals("error")).path("detail").asString())
+      assertThat(s.next(m -> m.path("type").asString().equals("error"))
+              .path("detail")
+              .asString())
           .contains("must be an array");
 
       s.send("{\"op\":\"subscribe\",\"jobs\":[\"" + id + "\"]}");
@@ -217,7 +228,9 @@ class WsApiTest {
   void withoutATokenTheFirstSubscriptionClosesTheSocketWith4401() {
     Socket s = Socket.connect(secured);
     s.send("{\"op\":\"subscribe\",\"jobs\":[\"" + UUID.randomUUID() + "\"]}");
-    assertThat(s.awaitClose()).startsWith(WsApi.CLOSE_UNAUTHORIZED + " ").contains("needs a token", "\"op\":\"auth\"");
+    assertThat(s.awaitClose())
+        .startsWith(WsApi.CLOSE_UNAUTHORIZED + " ")
+        .contains("needs a token", "\"op\":\"auth\"");
   }
 
   @Test
@@ -246,23 +259,29 @@ class WsApiTest {
 
   @Test
   void aBadAuthorizationHeaderIsRefusedAtTheUpgradeWith401() {
-    assertThatThrownBy(() -> Socket.connect(secured, "Authorization", "Bearer not-a-valid-token-at-all"))
+    assertThatThrownBy(
+            () -> Socket.connect(secured, "Authorization", "Bearer not-a-valid-token-at-all"))
         .isInstanceOf(CompletionException.class)
-        .cause().isInstanceOf(WebSocketHandshakeException.class)
+        .cause()
+        .isInstanceOf(WebSocketHandshakeException.class)
         .satisfies(e -> {
           java.net.http.HttpResponse<?> response = ((WebSocketHandshakeException) e).getResponse();
           assertThat(response.statusCode()).isEqualTo(401);
-          assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
-              type -> assertThat(type).startsWith("application/problem+json"));
+          assertThat(response.headers().firstValue("Content-Type"))
+              .hasValueSatisfying(type -> assertThat(type).startsWith("application/problem+json"));
         });
   }
 
   @Test
-  void aPageOfAnotherOriginIsRefusedAtTheUpgradeWith403AndTheServersOwnOriginIsNot() throws Exception {
+  void aPageOfAnotherOriginIsRefusedAtTheUpgradeWith403AndTheServersOwnOriginIsNot()
+      throws Exception {
     assertThatThrownBy(() -> Socket.connect(open, "Origin", "http://evil.example"))
         .isInstanceOf(CompletionException.class)
-        .cause().isInstanceOf(WebSocketHandshakeException.class)
-        .satisfies(e -> assertThat(((WebSocketHandshakeException) e).getResponse().statusCode()).isEqualTo(403));
+        .cause()
+        .isInstanceOf(WebSocketHandshakeException.class)
+        .satisfies(
+            e -> assertThat(((WebSocketHandshakeException) e).getResponse().statusCode())
+                .isEqualTo(403));
 
     UUID id = enqueue(open, "same-origin");
     Socket s = Socket.connect(open, "Origin", "http://127.0.0.1:" + open.server.port());

@@ -63,10 +63,9 @@ public class PgJobsAutoConfiguration {
       PgJobsProperties properties,
       ObjectProvider<JobMetrics> metrics,
       ObjectProvider<PgJobsClientCustomizer> customizers) {
-    JobClient.Builder builder =
-        JobClient.builder(dataSource)
-            .schema(properties.getSchema())
-            .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE));
+    JobClient.Builder builder = JobClient.builder(dataSource)
+        .schema(properties.getSchema())
+        .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE));
     customizers.orderedStream().forEach(c -> c.customize(builder));
     JobClient client;
     try {
@@ -101,16 +100,27 @@ public class PgJobsAutoConfiguration {
         ObjectProvider<JobMetrics> metrics,
         ObjectProvider<PgJobsWorkerCustomizer> customizers) {
       PgJobsProperties.Worker w = properties.getWorker();
-      JobWorker.Builder builder =
-          JobWorker.builder(client.dataSource())
-              .schema(client.schema())
-              .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE))
-              .listen(w.isListen())
-              .maintenance(w.isMaintenance());
-      set(PgJobsSettings.POLL_INTERVAL.springProperty(), w.getPollInterval(), builder::pollInterval);
-      set(PgJobsSettings.SHUTDOWN_GRACE.springProperty(), w.getShutdownGrace(), builder::shutdownGrace);
-      set(PgJobsSettings.STALE_THRESHOLD.springProperty(), w.getStaleThreshold(), builder::staleThreshold);
-      set(PgJobsSettings.WORKER_DEAD_AFTER.springProperty(), w.getDeadAfter(), builder::workerDeadAfter);
+      JobWorker.Builder builder = JobWorker.builder(client.dataSource())
+          .schema(client.schema())
+          .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE))
+          .listen(w.isListen())
+          .maintenance(w.isMaintenance());
+      set(
+          PgJobsSettings.POLL_INTERVAL.springProperty(),
+          w.getPollInterval(),
+          builder::pollInterval);
+      set(
+          PgJobsSettings.SHUTDOWN_GRACE.springProperty(),
+          w.getShutdownGrace(),
+          builder::shutdownGrace);
+      set(
+          PgJobsSettings.STALE_THRESHOLD.springProperty(),
+          w.getStaleThreshold(),
+          builder::staleThreshold);
+      set(
+          PgJobsSettings.WORKER_DEAD_AFTER.springProperty(),
+          w.getDeadAfter(),
+          builder::workerDeadAfter);
       set(PgJobsSettings.RETENTION.springProperty(), w.getRetention(), builder::retention);
       set(PgJobsSettings.CLAIM_BATCH.springProperty(), w.getClaimBatch(), builder::claimBatch);
       if (w.getId() != null) {
@@ -132,9 +142,9 @@ public class PgJobsAutoConfiguration {
       for (JobWorker.Registration<?> r : all) {
         JobWorker.Registration<?> earlier = byName.putIfAbsent(r.type().name(), r);
         if (earlier != null) {
-          throw new IllegalStateException(
-              "two handler beans for job type '" + r.type().name() + "': " + earlier.handler().getClass().getName()
-                  + " and " + r.handler().getClass().getName() + "; a job type has one handler");
+          throw new IllegalStateException("two handler beans for job type '"
+              + r.type().name() + "': " + earlier.handler().getClass().getName() + " and "
+              + r.handler().getClass().getName() + "; a job type has one handler");
         }
       }
       builder.registerAll(all);
@@ -144,23 +154,25 @@ public class PgJobsAutoConfiguration {
         all.forEach(r -> queues.putIfAbsent(r.type().queue(), w.getConcurrency()));
         Setting<Integer> concurrency = PgJobsSettings.CONCURRENCY;
         if (w.getConcurrency() < concurrency.min() || w.getConcurrency() > concurrency.max()) {
-          throw new InvalidConfigurationPropertyValueException(concurrency.springProperty(), w.getConcurrency(),
+          throw new InvalidConfigurationPropertyValueException(
+              concurrency.springProperty(),
+              w.getConcurrency(),
               "must be between " + concurrency.min() + " and " + concurrency.max());
         }
       }
-      queues.forEach(
-          (queue, concurrency) -> {
-            try {
-              builder.queue(queue, concurrency == null ? 0 : concurrency);
-            } catch (IllegalArgumentException e) {
-              throw invalid("pgjobs.worker.queues", queue + "=" + concurrency, e);
-            }
-          });
+      queues.forEach((queue, concurrency) -> {
+        try {
+          builder.queue(queue, concurrency == null ? 0 : concurrency);
+        } catch (IllegalArgumentException e) {
+          throw invalid("pgjobs.worker.queues", queue + "=" + concurrency, e);
+        }
+      });
       customizers.orderedStream().forEach(c -> c.customize(builder));
       try {
         return builder.build();
       } catch (IllegalArgumentException e) {
-        // the settings that only conflict together: heartbeat interval vs stale threshold and dead-after
+        // the settings that only conflict together: heartbeat interval vs stale threshold and
+        // dead-after
         throw invalid(
             "pgjobs.worker",
             "stale-threshold=" + DurationText.format(w.getStaleThreshold()) + ", dead-after="
@@ -195,13 +207,15 @@ public class PgJobsAutoConfiguration {
   static class TracingConfiguration {
     @Bean
     @org.springframework.core.annotation.Order(0)
-    PgJobsClientCustomizer pgJobsClientTracing(ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+    PgJobsClientCustomizer pgJobsClientTracing(
+        ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
       return builder -> openTelemetry.ifUnique(builder::openTelemetry);
     }
 
     @Bean
     @org.springframework.core.annotation.Order(0)
-    PgJobsWorkerCustomizer pgJobsWorkerTracing(ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+    PgJobsWorkerCustomizer pgJobsWorkerTracing(
+        ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
       return builder -> openTelemetry.ifUnique(builder::openTelemetry);
     }
   }
@@ -225,8 +239,10 @@ public class PgJobsAutoConfiguration {
   static class HealthConfiguration {
     @Bean
     @ConditionalOnMissingBean(name = "pgjobsHealthIndicator")
-    PgJobsHealthIndicator pgjobsHealthIndicator(JobClient client, ObjectProvider<PgJobsWorkerLifecycle> worker) {
-      return new PgJobsHealthIndicator(client.dataSource(), client.schema(), worker.getIfAvailable());
+    PgJobsHealthIndicator pgjobsHealthIndicator(
+        JobClient client, ObjectProvider<PgJobsWorkerLifecycle> worker) {
+      return new PgJobsHealthIndicator(
+          client.dataSource(), client.schema(), worker.getIfAvailable());
     }
   }
 

@@ -52,7 +52,9 @@ public final class PgJobsHealthIndicator implements HealthIndicator {
     long started = System.nanoTime();
     try (Connection c = dataSource.getConnection()) {
       if (!c.isValid(VALIDATION_TIMEOUT_SECONDS)) {
-        health.down().withDetail("database", "not valid within " + VALIDATION_TIMEOUT_SECONDS + " s");
+        health
+            .down()
+            .withDetail("database", "not valid within " + VALIDATION_TIMEOUT_SECONDS + " s");
       } else {
         Optional<String> readOnly = DatabaseRole.readOnlyReason(c);
         if (readOnly.isPresent()) {
@@ -65,7 +67,8 @@ public final class PgJobsHealthIndicator implements HealthIndicator {
     } catch (Exception e) {
       health.down().withDetail("database", "unreachable: " + e.getMessage());
     }
-    health.withDetail("databaseCheck", Duration.ofNanos(System.nanoTime() - started).toMillis() + " ms");
+    health.withDetail(
+        "databaseCheck", Duration.ofNanos(System.nanoTime() - started).toMillis() + " ms");
     if (worker != null) {
       JobWorker w = worker.worker();
       boolean running = worker.isRunning();

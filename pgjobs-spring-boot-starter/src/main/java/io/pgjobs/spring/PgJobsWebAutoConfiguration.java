@@ -23,9 +23,9 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.autoconfigure.condition.NoneNestedConditions;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
 import org.springframework.boot.web.servlet.ServletRegistrationBean;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Configuration;
 
 /**
@@ -63,48 +63,57 @@ public class PgJobsWebAutoConfiguration {
         ObjectProvider<PrometheusMeterRegistry> prometheus) {
       PgJobsProperties.Web web = properties.getWeb();
       checkPath(web.getPath());
-      // The API's own client knows the handler beans' job types, so POST /jobs validates their payloads and
-      // applies their defaults; the application's JobClient bean stays as the application configured it.
+      // The API's own client knows the handler beans' job types, so POST /jobs validates their
+      // payloads and
+      // applies their defaults; the application's JobClient bean stays as the application
+      // configured it.
       List<JobType<?>> types = new ArrayList<>();
       handlers.orderedStream().filter(h -> h.type() != null).forEach(h -> types.add(h.type()));
       registrations.orderedStream().forEach(r -> types.add(r.type()));
-      JobClient.Builder apiClient =
-          JobClient.builder(client.dataSource())
-              .schema(client.schema())
-              .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE))
-              .knownTypes(types);
+      JobClient.Builder apiClient = JobClient.builder(client.dataSource())
+          .schema(client.schema())
+          .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE))
+          .knownTypes(types);
       customizers.orderedStream().forEach(c -> c.customize(apiClient));
 
-      ApiServer.Builder builder =
-          ApiServer.builder(apiClient.build()).acceptUnknownTypes(web.isAcceptUnknownTypes()).tokens(tokens(web));
+      ApiServer.Builder builder = ApiServer.builder(apiClient.build())
+          .acceptUnknownTypes(web.isAcceptUnknownTypes())
+          .tokens(tokens(web));
       PrometheusMeterRegistry registry = prometheus.getIfUnique();
       if (registry != null) {
-        builder.meterRegistry(registry); // /jobs/metrics then shows the application's meters, pgjobs' among them
+        builder.meterRegistry(
+            registry); // /jobs/metrics then shows the application's meters, pgjobs' among them
       }
       builder.requestTimeout(web.getRequestTimeout());
       builder.allowedOrigins(web.getAllowedOrigins()).allowedHosts(web.getAllowedHosts());
       try {
         return builder.build();
       } catch (IllegalArgumentException e) {
-        // build() checks the tokens and the request timeout; a token's message must not show the tokens
+        // build() checks the tokens and the request timeout; a token's message must not show the
+        // tokens
         if (e.getMessage().contains("token")) {
           throw new PgJobsWebTokensException(e.getMessage(), e);
         }
-        String property = e.getMessage().contains("allowed origin") ? "pgjobs.web.allowed-origins"
-            : e.getMessage().contains("allowed host") ? "pgjobs.web.allowed-hosts" : PgJobsSettings.REQUEST_TIMEOUT.springProperty();
-        Object value = property.endsWith("origins") ? web.getAllowedOrigins()
+        String property = e.getMessage().contains("allowed origin")
+            ? "pgjobs.web.allowed-origins"
+            : e.getMessage().contains("allowed host")
+                ? "pgjobs.web.allowed-hosts"
+                : PgJobsSettings.REQUEST_TIMEOUT.springProperty();
+        Object value = property.endsWith("origins")
+            ? web.getAllowedOrigins()
             : property.endsWith("hosts") ? web.getAllowedHosts() : web.getRequestTimeout();
-        InvalidConfigurationPropertyValueException invalid = new InvalidConfigurationPropertyValueException(
-            property, value, e.getMessage());
+        InvalidConfigurationPropertyValueException invalid =
+            new InvalidConfigurationPropertyValueException(property, value, e.getMessage());
         invalid.initCause(e);
         throw invalid;
       }
     }
 
     @Bean
-    ServletRegistrationBean<HttpServlet> pgJobsWebServlet(ApiServer server, PgJobsProperties properties) {
-      ServletRegistrationBean<HttpServlet> registration =
-          new ServletRegistrationBean<>(server.startServlet(), properties.getWeb().getPath() + "/*");
+    ServletRegistrationBean<HttpServlet> pgJobsWebServlet(
+        ApiServer server, PgJobsProperties properties) {
+      ServletRegistrationBean<HttpServlet> registration = new ServletRegistrationBean<>(
+          server.startServlet(), properties.getWeb().getPath() + "/*");
       registration.setName("pgjobs");
       registration.setAsyncSupported(true); // the event stream (/events) is an async response
       registration.setLoadOnStartup(1);
@@ -154,7 +163,8 @@ public class PgJobsWebAutoConfiguration {
         throw new InvalidConfigurationPropertyValueException(
             "pgjobs.web.tokens",
             "(none)",
-            "refusing to mount the pgjobs API at " + web.getPath() + " without authentication: anyone who can"
+            "refusing to mount the pgjobs API at " + web.getPath()
+                + " without authentication: anyone who can"
                 + " reach this application could enqueue, cancel and retry every job. Give"
                 + " pgjobs.web.tokens (read:<token> to read, admin:<token> for everything; 16 characters or"
                 + " more), or set pgjobs.web.allow-unauthenticated=true if something else protects "
@@ -214,13 +224,16 @@ public class PgJobsWebAutoConfiguration {
     } else if (!path.startsWith("/")) {
       reason = "must start with / (like /jobs)";
     } else if (path.contains("*")) {
-      reason = "must be a plain path without wildcards (write /jobs: the mount covers everything below it)";
+      reason =
+          "must be a plain path without wildcards (write /jobs: the mount covers everything below it)";
     } else if (path.equals("/")) {
-      reason = "must not be / (the mount would take every path of the application); use a path like /jobs";
+      reason =
+          "must not be / (the mount would take every path of the application); use a path like /jobs";
     } else if (path.endsWith("/")) {
       reason = "must not end with / (write /jobs; the dashboard is then at /jobs/)";
     } else if (!PATH.matcher(path).matches()) {
-      reason = "must be one or more segments of letters, digits and . _ ~ -, like /jobs or /admin/jobs";
+      reason =
+          "must be one or more segments of letters, digits and . _ ~ -, like /jobs or /admin/jobs";
     }
     if (reason != null) {
       throw new InvalidConfigurationPropertyValueException("pgjobs.web.path", path, reason);

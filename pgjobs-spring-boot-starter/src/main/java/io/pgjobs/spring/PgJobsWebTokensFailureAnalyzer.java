@@ -4,7 +4,8 @@ import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 
 /** "APPLICATION FAILED TO START" for {@link PgJobsWebTokensException}: the reason, never the tokens. */
-final class PgJobsWebTokensFailureAnalyzer extends AbstractFailureAnalyzer<PgJobsWebTokensException> {
+final class PgJobsWebTokensFailureAnalyzer
+    extends AbstractFailureAnalyzer<PgJobsWebTokensException> {
   @Override
   protected FailureAnalysis analyze(Throwable rootFailure, PgJobsWebTokensException cause) {
     return new FailureAnalysis(

@@ -7,10 +7,10 @@ import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.PgJobsException;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.Collection;
 import java.util.List;
 import java.util.UUID;
-import java.sql.SQLException;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -59,19 +59,23 @@ public final class TransactionalJobClient {
   /** Enqueues a job, in the current transaction if there is one. */
   public <P> EnqueuedJob enqueue(JobType<P> type, P payload, EnqueueOptions options) {
     return inTransaction(
-        c -> client.enqueue(c, type, payload, options), () -> client.enqueue(type, payload, options));
+        c -> client.enqueue(c, type, payload, options),
+        () -> client.enqueue(type, payload, options));
   }
 
   /** Enqueues a job by type name, in the current transaction if there is one. */
   public EnqueuedJob enqueue(String type, Object payload, EnqueueOptions options) {
     return inTransaction(
-        c -> client.enqueue(c, type, payload, options), () -> client.enqueue(type, payload, options));
+        c -> client.enqueue(c, type, payload, options),
+        () -> client.enqueue(type, payload, options));
   }
 
   /** Enqueues many jobs of one type (all or none), in the current transaction if there is one. */
-  public <P> List<UUID> enqueueAll(JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+  public <P> List<UUID> enqueueAll(
+      JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     return inTransaction(
-        c -> client.enqueueAll(c, type, payloads, options), () -> client.enqueueAll(type, payloads, options));
+        c -> client.enqueueAll(c, type, payloads, options),
+        () -> client.enqueueAll(type, payloads, options));
   }
 
   /** Cancels a job, in the current transaction if there is one. */
@@ -81,8 +85,10 @@ public final class TransactionalJobClient {
 
   private <T> T inTransaction(Function<Connection, T> joined, Supplier<T> alone) {
     if (!TransactionSynchronizationManager.isActualTransactionActive()) {
-      // No transaction (or only a synchronization, e.g. PROPAGATION_SUPPORTS): the client's own, on a
-      // connection of its own. Joining a connection that merely has auto-commit off (a pool tuned so)
+      // No transaction (or only a synchronization, e.g. PROPAGATION_SUPPORTS): the client's own, on
+      // a
+      // connection of its own. Joining a connection that merely has auto-commit off (a pool tuned
+      // so)
       // would enqueue into a transaction nobody commits.
       return alone.get();
     }
@@ -95,7 +101,8 @@ public final class TransactionalJobClient {
       throw new PgJobsException("database error: " + e.getMessage(), e);
     }
     if (autoCommit) {
-      // Synchronization without a database transaction (e.g. PROPAGATION_SUPPORTS): nothing to join,
+      // Synchronization without a database transaction (e.g. PROPAGATION_SUPPORTS): nothing to
+      // join,
       // and enqueueAll must stay atomic in a transaction of its own.
       DataSourceUtils.releaseConnection(connection, dataSource);
       return alone.get();

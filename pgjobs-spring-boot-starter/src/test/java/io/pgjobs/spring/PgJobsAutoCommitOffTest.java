@@ -31,7 +31,8 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 @SpringBootTest(
     classes = PgJobsAutoCommitOffTest.App.class,
-    properties = {"pgjobs.worker.poll-interval=100ms", "spring.datasource.hikari.auto-commit=false"})
+    properties = {"pgjobs.worker.poll-interval=100ms", "spring.datasource.hikari.auto-commit=false"
+    })
 class PgJobsAutoCommitOffTest {
   static final TestDatabase db = TestDatabase.create();
 
@@ -56,13 +57,21 @@ class PgJobsAutoCommitOffTest {
     }
   }
 
-  @Autowired JobClient client;
-  @Autowired TransactionalJobClient jobs;
-  @Autowired GreetHandler greetHandler;
-  @Autowired PlatformTransactionManager transactionManager;
+  @Autowired
+  JobClient client;
+
+  @Autowired
+  TransactionalJobClient jobs;
+
+  @Autowired
+  GreetHandler greetHandler;
+
+  @Autowired
+  PlatformTransactionManager transactionManager;
 
   private UUID awaitSucceeded(UUID id) {
-    await().atMost(Duration.ofSeconds(20))
+    await()
+        .atMost(Duration.ofSeconds(20))
         .until(() -> client.get(id).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
     assertThat(client.get(id).orElseThrow().attempts()).isEqualTo(1);
     return id;
@@ -77,7 +86,8 @@ class PgJobsAutoCommitOffTest {
     UUID id = jobs.enqueue(TestJobs.GREET, new Greet("outside")).job().id();
     // One statement, one snapshot: the job is in one of the two tables.
     assertThat(db.queryLong("SELECT (SELECT count(*) FROM pgjobs.jobs WHERE id = '" + id + "')"
-        + " + (SELECT count(*) FROM pgjobs.finished_jobs WHERE id = '" + id + "')")).isEqualTo(1);
+            + " + (SELECT count(*) FROM pgjobs.finished_jobs WHERE id = '" + id + "')"))
+        .isEqualTo(1);
     awaitSucceeded(id);
     await().atMost(Duration.ofSeconds(5)).until(() -> greetings("outside") == 1);
   }
@@ -86,7 +96,8 @@ class PgJobsAutoCommitOffTest {
   void enqueueInASynchronizationWithoutATransactionIsStoredAndRunsOnce() {
     TransactionTemplate supports = new TransactionTemplate(transactionManager);
     supports.setPropagationBehavior(TransactionDefinition.PROPAGATION_SUPPORTS);
-    UUID id = supports.execute(status -> jobs.enqueue(TestJobs.GREET, new Greet("supports")).job().id());
+    UUID id = supports.execute(
+        status -> jobs.enqueue(TestJobs.GREET, new Greet("supports")).job().id());
     awaitSucceeded(id);
     await().atMost(Duration.ofSeconds(5)).until(() -> greetings("supports") == 1);
   }
@@ -94,13 +105,16 @@ class PgJobsAutoCommitOffTest {
   @Test
   void enqueueInATransactionCommitsOrRollsBackWithIt() {
     TransactionTemplate required = new TransactionTemplate(transactionManager);
-    UUID kept = required.execute(status -> jobs.enqueue(TestJobs.GREET, new Greet("kept")).job().id());
+    UUID kept = required.execute(
+        status -> jobs.enqueue(TestJobs.GREET, new Greet("kept")).job().id());
     awaitSucceeded(kept);
     assertThatThrownBy(() -> required.execute(status -> {
-      jobs.enqueue(TestJobs.GREET, new Greet("dropped"));
-      throw new IllegalStateException("rolled back");
-    })).hasMessageContaining("rolled back");
-    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE payload->>'name' = 'dropped'")).isZero();
+          jobs.enqueue(TestJobs.GREET, new Greet("dropped"));
+          throw new IllegalStateException("rolled back");
+        }))
+        .hasMessageContaining("rolled back");
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE payload->>'name' = 'dropped'"))
+        .isZero();
     await().atMost(Duration.ofSeconds(5)).until(() -> greetings("kept") == 1);
     assertThat(greetings("dropped")).isZero();
   }

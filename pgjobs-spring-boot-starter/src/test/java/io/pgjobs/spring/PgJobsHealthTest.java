@@ -41,15 +41,14 @@ class PgJobsHealthTest {
 
   @Test
   void healthIsDownWhileTheDatabaseIsUnreachable() {
-    try (ConfigurableApplicationContext context =
-        new SpringApplicationBuilder(App.class)
-            .web(WebApplicationType.NONE)
-            .properties(
-                "spring.datasource.url=" + db.jdbcUrl(),
-                "spring.datasource.hikari.connection-timeout=250",
-                "management.endpoint.health.show-details=always",
-                "pgjobs.worker.shutdown-grace=0s")
-            .run()) {
+    try (ConfigurableApplicationContext context = new SpringApplicationBuilder(App.class)
+        .web(WebApplicationType.NONE)
+        .properties(
+            "spring.datasource.url=" + db.jdbcUrl(),
+            "spring.datasource.hikari.connection-timeout=250",
+            "management.endpoint.health.show-details=always",
+            "pgjobs.worker.shutdown-grace=0s")
+        .run()) {
       HealthEndpoint endpoint = context.getBean(HealthEndpoint.class);
       assertThat(status(endpoint)).isEqualTo(Status.UP);
 
@@ -71,13 +70,14 @@ class PgJobsHealthTest {
 
   /** Forbids (or allows again) connections to the test database and ends the ones it has. */
   private static void cutOff(boolean off) {
-    String adminUrl = System.getenv().getOrDefault("PGJOBS_TEST_DATABASE_URL", TestDatabase.DEFAULT_ADMIN_URL);
+    String adminUrl =
+        System.getenv().getOrDefault("PGJOBS_TEST_DATABASE_URL", TestDatabase.DEFAULT_ADMIN_URL);
     try (var c = java.sql.DriverManager.getConnection(adminUrl);
         var st = c.createStatement()) {
       st.execute("ALTER DATABASE " + db.name() + " WITH ALLOW_CONNECTIONS " + !off);
       if (off) {
-        st.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + db.name() + "'");
+        st.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '"
+            + db.name() + "'");
       }
     } catch (java.sql.SQLException e) {
       throw new IllegalStateException(e);

@@ -27,8 +27,8 @@ import tools.jackson.databind.node.ObjectNode;
  * defaults, under the names the catalogue gives, shown by the configuration metadata and the documentation.
  */
 class PgJobsPropertiesDocsTest {
-  private static final Path METADATA =
-      Path.of("src", "main", "resources", "META-INF", "additional-spring-configuration-metadata.json");
+  private static final Path METADATA = Path.of(
+      "src", "main", "resources", "META-INF", "additional-spring-configuration-metadata.json");
 
   static List<Setting<?>> springSettings() {
     return PgJobsSettings.ALL.stream().filter(s -> s.springProperty() != null).toList();
@@ -37,8 +37,10 @@ class PgJobsPropertiesDocsTest {
   @Test
   void everyPropertyOfTheCatalogueDefaultsToTheCataloguesDefault() {
     BeanWrapperImpl properties = new BeanWrapperImpl(new PgJobsProperties());
-    assertThat(springSettings()).extracting(Setting::key)
-        .contains("schema", "concurrency", "stale_threshold", "worker_dead_after", "request_timeout");
+    assertThat(springSettings())
+        .extracting(Setting::key)
+        .contains(
+            "schema", "concurrency", "stale_threshold", "worker_dead_after", "request_timeout");
     for (Setting<?> s : springSettings()) {
       assertThat(properties.getPropertyValue(beanPath(s.springProperty())))
           .as("default of %s (%s)", s.springProperty(), s.key())
@@ -52,11 +54,14 @@ class PgJobsPropertiesDocsTest {
     Map<String, Object> expected = new LinkedHashMap<>();
     for (Setting<?> s : springSettings()) {
       Object other = otherValue(s);
-      given.put(s.springProperty(), other instanceof Duration d ? DurationText.format(d) : String.valueOf(other));
+      given.put(
+          s.springProperty(),
+          other instanceof Duration d ? DurationText.format(d) : String.valueOf(other));
       expected.put(s.springProperty(), other);
     }
-    PgJobsProperties bound =
-        new Binder(new MapConfigurationPropertySource(given)).bind("pgjobs", PgJobsProperties.class).get();
+    PgJobsProperties bound = new Binder(new MapConfigurationPropertySource(given))
+        .bind("pgjobs", PgJobsProperties.class)
+        .get();
     BeanWrapperImpl properties = new BeanWrapperImpl(bound);
     expected.forEach((property, value) ->
         assertThat(properties.getPropertyValue(beanPath(property))).as(property).isEqualTo(value));
@@ -68,7 +73,8 @@ class PgJobsPropertiesDocsTest {
     JsonNode current = mapper.readTree(Files.readString(METADATA));
     ObjectNode generated = ((ObjectNode) current).deepCopy();
     ArrayNode properties = generated.putArray("properties");
-    List<String> catalogued = springSettings().stream().map(Setting::springProperty).toList();
+    List<String> catalogued =
+        springSettings().stream().map(Setting::springProperty).toList();
     for (JsonNode property : current.get("properties")) {
       if (!catalogued.contains(property.get("name").asString())) {
         properties.add(property);
@@ -92,19 +98,26 @@ class PgJobsPropertiesDocsTest {
       return;
     }
     assertThat(Files.readString(METADATA))
-        .as("%s holds the catalogue's defaults of the pgjobs.* properties (the annotation processor cannot"
-            + " read them from PgJobsProperties); regenerate it with ./mvnw -B -o test -pl pgjobs-spring-boot-starter"
-            + " -am -Dtest=PgJobsPropertiesDocsTest -Dsurefire.failIfNoSpecifiedTests=false -D%s=true",
+        .as(
+            "%s holds the catalogue's defaults of the pgjobs.* properties (the annotation processor cannot"
+                + " read them from PgJobsProperties); regenerate it with ./mvnw -B -o test -pl pgjobs-spring-boot-starter"
+                + " -am -Dtest=PgJobsPropertiesDocsTest -Dsurefire.failIfNoSpecifiedTests=false -D%s=true",
             METADATA, GeneratedDocs.REGENERATE)
         .isEqualTo(text);
   }
 
   @Test
   void theDocumentationsTableOfThePropertiesIsGeneratedFromTheCatalogue() {
-    List<String> inTable = SpringPropertiesTable.rows().stream().map(SpringPropertiesTable.Row::property).toList();
-    assertThat(inTable).containsAll(springSettings().stream().map(Setting::springProperty).toList());
+    List<String> inTable = SpringPropertiesTable.rows().stream()
+        .map(SpringPropertiesTable.Row::property)
+        .toList();
+    assertThat(inTable)
+        .containsAll(springSettings().stream().map(Setting::springProperty).toList());
 
-    GeneratedDocs.check("spring", SpringPropertiesTable.markdown(), "pgjobs-spring-boot-starter",
+    GeneratedDocs.check(
+        "spring",
+        SpringPropertiesTable.markdown(),
+        "pgjobs-spring-boot-starter",
         PgJobsPropertiesDocsTest.class.getSimpleName());
   }
 

@@ -95,21 +95,23 @@ class PgJobsPropertiesTest {
 
   @Test
   void webOnlyNodeRunsNoWorkerButEnqueues() {
-    try (ConfigurableApplicationContext context = start(WithoutHandler.class, "pgjobs.worker.enabled=false")) {
+    try (ConfigurableApplicationContext context =
+        start(WithoutHandler.class, "pgjobs.worker.enabled=false")) {
       assertThat(context.getBeansOfType(JobWorker.class)).isEmpty();
-      assertThat(context.getBean(TransactionalJobClient.class).enqueue(TestJobs.GREET, new TestJobs.Greet("web")))
+      assertThat(context
+              .getBean(TransactionalJobClient.class)
+              .enqueue(TestJobs.GREET, new TestJobs.Greet("web")))
           .isNotNull();
     }
   }
 
   @Test
   void propertiesReachTheWorker() {
-    try (ConfigurableApplicationContext context =
-        start(
-            WithHandler.class,
-            "pgjobs.worker.queues.greetings=3",
-            "pgjobs.worker.queues[more.greetings]=2",
-            "pgjobs.worker.id=spring-test-worker")) {
+    try (ConfigurableApplicationContext context = start(
+        WithHandler.class,
+        "pgjobs.worker.queues.greetings=3",
+        "pgjobs.worker.queues[more.greetings]=2",
+        "pgjobs.worker.id=spring-test-worker")) {
       JobWorker worker = context.getBean(JobWorker.class);
       assertThat(worker.workerId()).isEqualTo("spring-test-worker");
       assertThat(worker.queues()).containsExactlyInAnyOrder("greetings", "more.greetings");
@@ -133,7 +135,8 @@ class PgJobsPropertiesTest {
     PgJobsProperties.Web web = p.getWeb();
     assertThat(web.isEnabled()).isFalse();
     assertThat(web.getPath()).isEqualTo("/jobs");
-    assertThat(web.getRequestTimeout()).isEqualTo(io.pgjobs.server.ApiServer.DEFAULT_REQUEST_TIMEOUT);
+    assertThat(web.getRequestTimeout())
+        .isEqualTo(io.pgjobs.server.ApiServer.DEFAULT_REQUEST_TIMEOUT);
   }
 
   private static ConfigurableApplicationContext start(Class<?> app, String... properties) {

@@ -49,16 +49,15 @@ class PgJobsReadOnlyHealthTest {
       cluster.awaitStandbyReplayed();
       cluster.crashPrimary();
 
-      try (ConfigurableApplicationContext context =
-          new SpringApplicationBuilder(App.class)
-              .web(WebApplicationType.NONE)
-              .properties(
-                  "spring.datasource.url=" + cluster.jdbcUrl(Node.STANDBY, "jobs"),
-                  "spring.datasource.hikari.connection-timeout=1000",
-                  "management.endpoint.health.show-details=always",
-                  "pgjobs.migrate-on-start=false",
-                  "pgjobs.worker.shutdown-grace=0s")
-              .run()) {
+      try (ConfigurableApplicationContext context = new SpringApplicationBuilder(App.class)
+          .web(WebApplicationType.NONE)
+          .properties(
+              "spring.datasource.url=" + cluster.jdbcUrl(Node.STANDBY, "jobs"),
+              "spring.datasource.hikari.connection-timeout=1000",
+              "management.endpoint.health.show-details=always",
+              "pgjobs.migrate-on-start=false",
+              "pgjobs.worker.shutdown-grace=0s")
+          .run()) {
         HealthEndpoint endpoint = context.getBean(HealthEndpoint.class);
         var health = (IndicatedHealthDescriptor) endpoint.healthForPath("pgjobs");
         assertThat(health.getStatus()).isEqualTo(Status.DOWN);
@@ -66,7 +65,8 @@ class PgJobsReadOnlyHealthTest {
         assertThat((String) health.getDetails().get("reason")).contains("standby", "promoted");
 
         cluster.promoteStandby();
-        await().atMost(Duration.ofSeconds(30))
+        await()
+            .atMost(Duration.ofSeconds(30))
             .until(() -> endpoint.healthForPath("pgjobs").getStatus().equals(Status.UP));
       }
     }

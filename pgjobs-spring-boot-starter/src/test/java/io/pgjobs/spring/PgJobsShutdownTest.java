@@ -45,27 +45,32 @@ class PgJobsShutdownTest {
 
   @Test
   void contextCloseGivesAJobLongerThanTheGraceBackToItsQueue() throws Exception {
-    ConfigurableApplicationContext context =
-        new SpringApplicationBuilder(App.class)
-            .web(WebApplicationType.NONE)
-            .properties(
-                "spring.datasource.url=" + db.jdbcUrl(),
-                "pgjobs.worker.shutdown-grace=500ms",
-                "pgjobs.worker.poll-interval=100ms")
-            .run();
+    ConfigurableApplicationContext context = new SpringApplicationBuilder(App.class)
+        .web(WebApplicationType.NONE)
+        .properties(
+            "spring.datasource.url=" + db.jdbcUrl(),
+            "pgjobs.worker.shutdown-grace=500ms",
+            "pgjobs.worker.poll-interval=100ms")
+        .run();
     JobClient client = context.getBean(JobClient.class);
     SleepHandler handler = context.getBean(SleepHandler.class);
-    EnqueuedJob job = client.enqueue(TestJobs.SLEEP, new Sleep(Duration.ofMinutes(10).toMillis()));
-    assertThat(handler.started.await(10, TimeUnit.SECONDS)).as("the handler started").isTrue();
+    EnqueuedJob job =
+        client.enqueue(TestJobs.SLEEP, new Sleep(Duration.ofMinutes(10).toMillis()));
+    assertThat(handler.started.await(10, TimeUnit.SECONDS))
+        .as("the handler started")
+        .isTrue();
 
     long closing = System.nanoTime();
     context.close();
     Duration closeTook = Duration.ofNanos(System.nanoTime() - closing);
 
-    assertThat(closeTook).as("close waits for the grace, not for the job").isLessThan(Duration.ofSeconds(10));
+    assertThat(closeTook)
+        .as("close waits for the grace, not for the job")
+        .isLessThan(Duration.ofSeconds(10));
     // the application's pool is closed with its context: read through the test's own
     Job back = JobClient.builder(db.dataSource()).build().get(job.job().id()).orElseThrow();
-    // back in the queue, due at once (retrying: the interrupted attempt is recorded with kind shutdown)
+    // back in the queue, due at once (retrying: the interrupted attempt is recorded with kind
+    // shutdown)
     assertThat(back.state()).isIn(JobState.QUEUED, JobState.RETRYING);
     assertThat(back.runAt()).isBeforeOrEqualTo(Instant.now().plusSeconds(1));
     assertThat(back.lockedBy()).isNull();

@@ -87,16 +87,35 @@ class PgJobsStarterTest {
     }
   }
 
-  @Autowired JobClient client;
-  @Autowired JobWorker worker;
-  @Autowired PgJobsWorkerLifecycle lifecycle;
-  @Autowired GreetHandler greetHandler;
-  @Autowired Signups signups;
-  @Autowired JdbcTemplate jdbc;
-  @Autowired MeterRegistry meterRegistry;
-  @Autowired PgJobsHealthIndicator health;
-  @Autowired TransactionalJobClient transactionalClient;
-  @Autowired org.springframework.transaction.support.TransactionTemplate transactions;
+  @Autowired
+  JobClient client;
+
+  @Autowired
+  JobWorker worker;
+
+  @Autowired
+  PgJobsWorkerLifecycle lifecycle;
+
+  @Autowired
+  GreetHandler greetHandler;
+
+  @Autowired
+  Signups signups;
+
+  @Autowired
+  JdbcTemplate jdbc;
+
+  @Autowired
+  MeterRegistry meterRegistry;
+
+  @Autowired
+  PgJobsHealthIndicator health;
+
+  @Autowired
+  TransactionalJobClient transactionalClient;
+
+  @Autowired
+  org.springframework.transaction.support.TransactionTemplate transactions;
 
   static {
     db.execute("CREATE TABLE signups (name text PRIMARY KEY)");
@@ -109,16 +128,20 @@ class PgJobsStarterTest {
 
     EnqueuedJob job = client.enqueue(TestJobs.GREET, new Greet("ada"));
 
-    await().atMost(Duration.ofSeconds(10))
-        .until(() -> client.get(job.job().id()).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() ->
+            client.get(job.job().id()).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
     assertThat(greetHandler.greeted).contains("ada");
   }
 
   @Test
   void enqueueInsideATransactionThatRollsBackStoresNothing() {
-    assertThatThrownBy(() -> signups.signUp("grace", true)).hasMessageContaining("failed after the enqueue");
+    assertThatThrownBy(() -> signups.signUp("grace", true))
+        .hasMessageContaining("failed after the enqueue");
 
-    assertThat(jdbc.queryForObject("SELECT count(*) FROM signups WHERE name = 'grace'", Long.class)).isZero();
+    assertThat(jdbc.queryForObject("SELECT count(*) FROM signups WHERE name = 'grace'", Long.class))
+        .isZero();
     assertThat(jobsWithName("grace")).isZero();
     assertThat(greetHandler.greeted).doesNotContain("grace");
   }
@@ -127,7 +150,8 @@ class PgJobsStarterTest {
   void enqueueInsideATransactionThatCommitsRunsOnce() {
     UUID id = signups.signUp("linus", false);
 
-    await().atMost(Duration.ofSeconds(10))
+    await()
+        .atMost(Duration.ofSeconds(10))
         .until(() -> client.get(id).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
     assertThat(jobsWithName("linus")).isEqualTo(1);
     assertThat(greetHandler.greeted.stream().filter("linus"::equals)).hasSize(1);
@@ -137,16 +161,13 @@ class PgJobsStarterTest {
   @Test
   void enqueueAllInsideATransactionThatRollsBackStoresNone() {
     TransactionalJobClient jobs = transactionalClient;
-    assertThatThrownBy(
-            () ->
-                transactions.executeWithoutResult(
-                    status -> {
-                      jobs.enqueueAll(
-                          TestJobs.GREET,
-                          java.util.List.of(new Greet("bulk-1"), new Greet("bulk-2")),
-                          io.pgjobs.EnqueueOptions.DEFAULTS);
-                      throw new IllegalStateException("rolled back after enqueueAll");
-                    }))
+    assertThatThrownBy(() -> transactions.executeWithoutResult(status -> {
+          jobs.enqueueAll(
+              TestJobs.GREET,
+              java.util.List.of(new Greet("bulk-1"), new Greet("bulk-2")),
+              io.pgjobs.EnqueueOptions.DEFAULTS);
+          throw new IllegalStateException("rolled back after enqueueAll");
+        }))
         .hasMessageContaining("rolled back after enqueueAll");
 
     assertThat(jobsWithName("bulk-1") + jobsWithName("bulk-2")).isZero();
@@ -155,15 +176,26 @@ class PgJobsStarterTest {
   @Test
   void metricsGoToTheApplicationsMeterRegistry() {
     EnqueuedJob job = client.enqueue(TestJobs.GREET, new Greet("metrics"));
-    await().atMost(Duration.ofSeconds(10))
-        .until(() -> client.get(job.job().id()).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() ->
+            client.get(job.job().id()).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
 
-    assertThat(meterRegistry.find(MetricNames.JOBS_ENQUEUED).tag("kind", "greet").counter()).isNotNull();
-    await().atMost(Duration.ofSeconds(10))
-        .untilAsserted(
-            () -> assertThat(meterRegistry.find(MetricNames.JOBS_COMPLETED).tag("kind", "greet").counter())
-                .isNotNull());
-    assertThat(meterRegistry.find(MetricNames.STUCK_LANES).tag("worker", worker.workerId()).gauge()).isNotNull();
+    assertThat(
+            meterRegistry.find(MetricNames.JOBS_ENQUEUED).tag("kind", "greet").counter())
+        .isNotNull();
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(() -> assertThat(meterRegistry
+                .find(MetricNames.JOBS_COMPLETED)
+                .tag("kind", "greet")
+                .counter())
+            .isNotNull());
+    assertThat(meterRegistry
+            .find(MetricNames.STUCK_LANES)
+            .tag("worker", worker.workerId())
+            .gauge())
+        .isNotNull();
   }
 
   @Test

@@ -31,7 +31,9 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /** The starter hands the application's {@code OpenTelemetry} bean to the client and the worker. */
-@SpringBootTest(classes = PgJobsTracingTest.App.class, properties = "pgjobs.worker.poll-interval=100ms")
+@SpringBootTest(
+    classes = PgJobsTracingTest.App.class,
+    properties = "pgjobs.worker.poll-interval=100ms")
 @DirtiesContext
 class PgJobsTracingTest {
   static final TestDatabase db = TestDatabase.create();
@@ -60,14 +62,18 @@ class PgJobsTracingTest {
     @Bean(destroyMethod = "close")
     OpenTelemetrySdk openTelemetry() {
       return OpenTelemetrySdk.builder()
-          .setTracerProvider(
-              SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build())
+          .setTracerProvider(SdkTracerProvider.builder()
+              .addSpanProcessor(SimpleSpanProcessor.create(exporter))
+              .build())
           .build();
     }
   }
 
-  @Autowired JobClient client;
-  @Autowired OpenTelemetry openTelemetry;
+  @Autowired
+  JobClient client;
+
+  @Autowired
+  OpenTelemetry openTelemetry;
 
   @Test
   void enqueueAndRunAreTracedWithTheApplicationsOpenTelemetryBean() {
@@ -87,6 +93,8 @@ class PgJobsTracingTest {
   }
 
   private static List<SpanData> spans(SpanKind kind) {
-    return exporter.getFinishedSpanItems().stream().filter(s -> s.getKind() == kind).toList();
+    return exporter.getFinishedSpanItems().stream()
+        .filter(s -> s.getKind() == kind)
+        .toList();
   }
 }

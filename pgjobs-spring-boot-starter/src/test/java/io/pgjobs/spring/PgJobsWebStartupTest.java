@@ -92,7 +92,8 @@ class PgJobsWebStartupTest {
         "/my jobs  | must be one or more segments of letters, digits and . _ ~ -",
         "/a//b     | must be one or more segments of letters, digits and . _ ~ -"
       })
-  void invalidPathStopsTheStartupSayingWhatIsAllowed(String path, String reason, CapturedOutput output) {
+  void invalidPathStopsTheStartupSayingWhatIsAllowed(
+      String path, String reason, CapturedOutput output) {
     assertStartupFails(output, "pgjobs.web.path=" + path, "pgjobs.web.allow-unauthenticated=true")
         .contains("APPLICATION FAILED TO START")
         .contains("Invalid value '" + path + "' for configuration property 'pgjobs.web.path'")
@@ -101,44 +102,62 @@ class PgJobsWebStartupTest {
 
   @Test
   void invalidRequestTimeoutNamesTheProperty(CapturedOutput output) {
-    assertStartupFails(output, "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.request-timeout=2h")
+    assertStartupFails(
+            output, "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.request-timeout=2h")
         .contains("Invalid value '2h' for configuration property 'pgjobs.web.request-timeout'")
         .contains("requestTimeout must be between 10ms and 1h");
   }
 
   @Test
   void invalidAllowedHostNamesTheProperty(CapturedOutput output) {
-    assertStartupFails(output, "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.allowed-hosts=http://jobs.internal")
+    assertStartupFails(
+            output,
+            "pgjobs.web.allow-unauthenticated=true",
+            "pgjobs.web.allowed-hosts=http://jobs.internal")
         .contains("configuration property 'pgjobs.web.allowed-hosts'")
         .contains("every allowed host must be a host name");
   }
 
   @Test
   void tokenlessMountRefusesForeignOriginWritesAndRebindingHosts() throws Exception {
-    try (ConfigurableApplicationContext context = start("pgjobs.web.allow-unauthenticated=true",
+    try (ConfigurableApplicationContext context = start(
+        "pgjobs.web.allow-unauthenticated=true",
         "pgjobs.web.allowed-origins=https://ops.example.com")) {
       int port = ((WebServerApplicationContext) context).getWebServer().getPort();
-      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      HttpClient http =
+          HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
       HttpResponse<String> foreign = http.send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/jobs/queues/xsite/pause"))
-              .header("Origin", "http://evil.example").header("Content-Type", "text/plain")
-              .POST(HttpRequest.BodyPublishers.ofString("x")).build(),
+          HttpRequest.newBuilder(
+                  URI.create("http://127.0.0.1:" + port + "/jobs/queues/xsite/pause"))
+              .header("Origin", "http://evil.example")
+              .header("Content-Type", "text/plain")
+              .POST(HttpRequest.BodyPublishers.ofString("x"))
+              .build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(foreign.statusCode()).isEqualTo(403);
       assertThat(foreign.body()).contains("cross-site-request", "http://evil.example");
       HttpResponse<String> listed = http.send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/jobs/queues/xsite/pause"))
-              .header("Origin", "https://ops.example.com").POST(HttpRequest.BodyPublishers.noBody()).build(),
+          HttpRequest.newBuilder(
+                  URI.create("http://127.0.0.1:" + port + "/jobs/queues/xsite/pause"))
+              .header("Origin", "https://ops.example.com")
+              .POST(HttpRequest.BodyPublishers.noBody())
+              .build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(listed.statusCode()).isEqualTo(200);
       JobClient client = context.getBean(JobClient.class);
       client.resumeQueue("xsite");
 
       try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
-        socket.getOutputStream().write(("GET /jobs/queues HTTP/1.1\r\nHost: evil.example:" + port
-            + "\r\nConnection: close\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-        String response = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(response).startsWith("HTTP/1.1 421").contains("host-not-allowed", "pgjobs.web.allowed-hosts");
+        socket
+            .getOutputStream()
+            .write(("GET /jobs/queues HTTP/1.1\r\nHost: evil.example:" + port
+                    + "\r\nConnection: close\r\n\r\n")
+                .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        String response = new String(
+            socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(response)
+            .startsWith("HTTP/1.1 421")
+            .contains("host-not-allowed", "pgjobs.web.allowed-hosts");
       }
     }
   }
@@ -156,7 +175,8 @@ class PgJobsWebStartupTest {
   void shortTokenFailsWithoutShowingIt(CapturedOutput output) {
     assertStartupFails(output, "pgjobs.web.tokens=read:short-secret")
         .contains("APPLICATION FAILED TO START")
-        .contains("Invalid value for configuration property 'pgjobs.web.tokens' (not shown: it holds secrets)")
+        .contains(
+            "Invalid value for configuration property 'pgjobs.web.tokens' (not shown: it holds secrets)")
         .contains("every token must be at least 16 characters")
         .doesNotContain("short-secret");
   }
@@ -165,18 +185,24 @@ class PgJobsWebStartupTest {
   void allowedUnauthenticatedMountAnswersBelowTheContextPathAndStopsPromptlyWithAnOpenEventStream()
       throws Exception {
     ConfigurableApplicationContext context = start(
-        "pgjobs.web.allow-unauthenticated=true", "pgjobs.web.path=/admin/jobs", "server.servlet.context-path=/app");
-    HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        "pgjobs.web.allow-unauthenticated=true",
+        "pgjobs.web.path=/admin/jobs",
+        "server.servlet.context-path=/app");
+    HttpClient http =
+        HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     HttpResponse<Stream<String>> stream;
     try {
       int port = ((WebServerApplicationContext) context).getWebServer().getPort();
       HttpResponse<String> list = http.send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/app/admin/jobs/jobs")).build(),
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/app/admin/jobs/jobs"))
+              .build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(list.statusCode()).isEqualTo(200);
       assertThat(list.body()).startsWith("{\"jobs\":");
       HttpResponse<String> health = http.send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/app/admin/jobs/health/ready")).build(),
+          HttpRequest.newBuilder(
+                  URI.create("http://127.0.0.1:" + port + "/app/admin/jobs/health/ready"))
+              .build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(health.statusCode()).isEqualTo(200);
 
@@ -200,14 +226,21 @@ class PgJobsWebStartupTest {
 
   @Test
   void mountSitsBehindTheApplicationsFilters() throws Exception {
-    try (ConfigurableApplicationContext context = start(AppWithFilter.class, "pgjobs.web.allow-unauthenticated=true")) {
+    try (ConfigurableApplicationContext context =
+        start(AppWithFilter.class, "pgjobs.web.allow-unauthenticated=true")) {
       int port = ((WebServerApplicationContext) context).getWebServer().getPort();
-      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      HttpClient http =
+          HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
       URI jobs = URI.create("http://127.0.0.1:" + port + "/jobs/jobs");
-      assertThat(http.send(HttpRequest.newBuilder(jobs).build(), HttpResponse.BodyHandlers.ofString()).statusCode())
+      assertThat(
+              http.send(HttpRequest.newBuilder(jobs).build(), HttpResponse.BodyHandlers.ofString())
+                  .statusCode())
           .isEqualTo(403);
-      assertThat(http.send(HttpRequest.newBuilder(jobs).header("X-Ops", "yes").build(),
-          HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+      assertThat(http.send(
+                  HttpRequest.newBuilder(jobs).header("X-Ops", "yes").build(),
+                  HttpResponse.BodyHandlers.ofString())
+              .statusCode())
+          .isEqualTo(200);
     }
   }
 

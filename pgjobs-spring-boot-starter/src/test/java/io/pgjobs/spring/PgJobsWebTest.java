@@ -56,8 +56,8 @@ class PgJobsWebTest {
   static final String ADMIN = "admin-token-0123456789";
   static final String READ = "read-token-0123456789";
   static final JsonMapper JSON = JsonMapper.builder().build();
-  static final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-
+  static final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @Configuration(proxyBeanMethods = false)
   @EnableAutoConfiguration
@@ -81,15 +81,23 @@ class PgJobsWebTest {
     }
   }
 
-  @LocalServerPort int port;
-  @Autowired GreetHandler greeter;
-  @Autowired JobClient client;
+  @LocalServerPort
+  int port;
+
+  @Autowired
+  GreetHandler greeter;
+
+  @Autowired
+  JobClient client;
 
   @Test
   void apiAnswersWithItsJsonUnderThePath() throws Exception {
     HttpResponse<String> r = send("GET", "/jobs/jobs?limit=5", null, ADMIN);
     assertThat(r.statusCode()).isEqualTo(200);
-    assertThat(r.headers().firstValue("Content-Type")).get().asString().startsWith("application/json");
+    assertThat(r.headers().firstValue("Content-Type"))
+        .get()
+        .asString()
+        .startsWith("application/json");
     assertThat(JSON.readTree(r.body()).path("jobs").isArray()).isTrue();
 
     HttpResponse<String> queues = send("GET", "/jobs/queues", null, READ);
@@ -106,24 +114,31 @@ class PgJobsWebTest {
   void apiDocsAndTheirAssetsAreServedUnderThePath() throws Exception {
     HttpResponse<String> docs = send("GET", "/jobs/docs", null, null);
     assertThat(docs.statusCode()).isEqualTo(200);
-    java.util.regex.Matcher bundle =
-        java.util.regex.Pattern.compile("\\./(webjars/swagger-ui/[^/\"]+/swagger-ui-bundle\\.js)").matcher(docs.body());
+    java.util.regex.Matcher bundle = java.util.regex.Pattern.compile(
+            "\\./(webjars/swagger-ui/[^/\"]+/swagger-ui-bundle\\.js)")
+        .matcher(docs.body());
     assertThat(bundle.find()).as(docs.body()).isTrue();
     assertThat(send("GET", "/jobs/" + bundle.group(1), null, null).statusCode()).isEqualTo(200);
     HttpResponse<String> spec = send("GET", "/jobs/openapi.json", null, null);
     assertThat(spec.statusCode()).isEqualTo(200);
-    // relative to the document: Swagger UI's requests go to the mount, not to the application's root
-    assertThat(JSON.readTree(spec.body()).path("servers").path(0).path("url").asString()).isEqualTo(".");
+    // relative to the document: Swagger UI's requests go to the mount, not to the application's
+    // root
+    assertThat(JSON.readTree(spec.body()).path("servers").path(0).path("url").asString())
+        .isEqualTo(".");
   }
 
   @Test
   void tokenIsRequiredAndReadTokensOnlyRead() throws Exception {
     HttpResponse<String> none = send("GET", "/jobs/jobs", null, null);
     assertThat(none.statusCode()).isEqualTo(401);
-    assertThat(none.headers().firstValue("Content-Type")).get().asString().startsWith("application/problem+json");
+    assertThat(none.headers().firstValue("Content-Type"))
+        .get()
+        .asString()
+        .startsWith("application/problem+json");
     assertThat(JSON.readTree(none.body()).path("status").asInt()).isEqualTo(401);
 
-    assertThat(send("GET", "/jobs/jobs", null, "not-a-valid-token-at-all").statusCode()).isEqualTo(401);
+    assertThat(send("GET", "/jobs/jobs", null, "not-a-valid-token-at-all").statusCode())
+        .isEqualTo(401);
 
     HttpResponse<String> readPost =
         send("POST", "/jobs/jobs", "{\"type\":\"greet\",\"payload\":{\"name\":\"nope\"}}", READ);
@@ -133,8 +148,11 @@ class PgJobsWebTest {
   @Test
   void jobPostedThroughTheMountIsRunByTheStartersWorker() throws Exception {
     String name = "web-" + UUID.randomUUID();
-    HttpResponse<String> created =
-        send("POST", "/jobs/jobs", "{\"type\":\"greet\",\"payload\":{\"name\":\"" + name + "\"}}", ADMIN);
+    HttpResponse<String> created = send(
+        "POST",
+        "/jobs/jobs",
+        "{\"type\":\"greet\",\"payload\":{\"name\":\"" + name + "\"}}",
+        ADMIN);
     assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
     String id = JSON.readTree(created.body()).path("id").asString();
     assertThat(created.headers().firstValue("Location")).contains("/jobs/jobs/" + id);
@@ -164,8 +182,14 @@ class PgJobsWebTest {
     try {
       // The stream starts with a snapshot: from then on the subscription is in place.
       assertThat(nextLineContaining(lines, "event: snapshot", 20)).isNotNull();
-      String id = client.enqueue(TestJobs.GREET, new TestJobs.Greet("events")).job().id().toString();
-      assertThat(nextLineContaining(lines, id, 20)).as("an event about job " + id).isNotNull();
+      String id = client
+          .enqueue(TestJobs.GREET, new TestJobs.Greet("events"))
+          .job()
+          .id()
+          .toString();
+      assertThat(nextLineContaining(lines, id, 20))
+          .as("an event about job " + id)
+          .isNotNull();
     } finally {
       response.body().close();
       reader.interrupt();
@@ -177,7 +201,8 @@ class PgJobsWebTest {
     String chromium = System.getProperty("pgjobs.chromium", "/usr/bin/chromium");
     String chromedriver = System.getProperty("pgjobs.chromedriver", "/usr/bin/chromedriver");
     String name = "dashboard-" + UUID.randomUUID();
-    String id = client.enqueue(TestJobs.GREET, new TestJobs.Greet(name)).job().id().toString();
+    String id =
+        client.enqueue(TestJobs.GREET, new TestJobs.Greet(name)).job().id().toString();
 
     Path profile = Files.createTempDirectory("pgjobs-spring-chromium-");
     ChromeDriverService service = new ChromeDriverService.Builder()
@@ -186,15 +211,24 @@ class PgJobsWebTest {
         .build();
     ChromeOptions options = new ChromeOptions();
     options.setBinary(chromium);
-    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+    options.addArguments(
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
         "--user-data-dir=" + profile);
     ChromeDriver driver = new ChromeDriver(service, options);
     try {
       WebDriverWait wait = new WebDriverWait(driver, Duration.ofSeconds(30));
       driver.get(uri("/jobs/#/jobs/" + id).toString());
-      // The mount has tokens: the dashboard asks for one, then loads the job through /jobs/jobs/{id}.
-      wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input"))).sendKeys(ADMIN);
+      // The mount has tokens: the dashboard asks for one, then loads the job through
+      // /jobs/jobs/{id}.
+      wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input")))
+          .sendKeys(ADMIN);
       driver.findElement(By.id("token-save")).click();
       wait.until(d -> d.findElement(By.id("main")).getText().contains(name));
       // The live indicator turns "live" once the event stream at /jobs/events answers.
@@ -204,7 +238,9 @@ class PgJobsWebTest {
       driver.quit();
       service.stop();
       try (Stream<Path> files = Files.walk(profile)) {
-        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        files
+            .sorted(java.util.Comparator.reverseOrder())
+            .forEach(p -> p.toFile().delete());
       }
     }
   }
@@ -225,7 +261,8 @@ class PgJobsWebTest {
     return URI.create("http://127.0.0.1:" + port + path);
   }
 
-  private HttpResponse<String> send(String method, String path, String json, String token) throws Exception {
+  private HttpResponse<String> send(String method, String path, String json, String token)
+      throws Exception {
     HttpRequest.Builder b = HttpRequest.newBuilder(uri(path));
     if (token != null) {
       b.header("Authorization", "Bearer " + token);
@@ -233,7 +270,8 @@ class PgJobsWebTest {
     if (json == null) {
       b.method(method, HttpRequest.BodyPublishers.noBody());
     } else {
-      b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(json));
+      b.header("Content-Type", "application/json")
+          .method(method, HttpRequest.BodyPublishers.ofString(json));
     }
     return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
   }

@@ -74,7 +74,8 @@ public final class DatabaseTemplate {
    * @param resourceDirectory a class path directory such as {@code io/pgjobs/db/migration}; it must exist
    * @param setUp builds the template from an empty database (its connections are closed afterwards)
    */
-  public static DatabaseTemplate of(String name, String resourceDirectory, Consumer<DataSource> setUp) {
+  public static DatabaseTemplate of(
+      String name, String resourceDirectory, Consumer<DataSource> setUp) {
     if (name == null || !NAME.matcher(name).matches()) {
       throw new IllegalArgumentException("template name must match " + NAME + ", got " + name);
     }
@@ -101,7 +102,8 @@ public final class DatabaseTemplate {
         lock.execute();
       }
       if (!exists(c, target)) {
-        st.execute("DROP DATABASE IF EXISTS " + scratch + " WITH (FORCE)"); // left by a JVM that died building it
+        st.execute("DROP DATABASE IF EXISTS " + scratch
+            + " WITH (FORCE)"); // left by a JVM that died building it
         st.execute("CREATE DATABASE " + scratch);
         try (HikariDataSource ds = dataSource(adminUrl, scratch)) {
           setUp.accept(ds);
@@ -116,8 +118,10 @@ public final class DatabaseTemplate {
       built = target;
       return target;
     } catch (SQLException e) {
-      throw new IllegalStateException("cannot build the test database template " + target + " on " + adminUrl + ": "
-          + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot build the test database template " + target + " on " + adminUrl + ": "
+              + e.getMessage(),
+          e);
     }
   }
 
@@ -140,7 +144,8 @@ public final class DatabaseTemplate {
     }
     try (Statement st = c.createStatement()) {
       for (String db : older) {
-        // Waits for a copy in progress; a run that copies it later rebuilds it (TestDatabase retries).
+        // Waits for a copy in progress; a run that copies it later rebuilds it (TestDatabase
+        // retries).
         st.execute("ALTER DATABASE " + db + " WITH IS_TEMPLATE false");
         st.execute("DROP DATABASE IF EXISTS " + db);
       }

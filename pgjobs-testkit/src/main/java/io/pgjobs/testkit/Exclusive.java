@@ -48,7 +48,9 @@ public @interface Exclusive {
         throw e;
       }
       // Closed (and the lock released) when the class's context closes, after its @AfterAll.
-      context.getStore(ExtensionContext.Namespace.create(Lock.class)).put("connection", (AutoCloseable) c::close);
+      context
+          .getStore(ExtensionContext.Namespace.create(Lock.class))
+          .put("connection", (AutoCloseable) c::close);
     }
 
     private static long key(String text) {

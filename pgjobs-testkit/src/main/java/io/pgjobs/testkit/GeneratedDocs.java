@@ -44,8 +44,9 @@ public final class GeneratedDocs {
       }
     }
     if (holders.size() != 1) {
-      throw new AssertionError("the block " + start.strip() + " ... " + end + " must be in exactly one of README.md"
-          + " and docs/*.md, found in " + holders.stream().map(root::relativize).toList());
+      throw new AssertionError("the block " + start.strip() + " ... " + end
+          + " must be in exactly one of README.md" + " and docs/*.md, found in "
+          + holders.stream().map(root::relativize).toList());
     }
     Path file = holders.getFirst();
     String text = read(file);
@@ -62,9 +63,12 @@ public final class GeneratedDocs {
       write(file, text.substring(0, from) + generated + text.substring(to));
       return;
     }
-    throw new AssertionError(root.relativize(file) + ": the block settings:" + name + " differs from the code"
-        + " (- in the file, + generated):\n" + diff(current, generated) + "\nRegenerate it with: ./mvnw -B -o test -pl "
-        + module + " -am -Dtest=" + testClass + " -Dsurefire.failIfNoSpecifiedTests=false -D" + REGENERATE + "=true");
+    throw new AssertionError(
+        root.relativize(file) + ": the block settings:" + name + " differs from the code"
+            + " (- in the file, + generated):\n" + diff(current, generated)
+            + "\nRegenerate it with: ./mvnw -B -o test -pl "
+            + module + " -am -Dtest=" + testClass + " -Dsurefire.failIfNoSpecifiedTests=false -D"
+            + REGENERATE + "=true");
   }
 
   /** The lines only one side has, each once, in order: enough to see what changed in a table. */
@@ -74,18 +78,27 @@ public final class GeneratedDocs {
     Set<String> wasSet = new HashSet<>(was);
     Set<String> nowSet = new HashSet<>(now);
     StringBuilder out = new StringBuilder();
-    was.stream().filter(l -> !nowSet.contains(l)).forEach(l -> out.append("- ").append(l).append('\n'));
-    now.stream().filter(l -> !wasSet.contains(l)).forEach(l -> out.append("+ ").append(l).append('\n'));
-    return out.isEmpty() ? "(the same lines, in another order or with other blank lines)\n" : out.toString();
+    was.stream()
+        .filter(l -> !nowSet.contains(l))
+        .forEach(l -> out.append("- ").append(l).append('\n'));
+    now.stream()
+        .filter(l -> !wasSet.contains(l))
+        .forEach(l -> out.append("+ ").append(l).append('\n'));
+    return out.isEmpty()
+        ? "(the same lines, in another order or with other blank lines)\n"
+        : out.toString();
   }
 
   private static Path repositoryRoot() {
     Path dir = Path.of("").toAbsolutePath();
-    while (dir != null && !(Files.isRegularFile(dir.resolve("README.md")) && Files.isRegularFile(dir.resolve("mvnw")))) {
+    while (dir != null
+        && !(Files.isRegularFile(dir.resolve("README.md"))
+            && Files.isRegularFile(dir.resolve("mvnw")))) {
       dir = dir.getParent();
     }
     if (dir == null) {
-      throw new AssertionError("no README.md with mvnw beside it above " + Path.of("").toAbsolutePath());
+      throw new AssertionError(
+          "no README.md with mvnw beside it above " + Path.of("").toAbsolutePath());
     }
     return dir;
   }

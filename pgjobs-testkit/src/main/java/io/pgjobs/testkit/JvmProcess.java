@@ -25,7 +25,8 @@ public final class JvmProcess implements AutoCloseable {
    * Starts {@code mainClass} with {@code args} and extra environment variables, using the same java
    * binary and class path as this JVM. Output goes to {@code target/jvm-processes/<name>.log}.
    */
-  public static JvmProcess start(String name, Class<?> mainClass, List<String> args, Map<String, String> env) {
+  public static JvmProcess start(
+      String name, Class<?> mainClass, List<String> args, Map<String, String> env) {
     return start(name, mainClass, args, env, System.getProperty("java.class.path"));
   }
 
@@ -34,9 +35,15 @@ public final class JvmProcess implements AutoCloseable {
    * runs code without some optional dependency (this JVM's class path minus its jars).
    */
   public static JvmProcess start(
-      String name, Class<?> mainClass, List<String> args, Map<String, String> env, String classPath) {
-    String java = ProcessHandle.current().info().command().orElse(
-        System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+      String name,
+      Class<?> mainClass,
+      List<String> args,
+      Map<String, String> env,
+      String classPath) {
+    String java = ProcessHandle.current()
+        .info()
+        .command()
+        .orElse(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     List<String> command = new ArrayList<>();
     command.add(java);
     command.add("-Xmx256m");
@@ -48,11 +55,13 @@ public final class JvmProcess implements AutoCloseable {
       Path dir = Path.of("target", "jvm-processes");
       Files.createDirectories(dir);
       Path log = dir.resolve(name + ".log");
-      ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+      ProcessBuilder builder =
+          new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
       builder.environment().putAll(env);
       return new JvmProcess(builder.start(), log);
     } catch (IOException e) {
-      throw new IllegalStateException("cannot start " + mainClass.getName() + ": " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot start " + mainClass.getName() + ": " + e.getMessage(), e);
     }
   }
 

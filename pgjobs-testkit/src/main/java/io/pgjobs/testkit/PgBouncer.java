@@ -46,7 +46,8 @@ public final class PgBouncer implements AutoCloseable {
   public static final String ALIAS = "pgjobs";
 
   private static final Duration START_DEADLINE = Duration.ofSeconds(20);
-  private static final Pattern HOST_PORT = Pattern.compile("^jdbc:postgresql://([^/:?]+)(?::(\\d+))?/");
+  private static final Pattern HOST_PORT =
+      Pattern.compile("^jdbc:postgresql://([^/:?]+)(?::(\\d+))?/");
 
   private final Path dir;
   private final Path config;
@@ -70,13 +71,14 @@ public final class PgBouncer implements AutoCloseable {
    */
   public static PgBouncer start(TestDatabase db, int serverPoolSize) {
     if (serverPoolSize < 1 || serverPoolSize > 100) {
-      throw new IllegalArgumentException("server pool size must be between 1 and 100, was " + serverPoolSize);
+      throw new IllegalArgumentException(
+          "server pool size must be between 1 and 100, was " + serverPoolSize);
     }
     Path binary = Path.of(System.getenv().getOrDefault("PGJOBS_PGBOUNCER", DEFAULT_BINARY));
     if (!Files.isExecutable(binary)) {
-      throw new IllegalStateException(
-          "PgBouncer is not installed at " + binary + ": install Debian's package (`apt-get install pgbouncer`,"
-              + " as .ci/run does) or set PGJOBS_PGBOUNCER to its path");
+      throw new IllegalStateException("PgBouncer is not installed at " + binary
+          + ": install Debian's package (`apt-get install pgbouncer`,"
+          + " as .ci/run does) or set PGJOBS_PGBOUNCER to its path");
     }
     Matcher m = HOST_PORT.matcher(db.jdbcUrl());
     if (!m.find()) {
@@ -86,7 +88,8 @@ public final class PgBouncer implements AutoCloseable {
     String pgPort = m.group(2) == null ? "5432" : m.group(2);
     String user = userOf(db.jdbcUrl());
     boolean root = "root".equals(System.getProperty("user.name"));
-    // The free port is found by binding and closing it; another process may take it before PgBouncer
+    // The free port is found by binding and closing it; another process may take it before
+    // PgBouncer
     // binds it, so a start that fails for that reason is tried again on another port.
     for (int attempt = 1; ; attempt++) {
       PgBouncer bouncer = prepare(db, serverPoolSize, pgHost, pgPort, user, root);
@@ -103,7 +106,12 @@ public final class PgBouncer implements AutoCloseable {
   }
 
   private static PgBouncer prepare(
-      TestDatabase db, int serverPoolSize, String pgHost, String pgPort, String user, boolean root) {
+      TestDatabase db,
+      int serverPoolSize,
+      String pgHost,
+      String pgPort,
+      String user,
+      boolean root) {
     try {
       Path dir = Files.createTempDirectory("pgjobs-pgbouncer-");
       int port = freePort();
@@ -129,7 +137,8 @@ public final class PgBouncer implements AutoCloseable {
               "min_pool_size = 0",
               "reserve_pool_size = 0",
               "max_client_conn = 500",
-              // pgjdbc sends extra_float_digits at startup when a URL sets assumeMinServerVersion=9.0 or
+              // pgjdbc sends extra_float_digits at startup when a URL sets
+              // assumeMinServerVersion=9.0 or
               // later; PgBouncer 1.18 rejects startup parameters it does not know.
               "ignore_startup_parameters = extra_float_digits",
               // A killed PostgreSQL backend must not leave the pool unable to connect for long.
@@ -153,11 +162,10 @@ public final class PgBouncer implements AutoCloseable {
 
   private void launch(Path binary) {
     try {
-      process =
-          new ProcessBuilder(binary.toString(), config.toString())
-              .redirectErrorStream(true)
-              .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
-              .start();
+      process = new ProcessBuilder(binary.toString(), config.toString())
+          .redirectErrorStream(true)
+          .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+          .start();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot run " + binary + ": " + e.getMessage(), e);
     }
@@ -169,7 +177,8 @@ public final class PgBouncer implements AutoCloseable {
     SQLException last = null;
     while (System.nanoTime() < deadline) {
       if (!process.isAlive()) {
-        throw new IllegalStateException("PgBouncer exited with " + process.exitValue() + ":\n" + logText());
+        throw new IllegalStateException(
+            "PgBouncer exited with " + process.exitValue() + ":\n" + logText());
       }
       try (Connection c = DriverManager.getConnection(jdbcUrl());
           Statement st = c.createStatement()) {
@@ -185,9 +194,8 @@ public final class PgBouncer implements AutoCloseable {
         throw new IllegalStateException("interrupted while waiting for PgBouncer", e);
       }
     }
-    throw new IllegalStateException(
-        "PgBouncer on port " + port + " did not answer within " + START_DEADLINE + " ("
-            + (last == null ? "" : last.getMessage()) + "):\n" + logText());
+    throw new IllegalStateException("PgBouncer on port " + port + " did not answer within "
+        + START_DEADLINE + " (" + (last == null ? "" : last.getMessage()) + "):\n" + logText());
   }
 
   /** The port PgBouncer listens on (kept across {@link #restart()}). */
@@ -200,7 +208,8 @@ public final class PgBouncer implements AutoCloseable {
    * named server-side statements pgjdbc would otherwise prepare after five uses.
    */
   public String jdbcUrl() {
-    return "jdbc:postgresql://127.0.0.1:" + port + "/" + ALIAS + "?user=" + user + "&prepareThreshold=0";
+    return "jdbc:postgresql://127.0.0.1:" + port + "/" + ALIAS + "?user=" + user
+        + "&prepareThreshold=0";
   }
 
   /** A new HikariCP pool of client connections through PgBouncer (closed with it). */
@@ -231,7 +240,8 @@ public final class PgBouncer implements AutoCloseable {
     process.destroyForcibly();
     try {
       if (!process.waitFor(10, TimeUnit.SECONDS)) {
-        throw new IllegalStateException("PgBouncer (pid " + process.pid() + ") did not exit after SIGKILL");
+        throw new IllegalStateException(
+            "PgBouncer (pid " + process.pid() + ") did not exit after SIGKILL");
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -274,7 +284,8 @@ public final class PgBouncer implements AutoCloseable {
   /** The OS user PgBouncer switches to when started as root: postgres (Debian's), else nobody. */
   private static String unprivilegedUser() {
     try {
-      boolean postgres = Files.readAllLines(Path.of("/etc/passwd")).stream().anyMatch(l -> l.startsWith("postgres:"));
+      boolean postgres = Files.readAllLines(Path.of("/etc/passwd")).stream()
+          .anyMatch(l -> l.startsWith("postgres:"));
       return postgres ? "postgres" : "nobody";
     } catch (IOException e) {
       return "nobody";

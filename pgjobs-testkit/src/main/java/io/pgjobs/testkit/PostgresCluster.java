@@ -97,8 +97,9 @@ public final class PostgresCluster implements AutoCloseable {
   public static PostgresCluster start(Replication replication) {
     Path bin = binaries();
     if (!Files.isExecutable(bin.resolve("initdb"))) {
-      throw new IllegalStateException("PostgreSQL's server binaries are not in " + bin + ": install Debian's"
-          + " postgresql-15 package or set PGJOBS_PG_BIN to the directory holding initdb, pg_ctl and pg_basebackup");
+      throw new IllegalStateException(
+          "PostgreSQL's server binaries are not in " + bin + ": install Debian's"
+              + " postgresql-15 package or set PGJOBS_PG_BIN to the directory holding initdb, pg_ctl and pg_basebackup");
     }
     boolean root = "root".equals(System.getProperty("user.name"));
     PostgresCluster cluster;
@@ -107,7 +108,8 @@ public final class PostgresCluster implements AutoCloseable {
       if (root) {
         // The postgres OS user must own the data directories and reach them through this one.
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
-        UserPrincipal postgres = dir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(USER);
+        UserPrincipal postgres =
+            dir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(USER);
         Files.setOwner(dir, postgres);
       }
       int primaryPort = freePort();
@@ -117,7 +119,8 @@ public final class PostgresCluster implements AutoCloseable {
       }
       cluster = new PostgresCluster(bin, dir, root, primaryPort, standbyPort);
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot prepare a PostgreSQL cluster directory: " + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "cannot prepare a PostgreSQL cluster directory: " + e.getMessage(), e);
     }
     Runtime.getRuntime().addShutdownHook(cluster.cleanup);
     try {
@@ -147,9 +150,11 @@ public final class PostgresCluster implements AutoCloseable {
       return preferred;
     }
     try (Stream<Path> majors = Files.list(Path.of("/usr/lib/postgresql"))) {
-      return majors.map(major -> major.resolve("bin"))
+      return majors
+          .map(major -> major.resolve("bin"))
           .filter(dir -> Files.isExecutable(dir.resolve("initdb")))
-          .max(Comparator.comparingInt(dir -> majorOf(dir.getParent().getFileName().toString())))
+          .max(Comparator.comparingInt(
+              dir -> majorOf(dir.getParent().getFileName().toString())))
           .orElse(preferred);
     } catch (IOException e) {
       return preferred;
@@ -166,29 +171,60 @@ public final class PostgresCluster implements AutoCloseable {
 
   private void startBoth() {
     Path primary = dataDir(Node.PRIMARY);
-    run(List.of(bin.resolve("initdb").toString(), "-D", primary.toString(), "-A", "trust", "-U", USER,
-        "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"));
-    appendConfig(primary, List.of(
-        "listen_addresses = '127.0.0.1'",
-        "unix_socket_directories = '" + dir + "'",
-        "port = " + primaryPort,
-        "wal_level = replica",
-        "max_wal_senders = 5",
-        "fsync = off",
-        "shared_buffers = 16MB",
-        "max_connections = 100",
-        // The standby reports what it has flushed every second, not every 10 s, so that lag shows soon.
-        "wal_receiver_status_interval = 1s",
-        "log_line_prefix = '%m [%p] '"));
+    run(List.of(
+        bin.resolve("initdb").toString(),
+        "-D",
+        primary.toString(),
+        "-A",
+        "trust",
+        "-U",
+        USER,
+        "-E",
+        "UTF8",
+        "--locale=C",
+        "--no-sync",
+        "--no-instructions"));
+    appendConfig(
+        primary,
+        List.of(
+            "listen_addresses = '127.0.0.1'",
+            "unix_socket_directories = '" + dir + "'",
+            "port = " + primaryPort,
+            "wal_level = replica",
+            "max_wal_senders = 5",
+            "fsync = off",
+            "shared_buffers = 16MB",
+            "max_connections = 100",
+            // The standby reports what it has flushed every second, not every 10 s, so that lag
+            // shows soon.
+            "wal_receiver_status_interval = 1s",
+            "log_line_prefix = '%m [%p] '"));
     pgCtlStart(Node.PRIMARY);
     Path standby = dataDir(Node.STANDBY);
     // -R writes standby.signal and primary_conninfo; -X stream copies the WAL written meanwhile.
-    run(List.of(bin.resolve("pg_basebackup").toString(), "-h", "127.0.0.1", "-p", String.valueOf(primaryPort),
-        "-U", USER, "-D", standby.toString(), "-R", "-X", "stream", "-c", "fast", "--no-sync"));
+    run(List.of(
+        bin.resolve("pg_basebackup").toString(),
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String.valueOf(primaryPort),
+        "-U",
+        USER,
+        "-D",
+        standby.toString(),
+        "-R",
+        "-X",
+        "stream",
+        "-c",
+        "fast",
+        "--no-sync"));
     appendConfig(standby, List.of("port = " + standbyPort));
     pgCtlStart(Node.STANDBY);
-    awaitCondition("the standby streams from the primary", () ->
-        queryLong(Node.PRIMARY, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'") == 1);
+    awaitCondition(
+        "the standby streams from the primary",
+        () -> queryLong(
+                Node.PRIMARY, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")
+            == 1);
   }
 
   /** The port {@code node} listens on (kept across crash and promotion). */
@@ -207,14 +243,14 @@ public final class PostgresCluster implements AutoCloseable {
    * the standby once it is promoted.
    */
   public String multiHostUrl(String database) {
-    return "postgres://" + USER + "@127.0.0.1:" + primaryPort + ",127.0.0.1:" + standbyPort + "/" + database
-        + "?target_session_attrs=read-write";
+    return "postgres://" + USER + "@127.0.0.1:" + primaryPort + ",127.0.0.1:" + standbyPort + "/"
+        + database + "?target_session_attrs=read-write";
   }
 
   /** The pgJDBC form of {@link #multiHostUrl}: {@code targetServerType=primary}. */
   public String multiHostJdbcUrl(String database) {
-    return "jdbc:postgresql://127.0.0.1:" + primaryPort + ",127.0.0.1:" + standbyPort + "/" + database
-        + "?user=" + USER + "&targetServerType=primary";
+    return "jdbc:postgresql://127.0.0.1:" + primaryPort + ",127.0.0.1:" + standbyPort + "/"
+        + database + "?user=" + USER + "&targetServerType=primary";
   }
 
   /** Creates {@code database} on the primary and waits until the standby has replayed it. */
@@ -231,8 +267,12 @@ public final class PostgresCluster implements AutoCloseable {
   public void setSynchronous(boolean synchronous) {
     setPrimarySetting("synchronous_standby_names", synchronous ? "*" : "");
     String state = synchronous ? "sync" : "async";
-    awaitCondition("the standby's sync_state is " + state, () -> queryLong(Node.PRIMARY,
-        "SELECT count(*) FROM pg_stat_replication WHERE sync_state = '" + state + "'") == 1);
+    awaitCondition(
+        "the standby's sync_state is " + state,
+        () -> queryLong(
+                Node.PRIMARY,
+                "SELECT count(*) FROM pg_stat_replication WHERE sync_state = '" + state + "'")
+            == 1);
   }
 
   /**
@@ -243,15 +283,20 @@ public final class PostgresCluster implements AutoCloseable {
     if (!name.matches("[a-z_]+")) {
       throw new IllegalArgumentException("not a setting name: " + name);
     }
-    execute(Node.PRIMARY, "ALTER SYSTEM SET " + name + " = '" + value.replace("'", "''") + "'",
+    execute(
+        Node.PRIMARY,
+        "ALTER SYSTEM SET " + name + " = '" + value.replace("'", "''") + "'",
         "SELECT pg_reload_conf()");
   }
 
   /** Waits until the standby has replayed all the WAL the primary has written so far. */
   public void awaitStandbyReplayed() {
     String lsn = queryText(Node.PRIMARY, "SELECT pg_current_wal_lsn()::text");
-    awaitCondition("the standby replays up to " + lsn, () -> queryLong(Node.STANDBY,
-        "SELECT (pg_last_wal_replay_lsn() >= '" + lsn + "'::pg_lsn)::int") == 1);
+    awaitCondition(
+        "the standby replays up to " + lsn,
+        () -> queryLong(
+                Node.STANDBY, "SELECT (pg_last_wal_replay_lsn() >= '" + lsn + "'::pg_lsn)::int")
+            == 1);
   }
 
   /**
@@ -259,8 +304,16 @@ public final class PostgresCluster implements AutoCloseable {
    * as a power cut would (minus the OS cache). Every client connection to it breaks.
    */
   public void crashPrimary() {
-    run(List.of(pgCtl(), "stop", "-D", dataDir(Node.PRIMARY).toString(), "-m", "immediate", "-w",
-        "-t", String.valueOf(COMMAND_DEADLINE.toSeconds())));
+    run(List.of(
+        pgCtl(),
+        "stop",
+        "-D",
+        dataDir(Node.PRIMARY).toString(),
+        "-m",
+        "immediate",
+        "-w",
+        "-t",
+        String.valueOf(COMMAND_DEADLINE.toSeconds())));
   }
 
   /**
@@ -268,8 +321,14 @@ public final class PostgresCluster implements AutoCloseable {
    * sessions included, once this returns.
    */
   public void promoteStandby() {
-    run(List.of(pgCtl(), "promote", "-D", dataDir(Node.STANDBY).toString(), "-w",
-        "-t", String.valueOf(COMMAND_DEADLINE.toSeconds())));
+    run(List.of(
+        pgCtl(),
+        "promote",
+        "-D",
+        dataDir(Node.STANDBY).toString(),
+        "-w",
+        "-t",
+        String.valueOf(COMMAND_DEADLINE.toSeconds())));
   }
 
   /** True if {@code node} answers and is in recovery (a standby). */
@@ -353,8 +412,16 @@ public final class PostgresCluster implements AutoCloseable {
   }
 
   private void pgCtlStart(Node node) {
-    run(List.of(pgCtl(), "start", "-D", dataDir(node).toString(), "-l", logFile(node).toString(), "-w",
-        "-t", String.valueOf(COMMAND_DEADLINE.toSeconds())));
+    run(List.of(
+        pgCtl(),
+        "start",
+        "-D",
+        dataDir(node).toString(),
+        "-l",
+        logFile(node).toString(),
+        "-w",
+        "-t",
+        String.valueOf(COMMAND_DEADLINE.toSeconds())));
   }
 
   private String pgCtl() {
@@ -371,10 +438,13 @@ public final class PostgresCluster implements AutoCloseable {
 
   private void appendConfig(Path dataDir, List<String> lines) {
     try {
-      Files.writeString(dataDir.resolve("postgresql.conf"), "\n" + String.join("\n", lines) + "\n",
+      Files.writeString(
+          dataDir.resolve("postgresql.conf"),
+          "\n" + String.join("\n", lines) + "\n",
           java.nio.file.StandardOpenOption.APPEND);
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot write " + dataDir + "/postgresql.conf: " + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "cannot write " + dataDir + "/postgresql.conf: " + e.getMessage(), e);
     }
   }
 
@@ -392,16 +462,19 @@ public final class PostgresCluster implements AutoCloseable {
     Path output = null;
     try {
       output = Files.createTempFile("pgjobs-cluster-command-", ".out");
-      Process process = new ProcessBuilder(full).directory(dir.toFile()).redirectErrorStream(true)
-          .redirectOutput(output.toFile()).start();
+      Process process = new ProcessBuilder(full)
+          .directory(dir.toFile())
+          .redirectErrorStream(true)
+          .redirectOutput(output.toFile())
+          .start();
       if (!process.waitFor(COMMAND_DEADLINE.toSeconds() + 10, TimeUnit.SECONDS)) {
         process.destroyForcibly();
-        throw new IllegalStateException(String.join(" ", command) + " did not finish within " + COMMAND_DEADLINE
-            + ":\n" + Files.readString(output));
+        throw new IllegalStateException(String.join(" ", command) + " did not finish within "
+            + COMMAND_DEADLINE + ":\n" + Files.readString(output));
       }
       if (process.exitValue() != 0) {
-        throw new IllegalStateException(String.join(" ", command) + " exited with " + process.exitValue() + ":\n"
-            + Files.readString(output));
+        throw new IllegalStateException(String.join(" ", command) + " exited with "
+            + process.exitValue() + ":\n" + Files.readString(output));
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot run " + command.get(0) + ": " + e.getMessage(), e);

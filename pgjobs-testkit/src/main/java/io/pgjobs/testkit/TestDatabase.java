@@ -27,7 +27,8 @@ import javax.sql.DataSource;
  */
 public final class TestDatabase implements AutoCloseable {
   /** The server used when {@code PGJOBS_TEST_DATABASE_URL} is not set. */
-  public static final String DEFAULT_ADMIN_URL = "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres";
+  public static final String DEFAULT_ADMIN_URL =
+      "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres";
 
   private static final String INVALID_CATALOG_NAME = "3D000";
 
@@ -52,7 +53,8 @@ public final class TestDatabase implements AutoCloseable {
         Statement st = c.createStatement()) {
       st.execute("CREATE DATABASE " + name);
     } catch (SQLException e) {
-      throw new IllegalStateException("cannot create a test database on " + admin + ": " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot create a test database on " + admin + ": " + e.getMessage(), e);
     }
     return new TestDatabase(admin, name);
   }
@@ -74,11 +76,14 @@ public final class TestDatabase implements AutoCloseable {
         return new TestDatabase(admin, name);
       } catch (SQLException e) {
         if (INVALID_CATALOG_NAME.equals(e.getSQLState()) && attempt == 1) {
-          template.forget(); // dropped as an older version by a run of other migrations: build it again
+          template
+              .forget(); // dropped as an older version by a run of other migrations: build it again
           continue;
         }
-        throw new IllegalStateException("cannot create a test database from template " + source + " on " + admin
-            + ": " + e.getMessage(), e);
+        throw new IllegalStateException(
+            "cannot create a test database from template " + source + " on " + admin + ": "
+                + e.getMessage(),
+            e);
       }
     }
   }
@@ -92,13 +97,16 @@ public final class TestDatabase implements AutoCloseable {
     try {
       return DriverManager.getConnection(admin);
     } catch (SQLException e) {
-      throw new IllegalStateException("cannot connect to the test server " + admin
-          + " (is PostgreSQL running? set PGJOBS_TEST_DATABASE_URL): " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot connect to the test server " + admin
+              + " (is PostgreSQL running? set PGJOBS_TEST_DATABASE_URL): " + e.getMessage(),
+          e);
     }
   }
 
   private static String randomName() {
-    return "pgjobs_test_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12).toLowerCase(Locale.ROOT);
+    return "pgjobs_test_"
+        + UUID.randomUUID().toString().replace("-", "").substring(0, 12).toLowerCase(Locale.ROOT);
   }
 
   /** The database's name. */
@@ -165,7 +173,8 @@ public final class TestDatabase implements AutoCloseable {
         Statement st = c.createStatement()) {
       st.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
     } catch (SQLException e) {
-      throw new IllegalStateException("cannot drop test database " + name + ": " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot drop test database " + name + ": " + e.getMessage(), e);
     }
   }
 
@@ -173,7 +182,8 @@ public final class TestDatabase implements AutoCloseable {
     // jdbc:postgresql://host:port/db?params  ->  same with another db
     int slash = jdbcUrl.indexOf('/', "jdbc:postgresql://".length());
     if (!jdbcUrl.startsWith("jdbc:postgresql://") || slash < 0) {
-      throw new IllegalArgumentException("expected jdbc:postgresql://host:port/database..., got " + jdbcUrl);
+      throw new IllegalArgumentException(
+          "expected jdbc:postgresql://host:port/database..., got " + jdbcUrl);
     }
     int query = jdbcUrl.indexOf('?', slash);
     return jdbcUrl.substring(0, slash + 1) + database + (query < 0 ? "" : jdbcUrl.substring(query));

@@ -32,7 +32,8 @@ class DatabaseTemplateTest {
     databases.forEach(TestDatabase::close);
     try (Connection c = TestDatabase.connect(TestDatabase.adminUrl());
         Statement st = c.createStatement();
-        var rs = st.executeQuery("SELECT datname FROM pg_database WHERE datname LIKE 'pgjobs_tpl_" + name + "%'")) {
+        var rs = st.executeQuery(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'pgjobs_tpl_" + name + "%'")) {
       List<String> left = new ArrayList<>();
       while (rs.next()) {
         left.add(rs.getString(1));
@@ -107,7 +108,9 @@ class DatabaseTemplateTest {
       pool.shutdownNow();
     }
     assertThat(setUps).hasValue(1);
-    assertThat(databases).allSatisfy(db -> assertThat(db.queryLong("SELECT count(*) FROM planted")).isEqualTo(1));
+    assertThat(databases)
+        .allSatisfy(
+            db -> assertThat(db.queryLong("SELECT count(*) FROM planted")).isEqualTo(1));
   }
 
   @Test
@@ -140,21 +143,28 @@ class DatabaseTemplateTest {
       st.execute("CREATE DATABASE " + older + " IS_TEMPLATE true");
     }
     copy(current);
-    assertThat(databases.get(0).queryLong("SELECT count(*) FROM pg_database WHERE datname = '" + older + "'"))
+    assertThat(databases
+            .get(0)
+            .queryLong("SELECT count(*) FROM pg_database WHERE datname = '" + older + "'"))
         .isZero();
   }
 
   @Test
   void versionFollowsTheFiles() {
-    assertThat(DatabaseTemplate.fingerprint(FILES)).hasSize(16).isEqualTo(DatabaseTemplate.fingerprint(FILES));
-    assertThat(DatabaseTemplate.fingerprint(FILES)).isNotEqualTo(DatabaseTemplate.fingerprint("io/pgjobs/testkit/other-files"));
+    assertThat(DatabaseTemplate.fingerprint(FILES))
+        .hasSize(16)
+        .isEqualTo(DatabaseTemplate.fingerprint(FILES));
+    assertThat(DatabaseTemplate.fingerprint(FILES))
+        .isNotEqualTo(DatabaseTemplate.fingerprint("io/pgjobs/testkit/other-files"));
   }
 
   @Test
   void badNameIsRefused() {
     assertThatThrownBy(() -> DatabaseTemplate.of("Bad-Name", FILES, ds -> {}))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Bad-Name");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Bad-Name");
     assertThatThrownBy(() -> DatabaseTemplate.of("fine", "io/pgjobs/testkit/missing", ds -> {}))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("io/pgjobs/testkit/missing");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("io/pgjobs/testkit/missing");
   }
 }

@@ -14,9 +14,10 @@ class ExclusiveTest {
   static long holders() throws SQLException {
     try (Connection c = TestDatabase.connect(TestDatabase.adminUrl());
         Statement st = c.createStatement();
-        var rs = st.executeQuery("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-            + " AND ((classid::bigint << 32) | objid::bigint) = " + Exclusive.Lock.KEY)) {
+        var rs =
+            st.executeQuery("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                + " AND ((classid::bigint << 32) | objid::bigint) = " + Exclusive.Lock.KEY)) {
       rs.next();
       return rs.getLong(1);
     }

@@ -25,7 +25,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 
 /**
@@ -106,7 +105,8 @@ public final class HarnessAdapterMain {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(url.jdbcUrl());
     config.setDataSourceProperties(url.properties());
-    // Handlers here do not use the database: the worker's own connections (see docs/operations.md) plus
+    // Handlers here do not use the database: the worker's own connections (see docs/operations.md)
+    // plus
     // the producer and the depth reader.
     config.setMaximumPoolSize(settings.workerCount() + 8);
     config.setPoolName("pgjobs-harness");
@@ -114,7 +114,8 @@ public final class HarnessAdapterMain {
     JobClient client = JobClient.builder(ds).knownTypes(BENCH_JOB).build();
     client.migrate();
     Instant started = Instant.now();
-    out.println(HarnessSamples.descriptor(settings.version(), schemaVersion(ds), url.database(), started));
+    out.println(
+        HarnessSamples.descriptor(settings.version(), schemaVersion(ds), url.database(), started));
 
     JobWorker worker = JobWorker.builder(ds)
         .register(BENCH_JOB, (context, job) -> {
@@ -131,26 +132,32 @@ public final class HarnessAdapterMain {
         .build()
         .start();
 
-    Thread producer = Thread.ofPlatform().name("harness-producer").daemon().start(() -> produce(client));
+    Thread producer =
+        Thread.ofPlatform().name("harness-producer").daemon().start(() -> produce(client));
     Thread depthReader = null;
     if (!settings.depthTarget() && settings.observer()) {
-      depthReader = Thread.ofPlatform().name("harness-depth").daemon().start(() -> readDepth(client));
+      depthReader =
+          Thread.ofPlatform().name("harness-depth").daemon().start(() -> readDepth(client));
     }
     Thread sampler = Thread.ofPlatform().name("harness-sampler").daemon().start(this::sample);
 
     Thread readers = depthReader;
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      // SIGTERM: the contract gives 5 s. Stop producing, then let the worker finish what it holds.
-      stopping.set(true);
-      sampler.interrupt();
-      join(producer, 2_000);
-      if (readers != null) {
-        join(readers, 500);
-      }
-      worker.close();
-      ds.close();
-      out.flush();
-    }, "harness-shutdown"));
+    Runtime.getRuntime()
+        .addShutdownHook(new Thread(
+            () -> {
+              // SIGTERM: the contract gives 5 s. Stop producing, then let the worker finish what it
+              // holds.
+              stopping.set(true);
+              sampler.interrupt();
+              join(producer, 2_000);
+              if (readers != null) {
+                join(readers, 500);
+              }
+              worker.close();
+              ds.close();
+              out.flush();
+            },
+            "harness-shutdown"));
     producer.join();
   }
 
@@ -158,7 +165,8 @@ public final class HarnessAdapterMain {
 
   private void produce(JobClient client) {
     BufferedReader tokens = settings.harnessPacing()
-        ? new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)) : null;
+        ? new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))
+        : null;
     long lastCredit = System.nanoTime();
     double credit = 0;
     long rateReadAt = 0;
@@ -194,7 +202,8 @@ public final class HarnessAdapterMain {
       } catch (InterruptedException e) {
         return;
       } catch (Exception e) {
-        // Keep producing through a database restart or a killed backend, as the harness's chaos phases expect.
+        // Keep producing through a database restart or a killed backend, as the harness's chaos
+        // phases expect.
         System.err.println("pgjobs harness adapter: producer: " + e);
         sleepQuietly(200);
       }
@@ -224,7 +233,8 @@ public final class HarnessAdapterMain {
         // fall through: not a token
       }
     }
-    System.err.println("pgjobs harness adapter: ignored stdin line '" + line + "' (expected 'ENQUEUE <n>')");
+    System.err.println(
+        "pgjobs harness adapter: ignored stdin line '" + line + "' (expected 'ENQUEUE <n>')");
     return 0;
   }
 
@@ -233,7 +243,8 @@ public final class HarnessAdapterMain {
       return settings.producerRate();
     }
     try {
-      return Math.round(Double.parseDouble(Files.readString(Path.of(settings.rateControlFile())).trim()));
+      return Math.round(Double.parseDouble(
+          Files.readString(Path.of(settings.rateControlFile())).trim()));
     } catch (Exception e) {
       return settings.producerRate();
     }
@@ -326,7 +337,8 @@ public final class HarnessAdapterMain {
   // ---------------------------------------------------------------- helpers
 
   private static String schemaVersion(HikariDataSource ds) {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
         ResultSet rs = s.executeQuery(SCHEMA_VERSION_SQL)) {
       return rs.next() ? rs.getString(1) : null;
     } catch (Exception e) {
@@ -355,9 +367,21 @@ public final class HarnessAdapterMain {
   }
 
   /** What the harness sets in the environment, with the contract's defaults. */
-  record Settings(String databaseUrl, boolean depthTarget, long producerRate, int batchMax, int batchMs,
-      long targetDepth, int workerCount, int payloadBytes, int workMs, int sampleEverySeconds, int instanceId,
-      boolean harnessPacing, String rateControlFile, String version) {
+  record Settings(
+      String databaseUrl,
+      boolean depthTarget,
+      long producerRate,
+      int batchMax,
+      int batchMs,
+      long targetDepth,
+      int workerCount,
+      int payloadBytes,
+      int workMs,
+      int sampleEverySeconds,
+      int instanceId,
+      boolean harnessPacing,
+      String rateControlFile,
+      String version) {
 
     boolean observer() {
       return instanceId == 0;
@@ -366,21 +390,27 @@ public final class HarnessAdapterMain {
     static Settings fromEnvironment(Map<String, String> env) {
       String url = env.get("DATABASE_URL");
       if (url == null || url.isBlank()) {
-        throw new IllegalArgumentException("DATABASE_URL must be set (postgres://user:password@host:port/db)");
+        throw new IllegalArgumentException(
+            "DATABASE_URL must be set (postgres://user:password@host:port/db)");
       }
       String scenario = env.getOrDefault("SCENARIO", "long_horizon");
       if (!scenario.equals("long_horizon")) {
-        throw new IllegalArgumentException("SCENARIO '" + scenario + "' is not supported; allowed: long_horizon");
+        throw new IllegalArgumentException(
+            "SCENARIO '" + scenario + "' is not supported; allowed: long_horizon");
       }
       String mode = env.getOrDefault("PRODUCER_MODE", "fixed");
       if (!mode.equals("fixed") && !mode.equals("depth-target")) {
-        throw new IllegalArgumentException("PRODUCER_MODE '" + mode + "' is not supported; allowed: fixed, depth-target");
+        throw new IllegalArgumentException(
+            "PRODUCER_MODE '" + mode + "' is not supported; allowed: fixed, depth-target");
       }
       String pacing = env.getOrDefault("PRODUCER_PACING", "adapter");
       if (!pacing.equals("harness") && !pacing.equals("adapter")) {
-        throw new IllegalArgumentException("PRODUCER_PACING '" + pacing + "' is not supported; allowed: harness, adapter");
+        throw new IllegalArgumentException(
+            "PRODUCER_PACING '" + pacing + "' is not supported; allowed: harness, adapter");
       }
-      return new Settings(url, mode.equals("depth-target"),
+      return new Settings(
+          url,
+          mode.equals("depth-target"),
           number(env, "PRODUCER_RATE", 800, 1, 10_000_000),
           (int) number(env, "PRODUCER_BATCH_MAX", 128, 1, 100_000),
           (int) number(env, "PRODUCER_BATCH_MS", 10, 1, 60_000),
@@ -395,7 +425,8 @@ public final class HarnessAdapterMain {
           env.getOrDefault("PGJOBS_VERSION", "unknown"));
     }
 
-    private static long number(Map<String, String> env, String name, long fallback, long min, long max) {
+    private static long number(
+        Map<String, String> env, String name, long fallback, long min, long max) {
       String text = env.get(name);
       if (text == null || text.isBlank()) {
         return fallback;
@@ -405,10 +436,12 @@ public final class HarnessAdapterMain {
         // The harness writes some of these as floats ("800.0").
         value = (long) Double.parseDouble(text.trim());
       } catch (NumberFormatException e) {
-        throw new IllegalArgumentException(name + " '" + text + "' is not a number; allowed: " + min + " to " + max);
+        throw new IllegalArgumentException(
+            name + " '" + text + "' is not a number; allowed: " + min + " to " + max);
       }
       if (value < min || value > max) {
-        throw new IllegalArgumentException(name + " " + value + " is out of range; allowed: " + min + " to " + max);
+        throw new IllegalArgumentException(
+            name + " " + value + " is out of range; allowed: " + min + " to " + max);
       }
       return value;
     }

@@ -26,7 +26,8 @@ final class HarnessSamples {
   /** The rolling window of the latency percentiles, as the contract asks. */
   static final int LATENCY_WINDOW_S = 30;
 
-  // The contract's timestamps carry milliseconds always ("2026-04-17T09:00:10.000Z"); Instant.toString
+  // The contract's timestamps carry milliseconds always ("2026-04-17T09:00:10.000Z");
+  // Instant.toString
   // drops them on a whole second.
   private static final DateTimeFormatter TIME =
       DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
@@ -66,7 +67,8 @@ final class HarnessSamples {
     return write(line);
   }
 
-  // Written by hand rather than with Jackson: the lines hold only strings, numbers and lists of strings,
+  // Written by hand rather than with Jackson: the lines hold only strings, numbers and lists of
+  // strings,
   // and pgjobs-bench has no JSON library of its own (nor had the older builds it is compiled into).
   private static String write(Map<String, Object> line) {
     StringBuilder json = new StringBuilder("{");
@@ -85,7 +87,10 @@ final class HarnessSamples {
       json.append("null");
     } else if (value instanceof Double d) {
       // JSON has no NaN or infinity; a rate over a zero interval would be one.
-      json.append(d.isNaN() || d.isInfinite() ? "0" : BigDecimal.valueOf(d).stripTrailingZeros().toPlainString());
+      json.append(
+          d.isNaN() || d.isInfinite()
+              ? "0"
+              : BigDecimal.valueOf(d).stripTrailingZeros().toPlainString());
     } else if (value instanceof Number n) {
       json.append(n);
     } else if (value instanceof List<?> list) {

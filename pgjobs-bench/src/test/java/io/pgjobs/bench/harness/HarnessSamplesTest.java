@@ -16,25 +16,28 @@ class HarnessSamplesTest {
 
   @Test
   void sampleLineIsTheContractsShapeWithMillisecondsAlways() {
-    assertThat(HarnessSamples.sample(T, "claim_p99_ms", 4.2, 30, 0)).isEqualTo(
-        "{\"t\":\"2026-04-17T09:00:10.000Z\",\"system\":\"pgjobs\",\"kind\":\"adapter\",\"subject_kind\":\"adapter\","
-            + "\"subject\":\"\",\"metric\":\"claim_p99_ms\",\"value\":4.2,\"window_s\":30,\"instance_id\":0}");
+    assertThat(HarnessSamples.sample(T, "claim_p99_ms", 4.2, 30, 0))
+        .isEqualTo(
+            "{\"t\":\"2026-04-17T09:00:10.000Z\",\"system\":\"pgjobs\",\"kind\":\"adapter\",\"subject_kind\":\"adapter\","
+                + "\"subject\":\"\",\"metric\":\"claim_p99_ms\",\"value\":4.2,\"window_s\":30,\"instance_id\":0}");
   }
 
   @Test
   void rateOverAnEmptyIntervalIsWrittenAsZeroNotNaN() {
     assertThat(HarnessSamples.sample(T, "enqueue_rate", Double.NaN, 5, 0)).contains("\"value\":0,");
-    assertThat(HarnessSamples.sample(T, "enqueue_rate", 12000.0, 5, 0)).contains("\"value\":12000,");
+    assertThat(HarnessSamples.sample(T, "enqueue_rate", 12000.0, 5, 0))
+        .contains("\"value\":12000,");
   }
 
   @Test
   void descriptorNamesTablesAndEscapesTheVersion() {
     String line = HarnessSamples.descriptor("pgjobs@\"x\\y", "23", "pgjobs_bench", T);
 
-    assertThat(line).isEqualTo("{\"kind\":\"descriptor\",\"system\":\"pgjobs\","
-        + "\"event_tables\":[\"pgjobs.jobs\",\"pgjobs.finished_jobs\"],\"extensions\":[],"
-        + "\"version\":\"pgjobs@\\\"x\\\\y\",\"schema_version\":\"23\",\"db_name\":\"pgjobs_bench\","
-        + "\"started_at\":\"2026-04-17T09:00:10.000Z\"}");
+    assertThat(line)
+        .isEqualTo("{\"kind\":\"descriptor\",\"system\":\"pgjobs\","
+            + "\"event_tables\":[\"pgjobs.jobs\",\"pgjobs.finished_jobs\"],\"extensions\":[],"
+            + "\"version\":\"pgjobs@\\\"x\\\\y\",\"schema_version\":\"23\",\"db_name\":\"pgjobs_bench\","
+            + "\"started_at\":\"2026-04-17T09:00:10.000Z\"}");
   }
 
   @Test
@@ -42,9 +45,11 @@ class HarnessSamplesTest {
     // The harness fails the run when the descriptor's tables are not a superset of adapter.json's.
     String manifest = Files.readString(Path.of("harness/adapter.json")).replaceAll("\\s", "");
 
-    assertThat(manifest).contains("\"system\":\"" + HarnessSamples.SYSTEM + "\"")
+    assertThat(manifest)
+        .contains("\"system\":\"" + HarnessSamples.SYSTEM + "\"")
         .contains("\"db_name\":\"" + HarnessSamples.DB_NAME + "\"")
-        .contains("\"event_tables\":[\"" + String.join("\",\"", HarnessSamples.EVENT_TABLES) + "\"]")
+        .contains(
+            "\"event_tables\":[\"" + String.join("\",\"", HarnessSamples.EVENT_TABLES) + "\"]")
         .contains("\"extensions\":[]");
   }
 
@@ -64,7 +69,8 @@ class HarnessSamplesTest {
 
   @Test
   void settingsTakeTheContractsDefaults() {
-    HarnessAdapterMain.Settings s = HarnessAdapterMain.Settings.fromEnvironment(Map.of("DATABASE_URL", "postgres://u@h/db"));
+    HarnessAdapterMain.Settings s =
+        HarnessAdapterMain.Settings.fromEnvironment(Map.of("DATABASE_URL", "postgres://u@h/db"));
 
     assertThat(s.depthTarget()).isFalse();
     assertThat(s.batchMax()).isEqualTo(128);
@@ -78,10 +84,10 @@ class HarnessSamplesTest {
   @Test
   void badSettingNamesTheVariableAndWhatIsAllowed() {
     assertThatThrownBy(() -> HarnessAdapterMain.Settings.fromEnvironment(
-        Map.of("DATABASE_URL", "postgres://u@h/db", "PRODUCER_MODE", "burst")))
+            Map.of("DATABASE_URL", "postgres://u@h/db", "PRODUCER_MODE", "burst")))
         .hasMessage("PRODUCER_MODE 'burst' is not supported; allowed: fixed, depth-target");
     assertThatThrownBy(() -> HarnessAdapterMain.Settings.fromEnvironment(
-        Map.of("DATABASE_URL", "postgres://u@h/db", "WORKER_COUNT", "0")))
+            Map.of("DATABASE_URL", "postgres://u@h/db", "WORKER_COUNT", "0")))
         .hasMessage("WORKER_COUNT 0 is out of range; allowed: 1 to 10000");
     assertThatThrownBy(() -> HarnessAdapterMain.Settings.fromEnvironment(Map.of()))
         .hasMessageStartingWith("DATABASE_URL must be set");

@@ -109,6 +109,7 @@ public final class Settings {
   public static final String LISTEN_DATABASE_URL = "listen_database_url";
   /** The value of {@link #LISTEN_DATABASE_URL} that turns LISTEN off: polling only. */
   public static final String LISTEN_OFF = "off";
+
   public static final String SCHEMA = "schema";
   public static final String POOL_SIZE = "pool_size";
   public static final String LOG_FORMAT = "log_format";
@@ -136,104 +137,197 @@ public final class Settings {
   private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,50}");
   /** As {@code JobType.requireCapability}: the jobs table's CHECK says the same. */
   private static final Pattern CAPABILITY_NAME = Pattern.compile("[A-Za-z0-9_.\\-]{1,64}");
+
   private static final Pattern QUEUE_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
-  private static final Pattern HOST_NAME =
-      Pattern.compile("[A-Za-z0-9]([A-Za-z0-9\\-.]{0,252}[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
-  private static final Pattern EMAIL = Pattern.compile("[^@\\s<>,;\"]+@[A-Za-z0-9]([A-Za-z0-9\\-.]*[A-Za-z0-9])?");
+  private static final Pattern HOST_NAME = Pattern.compile(
+      "[A-Za-z0-9]([A-Za-z0-9\\-.]{0,252}[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
+  private static final Pattern EMAIL =
+      Pattern.compile("[^@\\s<>,;\"]+@[A-Za-z0-9]([A-Za-z0-9\\-.]*[A-Za-z0-9])?");
   private static final Pattern TOKEN = Pattern.compile("[\\x21-\\x2b\\x2d-\\x7e]{16,256}");
   /** As {@code ApiServer.Builder}'s checks of its allowed origins and hosts. */
-  private static final Pattern ORIGIN = Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
-  private static final Pattern ALLOWED_HOST = Pattern.compile("(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9\\-.]{0,251}[A-Za-z0-9])?");
+  private static final Pattern ORIGIN =
+      Pattern.compile("https?://[A-Za-z0-9.\\-\\[\\]:]+(:\\d{1,5})?");
+
+  private static final Pattern ALLOWED_HOST =
+      Pattern.compile("(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9\\-.]{0,251}[A-Za-z0-9])?");
 
   /** Every setting, in documentation order. */
-  public static final List<Definition> DEFINITIONS =
-      List.of(
-          new Definition(CONFIG, "--config", List.of("PGJOBS_CONFIG"), null, "none",
-              "a readable Java properties file", "a file with more settings (keys are the setting names)",
-              text -> Path.of(text)),
-          new Definition(DATABASE_URL, "--database-url", List.of("DATABASE_URL", "PGJOBS_DATABASE_URL"),
-              DatabaseUrl.DEFAULT, "`" + DatabaseUrl.DEFAULT + "`",
-              "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`; in the user"
-                  + " name and password write `/`, `?`, `#` and `%` as `%2F`, `%3F`, `%23` and `%25` (`@` and `:`"
-                  + " may stay: the last `@` before the host ends the password); for a primary with standbys list"
-                  + " every host, `postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write` (docs/operations.md,"
-                  + " \"High availability\")",
-              "the PostgreSQL database", DatabaseUrl::parse),
-          new Definition(LISTEN_DATABASE_URL, "--listen-database-url", List.of("PGJOBS_LISTEN_DATABASE_URL"), null,
-              "none (LISTEN through `database_url`)",
-              "a URL as for `database_url`, or `off`",
-              "where the one LISTEN connection of `work`, `serve` and `demo` goes: behind PgBouncer in transaction"
-                  + " mode, a direct connection to PostgreSQL (LISTEN cannot work through it); `off`: workers poll"
-                  + " only (every `poll_interval`) and the API's live event stream stays silent",
-              text -> text.equalsIgnoreCase(LISTEN_OFF) ? LISTEN_OFF : DatabaseUrl.parse(text)),
-          text(PgJobsSettings.SCHEMA, "1–51 of lowercase letters, digits and _, not starting with a digit",
-              Settings::parseSchema),
-          new Definition(POOL_SIZE, "--pool-size", List.of("PGJOBS_POOL_SIZE"), "20", "20",
-              "an integer from 2 to 1000", "most database connections of this process",
-              text -> parseInt(text, 2, 1000)),
-          new Definition(LOG_FORMAT, "--log-format", List.of("PGJOBS_LOG_FORMAT", "LOG_FORMAT"), "plain",
-              "`plain`", "`plain` or `json`", "log lines as text or as JSON objects (to stderr)",
-              Settings::parseLogFormat),
-          new Definition(LOG_LEVEL, "--log-level", List.of("PGJOBS_LOG_LEVEL"), "info", "`info`",
-              "`error`, `warn`, `info` or `debug`",
-              "least severe log events of pgjobs written; `debug` adds one line per job start and finish"
-                  + " (libraries log warnings and errors only)",
-              Settings::parseLogLevel),
-          new Definition(QUEUES, "--queues", List.of("PGJOBS_QUEUES"), null,
-              "the queues of the registered job types",
-              "comma-separated `queue` or `queue=concurrency` (queue: 1–255 of letters, digits, `_ . : - /`;"
-                  + " concurrency " + PgJobsSettings.CONCURRENCY.allowedText() + ")",
-              "queues `work` serves; a queue without `=N` gets `concurrency`", Settings::parseQueues),
-          new Definition(CAPABILITIES, "--capabilities", List.of("PGJOBS_CAPABILITIES"), null, "none",
-              "comma-separated names, each 1–64 of letters, digits and `_ . -`",
-              "capabilities this worker has (`media,gpu`): it also runs jobs that need one of them, those first;"
-                  + " without any it runs only jobs that need none",
-              Settings::parseCapabilities),
-          integer(PgJobsSettings.CONCURRENCY, ""),
-          integer(PgJobsSettings.CLAIM_BATCH, ""),
-          duration(PgJobsSettings.POLL_INTERVAL),
-          duration(PgJobsSettings.SHUTDOWN_GRACE),
-          duration(PgJobsSettings.STALE_THRESHOLD),
-          duration(PgJobsSettings.WORKER_DEAD_AFTER),
-          duration(PgJobsSettings.RETENTION),
-          new Definition(SMTP_HOST, "--smtp-host", List.of("PGJOBS_SMTP_HOST"), "localhost", "`localhost`",
-              "a host name or IP address", "SMTP server of the `send_email` demo kind (`work`)", Settings::parseHost),
-          new Definition(SMTP_PORT, "--smtp-port", List.of("PGJOBS_SMTP_PORT"), "1025", "1025",
-              "an integer from 1 to 65535",
-              "port of that SMTP server (1025: where `pgjobs demo` runs its own, as MailHog and Mailpit do)",
-              text -> parseInt(text, 1, 65_535)),
-          new Definition(SMTP_FROM, "--smtp-from", List.of("PGJOBS_SMTP_FROM"), "pgjobs@localhost",
-              "`pgjobs@localhost`", "an e-mail address (`name@host`)", "sender address of `send_email`",
-              Settings::parseEmail),
-          new Definition(WEBHOOK_TIMEOUT, "--webhook-timeout", List.of("PGJOBS_WEBHOOK_TIMEOUT"), "10s", "`10s`",
-              durationAllowed("100ms", "10m"), "connect and response timeout of `webhook_delivery`",
-              text -> parseDuration(text, Duration.ofMillis(100), Duration.ofMinutes(10), "100ms", "10m")),
-          new Definition(WORKER_METRICS_BIND, "--metrics-bind", List.of("PGJOBS_WORKER_METRICS_BIND", "WORKER_METRICS_BIND_ADDR"),
-              "127.0.0.1:9091", "`127.0.0.1:9091`", "`host:port` (port 0–65535, 0: any free port) or `off`",
-              "where `work` serves its own `/metrics` (Prometheus) and `/health/live`, `/health/ready`; this"
-                  + " machine only by default, `0.0.0.0:9091` for every interface (a scraper on another host)",
-              Settings::parseBind),
-          text(PgJobsSettings.HOST, PgJobsSettings.HOST.allowed(), Settings::parseHost),
-          integer(PgJobsSettings.PORT, " (0: any free port)"),
-          new Definition(API_TOKENS, "--api-tokens", List.of("PGJOBS_API_TOKENS"), null, "none (no authentication)",
-              "comma-separated tokens, each 16–256 visible ASCII characters other than `,`",
-              "bearer tokens the HTTP API accepts (`serve`, `demo`)", Settings::parseTokens),
-          new Definition(ALLOWED_ORIGINS, "--allowed-origins", List.of("PGJOBS_ALLOWED_ORIGINS"), null,
-              "none (the API's own pages only)",
-              "comma-separated origins `scheme://host[:port]` (http or https, no path), or `*` (any)",
-              "web pages besides the API's own that may change jobs, queues and schedules through it (`serve`,"
-                  + " `demo`); a POST from any other page is refused with 403 (cross-site requests)",
-              Settings::parseOrigins),
-          new Definition(ALLOWED_HOSTS, "--allowed-hosts", List.of("PGJOBS_ALLOWED_HOSTS"), null,
-              "none (`localhost`, `*.localhost` and IP addresses only)",
-              "comma-separated host names (`jobs.example.com`, `*.example.com` for its subdomains, no port), or"
-                  + " `*` (any)",
-              "names the HTTP API answers to without `api_tokens`, besides `localhost`, `*.localhost` and IP"
-                  + " addresses (`serve`, `demo`); any other `Host` gets 421 (DNS rebinding)",
-              Settings::parseAllowedHosts));
+  public static final List<Definition> DEFINITIONS = List.of(
+      new Definition(
+          CONFIG,
+          "--config",
+          List.of("PGJOBS_CONFIG"),
+          null,
+          "none",
+          "a readable Java properties file",
+          "a file with more settings (keys are the setting names)",
+          text -> Path.of(text)),
+      new Definition(
+          DATABASE_URL,
+          "--database-url",
+          List.of("DATABASE_URL", "PGJOBS_DATABASE_URL"),
+          DatabaseUrl.DEFAULT,
+          "`" + DatabaseUrl.DEFAULT + "`",
+          "`postgres://user:password@host:port/db`, `postgresql://…` or `jdbc:postgresql://…`; in the user"
+              + " name and password write `/`, `?`, `#` and `%` as `%2F`, `%3F`, `%23` and `%25` (`@` and `:`"
+              + " may stay: the last `@` before the host ends the password); for a primary with standbys list"
+              + " every host, `postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write` (docs/operations.md,"
+              + " \"High availability\")",
+          "the PostgreSQL database",
+          DatabaseUrl::parse),
+      new Definition(
+          LISTEN_DATABASE_URL,
+          "--listen-database-url",
+          List.of("PGJOBS_LISTEN_DATABASE_URL"),
+          null,
+          "none (LISTEN through `database_url`)",
+          "a URL as for `database_url`, or `off`",
+          "where the one LISTEN connection of `work`, `serve` and `demo` goes: behind PgBouncer in transaction"
+              + " mode, a direct connection to PostgreSQL (LISTEN cannot work through it); `off`: workers poll"
+              + " only (every `poll_interval`) and the API's live event stream stays silent",
+          text -> text.equalsIgnoreCase(LISTEN_OFF) ? LISTEN_OFF : DatabaseUrl.parse(text)),
+      text(
+          PgJobsSettings.SCHEMA,
+          "1–51 of lowercase letters, digits and _, not starting with a digit",
+          Settings::parseSchema),
+      new Definition(
+          POOL_SIZE,
+          "--pool-size",
+          List.of("PGJOBS_POOL_SIZE"),
+          "20",
+          "20",
+          "an integer from 2 to 1000",
+          "most database connections of this process",
+          text -> parseInt(text, 2, 1000)),
+      new Definition(
+          LOG_FORMAT,
+          "--log-format",
+          List.of("PGJOBS_LOG_FORMAT", "LOG_FORMAT"),
+          "plain",
+          "`plain`",
+          "`plain` or `json`",
+          "log lines as text or as JSON objects (to stderr)",
+          Settings::parseLogFormat),
+      new Definition(
+          LOG_LEVEL,
+          "--log-level",
+          List.of("PGJOBS_LOG_LEVEL"),
+          "info",
+          "`info`",
+          "`error`, `warn`, `info` or `debug`",
+          "least severe log events of pgjobs written; `debug` adds one line per job start and finish"
+              + " (libraries log warnings and errors only)",
+          Settings::parseLogLevel),
+      new Definition(
+          QUEUES,
+          "--queues",
+          List.of("PGJOBS_QUEUES"),
+          null,
+          "the queues of the registered job types",
+          "comma-separated `queue` or `queue=concurrency` (queue: 1–255 of letters, digits, `_ . : - /`;"
+              + " concurrency " + PgJobsSettings.CONCURRENCY.allowedText() + ")",
+          "queues `work` serves; a queue without `=N` gets `concurrency`",
+          Settings::parseQueues),
+      new Definition(
+          CAPABILITIES,
+          "--capabilities",
+          List.of("PGJOBS_CAPABILITIES"),
+          null,
+          "none",
+          "comma-separated names, each 1–64 of letters, digits and `_ . -`",
+          "capabilities this worker has (`media,gpu`): it also runs jobs that need one of them, those first;"
+              + " without any it runs only jobs that need none",
+          Settings::parseCapabilities),
+      integer(PgJobsSettings.CONCURRENCY, ""),
+      integer(PgJobsSettings.CLAIM_BATCH, ""),
+      duration(PgJobsSettings.POLL_INTERVAL),
+      duration(PgJobsSettings.SHUTDOWN_GRACE),
+      duration(PgJobsSettings.STALE_THRESHOLD),
+      duration(PgJobsSettings.WORKER_DEAD_AFTER),
+      duration(PgJobsSettings.RETENTION),
+      new Definition(
+          SMTP_HOST,
+          "--smtp-host",
+          List.of("PGJOBS_SMTP_HOST"),
+          "localhost",
+          "`localhost`",
+          "a host name or IP address",
+          "SMTP server of the `send_email` demo kind (`work`)",
+          Settings::parseHost),
+      new Definition(
+          SMTP_PORT,
+          "--smtp-port",
+          List.of("PGJOBS_SMTP_PORT"),
+          "1025",
+          "1025",
+          "an integer from 1 to 65535",
+          "port of that SMTP server (1025: where `pgjobs demo` runs its own, as MailHog and Mailpit do)",
+          text -> parseInt(text, 1, 65_535)),
+      new Definition(
+          SMTP_FROM,
+          "--smtp-from",
+          List.of("PGJOBS_SMTP_FROM"),
+          "pgjobs@localhost",
+          "`pgjobs@localhost`",
+          "an e-mail address (`name@host`)",
+          "sender address of `send_email`",
+          Settings::parseEmail),
+      new Definition(
+          WEBHOOK_TIMEOUT,
+          "--webhook-timeout",
+          List.of("PGJOBS_WEBHOOK_TIMEOUT"),
+          "10s",
+          "`10s`",
+          durationAllowed("100ms", "10m"),
+          "connect and response timeout of `webhook_delivery`",
+          text ->
+              parseDuration(text, Duration.ofMillis(100), Duration.ofMinutes(10), "100ms", "10m")),
+      new Definition(
+          WORKER_METRICS_BIND,
+          "--metrics-bind",
+          List.of("PGJOBS_WORKER_METRICS_BIND", "WORKER_METRICS_BIND_ADDR"),
+          "127.0.0.1:9091",
+          "`127.0.0.1:9091`",
+          "`host:port` (port 0–65535, 0: any free port) or `off`",
+          "where `work` serves its own `/metrics` (Prometheus) and `/health/live`, `/health/ready`; this"
+              + " machine only by default, `0.0.0.0:9091` for every interface (a scraper on another host)",
+          Settings::parseBind),
+      text(PgJobsSettings.HOST, PgJobsSettings.HOST.allowed(), Settings::parseHost),
+      integer(PgJobsSettings.PORT, " (0: any free port)"),
+      new Definition(
+          API_TOKENS,
+          "--api-tokens",
+          List.of("PGJOBS_API_TOKENS"),
+          null,
+          "none (no authentication)",
+          "comma-separated tokens, each 16–256 visible ASCII characters other than `,`",
+          "bearer tokens the HTTP API accepts (`serve`, `demo`)",
+          Settings::parseTokens),
+      new Definition(
+          ALLOWED_ORIGINS,
+          "--allowed-origins",
+          List.of("PGJOBS_ALLOWED_ORIGINS"),
+          null,
+          "none (the API's own pages only)",
+          "comma-separated origins `scheme://host[:port]` (http or https, no path), or `*` (any)",
+          "web pages besides the API's own that may change jobs, queues and schedules through it (`serve`,"
+              + " `demo`); a POST from any other page is refused with 403 (cross-site requests)",
+          Settings::parseOrigins),
+      new Definition(
+          ALLOWED_HOSTS,
+          "--allowed-hosts",
+          List.of("PGJOBS_ALLOWED_HOSTS"),
+          null,
+          "none (`localhost`, `*.localhost` and IP addresses only)",
+          "comma-separated host names (`jobs.example.com`, `*.example.com` for its subdomains, no port), or"
+              + " `*` (any)",
+          "names the HTTP API answers to without `api_tokens`, besides `localhost`, `*.localhost` and IP"
+              + " addresses (`serve`, `demo`); any other `Host` gets 421 (DNS rebinding)",
+          Settings::parseAllowedHosts));
 
   /** A setting of the catalogue whose values are text, checked by {@code parser}. */
-  private static Definition text(Setting<String> setting, String allowed, Function<String, Object> parser) {
+  private static Definition text(
+      Setting<String> setting, String allowed, Function<String, Object> parser) {
     return fromCatalogue(setting, allowed, parser);
   }
 
@@ -241,25 +335,38 @@ public final class Settings {
   private static Definition integer(Setting<Integer> setting, String note) {
     int min = setting.min();
     int max = setting.max();
-    return fromCatalogue(setting, "an integer from " + min + " to " + max + note, text -> parseInt(text, min, max));
+    return fromCatalogue(
+        setting, "an integer from " + min + " to " + max + note, text -> parseInt(text, min, max));
   }
 
   /** A duration setting of the catalogue, its range written as the catalogue writes it. */
   private static Definition duration(Setting<Duration> setting) {
-    return fromCatalogue(setting, durationAllowed(setting.minText(), setting.maxText()),
-        text -> parseDuration(text, setting.min(), setting.max(), setting.minText(), setting.maxText()));
+    return fromCatalogue(
+        setting,
+        durationAllowed(setting.minText(), setting.maxText()),
+        text -> parseDuration(
+            text, setting.min(), setting.max(), setting.minText(), setting.maxText()));
   }
 
-  private static Definition fromCatalogue(Setting<?> setting, String allowed, Function<String, Object> parser) {
+  private static Definition fromCatalogue(
+      Setting<?> setting, String allowed, Function<String, Object> parser) {
     if (!setting.cli()) {
-      throw new IllegalStateException(setting.key() + " is not a setting of the command in PgJobsSettings");
+      throw new IllegalStateException(
+          setting.key() + " is not a setting of the command in PgJobsSettings");
     }
-    return new Definition(setting.key(), setting.flag(), List.of(setting.environmentVariable()),
-        setting.defaultText(), PgJobsSettings.markdownDefault(setting), allowed, setting.description(), parser);
+    return new Definition(
+        setting.key(),
+        setting.flag(),
+        List.of(setting.environmentVariable()),
+        setting.defaultText(),
+        PgJobsSettings.markdownDefault(setting),
+        allowed,
+        setting.description(),
+        parser);
   }
 
-  private static final Map<String, Definition> BY_NAME =
-      DEFINITIONS.stream().collect(Collectors.toMap(Definition::name, d -> d, (a, b) -> a, LinkedHashMap::new));
+  private static final Map<String, Definition> BY_NAME = DEFINITIONS.stream()
+      .collect(Collectors.toMap(Definition::name, d -> d, (a, b) -> a, LinkedHashMap::new));
 
   private final Map<String, Value> values;
 
@@ -276,15 +383,14 @@ public final class Settings {
    */
   public static Settings resolve(Map<String, String> flags, Map<String, String> environment) {
     Map<String, String> given = new LinkedHashMap<>();
-    flags.forEach(
-        (name, text) -> {
-          if (!BY_NAME.containsKey(name)) {
-            throw new IllegalArgumentException("no setting named " + name);
-          }
-          if (text != null) {
-            given.put(name, text);
-          }
-        });
+    flags.forEach((name, text) -> {
+      if (!BY_NAME.containsKey(name)) {
+        throw new IllegalArgumentException("no setting named " + name);
+      }
+      if (text != null) {
+        given.put(name, text);
+      }
+    });
     Map<String, Value> values = new LinkedHashMap<>();
     // The config file is itself a setting (flag or environment), read first.
     Value config = fromFlagOrEnvironment(BY_NAME.get(CONFIG), given, environment);
@@ -300,10 +406,13 @@ public final class Settings {
         value = parse(def, file.get(def.name()), Source.CONFIG_FILE, "config file " + fileName);
       }
       if (value == null) {
-        value =
-            def.defaultText() == null
-                ? new Value(null, null, Source.DEFAULT, "default")
-                : new Value(def.parser().apply(def.defaultText()), def.defaultText(), Source.DEFAULT, "default");
+        value = def.defaultText() == null
+            ? new Value(null, null, Source.DEFAULT, "default")
+            : new Value(
+                def.parser().apply(def.defaultText()),
+                def.defaultText(),
+                Source.DEFAULT,
+                "default");
       }
       values.put(def.name(), value);
     }
@@ -324,12 +433,15 @@ public final class Settings {
     return def;
   }
 
-  private static Value fromFlagOrEnvironment(Definition def, Map<String, String> flags, Map<String, String> env) {
+  private static Value fromFlagOrEnvironment(
+      Definition def, Map<String, String> flags, Map<String, String> env) {
     String flag = flags.get(def.name());
     if (flag != null) {
       if (flag.isBlank()) {
         throw new InvalidSettingException(
-            def.name(), Source.FLAG, "option " + def.flag() + " is empty; allowed: " + plain(def.allowed()));
+            def.name(),
+            Source.FLAG,
+            "option " + def.flag() + " is empty; allowed: " + plain(def.allowed()));
       }
       return parse(def, flag, Source.FLAG, def.flag());
     }
@@ -347,17 +459,23 @@ public final class Settings {
     try {
       return new Value(def.parser().apply(trimmed), trimmed, source, origin);
     } catch (IllegalArgumentException e) {
-      String shown = def.name().equals(DATABASE_URL) || def.name().equals(LISTEN_DATABASE_URL) || def.name().equals(API_TOKENS) ? "(hidden)" : "'" + trimmed + "'";
-      String where =
-          switch (source) {
-            case FLAG -> "invalid value " + shown + " for option " + origin;
-            case ENVIRONMENT -> "invalid value " + shown + " in environment variable " + origin;
-            case CONFIG_FILE -> "invalid value " + shown + " for " + def.name() + " in " + origin;
-            case DEFAULT -> "invalid default " + shown + " for " + def.name();
-          };
+      String shown = def.name().equals(DATABASE_URL)
+              || def.name().equals(LISTEN_DATABASE_URL)
+              || def.name().equals(API_TOKENS)
+          ? "(hidden)"
+          : "'" + trimmed + "'";
+      String where = switch (source) {
+        case FLAG -> "invalid value " + shown + " for option " + origin;
+        case ENVIRONMENT -> "invalid value " + shown + " in environment variable " + origin;
+        case CONFIG_FILE -> "invalid value " + shown + " for " + def.name() + " in " + origin;
+        case DEFAULT -> "invalid default " + shown + " for " + def.name();
+      };
       throw new InvalidSettingException(
-          def.name(), source,
-          where + " (setting " + def.name() + "): " + reason(e) + "; allowed: " + plain(def.allowed()), e);
+          def.name(),
+          source,
+          where + " (setting " + def.name() + "): " + reason(e) + "; allowed: "
+              + plain(def.allowed()),
+          e);
     }
   }
 
@@ -374,17 +492,21 @@ public final class Settings {
       properties.load(reader);
     } catch (IOException | IllegalArgumentException e) {
       throw new InvalidSettingException(
-          CONFIG, config.source(),
+          CONFIG,
+          config.source(),
           "cannot read config file " + path + " (from " + config.origin() + "): " + describe(e)
-              + "; allowed: a readable Java properties file with keys " + String.join(", ", fileKeys()));
+              + "; allowed: a readable Java properties file with keys "
+              + String.join(", ", fileKeys()));
     }
     Map<String, String> entries = new LinkedHashMap<>();
     for (String key : new TreeSet<>(properties.stringPropertyNames())) {
       String name = key.strip();
       if (!BY_NAME.containsKey(name) || name.equals(CONFIG)) {
         throw new InvalidSettingException(
-            name, Source.CONFIG_FILE,
-            "unknown setting '" + key + "' in config file " + path + "; allowed keys: " + String.join(", ", fileKeys()));
+            name,
+            Source.CONFIG_FILE,
+            "unknown setting '" + key + "' in config file " + path + "; allowed keys: "
+                + String.join(", ", fileKeys()));
       }
       String text = properties.getProperty(key);
       if (text != null && !text.isBlank()) {
@@ -409,7 +531,10 @@ public final class Settings {
   }
 
   private static List<String> fileKeys() {
-    return DEFINITIONS.stream().map(Definition::name).filter(n -> !n.equals(CONFIG)).toList();
+    return DEFINITIONS.stream()
+        .map(Definition::name)
+        .filter(n -> !n.equals(CONFIG))
+        .toList();
   }
 
   // ---------------------------------------------------------------- typed access
@@ -437,7 +562,9 @@ public final class Settings {
 
   /** The direct database for LISTEN, when {@code listen_database_url} is a URL. */
   public Optional<DatabaseUrl> listenDatabaseUrl() {
-    return values.get(LISTEN_DATABASE_URL).value() instanceof DatabaseUrl url ? Optional.of(url) : Optional.empty();
+    return values.get(LISTEN_DATABASE_URL).value() instanceof DatabaseUrl url
+        ? Optional.of(url)
+        : Optional.empty();
   }
 
   /** True when {@code listen_database_url} is {@code off}: no LISTEN at all, workers poll only. */
@@ -476,7 +603,8 @@ public final class Settings {
       return Map.of();
     }
     Map<String, Integer> queues = new LinkedHashMap<>();
-    named.forEach((queue, concurrency) -> queues.put(queue, concurrency != null ? concurrency : concurrency()));
+    named.forEach((queue, concurrency) ->
+        queues.put(queue, concurrency != null ? concurrency : concurrency()));
     return Collections.unmodifiableMap(queues);
   }
 
@@ -589,7 +717,10 @@ public final class Settings {
       case DATABASE_URL, LISTEN_DATABASE_URL -> value.value().toString();
       case API_TOKENS -> apiTokens().size() + " token(s)";
       case CAPABILITIES -> capabilities().isEmpty() ? "(none)" : String.join(",", capabilities());
-      case QUEUES -> queues().entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(","));
+      case QUEUES ->
+        queues().entrySet().stream()
+            .map(e -> e.getKey() + "=" + e.getValue())
+            .collect(Collectors.joining(","));
       default -> value.text();
     };
   }
@@ -599,14 +730,24 @@ public final class Settings {
   /** The settings table in Markdown, as in docs/configuration.md, "CLI and environment". */
   public static String markdownTable() {
     StringBuilder out = new StringBuilder();
-    out.append("| setting (config file key) | flag | environment | default | allowed | what it does |\n");
+    out.append(
+        "| setting (config file key) | flag | environment | default | allowed | what it does |\n");
     out.append("|---|---|---|---|---|---|\n");
     for (Definition def : DEFINITIONS) {
-      out.append("| `").append(def.name()).append("` | `").append(def.flag()).append("` | ")
-          .append(def.environment().stream().map(v -> "`" + v + "`").collect(Collectors.joining(", then ")))
-          .append(" | ").append(def.defaultDescription())
-          .append(" | ").append(def.allowed())
-          .append(" | ").append(def.description())
+      out.append("| `")
+          .append(def.name())
+          .append("` | `")
+          .append(def.flag())
+          .append("` | ")
+          .append(def.environment().stream()
+              .map(v -> "`" + v + "`")
+              .collect(Collectors.joining(", then ")))
+          .append(" | ")
+          .append(def.defaultDescription())
+          .append(" | ")
+          .append(def.allowed())
+          .append(" | ")
+          .append(def.description())
           .append(" |\n");
     }
     return out.toString();
@@ -616,7 +757,8 @@ public final class Settings {
   public static String helpText(String name) {
     Definition def = definition(name);
     String what = plain(def.description());
-    return Character.toUpperCase(what.charAt(0)) + what.substring(1) + ". Default: " + plain(def.defaultDescription())
+    return Character.toUpperCase(what.charAt(0)) + what.substring(1) + ". Default: "
+        + plain(def.defaultDescription())
         + ". Environment: " + String.join(", then ", def.environment()) + ". Allowed: "
         + plain(def.allowed()) + ".";
   }
@@ -624,7 +766,8 @@ public final class Settings {
   // ---------------------------------------------------------------- parsers
 
   private static String durationAllowed(String min, String max) {
-    return "a duration from " + min + " to " + max + ", written like `500ms`, `5s`, `10m`, `1h` or `1h30m`";
+    return "a duration from " + min + " to " + max
+        + ", written like `500ms`, `5s`, `10m`, `1h` or `1h30m`";
   }
 
   static int parseInt(String text, int min, int max) {
@@ -640,7 +783,8 @@ public final class Settings {
     return value;
   }
 
-  static Duration parseDuration(String text, Duration min, Duration max, String minText, String maxText) {
+  static Duration parseDuration(
+      String text, Duration min, Duration max, String minText, String maxText) {
     Duration value;
     try {
       value = DurationText.parse(text);
@@ -711,9 +855,11 @@ public final class Settings {
       Integer concurrency = null;
       if (kv.length == 2) {
         try {
-          concurrency = parseInt(kv[1], PgJobsSettings.CONCURRENCY.min(), PgJobsSettings.CONCURRENCY.max());
+          concurrency =
+              parseInt(kv[1], PgJobsSettings.CONCURRENCY.min(), PgJobsSettings.CONCURRENCY.max());
         } catch (IllegalArgumentException e) {
-          throw new IllegalArgumentException("concurrency '" + kv[1].strip() + "' of queue '" + queue + "' is " + e.getMessage());
+          throw new IllegalArgumentException(
+              "concurrency '" + kv[1].strip() + "' of queue '" + queue + "' is " + e.getMessage());
         }
       }
       if (queues.containsKey(queue)) {
@@ -789,7 +935,8 @@ public final class Settings {
         throw new IllegalArgumentException("empty " + what);
       }
       if (!item.equals("*") && !pattern.matcher(item).matches()) {
-        throw new IllegalArgumentException("'" + item + "' is not " + (what.equals("origin") ? "an " : "a ") + what);
+        throw new IllegalArgumentException(
+            "'" + item + "' is not " + (what.equals("origin") ? "an " : "a ") + what);
       }
       items.add(item);
     }
@@ -802,8 +949,10 @@ public final class Settings {
       String token = part.strip();
       if (!TOKEN.matcher(token).matches()) {
         throw new IllegalArgumentException(
-            token.isEmpty() ? "empty token" : "token " + (tokens.size() + 1) + " has " + token.length()
-                + " characters or characters other than visible ASCII");
+            token.isEmpty()
+                ? "empty token"
+                : "token " + (tokens.size() + 1) + " has " + token.length()
+                    + " characters or characters other than visible ASCII");
       }
       tokens.add(token);
     }

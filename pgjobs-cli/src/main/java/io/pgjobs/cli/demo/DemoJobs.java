@@ -21,13 +21,18 @@ public final class DemoJobs {
 
   /** The four job types, for {@code JobClient.Builder.knownTypes} (defaults and payload validation). */
   public static List<JobType<?>> types() {
-    return List.of(SendEmailJob.TYPE, ResizeImageJob.TYPE, SummarizeTextJob.TYPE, WebhookDeliveryJob.TYPE);
+    return List.of(
+        SendEmailJob.TYPE, ResizeImageJob.TYPE, SummarizeTextJob.TYPE, WebhookDeliveryJob.TYPE);
   }
 
   /** The four types with their handlers, configured from {@code settings} (SMTP server, webhook timeout). */
   public static List<JobWorker.Registration<?>> registrations(Settings settings) {
     return List.of(
-        new SendEmailJob(settings.smtpHost(), settings.smtpPort(), settings.smtpFrom(), SendEmailJob.SMTP_TIMEOUT)
+        new SendEmailJob(
+                settings.smtpHost(),
+                settings.smtpPort(),
+                settings.smtpFrom(),
+                SendEmailJob.SMTP_TIMEOUT)
             .registration(),
         new ResizeImageJob().registration(),
         new SummarizeTextJob().registration(),

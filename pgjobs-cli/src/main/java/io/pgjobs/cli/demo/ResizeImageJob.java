@@ -83,7 +83,9 @@ public final class ResizeImageJob {
     Path target = path(problems, "target", job.target());
     if (target != null) {
       if (formatOf(target) == null) {
-        problems.add("target", "must end in .png, .jpg or .jpeg (the output format), was '" + job.target() + "'");
+        problems.add(
+            "target",
+            "must end in .png, .jpg or .jpeg (the output format), was '" + job.target() + "'");
       } else if (source != null && source.normalize().equals(target.normalize())) {
         problems.add("target", "must differ from source (the original is kept)");
       } else if (Files.isDirectory(target)) {
@@ -113,7 +115,8 @@ public final class ResizeImageJob {
 
   /** {@code png} or {@code jpeg} from the file name, or null. */
   static String formatOf(Path path) {
-    String name = path.getFileName() == null ? "" : path.getFileName().toString().toLowerCase(Locale.ROOT);
+    String name =
+        path.getFileName() == null ? "" : path.getFileName().toString().toLowerCase(Locale.ROOT);
     if (name.endsWith(".png")) {
       return "png";
     }
@@ -125,7 +128,11 @@ public final class ResizeImageJob {
 
   /** Resizes the image. */
   Object run(JobContext ctx, ResizeImage job) throws IOException {
-    if (job == null || job.source() == null || job.target() == null || job.width() == null || job.height() == null) {
+    if (job == null
+        || job.source() == null
+        || job.target() == null
+        || job.width() == null
+        || job.height() == null) {
       throw new DiscardJobException("invalid payload: " + validate(job));
     }
     Path source = Path.of(job.source());
@@ -137,15 +144,26 @@ public final class ResizeImageJob {
     ctx.progress(10, "reading " + source.getFileName());
     BufferedImage original = read(source);
     stopIfCancelled(ctx);
-    ctx.progress(40, "resizing " + original.getWidth() + "x" + original.getHeight() + " to "
-        + job.width() + "x" + job.height());
+    ctx.progress(
+        40,
+        "resizing " + original.getWidth() + "x" + original.getHeight() + " to " + job.width() + "x"
+            + job.height());
     BufferedImage resized = resize(original, job.width(), job.height(), format.equals("png"));
     stopIfCancelled(ctx);
     ctx.progress(70, "writing " + target.getFileName());
     long bytes = write(resized, format, target);
     ctx.progress(100, "wrote " + target.getFileName() + " (" + bytes + " bytes)");
-    return Map.of("target", target.toString(), "width", resized.getWidth(), "height", resized.getHeight(),
-        "format", format, "bytes", bytes);
+    return Map.of(
+        "target",
+        target.toString(),
+        "width",
+        resized.getWidth(),
+        "height",
+        resized.getHeight(),
+        "format",
+        format,
+        "bytes",
+        bytes);
   }
 
   private static BufferedImage read(Path source) throws IOException {
@@ -164,7 +182,8 @@ public final class ResizeImageJob {
         }
         return reader.read(0);
       } catch (javax.imageio.IIOException e) {
-        throw new DiscardJobException("source " + source + " is not a readable image: " + e.getMessage(), e);
+        throw new DiscardJobException(
+            "source " + source + " is not a readable image: " + e.getMessage(), e);
       } finally {
         reader.dispose();
       }
@@ -175,15 +194,16 @@ public final class ResizeImageJob {
 
   /** Scales {@code image} to {@code width} x {@code height} with bicubic interpolation. */
   static BufferedImage resize(BufferedImage image, int width, int height, boolean keepAlpha) {
-    BufferedImage out =
-        new BufferedImage(width, height, keepAlpha ? BufferedImage.TYPE_INT_ARGB : BufferedImage.TYPE_INT_RGB);
+    BufferedImage out = new BufferedImage(
+        width, height, keepAlpha ? BufferedImage.TYPE_INT_ARGB : BufferedImage.TYPE_INT_RGB);
     Graphics2D g = out.createGraphics();
     try {
       if (!keepAlpha) {
         g.setColor(Color.WHITE); // JPEG has no alpha: transparent pixels become white, not black
         g.fillRect(0, 0, width, height);
       }
-      g.setRenderingHint(RenderingHints.KEY_INTERPOLATION, RenderingHints.VALUE_INTERPOLATION_BICUBIC);
+      g.setRenderingHint(
+          RenderingHints.KEY_INTERPOLATION, RenderingHints.VALUE_INTERPOLATION_BICUBIC);
       g.setRenderingHint(RenderingHints.KEY_RENDERING, RenderingHints.VALUE_RENDER_QUALITY);
       g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
       g.drawImage(image, 0, 0, width, height, null);
@@ -202,7 +222,8 @@ public final class ResizeImageJob {
         throw new IOException("no image writer for " + format);
       }
       try {
-        Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        Files.move(
+            temp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
       } catch (AtomicMoveNotSupportedException e) {
         Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING);
       }

@@ -47,12 +47,13 @@ public final class SendEmailJob {
   /** Connect, read and write timeout of the SMTP connection the demo worker uses: 30 s. */
   public static final Duration SMTP_TIMEOUT = Duration.ofSeconds(30);
 
-  private static final Pattern ADDRESS = Pattern.compile("[^@\\s<>,;\"()\\[\\]]+@[A-Za-z0-9]([A-Za-z0-9\\-.]*[A-Za-z0-9])?");
+  private static final Pattern ADDRESS =
+      Pattern.compile("[^@\\s<>,;\"()\\[\\]]+@[A-Za-z0-9]([A-Za-z0-9\\-.]*[A-Za-z0-9])?");
 
   /** The job type, with payload validation. */
-  public static final JobType<SendEmail> TYPE =
-      JobType.of("send_email", SendEmail.class).withValidator(SendEmailJob::validate)
-          .withExample(new SendEmail("ada@example.com", "Hi", "Welcome to pgjobs."));
+  public static final JobType<SendEmail> TYPE = JobType.of("send_email", SendEmail.class)
+      .withValidator(SendEmailJob::validate)
+      .withExample(new SendEmail("ada@example.com", "Hi", "Welcome to pgjobs."));
 
   private final String host;
   private final int port;
@@ -83,14 +84,17 @@ public final class SendEmailJob {
       return PayloadProblems.missingPayload("to, subject and body");
     }
     PayloadProblems problems = new PayloadProblems();
-    if (problems.text("to", email.to(), 254, true) && !ADDRESS.matcher(email.to().strip()).matches()) {
+    if (problems.text("to", email.to(), 254, true)
+        && !ADDRESS.matcher(email.to().strip()).matches()) {
       problems.add("to", "must be an e-mail address (name@host), was '" + email.to() + "'");
     }
     problems.text("subject", email.subject(), MAX_SUBJECT, true);
     if (email.body() == null) {
       problems.add("body", "is required (may be empty)");
     } else if (email.body().length() > MAX_BODY) {
-      problems.add("body", "must be at most " + MAX_BODY + " characters, was " + email.body().length());
+      problems.add(
+          "body",
+          "must be at most " + MAX_BODY + " characters, was " + email.body().length());
     }
     return problems.list();
   }
@@ -108,15 +112,15 @@ public final class SendEmailJob {
     props.put("mail.smtp.writetimeout", String.valueOf(timeout.toMillis()));
     Session session = Session.getInstance(props);
     String messageId = "<" + ctx.jobId() + "@pgjobs>";
-    MimeMessage message =
-        new MimeMessage(session) {
-          @Override
-          protected void updateMessageID() throws MessagingException {
-            setHeader("Message-ID", messageId);
-          }
-        };
+    MimeMessage message = new MimeMessage(session) {
+      @Override
+      protected void updateMessageID() throws MessagingException {
+        setHeader("Message-ID", messageId);
+      }
+    };
     message.setFrom(new InternetAddress(from));
-    message.setRecipient(Message.RecipientType.TO, new InternetAddress(email.to().strip(), true));
+    message.setRecipient(
+        Message.RecipientType.TO, new InternetAddress(email.to().strip(), true));
     message.setSubject(email.subject(), StandardCharsets.UTF_8.name());
     message.setText(email.body(), StandardCharsets.UTF_8.name());
     message.setSentDate(new Date());
@@ -125,7 +129,8 @@ public final class SendEmailJob {
       Transport.send(message);
     } catch (SendFailedException e) {
       if (e.getInvalidAddresses() != null && e.getInvalidAddresses().length > 0) {
-        throw new DiscardJobException("the SMTP server rejected the recipient " + email.to() + ": " + e.getMessage(), e);
+        throw new DiscardJobException(
+            "the SMTP server rejected the recipient " + email.to() + ": " + e.getMessage(), e);
       }
       throw e;
     }

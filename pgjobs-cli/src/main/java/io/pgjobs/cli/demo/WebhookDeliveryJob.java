@@ -1,11 +1,5 @@
 package io.pgjobs.cli.demo;
 
-import tools.jackson.core.JsonParser;
-import tools.jackson.databind.DeserializationContext;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.ValueDeserializer;
-import tools.jackson.databind.annotation.JsonDeserialize;
-
 import io.pgjobs.DiscardJobException;
 import io.pgjobs.JobContext;
 import io.pgjobs.JobType;
@@ -30,6 +24,11 @@ import java.util.Objects;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.databind.DeserializationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ValueDeserializer;
+import tools.jackson.databind.annotation.JsonDeserialize;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -54,7 +53,9 @@ public final class WebhookDeliveryJob {
    * @param secret the HMAC key
    */
   public record WebhookDelivery(
-      String url, @JsonDeserialize(using = JsonValueAsText.class) String body, String secret) {}
+      String url,
+      @JsonDeserialize(using = JsonValueAsText.class) String body,
+      String secret) {}
 
   /** Reads any JSON value as text: a string as it is, anything else as its compact JSON. */
   static final class JsonValueAsText extends ValueDeserializer<String> {
@@ -75,8 +76,9 @@ public final class WebhookDeliveryJob {
   public static final int MAX_BODY = 1_000_000;
 
   /** The job type, with payload validation. */
-  public static final JobType<WebhookDelivery> TYPE =
-      JobType.of("webhook_delivery", WebhookDelivery.class).withValidator(WebhookDeliveryJob::validate);
+  public static final JobType<WebhookDelivery> TYPE = JobType.of(
+          "webhook_delivery", WebhookDelivery.class)
+      .withValidator(WebhookDeliveryJob::validate);
 
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -116,14 +118,18 @@ public final class WebhookDeliveryJob {
       }
     }
     if (job.body() == null) {
-      problems.add("body", "is required (any JSON value: a string is sent as given, anything else as JSON)");
+      problems.add(
+          "body", "is required (any JSON value: a string is sent as given, anything else as JSON)");
     } else if (job.body().length() > MAX_BODY) {
-      problems.add("body", "must be at most " + MAX_BODY + " characters, was " + job.body().length());
+      problems.add(
+          "body",
+          "must be at most " + MAX_BODY + " characters, was " + job.body().length());
     }
     if (job.secret() == null || job.secret().isEmpty()) {
       problems.add("secret", "is required (the HMAC-SHA256 key)");
     } else if (job.secret().length() > 1024) {
-      problems.add("secret", "must be at most 1024 characters, was " + job.secret().length());
+      problems.add(
+          "secret", "must be at most 1024 characters, was " + job.secret().length());
     }
     return problems.list();
   }
@@ -145,19 +151,21 @@ public final class WebhookDeliveryJob {
       throw new DiscardJobException("invalid payload: " + validate(job));
     }
     URI uri = URI.create(job.url().strip());
-    HttpRequest.Builder request =
-        ctx.http().request(uri)
-            .timeout(timeout)
-            .header("Content-Type", isJson(job.body()) ? "application/json" : "text/plain; charset=utf-8")
-            .header(SIGNATURE_HEADER, signature(job.secret(), job.body()))
-            .header(JOB_ID_HEADER, ctx.jobId().toString())
-            .header(ATTEMPT_HEADER, String.valueOf(ctx.attempt()))
-            .POST(HttpRequest.BodyPublishers.ofString(job.body(), StandardCharsets.UTF_8));
+    HttpRequest.Builder request = ctx.http()
+        .request(uri)
+        .timeout(timeout)
+        .header(
+            "Content-Type", isJson(job.body()) ? "application/json" : "text/plain; charset=utf-8")
+        .header(SIGNATURE_HEADER, signature(job.secret(), job.body()))
+        .header(JOB_ID_HEADER, ctx.jobId().toString())
+        .header(ATTEMPT_HEADER, String.valueOf(ctx.attempt()))
+        .POST(HttpRequest.BodyPublishers.ofString(job.body(), StandardCharsets.UTF_8));
     HttpResponse<InputStream> response;
     try {
       response = ctx.http().send(request, HttpResponse.BodyHandlers.ofInputStream());
     } catch (HttpTimeoutException e) {
-      throw new IOException("webhook " + uri + " did not answer within " + timeout.toMillis() + " ms", e);
+      throw new IOException(
+          "webhook " + uri + " did not answer within " + timeout.toMillis() + " ms", e);
     }
     int status = response.statusCode();
     String head = head(response.body());
@@ -166,7 +174,8 @@ public final class WebhookDeliveryJob {
     }
     String message = "webhook " + uri + " answered " + status + (head.isEmpty() ? "" : ": " + head);
     if (status >= 500 || status == 408 || status == 429) {
-      // No "(will retry)": the same text ends the job's history when it was the last attempt; the job's
+      // No "(will retry)": the same text ends the job's history when it was the last attempt; the
+      // job's
       // state says whether it is retried.
       throw new IOException(message);
     }

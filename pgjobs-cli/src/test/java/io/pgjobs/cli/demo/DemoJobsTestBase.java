@@ -48,13 +48,12 @@ abstract class DemoJobsTestBase {
 
   /** Starts a worker running the demo kinds configured with {@code settings} (setting name to text). */
   JobWorker startWorker(Map<String, String> settings) {
-    JobWorker worker =
-        JobWorker.builder(db.dataSource())
-            .registerAll(DemoJobs.registrations(Settings.of(settings)))
-            .queue("default", 4)
-            .pollInterval(Duration.ofMillis(100))
-            .shutdownGrace(Duration.ofSeconds(5))
-            .build();
+    JobWorker worker = JobWorker.builder(db.dataSource())
+        .registerAll(DemoJobs.registrations(Settings.of(settings)))
+        .queue("default", 4)
+        .pollInterval(Duration.ofMillis(100))
+        .shutdownGrace(Duration.ofSeconds(5))
+        .build();
     workers.add(worker);
     return worker.start();
   }

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class ResizeImageJobTest extends DemoJobsTestBase {
-  @TempDir Path dir;
+  @TempDir
+  Path dir;
 
   @BeforeEach
   void worker() {
@@ -43,8 +44,11 @@ class ResizeImageJobTest extends DemoJobsTestBase {
     ImageIO.write(redAndBlue(), "png", source.toFile());
     Path target = dir.resolve("out/thumb.png");
 
-    var id = client.enqueue(ResizeImageJob.TYPE, new ResizeImage(source.toString(), 100, 75, target.toString()))
-        .job().id();
+    var id = client
+        .enqueue(
+            ResizeImageJob.TYPE, new ResizeImage(source.toString(), 100, 75, target.toString()))
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.SUCCEEDED);
     BufferedImage result = ImageIO.read(target.toFile());
@@ -63,15 +67,19 @@ class ResizeImageJobTest extends DemoJobsTestBase {
     ImageIO.write(redAndBlue(), "jpeg", source.toFile());
     Path target = dir.resolve("big.jpeg");
 
-    var id = client.enqueue(ResizeImageJob.TYPE, new ResizeImage(source.toString(), 800, 50, target.toString()))
-        .job().id();
+    var id = client
+        .enqueue(
+            ResizeImageJob.TYPE, new ResizeImage(source.toString(), 800, 50, target.toString()))
+        .job()
+        .id();
 
     awaitState(id, JobState.SUCCEEDED);
     BufferedImage result = ImageIO.read(target.toFile());
     assertThat(result.getWidth()).isEqualTo(800);
     assertThat(result.getHeight()).isEqualTo(50);
     try (var files = Files.list(dir)) {
-      assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("photo.jpg", "big.jpeg");
+      assertThat(files.map(p -> p.getFileName().toString()))
+          .containsExactlyInAnyOrder("photo.jpg", "big.jpeg");
     }
   }
 
@@ -81,8 +89,10 @@ class ResizeImageJobTest extends DemoJobsTestBase {
     Files.writeString(source, "not an image");
     File target = dir.resolve("out.png").toFile();
 
-    var id = client.enqueue(ResizeImageJob.TYPE, new ResizeImage(source.toString(), 10, 10, target.toString()))
-        .job().id();
+    var id = client
+        .enqueue(ResizeImageJob.TYPE, new ResizeImage(source.toString(), 10, 10, target.toString()))
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.FAILED);
     assertThat(job.attempts()).isEqualTo(1);

@@ -36,15 +36,21 @@ class SendEmailJobTest extends DemoJobsTestBase {
         "smtp_port", String.valueOf(smtp.getSmtp().getPort()),
         "smtp_from", "jobs@pgjobs.test"));
 
-    var id = client.enqueue(SendEmailJob.TYPE, new SendEmail("ada@example.com", "Welcome, Ada", "Hello from pgjobs.\n"))
-        .job().id();
+    var id = client
+        .enqueue(
+            SendEmailJob.TYPE,
+            new SendEmail("ada@example.com", "Welcome, Ada", "Hello from pgjobs.\n"))
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.SUCCEEDED);
     MimeMessage[] received = smtp.getReceivedMessages();
     assertThat(received).hasSize(1);
     MimeMessage message = received[0];
     assertThat(message.getSubject()).isEqualTo("Welcome, Ada");
-    assertThat(message.getAllRecipients()).extracting(Object::toString).containsExactly("ada@example.com");
+    assertThat(message.getAllRecipients())
+        .extracting(Object::toString)
+        .containsExactly("ada@example.com");
     assertThat(message.getFrom()).extracting(Object::toString).containsExactly("jobs@pgjobs.test");
     assertThat(((String) message.getContent()).strip()).isEqualTo("Hello from pgjobs.");
     assertThat(message.getMessageID()).isEqualTo("<" + id + "@pgjobs>");
@@ -59,8 +65,13 @@ class SendEmailJobTest extends DemoJobsTestBase {
     }
     startWorker(Map.of("smtp_host", "127.0.0.1", "smtp_port", String.valueOf(closedPort)));
 
-    var id = client.enqueue(SendEmailJob.TYPE, new SendEmail("ada@example.com", "Hi", "body"),
-        EnqueueOptions.builder().maxAttempts(5).build()).job().id();
+    var id = client
+        .enqueue(
+            SendEmailJob.TYPE,
+            new SendEmail("ada@example.com", "Hi", "body"),
+            EnqueueOptions.builder().maxAttempts(5).build())
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.RETRYING);
     assertThat(job.errors()).hasSize(1);

@@ -26,10 +26,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 class WebhookDeliveryJobTest extends DemoJobsTestBase {
-  static final tools.jackson.databind.json.JsonMapper JSON = tools.jackson.databind.json.JsonMapper.builder().build();
+  static final tools.jackson.databind.json.JsonMapper JSON =
+      tools.jackson.databind.json.JsonMapper.builder().build();
 
   /** One request the receiver got. */
-  record Received(String body, String signature, String contentType, String jobId, String attempt) {}
+  record Received(
+      String body, String signature, String contentType, String jobId, String attempt) {}
 
   private HttpServer server;
   private final List<Received> received = new CopyOnWriteArrayList<>();
@@ -41,7 +43,8 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
     server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
     server.createContext("/ok", exchange -> answer(exchange, 204));
     AtomicInteger flakyCalls = new AtomicInteger();
-    server.createContext("/flaky", exchange -> answer(exchange, flakyCalls.incrementAndGet() == 1 ? 500 : 200));
+    server.createContext(
+        "/flaky", exchange -> answer(exchange, flakyCalls.incrementAndGet() == 1 ? 500 : 200));
     server.createContext("/missing", exchange -> answer(exchange, 404));
     server.createContext("/slow", exchange -> {
       record(exchange);
@@ -97,7 +100,10 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
     startWorker(Map.of());
     String body = "{\"event\":\"order.paid\",\"order\":42}";
 
-    var id = client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/ok"), body, "s3cret-key")).job().id();
+    var id = client
+        .enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/ok"), body, "s3cret-key"))
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.SUCCEEDED);
     assertThat(received).singleElement().satisfies(r -> {
@@ -115,23 +121,36 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
     startWorker(Map.of());
     var payload = JSON.readTree("{\"url\":\"" + url("/ok") + "\",\"secret\":\"k\","
         + "\"body\":{\"event\":\"order.paid\",\"order\":42}}");
-    var arrayPayload = JSON.readTree("{\"url\":\"" + url("/ok") + "\",\"secret\":\"k\",\"body\":[1,2]}");
+    var arrayPayload =
+        JSON.readTree("{\"url\":\"" + url("/ok") + "\",\"secret\":\"k\",\"body\":[1,2]}");
 
-    var id = client.enqueue("webhook_delivery", payload, EnqueueOptions.DEFAULTS).job().id();
+    var id = client
+        .enqueue("webhook_delivery", payload, EnqueueOptions.DEFAULTS)
+        .job()
+        .id();
     awaitState(id, JobState.SUCCEEDED);
-    var id2 = client.enqueue("webhook_delivery", arrayPayload, EnqueueOptions.DEFAULTS).job().id();
+    var id2 = client
+        .enqueue("webhook_delivery", arrayPayload, EnqueueOptions.DEFAULTS)
+        .job()
+        .id();
     awaitState(id2, JobState.SUCCEEDED);
 
-    assertThat(received).extracting(Received::body).containsExactly("{\"event\":\"order.paid\",\"order\":42}", "[1,2]");
+    assertThat(received)
+        .extracting(Received::body)
+        .containsExactly("{\"event\":\"order.paid\",\"order\":42}", "[1,2]");
     assertThat(received).extracting(Received::contentType).containsOnly("application/json");
-    assertThat(received.get(0).signature()).isEqualTo(hmacSha256Hex("k", "{\"event\":\"order.paid\",\"order\":42}"));
+    assertThat(received.get(0).signature())
+        .isEqualTo(hmacSha256Hex("k", "{\"event\":\"order.paid\",\"order\":42}"));
   }
 
   @Test
   void retriesAfterAServerErrorAndSucceedsOnTheNextAttempt() {
     startWorker(Map.of());
 
-    var id = client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/flaky"), "ping", "k")).job().id();
+    var id = client
+        .enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/flaky"), "ping", "k"))
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.SUCCEEDED);
     assertThat(job.attempts()).isEqualTo(2);
@@ -140,14 +159,19 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
       assertThat(e.message()).contains("answered 500").doesNotContain("will retry");
     });
     assertThat(received).extracting(Received::attempt).containsExactly("1", "2");
-    assertThat(received).extracting(Received::contentType).containsOnly("text/plain; charset=utf-8");
+    assertThat(received)
+        .extracting(Received::contentType)
+        .containsOnly("text/plain; charset=utf-8");
   }
 
   @Test
   void failsAtOnceWithoutRetryWhenTheReceiverAnswers404() {
     startWorker(Map.of());
 
-    var id = client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/missing"), "{}", "k")).job().id();
+    var id = client
+        .enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/missing"), "{}", "k"))
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.FAILED);
     assertThat(job.attempts()).isEqualTo(1);
@@ -163,10 +187,14 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
   void aReceiverThatDoesNotAnswerInTimeFailsTheAttemptForRetry() {
     startWorker(Map.of("webhook_timeout", "300ms"));
 
-    var id = client.enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/slow"), "{}", "k")).job().id();
+    var id = client
+        .enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/slow"), "{}", "k"))
+        .job()
+        .id();
 
     Job job = awaitState(id, JobState.RETRYING);
-    assertThat(job.errors()).singleElement().satisfies(e ->
-        assertThat(e.message()).contains("did not answer within 300 ms"));
+    assertThat(job.errors())
+        .singleElement()
+        .satisfies(e -> assertThat(e.message()).contains("did not answer within 300 ms"));
   }
 }

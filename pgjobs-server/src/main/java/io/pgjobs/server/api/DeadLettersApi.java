@@ -29,7 +29,9 @@ public final class DeadLettersApi {
   static final int MAX_SCANNED = 10_000;
   /** Job ids listed per group: {@value}. */
   static final int SAMPLE_IDS = 5;
-  private static final Set<String> RETRY_FIELDS = new java.util.LinkedHashSet<>(List.of("type", "error"));
+
+  private static final Set<String> RETRY_FIELDS =
+      new java.util.LinkedHashSet<>(List.of("type", "error"));
 
   private final JobClient client;
 
@@ -98,7 +100,10 @@ public final class DeadLettersApi {
           .build());
       for (Job job : page.jobs()) {
         String error = groupError(job);
-        groups.computeIfAbsent(job.type() + "\u0000" + error, k -> new Group(job.type(), error, kind(job), firstLine(job)))
+        groups
+            .computeIfAbsent(
+                job.type() + "\u0000" + error,
+                k -> new Group(job.type(), error, kind(job), firstLine(job)))
             .add(job);
       }
       scanned += page.jobs().size();
@@ -109,7 +114,8 @@ public final class DeadLettersApi {
       }
     } while (cursor != null);
     List<DeadLetterGroupView> views = groups.values().stream()
-        .sorted(Comparator.comparingLong((Group g) -> g.count).reversed().thenComparing(g -> g.type))
+        .sorted(
+            Comparator.comparingLong((Group g) -> g.count).reversed().thenComparing(g -> g.type))
         .map(Group::view)
         .toList();
     return Reply.ok(new DeadLettersView(views, scanned, truncated));
@@ -130,7 +136,9 @@ public final class DeadLettersApi {
 
   private static String kind(Job job) {
     List<JobError> errors = job.errors();
-    return errors.isEmpty() || errors.get(errors.size() - 1).kind() == null ? "" : errors.get(errors.size() - 1).kind();
+    return errors.isEmpty() || errors.get(errors.size() - 1).kind() == null
+        ? ""
+        : errors.get(errors.size() - 1).kind();
   }
 
   private static String firstLine(Job job) {
@@ -173,8 +181,8 @@ public final class DeadLettersApi {
     }
 
     DeadLetterGroupView view() {
-      return new DeadLetterGroupView(type, error, kind, message, count, List.copyOf(queues), latest,
-          List.copyOf(sample));
+      return new DeadLetterGroupView(
+          type, error, kind, message, count, List.copyOf(queues), latest, List.copyOf(sample));
     }
   }
 
@@ -188,7 +196,14 @@ public final class DeadLettersApi {
    * @param jobIds up to five of them, newest first
    */
   public record DeadLetterGroupView(
-      String type, String error, String kind, String message, long count, List<String> queues, Instant latestFailedAt, List<UUID> jobIds) {}
+      String type,
+      String error,
+      String kind,
+      String message,
+      long count,
+      List<String> queues,
+      Instant latestFailedAt,
+      List<UUID> jobIds) {}
 
   /**
    * The dead letters.
@@ -196,5 +211,6 @@ public final class DeadLettersApi {
    * @param scanned failed jobs read
    * @param truncated true when more failed jobs exist than were read
    */
-  public record DeadLettersView(List<DeadLetterGroupView> groups, long scanned, boolean truncated) {}
+  public record DeadLettersView(
+      List<DeadLetterGroupView> groups, long scanned, boolean truncated) {}
 }

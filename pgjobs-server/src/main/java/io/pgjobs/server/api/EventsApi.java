@@ -70,23 +70,29 @@ public final class EventsApi {
         throw ApiProblem.notFound("no job with id " + jobId);
       }
     }
-    EventFilter filter = new EventFilter(jobId, new HashSet<>(QueryParams.list(ctx, "type")),
+    EventFilter filter = new EventFilter(
+        jobId,
+        new HashSet<>(QueryParams.list(ctx, "type")),
         new HashSet<>(QueryParams.list(ctx, "queue")));
     ctx.attribute(FILTER, filter);
-    // Last, so no check after it can leave the connection counted without a stream; and only for the
+    // Last, so no check after it can leave the connection counted without a stream; and only for
+    // the
     // stream itself (a browser asking for text/html gets a page, which opens the stream next).
     String accept = ctx.header("Accept");
     if (accept == null || !accept.contains("text/event-stream")) {
       return;
     }
     String header = ctx.header("Authorization");
-    String token = tokensRequired && header != null && header.regionMatches(true, 0, "Bearer ", 0, 7)
-        ? header.substring(7).trim() : null;
+    String token =
+        tokensRequired && header != null && header.regionMatches(true, 0, "Bearer ", 0, 7)
+            ? header.substring(7).trim()
+            : null;
     try {
       ctx.attribute(PEER, hub.openStream(token));
     } catch (EventHub.Refused e) {
       ctx.header("Retry-After", "5");
-      throw ApiProblem.http(429, "too-many-event-streams", "Too many event streams", e.getMessage());
+      throw ApiProblem.http(
+          429, "too-many-event-streams", "Too many event streams", e.getMessage());
     }
   }
 

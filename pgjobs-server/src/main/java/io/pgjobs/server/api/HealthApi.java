@@ -1,11 +1,11 @@
 package io.pgjobs.server.api;
 
 import io.pgjobs.JobClient;
-import io.pgjobs.server.problem.ApiProblem;
 import io.pgjobs.replication.DatabaseRole;
+import io.pgjobs.server.problem.ApiProblem;
 import java.sql.Connection;
-import java.util.Optional;
 import java.util.Map;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,7 +36,8 @@ public final class HealthApi {
     String problem;
     Optional<String> readOnly = Optional.empty();
     try (Connection c = client.dataSource().getConnection()) {
-      problem = c.isValid(DATABASE_CHECK_SECONDS) ? null
+      problem = c.isValid(DATABASE_CHECK_SECONDS)
+          ? null
           : "the connection did not answer within " + DATABASE_CHECK_SECONDS + " s";
       if (problem == null) {
         readOnly = DatabaseRole.readOnlyReason(c);

@@ -31,17 +31,26 @@ public final class JobTypesApi {
 
   /** Registers the route. */
   public void register(Routes routes) {
-    routes.get("/job-types", ctx -> Reply.ok(new JobTypeListView(
-        client.knownTypes().values().stream()
-            .sorted(Comparator.comparing(JobType::name))
-            .map(JobTypesApi::view)
-            .toList(),
-        acceptUnknownTypes)));
+    routes.get(
+        "/job-types",
+        ctx -> Reply.ok(new JobTypeListView(
+            client.knownTypes().values().stream()
+                .sorted(Comparator.comparing(JobType::name))
+                .map(JobTypesApi::view)
+                .toList(),
+            acceptUnknownTypes)));
   }
 
   private static JobTypeView view(JobType<?> type) {
-    return new JobTypeView(type.name(), type.queue(), type.priority(), type.maxAttempts(), type.timeout().toMillis(),
-        type.example().<JsonNode>map(e -> io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.valueToTree(e)).orElseGet(() -> template(type.payloadClass(), 0)));
+    return new JobTypeView(
+        type.name(),
+        type.queue(),
+        type.priority(),
+        type.maxAttempts(),
+        type.timeout().toMillis(),
+        type.example()
+            .<JsonNode>map(e -> io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.valueToTree(e))
+            .orElseGet(() -> template(type.payloadClass(), 0)));
   }
 
   /**
@@ -51,7 +60,10 @@ public final class JobTypesApi {
    */
   static JsonNode template(Class<?> type, int depth) {
     JsonNodeFactory f = JsonNodeFactory.instance;
-    if (type == String.class || type == Character.class || type == char.class || CharSequence.class.isAssignableFrom(type)) {
+    if (type == String.class
+        || type == Character.class
+        || type == char.class
+        || CharSequence.class.isAssignableFrom(type)) {
       return f.stringNode("");
     } else if (type == boolean.class || type == Boolean.class) {
       return f.booleanNode(false);
@@ -67,7 +79,9 @@ public final class JobTypesApi {
         object.set(c.getName(), template(c.getType(), depth + 1));
       }
       return object;
-    } else if (Map.class.isAssignableFrom(type) || type == Object.class || JsonNode.class.isAssignableFrom(type)) {
+    } else if (Map.class.isAssignableFrom(type)
+        || type == Object.class
+        || JsonNode.class.isAssignableFrom(type)) {
       return f.objectNode();
     }
     return depth == 0 ? f.objectNode() : f.nullNode();
@@ -83,7 +97,12 @@ public final class JobTypesApi {
    * @param payloadTemplate an example payload with every member of the payload class and an empty value
    */
   public record JobTypeView(
-      String name, String queue, int priority, int maxAttempts, long timeoutMs, JsonNode payloadTemplate) {}
+      String name,
+      String queue,
+      int priority,
+      int maxAttempts,
+      long timeoutMs,
+      JsonNode payloadTemplate) {}
 
   /**
    * The known types.

@@ -5,13 +5,13 @@ import io.pgjobs.CancelCounts;
 import io.pgjobs.CancelResult;
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.EnqueuedJob;
+import io.pgjobs.InvalidJobException;
 import io.pgjobs.Job;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobError;
 import io.pgjobs.JobFilter;
 import io.pgjobs.JobPage;
 import io.pgjobs.JobState;
-import io.pgjobs.InvalidJobException;
 import io.pgjobs.RetryResult;
 import io.pgjobs.server.problem.ApiProblem;
 import java.time.Duration;
@@ -38,9 +38,16 @@ public final class JobsApi {
   /** Header carrying the idempotency key of an enqueue. */
   public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 
-  private static final List<String> OPTION_FIELDS =
-      List.of(
-          "queue", "priority", "run_at", "delay_ms", "max_attempts", "context", "timeout_ms", "unique", "capability");
+  private static final List<String> OPTION_FIELDS = List.of(
+      "queue",
+      "priority",
+      "run_at",
+      "delay_ms",
+      "max_attempts",
+      "context",
+      "timeout_ms",
+      "unique",
+      "capability");
   private static final Set<String> ENQUEUE_FIELDS = fields("type", "kind", "payload");
   private static final Set<String> DISPATCH_FIELDS = fields("args");
   private static final Set<String> BULK_FIELDS =
@@ -95,10 +102,12 @@ public final class JobsApi {
     String type = ctx.pathParam("type");
     JsonBody body = JsonBody.read(ctx, routes.json(), DISPATCH_FIELDS);
     JsonNode args = body.any("args", false);
-    return enqueue(ctx, body, type, args == null ? JsonNodeFactory.instance.objectNode() : args, "type");
+    return enqueue(
+        ctx, body, type, args == null ? JsonNodeFactory.instance.objectNode() : args, "type");
   }
 
-  private Reply enqueue(Context ctx, JsonBody body, String type, JsonNode payload, String typeField) {
+  private Reply enqueue(
+      Context ctx, JsonBody body, String type, JsonNode payload, String typeField) {
     EnqueueOptions options = options(ctx, body);
     body.done();
     if (!acceptUnknownTypes && !client.knownTypes().containsKey(type)) {
@@ -117,11 +126,15 @@ public final class JobsApi {
     // Below the context path: the API may be mounted under a path of another application.
     String location = ctx.contextPath() + "/jobs/" + view.id();
     if (result.replayed()) {
-      // The job the key first created, where it is: a replay answers as the first call did, but with 200.
-      return Reply.ok(view).withHeader("Idempotent-Replayed", "true").withHeader("Location", location);
+      // The job the key first created, where it is: a replay answers as the first call did, but
+      // with 200.
+      return Reply.ok(view)
+          .withHeader("Idempotent-Replayed", "true")
+          .withHeader("Location", location);
     }
     if (result.duplicate()) {
-      // A unique job that already existed (in one of its rule's states): answered like a replay, with its own header.
+      // A unique job that already existed (in one of its rule's states): answered like a replay,
+      // with its own header.
       return Reply.ok(view).withHeader("Unique-Conflict", "true").withHeader("Location", location);
     }
     return Reply.created(view).withHeader("Location", location);
@@ -176,16 +189,20 @@ public final class JobsApi {
     String key = ctx.header(IDEMPOTENCY_KEY);
     if (key != null) {
       if (key.isBlank() || key.length() > EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH) {
-        body.reject(IDEMPOTENCY_KEY, "must be 1 to " + EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH
-            + " characters, was " + key.length());
+        body.reject(
+            IDEMPOTENCY_KEY,
+            "must be 1 to " + EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH + " characters, was "
+                + key.length());
       } else {
         b.idempotencyKey(key);
       }
     }
     io.pgjobs.UniqueOptions unique = UniqueJson.read(body);
     if (unique != null && key != null) {
-      body.reject("unique", "give either an Idempotency-Key or unique, not both: a key already makes the"
-          + " enqueue return one job for as long as it is kept");
+      body.reject(
+          "unique",
+          "give either an Idempotency-Key or unique, not both: a key already makes the"
+              + " enqueue return one job for as long as it is kept");
     } else if (unique != null) {
       b.unique(unique);
     }
@@ -208,10 +225,13 @@ public final class JobsApi {
     filter.queue(QueryParams.list(ctx, "queue").toArray(String[]::new));
     filter.createdAfter(QueryParams.instant(ctx, "created_after"));
     filter.createdBefore(QueryParams.instant(ctx, "created_before"));
-    filter.limit(QueryParams.integer(ctx, "limit", JobFilter.DEFAULT_LIMIT, 1, JobFilter.MAX_LIMIT));
+    filter.limit(
+        QueryParams.integer(ctx, "limit", JobFilter.DEFAULT_LIMIT, 1, JobFilter.MAX_LIMIT));
     String text = QueryParams.single(ctx, "text");
     if (text != null && text.length() > JobFilter.MAX_TEXT_LENGTH) {
-      throw ApiProblem.badField("text", "must be at most " + JobFilter.MAX_TEXT_LENGTH + " characters, was " + text.length());
+      throw ApiProblem.badField(
+          "text",
+          "must be at most " + JobFilter.MAX_TEXT_LENGTH + " characters, was " + text.length());
     }
     filter.text(text);
     String scheduled = QueryParams.single(ctx, "scheduled");
@@ -229,7 +249,8 @@ public final class JobsApi {
       throw ApiProblem.badField(e.field(), e.getMessage().substring(e.field().length() + 2));
     }
     JobPage page = client.list(built);
-    return Reply.ok(new JobPageView(page.jobs().stream().map(JobView::of).toList(), page.nextCursor()));
+    return Reply.ok(
+        new JobPageView(page.jobs().stream().map(JobView::of).toList(), page.nextCursor()));
   }
 
   private Reply get(Context ctx) {
@@ -250,9 +271,13 @@ public final class JobsApi {
     return switch (result.outcome()) {
       case CANCELLED -> Reply.ok(JobView.of(find(id)));
       case PENDING_ON_WORKER -> Reply.of(202, JobView.of(find(id)));
-      case ALREADY_TERMINAL -> throw ApiProblem.conflict("already-finished", "Job already finished",
-          "job " + id + " is already " + result.state().value() + "; only queued, retrying and running jobs can be cancelled",
-          result.state().value());
+      case ALREADY_TERMINAL ->
+        throw ApiProblem.conflict(
+            "already-finished",
+            "Job already finished",
+            "job " + id + " is already " + result.state().value()
+                + "; only queued, retrying and running jobs can be cancelled",
+            result.state().value());
       case NOT_FOUND -> throw ApiProblem.notFound("no job with id " + id);
     };
   }
@@ -265,14 +290,18 @@ public final class JobsApi {
       case NOT_RETRYABLE -> {
         Optional<Job> job = client.get(id);
         String state = job.map(j -> j.state().value()).orElse(null);
-        throw ApiProblem.conflict("not-retryable", "Job not retryable",
-            "job " + id + " is " + state + "; only failed and cancelled jobs can be retried", state);
+        throw ApiProblem.conflict(
+            "not-retryable",
+            "Job not retryable",
+            "job " + id + " is " + state + "; only failed and cancelled jobs can be retried",
+            state);
       }
       case NOT_FOUND -> throw ApiProblem.notFound("no job with id " + id);
     };
   }
 
-  private record BulkFilter(Set<String> types, Set<String> queues, Set<JobState> states, boolean dryRun) {}
+  private record BulkFilter(
+      Set<String> types, Set<String> queues, Set<JobState> states, boolean dryRun) {}
 
   /**
    * The filter of a bulk cancel or retry. An empty filter would act on every job, so it needs an
@@ -295,8 +324,10 @@ public final class JobsApi {
       }
     }
     if (types.isEmpty() && queues.isEmpty() && stateNames.isEmpty() && !all) {
-      body.reject("all", "give at least one of types, queues or states, or \"all\": true to " + verb
-          + " every matching job (add \"dry_run\": true to count them first)");
+      body.reject(
+          "all",
+          "give at least one of types, queues or states, or \"all\": true to " + verb
+              + " every matching job (add \"dry_run\": true to count them first)");
     }
     body.done();
     return new BulkFilter(new HashSet<>(types), new HashSet<>(queues), states, dryRun);
@@ -308,7 +339,8 @@ public final class JobsApi {
       CancelCounts counts = f.dryRun()
           ? client.countCancellable(f.types(), f.queues(), f.states())
           : client.cancelAll(f.types(), f.queues(), f.states());
-      return Reply.ok(new CancelCountsView(counts.cancelled(), counts.pendingOnWorker(), f.dryRun()));
+      return Reply.ok(
+          new CancelCountsView(counts.cancelled(), counts.pendingOnWorker(), f.dryRun()));
     } catch (InvalidJobException e) {
       throw ApiProblem.invalidField("states", e.getMessage().substring(e.field().length() + 2));
     }
@@ -375,16 +407,46 @@ public final class JobsApi {
     public static JobView of(Job job, List<UUID> children) {
       List<ErrorView> errors = new ArrayList<>();
       for (JobError e : job.errors()) {
-        errors.add(new ErrorView(e.attempt(), e.at(), e.kind(), e.errorClass(), e.message(), e.stackHead(), e.worker(),
+        errors.add(new ErrorView(
+            e.attempt(),
+            e.at(),
+            e.kind(),
+            e.errorClass(),
+            e.message(),
+            e.stackHead(),
+            e.worker(),
             e.cause()));
       }
       ProgressView progress = job.progressPercent() == null && job.progressMessage() == null
-          ? null : new ProgressView(job.progressPercent(), job.progressMessage());
-      return new JobView(job.id(), job.type(), job.queue(), job.payload(), job.priority(), job.state().value(),
-          job.isScheduled(), job.attempts(), job.maxAttempts(), job.runAt(), job.createdAt(), job.attemptedAt(),
-          job.finishedAt(), job.lockedBy(), job.heartbeatAt(), job.context(), job.idempotencyKey(),
-          job.timeout() == null ? null : job.timeout().toMillis(), progress, List.copyOf(errors), job.output(),
-          job.cancelRequested(), job.parentId(), children, job.capability(), job.snoozes());
+          ? null
+          : new ProgressView(job.progressPercent(), job.progressMessage());
+      return new JobView(
+          job.id(),
+          job.type(),
+          job.queue(),
+          job.payload(),
+          job.priority(),
+          job.state().value(),
+          job.isScheduled(),
+          job.attempts(),
+          job.maxAttempts(),
+          job.runAt(),
+          job.createdAt(),
+          job.attemptedAt(),
+          job.finishedAt(),
+          job.lockedBy(),
+          job.heartbeatAt(),
+          job.context(),
+          job.idempotencyKey(),
+          job.timeout() == null ? null : job.timeout().toMillis(),
+          progress,
+          List.copyOf(errors),
+          job.output(),
+          job.cancelRequested(),
+          job.parentId(),
+          children,
+          job.capability(),
+          job.snoozes());
     }
   }
 
@@ -393,7 +455,13 @@ public final class JobsApi {
 
   /** One failed attempt; {@code cause}: the exception's causes, one {@code class: message} line each, or null. */
   public record ErrorView(
-      int attempt, Instant at, String kind, String errorClass, String message, String stackHead, String worker,
+      int attempt,
+      Instant at,
+      String kind,
+      String errorClass,
+      String message,
+      String stackHead,
+      String worker,
       String cause) {}
 
   /** A page of jobs, newest first; {@code nextCursor} is null on the last page. */

@@ -27,6 +27,7 @@ import tools.jackson.databind.node.ObjectNode;
 public final class JsonBody {
   /** The earliest and latest instants accepted for date-times. */
   static final Instant MIN_INSTANT = Instant.parse("1970-01-01T00:00:00Z");
+
   static final Instant MAX_INSTANT = Instant.parse("9999-12-31T23:59:59Z");
 
   private final ObjectNode node;
@@ -48,7 +49,8 @@ public final class JsonBody {
     requireJsonContentType(ctx);
     byte[] bytes = ctx.bodyAsBytes();
     if (bytes.length == 0 || new String(bytes, java.nio.charset.StandardCharsets.UTF_8).isBlank()) {
-      throw ApiProblem.badRequest("a JSON object body is required", List.of(new FieldError("body", "is required")));
+      throw ApiProblem.badRequest(
+          "a JSON object body is required", List.of(new FieldError("body", "is required")));
     }
     JsonNode tree;
     try {
@@ -57,19 +59,23 @@ public final class JsonBody {
       throw ApiProblem.malformedJson(e);
     }
     if (tree == null || !tree.isObject()) {
-      throw ApiProblem.badRequest("the request body must be a JSON object, was " + kind(tree),
+      throw ApiProblem.badRequest(
+          "the request body must be a JSON object, was " + kind(tree),
           List.of(new FieldError("body", "must be a JSON object")));
     }
     ObjectNode object = (ObjectNode) tree;
     List<FieldError> unknown = new ArrayList<>();
     for (String name : object.propertyNames()) {
       if (!allowed.contains(name)) {
-        unknown.add(new FieldError(name, "unknown field; allowed: " + String.join(", ", new LinkedHashSet<>(allowed))));
+        unknown.add(new FieldError(
+            name, "unknown field; allowed: " + String.join(", ", new LinkedHashSet<>(allowed))));
       }
     }
     if (!unknown.isEmpty()) {
-      throw ApiProblem.badRequest("unknown field" + (unknown.size() > 1 ? "s " : " ")
-          + String.join(", ", unknown.stream().map(FieldError::field).toList()), unknown);
+      throw ApiProblem.badRequest(
+          "unknown field" + (unknown.size() > 1 ? "s " : " ")
+              + String.join(", ", unknown.stream().map(FieldError::field).toList()),
+          unknown);
     }
     return new JsonBody(object);
   }
@@ -81,7 +87,8 @@ public final class JsonBody {
       throw ApiProblem.unsupportedMediaType(null);
     }
     String mediaType = contentType.split(";", 2)[0].trim().toLowerCase(Locale.ROOT);
-    if (!mediaType.equals("application/json") && !(mediaType.startsWith("application/") && mediaType.endsWith("+json"))) {
+    if (!mediaType.equals("application/json")
+        && !(mediaType.startsWith("application/") && mediaType.endsWith("+json"))) {
       throw ApiProblem.unsupportedMediaType(contentType);
     }
   }
@@ -118,7 +125,8 @@ public final class JsonBody {
     }
     String text = value.asString();
     if (text.length() > maxLength) {
-      invalid.add(new FieldError(field, "must be at most " + maxLength + " characters, was " + text.length()));
+      invalid.add(new FieldError(
+          field, "must be at most " + maxLength + " characters, was " + text.length()));
       return null;
     }
     return text;
@@ -140,7 +148,8 @@ public final class JsonBody {
       return null;
     }
     if (!value.canConvertToLong() || value.asLong() < min || value.asLong() > max) {
-      invalid.add(new FieldError(field, "must be between " + min + " and " + max + ", was " + value));
+      invalid.add(
+          new FieldError(field, "must be between " + min + " and " + max + ", was " + value));
       return null;
     }
     return value.asLong();
@@ -161,7 +170,8 @@ public final class JsonBody {
       }
     }
     if (!value.isNumber()) {
-      malformed.add(new FieldError(field, "must be an integer or a level name, was " + kind(value)));
+      malformed.add(
+          new FieldError(field, "must be an integer or a level name, was " + kind(value)));
       return null;
     }
     Long number = integer(field, Integer.MIN_VALUE, Integer.MAX_VALUE);
@@ -178,11 +188,14 @@ public final class JsonBody {
     try {
       instant = OffsetDateTime.parse(text).toInstant();
     } catch (DateTimeParseException e) {
-      invalid.add(new FieldError(field, "must be an ISO-8601 date-time with offset (2030-01-31T12:00:00Z), was '" + text + "'"));
+      invalid.add(new FieldError(
+          field,
+          "must be an ISO-8601 date-time with offset (2030-01-31T12:00:00Z), was '" + text + "'"));
       return null;
     }
     if (instant.isBefore(MIN_INSTANT) || instant.isAfter(MAX_INSTANT)) {
-      invalid.add(new FieldError(field, "must be between " + MIN_INSTANT + " and " + MAX_INSTANT + ", was " + text));
+      invalid.add(new FieldError(
+          field, "must be between " + MIN_INSTANT + " and " + MAX_INSTANT + ", was " + text));
       return null;
     }
     return instant;
@@ -251,7 +264,8 @@ public final class JsonBody {
   }
 
   private static String summary(List<FieldError> errors) {
-    return String.join("; ", errors.stream().map(e -> e.field() + ": " + e.reason()).toList());
+    return String.join(
+        "; ", errors.stream().map(e -> e.field() + ": " + e.reason()).toList());
   }
 
   /** The JSON type of a node, for messages. */

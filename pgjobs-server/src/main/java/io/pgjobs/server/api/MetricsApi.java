@@ -17,6 +17,7 @@ import org.slf4j.LoggerFactory;
 public final class MetricsApi {
   /** Content type of the Prometheus text format 0.0.4. */
   public static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+
   private static final Logger log = LoggerFactory.getLogger(MetricsApi.class);
   private static final long DEPTH_REFRESH_NANOS = 1_000_000_000L;
 

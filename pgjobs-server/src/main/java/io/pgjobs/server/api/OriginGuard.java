@@ -33,6 +33,7 @@ public final class OriginGuard {
   /** How the settings are named in messages: the builder's, the CLI's and the Spring starter's. */
   static final String ORIGINS_SETTING =
       "allowedOrigins (pgjobs serve --allowed-origins or PGJOBS_ALLOWED_ORIGINS; Spring: pgjobs.web.allowed-origins)";
+
   static final String HOSTS_SETTING =
       "allowedHosts (pgjobs serve --allowed-hosts or PGJOBS_ALLOWED_HOSTS; Spring: pgjobs.web.allowed-hosts)";
 
@@ -51,7 +52,8 @@ public final class OriginGuard {
    *     IP addresses: {@code jobs.example.com}, {@code *.example.com} (its subdomains) or {@code *}
    * @param checkHost whether {@code Host} is checked at all (false when tokens authenticate requests)
    */
-  public OriginGuard(Collection<String> allowedOrigins, Collection<String> allowedHosts, boolean checkHost) {
+  public OriginGuard(
+      Collection<String> allowedOrigins, Collection<String> allowedHosts, boolean checkHost) {
     this.allowedOrigins = List.copyOf(allowedOrigins);
     this.allowedHosts = List.copyOf(allowedHosts);
     this.checkHost = checkHost && !allowedHosts.contains("*");
@@ -67,10 +69,13 @@ public final class OriginGuard {
   public void check(Context ctx, boolean upgrade) {
     String host = ctx.header("Host");
     if (checkHost && host != null && !hostAllowed(host)) {
-      throw ApiProblem.hostNotAllowed(host, "this server has no API tokens and answers only to loopback names"
-          + " (localhost, *.localhost), IP addresses and the allowed hosts, not to '" + host + "' (a page can make"
-          + " a name of its own point to this server: DNS rebinding). If this is a name of this server, add it to "
-          + HOSTS_SETTING + ", or give the server API tokens");
+      throw ApiProblem.hostNotAllowed(
+          host,
+          "this server has no API tokens and answers only to loopback names"
+              + " (localhost, *.localhost), IP addresses and the allowed hosts, not to '" + host
+              + "' (a page can make"
+              + " a name of its own point to this server: DNS rebinding). If this is a name of this server, add it to "
+              + HOSTS_SETTING + ", or give the server API tokens");
     }
     if (!upgrade && SAFE.contains(ctx.method())) {
       return;
@@ -79,13 +84,18 @@ public final class OriginGuard {
     boolean listed = origin != null && originAllowed(origin);
     String what = upgrade ? "WebSocket connections" : ctx.method().name() + " requests";
     if (origin != null && !listed && !sameOrigin(origin, ctx)) {
-      throw ApiProblem.crossSite(origin, what + " from pages of " + origin + " are refused: only this server's own"
-          + " pages and the allowed origins may change jobs, queues and schedules. To allow that site, add " + origin
-          + " to " + ORIGINS_SETTING + " (the CORS origins are allowed too)");
+      throw ApiProblem.crossSite(
+          origin,
+          what + " from pages of " + origin + " are refused: only this server's own"
+              + " pages and the allowed origins may change jobs, queues and schedules. To allow that site, add "
+              + origin
+              + " to " + ORIGINS_SETTING + " (the CORS origins are allowed too)");
     }
     if (!listed && "cross-site".equalsIgnoreCase(ctx.header("Sec-Fetch-Site"))) {
-      throw ApiProblem.crossSite(origin, what + " a browser marks as cross-site (Sec-Fetch-Site: cross-site) are"
-          + " refused unless their Origin is one of " + ORIGINS_SETTING);
+      throw ApiProblem.crossSite(
+          origin,
+          what + " a browser marks as cross-site (Sec-Fetch-Site: cross-site) are"
+              + " refused unless their Origin is one of " + ORIGINS_SETTING);
     }
   }
 
@@ -117,7 +127,8 @@ public final class OriginGuard {
       name = "[" + name + "]";
     }
     int port = ctx.req().getServerPort();
-    boolean defaultPort = ("http".equals(requestScheme) && port == 80) || ("https".equals(requestScheme) && port == 443);
+    boolean defaultPort = ("http".equals(requestScheme) && port == 80)
+        || ("https".equals(requestScheme) && port == 443);
     String own = requestScheme + "://" + name + (defaultPort || port <= 0 ? "" : ":" + port);
     return origin.equalsIgnoreCase(own);
   }

@@ -39,7 +39,9 @@ public final class QueryParams {
     try {
       return OffsetDateTime.parse(value).toInstant();
     } catch (DateTimeParseException e) {
-      throw ApiProblem.badField(name, "must be an ISO-8601 date-time with offset (2030-01-31T12:00:00Z), was '" + value + "'");
+      throw ApiProblem.badField(
+          name,
+          "must be an ISO-8601 date-time with offset (2030-01-31T12:00:00Z), was '" + value + "'");
     }
   }
 
@@ -53,7 +55,8 @@ public final class QueryParams {
     try {
       parsed = Long.parseLong(value.trim());
     } catch (NumberFormatException e) {
-      throw ApiProblem.badField(name, "must be an integer between " + min + " and " + max + ", was '" + value + "'");
+      throw ApiProblem.badField(
+          name, "must be an integer between " + min + " and " + max + ", was '" + value + "'");
     }
     if (parsed < min || parsed > max) {
       throw ApiProblem.badField(name, "must be between " + min + " and " + max + ", was " + parsed);
@@ -62,7 +65,8 @@ public final class QueryParams {
   }
 
   /** A duration ({@code 1h}, {@code 30m}, {@code PT1H}) within {@code [min, max]}, or {@code fallback}. */
-  public static Duration duration(Context ctx, String name, Duration fallback, Duration min, Duration max) {
+  public static Duration duration(
+      Context ctx, String name, Duration fallback, Duration min, Duration max) {
     String value = single(ctx, name);
     if (value == null) {
       return fallback;
@@ -74,8 +78,10 @@ public final class QueryParams {
       throw ApiProblem.badField(name, e.getMessage());
     }
     if (parsed.compareTo(min) < 0 || parsed.compareTo(max) > 0) {
-      throw ApiProblem.badField(name, "must be between " + DurationText.format(min) + " and "
-          + DurationText.format(max) + ", was " + value);
+      throw ApiProblem.badField(
+          name,
+          "must be between " + DurationText.format(min) + " and " + DurationText.format(max)
+              + ", was " + value);
     }
     return parsed;
   }
@@ -124,10 +130,13 @@ public final class QueryParams {
       }
       String value = eq < 0 ? "" : pair.substring(eq + 1);
       for (int i = value.indexOf('%'); i >= 0; i = value.indexOf('%', i + 1)) {
-        if (i + 2 >= value.length() || !HexFormat.isHexDigit(value.charAt(i + 1))
+        if (i + 2 >= value.length()
+            || !HexFormat.isHexDigit(value.charAt(i + 1))
             || !HexFormat.isHexDigit(value.charAt(i + 2))) {
-          throw ApiProblem.badField(name, "has a broken percent-encoding ('%' must be followed by two hex"
-              + " digits; write a literal % as %25), was '" + value + "'");
+          throw ApiProblem.badField(
+              name,
+              "has a broken percent-encoding ('%' must be followed by two hex"
+                  + " digits; write a literal % as %25), was '" + value + "'");
         }
       }
     }
@@ -142,7 +151,8 @@ public final class QueryParams {
       }
       return UUID.fromString(value);
     } catch (IllegalArgumentException e) {
-      throw ApiProblem.badField(name, "must be a UUID (0190c6a2-7f3e-7c1a-9b7e-3f1d2c4b5a69), was '" + value + "'");
+      throw ApiProblem.badField(
+          name, "must be a UUID (0190c6a2-7f3e-7c1a-9b7e-3f1d2c4b5a69), was '" + value + "'");
     }
   }
 }

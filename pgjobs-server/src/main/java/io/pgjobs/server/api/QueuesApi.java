@@ -51,8 +51,15 @@ public final class QueuesApi {
     List<QueueInfo> at(long now) {
       Duration age = Duration.ofNanos(now - computedAt);
       return queues.stream()
-          .map(q -> q.oldestDueAge() == null ? q
-              : new QueueInfo(q.name(), q.counts(), q.scheduled(), q.oldestDueAge().plus(age), q.paused(), q.unrunnable(),
+          .map(q -> q.oldestDueAge() == null
+              ? q
+              : new QueueInfo(
+                  q.name(),
+                  q.counts(),
+                  q.scheduled(),
+                  q.oldestDueAge().plus(age),
+                  q.paused(),
+                  q.unrunnable(),
                   q.unserved()))
           .toList();
     }
@@ -74,7 +81,8 @@ public final class QueuesApi {
       long start = System.nanoTime();
       List<QueueInfo> queues = client.queues();
       long took = System.nanoTime() - start;
-      long maxAge = took < TimeUnit.MILLISECONDS.toNanos(CHEAP_MILLIS) ? 0
+      long maxAge = took < TimeUnit.MILLISECONDS.toNanos(CHEAP_MILLIS)
+          ? 0
           : Math.min(10 * took, TimeUnit.MILLISECONDS.toNanos(MAX_AGE_MILLIS));
       // Aged from the start of the computation: its counts are at least that old.
       if (generation.get() == gen) {
@@ -110,7 +118,8 @@ public final class QueuesApi {
     QueueView view = overview().stream()
         .filter(q -> q.name().equals(name))
         .findFirst()
-        .orElseGet(() -> new QueueView(name, zeroCounts(), 0, null, paused, UnrunnableView.NONE, false));
+        .orElseGet(
+            () -> new QueueView(name, zeroCounts(), 0, null, paused, UnrunnableView.NONE, false));
     return Reply.ok(view);
   }
 
@@ -133,16 +142,26 @@ public final class QueuesApi {
    * @param unserved true while jobs wait in it and no live worker serves the queue
    */
   public record QueueView(
-      String name, Map<String, Long> counts, long scheduled, Long oldestReadyAgeMs, boolean paused,
-      UnrunnableView unrunnable, boolean unserved) {
+      String name,
+      Map<String, Long> counts,
+      long scheduled,
+      Long oldestReadyAgeMs,
+      boolean paused,
+      UnrunnableView unrunnable,
+      boolean unserved) {
     static QueueView of(QueueInfo q) {
       Map<String, Long> counts = new LinkedHashMap<>();
       for (JobState s : JobState.values()) {
         counts.put(s.value(), q.count(s));
       }
-      return new QueueView(q.name(), counts, q.scheduled(),
-          q.oldestDueAge() == null ? null : q.oldestDueAge().toMillis(), q.paused(),
-          new UnrunnableView(q.unrunnable().count(), q.unrunnable().capabilities()), q.unserved());
+      return new QueueView(
+          q.name(),
+          counts,
+          q.scheduled(),
+          q.oldestDueAge() == null ? null : q.oldestDueAge().toMillis(),
+          q.paused(),
+          new UnrunnableView(q.unrunnable().count(), q.unrunnable().capabilities()),
+          q.unserved());
     }
   }
 

@@ -26,8 +26,16 @@ import tools.jackson.databind.json.JsonMapper;
  * cannot be replaced or removed here: 409 {@code declared-in-code}.
  */
 public final class RecurringApi {
-  private static final Set<String> UPDATE_FIELDS = new LinkedHashSet<>(
-      List.of("cron", "zone", "type", "payload", "queue", "priority", "max_attempts", "missed", "catch_up"));
+  private static final Set<String> UPDATE_FIELDS = new LinkedHashSet<>(List.of(
+      "cron",
+      "zone",
+      "type",
+      "payload",
+      "queue",
+      "priority",
+      "max_attempts",
+      "missed",
+      "catch_up"));
   private static final Set<String> CREATE_FIELDS = new LinkedHashSet<>(List.of("name"));
 
   static {
@@ -47,28 +55,41 @@ public final class RecurringApi {
 
   /** Registers the routes. */
   public void register(Routes routes) {
-    routes.get("/recurring", ctx -> Reply.ok(new ScheduleListView(
-        schedules.list().stream().map(s -> ScheduleView.of(s, routes.json())).toList())));
+    routes.get(
+        "/recurring",
+        ctx -> Reply.ok(new ScheduleListView(schedules.list().stream()
+            .map(s -> ScheduleView.of(s, routes.json()))
+            .toList())));
     routes.post("/recurring", ctx -> {
       Definition d = definition(ctx, routes.json(), null);
       Schedule s = refused(() -> schedules.add(d));
-      return Reply.created(ScheduleView.of(s, routes.json())).withHeader("Location", "/recurring/" + s.name());
+      return Reply.created(ScheduleView.of(s, routes.json()))
+          .withHeader("Location", "/recurring/" + s.name());
     });
     routes.get("/recurring/{name}", ctx -> {
       String name = ctx.pathParam("name");
-      return Reply.ok(ScheduleView.of(schedules.get(name).orElseThrow(
-          () -> ApiProblem.notFound("no recurring schedule named '" + name + "'")), routes.json()));
+      return Reply.ok(ScheduleView.of(
+          schedules
+              .get(name)
+              .orElseThrow(() -> ApiProblem.notFound("no recurring schedule named '" + name + "'")),
+          routes.json()));
     });
     routes.put("/recurring/{name}", ctx -> {
       Definition d = definition(ctx, routes.json(), ctx.pathParam("name"));
       return Reply.ok(ScheduleView.of(refused(() -> schedules.update(d)), routes.json()));
     });
-    routes.delete("/recurring/{name}", ctx ->
-        Reply.ok(ScheduleView.of(refused(() -> schedules.remove(ctx.pathParam("name"))), routes.json())));
-    routes.post("/recurring/{name}/pause", ctx ->
-        Reply.ok(ScheduleView.of(refused(() -> schedules.pause(ctx.pathParam("name"))), routes.json())));
-    routes.post("/recurring/{name}/resume", ctx ->
-        Reply.ok(ScheduleView.of(refused(() -> schedules.resume(ctx.pathParam("name"))), routes.json())));
+    routes.delete(
+        "/recurring/{name}",
+        ctx -> Reply.ok(ScheduleView.of(
+            refused(() -> schedules.remove(ctx.pathParam("name"))), routes.json())));
+    routes.post(
+        "/recurring/{name}/pause",
+        ctx -> Reply.ok(
+            ScheduleView.of(refused(() -> schedules.pause(ctx.pathParam("name"))), routes.json())));
+    routes.post(
+        "/recurring/{name}/resume",
+        ctx -> Reply.ok(ScheduleView.of(
+            refused(() -> schedules.resume(ctx.pathParam("name"))), routes.json())));
     routes.post("/recurring/{name}/run", ctx -> {
       EnqueuedJob job = refused(() -> schedules.runNow(ctx.pathParam("name")));
       JobsApi.JobView view = JobsApi.JobView.of(job.job());
@@ -98,21 +119,36 @@ public final class RecurringApi {
     if (payload != null && !payload.isObject()) {
       // The wrong JSON type: 400, as for any member (JsonBody's rule).
       body.done();
-      throw ApiProblem.badRequest("payload: must be a JSON object, was " + JsonBody.kind(payload),
-          List.of(new FieldError("payload", "must be a JSON object, was " + JsonBody.kind(payload))));
+      throw ApiProblem.badRequest(
+          "payload: must be a JSON object, was " + JsonBody.kind(payload),
+          List.of(
+              new FieldError("payload", "must be a JSON object, was " + JsonBody.kind(payload))));
     }
-    Definition d = new Definition(name, cron, zone, type, payload, queue, priority,
-        maxAttempts == null ? null : maxAttempts.intValue(), missed, catchUp == null ? null : catchUp.intValue());
-    // The rules the library applies (cron with position and reason, zone, name, queue, payload of a known
+    Definition d = new Definition(
+        name,
+        cron,
+        zone,
+        type,
+        payload,
+        queue,
+        priority,
+        maxAttempts == null ? null : maxAttempts.intValue(),
+        missed,
+        catchUp == null ? null : catchUp.intValue());
+    // The rules the library applies (cron with position and reason, zone, name, queue, payload of a
+    // known
     // type), reported with the body's own problems in one document.
     // A missing or mistyped member was reported above already.
     schedules.problems(d).stream()
-        .filter(p -> !p.reason().equals("is required") && (pathName == null || !p.field().equals("name")))
-        .filter(p -> !(p.field().equals("missed") && missed != null) && !(p.field().equals("catch_up") && catchUp == null))
+        .filter(p ->
+            !p.reason().equals("is required") && (pathName == null || !p.field().equals("name")))
+        .filter(p -> !(p.field().equals("missed") && missed != null)
+            && !(p.field().equals("catch_up") && catchUp == null))
         .forEach(p -> body.reject(p.field(), p.reason()));
     body.done();
     if (!acceptUnknownTypes && !client.knownTypes().containsKey(type)) {
-      throw ApiProblem.unknownType(type, client.knownTypes().keySet().stream().sorted().toList());
+      throw ApiProblem.unknownType(
+          type, client.knownTypes().keySet().stream().sorted().toList());
     }
     return d;
   }
@@ -123,11 +159,18 @@ public final class RecurringApi {
       return change.get();
     } catch (ScheduleException e) {
       throw switch (e.kind()) {
-        case INVALID -> ApiProblem.validation(e.getMessage(),
-            e.problems().stream().map(p -> new FieldError(p.field(), p.reason())).toList());
+        case INVALID ->
+          ApiProblem.validation(
+              e.getMessage(),
+              e.problems().stream()
+                  .map(p -> new FieldError(p.field(), p.reason()))
+                  .toList());
         case NOT_FOUND -> ApiProblem.notFound(e.getMessage());
-        case ALREADY_EXISTS -> ApiProblem.conflict("recurring-exists", "Recurring schedule exists", e.getMessage(), null);
-        case DECLARED_IN_CODE -> ApiProblem.conflict("declared-in-code", "Declared in code", e.getMessage(), null);
+        case ALREADY_EXISTS ->
+          ApiProblem.conflict(
+              "recurring-exists", "Recurring schedule exists", e.getMessage(), null);
+        case DECLARED_IN_CODE ->
+          ApiProblem.conflict("declared-in-code", "Declared in code", e.getMessage(), null);
       };
     }
   }
@@ -141,18 +184,54 @@ public final class RecurringApi {
    * @param nextRuns the next 5 fire times (shown while paused too: the slots it would fire)
    * @param lastRun the last job the schedule enqueued, or null
    */
-  public record ScheduleView(String name, String cron, String description, String zone, String type, String queue,
-      JsonNode payload, int priority, int maxAttempts, String missed, int catchUp, boolean paused, String source,
-      boolean disabled, Instant lastSlot, List<Instant> nextRuns, LastRunView lastRun, Instant createdAt,
+  public record ScheduleView(
+      String name,
+      String cron,
+      String description,
+      String zone,
+      String type,
+      String queue,
+      JsonNode payload,
+      int priority,
+      int maxAttempts,
+      String missed,
+      int catchUp,
+      boolean paused,
+      String source,
+      boolean disabled,
+      Instant lastSlot,
+      List<Instant> nextRuns,
+      LastRunView lastRun,
+      Instant createdAt,
       Instant updatedAt) {
     static ScheduleView of(Schedule s, JsonMapper json) {
       RecurringSchedules.LastRun last = s.lastRun();
-      return new ScheduleView(s.name(), s.cron(), s.description(), s.zone(), s.type(), s.queue(),
-          json.readTree(s.payloadJson()), s.priority(), s.maxAttempts(), s.missed(), s.catchUp(), s.paused(),
-          s.source(), s.disabled(), s.lastSlot(), s.nextRuns(),
-          last == null ? null : new LastRunView(last.jobId(), last.state() == null ? null : last.state().value(),
-              last.createdAt(), last.finishedAt()),
-          s.createdAt(), s.updatedAt());
+      return new ScheduleView(
+          s.name(),
+          s.cron(),
+          s.description(),
+          s.zone(),
+          s.type(),
+          s.queue(),
+          json.readTree(s.payloadJson()),
+          s.priority(),
+          s.maxAttempts(),
+          s.missed(),
+          s.catchUp(),
+          s.paused(),
+          s.source(),
+          s.disabled(),
+          s.lastSlot(),
+          s.nextRuns(),
+          last == null
+              ? null
+              : new LastRunView(
+                  last.jobId(),
+                  last.state() == null ? null : last.state().value(),
+                  last.createdAt(),
+                  last.finishedAt()),
+          s.createdAt(),
+          s.updatedAt());
     }
   }
 

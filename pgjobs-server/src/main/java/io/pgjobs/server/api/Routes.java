@@ -84,8 +84,9 @@ public final class Routes {
         return;
       }
       if (!accept.contains("text/event-stream")) {
-        throw ApiProblem.notAcceptable(path + " is a Server-Sent Events stream: send Accept: text/event-stream"
-            + " (or open it in a browser)");
+        throw ApiProblem.notAcceptable(
+            path + " is a Server-Sent Events stream: send Accept: text/event-stream"
+                + " (or open it in a browser)");
       }
       check.accept(ctx);
       sse.handle(ctx);

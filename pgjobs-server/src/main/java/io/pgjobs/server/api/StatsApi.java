@@ -30,7 +30,8 @@ public final class StatsApi {
   }
 
   private Reply stats(Context ctx) {
-    Duration window = QueryParams.duration(ctx, "window", DEFAULT_WINDOW, Duration.ofMinutes(1), Duration.ofDays(7));
+    Duration window = QueryParams.duration(
+        ctx, "window", DEFAULT_WINDOW, Duration.ofMinutes(1), Duration.ofDays(7));
     Instant to = Instant.now();
     Map<String, long[]> perMinute = new LinkedHashMap<>();
     Map<String, long[]> totals = new LinkedHashMap<>();
@@ -53,7 +54,8 @@ public final class StatsApi {
       MinuteStats s = firstOfKey.get(key);
       totalViews.add(new TotalView(s.type(), s.queue(), c[0], c[1], c[2]));
     });
-    return Reply.ok(new StatsView(DurationText.format(window), to.minus(window), to, minutes, totalViews));
+    return Reply.ok(
+        new StatsView(DurationText.format(window), to.minus(window), to, minutes, totalViews));
   }
 
   private static void add(long[] counts, JobState state, long n) {
@@ -61,12 +63,13 @@ public final class StatsApi {
       case SUCCEEDED -> counts[0] += n;
       case FAILED -> counts[1] += n;
       case CANCELLED -> counts[2] += n;
-      default -> { }
+      default -> {}
     }
   }
 
   /** Finished jobs in one minute for one type and queue. */
-  public record MinuteView(Instant minute, String type, String queue, long succeeded, long failed, long cancelled) {}
+  public record MinuteView(
+      Instant minute, String type, String queue, long succeeded, long failed, long cancelled) {}
 
   /** Finished jobs over the whole window for one type and queue. */
   public record TotalView(String type, String queue, long succeeded, long failed, long cancelled) {}
@@ -78,5 +81,6 @@ public final class StatsApi {
    * @param minutes one entry per minute, type and queue that had finished jobs, oldest first
    * @param totals sums over the window per type and queue
    */
-  public record StatsView(String window, Instant from, Instant to, List<MinuteView> minutes, List<TotalView> totals) {}
+  public record StatsView(
+      String window, Instant from, Instant to, List<MinuteView> minutes, List<TotalView> totals) {}
 }

@@ -37,8 +37,10 @@ final class UniqueJson {
       return null;
     }
     if (!u.isObject()) {
-      body.malformed("unique", "must be an object with by_args, by_queue, period, replace, states; was "
-          + JsonBody.kind(u));
+      body.malformed(
+          "unique",
+          "must be an object with by_args, by_queue, period, replace, states; was "
+              + JsonBody.kind(u));
       return null;
     }
     boolean ok = true;
@@ -60,19 +62,24 @@ final class UniqueJson {
         for (int i = 0; i < byArgs.size(); i++) {
           JsonNode f = byArgs.get(i);
           if (!f.isString()) {
-            body.malformed("unique.by_args[" + i + "]", "must be a string, was " + JsonBody.kind(f));
+            body.malformed(
+                "unique.by_args[" + i + "]", "must be a string, was " + JsonBody.kind(f));
             ok = false;
           } else {
             fields.add(f.asString());
           }
         }
         if (byArgs.isEmpty()) {
-          body.reject("unique.by_args", "lists no field; give true for the whole payload or at least one field");
+          body.reject(
+              "unique.by_args",
+              "lists no field; give true for the whole payload or at least one field");
           ok = false;
         }
         b.byFields(fields.toArray(String[]::new));
       } else {
-        body.malformed("unique.by_args", "must be true, false or an array of field names, was " + JsonBody.kind(byArgs));
+        body.malformed(
+            "unique.by_args",
+            "must be true, false or an array of field names, was " + JsonBody.kind(byArgs));
         ok = false;
       }
     }
@@ -94,13 +101,17 @@ final class UniqueJson {
         try {
           d = Duration.parse(period.asString());
         } catch (DateTimeParseException e) {
-          body.reject("unique.period", "must be seconds (an integer) or an ISO-8601 duration such as PT1H, was '"
-              + period.asString() + "'");
+          body.reject(
+              "unique.period",
+              "must be seconds (an integer) or an ISO-8601 duration such as PT1H, was '"
+                  + period.asString() + "'");
           ok = false;
         }
       } else {
-        body.malformed("unique.period", "must be seconds (an integer) or an ISO-8601 duration string, was "
-            + JsonBody.kind(period));
+        body.malformed(
+            "unique.period",
+            "must be seconds (an integer) or an ISO-8601 duration string, was "
+                + JsonBody.kind(period));
         ok = false;
       }
       if (d != null) {
@@ -110,20 +121,24 @@ final class UniqueJson {
     JsonNode replace = u.get("replace");
     if (replace != null && !replace.isNull()) {
       if (!replace.isArray()) {
-        body.malformed("unique.replace", "must be an array of run_at, payload; was " + JsonBody.kind(replace));
+        body.malformed(
+            "unique.replace", "must be an array of run_at, payload; was " + JsonBody.kind(replace));
         ok = false;
       } else {
         for (int i = 0; i < replace.size(); i++) {
           JsonNode r = replace.get(i);
           if (!r.isString()) {
-            body.malformed("unique.replace[" + i + "]", "must be a string, was " + JsonBody.kind(r));
+            body.malformed(
+                "unique.replace[" + i + "]", "must be a string, was " + JsonBody.kind(r));
             ok = false;
             continue;
           }
           try {
             b.replace(UniqueOptions.Replace.parse(r.asString()));
           } catch (InvalidJobException e) {
-            body.reject("unique.replace[" + i + "]", "unknown value '" + r.asString() + "'; allowed: run_at, payload");
+            body.reject(
+                "unique.replace[" + i + "]",
+                "unknown value '" + r.asString() + "'; allowed: run_at, payload");
             ok = false;
           }
         }
@@ -132,23 +147,28 @@ final class UniqueJson {
     JsonNode states = u.get("states");
     if (states != null && !states.isNull()) {
       if (!states.isArray()) {
-        body.malformed("unique.states", "must be an array of job states; was " + JsonBody.kind(states));
+        body.malformed(
+            "unique.states", "must be an array of job states; was " + JsonBody.kind(states));
         ok = false;
       } else {
         for (int i = 0; i < states.size(); i++) {
           JsonNode st = states.get(i);
           if (!st.isString()) {
-            body.malformed("unique.states[" + i + "]", "must be a string, was " + JsonBody.kind(st));
+            body.malformed(
+                "unique.states[" + i + "]", "must be a string, was " + JsonBody.kind(st));
             ok = false;
             continue;
           }
           try {
             b.states(JobState.parse(st.asString()));
           } catch (IllegalArgumentException e) {
-            // Names other queues use: a scheduled job is a queued one with a future run_at, a discarded one failed.
-            body.reject("unique.states[" + i + "]", "unknown state '" + st.asString() + "'; allowed: "
-                + JobState.allowedValues()
-                + " (a scheduled job is queued with a later run_at; a discarded one is failed)");
+            // Names other queues use: a scheduled job is a queued one with a future run_at, a
+            // discarded one failed.
+            body.reject(
+                "unique.states[" + i + "]",
+                "unknown state '" + st.asString() + "'; allowed: "
+                    + JobState.allowedValues()
+                    + " (a scheduled job is queued with a later run_at; a discarded one is failed)");
             ok = false;
           }
         }
@@ -160,7 +180,8 @@ final class UniqueJson {
     try {
       return b.build();
     } catch (InvalidJobException e) {
-      String field = e.field().replaceAll("([a-z0-9])([A-Z])", "$1_$2").toLowerCase(java.util.Locale.ROOT);
+      String field =
+          e.field().replaceAll("([a-z0-9])([A-Z])", "$1_$2").toLowerCase(java.util.Locale.ROOT);
       body.reject(field, e.getMessage().substring(e.field().length() + 2));
       return null;
     }

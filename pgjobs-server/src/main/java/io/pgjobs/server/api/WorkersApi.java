@@ -17,7 +17,10 @@ public final class WorkersApi {
 
   /** Registers the route. */
   public void register(Routes routes) {
-    routes.get("/workers", ctx -> Reply.ok(new WorkerListView(client.workers().stream().map(WorkerView::of).toList())));
+    routes.get(
+        "/workers",
+        ctx -> Reply.ok(
+            new WorkerListView(client.workers().stream().map(WorkerView::of).toList())));
   }
 
   /**
@@ -33,11 +36,30 @@ public final class WorkersApi {
    *     its jobs rescued
    */
   public record WorkerView(
-      String id, String host, long pid, Map<String, Integer> queues, List<String> jobTypes, Instant startedAt,
-      Instant lastHeartbeat, long runningJobs, int stuckLanes, List<String> capabilities, boolean alive) {
+      String id,
+      String host,
+      long pid,
+      Map<String, Integer> queues,
+      List<String> jobTypes,
+      Instant startedAt,
+      Instant lastHeartbeat,
+      long runningJobs,
+      int stuckLanes,
+      List<String> capabilities,
+      boolean alive) {
     static WorkerView of(WorkerInfo w) {
-      return new WorkerView(w.id(), w.host(), w.pid(), w.queues(), w.jobTypes(), w.startedAt(), w.lastHeartbeat(),
-          w.runningJobs(), w.stuckLanes(), w.capabilities(), w.alive());
+      return new WorkerView(
+          w.id(),
+          w.host(),
+          w.pid(),
+          w.queues(),
+          w.jobTypes(),
+          w.startedAt(),
+          w.lastHeartbeat(),
+          w.runningJobs(),
+          w.stuckLanes(),
+          w.capabilities(),
+          w.alive());
     }
   }
 

@@ -64,8 +64,14 @@ public final class WsApi {
    * @param validToken true for a token of any scope (following jobs is reading)
    * @param originGuard the server's Host and Origin checks, applied to the upgrade
    */
-  public WsApi(JobClient client, EventHub hub, EventsApi events, JsonMapper json, boolean tokensRequired,
-      Predicate<String> validToken, OriginGuard originGuard) {
+  public WsApi(
+      JobClient client,
+      EventHub hub,
+      EventsApi events,
+      JsonMapper json,
+      boolean tokensRequired,
+      Predicate<String> validToken,
+      OriginGuard originGuard) {
     this.client = client;
     this.hub = hub;
     this.events = events;
@@ -77,11 +83,14 @@ public final class WsApi {
 
   /** Registers {@code /ws}. */
   public void register(RoutesConfig routes) {
-    // A client that can send headers authenticates at the upgrade; a bad header is refused with 401 there.
+    // A client that can send headers authenticates at the upgrade; a bad header is refused with 401
+    // there.
     routes.wsBeforeUpgrade("/ws", ctx -> {
-      // Browsers apply no CORS to WebSockets: without this check any web page could read job updates
+      // Browsers apply no CORS to WebSockets: without this check any web page could read job
+      // updates
       // from a server on the visitor's machine that has no tokens (cross-site WebSocket hijacking).
-      // The same checks as every write (OriginGuard): own pages, allowed and CORS origins; a rebound Host is 421.
+      // The same checks as every write (OriginGuard): own pages, allowed and CORS origins; a
+      // rebound Host is 421.
       originGuard.check(ctx, true);
       String header = ctx.header("Authorization");
       if (tokensRequired && header != null && !validToken.test(bearer(header))) {
@@ -91,7 +100,9 @@ public final class WsApi {
     routes.ws("/ws", ws -> {
       ws.onConnect(ctx -> {
         String header = ctx.header("Authorization");
-        String token = tokensRequired && header != null && validToken.test(bearer(header)) ? bearer(header) : null;
+        String token = tokensRequired && header != null && validToken.test(bearer(header))
+            ? bearer(header)
+            : null;
         EventHub.Peer peer;
         try {
           peer = hub.connect(token);
@@ -161,7 +172,8 @@ public final class WsApi {
     private final WsContext ctx;
     private final EventHub.Peer peer;
     private final Object sendLock = new Object();
-    // Touched by the receiving thread and by the hub's subscriber threads (stopAll), hence concurrent.
+    // Touched by the receiving thread and by the hub's subscriber threads (stopAll), hence
+    // concurrent.
     private final Map<UUID, JobSink> jobs = new ConcurrentHashMap<>();
     private volatile boolean authenticated;
     private volatile boolean closed;
@@ -181,13 +193,18 @@ public final class WsApi {
       try {
         msg = json.readTree(text);
       } catch (JacksonException e) {
-        send(new ErrorMessage(null, "a message must be a JSON object with \"op\"; this one is not valid JSON"));
+        send(new ErrorMessage(
+            null, "a message must be a JSON object with \"op\"; this one is not valid JSON"));
         return;
       }
-      String op = msg != null && msg.isObject() && msg.path("op").isString() ? msg.path("op").asString() : null;
+      String op = msg != null && msg.isObject() && msg.path("op").isString()
+          ? msg.path("op").asString()
+          : null;
       if (op == null) {
-        send(new ErrorMessage(null, "a message must be a JSON object with \"op\": auth, subscribe, unsubscribe,"
-            + " events or events_off"));
+        send(new ErrorMessage(
+            null,
+            "a message must be a JSON object with \"op\": auth, subscribe, unsubscribe,"
+                + " events or events_off"));
         return;
       }
       if (op.equals("auth")) {
@@ -195,18 +212,21 @@ public final class WsApi {
         return;
       }
       if (!authenticated) {
-        close(CLOSE_UNAUTHORIZED, "this server needs a token: send {\"op\":\"auth\",\"token\":\"...\"} first"
-            + " (or Authorization: Bearer <token> with the upgrade request)");
+        close(
+            CLOSE_UNAUTHORIZED,
+            "this server needs a token: send {\"op\":\"auth\",\"token\":\"...\"} first"
+                + " (or Authorization: Bearer <token> with the upgrade request)");
         return;
       }
       switch (op) {
         case "subscribe" -> subscribe(ids(op, msg));
-        case "unsubscribe" -> ids(op, msg).forEach(id -> {
-          JobSink sink = jobs.remove(id);
-          if (sink != null) {
-            sink.end();
-          }
-        });
+        case "unsubscribe" ->
+          ids(op, msg).forEach(id -> {
+            JobSink sink = jobs.remove(id);
+            if (sink != null) {
+              sink.end();
+            }
+          });
         case "events" -> events(msg);
         case "events_off" -> {
           StreamSink sink = eventStream;
@@ -215,8 +235,11 @@ public final class WsApi {
             sink.end();
           }
         }
-        default -> send(new ErrorMessage(op, "unknown op '" + op + "'; allowed: auth, subscribe, unsubscribe,"
-            + " events, events_off"));
+        default ->
+          send(new ErrorMessage(
+              op,
+              "unknown op '" + op + "'; allowed: auth, subscribe, unsubscribe,"
+                  + " events, events_off"));
       }
     }
 
@@ -225,7 +248,9 @@ public final class WsApi {
       if (!tokensRequired) {
         authenticated = true;
       } else if (token == null || !validToken.test(token)) {
-        close(CLOSE_UNAUTHORIZED, token == null ? "auth needs \"token\": a string" : "the token is not valid");
+        close(
+            CLOSE_UNAUTHORIZED,
+            token == null ? "auth needs \"token\": a string" : "the token is not valid");
       } else {
         try {
           peer.authenticate(token);
@@ -281,7 +306,8 @@ public final class WsApi {
       List<String> types = strings(msg, "types");
       List<String> queues = strings(msg, "queues");
       if (types == null || queues == null) {
-        send(new ErrorMessage("events", "\"types\" and \"queues\" must be arrays of strings when given"));
+        send(new ErrorMessage(
+            "events", "\"types\" and \"queues\" must be arrays of strings when given"));
         return;
       }
       StreamSink old = eventStream;
@@ -333,7 +359,10 @@ public final class WsApi {
           ctx.session.sendText(text, done);
           done.get(SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
-          log.warn("WebSocket client {} took over {} to take a message; closing it", ctx.sessionId(), SEND_TIMEOUT);
+          log.warn(
+              "WebSocket client {} took over {} to take a message; closing it",
+              ctx.sessionId(),
+              SEND_TIMEOUT);
           close(1008, "too slow: a message waited over " + SEND_TIMEOUT.toSeconds() + " s");
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
@@ -424,7 +453,7 @@ public final class WsApi {
         switch (event) {
           case "snapshot" -> Connection.this.send(new JobMessage(id, (JobsApi.JobView) data));
           case "state", "progress" -> Connection.this.send(new JobMessage(id, read(id)));
-          default -> { } // resync: a snapshot follows
+          default -> {} // resync: a snapshot follows
         }
       }
     }

@@ -65,6 +65,7 @@ public final class EventHub implements AutoCloseable {
   static final int SNAPSHOT_READS = 2;
   /** Job ids per fingerprint query: {@value}. */
   static final int FINGERPRINT_CHUNK = 1_000;
+
   private static final String TRUNCATED = "truncated";
   private static final String RECONNECTED = "reconnected";
   /** The fingerprint of a job that does not exist. */
@@ -83,6 +84,7 @@ public final class EventHub implements AutoCloseable {
   private final Map<UUID, Set<Subscription>> byJob = new ConcurrentHashMap<>();
   /** Subscriptions without a job id (by type and queue): every event is matched against each. */
   private final Set<Subscription> streams = ConcurrentHashMap.newKeySet();
+
   private final LinkedBlockingQueue<Subscription> markRequests = new LinkedBlockingQueue<>();
   private final Map<String, List<Subscription>> pendingMarks = new ConcurrentHashMap<>();
   private final String markPrefix = UUID.randomUUID() + ":";
@@ -93,10 +95,11 @@ public final class EventHub implements AutoCloseable {
   /** Why the next fingerprint check runs ({@code reconnected} wins over {@code truncated}); null: truncated. */
   private final java.util.concurrent.atomic.AtomicReference<String> fingerprintReason =
       new java.util.concurrent.atomic.AtomicReference<>();
+
   private final AtomicLong fingerprintChecks = new AtomicLong();
   private final Semaphore snapshotReads = new Semaphore(SNAPSHOT_READS, true);
-  private final ScheduledExecutorService timer =
-      Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon().name("pgjobs-sse-ping").unstarted(r));
+  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
+      r -> Thread.ofPlatform().daemon().name("pgjobs-sse-ping").unstarted(r));
   // Counts against the limits, all guarded by this lock (a subscribe is rare next to an event).
   private final Object accounting = new Object();
   private int connectionCount;
@@ -120,14 +123,21 @@ public final class EventHub implements AutoCloseable {
    *     follower of one job after a truncated notification
    * @param schema the jobs' schema ({@code JobClient.schema()}), with {@code readSource}
    */
-  public EventHub(DataSource listenSource, String channel, JsonMapper json, Duration pingInterval, EventLimits limits,
-      DataSource readSource, String schema) {
+  public EventHub(
+      DataSource listenSource,
+      String channel,
+      JsonMapper json,
+      Duration pingInterval,
+      EventLimits limits,
+      DataSource readSource,
+      String schema) {
     this.listener = new JobEventListener(listenSource, channel);
     this.json = json;
     this.pingInterval = pingInterval;
     this.limits = java.util.Objects.requireNonNull(limits, "limits");
     this.readSource = readSource;
-    this.fingerprintSql = readSource == null ? null : EventSql.forSchema(EventSql.FINGERPRINTS, schema);
+    this.fingerprintSql =
+        readSource == null ? null : EventSql.forSchema(EventSql.FINGERPRINTS, schema);
   }
 
   /** Starts listening. */
@@ -138,11 +148,15 @@ public final class EventHub implements AutoCloseable {
     listener.start();
     markSender = Thread.ofVirtual().name("pgjobs-events-marks").start(this::sendMarks);
     long ms = pingInterval.toMillis();
-    timer.scheduleAtFixedRate(() -> subscriptions.forEach(s -> {
-      if (s.client.wantsPings()) {
-        s.offer(Outgoing.PING);
-      }
-    }), ms, ms, TimeUnit.MILLISECONDS);
+    timer.scheduleAtFixedRate(
+        () -> subscriptions.forEach(s -> {
+          if (s.client.wantsPings()) {
+            s.offer(Outgoing.PING);
+          }
+        }),
+        ms,
+        ms,
+        TimeUnit.MILLISECONDS);
   }
 
   /** True while the LISTEN connection is up. */
@@ -198,8 +212,8 @@ public final class EventHub implements AutoCloseable {
         throw new Refused("the server is stopping; reconnect later");
       }
       if (connectionCount >= limits.maxConnections()) {
-        throw new Refused("live event connections: this server's limit of " + limits.maxConnections()
-            + " is reached; try again later");
+        throw new Refused("live event connections: this server's limit of "
+            + limits.maxConnections() + " is reached; try again later");
       }
       Peer peer = new Peer();
       if (token != null) {
@@ -236,36 +250,46 @@ public final class EventHub implements AutoCloseable {
    * the only subscription of {@code peer} (from {@link #openStream}), which closes when the stream ends.
    * The caller must have called {@link SseClient#keepAlive()}.
    */
-  public void subscribe(SseClient client, Peer peer, EventFilter filter, Supplier<Object> snapshot) {
-    Runnable stop = subscribe(peer, true, new EventSink() {
-      @Override
-      public void send(String event, Object data, String id) {
-        if (id == null) {
-          client.sendEvent(event, json.writeValueAsString(data));
-        } else {
-          client.sendEvent(event, json.writeValueAsString(data), id);
-        }
-      }
+  public void subscribe(
+      SseClient client, Peer peer, EventFilter filter, Supplier<Object> snapshot) {
+    Runnable stop = subscribe(
+        peer,
+        true,
+        new EventSink() {
+          @Override
+          public void send(String event, Object data, String id) {
+            if (id == null) {
+              client.sendEvent(event, json.writeValueAsString(data));
+            } else {
+              client.sendEvent(event, json.writeValueAsString(data), id);
+            }
+          }
 
-      @Override
-      public void ping() {
-        client.sendComment("ping");
-      }
+          @Override
+          public void ping() {
+            client.sendComment("ping");
+          }
 
-      @Override
-      public boolean isClosed() {
-        return client.terminated();
-      }
+          @Override
+          public boolean isClosed() {
+            return client.terminated();
+          }
 
-      @Override
-      public void close() {
-        client.close();
-      }
-    }, filter, snapshot);
+          @Override
+          public void close() {
+            client.close();
+          }
+        },
+        filter,
+        snapshot);
     client.onClose(stop);
   }
 
-  private Runnable subscribe(Peer peer, boolean closesPeer, EventSink sink, EventFilter filter,
+  private Runnable subscribe(
+      Peer peer,
+      boolean closesPeer,
+      EventSink sink,
+      EventFilter filter,
       Supplier<Object> snapshot) {
     peer.reserveUnlessDone();
     Subscription s = new Subscription(peer, closesPeer, sink, filter, snapshot);
@@ -319,15 +343,24 @@ public final class EventHub implements AutoCloseable {
       try {
         listener.sendMark(mark);
         marksSent.incrementAndGet();
-        timer.schedule(() -> {
-          if (pendingMarks.containsKey(mark)) {
-            log.debug("mark {} not back within {}; {} subscribers read their snapshots anyway", mark, MARK_TIMEOUT,
-                waiting.size());
-            release(mark);
-          }
-        }, MARK_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        timer.schedule(
+            () -> {
+              if (pendingMarks.containsKey(mark)) {
+                log.debug(
+                    "mark {} not back within {}; {} subscribers read their snapshots anyway",
+                    mark,
+                    MARK_TIMEOUT,
+                    waiting.size());
+                release(mark);
+              }
+            },
+            MARK_TIMEOUT.toMillis(),
+            TimeUnit.MILLISECONDS);
       } catch (SQLException | RuntimeException e) {
-        log.warn("could not send a mark ({}); {} subscribers read their snapshots anyway", e.toString(), waiting.size());
+        log.warn(
+            "could not send a mark ({}); {} subscribers read their snapshots anyway",
+            e.toString(),
+            waiting.size());
         release(mark);
       }
     }
@@ -339,18 +372,27 @@ public final class EventHub implements AutoCloseable {
       return;
     }
     List<Subscription> followers = fingerprintSql == null
-        ? List.of() : waiting.stream().filter(s -> s.filter.jobId() != null).toList();
+        ? List.of()
+        : waiting.stream().filter(s -> s.filter.jobId() != null).toList();
     if (!followers.isEmpty()) {
-      // Off the listener's thread: the followers' fingerprints are read in one query, and each reads
-      // its snapshot after it, so a later truncated notification finds out whether their jobs changed.
-      CompletableFuture<Void> read = CompletableFuture.runAsync(() -> {
-        try {
-          Map<UUID, String> now = fingerprints(followers.stream().map(s -> s.filter.jobId()).distinct().toList());
-          followers.forEach(s -> s.fingerprint = now.getOrDefault(s.filter.jobId(), GONE));
-        } catch (SQLException | RuntimeException e) {
-          log.debug("could not read the fingerprints of {} followed jobs: {}", followers.size(), e.toString());
-        }
-      }, r -> Thread.ofVirtual().name("pgjobs-events-fingerprints").start(r));
+      // Off the listener's thread: the followers' fingerprints are read in one query, and each
+      // reads
+      // its snapshot after it, so a later truncated notification finds out whether their jobs
+      // changed.
+      CompletableFuture<Void> read = CompletableFuture.runAsync(
+          () -> {
+            try {
+              Map<UUID, String> now = fingerprints(
+                  followers.stream().map(s -> s.filter.jobId()).distinct().toList());
+              followers.forEach(s -> s.fingerprint = now.getOrDefault(s.filter.jobId(), GONE));
+            } catch (SQLException | RuntimeException e) {
+              log.debug(
+                  "could not read the fingerprints of {} followed jobs: {}",
+                  followers.size(),
+                  e.toString());
+            }
+          },
+          r -> Thread.ofVirtual().name("pgjobs-events-fingerprints").start(r));
       followers.forEach(s -> s.fingerprintsRead = read);
     }
     // At once, on the listener's thread: the events after the mark queue up behind the snapshot.
@@ -384,7 +426,8 @@ public final class EventHub implements AutoCloseable {
       }
     }
     if (batch.truncated()) {
-      // The jobs left out are not named anywhere: any stream may want them; a follower of one job needs
+      // The jobs left out are not named anywhere: any stream may want them; a follower of one job
+      // needs
       // a resync only if its job changed, which one query over all followed jobs finds out.
       streams.forEach(s -> s.offer(Outgoing.resync(TRUNCATED)));
       resyncChangedFollowers(TRUNCATED);
@@ -397,7 +440,8 @@ public final class EventHub implements AutoCloseable {
       byJob.values().forEach(set -> set.forEach(s -> s.offer(Outgoing.resync(reason))));
       return;
     }
-    fingerprintReason.accumulateAndGet(reason, (old, given) -> RECONNECTED.equals(old) ? old : given);
+    fingerprintReason.accumulateAndGet(
+        reason, (old, given) -> RECONNECTED.equals(old) ? old : given);
     if (fingerprintRequests.getAndIncrement() == 0) {
       Thread.ofVirtual().name("pgjobs-events-fingerprints").start(this::checkFingerprints);
     }
@@ -413,7 +457,10 @@ public final class EventHub implements AutoCloseable {
       try {
         resyncChangedJobs(reason);
       } catch (SQLException | RuntimeException e) {
-        log.warn("could not read the followed jobs ({}); resyncing all {} of them", e.toString(), byJob.size());
+        log.warn(
+            "could not read the followed jobs ({}); resyncing all {} of them",
+            e.toString(),
+            byJob.size());
         byJob.values().forEach(set -> set.forEach(s -> s.offer(Outgoing.resync(reason))));
       }
       fingerprintChecks.incrementAndGet();
@@ -426,7 +473,8 @@ public final class EventHub implements AutoCloseable {
     for (UUID id : ids) {
       String now = fingerprints.getOrDefault(id, GONE);
       for (Subscription s : byJob.getOrDefault(id, Set.of())) {
-        // What the subscriber shows is at least as new as its fingerprint, which was read before its
+        // What the subscriber shows is at least as new as its fingerprint, which was read before
+        // its
         // latest snapshot. Unchanged, there is nothing to re-read.
         if (!now.equals(s.fingerprint)) {
           s.fingerprint = now;
@@ -441,7 +489,8 @@ public final class EventHub implements AutoCloseable {
     Map<UUID, String> fingerprints = new HashMap<>();
     for (int from = 0; from < ids.size(); from += FINGERPRINT_CHUNK) {
       List<UUID> chunk = ids.subList(from, Math.min(ids.size(), from + FINGERPRINT_CHUNK));
-      try (Connection c = readSource.getConnection(); PreparedStatement ps = c.prepareStatement(fingerprintSql)) {
+      try (Connection c = readSource.getConnection();
+          PreparedStatement ps = c.prepareStatement(fingerprintSql)) {
         Array array = c.createArrayOf("uuid", chunk.toArray());
         ps.setArray(1, array);
         ps.setArray(2, array);
@@ -460,10 +509,13 @@ public final class EventHub implements AutoCloseable {
 
   private void onConnected() {
     if (connects.incrementAndGet() > 1) {
-      // Events sent while the listener was away are lost: streams resync, and so do the followers whose
+      // Events sent while the listener was away are lost: streams resync, and so do the followers
+      // whose
       // job changed (one query over all followed jobs finds them).
-      log.info("job events listener reconnected; sending resync to {} streams and checking {} followed jobs",
-          streams.size(), byJob.size());
+      log.info(
+          "job events listener reconnected; sending resync to {} streams and checking {} followed jobs",
+          streams.size(),
+          byJob.size());
       streams.forEach(s -> s.offer(Outgoing.resync(RECONNECTED)));
       resyncChangedFollowers(RECONNECTED);
     }
@@ -528,8 +580,8 @@ public final class EventHub implements AutoCloseable {
         if (use[0] == 0 && use[1] == 0) {
           perToken.remove(token);
         }
-        throw new Refused("live event connections: this token's limit of " + limits.maxConnectionsPerToken()
-            + " is reached; close one first");
+        throw new Refused("live event connections: this token's limit of "
+            + limits.maxConnectionsPerToken() + " is reached; close one first");
       }
       use[0]++;
       this.token = token;
@@ -567,13 +619,13 @@ public final class EventHub implements AutoCloseable {
     private void reserve() {
       synchronized (accounting) {
         if (subscriptions >= limits.maxSubscriptionsPerConnection()) {
-          throw new Refused("subscriptions: this connection's limit of " + limits.maxSubscriptionsPerConnection()
-              + " is reached; unsubscribe some first");
+          throw new Refused("subscriptions: this connection's limit of "
+              + limits.maxSubscriptionsPerConnection() + " is reached; unsubscribe some first");
         }
         int[] use = token == null ? null : perToken.get(token);
         if (use != null && use[1] >= limits.maxSubscriptionsPerToken()) {
-          throw new Refused("subscriptions: this token's limit of " + limits.maxSubscriptionsPerToken()
-              + " is reached; unsubscribe some first");
+          throw new Refused("subscriptions: this token's limit of "
+              + limits.maxSubscriptionsPerToken() + " is reached; unsubscribe some first");
         }
         if (subscriptionCount >= limits.maxSubscriptions()) {
           throw new Refused("subscriptions: this server's limit of " + limits.maxSubscriptions()
@@ -630,9 +682,22 @@ public final class EventHub implements AutoCloseable {
    * @param message progress message, for progress events
    */
   public record EventView(
-      UUID jobId, String state, String type, String queue, int attempts, Integer progress, String message) {
+      UUID jobId,
+      String state,
+      String type,
+      String queue,
+      int attempts,
+      Integer progress,
+      String message) {
     static EventView of(JobEvent e) {
-      return new EventView(e.jobId(), e.state().value(), e.type(), e.queue(), e.attempts(), e.progress(), e.message());
+      return new EventView(
+          e.jobId(),
+          e.state().value(),
+          e.type(),
+          e.queue(),
+          e.attempts(),
+          e.progress(),
+          e.message());
     }
   }
 
@@ -677,9 +742,15 @@ public final class EventHub implements AutoCloseable {
     private String awaitedMark;
     private boolean resyncQueued;
     private boolean stopped;
-    private final java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
+    private final java.util.concurrent.atomic.AtomicBoolean released =
+        new java.util.concurrent.atomic.AtomicBoolean();
 
-    Subscription(Peer peer, boolean closesPeer, EventSink client, EventFilter filter, Supplier<Object> snapshot) {
+    Subscription(
+        Peer peer,
+        boolean closesPeer,
+        EventSink client,
+        EventFilter filter,
+        Supplier<Object> snapshot) {
       this.peer = peer;
       this.closesPeer = closesPeer;
       this.client = client;
@@ -715,7 +786,8 @@ public final class EventHub implements AutoCloseable {
         Thread.ofVirtual().name("pgjobs-events-" + id).start(this::drain);
       }
       if (fellBehind) {
-        // Its writer is most likely stuck on a client that stopped reading: closing the connection now
+        // Its writer is most likely stuck on a client that stopped reading: closing the connection
+        // now
         // fails that write instead of waiting for a timeout, and frees what the connection holds.
         Thread.ofVirtual().name("pgjobs-events-close-" + id).start(this::closeClient);
       }
@@ -727,7 +799,10 @@ public final class EventHub implements AutoCloseable {
         queue = new ArrayDeque<>();
       }
       if (queue.size() >= limits.queueCapacity()) {
-        log.warn("event stream subscriber {} fell {} events behind; disconnecting it", id, limits.queueCapacity());
+        log.warn(
+            "event stream subscriber {} fell {} events behind; disconnecting it",
+            id,
+            limits.queueCapacity());
         return stopLocked();
       }
       queue.add(out);
@@ -858,7 +933,8 @@ public final class EventHub implements AutoCloseable {
           fingerprintsRead = null;
           try {
             read.get(MARK_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-          } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+          } catch (java.util.concurrent.ExecutionException
+              | java.util.concurrent.TimeoutException e) {
             fingerprint = null; // unknown: the next truncated notification resyncs it
           }
         }

@@ -30,7 +30,8 @@ public record EventLimits(
    * The defaults: 1,000 connections (100 per token), 20,000 subscriptions (1,000 per connection, 5,000
    * per token), 1,000 events of backlog per subscriber.
    */
-  public static final EventLimits DEFAULTS = new EventLimits(1_000, 100, 20_000, 1_000, 5_000, 1_000);
+  public static final EventLimits DEFAULTS =
+      new EventLimits(1_000, 100, 20_000, 1_000, 5_000, 1_000);
 
   private static final int MAX = 10_000_000;
 
@@ -50,26 +51,42 @@ public record EventLimits(
 
   private static void check(String name, int value) {
     if (value < 1 || value > MAX) {
-      throw new IllegalArgumentException("live events " + name + " must be between 1 and " + MAX + ", was " + value);
+      throw new IllegalArgumentException(
+          "live events " + name + " must be between 1 and " + MAX + ", was " + value);
     }
   }
 
   /** These limits with {@code maxConnections} and {@code maxConnectionsPerToken} changed. */
   public EventLimits withConnections(int maxConnections, int maxConnectionsPerToken) {
-    return new EventLimits(maxConnections, maxConnectionsPerToken, maxSubscriptions, maxSubscriptionsPerConnection,
-        maxSubscriptionsPerToken, queueCapacity);
+    return new EventLimits(
+        maxConnections,
+        maxConnectionsPerToken,
+        maxSubscriptions,
+        maxSubscriptionsPerConnection,
+        maxSubscriptionsPerToken,
+        queueCapacity);
   }
 
   /** These limits with the three subscription limits changed. */
-  public EventLimits withSubscriptions(int maxSubscriptions, int maxSubscriptionsPerConnection,
-      int maxSubscriptionsPerToken) {
-    return new EventLimits(maxConnections, maxConnectionsPerToken, maxSubscriptions, maxSubscriptionsPerConnection,
-        maxSubscriptionsPerToken, queueCapacity);
+  public EventLimits withSubscriptions(
+      int maxSubscriptions, int maxSubscriptionsPerConnection, int maxSubscriptionsPerToken) {
+    return new EventLimits(
+        maxConnections,
+        maxConnectionsPerToken,
+        maxSubscriptions,
+        maxSubscriptionsPerConnection,
+        maxSubscriptionsPerToken,
+        queueCapacity);
   }
 
   /** These limits with {@code queueCapacity} changed. */
   public EventLimits withQueueCapacity(int queueCapacity) {
-    return new EventLimits(maxConnections, maxConnectionsPerToken, maxSubscriptions, maxSubscriptionsPerConnection,
-        maxSubscriptionsPerToken, queueCapacity);
+    return new EventLimits(
+        maxConnections,
+        maxConnectionsPerToken,
+        maxSubscriptions,
+        maxSubscriptionsPerConnection,
+        maxSubscriptionsPerToken,
+        queueCapacity);
   }
 }

@@ -10,8 +10,7 @@ final class EventSql {
    * finished). After a notification that left jobs out, the hub compares it with the fingerprint it last
    * saw and re-reads only the jobs whose fingerprint changed. Both lookups use the primary keys.
    */
-  static final String FINGERPRINTS =
-      """
+  static final String FINGERPRINTS = """
       SELECT id, concat_ws('|', state, attempts, run_at, attempted_at) AS fingerprint
         FROM {schema}.jobs WHERE id = ANY(?)
       UNION ALL

@@ -21,7 +21,8 @@ public final class OpenApiDocs {
   /** Class path of the OpenAPI document. */
   public static final String SPEC_RESOURCE = "/io/pgjobs/server/openapi/openapi.yaml";
 
-  private static final String SWAGGER_UI_POM = "/META-INF/maven/org.webjars/swagger-ui/pom.properties";
+  private static final String SWAGGER_UI_POM =
+      "/META-INF/maven/org.webjars/swagger-ui/pom.properties";
 
   private final String yaml;
   private final String json;
@@ -31,8 +32,10 @@ public final class OpenApiDocs {
   public OpenApiDocs() {
     this.yaml = resource(SPEC_RESOURCE);
     JsonNode tree = YAMLMapper.builder().build().readTree(yaml);
-    this.json = JsonMapper.builder().build().writerWithDefaultPrettyPrinter().writeValueAsString(tree);
-    this.docsPage = resource("/io/pgjobs/server/openapi/docs.html").replace("{{version}}", swaggerUiVersion());
+    this.json =
+        JsonMapper.builder().build().writerWithDefaultPrettyPrinter().writeValueAsString(tree);
+    this.docsPage =
+        resource("/io/pgjobs/server/openapi/docs.html").replace("{{version}}", swaggerUiVersion());
   }
 
   /** Registers {@code /openapi.json}, {@code /openapi.yaml} and {@code /docs}. */
@@ -51,7 +54,8 @@ public final class OpenApiDocs {
     Properties p = new Properties();
     try (InputStream in = OpenApiDocs.class.getResourceAsStream(SWAGGER_UI_POM)) {
       if (in == null) {
-        throw new IllegalStateException("the swagger-ui webjar is not on the class path (" + SWAGGER_UI_POM + ")");
+        throw new IllegalStateException(
+            "the swagger-ui webjar is not on the class path (" + SWAGGER_UI_POM + ")");
       }
       p.load(in);
     } catch (IOException e) {

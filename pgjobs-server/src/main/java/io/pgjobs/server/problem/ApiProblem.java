@@ -16,7 +16,12 @@ public final class ApiProblem extends RuntimeException {
   private final List<Problem.FieldError> errors;
   private final Map<String, Object> extensions;
 
-  private ApiProblem(int status, String slug, String title, String detail, List<Problem.FieldError> errors,
+  private ApiProblem(
+      int status,
+      String slug,
+      String title,
+      String detail,
+      List<Problem.FieldError> errors,
       Map<String, Object> extensions) {
     super(detail, null, false, false);
     this.status = status;
@@ -28,10 +33,15 @@ public final class ApiProblem extends RuntimeException {
 
   /** 422: the Idempotency-Key names a job enqueued by a different request. */
   public static ApiProblem idempotencyKeyReused(String key, java.util.UUID jobId) {
-    return new ApiProblem(422, "idempotency-key-reused", "Idempotency key reused",
-        "Idempotency-Key '" + key + "' was already used for job " + jobId + " with a different request"
+    return new ApiProblem(
+        422,
+        "idempotency-key-reused",
+        "Idempotency key reused",
+        "Idempotency-Key '" + key + "' was already used for job " + jobId
+            + " with a different request"
             + " (type, payload or options); repeat the original request exactly to get that job, or use a new key",
-        List.of(new Problem.FieldError("Idempotency-Key", "was already used for a different request")),
+        List.of(
+            new Problem.FieldError("Idempotency-Key", "was already used for a different request")),
         Map.of("job_id", jobId.toString()));
   }
 
@@ -56,7 +66,9 @@ public final class ApiProblem extends RuntimeException {
    */
   public static ApiProblem malformedJson(tools.jackson.core.JacksonException e) {
     tools.jackson.core.TokenStreamLocation at = e.getLocation();
-    String where = at == null || at.getLineNr() < 1 ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+    String where = at == null || at.getLineNr() < 1
+        ? ""
+        : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
     String message = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
     String what;
     if (message.startsWith("Duplicate Object property")) {
@@ -85,8 +97,13 @@ public final class ApiProblem extends RuntimeException {
   public static ApiProblem unknownType(String type, List<String> knownTypes) {
     String detail = "unknown job type '" + type + "'; known types: "
         + (knownTypes.isEmpty() ? "(none)" : String.join(", ", knownTypes));
-    return new ApiProblem(422, "unknown-job-type", "Unknown job type", detail,
-        List.of(new Problem.FieldError("type", detail)), Map.of("known_types", knownTypes));
+    return new ApiProblem(
+        422,
+        "unknown-job-type",
+        "Unknown job type",
+        detail,
+        List.of(new Problem.FieldError("type", detail)),
+        Map.of("known_types", knownTypes));
   }
 
   /** 401: no token, or not a token this server knows. */
@@ -104,13 +121,19 @@ public final class ApiProblem extends RuntimeException {
    * not the server's own nor allowed); {@code origin} is added as a member when there was one.
    */
   public static ApiProblem crossSite(String origin, String detail) {
-    return new ApiProblem(403, "cross-site-request", "Cross-site request refused", detail, null,
+    return new ApiProblem(
+        403,
+        "cross-site-request",
+        "Cross-site request refused",
+        detail,
+        null,
         origin == null ? null : Map.of("origin", origin));
   }
 
   /** 421: the {@code Host} header names a host this server does not answer for; {@code host} is added as a member. */
   public static ApiProblem hostNotAllowed(String host, String detail) {
-    return new ApiProblem(421, "host-not-allowed", "Host not allowed", detail, null, Map.of("host", host));
+    return new ApiProblem(
+        421, "host-not-allowed", "Host not allowed", detail, null, Map.of("host", host));
   }
 
   /** 404: no such resource. */
@@ -134,15 +157,25 @@ public final class ApiProblem extends RuntimeException {
 
   /** 413: the body is larger than the limit. */
   public static ApiProblem tooLarge(long limit) {
-    return new ApiProblem(413, "body-too-large", "Request body too large",
-        "the request body is larger than the limit of " + limit + " bytes", null, Map.of("max_body_bytes", limit));
+    return new ApiProblem(
+        413,
+        "body-too-large",
+        "Request body too large",
+        "the request body is larger than the limit of " + limit + " bytes",
+        null,
+        Map.of("max_body_bytes", limit));
   }
 
   /** 415: the body is not {@code application/json}. */
   public static ApiProblem unsupportedMediaType(String contentType) {
-    return new ApiProblem(415, "unsupported-media-type", "Unsupported media type",
-        "the request body must be application/json, was " + (contentType == null ? "(no Content-Type)" : contentType),
-        null, null);
+    return new ApiProblem(
+        415,
+        "unsupported-media-type",
+        "Unsupported media type",
+        "the request body must be application/json, was "
+            + (contentType == null ? "(no Content-Type)" : contentType),
+        null,
+        null);
   }
 
   /** 503: a dependency (the database) is away. */
@@ -163,13 +196,19 @@ public final class ApiProblem extends RuntimeException {
    * or may not be stored. Sent again with the same {@code Idempotency-Key}, the request stores it once.
    */
   public static ApiProblem enqueueOutcomeUnknown(String detail) {
-    return new ApiProblem(503, "enqueue-outcome-unknown", "Enqueue outcome unknown", detail, null, null);
+    return new ApiProblem(
+        503, "enqueue-outcome-unknown", "Enqueue outcome unknown", detail, null, null);
   }
 
   /** 504: the request took longer than the request timeout. */
   public static ApiProblem timeout(long millis) {
-    return new ApiProblem(504, "request-timeout", "Request timed out",
-        "the request did not finish within the request timeout of " + millis + " ms", null, null);
+    return new ApiProblem(
+        504,
+        "request-timeout",
+        "Request timed out",
+        "the request did not finish within the request timeout of " + millis + " ms",
+        null,
+        null);
   }
 
   /** Any status, for errors raised by the HTTP layer (404 route, 405 method). */

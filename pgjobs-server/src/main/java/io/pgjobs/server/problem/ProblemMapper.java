@@ -89,7 +89,14 @@ public final class ProblemMapper {
   /** The problem document for {@code error}. Internal errors are logged here. */
   public Problem toProblem(Throwable error, String instance, String requestId, String what) {
     if (error instanceof ApiProblem p) {
-      return new Problem(p.type(), p.title(), p.status(), p.getMessage(), instance, requestId, p.errors(),
+      return new Problem(
+          p.type(),
+          p.title(),
+          p.status(),
+          p.getMessage(),
+          instance,
+          requestId,
+          p.errors(),
           p.extensions());
     }
     if (error instanceof IdempotencyKeyReusedException e) {
@@ -98,12 +105,19 @@ public final class ProblemMapper {
       return from(ApiProblem.idempotencyKeyReused(e.key(), e.jobId()), instance, requestId);
     }
     if (error instanceof InvalidPayloadException e) {
-      List<Problem.FieldError> errors = e.problems().stream().map(ProblemMapper::payloadError).toList();
-      String detail = String.join("; ", errors.stream().map(f -> f.field() + ": " + f.reason()).toList());
-      // The one rule (docs/API.md): a payload whose JSON has the wrong shape is 400, one whose values its
+      List<Problem.FieldError> errors =
+          e.problems().stream().map(ProblemMapper::payloadError).toList();
+      String detail = String.join(
+          "; ", errors.stream().map(f -> f.field() + ": " + f.reason()).toList());
+      // The one rule (docs/API.md): a payload whose JSON has the wrong shape is 400, one whose
+      // values its
       // validator refuses is 422.
-      return from(e.malformed() ? ApiProblem.badRequest(detail, errors) : ApiProblem.validation(detail, errors),
-          instance, requestId);
+      return from(
+          e.malformed()
+              ? ApiProblem.badRequest(detail, errors)
+              : ApiProblem.validation(detail, errors),
+          instance,
+          requestId);
     }
     if (error instanceof InvalidJobException e) {
       String field = apiField(e.field());
@@ -111,48 +125,82 @@ public final class ProblemMapper {
       return from(ApiProblem.invalidField(field, reason), instance, requestId);
     }
     if (error instanceof HttpResponseException e) {
-      return from(e.getStatus() == 413 ? ApiProblem.tooLarge(maxBodyBytes) : httpProblem(e, what), instance, requestId);
+      return from(
+          e.getStatus() == 413 ? ApiProblem.tooLarge(maxBodyBytes) : httpProblem(e, what),
+          instance,
+          requestId);
     }
     if (error instanceof JacksonException e) {
-      return from(ApiProblem.malformedJson(e),
-          instance, requestId);
+      return from(ApiProblem.malformedJson(e), instance, requestId);
     }
     if (isEndOfInput(error)) {
       // The client closed the connection (or sent less than its Content-Length) while the body was
       // read: its fault, not the server's, and nobody is left to read the answer.
       log.debug("{}: the request body ended early: {}", what, error.toString());
-      return from(ApiProblem.badRequest("the request body ended before its declared length",
-          List.of(new Problem.FieldError("body", "ended early"))), instance, requestId);
+      return from(
+          ApiProblem.badRequest(
+              "the request body ended before its declared length",
+              List.of(new Problem.FieldError("body", "ended early"))),
+          instance,
+          requestId);
     }
     if (error instanceof io.pgjobs.EnqueueOutcomeUnknownException) {
-      // Neither "stored" nor "not stored": the client must be told to retry with the same key, which
+      // Neither "stored" nor "not stored": the client must be told to retry with the same key,
+      // which
       // is what makes the retry safe (a plain 503 would invite a retry without one, a duplicate).
-      log.warn("{} failed: the database connection was lost while the enqueue committed: {}", what, error.toString());
-      return from(ApiProblem.enqueueOutcomeUnknown("the connection to the database was lost while the job was"
-          + " being committed: it may or may not be stored. Send the same request again with the same"
-          + " Idempotency-Key: the job is then stored once (a request without a key may store it twice)"),
-          instance, requestId);
+      log.warn(
+          "{} failed: the database connection was lost while the enqueue committed: {}",
+          what,
+          error.toString());
+      return from(
+          ApiProblem.enqueueOutcomeUnknown(
+              "the connection to the database was lost while the job was"
+                  + " being committed: it may or may not be stored. Send the same request again with the same"
+                  + " Idempotency-Key: the job is then stored once (a request without a key may store it twice)"),
+          instance,
+          requestId);
     }
     if (DatabaseRole.isReadOnlyError(error)) {
       // Not a bug and not an outage of this server: the database is a standby (or its sessions are
-      // read-only). One line, no stack: during a failover every write request lands here until it ends.
+      // read-only). One line, no stack: during a failover every write request lands here until it
+      // ends.
       log.warn("{} failed: the database is read-only: {}", what, error.toString());
-      return from(ApiProblem.databaseReadOnly("the database is read-only (a standby in recovery, or"
-          + " default_transaction_read_only is on) and takes no writes; try again once it is promoted or the"
-          + " database URL reaches the primary"), instance, requestId);
+      return from(
+          ApiProblem.databaseReadOnly("the database is read-only (a standby in recovery, or"
+              + " default_transaction_read_only is on) and takes no writes; try again once it is promoted or the"
+              + " database URL reaches the primary"),
+          instance,
+          requestId);
     }
     if (isDatabaseDown(error)) {
       log.error("{} failed: database unavailable: {}", what, error.toString());
-      return from(ApiProblem.unavailable("the database is unavailable; try again later"), instance, requestId);
+      return from(
+          ApiProblem.unavailable("the database is unavailable; try again later"),
+          instance,
+          requestId);
     }
     log.error("{} failed", what, error);
-    return new Problem(TYPE_PREFIX + "internal-error", "Internal server error", 500,
-        "the server failed to handle the request; the server log has the details under request id " + requestId,
-        instance, requestId, null, null);
+    return new Problem(
+        TYPE_PREFIX + "internal-error",
+        "Internal server error",
+        500,
+        "the server failed to handle the request; the server log has the details under request id "
+            + requestId,
+        instance,
+        requestId,
+        null,
+        null);
   }
 
   private static Problem from(ApiProblem p, String instance, String requestId) {
-    return new Problem(p.type(), p.title(), p.status(), p.getMessage(), instance, requestId, p.errors(),
+    return new Problem(
+        p.type(),
+        p.title(),
+        p.status(),
+        p.getMessage(),
+        instance,
+        requestId,
+        p.errors(),
         p.extensions());
   }
 
@@ -160,13 +208,16 @@ public final class ProblemMapper {
     int status = e.getStatus();
     return switch (status) {
       case 404 -> ApiProblem.notFound("no route for " + what);
-      case 405 -> ApiProblem.http(405, "method-not-allowed", "Method not allowed", "method not allowed: " + what);
+      case 405 ->
+        ApiProblem.http(
+            405, "method-not-allowed", "Method not allowed", "method not allowed: " + what);
       default -> ApiProblem.http(status, "http-" + status, e.getMessage(), e.getMessage());
     };
   }
 
   private static Problem.FieldError payloadError(PayloadValidator.FieldProblem p) {
-    String field = p.field() == null || p.field().isEmpty() ? "payload"
+    String field = p.field() == null || p.field().isEmpty()
+        ? "payload"
         : p.field().startsWith("payload") ? p.field() : "payload." + p.field();
     return new Problem.FieldError(field, p.reason());
   }
@@ -208,7 +259,9 @@ public final class ProblemMapper {
       if (t instanceof SQLTransientConnectionException) {
         return true;
       }
-      if (t instanceof SQLException sql && sql.getSQLState() != null && sql.getSQLState().startsWith("08")) {
+      if (t instanceof SQLException sql
+          && sql.getSQLState() != null
+          && sql.getSQLState().startsWith("08")) {
         return true;
       }
     }

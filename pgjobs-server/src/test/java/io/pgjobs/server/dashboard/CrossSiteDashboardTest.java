@@ -8,7 +8,6 @@ import io.pgjobs.JobState;
 import io.pgjobs.QueueInfo;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;
@@ -72,14 +71,25 @@ class CrossSiteDashboardTest extends BrowserTest {
   }
 
   private static boolean paused(String queue) {
-    return app.client.queues().stream().filter(q -> q.name().equals(queue)).findFirst()
-        .map(QueueInfo::paused).orElse(false);
+    return app.client.queues().stream()
+        .filter(q -> q.name().equals(queue))
+        .findFirst()
+        .map(QueueInfo::paused)
+        .orElse(false);
   }
 
   /** POSTs the server answered 403 so far (its own request timer). */
   private static long refusedPosts() {
-    return app.server.meterRegistry().find("http.server.requests").tag("method", "POST").tag("status", "403")
-        .timers().stream().mapToLong(Timer::count).sum();
+    return app
+        .server
+        .meterRegistry()
+        .find("http.server.requests")
+        .tag("method", "POST")
+        .tag("status", "403")
+        .timers()
+        .stream()
+        .mapToLong(Timer::count)
+        .sum();
   }
 
   @Test
@@ -93,7 +103,8 @@ class CrossSiteDashboardTest extends BrowserTest {
     browser.expectFailedRequest("/favicon.ico", 404);
 
     long refusedBefore = refusedPosts();
-    browser.openOther(otherPage(api("/queues/" + queue + "/pause"), api("/jobs/" + job + "/cancel")));
+    browser.openOther(
+        otherPage(api("/queues/" + queue + "/pause"), api("/jobs/" + job + "/cancel")));
     browser.waitFor(d -> d.getTitle().equals("other site"));
     browser.script("window.pause();");
     browser.waitFor(d -> d.getTitle().equals("sent"));
@@ -116,12 +127,14 @@ class CrossSiteDashboardTest extends BrowserTest {
       browser.find("#queue-name").sendKeys("reports");
       browser.find("#queue-name").submit();
       browser.waitForText("#action-result", "is paused");
-      browser.waitForAttribute("#queues-admin-table tr[data-queue='reports']", "data-paused", "true");
+      browser.waitForAttribute(
+          "#queues-admin-table tr[data-queue='reports']", "data-paused", "true");
       assertThat(paused("reports")).as(host).isTrue();
 
       browser.find("#queues-admin-table tr[data-queue='reports'] button.resume").click();
       browser.waitForText("#action-result", "is resumed");
-      browser.waitForAttribute("#queues-admin-table tr[data-queue='reports']", "data-paused", "false");
+      browser.waitForAttribute(
+          "#queues-admin-table tr[data-queue='reports']", "data-paused", "false");
       assertThat(paused("reports")).as(host).isFalse();
     }
   }

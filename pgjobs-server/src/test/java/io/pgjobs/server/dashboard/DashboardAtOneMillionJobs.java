@@ -45,7 +45,8 @@ public final class DashboardAtOneMillionJobs {
   private final StringBuilder out = new StringBuilder();
   private final TestDatabase db;
   private final JobClient client;
-  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   private DashboardAtOneMillionJobs(TestDatabase db, JobClient client) {
     this.db = db;
@@ -55,10 +56,13 @@ public final class DashboardAtOneMillionJobs {
   public static void main(String[] args) throws Exception {
     boolean filtersOnly = Arrays.asList(args).contains("--filters");
     List<String> rest = Arrays.stream(args).filter(a -> !a.equals("--filters")).toList();
-    Path report = Path.of(!rest.isEmpty() ? rest.getFirst()
-        : filtersOnly ? "target/list-filters-1m.md" : "target/dashboard-1m.md");
+    Path report = Path.of(
+        !rest.isEmpty()
+            ? rest.getFirst()
+            : filtersOnly ? "target/list-filters-1m.md" : "target/dashboard-1m.md");
     try (TestDatabase db = TestDatabase.create()) {
-      JobClient client = JobClient.builder(db.dataSource()).knownTypes(DashboardFixture.TASK).build();
+      JobClient client =
+          JobClient.builder(db.dataSource()).knownTypes(DashboardFixture.TASK).build();
       client.migrate();
       DashboardAtOneMillionJobs bench = new DashboardAtOneMillionJobs(db, client);
       if (filtersOnly) {
@@ -83,7 +87,8 @@ public final class DashboardAtOneMillionJobs {
     long t0 = System.nanoTime();
     insertFinished(1_000_000);
     insertWaiting(10_000);
-    line("Rows written in " + ms(System.nanoTime() - t0) + " ms (INSERT ... SELECT generate_series, then VACUUM ANALYZE).");
+    line("Rows written in " + ms(System.nanoTime() - t0)
+        + " ms (INSERT ... SELECT generate_series, then VACUUM ANALYZE).");
     line("");
     measure();
 
@@ -99,21 +104,27 @@ public final class DashboardAtOneMillionJobs {
 
   // ---------------------------------------------------------------- list filters (--filters)
 
-  private static final List<String> FILTER_INDEXES = List.of("finished_jobs_type_id_idx", "finished_jobs_queue_id_idx",
-      "finished_jobs_created_at_idx", "finished_jobs_text_trgm_idx");
+  private static final List<String> FILTER_INDEXES = List.of(
+      "finished_jobs_type_id_idx",
+      "finished_jobs_queue_id_idx",
+      "finished_jobs_created_at_idx",
+      "finished_jobs_text_trgm_idx");
 
   /** Shape A, then each filter of {@code GET /jobs} with and without its indexes, and what they cost. */
   private void filters() throws Exception {
     line("PostgreSQL: " + query("SELECT version()").getFirst());
     line("CPU cores: " + Runtime.getRuntime().availableProcessors() + ", JVM " + Runtime.version());
-    line("pg_trgm installed: " + query("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'").getFirst());
+    line("pg_trgm installed: "
+        + query("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'").getFirst());
     line("");
     long t0 = System.nanoTime();
     insertFinished(1_000_000);
     insertWaiting(10_000);
     // A rare type and queue: 100 jobs spread over the day.
-    db.execute("UPDATE pgjobs.finished_jobs SET type = 'report_export', queue = 'reports'"
-        + " WHERE (payload->>'n')::int % 10000 = 17", "VACUUM ANALYZE pgjobs.finished_jobs");
+    db.execute(
+        "UPDATE pgjobs.finished_jobs SET type = 'report_export', queue = 'reports'"
+            + " WHERE (payload->>'n')::int % 10000 = 17",
+        "VACUUM ANALYZE pgjobs.finished_jobs");
     line("Shape A written in " + ms(System.nanoTime() - t0) + " ms.");
     // The trigram index is the operator's to create (docs/operations.md); measured with it here.
     String trgm = trgmSchema();
@@ -130,7 +141,9 @@ public final class DashboardAtOneMillionJobs {
           FROM pg_stat_user_indexes WHERE relname = 'finished_jobs' ORDER BY indexrelname""")) {
       line("| " + row + " |");
     }
-    line("| table (heap) | " + query("SELECT pg_size_pretty(pg_relation_size('pgjobs.finished_jobs'))").getFirst() + " |");
+    line("| table (heap) | "
+        + query("SELECT pg_size_pretty(pg_relation_size('pgjobs.finished_jobs'))")
+            .getFirst() + " |");
     line("");
     java.time.Instant now = java.time.Instant.now();
     List<String[]> cases = List.of(
@@ -139,14 +152,21 @@ public final class DashboardAtOneMillionJobs {
         new String[] {"`type=send_email` (25 %)", "type=send_email"},
         new String[] {"`type=report_export` (a rare type: 100 jobs)", "type=report_export"},
         new String[] {"`queue=reports` (a rare queue: 100 jobs)", "queue=reports"},
-        new String[] {"`created_before=` 23 h ago (the oldest 4 %)", "created_before=" + now.minusSeconds(23 * 3600)},
-        new String[] {"`created_after=` + `created_before=`: 5 minutes 12 h ago (0.3 %)",
-            "created_after=" + now.minusSeconds(12 * 3600 + 300) + "&created_before=" + now.minusSeconds(12 * 3600)},
+        new String[] {
+          "`created_before=` 23 h ago (the oldest 4 %)",
+          "created_before=" + now.minusSeconds(23 * 3600)
+        },
+        new String[] {
+          "`created_after=` + `created_before=`: 5 minutes 12 h ago (0.3 %)",
+          "created_after=" + now.minusSeconds(12 * 3600 + 300) + "&created_before="
+              + now.minusSeconds(12 * 3600)
+        },
         new String[] {"`text=user4242@` (a rare text: 1 job)", "text=user4242%40"},
         new String[] {"`text=nothing-like-it` (no job)", "text=nothing-like-it"},
         new String[] {"`text=example.com` (every job)", "text=example.com"},
         new String[] {"`text=zq` (2 characters: no trigram; no job)", "text=zq"});
-    ApiServer server = ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
+    ApiServer server =
+        ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
     try {
       String base = "http://127.0.0.1:" + server.port() + "/jobs?limit=50&";
       line("### `GET /jobs?limit=50&…`, median of " + RUNS + " runs (ms), with the filter indexes");
@@ -175,7 +195,8 @@ public final class DashboardAtOneMillionJobs {
     line("### What the indexes cost");
     line("");
     long without = insertCost();
-    line("- `INSERT … SELECT` of 100,000 more finished jobs without the filter indexes: " + without + " ms");
+    line("- `INSERT … SELECT` of 100,000 more finished jobs without the filter indexes: " + without
+        + " ms");
     String trgmSchema = trgmSchema();
     List<String> creates = new ArrayList<>(List.of(
         "CREATE INDEX finished_jobs_type_id_idx ON pgjobs.finished_jobs (type, id)",
@@ -187,13 +208,15 @@ public final class DashboardAtOneMillionJobs {
     for (String create : creates) {
       long t = System.nanoTime();
       db.execute(create);
-      line("- `" + create.replace("pgjobs.", "") + "` at 1,000,000 rows: " + ms(System.nanoTime() - t) + " ms");
+      line("- `" + create.replace("pgjobs.", "") + "` at 1,000,000 rows: "
+          + ms(System.nanoTime() - t) + " ms");
     }
     long with = insertCost();
     line("- the same 100,000 with them: " + with + " ms");
     if (!trgmSchema.isEmpty()) {
       db.execute("DROP INDEX pgjobs.finished_jobs_text_trgm_idx");
-      line("- the same 100,000 with the three B-tree indexes only (no trigram index): " + insertCost() + " ms");
+      line("- the same 100,000 with the three B-tree indexes only (no trigram index): "
+          + insertCost() + " ms");
     }
     line("");
   }
@@ -223,7 +246,8 @@ public final class DashboardAtOneMillionJobs {
                   FROM generate_series(2000001, 2100000) AS g) AS s
         """.formatted(V7, TYPES, QUEUES));
     long took = ms(System.nanoTime() - t);
-    db.execute("DELETE FROM pgjobs.finished_jobs WHERE created_at < now() - interval '36 hours'",
+    db.execute(
+        "DELETE FROM pgjobs.finished_jobs WHERE created_at < now() - interval '36 hours'",
         "VACUUM pgjobs.finished_jobs");
     return took;
   }
@@ -234,12 +258,16 @@ public final class DashboardAtOneMillionJobs {
   private static final String V7 =
       "(lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8'"
           + " || substr(md5(g::text || 'x'), 1, 15))::uuid";
-  private static final String TYPES = "(ARRAY['send_email', 'resize_image', 'summarize_text', 'webhook_delivery'])[1 + g % 4]";
-  private static final String QUEUES = "(ARRAY['default', 'emails', 'images', 'webhooks'])[1 + (g / 7) % 4]";
+
+  private static final String TYPES =
+      "(ARRAY['send_email', 'resize_image', 'summarize_text', 'webhook_delivery'])[1 + g % 4]";
+  private static final String QUEUES =
+      "(ARRAY['default', 'emails', 'images', 'webhooks'])[1 + (g / 7) % 4]";
 
   /** 94 % succeeded, 5 % failed (three error messages), 1 % cancelled, finished over the last 24 h. */
   private void insertFinished(int n) {
-    db.execute("SET session_replication_role = replica", // no notify triggers for a bulk load
+    db.execute(
+        "SET session_replication_role = replica", // no notify triggers for a bulk load
         """
         INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,
                created_at, attempted_at, locked_by, context, errors, output, finished_at)
@@ -261,7 +289,8 @@ public final class DashboardAtOneMillionJobs {
 
   /** Waiting jobs: 90 % due (created over the last n × 10 ms), 10 % scheduled an hour ahead. */
   private void insertWaiting(int n) {
-    db.execute("SET session_replication_role = replica",
+    db.execute(
+        "SET session_replication_role = replica",
         """
         INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,
                created_at, context)
@@ -289,12 +318,17 @@ public final class DashboardAtOneMillionJobs {
   private void measureWithWorker() throws Exception {
     line("### EXPLAIN ANALYZE");
     line("");
-    explain("queue overview (`AdminSql.QUEUE_OVERVIEW`, behind `GET /queues` and the event stream's snapshot)",
+    explain(
+        "queue overview (`AdminSql.QUEUE_OVERVIEW`, behind `GET /queues` and the event stream's snapshot)",
         sql("io.pgjobs.store.AdminSql", "QUEUE_OVERVIEW"));
-    explain("throughput, last hour (`AdminSql.STATS_PER_MINUTE`, behind `GET /stats?window=1h`)",
+    explain(
+        "throughput, last hour (`AdminSql.STATS_PER_MINUTE`, behind `GET /stats?window=1h`)",
         sql("io.pgjobs.store.AdminSql", "STATS_PER_MINUTE").replace("?::bigint", "3600000"));
-    explain("workers (`WorkerSql.LIST`, behind `GET /workers`)", sql("io.pgjobs.store.WorkerSql", "LIST"));
-    explain("first page of the jobs table (`GET /jobs?limit=50`, as `AdminStore.list` builds it)", """
+    explain(
+        "workers (`WorkerSql.LIST`, behind `GET /workers`)",
+        sql("io.pgjobs.store.WorkerSql", "LIST"));
+    explain(
+        "first page of the jobs table (`GET /jobs?limit=50`, as `AdminStore.list` builds it)", """
         SELECT * FROM (
           (SELECT id, created_at FROM pgjobs.jobs ORDER BY id DESC LIMIT 51)
           UNION ALL
@@ -303,18 +337,22 @@ public final class DashboardAtOneMillionJobs {
 
     line("### HTTP, median of " + RUNS + " runs (ms)");
     line("");
-    line("A \"fresh server\" run starts a new ApiServer first, so the queue overview is computed, not served from");
+    line(
+        "A \"fresh server\" run starts a new ApiServer first, so the queue overview is computed, not served from");
     line("the server's cache.");
     line("");
     line("| request | median | min | max |");
     line("|---|---:|---:|---:|");
     time("`GET /queues` on a fresh server (computed)", fresh(base -> get(base + "/queues")));
-    time("overview on a fresh server: `/queues` + `/stats?window=1h` + `/workers` in parallel, as the page loads them",
+    time(
+        "overview on a fresh server: `/queues` + `/stats?window=1h` + `/workers` in parallel, as the page loads them",
         fresh(base -> CompletableFuture.allOf(
-            CompletableFuture.runAsync(() -> get(base + "/queues")),
-            CompletableFuture.runAsync(() -> get(base + "/stats?window=1h")),
-            CompletableFuture.runAsync(() -> get(base + "/workers"))).join()));
-    ApiServer server = ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
+                CompletableFuture.runAsync(() -> get(base + "/queues")),
+                CompletableFuture.runAsync(() -> get(base + "/stats?window=1h")),
+                CompletableFuture.runAsync(() -> get(base + "/workers")))
+            .join()));
+    ApiServer server =
+        ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
     try {
       String base = "http://127.0.0.1:" + server.port();
       get(base + "/queues");
@@ -323,8 +361,12 @@ public final class DashboardAtOneMillionJobs {
       time("`GET /workers`", () -> get(base + "/workers"));
       time("`GET /jobs?limit=50` (first page)", () -> get(base + "/jobs?limit=50"));
       time("`GET /jobs?state=failed&limit=50`", () -> get(base + "/jobs?state=failed&limit=50"));
-      time("`GET /jobs?text=user4242@&limit=50` (a rare text)", () -> get(base + "/jobs?text=user4242@&limit=50"));
-      time("`GET /dead-letters` (reads up to 10,000 failed jobs)", () -> get(base + "/dead-letters"));
+      time(
+          "`GET /jobs?text=user4242@&limit=50` (a rare text)",
+          () -> get(base + "/jobs?text=user4242@&limit=50"));
+      time(
+          "`GET /dead-letters` (reads up to 10,000 failed jobs)",
+          () -> get(base + "/dead-letters"));
     } finally {
       server.close();
     }
@@ -334,7 +376,8 @@ public final class DashboardAtOneMillionJobs {
 
   /** Runs {@code body} against a new server (an empty overview cache), started and stopped around it. */
   private void withFreshServer(java.util.function.Consumer<String> body) {
-    ApiServer server = ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
+    ApiServer server =
+        ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
     try {
       body.accept("http://127.0.0.1:" + server.port());
     } finally {
@@ -359,9 +402,11 @@ public final class DashboardAtOneMillionJobs {
       }
       first.sort(null);
       again.sort(null);
-      line("Overview page in headless Chromium, from navigation start until the last of `/queues`, `/stats` and");
-      line("`/workers` had answered, 3 rounds on a fresh server each: first load median **" + first.get(1) + " ms** "
-          + first + ", second load median **" + again.get(1) + " ms** " + again + ".");
+      line(
+          "Overview page in headless Chromium, from navigation start until the last of `/queues`, `/stats` and");
+      line("`/workers` had answered, 3 rounds on a fresh server each: first load median **"
+          + first.get(1) + " ms** " + first + ", second load median **" + again.get(1) + " ms** "
+          + again + ".");
       line("");
       browser.assertNoConsoleErrors();
     }
@@ -370,7 +415,8 @@ public final class DashboardAtOneMillionJobs {
   private static long overviewLoad(DashboardBrowser browser, String base) {
     browser.driver.get("about:blank");
     browser.open(base + "/");
-    // Resource Timing lists a request once its response has fully arrived; the first of each counts.
+    // Resource Timing lists a request once its response has fully arrived; the first of each
+    // counts.
     Number end = browser.waitFor(d -> (Number) browser.script("""
         const first = {};
         for (const e of performance.getEntriesByType('resource')) {
@@ -423,9 +469,11 @@ public final class DashboardAtOneMillionJobs {
   /** Times {@code body} against a server started just before (so its overview cache is empty). */
   private Timed fresh(java.util.function.Consumer<String> body) {
     return () -> {
-      ApiServer server = ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
+      ApiServer server =
+          ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
       try {
-        get("http://127.0.0.1:" + server.port() + "/health/live"); // the connection and Jetty are ready
+        get("http://127.0.0.1:" + server.port()
+            + "/health/live"); // the connection and Jetty are ready
         long t = System.nanoTime();
         body.accept("http://127.0.0.1:" + server.port());
         return System.nanoTime() - t;
@@ -443,7 +491,8 @@ public final class DashboardAtOneMillionJobs {
     try {
       HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
       if (r.statusCode() != 200) {
-        throw new IllegalStateException(request.uri() + " answered " + r.statusCode() + ": " + r.body());
+        throw new IllegalStateException(
+            request.uri() + " answered " + r.statusCode() + ": " + r.body());
       }
     } catch (IOException e) {
       throw new IllegalStateException(e);
@@ -486,5 +535,4 @@ public final class DashboardAtOneMillionJobs {
     out.append(s).append('\n');
     System.out.println(s);
   }
-
 }

@@ -35,7 +35,8 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * empty profile, and the browser's console log kept so a test can fail on errors.
  */
 final class DashboardBrowser implements AutoCloseable {
-  static final String CHROMEDRIVER = System.getProperty("pgjobs.chromedriver", "/usr/bin/chromedriver");
+  static final String CHROMEDRIVER =
+      System.getProperty("pgjobs.chromedriver", "/usr/bin/chromedriver");
   static final String CHROMIUM = System.getProperty("pgjobs.chromium", "/usr/bin/chromium");
   static final Duration WAIT = Duration.ofSeconds(30);
   /** The size of screenshots and of the tests' window. */
@@ -52,8 +53,9 @@ final class DashboardBrowser implements AutoCloseable {
   DashboardBrowser() {
     for (String binary : List.of(CHROMIUM, CHROMEDRIVER)) {
       if (!Files.isExecutable(Path.of(binary))) {
-        throw new IllegalStateException("the dashboard's browser tests need " + binary + ": apt-get install chromium"
-            + " chromium-driver (or name other binaries with -Dpgjobs.chromium=... -Dpgjobs.chromedriver=...)");
+        throw new IllegalStateException(
+            "the dashboard's browser tests need " + binary + ": apt-get install chromium"
+                + " chromium-driver (or name other binaries with -Dpgjobs.chromium=... -Dpgjobs.chromedriver=...)");
       }
     }
     try {
@@ -67,9 +69,18 @@ final class DashboardBrowser implements AutoCloseable {
         .build();
     ChromeOptions options = new ChromeOptions();
     options.setBinary(CHROMIUM);
-    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-        "--user-data-dir=" + profile, "--window-size=" + DESKTOP.width + "," + DESKTOP.height, "--lang=en-US");
+    options.addArguments(
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--user-data-dir=" + profile,
+        "--window-size=" + DESKTOP.width + "," + DESKTOP.height,
+        "--lang=en-US");
     LoggingPreferences logs = new LoggingPreferences();
     logs.enable(LogType.BROWSER, Level.ALL);
     options.setCapability(ChromeOptions.LOGGING_PREFS, logs);
@@ -116,7 +127,8 @@ final class DashboardBrowser implements AutoCloseable {
 
   /** Waits until an element matching {@code css} is visible, and returns it. */
   WebElement visible(String css) {
-    return new WebDriverWait(driver, WAIT).until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector(css)));
+    return new WebDriverWait(driver, WAIT)
+        .until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector(css)));
   }
 
   /** Waits until the element's text contains {@code text}. */
@@ -147,7 +159,8 @@ final class DashboardBrowser implements AutoCloseable {
 
   /** Emulates the system's colour scheme preference (Chrome DevTools Protocol). */
   void colorScheme(String scheme) {
-    driver.executeCdpCommand("Emulation.setEmulatedMedia",
+    driver.executeCdpCommand(
+        "Emulation.setEmulatedMedia",
         Map.of("features", List.of(Map.of("name", "prefers-color-scheme", "value", scheme))));
   }
 
@@ -168,7 +181,9 @@ final class DashboardBrowser implements AutoCloseable {
    * purpose; Chrome logs such responses as console errors ("Failed to load resource").
    */
   void expectFailedRequest(String path, int status) {
-    expectedFailures.add(new String[] {path, "Failed to load resource: the server responded with a status of " + status + " "});
+    expectedFailures.add(new String[] {
+      path, "Failed to load resource: the server responded with a status of " + status + " "
+    });
   }
 
   /** Every console entry at SEVERE level since the last call, except the failures the test expected. */

@@ -53,8 +53,11 @@ final class DashboardFixture implements AutoCloseable {
   record SendEmail(String to, String subject) {}
 
   /** Retries 200 ms apart, so a job with attempts left runs again at once. */
-  static final JobType<Task> TASK = JobType.of("task", Task.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)));
-  static final JobType<SendEmail> SEND_EMAIL = JobType.of("send_email", SendEmail.class).withQueue("emails")
+  static final JobType<Task> TASK =
+      JobType.of("task", Task.class).withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(200)));
+
+  static final JobType<SendEmail> SEND_EMAIL = JobType.of("send_email", SendEmail.class)
+      .withQueue("emails")
       .withValidator(email -> {
         List<FieldProblem> problems = new ArrayList<>();
         if (email.to() == null || !email.to().contains("@")) {
@@ -94,7 +97,10 @@ final class DashboardFixture implements AutoCloseable {
         types.add(JobType.of(name, Task.class).withRetryPolicy(TASK.retryPolicy()));
       }
       JobClient client = JobClient.builder(db.dataSource()).knownTypes(types).build();
-      ApiServer api = server.apply(ApiServer.builder(client).host("127.0.0.1").port(0)).build().start();
+      ApiServer api = server
+          .apply(ApiServer.builder(client).host("127.0.0.1").port(0))
+          .build()
+          .start();
       DashboardFixture f = new DashboardFixture(db, client, api);
       JobWorker.Builder w = JobWorker.builder(db.dataSource())
           .register(TASK, f::handle)
@@ -171,7 +177,8 @@ final class DashboardFixture implements AutoCloseable {
   }
 
   private CountDownLatch[] gates(String key) {
-    return steps.computeIfAbsent(key, k -> new CountDownLatch[] {new CountDownLatch(1), new CountDownLatch(1)});
+    return steps.computeIfAbsent(
+        key, k -> new CountDownLatch[] {new CountDownLatch(1), new CountDownLatch(1)});
   }
 
   /** Stops the API server (the worker goes on); {@link #startServerAgain()} brings it back on the same port. */

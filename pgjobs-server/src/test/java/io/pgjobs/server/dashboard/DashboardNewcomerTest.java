@@ -33,12 +33,15 @@ class DashboardNewcomerTest extends BrowserTest {
                        generate_series(1, 10000)) AS s""");
     browser.open(app.url("/"));
     WebElement label = browser.waitFor(d -> d.findElements(By.cssSelector("svg text.axis")).stream()
-        .filter(e -> e.getText().equals("10,000")).findFirst().orElse(null));
+        .filter(e -> e.getText().equals("10,000"))
+        .findFirst()
+        .orElse(null));
     @SuppressWarnings("unchecked")
     Map<String, Number> box = (Map<String, Number>) browser.script("""
         const label = arguments[0], chart = label.closest('svg').getBoundingClientRect(), r = label.getBoundingClientRect();
         return {labelLeft: r.left, chartLeft: chart.left};""", label);
-    assertThat(box.get("labelLeft").doubleValue()).as("the label starts inside the chart")
+    assertThat(box.get("labelLeft").doubleValue())
+        .as("the label starts inside the chart")
         .isGreaterThanOrEqualTo(box.get("chartLeft").doubleValue());
   }
 
@@ -61,25 +64,39 @@ class DashboardNewcomerTest extends BrowserTest {
   @Test
   void theScheduledCardListsOnlyScheduledJobs() {
     UUID due = app.enqueue("gate", "due-" + UUID.randomUUID(), "nobody-serves-this");
-    UUID later = app.client.enqueue(DashboardFixture.TASK, new DashboardFixture.Task("later", "x"),
-        io.pgjobs.EnqueueOptions.builder().queue("nobody-serves-this").delay(java.time.Duration.ofHours(2)).build())
-        .job().id();
+    UUID later = app.client
+        .enqueue(
+            DashboardFixture.TASK,
+            new DashboardFixture.Task("later", "x"),
+            io.pgjobs.EnqueueOptions.builder()
+                .queue("nobody-serves-this")
+                .delay(java.time.Duration.ofHours(2))
+                .build())
+        .job()
+        .id();
     browser.open(app.url("/"));
     WebElement card = browser.visible(".card.scheduled");
     card.click();
-    browser.waitFor(d -> d.findElements(By.cssSelector("#jobs-table tr[data-job='" + later + "']")).size() == 1);
+    browser.waitFor(d -> d.findElements(By.cssSelector("#jobs-table tr[data-job='" + later + "']"))
+            .size()
+        == 1);
     assertThat(browser.findAll("#jobs-table tr[data-job='" + due + "']")).isEmpty();
-    assertThat(browser.findAll("#jobs-table tbody tr[data-job]")).allSatisfy(tr ->
-        assertThat(tr.findElement(By.cssSelector(".state")).getText()).contains("scheduled"));
+    assertThat(browser.findAll("#jobs-table tbody tr[data-job]"))
+        .allSatisfy(tr ->
+            assertThat(tr.findElement(By.cssSelector(".state")).getText()).contains("scheduled"));
   }
 
   @Test
   void theEnqueueFormsPrefilledTemplateIsAcceptedOnFirstSubmit() {
-    // send_email validates its payload: a template of empty values ("to": "") was refused on first submit.
+    // send_email validates its payload: a template of empty values ("to": "") was refused on first
+    // submit.
     browser.open(app.url("/enqueue"));
-    browser.waitFor(d -> d.findElements(By.cssSelector("#enqueue-type option[value='send_email']")).size() == 1);
+    browser.waitFor(d -> d.findElements(By.cssSelector("#enqueue-type option[value='send_email']"))
+            .size()
+        == 1);
     new Select(browser.find("#enqueue-type")).selectByValue("send_email");
-    browser.waitFor(d -> browser.find("#enqueue-payload").getAttribute("value").contains("ada@example.com"));
+    browser.waitFor(
+        d -> browser.find("#enqueue-payload").getAttribute("value").contains("ada@example.com"));
     browser.find("#enqueue-submit").click();
     browser.waitFor(d -> browser.find("#main").getAttribute("data-page").equals("jobs")
         && d.getCurrentUrl().matches(".*#/jobs/[0-9a-f-]{36}$"));
@@ -89,7 +106,8 @@ class DashboardNewcomerTest extends BrowserTest {
   @Test
   void everyValidationErrorOfTheFormIsShownAtOnce() {
     browser.open(app.url("/enqueue"));
-    browser.waitFor(d -> d.findElements(By.cssSelector("#enqueue-type option[value='task']")).size() == 1);
+    browser.waitFor(d ->
+        d.findElements(By.cssSelector("#enqueue-type option[value='task']")).size() == 1);
     new Select(browser.find("#enqueue-type")).selectByValue("task");
     WebElement payload = browser.find("#enqueue-payload");
     payload.clear();
@@ -98,9 +116,12 @@ class DashboardNewcomerTest extends BrowserTest {
     browser.find("#enqueue-max-attempts").sendKeys("0");
     browser.find("#enqueue-delay").sendKeys("-5");
     browser.find("#enqueue-submit").click();
-    browser.waitFor(d -> !browser.find(".field-error[data-for='payload']").getText().isEmpty());
+    browser.waitFor(
+        d -> !browser.find(".field-error[data-for='payload']").getText().isEmpty());
     for (String field : List.of("payload", "priority", "max_attempts", "delay_ms")) {
-      assertThat(browser.find(".field-error[data-for='" + field + "']").getText()).as(field).isNotEmpty();
+      assertThat(browser.find(".field-error[data-for='" + field + "']").getText())
+          .as(field)
+          .isNotEmpty();
     }
     assertThat(browser.find("#main").getAttribute("data-page")).isEqualTo("enqueue");
   }
@@ -137,9 +158,11 @@ class DashboardNewcomerTest extends BrowserTest {
       double input = ((Number) box.get("input")).doubleValue();
       double go = ((Number) box.get("go")).doubleValue();
       assertThat(input).as("the id input's height at %s", size).isLessThanOrEqualTo(go * 1.5);
-      assertThat(((Number) box.get("form")).doubleValue()).as("the find-by-id panel's height at %s", size)
+      assertThat(((Number) box.get("form")).doubleValue())
+          .as("the find-by-id panel's height at %s", size)
           .isLessThan(160);
-      assertThat(((Number) box.get("width")).doubleValue()).as("the id input's width at %s", size)
+      assertThat(((Number) box.get("width")).doubleValue())
+          .as("the id input's width at %s", size)
           .isGreaterThan(((Number) box.get("page")).doubleValue() * 0.4);
     }
   }

@@ -25,7 +25,8 @@ import tools.jackson.databind.json.JsonMapper;
 class DashboardRoutesTest {
   static final JsonMapper JSON = JsonMapper.builder().build();
   static DashboardFixture app;
-  static final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  static final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @BeforeAll
   static void start() {
@@ -44,11 +45,13 @@ class DashboardRoutesTest {
   }
 
   static Response send(String method, String path, String json) {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.server.port() + path));
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.server.port() + path));
     if (json == null) {
       b.method(method, HttpRequest.BodyPublishers.noBody());
     } else {
-      b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(json));
+      b.header("Content-Type", "application/json")
+          .method(method, HttpRequest.BodyPublishers.ofString(json));
     }
     try {
       HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
@@ -74,9 +77,12 @@ class DashboardRoutesTest {
     assertThat(email.path("priority").asInt()).isEqualTo(50);
     assertThat(email.path("max_attempts").asInt()).isEqualTo(3);
     assertThat(email.path("timeout_ms").asLong()).isEqualTo(3_600_000L);
-    // The type's example payload (JobType.withExample); a type without one gets its fields with empty values.
-    assertThat(email.path("payload_template").toString()).isEqualTo("{\"to\":\"ada@example.com\",\"subject\":\"Hello\"}");
-    assertThat(types.get(1).path("payload_template").toString()).isEqualTo("{\"note\":\"\",\"key\":\"\"}");
+    // The type's example payload (JobType.withExample); a type without one gets its fields with
+    // empty values.
+    assertThat(email.path("payload_template").toString())
+        .isEqualTo("{\"to\":\"ada@example.com\",\"subject\":\"Hello\"}");
+    assertThat(types.get(1).path("payload_template").toString())
+        .isEqualTo("{\"note\":\"\",\"key\":\"\"}");
     assertThat(types.get(1).path("name").asString()).isEqualTo("task");
     assertThat(r.json().path("accepts_unknown_types").asBoolean()).isFalse();
   }
@@ -86,24 +92,36 @@ class DashboardRoutesTest {
     app.gatewayDown(true);
     List<UUID> group = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      group.add(app.enqueue("flaky", "r" + i, EnqueueOptions.builder().maxAttempts(1).build()));
+      group.add(
+          app.enqueue("flaky", "r" + i, EnqueueOptions.builder().maxAttempts(1).build()));
     }
-    UUID otherError = app.enqueue("fail", "other", EnqueueOptions.builder().maxAttempts(1).build());
+    UUID otherError =
+        app.enqueue("fail", "other", EnqueueOptions.builder().maxAttempts(1).build());
     group.forEach(id -> app.awaitState(id, JobState.FAILED));
     app.awaitState(otherError, JobState.FAILED);
     app.gatewayDown(false);
 
-    Response otherType = send("POST", "/dead-letters/retry", "{\"type\":\"send_email\",\"error\":\"java.net.ConnectException\"}");
+    Response otherType = send(
+        "POST",
+        "/dead-letters/retry",
+        "{\"type\":\"send_email\",\"error\":\"java.net.ConnectException\"}");
     assertThat(otherType.status()).isEqualTo(200);
     assertThat(otherType.json().path("retried").asLong()).isZero();
 
-    Response r = send("POST", "/dead-letters/retry", "{\"type\":\"task\",\"error\":\"java.net.ConnectException\"}");
+    Response r = send(
+        "POST",
+        "/dead-letters/retry",
+        "{\"type\":\"task\",\"error\":\"java.net.ConnectException\"}");
     assertThat(r.status()).isEqualTo(200);
     assertThat(r.json().path("retried").asLong()).isEqualTo(3);
     group.forEach(id -> app.awaitState(id, JobState.SUCCEEDED));
     assertThat(app.job(otherError).state()).isEqualTo(JobState.FAILED);
     // Their error history is kept.
-    assertThat(app.job(group.get(0)).errors()).extracting(e -> e.message()).first().asString().startsWith("gateway down");
+    assertThat(app.job(group.get(0)).errors())
+        .extracting(e -> e.message())
+        .first()
+        .asString()
+        .startsWith("gateway down");
   }
 
   @Test
@@ -112,7 +130,8 @@ class DashboardRoutesTest {
     assertThat(missing.status()).isEqualTo(422);
     assertThat(missing.json().path("errors").get(0).path("field").asString()).isEqualTo("error");
 
-    Response unknown = send("POST", "/dead-letters/retry", "{\"type\":\"task\",\"error\":\"x\",\"queue\":\"q\"}");
+    Response unknown =
+        send("POST", "/dead-letters/retry", "{\"type\":\"task\",\"error\":\"x\",\"queue\":\"q\"}");
     assertThat(unknown.status()).isEqualTo(400);
   }
 
@@ -120,7 +139,10 @@ class DashboardRoutesTest {
   void jobListFiltersByTextInPayloadOrContext() {
     String mark = "Needle-" + UUID.randomUUID().toString().substring(0, 6);
     UUID inPayload = app.enqueue("ok", mark.toLowerCase(), "parked");
-    UUID inContext = app.enqueue("ok", "x", EnqueueOptions.builder().queue("parked").context("about " + mark).build());
+    UUID inContext = app.enqueue(
+        "ok",
+        "x",
+        EnqueueOptions.builder().queue("parked").context("about " + mark).build());
     app.enqueue("ok", "y", "parked");
 
     Response r = send("GET", "/jobs?text=" + mark.toUpperCase(), null);

@@ -29,7 +29,8 @@ import org.junit.jupiter.api.Test;
 @Tag(Tags.BROWSER)
 @Tag(Tags.DOCS)
 class DashboardScreenshotsTest {
-  static final Path DIR = Path.of(System.getProperty("pgjobs.screenshots", "target/dashboard-screenshots"));
+  static final Path DIR =
+      Path.of(System.getProperty("pgjobs.screenshots", "target/dashboard-screenshots"));
   static DashboardFixture app;
   static DashboardBrowser browser;
   static UUID featured;
@@ -81,39 +82,73 @@ class DashboardScreenshotsTest {
   /** Running jobs at several stages, a paused queue with a backlog, failures; returns the job to show. */
   static UUID stageLiveJobs() {
     List<UUID> running = new ArrayList<>();
-    UUID featured = app.client.enqueue("resize_image", new DashboardFixture.Task("steps-after-failure", "s3://photos/2026/beach.jpg"),
-        EnqueueOptions.builder().queue("images").context("user 4711 uploaded 12 photos").build()).job().id();
+    UUID featured = app.client
+        .enqueue(
+            "resize_image",
+            new DashboardFixture.Task("steps-after-failure", "s3://photos/2026/beach.jpg"),
+            EnqueueOptions.builder()
+                .queue("images")
+                .context("user 4711 uploaded 12 photos")
+                .build())
+        .job()
+        .id();
     app.releaseStep("s3://photos/2026/beach.jpg", 1);
     for (String key : List.of("monthly-report-2026-10", "monthly-report-2026-11")) {
-      running.add(app.client.enqueue("summarize_text", new DashboardFixture.Task("steps", key),
-          EnqueueOptions.builder().queue("default").build()).job().id());
+      running.add(app.client
+          .enqueue(
+              "summarize_text",
+              new DashboardFixture.Task("steps", key),
+              EnqueueOptions.builder().queue("default").build())
+          .job()
+          .id());
     }
     app.releaseStep("monthly-report-2026-11", 1);
     app.gatewayDown(true);
     List<UUID> failing = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
-      failing.add(app.client.enqueue("webhook_delivery", new DashboardFixture.Task("flaky", "https://hooks.example.com/" + i),
-          EnqueueOptions.builder().maxAttempts(2).build()).job().id());
+      failing.add(app.client
+          .enqueue(
+              "webhook_delivery",
+              new DashboardFixture.Task("flaky", "https://hooks.example.com/" + i),
+              EnqueueOptions.builder().maxAttempts(2).build())
+          .job()
+          .id());
     }
     for (String to : List.of("old.address@bounce.example", "typo@bounce.example")) {
-      failing.add(app.client.enqueue(DashboardFixture.SEND_EMAIL, new DashboardFixture.SendEmail(to, "Your receipt"),
-          EnqueueOptions.builder().maxAttempts(1).build()).job().id());
+      failing.add(app.client
+          .enqueue(
+              DashboardFixture.SEND_EMAIL,
+              new DashboardFixture.SendEmail(to, "Your receipt"),
+              EnqueueOptions.builder().maxAttempts(1).build())
+          .job()
+          .id());
     }
-    failing.add(app.client.enqueue("resize_image", new DashboardFixture.Task("error", "unsupported image format: image/heic"),
-        EnqueueOptions.builder().maxAttempts(1).build()).job().id());
+    failing.add(app.client
+        .enqueue(
+            "resize_image",
+            new DashboardFixture.Task("error", "unsupported image format: image/heic"),
+            EnqueueOptions.builder().maxAttempts(1).build())
+        .job()
+        .id());
     app.client.pauseQueue("reports");
     for (int i = 0; i < 14; i++) {
-      app.client.enqueue("summarize_text", new DashboardFixture.Task("ok", "weekly-digest-" + i),
+      app.client.enqueue(
+          "summarize_text",
+          new DashboardFixture.Task("ok", "weekly-digest-" + i),
           EnqueueOptions.builder().queue("reports").build());
     }
     for (int i = 0; i < 3; i++) {
-      app.client.enqueue(DashboardFixture.SEND_EMAIL, new DashboardFixture.SendEmail("user" + i + "@example.com", "Reminder"),
+      app.client.enqueue(
+          DashboardFixture.SEND_EMAIL,
+          new DashboardFixture.SendEmail("user" + i + "@example.com", "Reminder"),
           EnqueueOptions.builder().queue("emails").delay(Duration.ofHours(2)).build());
     }
     failing.forEach(id -> app.awaitState(id, JobState.FAILED));
     running.forEach(id -> app.awaitState(id, JobState.RUNNING));
-    org.awaitility.Awaitility.await().atMost(DashboardFixture.WAIT)
-        .until(() -> app.job(featured).progressPercent() != null && app.job(featured).progressPercent() == 60
+    org.awaitility.Awaitility.await()
+        .atMost(DashboardFixture.WAIT)
+        .until(() -> app.job(featured).progressPercent() != null
+            && app.job(featured).progressPercent() == 60
             && app.job(running.get(1)).progressPercent() == 60);
     return featured;
   }
@@ -128,8 +163,13 @@ class DashboardScreenshotsTest {
   void overviewScreenshotShowsQueuesChartAndWorkers() throws IOException {
     browser.open(app.url("/"));
     browser.waitForText("#queues-table tr[data-queue='reports']", "paused");
-    browser.waitFor(d -> Long.parseLong(d.findElement(org.openqa.selenium.By.id("throughput-chart")).getAttribute("data-succeeded")) > 500);
-    browser.waitForAttribute("#workers-table tr[data-worker='" + app.worker.workerId() + "'] td[data-running]", "data-running", "3");
+    browser.waitFor(d -> Long.parseLong(d.findElement(org.openqa.selenium.By.id("throughput-chart"))
+            .getAttribute("data-succeeded"))
+        > 500);
+    browser.waitForAttribute(
+        "#workers-table tr[data-worker='" + app.worker.workerId() + "'] td[data-running]",
+        "data-running",
+        "3");
     assertSmallPng(browser.screenshot(DIR, "dashboard-overview.png"));
     browser.assertNoConsoleErrors();
   }

@@ -47,9 +47,11 @@ class DashboardTest extends BrowserTest {
     String key = key();
     browser.open(app.url("/enqueue"));
     markPage();
-    browser.waitFor(d -> d.findElements(By.cssSelector("#enqueue-type option[value='task']")).size() == 1);
+    browser.waitFor(d ->
+        d.findElements(By.cssSelector("#enqueue-type option[value='task']")).size() == 1);
     new Select(browser.find("#enqueue-type")).selectByValue("task");
-    assertThat(browser.find("#enqueue-payload").getAttribute("value")).contains("\"note\"", "\"key\"");
+    assertThat(browser.find("#enqueue-payload").getAttribute("value"))
+        .contains("\"note\"", "\"key\"");
     WebElement payload = browser.find("#enqueue-payload");
     payload.clear();
     payload.sendKeys("{\"note\": \"steps\", \"key\": \"" + key + "\"}");
@@ -120,7 +122,10 @@ class DashboardTest extends BrowserTest {
   @Test
   void aChildJobAndItsParentLinkToEachOtherOnTheirPages() {
     UUID parent = app.enqueue("ok", key(), "parked");
-    UUID child = app.enqueue("ok", key(), io.pgjobs.EnqueueOptions.builder().queue("parked").parent(parent).build());
+    UUID child = app.enqueue(
+        "ok",
+        key(),
+        io.pgjobs.EnqueueOptions.builder().queue("parked").parent(parent).build());
 
     browser.open(app.url("/jobs/" + child));
     browser.waitForText("#job-parent", parent.toString());
@@ -162,7 +167,8 @@ class DashboardTest extends BrowserTest {
   @Test
   void failedJobRetriedFromItsPageRunsAgainAndSucceeds() {
     String key = key();
-    UUID id = app.enqueue("fail-once", key, EnqueueOptions.builder().maxAttempts(1).build());
+    UUID id =
+        app.enqueue("fail-once", key, EnqueueOptions.builder().maxAttempts(1).build());
     app.awaitState(id, JobState.FAILED);
     browser.open(app.url("/jobs/" + id));
     browser.waitForText("#job-state", "failed");
@@ -185,7 +191,10 @@ class DashboardTest extends BrowserTest {
   @Test
   void failedJobRequeuedAsANewJobOpensTheCopyAndLeavesTheFailedOne() {
     String key = key();
-    UUID id = app.enqueue("fail-once", key, EnqueueOptions.builder().maxAttempts(1).context("requeue " + key).build());
+    UUID id = app.enqueue(
+        "fail-once",
+        key,
+        EnqueueOptions.builder().maxAttempts(1).context("requeue " + key).build());
     app.awaitState(id, JobState.FAILED);
     browser.open(app.url("/jobs/" + id));
     browser.waitForText("#job-state", "failed");
@@ -215,8 +224,11 @@ class DashboardTest extends BrowserTest {
     UUID first = app.enqueue("ok", key(), "reports");
     UUID second = app.enqueue("ok", key(), "reports");
     // The worker serves "reports" and polls it every 100 ms: for two seconds nothing is claimed.
-    await().during(Duration.ofSeconds(2)).atMost(WAIT)
-        .until(() -> app.job(first).state() == JobState.QUEUED && app.job(second).state() == JobState.QUEUED);
+    await()
+        .during(Duration.ofSeconds(2))
+        .atMost(WAIT)
+        .until(() -> app.job(first).state() == JobState.QUEUED
+            && app.job(second).state() == JobState.QUEUED);
 
     browser.open(app.url("/"));
     String row = "#queues-table tr[data-queue='reports']";
@@ -230,14 +242,16 @@ class DashboardTest extends BrowserTest {
     browser.waitForText("#action-result", "resumed");
     app.awaitState(first, JobState.SUCCEEDED);
     app.awaitState(second, JobState.SUCCEEDED);
-    browser.waitForAttribute("#queues-admin-table tr[data-queue='reports']", "data-paused", "false");
+    browser.waitForAttribute(
+        "#queues-admin-table tr[data-queue='reports']", "data-paused", "false");
   }
 
   @Test
   void aJobThatNoLiveWorkerCanRunIsShownAsSuchOnTheQueuesPage() {
     // A queue of its own (no other test counts it); the fixture's worker declares no capabilities.
     String queue = "gpu-" + key();
-    UUID id = app.enqueue("ok", key(), EnqueueOptions.builder().queue(queue).capability("gpu").build());
+    UUID id = app.enqueue(
+        "ok", key(), EnqueueOptions.builder().queue(queue).capability("gpu").build());
     try {
       browser.open(app.url("/queues"));
       String row = "#queues-admin-table tr[data-queue='" + queue + "']";
@@ -262,17 +276,24 @@ class DashboardTest extends BrowserTest {
     for (int i = 0; i < 2; i++) {
       ids.add(app.enqueue("fail", key(), EnqueueOptions.builder().maxAttempts(1).build()));
     }
-    await().atMost(WAIT).until(() -> ids.stream().allMatch(id -> app.job(id).state().isTerminal()));
+    await()
+        .atMost(WAIT)
+        .until(() -> ids.stream().allMatch(id -> app.job(id).state().isTerminal()));
 
-    long succeeded = app.db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'");
-    long failed = app.db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'failed'");
+    long succeeded =
+        app.db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'");
+    long failed =
+        app.db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'failed'");
     browser.waitForAttribute("#throughput-chart", "data-succeeded", Long.toString(succeeded));
     browser.waitForAttribute("#throughput-chart", "data-failed", Long.toString(failed));
     assertThat(succeeded).isGreaterThanOrEqualTo(5);
-    assertThat(browser.find("#throughput-chart .total-succeeded").getText()).isEqualTo(Long.toString(succeeded));
-    // The bars of this minute (and maybe the last, across a minute boundary) hold the new completions.
+    assertThat(browser.find("#throughput-chart .total-succeeded").getText())
+        .isEqualTo(Long.toString(succeeded));
+    // The bars of this minute (and maybe the last, across a minute boundary) hold the new
+    // completions.
     long inBars = browser.findAll("#throughput-chart g[data-succeeded]").stream()
-        .mapToLong(g -> Long.parseLong(g.getAttribute("data-succeeded"))).sum();
+        .mapToLong(g -> Long.parseLong(g.getAttribute("data-succeeded")))
+        .sum();
     assertThat(inBars).isEqualTo(succeeded);
     assertThat(browser.findAll("#throughput-chart rect.ok")).isNotEmpty();
     assertThat(browser.findAll("#throughput-chart rect.fail")).isNotEmpty();
@@ -286,21 +307,29 @@ class DashboardTest extends BrowserTest {
     UUID running = app.enqueue("block", key(), "images");
     app.awaitState(running, JobState.RUNNING);
     UUID waiting = app.enqueue("ok", key(), "parked");
-    UUID later = app.enqueue("ok", key(), EnqueueOptions.builder().queue("parked").delay(Duration.ofHours(1)).build());
+    UUID later = app.enqueue(
+        "ok",
+        key(),
+        EnqueueOptions.builder().queue("parked").delay(Duration.ofHours(1)).build());
     browser.open(app.url("/"));
 
     String parked = "#queues-table tr[data-queue='parked']";
     browser.waitForText(parked + " td[data-count='scheduled']", "1");
-    assertThat(browser.find(parked + " td[data-count='queued']").getText()).isEqualTo(
-        Long.toString(app.db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE queue = 'parked' AND run_at <= now()")));
-    browser.waitFor(d -> !d.findElement(By.cssSelector(parked + " td[data-oldest]")).getText().equals("–"));
+    assertThat(browser.find(parked + " td[data-count='queued']").getText())
+        .isEqualTo(Long.toString(app.db.queryLong(
+            "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'parked' AND run_at <= now()")));
+    browser.waitFor(d ->
+        !d.findElement(By.cssSelector(parked + " td[data-oldest]")).getText().equals("–"));
     browser.waitForText("#queues-table tr[data-queue='images'] td[data-count='running']", "1");
 
     String worker = "#workers-table tr[data-worker='" + app.worker.workerId() + "']";
     browser.waitForText(worker, "images ×4");
-    assertThat(browser.find(worker).getText()).contains("default ×4", "emails ×4", "reports ×4", "ago");
-    browser.waitFor(d -> Integer.parseInt(d.findElement(By.cssSelector(worker + " td[data-running]"))
-        .getAttribute("data-running")) >= 1);
+    assertThat(browser.find(worker).getText())
+        .contains("default ×4", "emails ×4", "reports ×4", "ago");
+    browser.waitFor(
+        d -> Integer.parseInt(d.findElement(By.cssSelector(worker + " td[data-running]"))
+                .getAttribute("data-running"))
+            >= 1);
     assertThat(browser.find("#totals .card.running .n").getText()).isNotEqualTo("0");
 
     app.client.cancel(running);
@@ -316,12 +345,17 @@ class DashboardTest extends BrowserTest {
     String queue = "list-" + key();
     List<UUID> listed = new ArrayList<>();
     for (int i = 0; i < 55; i++) {
-      listed.add(app.enqueue("ok", "p" + i, EnqueueOptions.builder().queue(queue).context(i == 7 ? mark : null).build()));
+      listed.add(app.enqueue(
+          "ok",
+          "p" + i,
+          EnqueueOptions.builder().queue(queue).context(i == 7 ? mark : null).build()));
     }
-    UUID failed = app.enqueue("fail", "f-" + mark, EnqueueOptions.builder().maxAttempts(1).build());
+    UUID failed =
+        app.enqueue("fail", "f-" + mark, EnqueueOptions.builder().maxAttempts(1).build());
     app.awaitState(failed, JobState.FAILED);
     // Newest first: by id, which is time-ordered (UUIDv7; ids of one millisecond in random order).
-    List<String> expected = listed.stream().sorted(PG_UUID_ORDER.reversed()).map(UUID::toString).toList();
+    List<String> expected =
+        listed.stream().sorted(PG_UUID_ORDER.reversed()).map(UUID::toString).toList();
 
     browser.open(app.url("/jobs?queue=" + queue));
     browser.waitForText("#page-info", "page 1 · 50 jobs");
@@ -340,7 +374,8 @@ class DashboardTest extends BrowserTest {
     browser.find("#filter-queue").clear();
     browser.find("#filter-text").sendKeys(mark);
     browser.find("#filter-apply").click();
-    browser.waitFor(d -> rowIds().equals(List.of(failed.toString(), listed.get(7).toString())));
+    browser.waitFor(
+        d -> rowIds().equals(List.of(failed.toString(), listed.get(7).toString())));
     assertThat(browser.driver.getCurrentUrl()).contains("text=" + mark);
 
     new Select(browser.find("#filter-state")).selectByValue("failed");
@@ -353,12 +388,14 @@ class DashboardTest extends BrowserTest {
   }
 
   /** PostgreSQL's uuid order (unsigned, byte by byte), which "newest first" follows. */
-  private static final java.util.Comparator<UUID> PG_UUID_ORDER =
-      java.util.Comparator.comparing(UUID::getMostSignificantBits, Long::compareUnsigned)
-          .thenComparing(UUID::getLeastSignificantBits, Long::compareUnsigned);
+  private static final java.util.Comparator<UUID> PG_UUID_ORDER = java.util.Comparator.comparing(
+          UUID::getMostSignificantBits, Long::compareUnsigned)
+      .thenComparing(UUID::getLeastSignificantBits, Long::compareUnsigned);
 
   private static List<String> rowIds() {
-    return browser.findAll("#jobs-table tbody tr[data-job]").stream().map(r -> r.getAttribute("data-job")).toList();
+    return browser.findAll("#jobs-table tbody tr[data-job]").stream()
+        .map(r -> r.getAttribute("data-job"))
+        .toList();
   }
 
   // ---------------------------------------------------------------- bulk actions
@@ -368,17 +405,29 @@ class DashboardTest extends BrowserTest {
     String queue = "bulk-" + key();
     List<UUID> ids = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      ids.add(app.enqueue(key(), key(), EnqueueOptions.builder().queue(queue).delay(java.time.Duration.ofHours(1)).build()));
+      ids.add(app.enqueue(
+          key(),
+          key(),
+          EnqueueOptions.builder()
+              .queue(queue)
+              .delay(java.time.Duration.ofHours(1))
+              .build()));
     }
-    UUID elsewhere = app.enqueue(key(), key(), EnqueueOptions.builder().queue("other-" + key())
-        .delay(java.time.Duration.ofHours(1)).build());
+    UUID elsewhere = app.enqueue(
+        key(),
+        key(),
+        EnqueueOptions.builder()
+            .queue("other-" + key())
+            .delay(java.time.Duration.ofHours(1))
+            .build());
 
     browser.open(app.url("/jobs?queue=" + queue));
     browser.waitFor(d -> browser.findAll("#jobs-table tbody tr[data-job]").size() == 3);
     browser.find("#bulk-cancel").click();
     browser.visible("#confirm-dialog");
     assertThat(browser.find("#confirm-title").getText()).isEqualTo("Cancel matching jobs?");
-    assertThat(browser.find("#confirm-message").getText()).startsWith("3 jobs matching these filters will be cancelled");
+    assertThat(browser.find("#confirm-message").getText())
+        .startsWith("3 jobs matching these filters will be cancelled");
     assertThat(browser.find("#confirm-yes").getText()).isEqualTo("Cancel 3 jobs");
     // The count came from a dry run: nothing is cancelled while the question is open.
     ids.forEach(id -> assertThat(app.job(id).state()).isEqualTo(JobState.QUEUED));
@@ -390,7 +439,8 @@ class DashboardTest extends BrowserTest {
 
     browser.find("#bulk-retry").click();
     browser.visible("#confirm-dialog");
-    assertThat(browser.find("#confirm-message").getText()).startsWith("3 jobs matching these filters will be queued again");
+    assertThat(browser.find("#confirm-message").getText())
+        .startsWith("3 jobs matching these filters will be queued again");
     browser.click("#confirm-no");
     browser.waitFor(d -> !d.findElement(By.id("confirm-dialog")).isDisplayed());
     ids.forEach(id -> assertThat(app.job(id).state()).isEqualTo(JobState.CANCELLED));
@@ -416,10 +466,12 @@ class DashboardTest extends BrowserTest {
     app.gatewayDown(true);
     List<UUID> group = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      group.add(app.enqueue("flaky", key(), EnqueueOptions.builder().maxAttempts(1).build()));
+      group.add(
+          app.enqueue("flaky", key(), EnqueueOptions.builder().maxAttempts(1).build()));
     }
     String otherKey = key();
-    UUID other = app.enqueue("fail", otherKey, EnqueueOptions.builder().maxAttempts(1).build());
+    UUID other =
+        app.enqueue("fail", otherKey, EnqueueOptions.builder().maxAttempts(1).build());
     group.forEach(id -> app.awaitState(id, JobState.FAILED));
     app.awaitState(other, JobState.FAILED);
 
@@ -429,7 +481,9 @@ class DashboardTest extends BrowserTest {
     assertThat(row.getAttribute("data-type")).isEqualTo("task");
     assertThat(row.getAttribute("data-count")).isEqualTo("3");
     assertThat(row.findElement(By.cssSelector(".err-line")).getText()).contains("gateway down");
-    assertThat(Integer.parseInt(groupRow("java.lang.IllegalStateException").getAttribute("data-count"))).isPositive();
+    assertThat(Integer.parseInt(
+            groupRow("java.lang.IllegalStateException").getAttribute("data-count")))
+        .isPositive();
 
     app.gatewayDown(false);
     row.findElement(By.cssSelector("button.retry-group")).click();
@@ -455,10 +509,12 @@ class DashboardTest extends BrowserTest {
   void enqueueFormShowsTheApisValidationErrorsNextToTheFieldsAndStoresNothing() {
     long before = storedJobs();
     browser.open(app.url("/enqueue?type=send_email"));
-    browser.waitFor(d -> "send_email".equals(d.findElement(By.id("enqueue-type")).getAttribute("value")));
+    browser.waitFor(
+        d -> "send_email".equals(d.findElement(By.id("enqueue-type")).getAttribute("value")));
     assertThat(browser.find("#enqueue-queue").getAttribute("placeholder")).isEqualTo("emails");
     // Prefilled with the type's example (JobType.withExample).
-    assertThat(browser.find("#enqueue-payload").getAttribute("value")).contains("\"to\": \"ada@example.com\"");
+    assertThat(browser.find("#enqueue-payload").getAttribute("value"))
+        .contains("\"to\": \"ada@example.com\"");
 
     // Not JSON: caught before anything is sent.
     WebElement payload = browser.find("#enqueue-payload");
@@ -467,7 +523,8 @@ class DashboardTest extends BrowserTest {
     browser.find("#enqueue-submit").click();
     browser.waitForText(".field-error[data-for='payload']", "not valid JSON");
 
-    // A bad option only the API can judge (the form checks numbers itself): its 422 names the field,
+    // A bad option only the API can judge (the form checks numbers itself): its 422 names the
+    // field,
     // shown next to it.
     browser.expectFailedRequest("/jobs", 422);
     payload.clear();
@@ -475,15 +532,18 @@ class DashboardTest extends BrowserTest {
     browser.find("#enqueue-queue").sendKeys("no spaces allowed");
     browser.find("#enqueue-submit").click();
     browser.waitForText("#enqueue-errors", "422");
-    browser.waitFor(d -> !browser.find(".field-error[data-for='queue']").getText().isEmpty());
+    browser.waitFor(
+        d -> !browser.find(".field-error[data-for='queue']").getText().isEmpty());
     assertThat(browser.find("#enqueue-queue").getAttribute("class")).contains("invalid");
 
     // A payload its type's validator rejects: every problem next to the payload.
     browser.find("#enqueue-queue").clear();
     browser.expectFailedRequest("/jobs", 422);
     browser.find("#enqueue-submit").click();
-    browser.waitForText(".field-error[data-for='payload']", "payload.to: must be an e-mail address");
-    assertThat(browser.find(".field-error[data-for='payload']").getText()).contains("payload.subject: is required");
+    browser.waitForText(
+        ".field-error[data-for='payload']", "payload.to: must be an e-mail address");
+    assertThat(browser.find(".field-error[data-for='payload']").getText())
+        .contains("payload.subject: is required");
     assertThat(browser.find(".field-error[data-for='queue']").getText()).isEmpty();
     assertThat(browser.find("#enqueue-payload").getAttribute("class")).contains("invalid");
     assertThat(browser.driver.getCurrentUrl()).endsWith("#/enqueue?type=send_email");
@@ -499,7 +559,8 @@ class DashboardTest extends BrowserTest {
   }
 
   private static long storedJobs() {
-    return app.db.queryLong("SELECT (SELECT count(*) FROM pgjobs.jobs) + (SELECT count(*) FROM pgjobs.finished_jobs)");
+    return app.db.queryLong(
+        "SELECT (SELECT count(*) FROM pgjobs.jobs) + (SELECT count(*) FROM pgjobs.finished_jobs)");
   }
 
   @Test
@@ -508,7 +569,8 @@ class DashboardTest extends BrowserTest {
     List<String> urls = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
       browser.open(app.url("/enqueue?type=task"));
-      browser.waitFor(d -> "task".equals(d.findElement(By.id("enqueue-type")).getAttribute("value")));
+      browser.waitFor(
+          d -> "task".equals(d.findElement(By.id("enqueue-type")).getAttribute("value")));
       WebElement payload = browser.find("#enqueue-payload");
       payload.clear();
       payload.sendKeys("{\"note\": \"ok\", \"key\": \"" + idempotencyKey + "\"}");
@@ -527,17 +589,30 @@ class DashboardTest extends BrowserTest {
 
   @Test
   void everyPageFitsAPhoneWidthWithoutSidewaysScrolling() {
-    UUID id = app.enqueue("fail", key(), EnqueueOptions.builder().maxAttempts(1).context(("a rather long context "
-        + "string that goes on and on to see that it wraps instead of widening the page ").repeat(2)).build());
+    UUID id = app.enqueue(
+        "fail",
+        key(),
+        EnqueueOptions.builder()
+            .maxAttempts(1)
+            .context(("a rather long context "
+                    + "string that goes on and on to see that it wraps instead of widening the page ")
+                .repeat(2))
+            .build());
     app.awaitState(id, JobState.FAILED);
     browser.windowSize(new Dimension(390, 844));
-    for (String page : List.of("/", "/jobs", "/jobs/" + id, "/dead-letters", "/enqueue", "/queues")) {
+    for (String page :
+        List.of("/", "/jobs", "/jobs/" + id, "/dead-letters", "/enqueue", "/queues")) {
       browser.open(app.url(page));
       browser.waitFor(d -> !d.findElement(By.id("main")).getText().isBlank());
-      browser.waitFor(d -> d.findElements(By.cssSelector("#main tbody tr, #job-facts dt, #enqueue-type option[value='task']")).size() > 0);
+      browser.waitFor(d -> d.findElements(By.cssSelector(
+                  "#main tbody tr, #job-facts dt, #enqueue-type option[value='task']"))
+              .size()
+          > 0);
       Number overflow = (Number) browser.script(
           "return document.documentElement.scrollWidth - document.documentElement.clientWidth;");
-      assertThat(overflow.intValue()).as("sideways overflow of %s at 390 px", page).isLessThanOrEqualTo(0);
+      assertThat(overflow.intValue())
+          .as("sideways overflow of %s at 390 px", page)
+          .isLessThanOrEqualTo(0);
     }
   }
 
@@ -546,9 +621,11 @@ class DashboardTest extends BrowserTest {
     browser.open(app.url("/"));
     try {
       browser.colorScheme("dark");
-      String dark = (String) browser.script("return getComputedStyle(document.documentElement).backgroundColor;");
+      String dark = (String)
+          browser.script("return getComputedStyle(document.documentElement).backgroundColor;");
       browser.colorScheme("light");
-      String light = (String) browser.script("return getComputedStyle(document.documentElement).backgroundColor;");
+      String light = (String)
+          browser.script("return getComputedStyle(document.documentElement).backgroundColor;");
       assertThat(brightness(dark)).isLessThan(0.2);
       assertThat(brightness(light)).isGreaterThan(0.8);
     } finally {
@@ -559,7 +636,8 @@ class DashboardTest extends BrowserTest {
   /** Brightness 0..1 of "rgb(r, g, b)". */
   private static double brightness(String rgb) {
     String[] parts = rgb.replaceAll("[^0-9,]", "").split(",");
-    return (Integer.parseInt(parts[0]) + Integer.parseInt(parts[1]) + Integer.parseInt(parts[2])) / (3 * 255.0);
+    return (Integer.parseInt(parts[0]) + Integer.parseInt(parts[1]) + Integer.parseInt(parts[2]))
+        / (3 * 255.0);
   }
 
   // ---------------------------------------------------------------- the event stream parser
@@ -581,7 +659,9 @@ class DashboardTest extends BrowserTest {
           done(seen);
         });
         """);
-    assertThat(events).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.LIST)
-        .containsExactly("state|{\"a\":1}|7", "message|line one\nline two|7", "progress|no-space|7");
+    assertThat(events)
+        .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.LIST)
+        .containsExactly(
+            "state|{\"a\":1}|7", "message|line one\nline two|7", "progress|no-space|7");
   }
 }

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.pgjobs.JobState;
 import io.pgjobs.server.ApiServer;
-import java.util.function.UnaryOperator;
 import java.util.Map;
 import java.util.UUID;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 
@@ -18,6 +18,7 @@ import org.openqa.selenium.By;
 class DashboardTokenTest extends BrowserTest {
   static final String ADMIN = "admin-token-0123456789abcdef";
   static final String READ = "read-token-0123456789abcdef";
+
   @Override
   UnaryOperator<ApiServer.Builder> server() {
     return b -> b.tokens(Map.of(ADMIN, ApiServer.Scope.ADMIN, READ, ApiServer.Scope.READ));
@@ -25,7 +26,8 @@ class DashboardTokenTest extends BrowserTest {
 
   /** Every API read of the dashboard answers 401 until it has a token; Chrome logs each. */
   private static void expectUnauthorized() {
-    for (String path : new String[] {"/queues", "/stats", "/workers", "/events", "/jobs", "/job-types"}) {
+    for (String path :
+        new String[] {"/queues", "/stats", "/workers", "/events", "/jobs", "/job-types"}) {
       browser.expectFailedRequest(path, 401);
     }
   }
@@ -55,11 +57,13 @@ class DashboardTokenTest extends BrowserTest {
 
     // A new job appears by the event stream, which needs the token too.
     UUID id = app.enqueue("ok", "live", "parked");
-    browser.waitFor(d -> !d.findElements(By.cssSelector("#jobs-table tr[data-job='" + id + "']")).isEmpty());
+    browser.waitFor(d ->
+        !d.findElements(By.cssSelector("#jobs-table tr[data-job='" + id + "']")).isEmpty());
 
     // A reload keeps the token: no question asked.
     browser.driver.navigate().refresh();
-    browser.waitFor(d -> !d.findElements(By.cssSelector("#jobs-table tr[data-job='" + id + "']")).isEmpty());
+    browser.waitFor(d ->
+        !d.findElements(By.cssSelector("#jobs-table tr[data-job='" + id + "']")).isEmpty());
     assertThat(browser.find("#token-dialog").isDisplayed()).isFalse();
     browser.waitForAttribute("#live", "data-status", "live");
     assertThat(browser.find("#sign-out").isDisplayed()).isTrue();
@@ -94,11 +98,14 @@ class DashboardTokenTest extends BrowserTest {
         };
         }
         """;
-    String script = (String) browser.driver.executeCdpCommand("Page.addScriptToEvaluateOnNewDocument",
-        Map.of("source", hold)).get("identifier");
+    String script = (String) browser
+        .driver
+        .executeCdpCommand("Page.addScriptToEvaluateOnNewDocument", Map.of("source", hold))
+        .get("identifier");
     try {
       expectUnauthorized();
-      browser.openOther("about:blank"); // the dashboard's routes are hash changes: load a new document
+      browser.openOther(
+          "about:blank"); // the dashboard's routes are hash changes: load a new document
       browser.open(app.url("/jobs"));
       browser.visible("#token-dialog");
       browser.waitFor(d -> ((Number) browser.script("return window.__held;")).intValue() >= 2);
@@ -108,10 +115,15 @@ class DashboardTokenTest extends BrowserTest {
 
       browser.waitForAttribute("#live", "data-status", "live");
       browser.waitFor(d -> ((Number) browser.script(
-          "return document.querySelectorAll('#known-queues option').length;")).intValue() > 0);
-      assertThat(browser.find("#token-dialog").isDisplayed()).as("asked for a token again").isFalse();
+                  "return document.querySelectorAll('#known-queues option').length;"))
+              .intValue()
+          > 0);
+      assertThat(browser.find("#token-dialog").isDisplayed())
+          .as("asked for a token again")
+          .isFalse();
     } finally {
-      browser.driver.executeCdpCommand("Page.removeScriptToEvaluateOnNewDocument", Map.of("identifier", script));
+      browser.driver.executeCdpCommand(
+          "Page.removeScriptToEvaluateOnNewDocument", Map.of("identifier", script));
       browser.script("sessionStorage.removeItem('pgjobs.transport');");
     }
   }

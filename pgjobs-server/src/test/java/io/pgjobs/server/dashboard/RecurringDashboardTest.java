@@ -21,8 +21,10 @@ class RecurringDashboardTest extends BrowserTest {
   /** Adds a schedule of the fixture's task type (its jobs succeed) through the library; returns its name. */
   private static String schedule(String cron, String zone) {
     String name = "sched-" + UUID.randomUUID().toString().substring(0, 8);
-    app.client.recurring().add(Definition.of(name, cron, zone, "task")
-        .withPayload(Map.of("note", "ok", "key", name)));
+    app.client
+        .recurring()
+        .add(
+            Definition.of(name, cron, zone, "task").withPayload(Map.of("note", "ok", "key", name)));
     return name;
   }
 
@@ -38,18 +40,24 @@ class RecurringDashboardTest extends BrowserTest {
     browser.waitFor(d -> !browser.findAll(row(name)).isEmpty());
 
     WebElement tr = browser.find(row(name));
-    assertThat(tr.getText()).contains(name, "30 6 * * MON-FRI", "America/New_York", "none yet", "active");
+    assertThat(tr.getText())
+        .contains(name, "30 6 * * MON-FRI", "America/New_York", "none yet", "active");
     assertThat(tr.findElement(org.openqa.selenium.By.cssSelector(".words")).getText())
         .isEqualTo(CronSchedule.parse("30 6 * * MON-FRI", "America/New_York").describe());
     List<String> shown = browser.findAll(row(name) + " ol.next-runs time").stream()
-        .map(t -> t.getAttribute("datetime")).toList();
-    List<Instant> expected = CronSchedule.parse("30 6 * * MON-FRI", "America/New_York").upcoming(Instant.now(), 5);
+        .map(t -> t.getAttribute("datetime"))
+        .toList();
+    List<Instant> expected =
+        CronSchedule.parse("30 6 * * MON-FRI", "America/New_York").upcoming(Instant.now(), 5);
     assertThat(shown).hasSize(5);
-    assertThat(shown).containsExactlyElementsOf(expected.stream().map(Instant::toString).toList());
-    // Shown in the schedule's zone, where its fields are read: 06:30 New York time whatever the browser's zone.
-    assertThat(browser.findAll(row(name) + " ol.next-runs time")).allSatisfy(t -> assertThat(t.getText())
-        .matches("\\d{4}-\\d\\d-\\d\\d 06:30:00"));
-    assertThat(browser.find("#nav a[data-page='recurring']").getAttribute("aria-current")).isEqualTo("page");
+    assertThat(shown)
+        .containsExactlyElementsOf(expected.stream().map(Instant::toString).toList());
+    // Shown in the schedule's zone, where its fields are read: 06:30 New York time whatever the
+    // browser's zone.
+    assertThat(browser.findAll(row(name) + " ol.next-runs time"))
+        .allSatisfy(t -> assertThat(t.getText()).matches("\\d{4}-\\d\\d-\\d\\d 06:30:00"));
+    assertThat(browser.find("#nav a[data-page='recurring']").getAttribute("aria-current"))
+        .isEqualTo("page");
   }
 
   @Test
@@ -88,6 +96,9 @@ class RecurringDashboardTest extends BrowserTest {
     browser.find(row(name) + " a.last-run-link").click();
     browser.waitFor(d -> d.getCurrentUrl().endsWith("#/jobs/" + id));
     browser.waitForText("#job-state", "succeeded");
-    await().atMost(WAIT).until(() -> app.client.recurring().get(name).orElseThrow().lastRun().jobId().equals(id));
+    await()
+        .atMost(WAIT)
+        .until(() ->
+            app.client.recurring().get(name).orElseThrow().lastRun().jobId().equals(id));
   }
 }

@@ -23,8 +23,9 @@ class TrackerPageTest extends BrowserTest {
   /** Opens the example page set up to start a {@code task} job with {@code note} and {@code key}. */
   private static void openPage(String note, String key, String extra) {
     String args = "{\"note\":\"" + note + "\",\"key\":\"" + key + "\"}";
-    browser.openOther("http://127.0.0.1:" + app.server.port() + "/client/tracker.html?type=task&args="
-        + URLEncoder.encode(args, StandardCharsets.UTF_8) + extra);
+    browser.openOther(
+        "http://127.0.0.1:" + app.server.port() + "/client/tracker.html?type=task&args="
+            + URLEncoder.encode(args, StandardCharsets.UTF_8) + extra);
     browser.visible("#start");
   }
 
@@ -32,7 +33,8 @@ class TrackerPageTest extends BrowserTest {
   private static UUID startJob() {
     String before = browser.find("#job-id").getText();
     browser.find("#start").click();
-    browser.waitFor(d -> !browser.find("#job-id").getText().isEmpty() && !browser.find("#job-id").getText().equals(before));
+    browser.waitFor(d -> !browser.find("#job-id").getText().isEmpty()
+        && !browser.find("#job-id").getText().equals(before));
     return UUID.fromString(browser.find("#job-id").getText());
   }
 
@@ -101,10 +103,14 @@ class TrackerPageTest extends BrowserTest {
     browser.waitForAttribute("body", "data-done", "succeeded");
     assertThat(browser.find("#state").getText()).isEqualTo("succeeded");
     assertThat(browser.find("#output").getText()).contains("\"done\": \"" + key + "\"");
-    // Reconnected over the WebSocket again: the server answered HTTP only once the socket worked too.
+    // Reconnected over the WebSocket again: the server answered HTTP only once the socket worked
+    // too.
     assertThat(browser.find("body").getAttribute("data-transport")).isEqualTo("websocket");
     // While the server was away Chrome logged the refused connections; those are expected here.
-    browser.consoleErrors().forEach(e -> assertThat(e).containsAnyOf("ERR_CONNECTION_REFUSED", "WebSocket connection"));
+    browser
+        .consoleErrors()
+        .forEach(
+            e -> assertThat(e).containsAnyOf("ERR_CONNECTION_REFUSED", "WebSocket connection"));
   }
 
   @Test
@@ -128,7 +134,8 @@ class TrackerPageTest extends BrowserTest {
     UUID firstId = startJob();
     waitForProgress(10, "step 1");
 
-    // The page closes the first tracker (the client's connection goes idle) and follows the new job.
+    // The page closes the first tracker (the client's connection goes idle) and follows the new
+    // job.
     String second = key();
     browser.find("#args").clear();
     browser.find("#args").sendKeys("{\"note\":\"steps\",\"key\":\"" + second + "\"}");
@@ -163,8 +170,10 @@ class TrackerPageTest extends BrowserTest {
       UUID id = app.enqueue("steps", key, "default");
       browser.open(app.url("/jobs/" + id));
       // The dashboard reads the forced transport when it starts: set it, then reload.
-      browser.script(transport.equals("sse")
-          ? "sessionStorage.setItem('pgjobs.transport', 'sse');" : "sessionStorage.removeItem('pgjobs.transport');");
+      browser.script(
+          transport.equals("sse")
+              ? "sessionStorage.setItem('pgjobs.transport', 'sse');"
+              : "sessionStorage.removeItem('pgjobs.transport');");
       browser.driver.navigate().refresh();
       browser.waitForAttribute("#live", "data-transport", transport);
       browser.waitForAttribute("#live", "data-status", "live");

@@ -6,9 +6,9 @@ import io.pgjobs.JobState;
 import io.pgjobs.server.ApiServer;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
-import java.util.function.UnaryOperator;
 import java.util.Map;
 import java.util.UUID;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 
 /** The tracker example page against a server with API tokens: the client sends the page's token. */
@@ -22,13 +22,16 @@ class TrackerTokenTest extends BrowserTest {
   }
 
   private static int jobCount() {
-    return app.client.list(io.pgjobs.JobFilter.builder().limit(1000).build()).jobs().size();
+    return app.client
+        .list(io.pgjobs.JobFilter.builder().limit(1000).build())
+        .jobs()
+        .size();
   }
 
   private static void openPage(String key) {
     String args = "{\"note\":\"steps\",\"key\":\"" + key + "\"}";
-    browser.openOther("http://127.0.0.1:" + app.server.port() + "/client/tracker.html?type=task&args="
-        + URLEncoder.encode(args, StandardCharsets.UTF_8));
+    browser.openOther("http://127.0.0.1:" + app.server.port()
+        + "/client/tracker.html?type=task&args=" + URLEncoder.encode(args, StandardCharsets.UTF_8));
     browser.visible("#start");
   }
 

@@ -50,8 +50,14 @@ class EventHubReconnectTest {
     try (TestDatabase db = TestDatabase.create()) {
       JobClient client = JobClient.builder(db.dataSource()).knownTypes(TASK).build();
       client.migrate();
-      try (EventHub hub = new EventHub(db.dataSource(), client.eventsChannel(), JsonMapper.builder().build(),
-          Duration.ofSeconds(15), EventLimits.DEFAULTS, db.dataSource(), client.schema())) {
+      try (EventHub hub = new EventHub(
+          db.dataSource(),
+          client.eventsChannel(),
+          JsonMapper.builder().build(),
+          Duration.ofSeconds(15),
+          EventLimits.DEFAULTS,
+          db.dataSource(),
+          client.schema())) {
         hub.start();
         await().atMost(WAIT).until(hub::isListening);
         UUID unchanged = client.enqueue(TASK, Map.of()).job().id();
@@ -61,16 +67,27 @@ class EventHubReconnectTest {
         Recorder unchangedSink = new Recorder();
         Recorder changedSink = new Recorder();
         EventHub.Peer peer = hub.connect(null);
-        peer.subscribe(unchangedSink, new EventFilter(unchanged, Set.of(), Set.of()), unchangedReads::incrementAndGet);
-        peer.subscribe(changedSink, new EventFilter(changed, Set.of(), Set.of()), changedReads::incrementAndGet);
-        await().atMost(WAIT).until(() -> unchangedSink.sent.contains("snapshot") && changedSink.sent.contains("snapshot"));
+        peer.subscribe(
+            unchangedSink,
+            new EventFilter(unchanged, Set.of(), Set.of()),
+            unchangedReads::incrementAndGet);
+        peer.subscribe(
+            changedSink,
+            new EventFilter(changed, Set.of(), Set.of()),
+            changedReads::incrementAndGet);
+        await()
+            .atMost(WAIT)
+            .until(() ->
+                unchangedSink.sent.contains("snapshot") && changedSink.sent.contains("snapshot"));
 
         client.cancel(changed);
         await().atMost(WAIT).until(() -> changedSink.sent.contains("state"));
 
         long checks = hub.fingerprintChecks();
-        assertThat(db.queryLong("SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity"
-            + " WHERE datname = current_database() AND query LIKE 'LISTEN %'")).isEqualTo(1);
+        assertThat(
+                db.queryLong("SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity"
+                    + " WHERE datname = current_database() AND query LIKE 'LISTEN %'"))
+            .isEqualTo(1);
         await().atMost(WAIT).until(() -> hub.fingerprintChecks() > checks);
 
         // The changed job is re-read (resync, then a fresh snapshot); the other one is not.

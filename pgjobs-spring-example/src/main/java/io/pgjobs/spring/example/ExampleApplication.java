@@ -20,7 +20,8 @@ import org.springframework.boot.autoconfigure.SpringBootApplication;
 public class ExampleApplication {
   public static void main(String[] args) throws SQLException {
     String configured = System.getenv("DATABASE_URL");
-    DatabaseUrl url = DatabaseUrl.parse(configured == null || configured.isBlank() ? DatabaseUrl.DEFAULT : configured);
+    DatabaseUrl url = DatabaseUrl.parse(
+        configured == null || configured.isBlank() ? DatabaseUrl.DEFAULT : configured);
     if (url.createDatabaseIfMissing()) {
       System.out.println("created database " + url.database());
     }

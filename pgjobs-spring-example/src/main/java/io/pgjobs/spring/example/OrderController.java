@@ -34,22 +34,25 @@ public class OrderController {
 
   @PostMapping("/orders")
   public ResponseEntity<OrderService.Placed> place(@RequestBody NewOrder order) {
-    return ResponseEntity.status(HttpStatus.CREATED).body(service.place(order.email(), order.item(), Boolean.TRUE.equals(order.fail())));
+    return ResponseEntity.status(HttpStatus.CREATED)
+        .body(service.place(order.email(), order.item(), Boolean.TRUE.equals(order.fail())));
   }
 
   @GetMapping("/orders/{id}")
   public ResponseEntity<Map<String, Object>> show(
-      @PathVariable long id, @org.springframework.web.bind.annotation.RequestParam(required = false) java.util.UUID job) {
+      @PathVariable long id,
+      @org.springframework.web.bind.annotation.RequestParam(required = false) java.util.UUID job) {
     return orders
         .find(id)
-        .map(
-            row -> {
-              Map<String, Object> body = new LinkedHashMap<>(row);
-              if (job != null) {
-                jobs.get(job).ifPresent(j -> body.put("receiptJob", Map.of("state", j.state().value(), "attempts", j.attempts())));
-              }
-              return ResponseEntity.ok(body);
-            })
+        .map(row -> {
+          Map<String, Object> body = new LinkedHashMap<>(row);
+          if (job != null) {
+            jobs.get(job)
+                .ifPresent(j -> body.put(
+                    "receiptJob", Map.of("state", j.state().value(), "attempts", j.attempts())));
+          }
+          return ResponseEntity.ok(body);
+        })
         .orElse(ResponseEntity.notFound().build());
   }
 

@@ -12,8 +12,7 @@ public class OrderRepository {
 
   public OrderRepository(JdbcTemplate jdbc) {
     this.jdbc = jdbc;
-    jdbc.execute(
-        """
+    jdbc.execute("""
         CREATE TABLE IF NOT EXISTS orders (
             id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             email           text        NOT NULL,
@@ -33,7 +32,9 @@ public class OrderRepository {
   }
 
   Optional<Map<String, Object>> find(long id) {
-    return jdbc.queryForList("SELECT id, email, item, created_at, receipt_sent_at FROM orders WHERE id = ?", id)
+    return jdbc
+        .queryForList(
+            "SELECT id, email, item, created_at, receipt_sent_at FROM orders WHERE id = ?", id)
         .stream()
         .findFirst();
   }

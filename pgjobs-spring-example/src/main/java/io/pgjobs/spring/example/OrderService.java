@@ -26,7 +26,8 @@ public class OrderService {
     EnqueuedJob receipt = jobs.enqueue(Jobs.SEND_RECEIPT, new Jobs.SendReceipt(id, email));
     if (failAfterEnqueue) {
       // the order and its job are rolled back together: no receipt for an order that does not exist
-      throw new OrderFailedException("order " + id + " failed after its receipt was enqueued; rolled back");
+      throw new OrderFailedException(
+          "order " + id + " failed after its receipt was enqueued; rolled back");
     }
     return new Placed(id, receipt.job().id());
   }

@@ -26,7 +26,11 @@ public class SendReceiptHandler implements PgJobsHandler<Jobs.SendReceipt> {
 
   @Override
   public Object run(JobContext ctx, Jobs.SendReceipt receipt) {
-    log.info("sending the receipt of order {} to {} (attempt {})", receipt.orderId(), receipt.email(), ctx.attempt());
+    log.info(
+        "sending the receipt of order {} to {} (attempt {})",
+        receipt.orderId(),
+        receipt.email(),
+        ctx.attempt());
     orders.markReceiptSent(receipt.orderId());
     return Map.of("sentTo", receipt.email());
   }

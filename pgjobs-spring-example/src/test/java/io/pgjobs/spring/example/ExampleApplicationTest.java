@@ -36,7 +36,8 @@ class ExampleApplicationTest {
     db.close();
   }
 
-  @Autowired Environment environment;
+  @Autowired
+  Environment environment;
 
   private final HttpClient http = HttpClient.newHttpClient();
 
@@ -46,13 +47,17 @@ class ExampleApplicationTest {
     assertThat(placed.statusCode()).isEqualTo(201);
     assertThat(placed.body()).contains("\"orderId\":1");
 
-    await().atMost(Duration.ofSeconds(10))
+    await()
+        .atMost(Duration.ofSeconds(10))
         .until(() -> get("/orders/1").body().contains("\"receipt_sent_at\":\"20"));
 
-    HttpResponse<String> failed = post("{\"email\":\"bob@example.com\",\"item\":\"pen\",\"fail\":true}");
+    HttpResponse<String> failed =
+        post("{\"email\":\"bob@example.com\",\"item\":\"pen\",\"fail\":true}");
     assertThat(failed.statusCode()).isEqualTo(409);
     assertThat(db.queryLong("SELECT count(*) FROM orders")).isEqualTo(1);
-    assertThat(db.queryLong("SELECT (SELECT count(*) FROM pgjobs.jobs) + (SELECT count(*) FROM pgjobs.finished_jobs)"))
+    assertThat(
+            db.queryLong(
+                "SELECT (SELECT count(*) FROM pgjobs.jobs) + (SELECT count(*) FROM pgjobs.finished_jobs)"))
         .isEqualTo(1);
     assertThat(get("/actuator/health/pgjobs").body()).contains("\"status\":\"UP\"");
   }
@@ -80,7 +85,8 @@ class ExampleApplicationTest {
   }
 
   private HttpResponse<String> get(String path) throws Exception {
-    return http.send(HttpRequest.newBuilder(url(path)).build(), HttpResponse.BodyHandlers.ofString());
+    return http.send(
+        HttpRequest.newBuilder(url(path)).build(), HttpResponse.BodyHandlers.ofString());
   }
 
   private URI url(String path) {

@@ -49,12 +49,15 @@ class PackagedJarIT {
   static Path log;
   static int port;
 
-  static final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  static final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   @BeforeAll
   static void startPackagedJar() throws Exception {
     String jarProperty = System.getProperty(JAR_PROPERTY);
-    assertThat(jarProperty).as("system property " + JAR_PROPERTY + " (set by the failsafe plugin)").isNotBlank();
+    assertThat(jarProperty)
+        .as("system property " + JAR_PROPERTY + " (set by the failsafe plugin)")
+        .isNotBlank();
     Path jar = Path.of(jarProperty);
     assertThat(jar).as("the packaged example (mvn package)").isRegularFile();
 
@@ -62,7 +65,8 @@ class PackagedJarIT {
     Path dir = Path.of("target", "jvm-processes");
     Files.createDirectories(dir);
     log = dir.resolve("packaged-example.log");
-    String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    String java =
+        System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
     ProcessBuilder builder = new ProcessBuilder(List.of(java, "-Xmx256m", "-jar", jar.toString()))
         .redirectErrorStream(true)
         .redirectOutput(log.toFile());
@@ -106,16 +110,19 @@ class PackagedJarIT {
   void dashboardPageAndItsAssetsAnswerFromTheJar() throws Exception {
     HttpResponse<String> page = get("/jobs/");
     assertThat(page.statusCode()).as(describe(page)).isEqualTo(200);
-    assertThat(page.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/html"));
+    assertThat(page.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith("text/html"));
     assertThat(page.body()).contains("<title>pgjobs</title>").contains("src=\"js/app.js\"");
 
     HttpResponse<String> css = get("/jobs/app.css");
     assertThat(css.statusCode()).as(describe(css)).isEqualTo(200);
-    assertThat(css.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/css"));
+    assertThat(css.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith("text/css"));
 
     HttpResponse<String> script = get("/jobs/js/app.js");
     assertThat(script.statusCode()).as(describe(script)).isEqualTo(200);
-    assertThat(script.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).contains("javascript"));
+    assertThat(script.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).contains("javascript"));
     assertThat(script.body()).contains("import");
   }
 
@@ -123,29 +130,38 @@ class PackagedJarIT {
   void swaggerUiPageAndItsWebjarAssetsAnswerFromTheJar() throws Exception {
     HttpResponse<String> docs = get("/jobs/docs");
     assertThat(docs.statusCode()).as(describe(docs)).isEqualTo(200);
-    Matcher bundle = Pattern.compile("src=\"\\./(webjars/swagger-ui/[^\"]+/swagger-ui-bundle\\.js)\"").matcher(docs.body());
-    assertThat(bundle.find()).as("the docs page loads swagger-ui-bundle.js from the webjar:\n" + docs.body()).isTrue();
+    Matcher bundle = Pattern.compile(
+            "src=\"\\./(webjars/swagger-ui/[^\"]+/swagger-ui-bundle\\.js)\"")
+        .matcher(docs.body());
+    assertThat(bundle.find())
+        .as("the docs page loads swagger-ui-bundle.js from the webjar:\n" + docs.body())
+        .isTrue();
 
     HttpResponse<String> js = get("/jobs/" + bundle.group(1));
     assertThat(js.statusCode()).as(describe(js)).isEqualTo(200);
-    assertThat(js.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).contains("javascript"));
+    assertThat(js.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).contains("javascript"));
     assertThat(js.body()).contains("SwaggerUIBundle");
 
-    HttpResponse<String> css = get("/jobs/" + bundle.group(1).replace("swagger-ui-bundle.js", "swagger-ui.css"));
+    HttpResponse<String> css =
+        get("/jobs/" + bundle.group(1).replace("swagger-ui-bundle.js", "swagger-ui.css"));
     assertThat(css.statusCode()).as(describe(css)).isEqualTo(200);
-    assertThat(css.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/css"));
+    assertThat(css.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith("text/css"));
   }
 
   @Test
   void trackerPageAndItsScriptAnswerFromTheJar() throws Exception {
     HttpResponse<String> page = get("/jobs/client/tracker.html");
     assertThat(page.statusCode()).as(describe(page)).isEqualTo(200);
-    assertThat(page.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/html"));
+    assertThat(page.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith("text/html"));
     assertThat(page.body()).contains("<title>pgjobs · job tracker example</title>");
 
     HttpResponse<String> script = get("/jobs/client/pgjobs.js");
     assertThat(script.statusCode()).as(describe(script)).isEqualTo(200);
-    assertThat(script.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).contains("javascript"));
+    assertThat(script.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).contains("javascript"));
   }
 
   @Test
@@ -153,7 +169,8 @@ class PackagedJarIT {
     HttpResponse<String> placed = http.send(
         HttpRequest.newBuilder(url("/orders"))
             .header("content-type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString("{\"email\":\"ada@example.com\",\"item\":\"book\"}"))
+            .POST(HttpRequest.BodyPublishers.ofString(
+                "{\"email\":\"ada@example.com\",\"item\":\"book\"}"))
             .build(),
         HttpResponse.BodyHandlers.ofString());
     assertThat(placed.statusCode()).as(describe(placed)).isEqualTo(201);
@@ -165,8 +182,12 @@ class PackagedJarIT {
             .build(),
         HttpResponse.BodyHandlers.ofString());
     assertThat(jobs.statusCode()).as(describe(jobs)).isEqualTo(200);
-    assertThat(jobs.headers().firstValue("content-type")).hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
-    assertThat(jobs.body()).startsWith("{\"jobs\":[").contains("\"type\":\"send_receipt\"").contains("ada@example.com");
+    assertThat(jobs.headers().firstValue("content-type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
+    assertThat(jobs.body())
+        .startsWith("{\"jobs\":[")
+        .contains("\"type\":\"send_receipt\"")
+        .contains("ada@example.com");
   }
 
   @Test
@@ -174,7 +195,8 @@ class PackagedJarIT {
     HttpResponse<String> placed = http.send(
         HttpRequest.newBuilder(url("/orders"))
             .header("content-type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString("{\"email\":\"grace@example.com\",\"item\":\"lamp\"}"))
+            .POST(HttpRequest.BodyPublishers.ofString(
+                "{\"email\":\"grace@example.com\",\"item\":\"lamp\"}"))
             .build(),
         HttpResponse.BodyHandlers.ofString());
     Matcher job = Pattern.compile("\"receiptJobId\":\"([0-9a-f-]{36})\"").matcher(placed.body());
@@ -182,25 +204,36 @@ class PackagedJarIT {
 
     Path profile = Files.createTempDirectory("pgjobs-packaged-chromium-");
     ChromeDriverService service = new ChromeDriverService.Builder()
-        .usingDriverExecutable(new File(System.getProperty("pgjobs.chromedriver", "/usr/bin/chromedriver")))
+        .usingDriverExecutable(
+            new File(System.getProperty("pgjobs.chromedriver", "/usr/bin/chromedriver")))
         .usingAnyFreePort()
         .build();
     ChromeOptions options = new ChromeOptions();
     options.setBinary(System.getProperty("pgjobs.chromium", "/usr/bin/chromium"));
-    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+    options.addArguments(
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
         "--user-data-dir=" + profile);
     ChromeDriver driver = new ChromeDriver(service, options);
     try {
       WebDriverWait wait = new WebDriverWait(driver, Duration.ofSeconds(30));
-      // The dashboard's modules (js/*.js) load from the nested pgjobs-server jar, then it asks for a token
+      // The dashboard's modules (js/*.js) load from the nested pgjobs-server jar, then it asks for
+      // a token
       // and shows the receipt job through /jobs/jobs/{id}.
       driver.get(url("/jobs/#/jobs/" + job.group(1)).toString());
-      wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input"))).sendKeys(TOKEN);
+      wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input")))
+          .sendKeys(TOKEN);
       driver.findElement(By.id("token-save")).click();
       wait.until(d -> d.findElement(By.id("main")).getText().contains("grace@example.com"));
 
-      // Swagger UI's scripts and styles load from the nested swagger-ui webjar and render the document.
+      // Swagger UI's scripts and styles load from the nested swagger-ui webjar and render the
+      // document.
       driver.get(url("/jobs/docs").toString());
       wait.until(d -> d.findElements(By.cssSelector(".swagger-ui .info .title")).stream()
           .anyMatch(e -> e.getText().contains("pgjobs API")));
@@ -215,7 +248,8 @@ class PackagedJarIT {
   }
 
   private static HttpResponse<String> get(String path) throws IOException, InterruptedException {
-    return http.send(HttpRequest.newBuilder(url(path)).build(), HttpResponse.BodyHandlers.ofString());
+    return http.send(
+        HttpRequest.newBuilder(url(path)).build(), HttpResponse.BodyHandlers.ofString());
   }
 
   private static URI url(String path) {
@@ -224,8 +258,9 @@ class PackagedJarIT {
 
   private static String describe(HttpResponse<String> response) {
     String body = response.body();
-    return response.request().method() + " " + response.uri() + " answered " + response.statusCode() + ": "
-        + (body.length() > 300 ? body.substring(0, 300) + "…" : body) + "\n--- the app's log (end) ---\n" + tail(output());
+    return response.request().method() + " " + response.uri() + " answered " + response.statusCode()
+        + ": " + (body.length() > 300 ? body.substring(0, 300) + "…" : body)
+        + "\n--- the app's log (end) ---\n" + tail(output());
   }
 
   private static String tail(String text) {

@@ -28,7 +28,8 @@ public abstract class DocSnippetContext {
   public record ResizeImage(String source, int width, int height, String target) {}
 
   /** Its job type. */
-  public static final JobType<ResizeImage> RESIZE_IMAGE = JobType.of("resize_image", ResizeImage.class);
+  public static final JobType<ResizeImage> RESIZE_IMAGE =
+      JobType.of("resize_image", ResizeImage.class);
 
   /** docs/guarantees.md's payloads. */
   public record Invoice(String orderId) {}

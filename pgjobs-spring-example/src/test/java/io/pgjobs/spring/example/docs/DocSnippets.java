@@ -37,7 +37,8 @@ import javax.tools.ToolProvider;
  */
 final class DocSnippets {
   private static final Pattern MEMBER_START = Pattern.compile(
-      "(@|(public|protected|private|static|abstract|class|record|interface|enum)\\b).*", Pattern.DOTALL);
+      "(@|(public|protected|private|static|abstract|class|record|interface|enum)\\b).*",
+      Pattern.DOTALL);
 
   private DocSnippets() {}
 
@@ -52,10 +53,12 @@ final class DocSnippets {
   record Failure(Block block, int line, String message) {
     @Override
     public String toString() {
-      String text = line >= block.firstLine() && line < block.firstLine() + block.lines().size()
-          ? "\n    > " + block.lines().get(line - block.firstLine()).strip()
-          : "";
-      return block.file() + ":" + line + " (block at line " + (block.firstLine() - 1) + "): " + message + text;
+      String text =
+          line >= block.firstLine() && line < block.firstLine() + block.lines().size()
+              ? "\n    > " + block.lines().get(line - block.firstLine()).strip()
+              : "";
+      return block.file() + ":" + line + " (block at line " + (block.firstLine() - 1) + "): "
+          + message + text;
     }
   }
 
@@ -73,7 +76,8 @@ final class DocSnippets {
         end++;
       }
       if (end == lines.size()) {
-        throw new IllegalStateException(name + ":" + (i + 1) + ": a ```java block that is never closed");
+        throw new IllegalStateException(
+            name + ":" + (i + 1) + ": a ```java block that is never closed");
       }
       blocks.add(new Block(name, start + 1, List.copyOf(lines.subList(start, end))));
       i = end;
@@ -90,19 +94,29 @@ final class DocSnippets {
       sources.put(source.toUri().toString(), source);
     }
     DiagnosticCollector<JavaFileObject> diagnostics = new DiagnosticCollector<>();
-    List<String> options = List.of("--release", "21", "-proc:none", "-implicit:none", "-classpath", classPath,
-        "-d", classesDir.toString());
+    List<String> options = List.of(
+        "--release",
+        "21",
+        "-proc:none",
+        "-implicit:none",
+        "-classpath",
+        classPath,
+        "-d",
+        classesDir.toString());
     javac.getTask(null, null, diagnostics, options, null, sources.values()).call();
     List<Failure> failures = new ArrayList<>();
     for (Diagnostic<? extends JavaFileObject> d : diagnostics.getDiagnostics()) {
       if (d.getKind() != Diagnostic.Kind.ERROR) {
         continue;
       }
-      Source source = d.getSource() == null ? null : sources.get(d.getSource().toUri().toString());
+      Source source =
+          d.getSource() == null ? null : sources.get(d.getSource().toUri().toString());
       if (source == null) {
-        failures.add(new Failure(blocks.getFirst(), 0, "outside the blocks: " + d.getMessage(Locale.ROOT)));
+        failures.add(
+            new Failure(blocks.getFirst(), 0, "outside the blocks: " + d.getMessage(Locale.ROOT)));
       } else {
-        failures.add(new Failure(source.block(), source.markdownLine(d.getLineNumber()), d.getMessage(Locale.ROOT)));
+        failures.add(new Failure(
+            source.block(), source.markdownLine(d.getLineNumber()), d.getMessage(Locale.ROOT)));
       }
     }
     return failures;
@@ -122,7 +136,8 @@ final class DocSnippets {
     }
 
     static Source of(Block block) {
-      String className = "Snippet_" + block.file().replaceAll("[^A-Za-z0-9]", "_") + "_" + block.firstLine();
+      String className =
+          "Snippet_" + block.file().replaceAll("[^A-Za-z0-9]", "_") + "_" + block.firstLine();
       Lines imports = new Lines();
       Lines members = new Lines();
       Lines statements = new Lines();
@@ -147,13 +162,17 @@ final class DocSnippets {
         }
         piece.add(line, markdownLine);
         String code = lexer.code(line).strip();
-        if (lexer.depth() == 0 && !lexer.inComment() && (code.endsWith(";") || code.endsWith("}"))) {
+        if (lexer.depth() == 0
+            && !lexer.inComment()
+            && (code.endsWith(";") || code.endsWith("}"))) {
           piece = null;
         }
       }
       Lines all = new Lines();
       all.addAll(imports);
-      all.add("class " + className + " extends " + DocSnippetContext.class.getName() + " {", block.firstLine());
+      all.add(
+          "class " + className + " extends " + DocSnippetContext.class.getName() + " {",
+          block.firstLine());
       all.addAll(members);
       all.add("void snippet() throws Exception {", block.firstLine());
       all.addAll(statements);
@@ -167,7 +186,9 @@ final class DocSnippets {
 
     int markdownLine(long sourceLine) {
       int index = (int) sourceLine - 1;
-      return index >= 0 && index < markdownLines.size() ? markdownLines.get(index) : block.firstLine();
+      return index >= 0 && index < markdownLines.size()
+          ? markdownLines.get(index)
+          : block.firstLine();
     }
 
     @Override

@@ -27,11 +27,13 @@ import org.slf4j.Logger;
 class DocSnippetsTest {
   private static final Path REPOSITORY = Path.of("..");
 
-  @TempDir Path classes;
+  @TempDir
+  Path classes;
 
   @Test
   void everyJavaBlockOfTheReadmeAndTheDocsCompiles() throws IOException {
-    List<DocSnippets.Block> blocks = new ArrayList<>(DocSnippets.javaBlocks(REPOSITORY.resolve("README.md"), "README.md"));
+    List<DocSnippets.Block> blocks =
+        new ArrayList<>(DocSnippets.javaBlocks(REPOSITORY.resolve("README.md"), "README.md"));
     assertThat(blocks).as("README.md's java blocks (the quick start)").isNotEmpty();
     try (var docs = Files.list(REPOSITORY.resolve("docs"))) {
       for (Path doc : docs.filter(p -> p.toString().endsWith(".md")).sorted().toList()) {
@@ -40,10 +42,13 @@ class DocSnippetsTest {
     }
     assertThat(blocks).as("java blocks of README.md and docs/*.md").hasSizeGreaterThanOrEqualTo(7);
 
-    List<DocSnippets.Failure> failures = DocSnippets.compile(blocks, System.getProperty("java.class.path"), classes);
+    List<DocSnippets.Failure> failures =
+        DocSnippets.compile(blocks, System.getProperty("java.class.path"), classes);
 
     assertThat(failures)
-        .withFailMessage("blocks that do not compile as written (of %d: %s)%n%s", blocks.size(),
+        .withFailMessage(
+            "blocks that do not compile as written (of %d: %s)%n%s",
+            blocks.size(),
             blocks.stream().map(DocSnippets.Block::where).collect(Collectors.joining(", ")),
             failures.stream().map(DocSnippets.Failure::toString).collect(Collectors.joining("\n")))
         .isEmpty();
@@ -62,15 +67,19 @@ class DocSnippetsTest {
     configurator.doConfigure(new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8)));
 
     assertThat(context.getStatusManager().getCopyOfStatusList())
-        .filteredOn(status -> status.getLevel() >= Status.WARN).as("logback's warnings and errors").isEmpty();
+        .filteredOn(status -> status.getLevel() >= Status.WARN)
+        .as("logback's warnings and errors")
+        .isEmpty();
     assertThat(context.getLogger(Logger.ROOT_LOGGER_NAME).getLevel()).isEqualTo(Level.INFO);
     assertThat(context.getLogger("io.pgjobs.worker.JobRunner").isDebugEnabled()).isFalse();
-    assertThat(context.getLogger("com.zaxxer.hikari.pool.HikariPool").getEffectiveLevel()).isEqualTo(Level.WARN);
+    assertThat(context.getLogger("com.zaxxer.hikari.pool.HikariPool").getEffectiveLevel())
+        .isEqualTo(Level.WARN);
     context.stop();
   }
 
   @Test
-  void aBlockThatDoesNotCompileIsNamedByItsLineWithTheCompilersMessage(@TempDir Path dir) throws IOException {
+  void aBlockThatDoesNotCompileIsNamedByItsLineWithTheCompilersMessage(@TempDir Path dir)
+      throws IOException {
     Path markdown = dir.resolve("broken.md");
     Files.writeString(markdown, """
         # A document
@@ -92,14 +101,20 @@ class DocSnippetsTest {
         """);
     List<DocSnippets.Block> blocks = DocSnippets.javaBlocks(markdown, "broken.md");
 
-    List<DocSnippets.Failure> failures = DocSnippets.compile(blocks, System.getProperty("java.class.path"), classes);
+    List<DocSnippets.Failure> failures =
+        DocSnippets.compile(blocks, System.getProperty("java.class.path"), classes);
 
     assertThat(blocks).extracting(DocSnippets.Block::firstLine).containsExactly(4, 13);
-    assertThat(failures).map(DocSnippets.Failure::toString)
-        .anySatisfy(f -> assertThat(f).startsWith("broken.md:13 (block at line 12): cannot find symbol")
-            .contains("class JobClient").contains("> JobClient client = JobClient.builder(dataSource).build();"))
+    assertThat(failures)
+        .map(DocSnippets.Failure::toString)
+        .anySatisfy(f -> assertThat(f)
+            .startsWith("broken.md:13 (block at line 12): cannot find symbol")
+            .contains("class JobClient")
+            .contains("> JobClient client = JobClient.builder(dataSource).build();"))
         .anySatisfy(f -> assertThat(f).startsWith("broken.md:15 ").contains("incompatible types"))
-        .noneMatch(f -> f.startsWith("broken.md:4") || f.startsWith("broken.md:6") || f.startsWith("broken.md:8")
+        .noneMatch(f -> f.startsWith("broken.md:4")
+            || f.startsWith("broken.md:6")
+            || f.startsWith("broken.md:8")
             || f.startsWith("broken.md:9"));
   }
 }
