@@ -10,6 +10,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,6 +26,11 @@ import org.postgresql.util.PGobject;
  * holds, each fenced by the claim token and each telling what it wrote. Used by the worker runtime only.
  * Methods that take a {@link Connection} run in the caller's transaction; the others take a connection
  * from the data source in auto-commit mode.
+ *
+ * <p><b>The claim handle.</b> A write to one running job takes the {@link ClaimedJob} its claim returned:
+ * the job's id and claim token (the fence) travel together, and only this class reads the token out of
+ * it. The forms that take an id and a token are the same statements; the worker does not use them (they
+ * are what tests use to write with a stale or forged token).
  */
 public final class ExecutionStore {
   private final DataSource dataSource;
@@ -556,6 +562,14 @@ public final class ExecutionStore {
       return status;
     }
   }
+  /** {@link #claimStatus(Map)} of the claims {@code jobs}. */
+  public Map<UUID, JobState> claimStatus(Collection<ClaimedJob> jobs) throws SQLException {
+    Map<UUID, Long> claims = new HashMap<>(jobs.size() * 2);
+    for (ClaimedJob job : jobs) {
+      claims.put(job.id(), job.claimToken());
+    }
+    return claimStatus(claims);
+  }
 
   /**
    * Gives claimed jobs that never started back to their queue (see {@link ExecutionSql#UNCLAIM_BATCH}).
@@ -634,6 +648,11 @@ public final class ExecutionStore {
       return ps.executeUpdate() == 1;
     }
   }
+  /** {@link #succeed(Connection, UUID, long, String)} of the claim {@code job}. */
+  public boolean succeed(Connection connection, ClaimedJob job, String outputJson)
+      throws SQLException {
+    return succeed(connection, job.id(), job.claimToken(), outputJson);
+  }
 
   /**
    * Ends a running claim for good as {@code failed} or {@code cancelled}, appending {@code errorJson}
@@ -648,6 +667,10 @@ public final class ExecutionStore {
     }
     return writeState(finishUnsuccessful, id, claimToken, terminal.value(), errorJson);
   }
+  /** {@link #finish(UUID, long, JobState, String)} of the claim {@code job}. */
+  public JobState finish(ClaimedJob job, JobState terminal, String errorJson) throws SQLException {
+    return finish(job.id(), job.claimToken(), terminal, errorJson);
+  }
 
   /**
    * Schedules the next attempt after a failure, appending {@code errorJson}; a job whose cancellation was
@@ -660,6 +683,10 @@ public final class ExecutionStore {
       throws SQLException {
     return writeState(retryLater, id, claimToken, errorJson, delayMs, errorJson);
   }
+  /** {@link #retryLater(UUID, long, long, String)} of the claim {@code job}. */
+  public JobState retryLater(ClaimedJob job, long delayMs, String errorJson) throws SQLException {
+    return retryLater(job.id(), job.claimToken(), delayMs, errorJson);
+  }
 
   /**
    * Puts a running job back in the queue for {@code delayMs} without spending the attempt.
@@ -669,6 +696,10 @@ public final class ExecutionStore {
    */
   public JobState snooze(UUID id, long claimToken, long delayMs) throws SQLException {
     return writeState(snooze, id, claimToken, delayMs);
+  }
+  /** {@link #snooze(UUID, long, long)} of the claim {@code job}. */
+  public JobState snooze(ClaimedJob job, long delayMs) throws SQLException {
+    return snooze(job.id(), job.claimToken(), delayMs);
   }
 
   /**
@@ -680,6 +711,10 @@ public final class ExecutionStore {
    */
   public JobState release(UUID id, long claimToken, String errorJson) throws SQLException {
     return writeState(release, id, claimToken, errorJson, errorJson);
+  }
+  /** {@link #release(UUID, long, String)} of the claim {@code job}. */
+  public JobState release(ClaimedJob job, String errorJson) throws SQLException {
+    return release(job.id(), job.claimToken(), errorJson);
   }
 
   /** Records progress of a running claim (and counts as a heartbeat); false if it no longer runs. */
@@ -696,10 +731,18 @@ public final class ExecutionStore {
       }
     }
   }
+  /** {@link #progress(UUID, long, int, String)} of the claim {@code job}. */
+  public boolean progress(ClaimedJob job, int percent, String message) throws SQLException {
+    return progress(job.id(), job.claimToken(), percent, message);
+  }
 
   /** Records a heartbeat of a running claim; false if it no longer runs. */
   public boolean heartbeat(UUID id, long claimToken) throws SQLException {
     return updatesOne(heartbeat, id, claimToken);
+  }
+  /** {@link #heartbeat(UUID, long)} of the claim {@code job}. */
+  public boolean heartbeat(ClaimedJob job) throws SQLException {
+    return heartbeat(job.id(), job.claimToken());
   }
 
   /**
@@ -748,6 +791,10 @@ public final class ExecutionStore {
       }
     }
   }
+  /** {@link #isRunning(UUID, long)} of the claim {@code job}. */
+  public boolean isRunning(ClaimedJob job) throws SQLException {
+    return isRunning(job.id(), job.claimToken());
+  }
 
   /**
    * How long ago a running claim's job was created, by the database's clock (see
@@ -762,6 +809,10 @@ public final class ExecutionStore {
         return rs.next() ? Duration.ofMillis(rs.getLong(1)) : null;
       }
     }
+  }
+  /** {@link #createdAgo(UUID, long)} of the claim {@code job}. */
+  public Duration createdAgo(ClaimedJob job) throws SQLException {
+    return createdAgo(job.id(), job.claimToken());
   }
 
   /**

@@ -37,9 +37,13 @@ final class HeldJobs {
     return jobs;
   }
 
-  /** The job's claim is given up (only if {@code token} is still the one held). */
-  void remove(UUID id, long token) {
-    held.computeIfPresent(id, (k, h) -> h.job().claimToken() == token ? null : h);
+  /**
+   * The claim {@code job} is given up: its job leaves, if the job is still held under that claim (a
+   * later claim of the same job, held meanwhile, stays).
+   */
+  void remove(ClaimedJob job) {
+    long token = job.claimToken();
+    held.computeIfPresent(job.id(), (k, h) -> h.job().claimToken() == token ? null : h);
   }
 
   HeldJob get(UUID id) {

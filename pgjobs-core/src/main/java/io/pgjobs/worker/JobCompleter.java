@@ -5,12 +5,12 @@ import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.Completion;
 import io.pgjobs.store.ExecutionStore;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -24,11 +24,31 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The one component that writes to a running job: success, failure to {@code retrying}/{@code failed},
- * discard, snooze, cancellation acknowledged, release at shutdown, and give-back of jobs that never
- * started. Every write is fenced by the claim token (see {@code ExecutionSql}) and returns what it wrote;
- * metrics are counted from that, and a job leaves the worker's {@link HeldJobs} only once its write is
- * confirmed (until then the heartbeat keeps it alive).
+ * The one component that writes to a job this worker runs. {@link JobRunner} decides how an attempt ends
+ * and hands over an {@link Outcome}; {@link #record} maps it to its statement (success, failure to
+ * {@code retrying}/{@code failed}, discard, snooze, cancellation acknowledged, release at shutdown). The
+ * completer also gives back jobs that never started ({@link #unclaim}), clears the {@code prefetched}
+ * mark of a job a lane starts ({@link #clearPrefetchedMark}), and writes what a running handler asks
+ * through its context: progress, {@code ctx.heartbeat()} and {@code ctx.complete(connection, output)}
+ * (on the caller's thread, not queued: see {@link #progress}). Every write takes the job's claim as one
+ * value, the {@link ClaimedJob} the claim returned, and is fenced by its claim token (see
+ * {@code ExecutionSql}): a write from a claim that is no longer the job's changes nothing. Each returns
+ * what it wrote; metrics are counted from that, and a job leaves the worker's {@link HeldJobs} only once
+ * its write is confirmed (until then the heartbeat keeps it alive).
+ *
+ * <p><b>The writes to running jobs that are not the completer's</b>, all of them, and why:
+ *
+ * <ul>
+ *   <li>{@code WorkerHeartbeat} renews the worker's row and the heartbeat of every job it holds (and
+ *       marks the ones still waiting for a lane {@code prefetched}) in one statement on a connection of
+ *       its own: liveness must not queue behind outcome writes or a pool the handlers have drained, and no
+ *       row lock may block it. It changes no job's state.
+ *   <li>Maintenance's rescue ends or requeues running jobs whose worker is presumed dead; by then they are
+ *       no longer this worker's, and the claim token fences any late write of ours.
+ *   <li>A cancellation ({@code JobClient.cancel}, the API, the CLI) sets a running job's
+ *       {@code cancel_requested}: a request, which the completer's statements read and answer by ending
+ *       the job {@code cancelled}.
+ * </ul>
  *
  * <p><b>Successes</b> are written in batches on the completer's thread: one statement for everything
  * that finished while the previous write was in flight (no timer: an idle worker writes each success at
@@ -63,7 +83,10 @@ final class JobCompleter {
   private final JobMetrics metrics;
   private final int maxBatch;
   private final int backlogLimit;
-  private final LinkedBlockingQueue<Success> queue = new LinkedBlockingQueue<>();
+  /** Clears the {@code prefetched} marks of jobs lanes start, many per statement. */
+  private final PrefetchMarks prefetchMarks;
+
+  private final LinkedBlockingQueue<Outcome.Succeeded> queue = new LinkedBlockingQueue<>();
   private final AtomicInteger pending = new AtomicInteger();
   /** Claimed jobs whose give-back is to be tried again on the completer's thread (see {@link #unclaim}). */
   private final ConcurrentLinkedQueue<ClaimedJob> giveBacks = new ConcurrentLinkedQueue<>();
@@ -79,10 +102,7 @@ final class JobCompleter {
   private volatile String workerId;
   private Thread thread;
 
-  /** A success waiting to be written, with what its metric needs. */
-  record Success(ClaimedJob job, String outputJson, long durationNanos) {}
-
-  /** The write an outcome asks for. */
+  /** The write an outcome asks for, and the metric label of the outcome written as meant. */
   enum Intent {
     RETRY("retrying"),
     FAIL("failed"),
@@ -101,6 +121,7 @@ final class JobCompleter {
   JobCompleter(
       ExecutionStore store, HeldJobs held, JobMetrics metrics, int maxBatch, int backlogLimit) {
     this.store = store;
+    this.prefetchMarks = new PrefetchMarks(store);
     this.held = held;
     this.metrics = metrics;
     this.maxBatch = maxBatch;
@@ -112,10 +133,33 @@ final class JobCompleter {
     thread = Thread.ofPlatform().daemon().name("pgjobs-completer-" + workerId).start(this::run);
   }
 
-  /** Queues a success for the next batch. Its metric is counted when the batch tells what it wrote. */
-  void submitSuccess(ClaimedJob job, String outputJson, long durationNanos) {
-    pending.incrementAndGet();
-    queue.add(new Success(job, outputJson, durationNanos));
+  /**
+   * Records how an attempt ended: the one way an outcome is written, and the one place that says which
+   * statement writes each kind. A success is queued for the next batch and null returned (its metric is
+   * counted when the batch tells what it wrote). Every other outcome is written at once, on the calling
+   * thread, and its metric label returned (see {@link #write}). Never throws.
+   */
+  String record(Outcome outcome) {
+    return switch (outcome) {
+      case Outcome.Succeeded success -> {
+        pending.incrementAndGet();
+        queue.add(success);
+        yield null;
+      }
+      case Outcome.Retry r ->
+        write(r.job(), Intent.RETRY, () -> store.retryLater(r.job(), r.delayMs(), r.errorJson()));
+      case Outcome.Snooze s ->
+        write(s.job(), Intent.SNOOZE, () -> store.snooze(s.job(), s.delayMs()));
+      case Outcome.Failed f ->
+        write(f.job(), Intent.FAIL, () -> store.finish(f.job(), JobState.FAILED, f.errorJson()));
+      case Outcome.Discarded d ->
+        write(d.job(), Intent.DISCARD, () -> store.finish(d.job(), JobState.FAILED, d.errorJson()));
+      case Outcome.Cancelled c ->
+        write(
+            c.job(), Intent.CANCEL, () -> store.finish(c.job(), JobState.CANCELLED, c.errorJson()));
+      case Outcome.Released r ->
+        write(r.job(), Intent.RELEASE, () -> store.release(r.job(), r.errorJson()));
+    };
   }
 
   /** Successes not yet written. */
@@ -130,11 +174,11 @@ final class JobCompleter {
   // ---------------------------------------------------------------- successes, in batches
 
   private void run() {
-    List<Success> batch = new ArrayList<>(maxBatch);
-    List<Success> busy = new ArrayList<>();
+    List<Outcome.Succeeded> batch = new ArrayList<>(maxBatch);
+    List<Outcome.Succeeded> busy = new ArrayList<>();
     long busyBackoffMs = 0;
     while (true) {
-      Success first;
+      Outcome.Succeeded first;
       try {
         first = queue.poll(busy.isEmpty() ? 50 : Math.max(1, busyBackoffMs), TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
@@ -164,7 +208,7 @@ final class JobCompleter {
             "could not record {} successes before shutdown (their rows stay locked by other transactions);"
                 + " those jobs stay running and will be rescued and run again",
             busy.size());
-        busy.forEach(s -> held.remove(s.job().id(), s.job().claimToken()));
+        busy.forEach(s -> held.remove(s.job()));
         busy.clear();
       }
       pending.addAndGet(-(size - busy.size()));
@@ -178,7 +222,8 @@ final class JobCompleter {
    * runs out the batch is written with the statement that skips locked rows (so do retries of skipped
    * jobs, which {@code skipLocked} says).
    */
-  private void writeSuccesses(List<Success> batch, List<Success> busy, boolean skipLocked) {
+  private void writeSuccesses(
+      List<Outcome.Succeeded> batch, List<Outcome.Succeeded> busy, boolean skipLocked) {
     long backoffMs = 50;
     while (true) {
       try {
@@ -205,7 +250,7 @@ final class JobCompleter {
                   + " rescued and run again",
               batch.size(),
               e.getMessage());
-          batch.forEach(s -> held.remove(s.job().id(), s.job().claimToken()));
+          batch.forEach(s -> held.remove(s.job()));
           return;
         }
         log.warn(
@@ -226,10 +271,10 @@ final class JobCompleter {
    * each job is written (its row carries this claim's token and a final state), busy (still running: its
    * row was locked), or fenced (no longer this claim's).
    */
-  private void classify(List<Success> missing, List<Success> busy) {
-    Map<java.util.UUID, Long> claims = new HashMap<>();
-    missing.forEach(s -> claims.put(s.job().id(), s.job().claimToken()));
-    Map<java.util.UUID, JobState> status;
+  private void classify(List<Outcome.Succeeded> missing, List<Outcome.Succeeded> busy) {
+    List<ClaimedJob> claims = new ArrayList<>(missing.size());
+    missing.forEach(s -> claims.add(s.job()));
+    Map<UUID, JobState> status;
     try {
       status = store.claimStatus(claims);
     } catch (SQLException | RuntimeException e) {
@@ -238,7 +283,7 @@ final class JobCompleter {
       busy.addAll(missing);
       return;
     }
-    for (Success s : missing) {
+    for (Outcome.Succeeded s : missing) {
       JobState state = status.get(s.job().id());
       if (state == JobState.RUNNING) {
         busy.add(s); // skipped: another transaction holds the row
@@ -264,9 +309,12 @@ final class JobCompleter {
    * with the reason, write the others.
    */
   private void isolate(
-      List<Success> batch, List<Success> busy, Exception cause, boolean skipLocked) {
+      List<Outcome.Succeeded> batch,
+      List<Outcome.Succeeded> busy,
+      Exception cause,
+      boolean skipLocked) {
     if (batch.size() == 1) {
-      Success poisoned = batch.get(0);
+      Outcome.Succeeded poisoned = batch.get(0);
       ClaimedJob job = poisoned.job();
       String reason = "output is not storable: " + describe(cause);
       log.error("job {}: {}; failing it", job.id(), reason);
@@ -278,36 +326,36 @@ final class JobCompleter {
           cause.getClass().getName(),
           reason,
           null);
-      String label = write(
-          job,
-          Intent.FAIL,
-          () -> store.finish(job.id(), job.claimToken(), JobState.FAILED, errorJson));
+      String label = record(new Outcome.Failed(job, errorJson));
       metrics.completed(job.type(), label, Duration.ofNanos(poisoned.durationNanos()));
       return;
     }
     int half = batch.size() / 2;
-    List<Success> left = new ArrayList<>(batch.subList(0, half));
-    List<Success> right = new ArrayList<>(batch.subList(half, batch.size()));
+    List<Outcome.Succeeded> left = new ArrayList<>(batch.subList(0, half));
+    List<Outcome.Succeeded> right = new ArrayList<>(batch.subList(half, batch.size()));
     writeSuccesses(left, busy, skipLocked);
     writeSuccesses(right, busy, skipLocked);
   }
 
-  private void done(Success s, String label) {
-    held.remove(s.job().id(), s.job().claimToken());
+  private void done(Outcome.Succeeded s, String label) {
+    held.remove(s.job());
     metrics.completed(s.job().type(), label, Duration.ofNanos(s.durationNanos()));
   }
 
-  private static List<Completion> completions(List<Success> batch) {
+  private static List<Completion> completions(List<Outcome.Succeeded> batch) {
     List<Completion> list = new ArrayList<>(batch.size());
-    for (Success s : batch) {
-      list.add(new Completion(s.job().id(), s.job().claimToken(), s.outputJson()));
+    for (Outcome.Succeeded s : batch) {
+      list.add(Completion.of(s.job(), s.outputJson()));
     }
     return list;
   }
 
   // ---------------------------------------------------------------- other outcomes, one at a time
 
-  /** One fenced write to a running job; returns the state it wrote, or null if it matched nothing. */
+  /**
+   * One fenced write to a running job; returns the state it wrote, or null if it matched nothing. Only
+   * {@link #record} makes them (tests hand {@link #write} one that misbehaves on purpose).
+   */
   @FunctionalInterface
   interface Write {
     JobState run() throws SQLException;
@@ -336,7 +384,7 @@ final class JobCompleter {
             // first
             // is "not recorded"; the last is tried again, never dropped while the heartbeat could
             // keep it.
-            JobState now = store.claimStatus(Map.of(job.id(), job.claimToken())).get(job.id());
+            JobState now = store.claimStatus(List.of(job)).get(job.id());
             if (now == JobState.RUNNING) {
               if (++stillOurs > STILL_OURS_TRIES) {
                 log.error(
@@ -402,7 +450,7 @@ final class JobCompleter {
         }
       }
     } finally {
-      held.remove(job.id(), job.claimToken());
+      held.remove(job);
     }
   }
 
@@ -452,7 +500,7 @@ final class JobCompleter {
             "could not give {} claimed jobs back ({}); rescue returns them",
             jobs.size(),
             describe(e));
-        jobs.forEach(j -> held.remove(j.id(), j.claimToken()));
+        jobs.forEach(held::remove);
         return new GiveBack(0, List.of());
       }
       log.warn(
@@ -461,10 +509,10 @@ final class JobCompleter {
     }
     int given = written.size();
     List<ClaimedJob> again = new ArrayList<>();
-    Map<UUID, Long> missing = new HashMap<>();
+    List<ClaimedJob> missing = new ArrayList<>();
     for (ClaimedJob job : jobs) {
       if (!written.containsKey(job.id())) {
-        missing.put(job.id(), job.claimToken());
+        missing.add(job);
       }
     }
     if (!missing.isEmpty()) {
@@ -475,10 +523,7 @@ final class JobCompleter {
         status =
             null; // could not look: try them all again (one already written then matches nothing)
       }
-      for (ClaimedJob job : jobs) {
-        if (!missing.containsKey(job.id())) {
-          continue;
-        }
+      for (ClaimedJob job : missing) {
         JobState state = status == null ? JobState.RUNNING : status.get(job.id());
         if (state == JobState.RUNNING) {
           again.add(job); // still this claim's: its row was locked
@@ -491,7 +536,7 @@ final class JobCompleter {
     again.forEach(j -> keep.add(j.id()));
     for (ClaimedJob job : jobs) {
       if (!keep.contains(job.id())) {
-        held.remove(job.id(), job.claimToken());
+        held.remove(job);
       }
     }
     return new GiveBack(given, again);
@@ -523,12 +568,94 @@ final class JobCompleter {
           "could not give {} claimed jobs back before shutdown (their rows stay locked by other transactions);"
               + " rescue returns them",
           result.again().size());
-      result.again().forEach(j -> held.remove(j.id(), j.claimToken()));
+      result.again().forEach(held::remove);
       return;
     }
     giveBacks.addAll(result.again());
     giveBackBackoffMs = Math.min(Math.max(giveBackBackoffMs * 2, 20), 1_000);
     nextGiveBackAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(giveBackBackoffMs);
+  }
+
+  // ---------------------------------------------------------------- writes while a job runs
+
+  /**
+   * Clears the {@code prefetched} mark of {@code job}, which a lane is about to start (see
+   * {@link PrefetchMarks}: lanes starting marked jobs at the same time share one statement). True if
+   * the job still runs under its claim; false if not (the worker no longer holds it: do not run it).
+   *
+   * @throws SQLException if the statement carrying the job failed (the caller gives the job back)
+   */
+  boolean clearPrefetchedMark(ClaimedJob job) throws SQLException {
+    return prefetchMarks.clear(job);
+  }
+
+  /**
+   * Records a handler's progress (which also renews its job's heartbeat). Written at once on the
+   * handler's thread, not queued for the completer's thread: {@link RunningJob} already throttles it,
+   * the dashboard shows it live, and written before the handler returns it can never land after the
+   * job's outcome. A write from a claim that is no longer the job's changes nothing. Never throws an
+   * {@link SQLException}: progress is informational, a handler must not fail because it could not be
+   * shown.
+   */
+  void progress(ClaimedJob job, int percent, String message) {
+    try {
+      store.progress(job, percent, message);
+    } catch (SQLException e) {
+      log.warn("could not record progress of job {}: {}", job.id(), e.getMessage());
+    }
+  }
+
+  /** Renews the heartbeat of a running job ({@code ctx.heartbeat()}), at once on the caller's thread. */
+  void heartbeat(ClaimedJob job) {
+    try {
+      store.heartbeat(job);
+    } catch (SQLException e) {
+      log.warn("could not record heartbeat of job {}: {}", job.id(), e.getMessage());
+    }
+  }
+
+  /**
+   * Writes the success of {@code job} in the handler's own {@code transaction}
+   * ({@code ctx.complete(connection, output)}, {@code SUCCEED_ONE}), so that it commits or rolls back
+   * with the handler's work; never batched, since the batch runs in a transaction of its own. The
+   * lane settles it once the handler has returned ({@link #settleInTransaction}).
+   *
+   * @return false if the job no longer runs that claim (nothing was written)
+   */
+  boolean succeedInTransaction(Connection transaction, ClaimedJob job, String outputJson)
+      throws SQLException {
+    return store.succeed(transaction, job, outputJson);
+  }
+
+  /** Where a success written in the handler's own transaction stands once the handler has returned. */
+  enum InTransaction {
+    /** The transaction committed: the job succeeded, and has left {@link HeldJobs}. */
+    COMMITTED,
+    /** The claim still runs the job (the transaction rolled back): the caller records another outcome. */
+    ROLLED_BACK,
+    /** It could not be told; the job has left {@link HeldJobs}, and rescue settles it if need be. */
+    UNKNOWN
+  }
+
+  /**
+   * After a handler that completed its job in its own transaction has returned: did that transaction
+   * commit? The claim token tells: if the job no longer runs this claim, the success was written.
+   */
+  InTransaction settleInTransaction(ClaimedJob job) {
+    boolean stillRunning;
+    try {
+      stillRunning = store.isRunning(job);
+    } catch (SQLException e) {
+      log.warn(
+          "could not check the in-transaction completion of job {}: {}", job.id(), e.getMessage());
+      held.remove(job); // rescue settles it if it did not commit
+      return InTransaction.UNKNOWN;
+    }
+    if (stillRunning) {
+      return InTransaction.ROLLED_BACK;
+    }
+    held.remove(job);
+    return InTransaction.COMMITTED;
   }
 
   /** The label of a write that left the job in {@code state}, meant as {@code intended}. */

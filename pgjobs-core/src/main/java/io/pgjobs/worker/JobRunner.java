@@ -1,7 +1,6 @@
 package io.pgjobs.worker;
 
 import io.pgjobs.DiscardJobException;
-import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.SnoozeJobException;
 import io.pgjobs.metrics.JobMetrics;
@@ -26,8 +25,9 @@ import tools.jackson.core.JacksonException;
 
 /**
  * The executor: runs one claimed job on the calling (virtual) thread under its timeout, keeps the
- * registry of running handlers that timeouts, cancellations and shutdown stop, and hands each outcome
- * to the {@link JobCompleter}, which alone writes it.
+ * registry of running handlers that timeouts, cancellations and shutdown stop, decides how each attempt
+ * ends and hands that {@link Outcome} to the {@link JobCompleter}, which alone writes it. The runner
+ * writes nothing to a job itself: it reads (a job's age, through the store) and decides.
  *
  * <p><b>Stuck handlers are let go.</b> A handler asked to stop (timeout, cancellation, shutdown) that is
  * still running {@code stuckGrace} later ignores interrupts. The watchdog then records the outcome the
@@ -40,9 +40,8 @@ final class JobRunner {
   /** How often the watchdog looks for handlers past their timeout. */
   static final long WATCHDOG_PERIOD_MS = 20;
 
+  /** For reads only (the codec, a job's age): every write goes through {@link #completer}. */
   private final ExecutionStore store;
-  /** Clears the {@code prefetched} marks of jobs lanes start, many per statement. */
-  private final PrefetchMarks prefetchMarks;
 
   private final Map<String, HandlerRegistration<?>> handlers;
   private final JobCompleter completer;
@@ -80,7 +79,6 @@ final class JobRunner {
       io.pgjobs.JobClient children,
       io.pgjobs.tracing.JobTracing tracing) {
     this.store = store;
-    this.prefetchMarks = new PrefetchMarks(store);
     this.handlers = handlers;
     this.completer = completer;
     this.held = held;
@@ -135,7 +133,7 @@ final class JobRunner {
         stuck);
     Thread writer = Thread.ofVirtual().name("pgjobs-let-go-" + job.id()).unstarted(() -> {
       try {
-        String label = switch (reason) {
+        Outcome outcome = switch (reason) {
           case TIMEOUT ->
             failed(
                 attempt,
@@ -144,19 +142,16 @@ final class JobRunner {
                     "the handler ignored the interrupt at its timeout and was let go"),
                 "timeout");
           case CANCEL ->
-            finish(
+            new Outcome.Cancelled(
                 job,
-                JobCompleter.Intent.CANCEL,
-                ErrorEntries.of(
-                    store.codec(),
+                error(
                     job,
-                    workerId,
                     "cancelled",
                     null,
                     "cancelled while running; the handler ignored the interrupt"));
           case SHUTDOWN, LOST -> release(job, reason, null);
         };
-        metrics.completed(job.type(), label, Duration.ZERO);
+        metrics.completed(job.type(), completer.record(outcome), Duration.ZERO);
       } finally {
         letGoWrites.remove(Thread.currentThread());
       }
@@ -247,8 +242,15 @@ final class JobRunner {
     if (!heldJob.startUnmarked() && !clearPrefetchedMark(heldJob)) {
       return;
     }
-    RunningJob attempt =
-        new RunningJob(job, store, workerId, progressThrottleNanos, http, children);
+    RunningJob attempt = new RunningJob(
+        job,
+        completer,
+        store.codec(),
+        store.dataSource(),
+        workerId,
+        progressThrottleNanos,
+        http,
+        children);
     attempt.bindThread(Thread.currentThread());
     running.add(attempt);
     StopReason all = stopAll;
@@ -294,11 +296,11 @@ final class JobRunner {
     ClaimedJob job = heldJob.job();
     held.startMarked(heldJob);
     try {
-      if (prefetchMarks.clear(job)) {
+      if (completer.clearPrefetchedMark(job)) {
         return true;
       }
       log.warn("job {} was no longer this worker's claim when its lane took it; not run", job.id());
-      held.remove(job.id(), job.claimToken());
+      held.remove(job);
       return false;
     } catch (SQLException | RuntimeException e) {
       log.warn(
@@ -368,15 +370,14 @@ final class JobRunner {
       // A payload that does not fit its class never will: no point retrying.
       span.failure(e);
       attempt.takeOutcome();
-      return finish(
+      return completer.record(new Outcome.Failed(
           job,
-          JobCompleter.Intent.FAIL,
           error(
               job,
               "invalid_payload",
               e,
               "payload does not fit " + type.payloadClass().getName() + ": "
-                  + e.getOriginalMessage()));
+                  + e.getOriginalMessage())));
     }
     attempt.setDeadline(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutOf(job, type)));
     Object output = null;
@@ -404,18 +405,21 @@ final class JobRunner {
     if (attempt.completedInTransaction()) {
       return completedInTransaction(attempt, failure);
     }
+    return completer.record(outcome(attempt, type, output, failure, started));
+  }
+
+  /** How an attempt whose handler returned {@code output} or threw {@code failure} ends. */
+  private Outcome outcome(
+      RunningJob attempt, JobType<?> type, Object output, Throwable failure, long started) {
+    ClaimedJob job = attempt.job();
     if (failure == null) {
       return succeeded(attempt, output, started);
     }
     if (failure instanceof SnoozeJobException snooze) {
-      return completer.write(
-          job,
-          JobCompleter.Intent.SNOOZE,
-          () -> store.snooze(job.id(), job.claimToken(), snooze.delay().toMillis()));
+      return new Outcome.Snooze(job, snooze.delay().toMillis());
     }
     if (failure instanceof DiscardJobException discard) {
-      String errorJson = error(job, "discarded", discard, null);
-      return finish(job, JobCompleter.Intent.DISCARD, errorJson);
+      return new Outcome.Discarded(job, error(job, "discarded", discard, null));
     }
     return failed(attempt, type, failure);
   }
@@ -426,40 +430,28 @@ final class JobRunner {
    * it rolled back, the job still runs this claim here: its effects are gone too, so the attempt failed.
    */
   private String completedInTransaction(RunningJob attempt, Throwable failure) {
-    ClaimedJob job = attempt.job();
-    boolean stillRunning;
-    try {
-      stillRunning = store.isRunning(job.id(), job.claimToken());
-    } catch (SQLException e) {
-      log.warn(
-          "could not check the in-transaction completion of job {}: {}", job.id(), e.getMessage());
-      held.remove(job.id(), job.claimToken()); // rescue settles it if it did not commit
-      return "error";
-    }
-    if (!stillRunning) {
-      held.remove(job.id(), job.claimToken());
-      return "succeeded";
-    }
-    if (failure != null) {
-      return failed(attempt, null, failure);
-    }
-    return failed(
-        attempt,
-        null,
-        new IllegalStateException(
-            "the handler completed the job in a transaction that did not commit"),
-        "transaction_rolled_back");
+    return switch (completer.settleInTransaction(attempt.job())) {
+      case COMMITTED -> "succeeded";
+      case UNKNOWN -> "error";
+      case ROLLED_BACK ->
+        completer.record(
+            failure != null
+                ? failed(attempt, null, failure)
+                : failed(
+                    attempt,
+                    null,
+                    new IllegalStateException(
+                        "the handler completed the job in a transaction that did not commit"),
+                    "transaction_rolled_back"));
+    };
   }
 
-  private String succeeded(RunningJob attempt, Object output, long started) {
+  private Outcome succeeded(RunningJob attempt, Object output, long started) {
     ClaimedJob job = attempt.job();
     if (attempt.stopReason() == StopReason.CANCEL) {
       // Cancellation was asked and the handler returned (a cooperative handler returns early): the
       // job ends cancelled, as asked, not succeeded.
-      return finish(
-          job,
-          JobCompleter.Intent.CANCEL,
-          error(job, "cancelled", null, "cancelled while running"));
+      return new Outcome.Cancelled(job, error(job, "cancelled", null, "cancelled while running"));
     }
     String json;
     try {
@@ -467,21 +459,18 @@ final class JobRunner {
     } catch (JacksonException e) {
       return failed(attempt, null, e, "invalid_output");
     }
-    completer.submitSuccess(job, json, System.nanoTime() - started);
-    return null;
+    return new Outcome.Succeeded(job, json, System.nanoTime() - started);
   }
 
-  private String failed(RunningJob attempt, JobType<?> type, Throwable failure) {
+  private Outcome failed(RunningJob attempt, JobType<?> type, Throwable failure) {
     StopReason reason = attempt.stopReason();
     if (reason == StopReason.SHUTDOWN || reason == StopReason.LOST) {
       return release(attempt.job(), reason, failure);
     }
     if (reason == StopReason.CANCEL) {
       ClaimedJob job = attempt.job();
-      return finish(
-          job,
-          JobCompleter.Intent.CANCEL,
-          error(job, "cancelled", failure, "cancelled while running"));
+      return new Outcome.Cancelled(
+          job, error(job, "cancelled", failure, "cancelled while running"));
     }
     if (reason == StopReason.TIMEOUT) {
       return failed(attempt, type, failure, "timeout");
@@ -489,20 +478,16 @@ final class JobRunner {
     return failed(attempt, type, failure, "error");
   }
 
-  private String release(ClaimedJob job, StopReason reason, Throwable failure) {
+  private Outcome release(ClaimedJob job, StopReason reason, Throwable failure) {
     String why = reason == StopReason.LOST
         ? "interrupted: the worker lost contact with the database for too long and stopped its jobs"
         : "interrupted: the worker shut down before the job finished";
     log.info("job {} interrupted ({}); back to the queue", job.id(), reason);
-    String errorJson =
-        error(job, reason == StopReason.LOST ? "worker_lost" : "shutdown", failure, why);
-    return completer.write(
-        job,
-        JobCompleter.Intent.RELEASE,
-        () -> store.release(job.id(), job.claimToken(), errorJson));
+    return new Outcome.Released(
+        job, error(job, reason == StopReason.LOST ? "worker_lost" : "shutdown", failure, why));
   }
 
-  private String failed(RunningJob attempt, JobType<?> type, Throwable failure, String kind) {
+  private Outcome failed(RunningJob attempt, JobType<?> type, Throwable failure, String kind) {
     ClaimedJob job = attempt.job();
     String message = "timeout".equals(kind)
         ? "timed out after " + Duration.ofMillis(timeoutOf(job, type)) + " (" + failure + ")"
@@ -515,7 +500,7 @@ final class JobRunner {
           job.attempt(),
           job.maxAttempts(),
           failure.toString());
-      return finish(job, JobCompleter.Intent.FAIL, errorJson);
+      return new Outcome.Failed(job, errorJson);
     }
     JobType<?> resolved = type != null ? type : handlers.get(job.type()).type();
     long delayMs = resolved.retryPolicy().delay(job.attempt(), random).toMillis();
@@ -526,10 +511,7 @@ final class JobRunner {
         job.maxAttempts(),
         failure.toString(),
         delayMs);
-    return completer.write(
-        job,
-        JobCompleter.Intent.RETRY,
-        () -> store.retryLater(job.id(), job.claimToken(), delayMs, errorJson));
+    return new Outcome.Retry(job, delayMs, errorJson);
   }
 
   private long timeoutOf(ClaimedJob job, JobType<?> type) {
@@ -551,7 +533,7 @@ final class JobRunner {
     // minutes off, and a job would then fail at once (clock ahead) or wait too long (behind).
     Duration age;
     try {
-      age = store.createdAgo(job.id(), job.claimToken());
+      age = store.createdAgo(job);
     } catch (SQLException | RuntimeException e) {
       age = Duration.ZERO; // cannot tell: look again later rather than fail a job that may be new
       log.debug(
@@ -562,7 +544,7 @@ final class JobRunner {
     if (age == null) {
       log.warn(
           "job {} was no longer this worker's claim when its unknown type was handled", job.id());
-      held.remove(job.id(), job.claimToken());
+      held.remove(job);
       return;
     }
     String known = handlers.keySet().stream().sorted().collect(Collectors.joining(", "));
@@ -578,17 +560,15 @@ final class JobRunner {
           workerId,
           known,
           retryMs);
-      completer.write(
-          job, JobCompleter.Intent.SNOOZE, () -> store.snooze(job.id(), job.claimToken(), retryMs));
+      completer.record(new Outcome.Snooze(job, retryMs));
       return;
     }
     String message = "no handler registered for job type '" + job.type() + "' on worker " + workerId
         + " (known types: " + (known.isEmpty() ? "none" : known) + ") after a grace period of "
         + unknownTypeGrace;
     log.error(message + "; job {} failed", job.id());
-    String label = finish(
+    String label = completer.record(new Outcome.Failed(
         job,
-        JobCompleter.Intent.FAIL,
         ErrorEntries.entry(
             store.codec(),
             job,
@@ -596,14 +576,8 @@ final class JobRunner {
             "unknown_type",
             "io.pgjobs.UnknownJobType",
             message,
-            null));
+            null)));
     metrics.completed(job.type(), label, Duration.ZERO);
-  }
-
-  private String finish(ClaimedJob job, JobCompleter.Intent intent, String errorJson) {
-    JobState state = intent == JobCompleter.Intent.CANCEL ? JobState.CANCELLED : JobState.FAILED;
-    return completer.write(
-        job, intent, () -> store.finish(job.id(), job.claimToken(), state, errorJson));
   }
 
   private String error(ClaimedJob job, String kind, Throwable failure, String message) {

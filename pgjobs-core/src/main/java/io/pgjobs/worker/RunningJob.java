@@ -2,22 +2,24 @@ package io.pgjobs.worker;
 
 import io.pgjobs.JobContext;
 import io.pgjobs.PgJobsException;
+import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
-import io.pgjobs.store.ExecutionStore;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-/** One attempt of one job: the {@link JobContext} its handler sees, and the runtime's handle on it. */
+/**
+ * One attempt of one job: the {@link JobContext} its handler sees, and the runtime's handle on it. What
+ * the handler writes to its job (progress, heartbeat, completion in its own transaction) is written by the
+ * {@link JobCompleter}, with this attempt's claim.
+ */
 final class RunningJob implements JobContext {
-  private static final Logger log = LoggerFactory.getLogger(RunningJob.class);
-
   private final ClaimedJob job;
-  private final ExecutionStore store;
+  private final JobCompleter completer;
+  private final PayloadCodec codec;
+  private final DataSource dataSource;
   private final String workerId;
   private final long progressThrottleNanos;
   private final HttpSupport http;
@@ -45,7 +47,9 @@ final class RunningJob implements JobContext {
 
   RunningJob(
       ClaimedJob job,
-      ExecutionStore store,
+      JobCompleter completer,
+      PayloadCodec codec,
+      DataSource dataSource,
       String workerId,
       long progressThrottleNanos,
       HttpSupport http,
@@ -53,7 +57,9 @@ final class RunningJob implements JobContext {
     this.children = children;
     this.http = http;
     this.job = job;
-    this.store = store;
+    this.completer = completer;
+    this.codec = codec;
+    this.dataSource = dataSource;
     this.workerId = workerId;
     this.progressThrottleNanos = progressThrottleNanos;
   }
@@ -209,7 +215,7 @@ final class RunningJob implements JobContext {
       progressPending = false;
       lastProgressWrite = now;
     }
-    writeProgress(percent, message);
+    completer.progress(job, percent, message);
   }
 
   /** Writes the last throttled progress value, if one is waiting. Called before the job ends. */
@@ -224,25 +230,12 @@ final class RunningJob implements JobContext {
       percent = pendingPercent;
       message = pendingMessage;
     }
-    writeProgress(percent, message);
-  }
-
-  private void writeProgress(int percent, String message) {
-    try {
-      store.progress(job.id(), job.claimToken(), percent, message);
-    } catch (SQLException e) {
-      // Progress is informational; a handler must not fail because it could not be shown.
-      log.warn("could not record progress of job {}: {}", job.id(), e.getMessage());
-    }
+    completer.progress(job, percent, message);
   }
 
   @Override
   public void heartbeat() {
-    try {
-      store.heartbeat(job.id(), job.claimToken());
-    } catch (SQLException e) {
-      log.warn("could not record heartbeat of job {}: {}", job.id(), e.getMessage());
-    }
+    completer.heartbeat(job);
   }
 
   @Override
@@ -288,7 +281,7 @@ final class RunningJob implements JobContext {
 
   @Override
   public DataSource dataSource() {
-    return store.dataSource();
+    return dataSource;
   }
 
   @Override
@@ -298,8 +291,8 @@ final class RunningJob implements JobContext {
           "complete(connection, output) needs a transaction: call connection.setAutoCommit(false) first");
     }
     flushProgress();
-    String json = store.codec().encodeOutput(output);
-    if (!store.succeed(transaction, job.id(), job.claimToken(), json)) {
+    String json = codec.encodeOutput(output);
+    if (!completer.succeedInTransaction(transaction, job, json)) {
       throw new PgJobsException(
           "job " + job.id() + " attempt " + job.attempt() + " is no longer running on this worker"
               + " (rescued, timed out or cancelled meanwhile); roll back");
