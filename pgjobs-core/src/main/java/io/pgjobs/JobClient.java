@@ -60,8 +60,10 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   private final JobMetrics metrics;
   private final Map<String, JobType<?>> knownTypes;
   private final JobTracing tracing;
+  private final JsonMapper mapper;
 
   private JobClient(Builder builder) {
+    this.mapper = builder.mapper;
     this.dataSource = builder.dataSource;
     this.borrowed = AutoCommitDataSource.of(builder.dataSource);
     this.codec = new PayloadCodec(builder.mapper);
@@ -87,6 +89,19 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    */
   public void migrate() {
     Migrator.migrate(dataSource, adminStore.schema());
+  }
+
+  /** The Jackson mapper of payloads and outputs this client was built with. */
+  public JsonMapper jsonMapper() {
+    return mapper;
+  }
+
+  /**
+   * Internal: the tracing this client's enqueues use, shared with a worker built over it ({@code
+   * PgJobs.over(client)}); applications set it with {@link Builder#openTelemetry}.
+   */
+  public JobTracing tracing() {
+    return tracing;
   }
 
   /** The pgjobs schema name. */

@@ -126,8 +126,9 @@ final class ServeCommand extends Subcommand {
       jobWorker = WorkCommand.worker(settings, db, registrations, metrics);
       jobWorker.start();
     } else {
-      maintenance = Maintenance.builder(db.dataSource())
-          .schema(settings.schema())
+      // Over the client of `db` (one composition root): recurring slots fire through it.
+      maintenance = io.pgjobs.worker.PgJobs.over(db.client())
+          .maintenanceBuilder()
           .staleThreshold(settings.staleThreshold())
           .workerDeadAfter(settings.workerDeadAfter())
           .retention(settings.retention())

@@ -135,8 +135,9 @@ final class WorkCommand extends Subcommand {
       Database db,
       List<JobWorker.Registration<?>> registrations,
       JobMetrics metrics) {
-    JobWorker.Builder builder = JobWorker.builder(db.dataSource())
-        .schema(settings.schema())
+    // Over the client of `db` (one composition root): handlers enqueue through it.
+    JobWorker.Builder builder = io.pgjobs.worker.PgJobs.over(db.client())
+        .workerBuilder()
         .registerAll(registrations)
         .metrics(metrics)
         .claimBatch(settings.claimBatch())

@@ -2,6 +2,7 @@ package io.pgjobs.events;
 
 import io.pgjobs.JobState;
 import io.pgjobs.notify.JobNotificationListener;
+import io.pgjobs.service.BackgroundService;
 import io.pgjobs.store.AutoCommitDataSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -36,7 +37,7 @@ import tools.jackson.databind.json.JsonMapper;
  * events.start();
  * }</pre>
  */
-public final class JobEventListener implements AutoCloseable {
+public final class JobEventListener implements BackgroundService, AutoCloseable {
   /** PostgreSQL refuses a notification payload of this many bytes or more: {@value}. */
   public static final int MAX_PAYLOAD_BYTES = 8_000;
 
@@ -175,7 +176,19 @@ public final class JobEventListener implements AutoCloseable {
     return new JobEventBatch(List.copyOf(events), root.path("count").asLong(events.size()));
   }
 
-  /** Stops listening. */
+  /** Asks the listener to stop listening; see {@link #awaitStopped}. */
+  @Override
+  public void stop() {
+    listener.stop();
+  }
+
+  /** Waits for the LISTEN thread to end and its connection to be returned. */
+  @Override
+  public boolean awaitStopped(java.time.Duration timeout) {
+    return listener.awaitStopped(timeout);
+  }
+
+  /** Stops listening: {@link #stop()}, then waits up to 5 s. */
   @Override
   public void close() {
     listener.close();

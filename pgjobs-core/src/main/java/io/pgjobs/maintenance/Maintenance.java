@@ -3,6 +3,7 @@ package io.pgjobs.maintenance;
 import io.pgjobs.JobClient;
 import io.pgjobs.config.PgJobsSettings;
 import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.service.BackgroundService;
 import io.pgjobs.store.WorkerStore;
 import java.time.Duration;
 import java.util.List;
@@ -27,7 +28,7 @@ import org.slf4j.LoggerFactory;
  *
  * {@code JobWorker} starts one of its own unless told not to.
  */
-public final class Maintenance implements AutoCloseable {
+public final class Maintenance implements BackgroundService, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
 
   // The defaults are declared in PgJobsSettings, with their ranges; these name them for callers.
@@ -94,7 +95,9 @@ public final class Maintenance implements AutoCloseable {
         new DeadWorkerRemover(store, b.staleThreshold, rescueInterval),
         new FinishedJobPruner(store, b.retention, b.pruneInterval),
         new RecurringFirer(
-            new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema),
+            b.client != null
+                ? new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema, b.client)
+                : new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema),
             b.recurringInterval,
             b.recurringMissedAfter != null
                 ? b.recurringMissedAfter
@@ -113,6 +116,7 @@ public final class Maintenance implements AutoCloseable {
   }
 
   /** Starts competing for the lease and, when leading, running the tasks. */
+  @Override
   public synchronized Maintenance start() {
     if (thread == null && !stopping) {
       thread = Thread.ofPlatform().daemon().name("pgjobs-maintenance").start(this::run);
@@ -177,22 +181,29 @@ public final class Maintenance implements AutoCloseable {
     elector.resign();
   }
 
-  /** Stops, and gives the lease up so another node takes over at once. */
+  /** Asks the loop to end; it gives the lease up as it ends. */
   @Override
-  public void close() {
-    Thread t;
+  public void stop() {
     synchronized (this) {
       stopping = true;
-      t = thread;
     }
     wake.release();
-    if (t != null) {
-      try {
-        t.join(Duration.ofSeconds(10));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+  }
+
+  /** Waits for the loop to end (the task running now finishes first) and the lease to be given up. */
+  @Override
+  public boolean awaitStopped(Duration timeout) {
+    Thread t;
+    synchronized (this) {
+      t = thread;
     }
+    return BackgroundService.join(t, timeout);
+  }
+
+  /** Stops, and gives the lease up so another node takes over at once: waits up to 10 s. */
+  @Override
+  public void close() {
+    stopAndAwait(Duration.ofSeconds(10));
   }
 
   /** The time a leader change may take: twice the lease TTL and twice the recurring interval. */
@@ -218,11 +229,21 @@ public final class Maintenance implements AutoCloseable {
     private Duration leaseTtl = DEFAULT_LEASE_TTL;
     private Duration recurringInterval = DEFAULT_RECURRING_INTERVAL;
     private Duration recurringMissedAfter;
+    private JobClient client;
     private Duration vacuumInterval = DEFAULT_VACUUM_INTERVAL;
     private Duration unknownTypeGrace = DEFAULT_UNKNOWN_TYPE_GRACE;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /**
+     * The client recurring schedules' slots are enqueued through (default: one of its own over the
+     * maintenance's data source and schema); the composition root ({@code PgJobs}) passes its own.
+     */
+    public Builder client(JobClient client) {
+      this.client = Objects.requireNonNull(client, "client");
+      return this;
     }
 
     /** The pgjobs schema. */

@@ -1,6 +1,7 @@
 package io.pgjobs.notify;
 
 import io.pgjobs.replication.DatabaseRole;
+import io.pgjobs.service.BackgroundService;
 import io.pgjobs.store.AutoCommitDataSource;
 import io.pgjobs.store.BrokenConnections;
 import java.sql.Connection;
@@ -24,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * with {@link NotificationReader}, which hands each over as it arrives (pgJDBC's own
  * {@code getNotifications} would add a millisecond to every one).
  */
-public final class JobNotificationListener implements AutoCloseable {
+public final class JobNotificationListener implements BackgroundService, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(JobNotificationListener.class);
   private static final int WAIT_MILLIS = 250;
   private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
@@ -105,11 +106,28 @@ public final class JobNotificationListener implements AutoCloseable {
   }
 
   /** Starts listening on a thread of its own. */
-  public synchronized void start() {
-    if (thread != null) {
-      return;
+  @Override
+  public synchronized JobNotificationListener start() {
+    if (thread == null && !closed) {
+      thread = Thread.ofPlatform().daemon().name("pgjobs-listener").start(this::run);
     }
-    thread = Thread.ofPlatform().daemon().name("pgjobs-listener").start(this::run);
+    return this;
+  }
+
+  /** Asks the listener to end; its connection is returned when its thread ends. */
+  @Override
+  public void stop() {
+    closed = true;
+  }
+
+  /** Waits for the listener's thread to end (and its connection to be returned). */
+  @Override
+  public boolean awaitStopped(Duration timeout) {
+    Thread t;
+    synchronized (this) {
+      t = thread;
+    }
+    return BackgroundService.join(t, timeout);
   }
 
   /** True while a LISTEN connection is up. */
@@ -202,20 +220,9 @@ public final class JobNotificationListener implements AutoCloseable {
     }
   }
 
-  /** Stops listening and returns the connection. */
+  /** Stops listening and returns the connection: {@link #stop()}, then waits up to 5 s. */
   @Override
   public void close() {
-    closed = true;
-    Thread t;
-    synchronized (this) {
-      t = thread;
-    }
-    if (t != null) {
-      try {
-        t.join(Duration.ofSeconds(5));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    stopAndAwait(Duration.ofSeconds(5));
   }
 }

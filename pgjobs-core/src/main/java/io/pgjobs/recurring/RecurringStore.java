@@ -25,11 +25,16 @@ public final class RecurringStore {
   private final PayloadCodec codec = new PayloadCodec(PayloadCodec.DEFAULT_MAPPER);
   private final JobClient client;
 
-  /** A store over {@code schema}. */
+  /** A store over {@code schema}, firing slots through a client of its own. */
   public RecurringStore(DataSource dataSource, String schema) {
+    this(dataSource, schema, JobClient.builder(dataSource).schema(schema).build());
+  }
+
+  /** A store over {@code schema} that fires slots through {@code client} (the composition root's). */
+  public RecurringStore(DataSource dataSource, String schema, JobClient client) {
     this.dataSource = AutoCommitDataSource.of(dataSource);
     this.schema = requireSchema(schema);
-    this.client = JobClient.builder(dataSource).schema(schema).build();
+    this.client = client;
   }
 
   private static String requireSchema(String schema) {

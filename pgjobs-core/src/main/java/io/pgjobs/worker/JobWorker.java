@@ -10,6 +10,8 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.maintenance.Maintenance;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.notify.JobNotificationListener;
+import io.pgjobs.service.BackgroundService;
+import io.pgjobs.service.ServiceGroup;
 import io.pgjobs.store.AdminStore;
 import io.pgjobs.store.Channels;
 import io.pgjobs.store.ClaimedJob;
@@ -124,24 +126,30 @@ public final class JobWorker implements AutoCloseable {
   private final WorkerHeartbeat heartbeat;
   private final Maintenance maintenance;
   private Phase phase = Phase.NEW;
+  private final JobClient client;
+  private final ServiceGroup services = new ServiceGroup();
+  private volatile long closeStartedNanos;
   private final List<io.pgjobs.recurring.Recurring> recurring;
   private final io.pgjobs.recurring.RecurringStore recurringStore;
   /** The worker's data source, for the replication check at start. */
   private final javax.sql.DataSource replicationCheckSource;
 
-  private JobWorker(Builder b) {
-    this.replicationCheckSource = b.dataSource;
+  /**
+   * Assembles the worker's own loops from the parts {@code root} built once (client, codec, stores,
+   * tracing): the worker builds no client and no store of its own.
+   */
+  private JobWorker(Builder b, PgJobs root) {
+    this.replicationCheckSource = root.dataSource();
     this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
     this.recurring = List.copyOf(b.recurring.values());
-    this.recurringStore = new io.pgjobs.recurring.RecurringStore(b.dataSource, b.schema);
-    PayloadCodec codec = new PayloadCodec(b.mapper);
-    this.store = new AdminStore(b.dataSource, b.schema, codec);
+    this.recurringStore = root.recurringStore();
+    this.store = root.adminStore();
     // Claims only the types registered here: a job of another type is left to a worker that runs
     // it.
-    ExecutionStore execution =
-        new ExecutionStore(b.dataSource, b.schema, codec, b.capabilities, b.handlers.keySet());
-    io.pgjobs.tracing.JobTracing tracing =
-        b.tracing != null ? b.tracing : io.pgjobs.tracing.JobTracing.detect();
+    ExecutionStore execution = root.executionStore(b.capabilities, b.handlers.keySet());
+    // Runs are traced as the builder says; jobs the handlers enqueue as the root's client does (the
+    // same unless a worker builder of a root was given an OpenTelemetry of its own).
+    io.pgjobs.tracing.JobTracing tracing = b.tracing != null ? b.tracing : root.tracing();
     this.shutdownGrace = b.shutdownGrace;
     this.listen = b.listen;
     this.separateListenSource = b.listenDataSource != null;
@@ -168,12 +176,7 @@ public final class JobWorker implements AutoCloseable {
         b.stuckHandlerGrace,
         b.random,
         http,
-        JobClient.builder(b.dataSource)
-            .schema(b.schema)
-            .jsonMapper(b.mapper)
-            .metrics(b.metrics)
-            .tracing(tracing)
-            .build(),
+        root.client(),
         tracing);
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
@@ -198,18 +201,18 @@ public final class JobWorker implements AutoCloseable {
     this.listener = new JobNotificationListener(
         // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct
         // connection.
-        b.listenDataSource != null ? b.listenDataSource : b.dataSource,
+        b.listenDataSource != null ? b.listenDataSource : root.dataSource(),
         this::readyListenerConnection,
         this::listenerConnected,
         Map.of(
-            Channels.ready(b.schema),
+            Channels.ready(root.schema()),
             (queue, connection) -> {
               QueuePoller poller = pollersByQueue.get(queue);
               if (poller != null) {
                 poller.notified(connection);
               }
             },
-            Channels.cancel(b.schema),
+            Channels.cancel(root.schema()),
             (jobId, connection) -> {
               try {
                 runner.cancel(UUID.fromString(jobId));
@@ -217,7 +220,7 @@ public final class JobWorker implements AutoCloseable {
                 log.warn("ignoring cancel notification with payload '{}'", jobId);
               }
             }));
-    WorkerStore workerStore = new WorkerStore(b.dataSource, b.schema, codec);
+    WorkerStore workerStore = root.workerStore();
     WorkerStore.Registration registration = new WorkerStore.Registration(
         workerId,
         hostName(),
@@ -242,7 +245,7 @@ public final class JobWorker implements AutoCloseable {
           + b.workerDeadAfter + "), or a live worker could be presumed dead after one late beat");
     }
     this.heartbeat = new WorkerHeartbeat(
-        b.dataSource,
+        root.dataSource(),
         workerStore,
         registration,
         runner,
@@ -271,8 +274,7 @@ public final class JobWorker implements AutoCloseable {
           }
         });
     this.maintenance = b.maintenance
-        ? Maintenance.builder(b.dataSource)
-            .schema(b.schema)
+        ? root.maintenanceBuilder()
             .holderId(workerId)
             .staleThreshold(b.staleThreshold)
             .workerDeadAfter(b.workerDeadAfter)
@@ -281,6 +283,122 @@ public final class JobWorker implements AutoCloseable {
             .unknownTypeGrace(b.unknownTypeGrace)
             .build()
         : null;
+    this.client = root.client();
+    // Started in this order, stopped in reverse (ServiceGroup): the heartbeat first and last (the
+    // worker is registered before it claims and deregistered after its last outcome is written),
+    // the
+    // completer inside it (outcomes are written while handlers drain), the pollers last and first
+    // (claiming stops before anything else).
+    services.add("heartbeat", heartbeat, Duration.ofSeconds(5));
+    services.add("completer", new CompleterService(), Duration.ofSeconds(10));
+    if (maintenance != null) {
+      services.add("maintenance", maintenance, Duration.ofSeconds(10));
+    }
+    if (listen) {
+      services.add("listener", listener, Duration.ofSeconds(5));
+    }
+    // The lanes' budget is the grace, 10 s for those that ignore the interrupt, 10 s for let-go
+    // writes.
+    services.add("lanes", new LanesService(), shutdownGrace.plusSeconds(21));
+    services.add("pollers", new PollersService(), Duration.ofSeconds(10));
+  }
+
+  /**
+   * The completer's writer thread as a {@link BackgroundService}. JobCompleter keeps its own methods
+   * ({@code start(workerId)}, {@code close(Duration)}); this adapts them to the contract.
+   */
+  private final class CompleterService implements BackgroundService {
+    @Override
+    public BackgroundService start() {
+      completions.start(workerId);
+      return this;
+    }
+
+    @Override
+    public void stop() {
+      // JobCompleter.close both stops and waits: it runs in awaitStopped.
+    }
+
+    /** Writes what is queued, trying for at most {@code timeout} if the database fails, then stops. */
+    @Override
+    public boolean awaitStopped(Duration timeout) {
+      completions.close(timeout);
+      return true;
+    }
+  }
+
+  /**
+   * The handler lanes (the virtual threads running jobs, and the runner's watchdog) as a {@link
+   * BackgroundService}: stopping lets running jobs finish within the shutdown grace, then interrupts the
+   * rest and gives their jobs back; once they have ended, the jobs claimed ahead go back too.
+   */
+  private final class LanesService implements BackgroundService {
+    @Override
+    public BackgroundService start() {
+      runner.startWatchdog();
+      return this;
+    }
+
+    @Override
+    public void stop() {
+      // Outcome writes get the grace and 10 s more: if the database is gone, lanes must still end.
+      completions.stopRetryingAfter(
+          closeStartedNanos + shutdownGrace.plusSeconds(10).toNanos());
+      handlerThreads.shutdown();
+    }
+
+    @Override
+    public boolean awaitStopped(Duration timeout) {
+      boolean ended = true;
+      try {
+        if (!handlerThreads.awaitTermination(shutdownGrace.toMillis(), TimeUnit.MILLISECONDS)) {
+          log.warn(
+              "worker {}: {} jobs still running after the grace period; interrupting them",
+              workerId,
+              runner.running().size());
+          runner.stopAll(StopReason.SHUTDOWN);
+          if (!handlerThreads.awaitTermination(10, TimeUnit.SECONDS)) {
+            ended = false;
+            log.error(
+                "worker {}: jobs ignored the interrupt; they stay running and will be rescued",
+                workerId);
+          }
+        }
+        // Handlers that ignored their stop were let go: their outcomes (release) are written on
+        // threads of their own, which must finish before the completer closes and the process may
+        // exit.
+        runner.awaitLetGoWrites(System.nanoTime() + TimeUnit.SECONDS.toNanos(10));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      releasePrefetched();
+      return ended;
+    }
+  }
+
+  /** The queues' pollers as one {@link BackgroundService}: all stop claiming at once, then each is awaited. */
+  private final class PollersService implements BackgroundService {
+    @Override
+    public BackgroundService start() {
+      pollers.forEach(QueuePoller::start);
+      return this;
+    }
+
+    @Override
+    public void stop() {
+      pollers.forEach(QueuePoller::stop);
+    }
+
+    @Override
+    public boolean awaitStopped(Duration timeout) {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      boolean all = true;
+      for (QueuePoller poller : pollers) {
+        Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
+        all &= poller.awaitStopped(left);
+      }
+      return all;
+    }
   }
 
   /**
@@ -360,9 +478,6 @@ public final class JobWorker implements AutoCloseable {
     // W4's first job after a start: 27-45 ms before, ~14 ms after (the rest ~1.4 ms).
     runner.prepareHandlers();
     handlerThreads.execute(() -> {});
-    completions.start(workerId);
-    runner.startWatchdog();
-    heartbeat.start();
     if (listen) {
       log.info(
           "worker {}: LISTEN for new jobs and cancellations on {}; polling every {} as the fallback",
@@ -371,7 +486,6 @@ public final class JobWorker implements AutoCloseable {
               ? "the listen data source (a direct connection)"
               : "the worker's data source",
           DurationText.format(pollInterval));
-      listener.start();
     } else {
       log.info(
           "worker {}: polling only, every {}: LISTEN is off (listen(false)); cancellations of running jobs"
@@ -379,14 +493,12 @@ public final class JobWorker implements AutoCloseable {
           workerId,
           DurationText.format(pollInterval));
     }
-    if (maintenance != null) {
-      maintenance.start();
-    }
     // Off the caller's thread: a database that is away must not delay the start (the heartbeat
     // reports it).
     timers.execute(() ->
         io.pgjobs.replication.ReplicationCheck.warnIfCommitsCanBeLost(replicationCheckSource));
-    pollers.forEach(QueuePoller::start);
+    // heartbeat, completer, maintenance, listener, lanes, pollers (see the constructor).
+    services.start();
     log.info("worker {} started: queues {}", workerId, pollersByQueue.keySet());
     return this;
   }
@@ -408,6 +520,16 @@ public final class JobWorker implements AutoCloseable {
       throw new IllegalStateException(
           "could not store the recurring schedules: " + e.getMessage(), e);
     }
+  }
+
+  /** The client this worker's handlers enqueue through: its composition root's ({@link PgJobs#client()}). */
+  public JobClient client() {
+    return client;
+  }
+
+  /** The names of this worker's started services in the order {@link #close()} stops them (a test hook). */
+  List<String> stopOrder() {
+    return services.stopOrder();
   }
 
   /** This worker's id, as written to {@code locked_by}. */
@@ -441,6 +563,7 @@ public final class JobWorker implements AutoCloseable {
       if (phase == Phase.STOPPED) {
         return;
       }
+      closeStartedNanos = System.nanoTime();
       boolean wasRunning = phase == Phase.RUNNING;
       phase = Phase.STOPPED;
       if (!wasRunning) {
@@ -454,41 +577,12 @@ public final class JobWorker implements AutoCloseable {
         workerId,
         runner.running().size(),
         shutdownGrace);
-    pollers.forEach(QueuePoller::stop);
-    // Outcome writes get the grace and 10 s more: if the database is gone, lanes must still end.
-    completions.stopRetryingAfter(
-        System.nanoTime() + shutdownGrace.plusSeconds(10).toNanos());
-    try {
-      for (QueuePoller poller : pollers) {
-        poller.awaitStopped(Duration.ofSeconds(10));
-      }
-      handlerThreads.shutdown();
-      if (!handlerThreads.awaitTermination(shutdownGrace.toMillis(), TimeUnit.MILLISECONDS)) {
-        log.warn(
-            "worker {}: {} jobs still running after the grace period; interrupting them",
-            workerId,
-            runner.running().size());
-        runner.stopAll(StopReason.SHUTDOWN);
-        if (!handlerThreads.awaitTermination(10, TimeUnit.SECONDS)) {
-          log.error(
-              "worker {}: jobs ignored the interrupt; they stay running and will be rescued",
-              workerId);
-        }
-      }
-      // Handlers that ignored their stop were let go: their outcomes (release) are written on
-      // threads of
-      // their own, which must finish before the completer closes and the process may exit.
-      runner.awaitLetGoWrites(System.nanoTime() + TimeUnit.SECONDS.toNanos(10));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    releasePrefetched();
-    completions.close(Duration.ofSeconds(10));
-    heartbeat.stopAndDeregister();
-    if (maintenance != null) {
-      maintenance.close();
-    }
-    listener.close();
+    // Stops in reverse order of start, each awaited within its budget before the next: the pollers
+    // (claiming ends), the lanes (running jobs drain within the grace; prefetched jobs go back),
+    // the
+    // listener, maintenance, the completer (pending outcomes written), the heartbeat
+    // (deregistered).
+    services.stop();
     timers.shutdownNow();
     http.close();
     log.info("worker {} stopped", workerId);
@@ -575,9 +669,23 @@ public final class JobWorker implements AutoCloseable {
     private Duration retention = Maintenance.DEFAULT_RETENTION;
     private Duration leaseTtl = Maintenance.DEFAULT_LEASE_TTL;
     private io.pgjobs.tracing.JobTracing tracing;
+    /** The composition root this builder came from ({@link PgJobs#workerBuilder()}), or null. */
+    private final PgJobs root;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+      this.root = null;
+    }
+
+    /**
+     * A builder over {@code root}'s shared parts: its schema and mapper are the root's; runs are traced
+     * with the root's tracing unless {@link #openTelemetry} says otherwise.
+     */
+    Builder(PgJobs root) {
+      this.root = root;
+      this.dataSource = root.dataSource();
+      this.schema = root.schema();
+      this.mapper = root.mapper();
     }
 
     /** The pgjobs schema ({@link PgJobsSettings#SCHEMA}). */
@@ -852,7 +960,31 @@ public final class JobWorker implements AutoCloseable {
         throw new IllegalArgumentException(
             "listen(false) and a listenDataSource contradict each other: drop one (polling only, or LISTEN on it)");
       }
-      return new JobWorker(this);
+      return new JobWorker(this, root != null ? sharedRoot() : ownRoot());
+    }
+
+    /** The front door {@code JobWorker.builder(dataSource)}: a root of its own from this builder's settings. */
+    private PgJobs ownRoot() {
+      return PgJobs.builder(dataSource)
+          .schema(schema)
+          .jsonMapper(mapper)
+          .metrics(metrics)
+          .tracing(tracing)
+          .build();
+    }
+
+    /** The root this builder came from, refusing settings that would need a client of their own. */
+    private PgJobs sharedRoot() {
+      if (!Objects.equals(schema, root.schema())) {
+        throw new IllegalArgumentException("schema '" + schema + "' differs from the schema '"
+            + root.schema() + "' of the PgJobs this worker builder came from: set it there");
+      }
+      if (mapper != root.mapper()) {
+        throw new IllegalArgumentException(
+            "a worker built from PgJobs.workerBuilder() shares its client and codec:"
+                + " set the JSON mapper on PgJobs.builder(...), not on the worker builder");
+      }
+      return root;
     }
   }
 

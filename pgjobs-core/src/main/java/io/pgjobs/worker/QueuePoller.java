@@ -2,6 +2,7 @@ package io.pgjobs.worker;
 
 import io.pgjobs.notify.WakeTrace;
 import io.pgjobs.replication.DatabaseRole;
+import io.pgjobs.service.BackgroundService;
 import io.pgjobs.store.ClaimCursor;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
@@ -47,7 +48,7 @@ import org.slf4j.LoggerFactory;
  * low. It waits otherwise: for a notification, a free slot, or the poll interval. A database error backs
  * off and tries again; the loop only ends on {@link #stop()}.
  */
-final class QueuePoller {
+final class QueuePoller implements BackgroundService {
   private static final Logger log = LoggerFactory.getLogger(QueuePoller.class);
   /** True after a claim failed because the database is read-only, until a claim succeeds (poller thread only). */
   private boolean waitingForWrites;
@@ -148,8 +149,12 @@ final class QueuePoller {
     }
   }
 
-  void start() {
-    thread = Thread.ofPlatform().daemon().name("pgjobs-poller-" + queue).start(this::run);
+  @Override
+  public synchronized QueuePoller start() {
+    if (thread == null && !stopping) {
+      thread = Thread.ofPlatform().daemon().name("pgjobs-poller-" + queue).start(this::run);
+    }
+    return this;
   }
 
   /** Work may be waiting (a notification arrived, or the listener reconnected): claim soon. */
@@ -165,15 +170,20 @@ final class QueuePoller {
   }
 
   /** Stops claiming and starting buffered jobs; running jobs are not touched. */
-  void stop() {
+  @Override
+  public void stop() {
     stopping = true;
     signal();
   }
 
-  void awaitStopped(Duration timeout) throws InterruptedException {
-    if (thread != null) {
-      thread.join(timeout);
+  /** Waits for the poller's thread to end; running jobs are not waited for. */
+  @Override
+  public boolean awaitStopped(Duration timeout) {
+    Thread t;
+    synchronized (this) {
+      t = thread;
     }
+    return BackgroundService.join(t, timeout);
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.pgjobs.worker;
 
 import io.pgjobs.replication.DatabaseRole;
+import io.pgjobs.service.BackgroundService;
 import io.pgjobs.store.WorkerStore;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -31,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * succeeds again, it resumes. The reply also carries each job's cancel flag: the fallback for a missed
  * cancel notification.
  */
-final class WorkerHeartbeat {
+final class WorkerHeartbeat implements BackgroundService {
   private static final Logger log = LoggerFactory.getLogger(WorkerHeartbeat.class);
 
   /** What the worker does when its liveness is in doubt, and when it is restored. */
@@ -87,7 +88,11 @@ final class WorkerHeartbeat {
    * Registers at once, then beats on its own thread. If the registration fails (the database is away, or
    * the workers table locked), the worker starts fenced: it claims nothing until a beat succeeds.
    */
-  void start() {
+  @Override
+  public WorkerHeartbeat start() {
+    if (thread != null) {
+      return this;
+    }
     if (!beat()) {
       fenced = true;
       log.warn(
@@ -101,6 +106,7 @@ final class WorkerHeartbeat {
         .daemon()
         .name("pgjobs-heartbeat-" + registration.id())
         .start(this::run);
+    return this;
   }
 
   /** Beats as soon as possible (after the listener reconnects: cancel notifications may have been missed). */
@@ -238,17 +244,20 @@ final class WorkerHeartbeat {
     }
   }
 
-  /** Stops beating and removes the worker's row. */
-  void stopAndDeregister() {
+  /** Asks the heartbeat to stop beating. */
+  @Override
+  public void stop() {
     stopping = true;
     wake.release();
-    if (thread != null) {
-      try {
-        thread.join(Duration.ofSeconds(5));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
+  }
+
+  /**
+   * Waits for the heartbeat's thread to end, then removes the worker's row (also when the thread is still
+   * in a beat: maintenance would otherwise keep a stopped worker listed until it is presumed dead).
+   */
+  @Override
+  public boolean awaitStopped(Duration timeout) {
+    boolean ended = BackgroundService.join(thread, timeout);
     try {
       store.deregister(registration.id());
     } catch (SQLException | RuntimeException e) {
@@ -261,5 +270,6 @@ final class WorkerHeartbeat {
       closeConnection();
       connector.close();
     }
+    return ended;
   }
 }

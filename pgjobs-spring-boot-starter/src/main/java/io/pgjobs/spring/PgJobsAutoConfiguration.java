@@ -100,8 +100,10 @@ public class PgJobsAutoConfiguration {
         ObjectProvider<JobMetrics> metrics,
         ObjectProvider<PgJobsWorkerCustomizer> customizers) {
       PgJobsProperties.Worker w = properties.getWorker();
-      JobWorker.Builder builder = JobWorker.builder(client.dataSource())
-          .schema(client.schema())
+      // One composition root around the client bean: the worker's handlers enqueue through it, and
+      // it shares its codec and stores.
+      JobWorker.Builder builder = io.pgjobs.worker.PgJobs.over(client)
+          .workerBuilder()
           .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE))
           .listen(w.isListen())
           .maintenance(w.isMaintenance());

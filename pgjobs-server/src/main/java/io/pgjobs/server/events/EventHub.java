@@ -58,7 +58,7 @@ import tools.jackson.databind.json.JsonMapper;
  * burst leaves the rest of the pool to the API. A comment line every ping interval detects closed
  * Server-Sent Events connections.
  */
-public final class EventHub implements AutoCloseable {
+public final class EventHub implements io.pgjobs.service.BackgroundService, AutoCloseable {
   /** How long a subscriber waits for its mark before its snapshot is read anyway. */
   static final Duration MARK_TIMEOUT = Duration.ofSeconds(2);
   /** Snapshots read at once: {@value}. */
@@ -80,6 +80,7 @@ public final class EventHub implements AutoCloseable {
   private final DataSource readSource;
   private final String fingerprintSql;
   private final Set<Subscription> subscriptions = ConcurrentHashMap.newKeySet();
+  private boolean started;
   /** Subscriptions of one job, by job: an event reaches them with one lookup. */
   private final Map<UUID, Set<Subscription>> byJob = new ConcurrentHashMap<>();
   /** Subscriptions without a job id (by type and queue): every event is matched against each. */
@@ -141,7 +142,12 @@ public final class EventHub implements AutoCloseable {
   }
 
   /** Starts listening. */
-  public void start() {
+  @Override
+  public synchronized EventHub start() {
+    if (started || closed) {
+      return this;
+    }
+    started = true;
     listener.subscribe(this::onBatch);
     listener.onReconnect(this::onConnected);
     listener.onMark(this::onMark);
@@ -157,6 +163,7 @@ public final class EventHub implements AutoCloseable {
         ms,
         ms,
         TimeUnit.MILLISECONDS);
+    return this;
   }
 
   /** True while the LISTEN connection is up. */
@@ -526,9 +533,9 @@ public final class EventHub implements AutoCloseable {
     return fingerprintChecks.get();
   }
 
-  /** Stops listening and ends every stream. */
+  /** Ends every stream and asks the listener and the mark sender to stop. */
   @Override
-  public void close() {
+  public void stop() {
     synchronized (accounting) {
       closed = true;
     }
@@ -537,7 +544,19 @@ public final class EventHub implements AutoCloseable {
       markSender.interrupt();
     }
     subscriptions.forEach(Subscription::stop);
-    listener.close();
+    listener.stop();
+  }
+
+  /** Waits for the listener's thread to end (its LISTEN connection returned). */
+  @Override
+  public boolean awaitStopped(Duration timeout) {
+    return listener.awaitStopped(timeout);
+  }
+
+  /** Stops listening and ends every stream: {@link #stop()}, then waits up to 5 s for the listener. */
+  @Override
+  public void close() {
+    stopAndAwait(Duration.ofSeconds(5));
   }
 
   /** A limit refused a connection or a subscription; {@link #getMessage()} is the reason, for the client. */

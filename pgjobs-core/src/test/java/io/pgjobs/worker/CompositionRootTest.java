@@ -1,0 +1,123 @@
+package io.pgjobs.worker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.JobState;
+import io.pgjobs.JobType;
+import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.metrics.JobMetrics;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The composition root ({@link PgJobs}) and the order in which a worker stops its services. */
+class CompositionRootTest extends PgJobsTestBase {
+  private static final JobType<Numbered> PARENT = JobType.of("parent", Numbered.class);
+
+  /** Counts enqueues by type: which client enqueued is told by whose metrics count it. */
+  private static final class Enqueues implements JobMetrics {
+    final ConcurrentHashMap<String, Integer> byType = new ConcurrentHashMap<>();
+
+    @Override
+    public void enqueued(String type, int count) {
+      byType.merge(type, count, Integer::sum);
+    }
+  }
+
+  @Test
+  void handlersEnqueueThroughTheRootsClient() {
+    Enqueues rootEnqueues = new Enqueues();
+    PgJobs root = PgJobs.builder(db.dataSource()).metrics(rootEnqueues).build();
+    JobWorker worker = start(root.workerBuilder()
+        .shutdownGrace(Duration.ofSeconds(2))
+        .register(PARENT, (ctx, p) -> {
+          ctx.enqueue(NUMBERED, new Numbered(p.n() + 1));
+          return null;
+        }));
+
+    assertThat(worker.client()).isSameAs(root.client());
+    UUID parent = root.client().enqueue(PARENT, new Numbered(1)).job().id();
+    awaitState(parent, JobState.SUCCEEDED);
+    // The worker's own metrics are NONE: the child's enqueue was counted by the root's client.
+    assertThat(rootEnqueues.byType).containsEntry("parent", 1).containsEntry("numbered", 1);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'numbered'"))
+        .isEqualTo(1);
+  }
+
+  @Test
+  void theFrontDoorBuildsARootOfItsOwn() {
+    JobWorker worker = worker().register(NUMBERED, (ctx, p) -> null).build();
+    try {
+      assertThat(worker.client()).isNotNull().isNotSameAs(client);
+      assertThat(worker.client().schema()).isEqualTo("pgjobs");
+    } finally {
+      worker.close();
+    }
+  }
+
+  @Test
+  void aRootsWorkerBuilderRefusesAnotherSchema() {
+    PgJobs root = PgJobs.builder(db.dataSource()).build();
+    JobWorker.Builder builder =
+        root.workerBuilder().schema("other").register(NUMBERED, (ctx, p) -> null);
+    org.assertj.core.api.Assertions.assertThatIllegalArgumentException()
+        .isThrownBy(builder::build)
+        .withMessageContaining("schema 'other' differs");
+  }
+
+  @Test
+  void closeStopsALoopStartedLaterBeforeThoseStartedEarlier() throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    JobWorker worker = start(worker()
+        .workerId("ordered")
+        .shutdownGrace(Duration.ofSeconds(20))
+        .maintenance(true)
+        .register(NUMBERED, (ctx, p) -> {
+          running.countDown();
+          release.await();
+          return null;
+        }));
+    assertThat(worker.stopOrder())
+        .containsExactly("pollers", "lanes", "listener", "maintenance", "completer", "heartbeat");
+
+    UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
+    assertThat(running.await(20, TimeUnit.SECONDS)).isTrue();
+    await().atMost(Duration.ofSeconds(20)).until(worker::isMaintenanceLeader);
+    await().atMost(Duration.ofSeconds(20)).until(worker::isListening);
+
+    Thread closing = Thread.ofPlatform().start(worker::close);
+    // The pollers (started last) stop first: a job enqueued now is not claimed.
+    Thread.sleep(500);
+    UUID later = client.enqueue(NUMBERED, new Numbered(2)).job().id();
+    Thread.sleep(500);
+    assertThat(closing.isAlive())
+        .as("the running job holds close() in the lanes")
+        .isTrue();
+    assertThat(client.get(later).orElseThrow().state()).isEqualTo(JobState.QUEUED);
+    // The lanes drain while the services started before them still run.
+    assertThat(worker.isListening())
+        .as("listener still up while the lanes drain")
+        .isTrue();
+    assertThat(worker.isMaintenanceLeader()).as("maintenance still leads").isTrue();
+    assertThat(count("SELECT count(*) FROM pgjobs.workers WHERE id = 'ordered'"))
+        .as("still registered")
+        .isEqualTo(1);
+
+    release.countDown();
+    closing.join(Duration.ofSeconds(30));
+    assertThat(closing.isAlive()).isFalse();
+    assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED);
+    assertThat(worker.isListening()).isFalse();
+    assertThat(worker.isMaintenanceLeader()).isFalse();
+    assertThat(count("SELECT count(*) FROM pgjobs.workers WHERE id = 'ordered'"))
+        .as("deregistered last")
+        .isZero();
+    assertThat(worker.stopOrder()).isEqualTo(List.of());
+  }
+}
