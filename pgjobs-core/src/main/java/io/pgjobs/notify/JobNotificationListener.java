@@ -147,10 +147,6 @@ public final class JobNotificationListener implements AutoCloseable {
             throw e;
           }
           if (notifications.length > 0) {
-            WakeTrace.Probe probe = WakeTrace.probe();
-            if (probe != null) {
-              probe.notificationReceived(System.nanoTime());
-            }
             for (PGNotification n : notifications) {
               Handler handler = channels.get(n.getName());
               if (handler != null) {
