@@ -34,9 +34,12 @@ final class ExecutionSql {
   static final String PREPARE_EXPLAINED_CLAIM =
       "PREPARE pgjobs_explained_claim (text, text, text, text, text) AS {claim}";
 
-  /** Runs the prepared claim under EXPLAIN (worker id {@code explain}, the queue four times). */
-  static final String EXPLAIN_CLAIM =
-      "EXPLAIN (ANALYZE, BUFFERS) EXECUTE pgjobs_explained_claim ('explain', ?, ?, ?, ?)";
+  /**
+   * Runs the prepared claim under EXPLAIN (worker id {@code explain}, the queue four times). {@code {queue}}
+   * is the queue as a quoted literal: EXPLAIN, a utility statement, takes no bind parameters.
+   */
+  static final String EXPLAIN_CLAIM = "EXPLAIN (ANALYZE, BUFFERS) EXECUTE pgjobs_explained_claim"
+      + " ('explain', {queue}, {queue}, {queue}, {queue})";
 
   /** Drops {@link #PREPARE_EXPLAINED_CLAIM}'s statement. */
   static final String DEALLOCATE_EXPLAINED_CLAIM = "DEALLOCATE pgjobs_explained_claim";

@@ -169,14 +169,11 @@ public final class ExecutionStore {
             st.execute("SAVEPOINT before_claim");
             st.execute("SET LOCAL plan_cache_mode = " + mode);
             out.append("-- plan_cache_mode = ").append(mode).append('\n');
-            try (PreparedStatement ps = c.prepareStatement(ExecutionSql.EXPLAIN_CLAIM)) {
-              for (int i = 1; i <= 4; i++) {
-                ps.setString(i, queue);
-              }
-              try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                  out.append(rs.getString(1)).append('\n');
-                }
+            String literal = "'" + queue.replace("'", "''") + "'";
+            try (ResultSet rs =
+                st.executeQuery(ExecutionSql.EXPLAIN_CLAIM.replace("{queue}", literal))) {
+              while (rs.next()) {
+                out.append(rs.getString(1)).append('\n');
               }
             }
             st.execute("ROLLBACK TO SAVEPOINT before_claim");
