@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.store.ExplainableClaim;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
@@ -261,7 +262,7 @@ class CapabilitiesTest extends PgJobsTestBase {
     // the claim's conditions can use (the partial ready index only if the claim says capability IS
     // NULL).
     String plan =
-        explain(store(List.of()).explainableClaim(JobType.DEFAULT_QUEUE, 100, "explain", null));
+        explain(ExplainableClaim.of(store(List.of()), JobType.DEFAULT_QUEUE, 100, "explain", null));
 
     assertThat(plan)
         .contains("jobs_ready_idx")

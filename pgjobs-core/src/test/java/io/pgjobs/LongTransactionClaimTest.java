@@ -6,6 +6,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimCursor;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.store.ExplainableClaim;
 import io.pgjobs.testkit.Tags;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -50,9 +51,9 @@ class LongTransactionClaimTest extends PgJobsTestBase {
           NUMBERED, Collections.nCopies(100, new Numbered(1)), EnqueueOptions.DEFAULTS);
 
       long resumed =
-          buffersOf(store.explainableClaim(JobType.DEFAULT_QUEUE, 100, "explain", cursor));
+          buffersOf(ExplainableClaim.of(store, JobType.DEFAULT_QUEUE, 100, "explain", cursor));
       long fromTheStart =
-          buffersOf(store.explainableClaim(JobType.DEFAULT_QUEUE, 100, "explain", null));
+          buffersOf(ExplainableClaim.of(store, JobType.DEFAULT_QUEUE, 100, "explain", null));
       System.out.printf(
           "claim with %,d dead entries behind it and a transaction open: %d buffers resuming, %d from the"
               + " start of the range%n",
@@ -264,7 +265,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
     cursor.probed(probeStart, firsts, SLOW_PROBE);
 
     // The next claim resumes past the last job claimed, not just before the one the probe read.
-    String resumed = store.explainableClaim(JobType.DEFAULT_QUEUE, 10, "w", cursor);
+    String resumed = ExplainableClaim.of(store, JobType.DEFAULT_QUEUE, 10, "w", cursor);
     assertThat(resumed).contains(whileProbing.get(9).id().toString());
     List<ClaimedJob> next = store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor);
     assertThat(next).hasSize(10);

@@ -4,8 +4,8 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.config.DatabaseUrl;
-import io.pgjobs.notify.WakeTrace;
 import io.pgjobs.worker.JobWorker;
+import io.pgjobs.worker.PickupListener;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -157,21 +157,15 @@ final class PgJobsWorkloads {
     Map<UUID, long[]> enqueuedAt = new ConcurrentHashMap<>(); // call started, call returned
     Map<UUID, Long> startedAt = new ConcurrentHashMap<>();
     StageProbe probe = new StageProbe();
-    WakeTrace.install(probe);
-    JobWorker worker;
-    try {
-      worker = JobWorker.builder(dataSource)
-          .schema(schema)
-          .register(NOOP, (ctx, p) -> {
-            startedAt.put(ctx.jobId(), System.nanoTime());
-            return null;
-          })
-          .build()
-          .start();
-    } catch (RuntimeException e) {
-      WakeTrace.install(null);
-      throw e;
-    }
+    JobWorker worker = JobWorker.builder(dataSource)
+        .schema(schema)
+        .pickupListener(probe)
+        .register(NOOP, (ctx, p) -> {
+          startedAt.put(ctx.jobId(), System.nanoTime());
+          return null;
+        })
+        .build()
+        .start();
     try {
       long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
       while (!worker.isListening() && System.nanoTime() < deadline) {
@@ -255,7 +249,6 @@ final class PgJobsWorkloads {
               100.0 * onNotification / Math.max(1, fromReturn.size()));
       return r;
     } finally {
-      WakeTrace.install(null);
       worker.close();
     }
   }
@@ -264,17 +257,17 @@ final class PgJobsWorkloads {
    * Collects the worker's stage stamps per job: the last notification received before the claim that
    * returned the job, the claim's return, and the lane taking it.
    */
-  private static final class StageProbe implements WakeTrace.Probe {
+  private static final class StageProbe implements PickupListener {
     final Map<UUID, long[]> byJob = new ConcurrentHashMap<>();
     private volatile long lastNotification;
 
     @Override
-    public void notificationReceived(long nanos) {
+    public void notified(long nanos) {
       lastNotification = nanos;
     }
 
     @Override
-    public void claimReturned(List<UUID> ids, long nanos, boolean onNotification) {
+    public void claimed(List<UUID> ids, long nanos, boolean onNotification) {
       long notified = lastNotification;
       for (UUID id : ids) {
         byJob.put(id, new long[] {notified, nanos, 0, onNotification ? 1 : 0});
@@ -282,7 +275,7 @@ final class PgJobsWorkloads {
     }
 
     @Override
-    public void laneStarted(UUID id, long nanos) {
+    public void started(UUID id, long nanos) {
       long[] trace = byJob.get(id);
       if (trace != null) {
         trace[2] = nanos; // read after the handler's start was seen (a later happens-before edge)

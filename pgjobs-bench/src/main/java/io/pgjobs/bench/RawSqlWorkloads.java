@@ -1,6 +1,5 @@
 package io.pgjobs.bench;
 
-import io.pgjobs.notify.NotificationReader;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Connection;
@@ -187,11 +186,11 @@ final class RawSqlWorkloads {
                   + " LIMIT 10 FOR UPDATE SKIP LOCKED) x WHERE j.id = x.id RETURNING j.id")) {
         st.execute("LISTEN " + channel);
         listening.countDown();
-        // pgjobs' reader, not getNotifications(timeout), which waits 1 ms after every notification
-        // (see NotificationReader): the reference is the floor of a Java LISTEN/NOTIFY claimer.
-        NotificationReader reader = NotificationReader.of(c);
+        // Not getNotifications(timeout), which waits 1 ms after every notification (see
+        // RawNotificationReader): the reference is the floor of a Java LISTEN/NOTIFY claimer.
+        RawNotificationReader reader = RawNotificationReader.of(c);
         while (all.getCount() > 0) {
-          if (reader.await(200).length == 0) {
+          if (!reader.await(200)) {
             continue;
           }
           long notified = System.nanoTime();

@@ -1,8 +1,7 @@
 package io.pgjobs.bench;
 
+import io.pgjobs.ClaimPlan;
 import io.pgjobs.JobType;
-import io.pgjobs.json.PayloadCodec;
-import io.pgjobs.store.ExecutionStore;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -30,8 +29,6 @@ final class ScaleFill {
   static final int FINISHED = 1_000_000;
   /** Rows per INSERT statement (progress is printed after each). */
   private static final int CHUNK = 1_000_000;
-  /** Name of the prepared claim statement in {@link #explainClaim}. */
-  private static final String PREPARED = "pgjobs_bench_claim";
 
   private final DataSource dataSource;
   private final String schema;
@@ -142,57 +139,11 @@ final class ScaleFill {
   }
 
   /**
-   * {@code EXPLAIN (ANALYZE, BUFFERS)} of pgjobs' claim statement ({@link ExecutionStore#claimSql(int)}: worker id
-   * {@code explain}, queue {@code default} four times, limit 1000 written in) as a custom plan (what the first executions on a
-   * connection get) and as a generic plan (what a prepared statement may switch to after five), in one
-   * transaction that is rolled back, so nothing stays claimed. Returns both plans as text.
+   * The plans of pgjobs' claim of up to 1000 jobs of the default queue ({@link ClaimPlan#explain}: custom
+   * and generic, in a transaction that is rolled back, so nothing stays claimed), as text.
    */
   String explainClaim() throws SQLException {
-    String claim = new ExecutionStore(
-            dataSource, schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER))
-        .claimSql(1000);
-    StringBuilder sql = new StringBuilder();
-    int param = 0;
-    for (char ch : claim.toCharArray()) {
-      if (ch == '?') {
-        sql.append('$').append(++param);
-      } else {
-        sql.append(ch);
-      }
-    }
-    if (param != 5) {
-      throw new IllegalStateException(
-          "the claim SQL has " + param + " parameters, expected 5:\n" + claim);
-    }
-    StringBuilder out = new StringBuilder();
-    try (Connection c = dataSource.getConnection();
-        Statement st = c.createStatement()) {
-      st.execute("PREPARE " + PREPARED + " (text, text, text, text, text) AS " + sql);
-      try {
-        c.setAutoCommit(false);
-        try {
-          for (String mode : new String[] {"force_custom_plan", "force_generic_plan"}) {
-            st.execute("SAVEPOINT before_claim");
-            st.execute("SET LOCAL plan_cache_mode = " + mode);
-            out.append("-- plan_cache_mode = ").append(mode).append('\n');
-            String q = "'" + JobType.DEFAULT_QUEUE + "'";
-            try (ResultSet rs = st.executeQuery("EXPLAIN (ANALYZE, BUFFERS) EXECUTE " + PREPARED
-                + " ('explain', " + q + ", " + q + ", " + q + ", " + q + ")")) {
-              while (rs.next()) {
-                out.append(rs.getString(1)).append('\n');
-              }
-            }
-            st.execute("ROLLBACK TO SAVEPOINT before_claim");
-          }
-        } finally {
-          c.rollback();
-          c.setAutoCommit(true);
-        }
-      } finally {
-        st.execute("DEALLOCATE " + PREPARED);
-      }
-    }
-    return out.toString();
+    return ClaimPlan.explain(dataSource, schema, JobType.DEFAULT_QUEUE, 1000);
   }
 
   private static double seconds(long t0) {

@@ -4,7 +4,7 @@ import io.pgjobs.Job;
 import io.pgjobs.JobError;
 import io.pgjobs.JobState;
 import io.pgjobs.config.DurationText;
-import io.pgjobs.server.api.JobsApi;
+import io.pgjobs.server.ApiServer;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -21,8 +21,8 @@ import tools.jackson.databind.ser.std.StdSerializer;
 /** How jobs look on the terminal: a table for lists, labelled lines for one job, or JSON. */
 final class JobFormat {
   /**
-   * JSON for {@code --json}: the HTTP API's representation ({@link JobsApi.JobView}, snake_case names, ISO
-   * instants), indented.
+   * JSON for {@code --json}: the HTTP API's representation ({@link ApiServer#jobJson}, snake_case names,
+   * ISO instants), indented.
    */
   static final JsonMapper JSON = JsonMapper.builder()
       .enable(SerializationFeature.INDENT_OUTPUT)
@@ -36,13 +36,12 @@ final class JobFormat {
 
   /** One job as {@code GET /jobs/{id}} answers it. */
   static String json(Job job) {
-    return JSON.writeValueAsString(JobsApi.JobView.of(job));
+    return JSON.writeValueAsString(JSON.readTree(ApiServer.jobJson(job)));
   }
 
   /** A page as {@code GET /jobs} answers it: {@code {"jobs": [...], "next_cursor": ...}}. */
   static String json(io.pgjobs.JobPage page) {
-    return JSON.writeValueAsString(new JobsApi.JobPageView(
-        page.jobs().stream().map(JobsApi.JobView::of).toList(), page.nextCursor()));
+    return JSON.writeValueAsString(JSON.readTree(ApiServer.jobPageJson(page)));
   }
 
   /** Writes states as the API and the database name them: {@code queued}, {@code running}, ... */

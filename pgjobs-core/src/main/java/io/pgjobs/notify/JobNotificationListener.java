@@ -165,10 +165,6 @@ public final class JobNotificationListener implements BackgroundService, AutoClo
             throw e;
           }
           if (notifications.length > 0) {
-            WakeTrace.Probe probe = WakeTrace.probe();
-            if (probe != null) {
-              probe.notificationReceived(System.nanoTime());
-            }
             for (PGNotification n : notifications) {
               Handler handler = channels.get(n.getName());
               if (handler != null) {

@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * thread that owns the LISTEN connection may call it, and nothing else may use the connection
  * meanwhile (the driver's own lock is not taken).
  */
-public final class NotificationReader {
+final class NotificationReader {
   private static final Logger log = LoggerFactory.getLogger(NotificationReader.class);
   private static final PGNotification[] NONE = new PGNotification[0];
   /** Protocol 3 message type of NotificationResponse. */

@@ -1,2 +1,2 @@
-/** INTERNAL. Applies pgjobs' database migrations (Flyway, own history table). */
+/** Applies pgjobs' database migrations (Flyway, own history table): {@link io.pgjobs.schema.Migrator}. */
 package io.pgjobs.schema;

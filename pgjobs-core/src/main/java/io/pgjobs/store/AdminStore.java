@@ -416,9 +416,10 @@ public final class AdminStore {
 
   /**
    * How recent a worker's heartbeat must be for {@link #queues()} to count it as live: the default
-   * dead-worker threshold ({@code Maintenance.DEFAULT_WORKER_DEAD_AFTER}, 20 s).
+   * dead-worker threshold, from the settings catalogue ({@code worker_dead_after}).
    */
-  public static final java.time.Duration LIVE_WORKER_WINDOW = java.time.Duration.ofSeconds(20);
+  public static final java.time.Duration LIVE_WORKER_WINDOW =
+      io.pgjobs.config.PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
 
   /**
    * Every known queue with counts per state, oldest due job's age, paused flag and the jobs no live

@@ -26,6 +26,25 @@ final class ExecutionSql {
   private ExecutionSql() {}
 
   /**
+   * For {@code ExecutionStore.explainClaim}: prepares the full-pass claim ({@link #CLAIM}, its five
+   * parameters worker id and queue four times) under a name of its own, so that {@link #EXPLAIN_CLAIM}
+   * can show its custom and its generic plan; {@code {claim}} is the claim's text with {@code $n}
+   * placeholders.
+   */
+  static final String PREPARE_EXPLAINED_CLAIM =
+      "PREPARE pgjobs_explained_claim (text, text, text, text, text) AS {claim}";
+
+  /**
+   * Runs the prepared claim under EXPLAIN (worker id {@code explain}, the queue four times). {@code {queue}}
+   * is the queue as a quoted literal: EXPLAIN, a utility statement, takes no bind parameters.
+   */
+  static final String EXPLAIN_CLAIM = "EXPLAIN (ANALYZE, BUFFERS) EXECUTE pgjobs_explained_claim"
+      + " ('explain', {queue}, {queue}, {queue}, {queue})";
+
+  /** Drops {@link #PREPARE_EXPLAINED_CLAIM}'s statement. */
+  static final String DEALLOCATE_EXPLAINED_CLAIM = "DEALLOCATE pgjobs_explained_claim";
+
+  /**
    * The transaction-local setting a claim statement turns on before it updates a row, so that the
    * statement-level trigger {@code jobs_events_update} ({@code WHEN} the setting is not
    * {@code on}) does not fire for it: the claim announces its jobs itself ({@link #CLAIM_TAIL}). Firing

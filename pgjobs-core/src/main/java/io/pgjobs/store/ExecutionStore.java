@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -142,11 +143,56 @@ public final class ExecutionStore {
   }
 
   /**
-   * The claim statement of this schema for up to {@code limit} jobs, as {@link #claim} runs it (parameters:
-   * worker id, queue four times). For diagnostics: the benchmark prints its plan.
+   * {@code EXPLAIN (ANALYZE, BUFFERS)} of the full-pass claim of up to {@code limit} jobs of {@code queue},
+   * as {@link #claim} runs it (worker id {@code explain}), once as a custom plan (what the first executions
+   * on a connection get) and once as a generic plan (what a prepared statement may switch to after five),
+   * in one transaction that is rolled back, so nothing stays claimed. Returns both plans as text, each
+   * after a line {@code -- plan_cache_mode = …}.
    */
-  public String claimSql(int limit) {
-    return claim.withLimit(limit);
+  public String explainClaim(String queue, int limit) throws SQLException {
+    String text = claim.withLimit(limit);
+    StringBuilder numbered = new StringBuilder();
+    int param = 0;
+    for (char ch : text.toCharArray()) {
+      if (ch == '?') {
+        numbered.append('$').append(++param);
+      } else {
+        numbered.append(ch);
+      }
+    }
+    if (param != 5) {
+      throw new IllegalStateException(
+          "the claim has " + param + " parameters, expected 5:\n" + text);
+    }
+    StringBuilder out = new StringBuilder();
+    try (Connection c = AutoCommitDataSource.unwrapped(dataSource).getConnection();
+        Statement st = c.createStatement()) {
+      st.execute(ExecutionSql.PREPARE_EXPLAINED_CLAIM.replace("{claim}", numbered));
+      try {
+        c.setAutoCommit(false);
+        try {
+          for (String mode : new String[] {"force_custom_plan", "force_generic_plan"}) {
+            st.execute("SAVEPOINT before_claim");
+            st.execute("SET LOCAL plan_cache_mode = " + mode);
+            out.append("-- plan_cache_mode = ").append(mode).append('\n');
+            String literal = "'" + queue.replace("'", "''") + "'";
+            try (ResultSet rs =
+                st.executeQuery(ExecutionSql.EXPLAIN_CLAIM.replace("{queue}", literal))) {
+              while (rs.next()) {
+                out.append(rs.getString(1)).append('\n');
+              }
+            }
+            st.execute("ROLLBACK TO SAVEPOINT before_claim");
+          }
+        } finally {
+          c.rollback();
+          c.setAutoCommit(true);
+        }
+      } finally {
+        st.execute(ExecutionSql.DEALLOCATE_EXPLAINED_CLAIM);
+      }
+    }
+    return out.toString();
   }
 
   /**
@@ -249,7 +295,7 @@ public final class ExecutionStore {
    * (several kilobytes) and hash the copy in pgJDBC's statement cache; the same string each time is hashed
    * once.
    */
-  private static final class ClaimTexts {
+  static final class ClaimTexts {
     private final String sql;
     private final java.util.concurrent.ConcurrentHashMap<Integer, String> byLimit =
         new java.util.concurrent.ConcurrentHashMap<>();
@@ -388,7 +434,7 @@ public final class ExecutionStore {
   }
 
   /** The claim statement for {@code cursor}: the full pass if null, else the resumed claim for its levels. */
-  private ClaimTexts claimSql(ClaimCursor cursor) {
+  ClaimTexts claimSql(ClaimCursor cursor) {
     return cursor == null
         ? claim
         : cursor.positions().size() == 1 ? claimResumeOneLevel : claimResume;
@@ -461,41 +507,6 @@ public final class ExecutionStore {
     ps.setString(6, resume.ids());
     ps.setString(7, queue);
     ps.setString(8, queue);
-  }
-
-  /**
-   * The claim statement {@link #claim(String, int, String, ClaimCursor)} would run for this cursor, with
-   * its values written in as literals, for {@code EXPLAIN} (diagnostics and tests): the resumed claim if
-   * {@code cursor} knows a level, else the full pass. Nothing is claimed.
-   */
-  public String explainableClaim(String queue, int limit, String workerId, ClaimCursor cursor) {
-    boolean full = cursor == null || cursor.positions().isEmpty();
-    List<String> literals = new ArrayList<>();
-    literals.add(literal(workerId));
-    if (full) {
-      for (int k = 0; k < 4; k++) {
-        literals.add(literal(queue));
-      }
-    } else {
-      ClaimCursor.ResumeParameters resume = cursor.resumeParameters();
-      literals.add(literal(queue));
-      literals.add(Integer.toString(resume.highestLevel()));
-      literals.add(literal(resume.levels()));
-      literals.add(literal(resume.runAts()));
-      literals.add(literal(resume.ids()));
-      literals.add(literal(queue));
-      literals.add(literal(queue));
-    }
-    StringBuilder out = new StringBuilder();
-    int next = 0;
-    for (char ch : claimSql(full ? null : cursor).withLimit(limit).toCharArray()) {
-      out.append(ch == '?' ? literals.get(next++) : String.valueOf(ch));
-    }
-    return out.toString();
-  }
-
-  private static String literal(String value) {
-    return "'" + value.replace("'", "''") + "'";
   }
 
   /**

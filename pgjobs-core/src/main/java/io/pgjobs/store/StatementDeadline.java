@@ -10,7 +10,7 @@ import java.util.concurrent.Callable;
  * JDBC query timeout of the whole seconds left (rounded down, as JDBC counts whole seconds; at least 1), so
  * PostgreSQL cancels it no later than the deadline, or within a second of it when less than a second is left.
  * pgjdbc sends the cancel on a connection of its own and changes no session setting, so the connection goes
- * back to its pool as it came. The HTTP API sets one per request, equal to its request timeout. Rounding down
+ * back to its pool as it came. The public face is {@code io.pgjobs.SqlDeadline}; the HTTP API sets one per request, equal to its request timeout. Rounding down
  * matters: the cancel must come before the request thread gives up on the handler, since a statement whose
  * thread was interrupted is closed and its pending cancel dropped with it.
  */

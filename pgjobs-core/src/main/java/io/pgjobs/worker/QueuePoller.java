@@ -1,6 +1,5 @@
 package io.pgjobs.worker;
 
-import io.pgjobs.notify.WakeTrace;
 import io.pgjobs.replication.DatabaseRole;
 import io.pgjobs.service.BackgroundService;
 import io.pgjobs.store.ClaimCursor;
@@ -88,6 +87,9 @@ final class QueuePoller implements BackgroundService {
   private boolean reconcileNeeded;
 
   private volatile long claims; // written under claimLock
+  /** Null unless the worker was given one; set before the poller starts. */
+  private PickupListener pickup;
+
   private Thread thread;
 
   // Rate estimate: poller thread only (the prefetch it computes is read by the listener too).
@@ -129,6 +131,11 @@ final class QueuePoller implements BackgroundService {
 
   String queue() {
     return queue;
+  }
+
+  /** Sets the worker's {@link PickupListener} (null: none); before {@link #start}. */
+  void pickupListener(PickupListener listener) {
+    this.pickup = listener;
   }
 
   /** Claim statements run so far (for tests and diagnostics). */
@@ -462,17 +469,16 @@ final class QueuePoller implements BackgroundService {
         ? store.claim(queue, limit, workerId, cursor)
         : store.claim(connection, queue, limit, workerId, cursor);
     claims++;
-    WakeTrace.Probe probe = WakeTrace.probe();
+    PickupListener probe = pickup;
     if (probe != null) {
       // Stamped before the ids are gathered, and without a stream: the bench's probe must not add
-      // its
-      // own cost (a stream pipeline run cold is tens of µs) to the stage it measures.
+      // its own cost (a stream pipeline run cold is tens of µs) to the stage it measures.
       long returnedAt = System.nanoTime();
       List<UUID> ids = new ArrayList<>(jobs.size());
       for (ClaimedJob job : jobs) {
         ids.add(job.id());
       }
-      probe.claimReturned(ids, returnedAt, connection != null);
+      probe.claimed(ids, returnedAt, connection != null);
     }
     boolean full = jobs.size() == limit;
     if (log.isDebugEnabled()) {
@@ -562,9 +568,9 @@ final class QueuePoller implements BackgroundService {
         if (buffered.decrementAndGet() * 2 < prefetch && moreExpected) {
           signal(); // the prefetch runs low: claim the next batch while this one runs
         }
-        WakeTrace.Probe probe = WakeTrace.probe();
+        PickupListener probe = pickup;
         if (probe != null) {
-          probe.laneStarted(job.job().id(), System.nanoTime());
+          probe.started(job.job().id(), System.nanoTime());
         }
         runner.run(job);
         finished.increment();

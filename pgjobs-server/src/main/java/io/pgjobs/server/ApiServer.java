@@ -106,6 +106,24 @@ public final class ApiServer implements AutoCloseable {
     ADMIN
   }
 
+  /** The API's JSON mapper, for {@link #jobJson} and {@link #jobPageJson}. */
+  private static final JsonMapper JSON = ApiJson.mapper();
+
+  /**
+   * One job as {@code GET /jobs/{id}} answers it (snake_case names, ISO-8601 instants), for tools that
+   * show jobs the way the API does (the CLI's {@code --json}).
+   */
+  public static String jobJson(io.pgjobs.Job job) {
+    return JSON.writeValueAsString(io.pgjobs.server.api.JobsApi.JobView.of(job));
+  }
+
+  /** A page of jobs as {@code GET /jobs} answers it: {@code {"jobs": [...], "next_cursor": ...}}. */
+  public static String jobPageJson(io.pgjobs.JobPage page) {
+    return JSON.writeValueAsString(new io.pgjobs.server.api.JobsApi.JobPageView(
+        page.jobs().stream().map(io.pgjobs.server.api.JobsApi.JobView::of).toList(),
+        page.nextCursor()));
+  }
+
   /** The handler of a {@link Builder#plainPost} route. */
   @FunctionalInterface
   public interface PlainPost {

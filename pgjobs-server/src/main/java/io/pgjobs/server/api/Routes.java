@@ -3,8 +3,8 @@ package io.pgjobs.server.api;
 import io.javalin.config.RoutesConfig;
 import io.javalin.http.Context;
 import io.javalin.http.sse.SseClient;
+import io.pgjobs.SqlDeadline;
 import io.pgjobs.server.problem.ApiProblem;
-import io.pgjobs.store.StatementDeadline;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -20,7 +20,7 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Registers the API's routes. Each handler runs on a virtual thread of its own under the request
  * timeout: past it the request thread answers 504 and interrupts the handler, whose late reply is
- * dropped, and the handler's SQL statements carry the same timeout ({@link StatementDeadline}), so
+ * dropped, and the handler's SQL statements carry the same timeout ({@link SqlDeadline}), so
  * PostgreSQL cancels a statement still running then. Event streams are exempt from the timeout.
  */
 public final class Routes {
@@ -130,7 +130,7 @@ public final class Routes {
       }
       try {
         // The handler's statements are cancelled in PostgreSQL once the request has timed out.
-        return StatementDeadline.call(timeout, () -> handler.handle(ctx));
+        return SqlDeadline.call(timeout, () -> handler.handle(ctx));
       } finally {
         MDC.clear();
       }
