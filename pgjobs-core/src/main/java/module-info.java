@@ -14,6 +14,8 @@ module io.pgjobs.core {
   exports io.pgjobs.recurring;
   exports io.pgjobs.replication;
   exports io.pgjobs.schema;
+  // The background loops' one lifecycle: the server's event hub is such a loop too.
+  exports io.pgjobs.service;
   exports io.pgjobs.json;
   exports io.pgjobs.worker;
 
