@@ -147,7 +147,7 @@ final class DemoCommand extends Subcommand {
         effective,
         true,
         server.insecure,
-        api -> api.plainPost(
+        api -> api.receiver(
             WEBHOOK_PATH,
             (header, body) ->
                 receive(header.apply(WebhookDeliveryJob.SIGNATURE_HEADER), body, received)),

@@ -18,6 +18,14 @@ import java.util.stream.Collectors;
 public final class PgJobsSettings {
   private PgJobsSettings() {}
 
+  /**
+   * The most a computed heartbeat or rescue interval is: a long threshold should not make a worker's
+   * heartbeat or the leader's rescue pass rare.
+   */
+  private static final Duration COMPUTED_INTERVAL_CAP = Duration.ofSeconds(30);
+
+  private static final String CAP_TEXT = DurationText.format(COMPUTED_INTERVAL_CAP);
+
   /** The schema holding pgjobs' tables. */
   public static final Setting<String> SCHEMA = Setting.text(
           "schema",
@@ -121,7 +129,7 @@ public final class PgJobsSettings {
   public static final Setting<Duration> HEARTBEAT_INTERVAL = Setting.computedDuration(
           "heartbeat_interval",
           "heartbeat interval",
-          "the least of `stale_threshold`/10, `worker_dead_after`/4 and 30s",
+          "the least of `stale_threshold`/10, `worker_dead_after`/4 and " + CAP_TEXT,
           "100ms",
           "1h",
           "how often the worker heartbeats itself and the jobs it holds")
@@ -221,7 +229,7 @@ public final class PgJobsSettings {
   public static final Setting<Duration> RESCUE_INTERVAL = Setting.computedDuration(
           "rescue_interval",
           "rescue interval",
-          "the least of `stale_threshold`/2, `worker_dead_after`/4 and 30s",
+          "the least of `stale_threshold`/2, `worker_dead_after`/4 and " + CAP_TEXT,
           "100ms",
           "1h",
           "how often the maintenance leader looks for jobs to rescue")
@@ -306,6 +314,38 @@ public final class PgJobsSettings {
           1L << 30,
           "largest request body of the HTTP API, in bytes")
       .setBy("ApiServer.Builder.maxBodyBytes");
+
+  /**
+   * The default of {@link #HEARTBEAT_INTERVAL}: the least of {@code staleThreshold}/10 (a live job is
+   * heartbeaten many times before it could look stale), {@code workerDeadAfter}/4 and 30 s.
+   */
+  public static Duration defaultHeartbeatInterval(
+      Duration staleThreshold, Duration workerDeadAfter) {
+    return min(
+        min(staleThreshold.dividedBy(10), workerDeadAfter.dividedBy(4)), COMPUTED_INTERVAL_CAP);
+  }
+
+  /**
+   * The default of {@link #RESCUE_INTERVAL}: the least of {@code staleThreshold}/2,
+   * {@code workerDeadAfter}/4 and 30 s.
+   */
+  public static Duration defaultRescueInterval(Duration staleThreshold, Duration workerDeadAfter) {
+    return min(
+        min(staleThreshold.dividedBy(2), workerDeadAfter.dividedBy(4)), COMPUTED_INTERVAL_CAP);
+  }
+
+  /**
+   * The default of {@link #RECURRING_MISSED_AFTER}: the time a leader change may take, twice the lease
+   * TTL and twice the recurring interval.
+   */
+  public static Duration defaultRecurringMissedAfter(
+      Duration leaseTtl, Duration recurringInterval) {
+    return leaseTtl.multipliedBy(2).plus(recurringInterval.multipliedBy(2));
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
+  }
 
   /** Every setting, in documentation order. */
   public static final List<Setting<?>> ALL = List.of(

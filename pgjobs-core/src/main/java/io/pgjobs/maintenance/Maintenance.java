@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * in every process that should be able to take over; only the leader acts.
  *
  * <pre>{@code
- * Maintenance maintenance = Maintenance.builder(dataSource).staleThreshold(Duration.ofMinutes(5)).build().start();
+ * Maintenance maintenance = Maintenance.builder(dataSource).staleThreshold(Duration.ofMinutes(10)).build().start();
  * }</pre>
  *
  * {@code JobWorker} starts one of its own unless told not to.
@@ -56,7 +56,7 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
    * twice the lease TTL and twice the recurring interval.
    */
   public static final Duration DEFAULT_RECURRING_MISSED_AFTER =
-      missedAfter(DEFAULT_LEASE_TTL, DEFAULT_RECURRING_INTERVAL);
+      PgJobsSettings.defaultRecurringMissedAfter(DEFAULT_LEASE_TTL, DEFAULT_RECURRING_INTERVAL);
   /** How often the pruner runs ({@link PgJobsSettings#PRUNE_INTERVAL}). */
   public static final Duration DEFAULT_PRUNE_INTERVAL =
       PgJobsSettings.PRUNE_INTERVAL.defaultValue();
@@ -86,9 +86,7 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
         new WorkerStore(b.dataSource, b.schema, new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     Duration rescueInterval = b.rescueInterval != null
         ? b.rescueInterval
-        : min(
-            min(b.staleThreshold.dividedBy(2), b.workerDeadAfter.dividedBy(4)),
-            Duration.ofSeconds(30));
+        : PgJobsSettings.defaultRescueInterval(b.staleThreshold, b.workerDeadAfter);
     this.elector = new LeaderElector(store, b.holderId, b.leaseTtl);
     List<MaintenanceTask> all = new java.util.ArrayList<>(List.of(
         new JobRescuer(store, b.workerDeadAfter, b.staleThreshold, rescueInterval),
@@ -101,7 +99,7 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
             b.recurringInterval,
             b.recurringMissedAfter != null
                 ? b.recurringMissedAfter
-                : missedAfter(b.leaseTtl, b.recurringInterval))));
+                : PgJobsSettings.defaultRecurringMissedAfter(b.leaseTtl, b.recurringInterval))));
     all.add(new UnknownTypeFailer(store, b.unknownTypeGrace, b.holderId));
     if (b.vacuumInterval != null) {
       all.add(new HotTableVacuum(store, b.vacuumInterval));
@@ -204,15 +202,6 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
   @Override
   public void close() {
     stopAndAwait(Duration.ofSeconds(10));
-  }
-
-  /** The time a leader change may take: twice the lease TTL and twice the recurring interval. */
-  private static Duration missedAfter(Duration leaseTtl, Duration recurringInterval) {
-    return leaseTtl.multipliedBy(2).plus(recurringInterval.multipliedBy(2));
-  }
-
-  private static Duration min(Duration a, Duration b) {
-    return a.compareTo(b) <= 0 ? a : b;
   }
 
   /** Builder of {@link Maintenance}; {@link #build()} validates every setting. */

@@ -9,12 +9,7 @@ import io.pgjobs.JobType;
 import io.pgjobs.PayloadValidator.FieldProblem;
 import io.pgjobs.PgJobsException;
 import io.pgjobs.json.PayloadCodec;
-import io.pgjobs.store.AutoCommitDataSource;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.DateTimeException;
 import java.time.Instant;
@@ -50,6 +45,8 @@ import tools.jackson.databind.JsonNode;
  * priority and max attempts unless the definition says otherwise, and the payload must fit the type
  * (as an enqueue by name checks it); any other type name is accepted with the pgjobs defaults, since a
  * worker elsewhere may run it. A refused change stores nothing.
+ *
+ * <p>This class validates and decides; {@link RecurringStore} reads and writes the schedules.
  */
 public final class RecurringSchedules {
   /** How many upcoming fire times a {@link Schedule} lists: {@value}. */
@@ -62,7 +59,7 @@ public final class RecurringSchedules {
   private static final Logger log = LoggerFactory.getLogger(RecurringSchedules.class);
 
   private final ScheduleClient client;
-  private final String schema;
+  private final RecurringStore store;
   private final Clock clock;
 
   /** The schedules of {@code client}'s database and schema. */
@@ -73,7 +70,7 @@ public final class RecurringSchedules {
   /** Same, with the clock that upcoming fire times are computed from (for tests). */
   public RecurringSchedules(ScheduleClient client, Clock clock) {
     this.client = client;
-    this.schema = client.schema();
+    this.store = new RecurringStore(client);
     this.clock = clock;
   }
 
@@ -189,31 +186,24 @@ public final class RecurringSchedules {
 
   /** Every schedule, by name. */
   public List<Schedule> list() {
-    return call(c -> query(c, "", null));
+    return query(null);
   }
 
   /** The schedule named {@code name}, if any. */
   public Optional<Schedule> get(String name) {
-    return call(c -> query(c, "WHERE r.name = ?", name)).stream().findFirst();
+    return query(name).stream().findFirst();
   }
 
   private Schedule require(String name) {
     return get(name).orElseThrow(() -> ScheduleException.notFound(name));
   }
 
-  private List<Schedule> query(Connection c, String where, String name) throws SQLException {
-    List<Schedule> all = new ArrayList<>();
+  /** Every schedule ({@code name} null) or the one named {@code name}, with its upcoming slots. */
+  private List<Schedule> query(String name) {
     Instant now = clock.instant();
-    try (PreparedStatement ps =
-        c.prepareStatement(sql(RecurringSql.VIEW.replace("{where}", where)))) {
-      if (name != null) {
-        ps.setString(1, name);
-      }
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          all.add(read(rs, now));
-        }
-      }
+    List<Schedule> all = new ArrayList<>();
+    for (RecurringStore.Viewed v : call(() -> store.view(name))) {
+      all.add(schedule(v, now));
     }
     return all;
   }
@@ -275,43 +265,36 @@ public final class RecurringSchedules {
     return p;
   }
 
-  private static Schedule read(ResultSet rs, Instant now) throws SQLException {
-    Parsed parsed = parsed(rs.getString("cron"), rs.getString("zone"));
+  private static Schedule schedule(RecurringStore.Viewed v, Instant now) {
+    Parsed parsed = parsed(v.cron(), v.zone());
     CronSchedule schedule = parsed.schedule();
-    UUID lastJob = rs.getObject("last_job_id", UUID.class);
-    String lastState = rs.getString("last_state");
-    LastRun lastRun = lastJob == null
+    LastRun lastRun = v.lastJobId() == null
         ? null
         : new LastRun(
-            lastJob,
-            lastState == null ? null : JobState.parse(lastState),
-            instant(rs, "last_created_at"),
-            instant(rs, "last_finished_at"));
+            v.lastJobId(),
+            v.lastState() == null ? null : JobState.parse(v.lastState()),
+            v.lastCreatedAt(),
+            v.lastFinishedAt());
     return new Schedule(
-        rs.getString("name"),
+        v.name(),
         schedule.expression(),
         parsed.description(),
         schedule.zone().getId(),
-        rs.getString("job_type"),
-        rs.getString("queue"),
-        rs.getString("payload"),
-        rs.getInt("priority"),
-        rs.getInt("max_attempts"),
-        rs.getString("missed"),
-        rs.getInt("catch_up"),
-        rs.getBoolean("paused"),
-        rs.getString("source"),
-        rs.getBoolean("disabled"),
-        instant(rs, "last_slot"),
+        v.jobType(),
+        v.queue(),
+        v.payloadJson(),
+        v.priority(),
+        v.maxAttempts(),
+        v.missed(),
+        v.catchUp(),
+        v.paused(),
+        v.source(),
+        v.disabled(),
+        v.lastSlot(),
         parsed.upcoming(now),
         lastRun,
-        instant(rs, "created_at"),
-        instant(rs, "updated_at"));
-  }
-
-  private static Instant instant(ResultSet rs, String column) throws SQLException {
-    Timestamp t = rs.getTimestamp(column);
-    return t == null ? null : t.toInstant();
+        v.createdAt(),
+        v.updatedAt());
   }
 
   // ---------------------------------------------------------------- change
@@ -323,13 +306,7 @@ public final class RecurringSchedules {
    */
   public Schedule add(Definition definition) {
     Recurring r = validate(definition, true);
-    int inserted = call(c -> {
-      try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.INSERT_FROM_API))) {
-        bind(ps, 1, r, true);
-        return ps.executeUpdate();
-      }
-    });
-    if (inserted == 0) {
+    if (!call(() -> store.insertFromApi(r))) {
       throw ScheduleException.exists(r.name());
     }
     log.info(
@@ -354,15 +331,7 @@ public final class RecurringSchedules {
       throw ScheduleException.notFound(definition.name()); // no schedule can have that name
     }
     Recurring r = validate(definition, false);
-    String source = call(c -> {
-      try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.UPDATE_FROM_API))) {
-        ps.setString(1, r.name());
-        bind(ps, 2, r, false);
-        try (ResultSet rs = ps.executeQuery()) {
-          return rs.next() ? rs.getString("source") : null;
-        }
-      }
-    });
+    String source = call(() -> store.updateFromApi(r));
     if (source == null) {
       throw ScheduleException.notFound(r.name());
     }
@@ -386,14 +355,7 @@ public final class RecurringSchedules {
    */
   public Schedule remove(String name) {
     Schedule before = require(name);
-    String source = call(c -> {
-      try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.DELETE_FROM_API))) {
-        ps.setString(1, name);
-        try (ResultSet rs = ps.executeQuery()) {
-          return rs.next() ? rs.getString("source") : null;
-        }
-      }
-    });
+    String source = call(() -> store.deleteFromApi(name));
     if (source == null) {
       throw ScheduleException.notFound(name);
     }
@@ -424,16 +386,7 @@ public final class RecurringSchedules {
   }
 
   private Schedule setPaused(String name, boolean paused) {
-    boolean found = call(c -> {
-      try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.SET_PAUSED))) {
-        ps.setBoolean(1, paused);
-        ps.setString(2, name);
-        try (ResultSet rs = ps.executeQuery()) {
-          return rs.next();
-        }
-      }
-    });
-    if (!found) {
+    if (!call(() -> store.setPaused(name, paused))) {
       throw ScheduleException.notFound(name);
     }
     log.info("recurring schedule '{}' {}", name, paused ? "paused" : "resumed");
@@ -451,52 +404,20 @@ public final class RecurringSchedules {
    * @throws io.pgjobs.InvalidPayloadException if the stored payload no longer fits the (known) type
    */
   public EnqueuedJob runNow(String name) {
-    return call(c -> {
-      c.setAutoCommit(false);
-      try {
-        Recurring r;
-        try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.LOCK_FOR_RUN))) {
-          ps.setString(1, name);
-          try (ResultSet rs = ps.executeQuery()) {
-            if (!rs.next()) {
-              throw ScheduleException.notFound(name);
-            }
-            r = new Recurring(
-                rs.getString("name"),
-                CronSchedule.parse(rs.getString("cron"), rs.getString("zone")),
-                rs.getString("job_type"),
-                rs.getString("queue"),
-                rs.getString("payload"),
-                rs.getInt("priority"),
-                rs.getInt("max_attempts"),
-                new MissedSlots(rs.getString("missed"), rs.getInt("catch_up")));
-          }
-        }
-        EnqueuedJob job = client.enqueue(
-            c,
-            r.jobType(),
-            PayloadCodec.DEFAULT_MAPPER.readTree(r.payloadJson()),
-            EnqueueOptions.builder()
-                .queue(r.queue())
-                .priority(r.priority())
-                .maxAttempts(r.maxAttempts())
-                .idempotencyKey(runNowKey(name, UUID.randomUUID()))
-                .context(runNowContext(name, clock.instant()))
-                .build());
-        try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.SET_LAST_JOB))) {
-          ps.setObject(1, job.job().id());
-          ps.setString(2, name);
-          ps.executeUpdate();
-        }
-        c.commit();
-        log.info(
-            "recurring schedule '{}' run now by hand: job {}", name, job.job().id());
-        return job;
-      } catch (SQLException | RuntimeException e) {
-        c.rollback();
-        throw e;
-      }
-    });
+    EnqueuedJob job = call(() -> store.runNow(
+        name,
+        r -> EnqueueOptions.builder()
+            .queue(r.queue())
+            .priority(r.priority())
+            .maxAttempts(r.maxAttempts())
+            .idempotencyKey(runNowKey(name, UUID.randomUUID()))
+            .context(runNowContext(name, clock.instant()))
+            .build()));
+    if (job == null) {
+      throw ScheduleException.notFound(name);
+    }
+    log.info("recurring schedule '{}' run now by hand: job {}", name, job.job().id());
+    return job;
   }
 
   /** The idempotency key of a run by hand: {@code recurring:<name>:now:<uuid>}. */
@@ -660,37 +581,17 @@ public final class RecurringSchedules {
 
   // ---------------------------------------------------------------- internals
 
-  private static void bind(PreparedStatement ps, int first, Recurring r, boolean withName)
-      throws SQLException {
-    int i = first;
-    if (withName) {
-      ps.setString(i++, r.name());
-    }
-    ps.setString(i++, r.schedule().expression());
-    ps.setString(i++, r.schedule().zone().getId());
-    ps.setString(i++, r.jobType());
-    ps.setString(i++, r.queue());
-    ps.setString(i++, r.payloadJson());
-    ps.setInt(i++, r.priority());
-    ps.setInt(i++, r.maxAttempts());
-    ps.setString(i++, r.missed().policy());
-    ps.setInt(i, r.missed().catchUp());
-  }
-
-  private String sql(String template) {
-    return template.replace("{schema}", schema);
-  }
-
-  private <T> T call(SqlFunction<T> work) {
-    try (Connection c = AutoCommitDataSource.of(client.dataSource()).getConnection()) {
-      return work.apply(c);
+  /** Runs one store operation; a database error becomes a {@link PgJobsException}. */
+  private static <T> T call(StoreCall<T> work) {
+    try {
+      return work.get();
     } catch (SQLException e) {
       throw new PgJobsException("database error: " + e.getMessage(), e);
     }
   }
 
   @FunctionalInterface
-  private interface SqlFunction<T> {
-    T apply(Connection connection) throws SQLException;
+  private interface StoreCall<T> {
+    T get() throws SQLException;
   }
 }

@@ -47,7 +47,7 @@ final class RecurringSql {
       SELECT name FROM {schema}.recurring WHERE NOT paused AND NOT disabled ORDER BY name""";
 
   // ---------------------------------------------------------------- run-time management
-  // (RecurringSchedules)
+  // (RecurringSchedules decides, RecurringStore runs these)
 
   /**
    * Schedules with their last job: one primary-key lookup in each job table per schedule (a job is in

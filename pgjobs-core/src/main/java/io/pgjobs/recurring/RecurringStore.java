@@ -1,6 +1,7 @@
 package io.pgjobs.recurring;
 
 import io.pgjobs.EnqueueOptions;
+import io.pgjobs.EnqueuedJob;
 import io.pgjobs.JobClient;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.AutoCommitDataSource;
@@ -14,27 +15,39 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.UUID;
+import java.util.function.Function;
 import javax.sql.DataSource;
 
 /**
- * The recurring schedules in the database and the firing of their slots. SQL in {@link RecurringSql}.
+ * The recurring schedules in the database: their declaration from code, the firing of their slots, and
+ * the reads and changes {@link RecurringSchedules} makes at run time. Every statement of the area runs
+ * here; their text is in {@link RecurringSql}.
  */
 public final class RecurringStore {
   private final DataSource dataSource;
   private final String schema;
   private final PayloadCodec codec = new PayloadCodec(PayloadCodec.DEFAULT_MAPPER);
-  private final JobClient client;
+  private final ScheduleClient client;
 
-  /** A store over {@code schema}, firing slots through a client of its own. */
+  /**
+   * A store over {@code schema} that fires slots through a client of its own (for tools and tests; an
+   * application passes the client it has, {@link #RecurringStore(DataSource, String, ScheduleClient)}).
+   */
   public RecurringStore(DataSource dataSource, String schema) {
     this(dataSource, schema, JobClient.builder(dataSource).schema(schema).build());
   }
 
   /** A store over {@code schema} that fires slots through {@code client} (the composition root's). */
-  public RecurringStore(DataSource dataSource, String schema, JobClient client) {
+  public RecurringStore(DataSource dataSource, String schema, ScheduleClient client) {
     this.dataSource = AutoCommitDataSource.of(dataSource);
     this.schema = requireSchema(schema);
     this.client = client;
+  }
+
+  /** The store of {@code client}'s database and schema, enqueueing through that client. */
+  RecurringStore(ScheduleClient client) {
+    this(client.dataSource(), client.schema(), client);
   }
 
   private static String requireSchema(String schema) {
@@ -69,17 +82,7 @@ public final class RecurringStore {
       try {
         for (Recurring r : declared) {
           try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.UPSERT_FROM_CODE))) {
-            int i = 1;
-            ps.setString(i++, r.name());
-            ps.setString(i++, r.schedule().expression());
-            ps.setString(i++, r.schedule().zone().getId());
-            ps.setString(i++, r.jobType());
-            ps.setString(i++, r.queue());
-            ps.setString(i++, r.payloadJson());
-            ps.setInt(i++, r.priority());
-            ps.setInt(i++, r.maxAttempts());
-            ps.setString(i++, r.missed().policy());
-            ps.setInt(i, r.missed().catchUp());
+            bind(ps, 1, r, true);
             ps.executeUpdate();
           }
         }
@@ -237,7 +240,7 @@ public final class RecurringStore {
           enqueue.addAll(onTime.newest());
         }
         Recurring r = s.recurring();
-        java.util.UUID lastJob = null;
+        UUID lastJob = null;
         for (Instant slot : enqueue) {
           lastJob = client
               .enqueue(
@@ -282,5 +285,193 @@ public final class RecurringStore {
       }
     }
     return names;
+  }
+
+  // ---------------------------------------------------------------- run-time management
+  // (RecurringSchedules: it validates and decides; these only read and write)
+
+  /**
+   * A schedule as the run-time view reads it, with its last job ({@link RecurringSql#VIEW}).
+   *
+   * @param lastJobId the last job enqueued, or null
+   * @param lastState that job's state, or null when it is no longer kept
+   */
+  record Viewed(
+      String name,
+      String cron,
+      String zone,
+      String jobType,
+      String queue,
+      String payloadJson,
+      int priority,
+      int maxAttempts,
+      String missed,
+      int catchUp,
+      boolean paused,
+      String source,
+      boolean disabled,
+      Instant lastSlot,
+      UUID lastJobId,
+      String lastState,
+      Instant lastCreatedAt,
+      Instant lastFinishedAt,
+      Instant createdAt,
+      Instant updatedAt) {}
+
+  /** Every schedule by name ({@code name} null), or the one named {@code name} (none or one). */
+  List<Viewed> view(String name) throws SQLException {
+    List<Viewed> all = new ArrayList<>();
+    String where = name == null ? "" : "WHERE r.name = ?";
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(sql(RecurringSql.VIEW.replace("{where}", where)))) {
+      if (name != null) {
+        ps.setString(1, name);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          all.add(new Viewed(
+              rs.getString("name"),
+              rs.getString("cron"),
+              rs.getString("zone"),
+              rs.getString("job_type"),
+              rs.getString("queue"),
+              rs.getString("payload"),
+              rs.getInt("priority"),
+              rs.getInt("max_attempts"),
+              rs.getString("missed"),
+              rs.getInt("catch_up"),
+              rs.getBoolean("paused"),
+              rs.getString("source"),
+              rs.getBoolean("disabled"),
+              instant(rs, "last_slot"),
+              rs.getObject("last_job_id", UUID.class),
+              rs.getString("last_state"),
+              instant(rs, "last_created_at"),
+              instant(rs, "last_finished_at"),
+              instant(rs, "created_at"),
+              instant(rs, "updated_at")));
+        }
+      }
+    }
+    return all;
+  }
+
+  private static Instant instant(ResultSet rs, String column) throws SQLException {
+    Timestamp t = rs.getTimestamp(column);
+    return t == null ? null : t.toInstant();
+  }
+
+  /** Inserts a schedule added at run time (source {@code api}); false when the name exists. */
+  boolean insertFromApi(Recurring r) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql(RecurringSql.INSERT_FROM_API))) {
+      bind(ps, 1, r, true);
+      return ps.executeUpdate() > 0;
+    }
+  }
+
+  /**
+   * Replaces the definition of a schedule added at run time, leaving a code schedule alone.
+   *
+   * @return the schedule's source ({@code api}: replaced; else untouched), or null when there is none
+   */
+  String updateFromApi(Recurring r) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql(RecurringSql.UPDATE_FROM_API))) {
+      ps.setString(1, r.name());
+      bind(ps, 2, r, false);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString("source") : null;
+      }
+    }
+  }
+
+  /**
+   * Removes a schedule added at run time, leaving a code schedule alone.
+   *
+   * @return the schedule's source ({@code api}: removed; else untouched), or null when there is none
+   */
+  String deleteFromApi(String name) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql(RecurringSql.DELETE_FROM_API))) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString("source") : null;
+      }
+    }
+  }
+
+  /** Pauses or resumes a schedule of either source; false when there is none. */
+  boolean setPaused(String name, boolean paused) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql(RecurringSql.SET_PAUSED))) {
+      ps.setBoolean(1, paused);
+      ps.setString(2, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  /**
+   * Enqueues one job of schedule {@code name} by hand, in one transaction that locks the schedule (so it
+   * waits for a firing in progress) and makes the job the schedule's last one; the slots are not
+   * touched. {@code options} gives the job's options from the schedule (the caller decides its key and
+   * context).
+   *
+   * @return the job, or null when there is no such schedule
+   * @throws io.pgjobs.InvalidPayloadException if the stored payload no longer fits the (known) type
+   */
+  EnqueuedJob runNow(String name, Function<Recurring, EnqueueOptions> options) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        Recurring r;
+        try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.LOCK_FOR_RUN))) {
+          ps.setString(1, name);
+          try (ResultSet rs = ps.executeQuery()) {
+            if (!rs.next()) {
+              c.rollback();
+              return null;
+            }
+            r = read(rs).recurring();
+          }
+        }
+        EnqueuedJob job = client.enqueue(
+            c,
+            r.jobType(),
+            PayloadCodec.DEFAULT_MAPPER.readTree(r.payloadJson()),
+            options.apply(r));
+        try (PreparedStatement ps = c.prepareStatement(sql(RecurringSql.SET_LAST_JOB))) {
+          ps.setObject(1, job.job().id());
+          ps.setString(2, name);
+          ps.executeUpdate();
+        }
+        c.commit();
+        return job;
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw e;
+      }
+    }
+  }
+
+  /** Binds a schedule's definition from parameter {@code first} on, in the columns' order. */
+  private static void bind(PreparedStatement ps, int first, Recurring r, boolean withName)
+      throws SQLException {
+    int i = first;
+    if (withName) {
+      ps.setString(i++, r.name());
+    }
+    ps.setString(i++, r.schedule().expression());
+    ps.setString(i++, r.schedule().zone().getId());
+    ps.setString(i++, r.jobType());
+    ps.setString(i++, r.queue());
+    ps.setString(i++, r.payloadJson());
+    ps.setInt(i++, r.priority());
+    ps.setInt(i++, r.maxAttempts());
+    ps.setString(i++, r.missed().policy());
+    ps.setInt(i, r.missed().catchUp());
   }
 }

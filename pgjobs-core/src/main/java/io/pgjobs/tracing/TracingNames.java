@@ -4,7 +4,7 @@ package io.pgjobs.tracing;
  * The catalogue of what pgjobs traces: span names and attribute keys (OpenTelemetry messaging semantic
  * conventions plus pgjobs' own), documented in docs/operations.md ("Tracing").
  */
-public final class TracingNames {
+final class TracingNames {
   private TracingNames() {}
 
   /** The instrumentation scope (tracer) name. */

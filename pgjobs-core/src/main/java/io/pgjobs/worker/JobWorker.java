@@ -236,9 +236,7 @@ public final class JobWorker implements AutoCloseable {
         b.workerDeadAfter);
     Duration heartbeatInterval = b.heartbeatInterval != null
         ? b.heartbeatInterval
-        : min(
-            min(b.staleThreshold.dividedBy(10), b.workerDeadAfter.dividedBy(4)),
-            Duration.ofSeconds(30));
+        : PgJobsSettings.defaultHeartbeatInterval(b.staleThreshold, b.workerDeadAfter);
     if (heartbeatInterval.compareTo(b.staleThreshold) >= 0) {
       throw new IllegalArgumentException("heartbeat interval (" + heartbeatInterval
           + ") must be shorter than the stale threshold (" + b.staleThreshold
@@ -447,10 +445,6 @@ public final class JobWorker implements AutoCloseable {
           left.size(),
           poller.queue());
     }
-  }
-
-  private static Duration min(Duration a, Duration b) {
-    return a.compareTo(b) <= 0 ? a : b;
   }
 
   /** A builder over {@code dataSource}. Size its pool for the total concurrency plus a few. */

@@ -63,6 +63,26 @@ class PgJobsSettingsTest {
     assertThat(io.pgjobs.JobClient.DEFAULT_SCHEMA).isEqualTo("pgjobs");
   }
 
+  /** A computed default follows the formula its text states, declared once in the catalogue. */
+  @Test
+  void theComputedDefaultsFollowTheCataloguesFormulas() {
+    Duration stale = PgJobsSettings.STALE_THRESHOLD.defaultValue();
+    Duration dead = PgJobsSettings.WORKER_DEAD_AFTER.defaultValue();
+    assertThat(PgJobsSettings.defaultHeartbeatInterval(stale, dead)).isEqualTo(dead.dividedBy(4));
+    assertThat(PgJobsSettings.defaultRescueInterval(stale, dead)).isEqualTo(dead.dividedBy(4));
+    Duration hour = Duration.ofHours(1);
+    assertThat(PgJobsSettings.defaultHeartbeatInterval(hour, hour))
+        .isEqualTo(PgJobsSettings.defaultRescueInterval(hour, hour))
+        .isEqualTo(Duration.ofSeconds(30));
+    assertThat(PgJobsSettings.HEARTBEAT_INTERVAL.defaultText()).endsWith(" and 30s");
+    assertThat(PgJobsSettings.RESCUE_INTERVAL.defaultText()).endsWith(" and 30s");
+    assertThat(Maintenance.DEFAULT_RECURRING_MISSED_AFTER)
+        .isEqualTo(PgJobsSettings.defaultRecurringMissedAfter(
+            PgJobsSettings.LEASE_TTL.defaultValue(),
+            PgJobsSettings.RECURRING_INTERVAL.defaultValue()))
+        .isEqualTo(Duration.ofSeconds(22));
+  }
+
   /**
    * Every JobWorker and Maintenance builder method the catalogue names takes its least and greatest value
    * and refuses one step beyond either, with the catalogue's message.

@@ -124,15 +124,19 @@ public final class ApiServer implements AutoCloseable {
         page.nextCursor()));
   }
 
-  /** The handler of a {@link Builder#plainPost} route. */
+  /**
+   * The handler of a {@link Builder#receiver} route: an inbound webhook that its sender authenticates
+   * itself (typically by a signature over the body), and that usually enqueues a job through the
+   * server's client.
+   */
   @FunctionalInterface
-  public interface PlainPost {
+  public interface Receiver {
     /**
-     * Handles one request.
+     * Handles one request. An exception is answered as in an API route (500 for an unexpected one).
      *
      * @param header the request's header of a name (case-insensitive), or null
-     * @param body the request body
-     * @return the response status
+     * @param body the request body (at most {@link Builder#maxBodyBytes} bytes)
+     * @return the response status (no body is sent)
      */
     int handle(java.util.function.Function<String, String> header, byte[] body) throws Exception;
   }
@@ -148,7 +152,7 @@ public final class ApiServer implements AutoCloseable {
   private final OriginGuard originGuard;
   private final List<String> allowedHosts;
   private final PrometheusMeterRegistry registry;
-  private final Map<String, PlainPost> plainPosts;
+  private final Map<String, Receiver> receivers;
   private final JsonMapper json = ApiJson.mapper();
   private final ProblemMapper problems;
   private final ExecutorService handlerThreads = Executors.newThreadPerTaskExecutor(
@@ -187,7 +191,7 @@ public final class ApiServer implements AutoCloseable {
     this.ownRegistry = b.registry == null;
     this.registry =
         b.registry != null ? b.registry : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    this.plainPosts = Map.copyOf(b.plainPosts);
+    this.receivers = Map.copyOf(b.receivers);
     // Behind a transaction-pooling PgBouncer, LISTEN needs a direct connection (listenDataSource).
     this.events = new EventHub(
         b.listenDataSource != null ? b.listenDataSource : client.dataSource(),
@@ -389,7 +393,7 @@ public final class ApiServer implements AutoCloseable {
       new MetricsApi(registry, client).register(routes);
       new RecurringApi(client, acceptUnknownTypes).register(routes);
       docs.register(routes);
-      plainPosts.forEach((path, handler) ->
+      receivers.forEach((path, handler) ->
           cfg.routes.post(path, ctx -> ctx.status(handler.handle(ctx::header, ctx.bodyAsBytes()))));
     });
   }
@@ -558,7 +562,7 @@ public final class ApiServer implements AutoCloseable {
       return;
     }
     Endpoint endpoint = ctx.endpoints().matchedHttpEndpoint();
-    if (endpoint == null || isOpen(endpoint.path) || plainPosts.containsKey(endpoint.path)) {
+    if (endpoint == null || isOpen(endpoint.path) || receivers.containsKey(endpoint.path)) {
       return;
     }
     String header = ctx.header("Authorization");
@@ -804,7 +808,7 @@ public final class ApiServer implements AutoCloseable {
     private List<String> allowedOrigins = List.of();
     private List<String> allowedHosts = List.of();
     private PrometheusMeterRegistry registry;
-    private final Map<String, PlainPost> plainPosts = new LinkedHashMap<>();
+    private final Map<String, Receiver> receivers = new LinkedHashMap<>();
     private boolean allowUnauthenticated;
     private javax.sql.DataSource listenDataSource;
     private boolean liveEvents = true;
@@ -928,16 +932,24 @@ public final class ApiServer implements AutoCloseable {
     }
 
     /**
-     * An extra POST route outside the API, for a receiver that lives next to it (the demo's webhook
-     * receiver): answered without a bearer token, not in the OpenAPI document, not under the request
-     * timeout. The handler gets the request's headers and body and returns the status.
+     * Adds a receiver for inbound webhooks: a POST route beside the API for a sender that cannot hold
+     * a bearer token (a payment provider, a Git host, another service's pgjobs webhook job) and
+     * authenticates itself, usually by a signature over the body that {@code handler} checks. The
+     * handler typically enqueues a job through the server's client and answers 202.
+     *
+     * <p>The route follows the API's transport rules (the {@code Host} check of a server without
+     * tokens, the cross-site write check, {@link #maxBodyBytes}), but not its bearer tokens: the
+     * handler alone decides who may post. It is not under {@link #requestTimeout} and not in the
+     * OpenAPI document. {@code path} is fixed (no parameters) and must not be an API route; a second
+     * receiver on the same path replaces the first. The CLI's {@code pgjobs demo} receives its sample
+     * webhooks this way, at {@code /demo/webhook}.
      */
-    public Builder plainPost(String path, PlainPost handler) {
+    public Builder receiver(String path, Receiver handler) {
       if (path == null || !path.matches("(/[A-Za-z0-9._~\\-]+)+")) {
         throw new IllegalArgumentException(
             "path must be a fixed path like /demo/webhook, was " + path);
       }
-      plainPosts.put(path, java.util.Objects.requireNonNull(handler, "handler"));
+      receivers.put(path, java.util.Objects.requireNonNull(handler, "handler"));
       return this;
     }
 
