@@ -8,6 +8,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
 import io.pgjobs.store.ExplainableClaim;
+import io.pgjobs.testkit.JobRows;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
@@ -382,9 +383,12 @@ class CapabilitiesTest extends PgJobsTestBase {
 
   @Test
   void theDatabaseRefusesABadCapabilityEvenWithoutTheClient() {
-    assertThatThrownBy(() -> db.execute(
-            "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts, capability)"
-                + " VALUES (gen_random_uuid(), 't', 'q', '{}', 50, 3, 'bad name')"))
+    assertThatThrownBy(() -> JobRows.in(db)
+            .type("t")
+            .queue("q")
+            .priority(50)
+            .capability("bad name")
+            .insert())
         .hasMessageContaining("jobs_capability_check");
   }
 

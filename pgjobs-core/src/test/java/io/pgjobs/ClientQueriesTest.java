@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.testkit.JobRows;
 import io.pgjobs.worker.JobWorker;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -451,12 +452,13 @@ class ClientQueriesTest extends PgJobsTestBase {
 
   @Test
   void retryOfACancelledJobQueuesItAgain() {
-    UUID id = UUID.randomUUID();
-    db.execute(
-        "INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,"
-            + " run_at, created_at, errors, finished_at) VALUES ('" + id
-            + "', 'parked', 'parked', '{\"n\":1}', 0,"
-            + " 'cancelled', 1, 3, now(), now(), '[]', now())");
+    UUID id = JobRows.in(db)
+        .type("parked")
+        .queue("parked")
+        .payload("{\"n\":1}")
+        .state("cancelled")
+        .attempts(1)
+        .insert();
 
     assertThat(client.retry(id)).isEqualTo(RetryResult.RETRIED);
 

@@ -8,6 +8,7 @@ import io.pgjobs.events.JobEventBatch;
 import io.pgjobs.events.JobEventListener;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.testkit.JobRows;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -117,7 +118,7 @@ class NotificationLimitsTest extends PgJobsTestBase {
 
   @Test
   void workerClaimingAThousandJobsWithLongNamesAtATimeSucceedsThemAll() throws Exception {
-    insertQueued(MANY, "'" + LONG_TYPE_NAME + "'", "'" + LONG_QUEUE + "'");
+    insertQueued(MANY, LONG_TYPE_NAME, LONG_QUEUE);
     try (RawEvents raw = new RawEvents()) {
       start(worker()
           .register(LONG_TYPE, (ctx, note) -> null)
@@ -146,7 +147,7 @@ class NotificationLimitsTest extends PgJobsTestBase {
 
   @Test
   void cancelAllOfThousandsOfWaitingJobsWithLongNamesSucceeds() throws Exception {
-    insertQueued(MANY, "'" + LONG_TYPE_NAME + "'", "'" + LONG_QUEUE + "'");
+    insertQueued(MANY, LONG_TYPE_NAME, LONG_QUEUE);
     try (RawEvents raw = new RawEvents()) {
       CancelCounts counts = client.cancelAll(Set.of(), Set.of(LONG_QUEUE), Set.of());
 
@@ -165,14 +166,15 @@ class NotificationLimitsTest extends PgJobsTestBase {
   void retryAllOfThousandsOfFailedJobsWithLongNamesSucceeds() throws Exception {
     // The failed jobs are written without the insert trigger: this test is about retryAll's own
     // notification (the trigger of finished_jobs has tests of its own above).
-    db.execute(
-        "ALTER TABLE pgjobs.finished_jobs DISABLE TRIGGER finished_jobs_events_insert",
-        """
-        INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
-                                          run_at, created_at, errors, finished_at)
-        SELECT gen_random_uuid(), '%s', '%s', '{"n": 1}', 0, 'failed', 3, 3, now(), now(), '[]', now()
-          FROM generate_series(1, %d)""".formatted(LONG_TYPE_NAME, LONG_QUEUE, MANY),
-        "ALTER TABLE pgjobs.finished_jobs ENABLE TRIGGER finished_jobs_events_insert");
+    db.execute("ALTER TABLE pgjobs.finished_jobs DISABLE TRIGGER finished_jobs_events_insert");
+    JobRows.in(db)
+        .type(LONG_TYPE_NAME)
+        .queue(LONG_QUEUE)
+        .payload("{\"n\": 1}")
+        .state("failed")
+        .attempts(3)
+        .insert(MANY);
+    db.execute("ALTER TABLE pgjobs.finished_jobs ENABLE TRIGGER finished_jobs_events_insert");
     try (RawEvents raw = new RawEvents()) {
       long retried = client.retryAll(Set.of(LONG_TYPE_NAME), Set.of(), Set.of(JobState.FAILED));
 
@@ -188,7 +190,7 @@ class NotificationLimitsTest extends PgJobsTestBase {
 
   @Test
   void anUpdateOfManyRowsStatesFiresABoundedEvent() throws Exception {
-    insertQueued(MANY, "'" + LONG_TYPE_NAME + "'", "'" + LONG_QUEUE + "'");
+    insertQueued(MANY, LONG_TYPE_NAME, LONG_QUEUE);
     try (RawEvents raw = new RawEvents()) {
       db.execute("UPDATE pgjobs.jobs SET state = 'retrying'");
 
@@ -205,7 +207,7 @@ class NotificationLimitsTest extends PgJobsTestBase {
       throws Exception {
     // The schema allows any 255 characters; a control character takes 6 bytes in JSON (\u0001), an
     // emoji 4. pgjobs' own names are ASCII, but the trigger fires for any statement.
-    insertQueued(200, "repeat(chr(1), 255)", "repeat(chr(128512), 255)");
+    insertQueued(200, "\u0001".repeat(255), Character.toString(128_512).repeat(255));
     try (RawEvents raw = new RawEvents()) {
       db.execute("UPDATE pgjobs.jobs SET state = 'retrying'");
 
@@ -245,11 +247,13 @@ class NotificationLimitsTest extends PgJobsTestBase {
     // names (written around pgjobs) do too. Before, the event was over 9,000 bytes and the progress
     // write failed.
     UUID id = UUID.randomUUID();
-    db.execute("""
-        INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, locked_by,
-                                 attempted_at, heartbeat_at, claim_token)
-        VALUES ('%s', repeat(chr(1), 255), repeat(chr(2), 255), '{}', 0, 'running', 1, 3, 'test-worker', now(), now(), 7)
-        """.formatted(id));
+    JobRows.in(db)
+        .id(id)
+        .type("\u0001".repeat(255))
+        .queue("\u0002".repeat(255))
+        .state("running")
+        .claimToken(7)
+        .insert();
     ExecutionStore store = new ExecutionStore(
         db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     String message = "\u0001".repeat(1_000);
@@ -288,11 +292,9 @@ class NotificationLimitsTest extends PgJobsTestBase {
     return IntStream.range(0, n).mapToObj(Note::new).toList();
   }
 
-  /** Inserts due jobs directly (an INSERT around pgjobs sends no notification), names as SQL expressions. */
-  private static void insertQueued(int n, String typeSql, String queueSql) {
-    db.execute("""
-        INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts)
-        SELECT gen_random_uuid(), %s, %s, '{"n": 1}', 0, 3 FROM generate_series(1, %d)""".formatted(typeSql, queueSql, n));
+  /** Inserts due jobs directly (an INSERT around pgjobs sends no notification). */
+  private static void insertQueued(int n, String type, String queue) {
+    JobRows.in(db).type(type).queue(queue).payload("{\"n\": 1}").insert(n);
   }
 
   private static long sumOfCounts(List<JsonNode> events, String state) {

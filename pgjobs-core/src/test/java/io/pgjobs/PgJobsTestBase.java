@@ -1,7 +1,6 @@
 package io.pgjobs;
 
-import static org.awaitility.Awaitility.await;
-
+import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
@@ -65,13 +64,9 @@ public abstract class PgJobsTestBase {
     return worker.start();
   }
 
-  /** Waits (at most {@code timeout}) until the job is in {@code state}, and returns it. */
+  /** Waits (at most {@code timeout}) until the job is in {@code state}, and returns it ({@link Await}). */
   protected static Job awaitState(UUID id, JobState state, Duration timeout) {
-    await()
-        .atMost(timeout)
-        .pollInterval(Duration.ofMillis(20))
-        .until(() -> client.get(id).map(Job::state).orElse(null) == state);
-    return client.get(id).orElseThrow();
+    return Await.awaitState(client::get, id, Job::state, state, timeout);
   }
 
   /** Same with 20 s. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pgjobs.schema.Migrator;
+import io.pgjobs.testkit.Await;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -297,9 +298,8 @@ class SchemaConstraintsTest extends PgJobsTestBase {
         .build();
     try {
       worker.start();
-      org.awaitility.Awaitility.await()
-          .atMost(Duration.ofSeconds(20))
-          .until(() -> schemaClient.get(id).map(Job::state).orElse(null) == JobState.SUCCEEDED);
+      Await.awaitState(
+          schemaClient::get, id, Job::state, JobState.SUCCEEDED, Duration.ofSeconds(20));
     } finally {
       worker.close();
     }

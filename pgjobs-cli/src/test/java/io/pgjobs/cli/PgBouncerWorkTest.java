@@ -3,8 +3,10 @@ package io.pgjobs.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.Job;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobState;
+import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.PgBouncer;
 import io.pgjobs.testkit.Tags;
@@ -93,10 +95,7 @@ class PgBouncerWorkTest {
         .enqueue(EchoJobs.ECHO, new EchoJobs.Echo("through pgbouncer"))
         .job()
         .id();
-    await()
-        .atMost(Duration.ofSeconds(20))
-        .pollInterval(Duration.ofMillis(50))
-        .until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
+    Await.awaitState(client::get, id, Job::state, JobState.SUCCEEDED, Duration.ofSeconds(20));
   }
 
   @Test
@@ -105,10 +104,7 @@ class PgBouncerWorkTest {
     assertThat(worker.output()).contains("polling only, every 200ms");
     JobClient client = pooledClient();
     UUID id = client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("polled")).job().id();
-    await()
-        .atMost(Duration.ofSeconds(20))
-        .pollInterval(Duration.ofMillis(50))
-        .until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
+    Await.awaitState(client::get, id, Job::state, JobState.SUCCEEDED, Duration.ofSeconds(20));
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"))

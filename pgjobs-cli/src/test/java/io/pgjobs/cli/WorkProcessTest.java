@@ -20,6 +20,7 @@ import io.pgjobs.cli.demo.SummarizeTextJob;
 import io.pgjobs.cli.demo.SummarizeTextJob.SummarizeText;
 import io.pgjobs.cli.demo.WebhookDeliveryJob;
 import io.pgjobs.cli.demo.WebhookDeliveryJob.WebhookDelivery;
+import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
@@ -182,9 +183,7 @@ class WorkProcessTest {
         .enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(hook + "/slow", "{}", "key"))
         .job()
         .id();
-    await()
-        .atMost(DEADLINE)
-        .until(() -> client.get(slow).orElseThrow().state() == JobState.RUNNING);
+    Await.awaitState(client::get, slow, Job::state, JobState.RUNNING, DEADLINE);
     // Claimed is not yet started (a worker claims a little ahead): wait for the handler's request.
     assertThat(slowArrived.await(DEADLINE.toSeconds(), TimeUnit.SECONDS)).isTrue();
     worker.terminate();
@@ -255,9 +254,7 @@ class WorkProcessTest {
     JobClient client = client();
     UUID id =
         client.enqueue(EchoJobs.ECHO, new EchoJobs.Echo("scrape me")).job().id();
-    await()
-        .atMost(DEADLINE)
-        .until(() -> client.get(id).orElseThrow().state() == JobState.SUCCEEDED);
+    Await.awaitState(client::get, id, Job::state, JobState.SUCCEEDED, DEADLINE);
 
     await("the success is counted")
         .atMost(DEADLINE)

@@ -5,10 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.pgjobs.Job;
 import io.pgjobs.JobError;
 import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.testkit.JobRows;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import java.util.function.ToLongFunction;
@@ -68,15 +71,15 @@ abstract class LifecycleTestBase extends PgJobsTestBase {
    * last heartbeat a minute ago, on attempt 1 of 3.
    */
   static UUID plantStaleRunningJob(String lockedBy) {
-    UUID id = UUID.randomUUID();
-    db.execute(
-        "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, state, attempts, max_attempts, run_at,"
-            + " created_at, attempted_at, locked_by, heartbeat_at, claim_token) VALUES ('" + id
-            + "', 'numbered',"
-            + " 'default', '{\"n\":1}', 0, 'running', 1, 3, now(), now(), now() - interval '1 minute', '"
-            + lockedBy
-            + "', now() - interval '1 minute', nextval('pgjobs.claim_tokens'))");
-    return id;
+    Instant aMinuteAgo = Instant.now().minus(Duration.ofMinutes(1));
+    return JobRows.in(db)
+        .payload("{\"n\":1}")
+        .state("running")
+        .lockedBy(lockedBy)
+        .column("attempted_at", aMinuteAgo)
+        .heartbeatAt(aMinuteAgo)
+        .claimToken(db.queryLong("SELECT nextval('pgjobs.claim_tokens')"))
+        .insert();
   }
 
   /**

@@ -9,6 +9,7 @@ import io.pgjobs.Job;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -20,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -27,6 +29,7 @@ import org.junit.jupiter.api.Test;
  * dead-worker threshold: a worker claims only once it is registered, its heartbeat never waits for the
  * handlers' pool, and a job its worker no longer holds is rescued without waiting for the stale threshold.
  */
+@Tag(Tags.SLOW)
 class LivenessTest extends PgJobsTestBase {
   static final JobType<Numbered> HOLDING = JobType.of("holding", Numbered.class);
 

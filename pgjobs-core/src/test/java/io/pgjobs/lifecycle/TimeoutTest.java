@@ -10,12 +10,14 @@ import io.pgjobs.JobError;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.RetryPolicy;
+import io.pgjobs.testkit.Tags;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Timeouts per job type and per job: the handler is interrupted and the attempt fails with kind timeout. */
@@ -36,6 +38,7 @@ class TimeoutTest extends LifecycleTestBase {
   }
 
   @Test
+  @Tag(Tags.SLOW)
   void typeTimeoutInterruptsTheHandlerAndRetriesUntilAttemptsAreExhausted() {
     JobType<Numbered> type = JobType.of("timeout_by_type", Numbered.class)
         .withTimeout(Duration.ofSeconds(1))

@@ -16,6 +16,7 @@ import io.pgjobs.RetryPolicy;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -30,6 +31,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
@@ -38,6 +40,7 @@ import org.slf4j.LoggerFactory;
  * transactions, handlers that ignore interrupts, claims whose reply is lost, prefetched jobs that wait
  * too long, a shutdown racing lanes that are just starting.
  */
+@Tag(Tags.SLOW)
 class WritePathTest extends LifecycleTestBase {
 
   /** A payload: what the handler returns (as output) and how long it works. */

@@ -8,11 +8,13 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.WorkerStore;
+import io.pgjobs.testkit.Tags;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.UUID;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,6 +22,7 @@ import org.junit.jupiter.api.Test;
  * {@link HotTableVacuum#MIN_DEAD_ROWS}: at thousands of jobs a second they outrun autovacuum, and claims
  * slow down as they pile up (W5, docs/bench-journal/w5-sustained-load.md).
  */
+@Tag(Tags.SLOW)
 class HotTableVacuumTest extends PgJobsTestBase {
   private static final String MANUAL_VACUUMS =
       "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'pgjobs.jobs'::regclass";

@@ -10,6 +10,7 @@ import io.pgjobs.PayloadValidator.FieldProblem;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.recurring.RecurringSchedules.Definition;
 import io.pgjobs.recurring.RecurringSchedules.Schedule;
+import io.pgjobs.testkit.JobRows;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -216,11 +217,13 @@ class RecurringSchedulesTest extends PgJobsTestBase {
 
     // The job finishes: the last run shows the outcome and when.
     db.execute("DELETE FROM pgjobs.jobs WHERE id = '" + second.job().id() + "'");
-    db.execute(
-        "INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,"
-            + " run_at, created_at, errors, finished_at) VALUES ('"
-            + second.job().id() + "', 'numbered', 'default', '{}',"
-            + " 50, 'failed', 1, 1, now(), now(), '[]', now())");
+    JobRows.in(db)
+        .id(second.job().id())
+        .priority(50)
+        .state("failed")
+        .attempts(1)
+        .maxAttempts(1)
+        .insert();
     last = schedules.get("tick").orElseThrow().lastRun();
     assertThat(last.state()).isEqualTo(JobState.FAILED);
     assertThat(last.finishedAt()).isNotNull();

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.pgjobs.JobClient;
 import io.pgjobs.PgJobsException;
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -14,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -21,6 +23,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * A schema migrated by the pre-release history (reset before the first release) cannot be upgraded: migrating
  * it is refused, before anything changes, with a message that says what to do, and doing that works.
  */
+@Tag(Tags.SLOW)
 class PreReleaseSchemaRefusedTest {
   private static TestDatabase db;
 

@@ -2,10 +2,12 @@ package io.pgjobs.schema;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -14,6 +16,7 @@ import org.junit.jupiter.api.Test;
  * (in the same order), default, constraint, domain, sequence, index, function, trigger and storage parameter,
  * compared as {@code pg_dump --schema-only} writes them, and the same extensions.
  */
+@Tag(Tags.SLOW)
 class SquashedSchemaTest {
   private static TestDatabase squashed;
   private static TestDatabase preRelease;

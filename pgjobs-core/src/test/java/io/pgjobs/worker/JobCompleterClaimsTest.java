@@ -10,6 +10,7 @@ import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.testkit.Await;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Duration;
@@ -61,9 +62,7 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
       other.rollback();
     }
 
-    await("the give-back is written once the lock goes")
-        .atMost(Duration.ofSeconds(10))
-        .until(() -> client.get(job.id()).orElseThrow().state() == JobState.QUEUED);
+    Await.awaitState(client::get, job.id(), Job::state, JobState.QUEUED, Duration.ofSeconds(10));
     Job back = client.get(job.id()).orElseThrow();
     assertThat(back.attempts()).as("the claim's attempt given back").isZero();
     assertThat(back.errors()).isEmpty();
@@ -90,9 +89,7 @@ class JobCompleterClaimsTest extends PgJobsTestBase {
       other.rollback();
     }
 
-    await("the give-back is written once the lock goes")
-        .atMost(Duration.ofSeconds(10))
-        .until(() -> client.get(job.id()).orElseThrow().state() == JobState.QUEUED);
+    Await.awaitState(client::get, job.id(), Job::state, JobState.QUEUED, Duration.ofSeconds(10));
     assertThat(client.get(job.id()).orElseThrow().attempts()).isZero();
     await().atMost(Duration.ofSeconds(5)).until(() -> held.get(job.id()) == null);
   }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.server.SseSubscriber.Event;
+import io.pgjobs.testkit.JobRows;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -160,9 +161,11 @@ class EventsApiTest {
     // statement most likely reaches it last and leaves it out; either way the resync's snapshot
     // shows it.
     String queue = "ev-long/" + "q".repeat(247);
-    api.db.execute("INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts) "
-        + "SELECT gen_random_uuid(), 'task', '" + queue
-        + "', '{\"note\": \"other\"}', 0, 3 FROM generate_series(1, 300)");
+    JobRows.in(api.db)
+        .type("task")
+        .queue(queue)
+        .payload("{\"note\": \"other\"}")
+        .insert(300);
     String id = api.post(
             "/jobs",
             "{\"type\":\"task\",\"payload\":{\"note\":\"mine\"},\"priority\":0,\"queue\":\"" + queue

@@ -4,10 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.Job;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobState;
 import io.pgjobs.spring.TestJobs.Greet;
 import io.pgjobs.spring.TestJobs.GreetHandler;
+import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.TestDatabase;
 import java.time.Duration;
 import java.util.UUID;
@@ -70,9 +72,7 @@ class PgJobsAutoCommitOffTest {
   PlatformTransactionManager transactionManager;
 
   private UUID awaitSucceeded(UUID id) {
-    await()
-        .atMost(Duration.ofSeconds(20))
-        .until(() -> client.get(id).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
+    Await.awaitState(client::get, id, Job::state, JobState.SUCCEEDED, Duration.ofSeconds(20));
     assertThat(client.get(id).orElseThrow().attempts()).isEqualTo(1);
     return id;
   }

@@ -6,11 +6,13 @@ import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.pgjobs.EnqueuedJob;
+import io.pgjobs.Job;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobState;
 import io.pgjobs.metrics.MetricNames;
 import io.pgjobs.spring.TestJobs.Greet;
 import io.pgjobs.spring.TestJobs.GreetHandler;
+import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
@@ -128,10 +130,8 @@ class PgJobsStarterTest {
 
     EnqueuedJob job = client.enqueue(TestJobs.GREET, new Greet("ada"));
 
-    await()
-        .atMost(Duration.ofSeconds(10))
-        .until(() ->
-            client.get(job.job().id()).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
+    Await.awaitState(
+        client::get, job.job().id(), Job::state, JobState.SUCCEEDED, Duration.ofSeconds(10));
     assertThat(greetHandler.greeted).contains("ada");
   }
 
@@ -150,9 +150,7 @@ class PgJobsStarterTest {
   void enqueueInsideATransactionThatCommitsRunsOnce() {
     UUID id = signups.signUp("linus", false);
 
-    await()
-        .atMost(Duration.ofSeconds(10))
-        .until(() -> client.get(id).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
+    Await.awaitState(client::get, id, Job::state, JobState.SUCCEEDED, Duration.ofSeconds(10));
     assertThat(jobsWithName("linus")).isEqualTo(1);
     assertThat(greetHandler.greeted.stream().filter("linus"::equals)).hasSize(1);
     assertThat(client.get(id).orElseThrow().attempts()).isEqualTo(1);
@@ -176,10 +174,8 @@ class PgJobsStarterTest {
   @Test
   void metricsGoToTheApplicationsMeterRegistry() {
     EnqueuedJob job = client.enqueue(TestJobs.GREET, new Greet("metrics"));
-    await()
-        .atMost(Duration.ofSeconds(10))
-        .until(() ->
-            client.get(job.job().id()).map(j -> j.state() == JobState.SUCCEEDED).orElse(false));
+    Await.awaitState(
+        client::get, job.job().id(), Job::state, JobState.SUCCEEDED, Duration.ofSeconds(10));
 
     assertThat(
             meterRegistry.find(MetricNames.JOBS_ENQUEUED).tag("kind", "greet").counter())

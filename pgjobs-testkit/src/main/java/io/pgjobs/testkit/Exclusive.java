@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -21,12 +22,17 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * connections). The lock is a PostgreSQL advisory lock taken on a connection of its own before the class's
  * {@code @BeforeAll} and released when the class is done, so it covers every JVM, fork and checkout that
  * tests against the server, and a JVM that dies releases it.
+ *
+ * <p>An exclusive class is also tagged {@link Tags#EXCLUSIVE}: {@code ./run-tests --lanes} runs those classes one
+ * after another in a test JVM of their own, beside the other tests, so that no test JVM sits idle waiting
+ * for the lock.
  */
 @Target(ElementType.TYPE)
 @Retention(RetentionPolicy.RUNTIME)
 @Documented
 @Inherited
 @ExtendWith(Exclusive.Lock.class)
+@Tag(Tags.EXCLUSIVE)
 public @interface Exclusive {
 
   /** Takes and releases the lock. */

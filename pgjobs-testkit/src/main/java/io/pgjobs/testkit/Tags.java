@@ -2,9 +2,10 @@ package io.pgjobs.testkit;
 
 /**
  * The JUnit tags of the test pyramid, for {@code @Tag(Tags.PROCESS)}. An untagged test class needs only
- * the JVM and the PostgreSQL server of {@code PGJOBS_TEST_DATABASE_URL}; {@code ./run-tests --fast} runs
- * only those. {@code ./run-tests} runs every tag but {@link #DOCS}, and {@code .ci/run} (the Maven
- * {@code release} profile) all of them.
+ * the JVM and the PostgreSQL server of {@code PGJOBS_TEST_DATABASE_URL} and takes a moment; {@code
+ * ./run-tests --fast} runs only those of pgjobs-testkit and pgjobs-core (unit tests and the store/worker
+ * contract). {@code ./run-tests} runs every tag but {@link #DOCS}, and {@code .ci/run} (the Maven {@code
+ * release} profile) all of them.
  */
 public final class Tags {
   /** Starts processes: child JVMs ({@link JvmProcess}), PostgreSQL servers of its own, the packaged CLI. */
@@ -20,6 +21,16 @@ public final class Tags {
    * 100 ms): runs after the module's other tests, alone.
    */
   public static final String SERIAL = "serial";
+  /**
+   * Needs only the JVM and PostgreSQL but takes several seconds of waiting (timeouts, thresholds, delays) or
+   * of volume (hundreds of thousands of rows): in {@code ./run-tests}, not in the fast tier.
+   */
+  public static final String SLOW = "slow";
+  /**
+   * Holds the server-wide lock ({@link Exclusive}, which carries this tag): {@code ./run-tests --lanes} runs these
+   * classes in a lane of their own, one at a time, beside the other tests.
+   */
+  public static final String EXCLUSIVE = "exclusive";
   /** Writes documentation (the README's screenshots): only in the {@code release} profile. */
   public static final String DOCS = "docs";
 

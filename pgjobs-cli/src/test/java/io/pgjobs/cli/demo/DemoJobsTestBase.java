@@ -1,11 +1,10 @@
 package io.pgjobs.cli.demo;
 
-import static org.awaitility.Awaitility.await;
-
 import io.pgjobs.Job;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobState;
 import io.pgjobs.cli.config.Settings;
+import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
@@ -58,12 +57,8 @@ abstract class DemoJobsTestBase {
     return worker.start();
   }
 
-  /** Waits until the job is in {@code state} (30 s at most) and returns it. */
+  /** Waits until the job is in {@code state} (30 s at most, {@link Await}) and returns it. */
   static Job awaitState(UUID id, JobState state) {
-    await()
-        .atMost(Duration.ofSeconds(30))
-        .pollInterval(Duration.ofMillis(25))
-        .until(() -> client.get(id).map(Job::state).orElse(null) == state);
-    return client.get(id).orElseThrow();
+    return Await.awaitState(client::get, id, Job::state, state, Duration.ofSeconds(30));
   }
 }

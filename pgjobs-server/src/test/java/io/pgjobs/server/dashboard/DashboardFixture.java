@@ -1,7 +1,5 @@
 package io.pgjobs.server.dashboard;
 
-import static org.awaitility.Awaitility.await;
-
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.Job;
 import io.pgjobs.JobClient;
@@ -11,6 +9,7 @@ import io.pgjobs.PayloadValidator.FieldProblem;
 import io.pgjobs.RetryPolicy;
 import io.pgjobs.server.ApiServer;
 import io.pgjobs.server.MigratedDatabase;
+import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
 import java.io.IOException;
@@ -221,8 +220,7 @@ final class DashboardFixture implements AutoCloseable {
   }
 
   Job awaitState(UUID id, JobState state) {
-    await().atMost(WAIT).until(() -> job(id).state() == state);
-    return job(id);
+    return Await.awaitState(client::get, id, Job::state, state, WAIT);
   }
 
   @Override

@@ -324,6 +324,9 @@ class DashboardTest extends BrowserTest {
 
     String worker = "#workers-table tr[data-worker='" + app.worker.workerId() + "']";
     browser.waitForText(worker, "images ×4");
+    // The last heartbeat reads "just now" for its first second, then "1 s ago" (the page ticks
+    // every second).
+    browser.waitForText(worker, "ago");
     assertThat(browser.find(worker).getText())
         .contains("default ×4", "emails ×4", "reports ×4", "ago");
     browser.waitFor(
