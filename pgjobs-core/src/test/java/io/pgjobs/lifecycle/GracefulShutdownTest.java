@@ -37,6 +37,19 @@ class GracefulShutdownTest extends LifecycleTestBase {
         .id();
   }
 
+  /**
+   * Waits until the job's handler has begun (its row in {@code starts}): the state {@code running} is
+   * written when the job is claimed, which may be before a lane takes it from the prefetch buffer, and
+   * a close in between gives the job back without running it.
+   */
+  private static void awaitHandlerStarted(UUID id) {
+    awaitState(id, JobState.RUNNING, LONG);
+    org.awaitility.Awaitility.await()
+        .atMost(LONG)
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> count("SELECT count(*) FROM starts WHERE job_id = '" + id + "'") > 0);
+  }
+
   private static long workersNamed(String id) {
     return count("SELECT count(*) FROM pgjobs.workers WHERE id = '" + id + "'");
   }
@@ -119,7 +132,7 @@ class GracefulShutdownTest extends LifecycleTestBase {
         .queue("default", 1)
         .shutdownGrace(Duration.ofSeconds(15)));
     UUID running = enqueue(Work.blockingFirstAttempt(Duration.ofSeconds(5)), 3);
-    awaitState(running, JobState.RUNNING, LONG);
+    awaitHandlerStarted(running);
     UUID waiting = enqueue(Work.QUICK, 3); // the worker's one slot is taken: this one waits
 
     long closing = System.nanoTime();
@@ -148,7 +161,7 @@ class GracefulShutdownTest extends LifecycleTestBase {
         .register(Lifecycle.WORK, Lifecycle.handler("shutdown-past-grace", true))
         .shutdownGrace(Duration.ofSeconds(1)));
     UUID id = enqueue(THIRTY_SECONDS, 3);
-    awaitState(id, JobState.RUNNING, LONG);
+    awaitHandlerStarted(id);
 
     long closing = System.nanoTime();
     worker.close();
