@@ -86,9 +86,21 @@ final class HotTableVacuum implements MaintenanceTask {
   /** When the next vacuum that gives pages back may start (nanoTime; read and set by the maintenance thread). */
   private long shrinkAllowedFrom;
 
+  /** The shortest time between two vacuums that give pages back: {@link #SHRINK_INTERVAL}. */
+  private final Duration shrinkInterval;
+
   HotTableVacuum(WorkerStore store, Duration interval) {
+    this(store, interval, SHRINK_INTERVAL);
+  }
+
+  /**
+   * With another time between two cuts: a test that watches a table shrink under a steady trickle of
+   * claims needs several cuts (each stops at the last page still in use) within its deadline.
+   */
+  HotTableVacuum(WorkerStore store, Duration interval, Duration shrinkInterval) {
     this.store = store;
     this.interval = interval;
+    this.shrinkInterval = shrinkInterval;
     this.waitUntil =
         System.nanoTime(); // not 0: nanoTime may be negative, and is compared by difference
     this.shrinkAllowedFrom = waitUntil;
@@ -131,7 +143,7 @@ final class HotTableVacuum implements MaintenanceTask {
       return;
     }
     if (givePagesBack) {
-      shrinkAllowedFrom = System.nanoTime() + SHRINK_INTERVAL.toNanos();
+      shrinkAllowedFrom = System.nanoTime() + shrinkInterval.toNanos();
     }
     inFlight = Thread.ofVirtual()
         .name("pgjobs-vacuum")

@@ -102,7 +102,7 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
                 : PgJobsSettings.defaultRecurringMissedAfter(b.leaseTtl, b.recurringInterval))));
     all.add(new UnknownTypeFailer(store, b.unknownTypeGrace, b.holderId));
     if (b.vacuumInterval != null) {
-      all.add(new HotTableVacuum(store, b.vacuumInterval));
+      all.add(new HotTableVacuum(store, b.vacuumInterval, b.shrinkInterval));
     }
     this.tasks = List.copyOf(all);
     this.nextRun = new long[tasks.size()];
@@ -220,6 +220,7 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
     private Duration recurringMissedAfter;
     private JobClient client;
     private Duration vacuumInterval = DEFAULT_VACUUM_INTERVAL;
+    private Duration shrinkInterval = HotTableVacuum.SHRINK_INTERVAL;
     private Duration unknownTypeGrace = DEFAULT_UNKNOWN_TYPE_GRACE;
 
     private Builder(DataSource dataSource) {
@@ -320,6 +321,15 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
      */
     public Builder vacuumInterval(Duration interval) {
       this.vacuumInterval = PgJobsSettings.VACUUM_INTERVAL.require(interval);
+      return this;
+    }
+
+    /**
+     * The shortest time between two vacuums that give the emptied hot table's pages back (one minute;
+     * not a setting: package-private for the test that watches several cuts in a row).
+     */
+    Builder shrinkInterval(Duration interval) {
+      this.shrinkInterval = java.util.Objects.requireNonNull(interval, "interval");
       return this;
     }
 
