@@ -350,25 +350,28 @@ public final class ApiServer implements AutoCloseable {
       });
       cfg.routes.before(this::beforeRequest);
       cfg.routes.beforeMatched(this::authorize);
-      cfg.routes.exception(Exception.class, (e, ctx) -> problems.respond(ctx, e));
+      cfg.routes.exception(
+          Exception.class, (e, ctx) -> unlessGone(ctx, e, () -> problems.respond(ctx, e)));
       // Javalin registers its own handler for HttpResponseException (404, 405, 413); take it over.
-      cfg.routes.exception(HttpResponseException.class, (e, ctx) -> {
-        if (e.getStatus() == 405) {
-          // RFC 9110 15.5.6: a 405 must say which methods the resource has.
-          String allow = String.join(", ", allowedMethods(pathOf(ctx)));
-          ctx.header("Allow", allow);
-          problems.respond(
-              ctx,
-              ApiProblem.http(
-                  405,
-                  "method-not-allowed",
-                  "Method not allowed",
-                  ctx.method().name() + " is not allowed on " + ctx.path() + "; allowed: "
-                      + allow));
-          return;
-        }
-        problems.respond(ctx, e);
-      });
+      cfg.routes.exception(
+          HttpResponseException.class,
+          (e, ctx) -> unlessGone(ctx, e, () -> {
+            if (e.getStatus() == 405) {
+              // RFC 9110 15.5.6: a 405 must say which methods the resource has.
+              String allow = String.join(", ", allowedMethods(pathOf(ctx)));
+              ctx.header("Allow", allow);
+              problems.respond(
+                  ctx,
+                  ApiProblem.http(
+                      405,
+                      "method-not-allowed",
+                      "Method not allowed",
+                      ctx.method().name() + " is not allowed on " + ctx.path() + "; allowed: "
+                          + allow));
+              return;
+            }
+            problems.respond(ctx, e);
+          }));
       cfg.requestLogger.http(this::afterRequest);
 
       Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
@@ -396,6 +399,24 @@ public final class ApiServer implements AutoCloseable {
       receivers.forEach((path, handler) ->
           cfg.routes.post(path, ctx -> ctx.status(handler.handle(ctx::header, ctx.bodyAsBytes()))));
     });
+  }
+
+  /**
+   * Runs an exception handler's answer, and gives it up when the request is gone. When an event stream
+   * ends because a write to its client failed, Javalin resumes the stream's request on the writer's
+   * thread — at times after the servlet container has already recycled it (the client went away, the
+   * server is stopping). Every use of the request then throws, and an exception handler that throws makes
+   * Javalin 7 queue another exception task for the same request, whose handler throws again: the writer
+   * thread looped for as long as the JVM ran, logging two stack traces a millisecond (seen in the test
+   * logs: 40,000 loops in one test JVM, hundreds of megabytes of logs, a core busy). There is nobody to
+   * answer, so nothing is written and nothing is thrown.
+   */
+  private static void unlessGone(Context ctx, Exception error, Runnable answer) {
+    try {
+      answer.run();
+    } catch (RuntimeException e) {
+      log.debug("no answer for {} (the request is gone: {})", error.toString(), e.toString());
+    }
   }
 
   /** The port the server listens on (the bound one when 0 was asked for). */

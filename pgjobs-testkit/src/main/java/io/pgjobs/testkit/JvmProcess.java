@@ -13,6 +13,16 @@ import java.util.Map;
  * tests that need real separate processes: to run workers side by side, or to {@code kill -9} one.
  */
 public final class JvmProcess implements AutoCloseable {
+  /**
+   * The flags of every child JVM, after {@code -Xmx256m}: the client compiler only and the serial
+   * collector. A child JVM lives seconds to a minute, and C2's optimising compiles cost more CPU than they
+   * win back in that time (a worker started and migrated: 2.2 CPU-seconds with them, 1.2 without) — CPU
+   * that the other test JVMs on a 2-core machine wait for. The test JVMs themselves get the same flags
+   * from the build ({@code pgjobs.test.jvmArgs}).
+   */
+  public static final List<String> FLAGS =
+      List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC");
+
   private final Process process;
   private final Path log;
 
@@ -46,7 +56,7 @@ public final class JvmProcess implements AutoCloseable {
         .orElse(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     List<String> command = new ArrayList<>();
     command.add(java);
-    command.add("-Xmx256m");
+    command.addAll(FLAGS);
     command.add("-cp");
     command.add(classPath);
     command.add(mainClass.getName());

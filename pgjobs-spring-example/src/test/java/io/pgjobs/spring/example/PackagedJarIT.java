@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.io.File;
@@ -15,6 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -67,9 +69,11 @@ class PackagedJarIT {
     log = dir.resolve("packaged-example.log");
     String java =
         System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-    ProcessBuilder builder = new ProcessBuilder(List.of(java, "-Xmx256m", "-jar", jar.toString()))
-        .redirectErrorStream(true)
-        .redirectOutput(log.toFile());
+    List<String> command = new ArrayList<>(List.of(java));
+    command.addAll(JvmProcess.FLAGS);
+    command.addAll(List.of("-jar", jar.toString()));
+    ProcessBuilder builder =
+        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
     builder.environment().put("DATABASE_URL", db.jdbcUrl());
     builder.environment().put("PORT", "0"); // the port Tomcat binds is read from its log
     builder.environment().remove("PGJOBS_WEB_TOKENS"); // the example's own token
