@@ -23,7 +23,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * {@code @BeforeAll} and released when the class is done, so it covers every JVM, fork and checkout that
  * tests against the server, and a JVM that dies releases it.
  *
- * <p>An exclusive class is also tagged {@link Tags#EXCLUSIVE}: {@code ./run-tests --lanes} runs those classes one
+ * <p>An exclusive class is also tagged {@link Tags#EXCLUSIVE}: {@code ./run-tests} runs those classes one
  * after another in a test JVM of their own, beside the other tests, so that no test JVM sits idle waiting
  * for the lock.
  */

@@ -27,7 +27,7 @@ public final class Tags {
    */
   public static final String SLOW = "slow";
   /**
-   * Holds the server-wide lock ({@link Exclusive}, which carries this tag): {@code ./run-tests --lanes} runs these
+   * Holds the server-wide lock ({@link Exclusive}, which carries this tag): {@code ./run-tests} runs these
    * classes in a lane of their own, one at a time, beside the other tests.
    */
   public static final String EXCLUSIVE = "exclusive";
