@@ -13,9 +13,8 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
- * A fresh database on a real PostgreSQL server, closed on {@link #close()} (no session may use it any
- * more) and dropped when the JVM exits. Tests never share state through leftovers: each test class creates
- * its own.
+ * A fresh database on a real PostgreSQL server, dropped on {@link #close()}. Tests never share state
+ * through leftovers: each test class creates its own.
  *
  * <p>The server comes from {@code PGJOBS_TEST_DATABASE_URL} (a JDBC URL of any database on it, used to
  * create and drop the test database), default
@@ -163,15 +162,7 @@ public final class TestDatabase implements AutoCloseable {
     }
   }
 
-  /**
-   * Closes every pool and closes the database: ends every session still connected to it and lets no new
-   * one in. The database itself is dropped when the JVM exits (or by the next JVM that starts a test
-   * database, if this one was killed): on PostgreSQL 15 every {@code DROP DATABASE} forces a checkpoint,
-   * and after a checkpoint the first change to each page writes the whole page to the WAL. A drop per
-   * test class, with other test JVMs busy on the same server, made some 150 checkpoints a run and most of
-   * its WAL (measured: 2.2 million full-page images in seven runs, 18 of 25 GB of WAL); a few drops at the
-   * end of each JVM cost a few checkpoints.
-   */
+  /** Closes every pool and drops the database, ending any session still connected to it. */
   @Override
   public void close() {
     synchronized (pools) {
@@ -180,44 +171,10 @@ public final class TestDatabase implements AutoCloseable {
     }
     try (Connection c = DriverManager.getConnection(adminUrl);
         Statement st = c.createStatement()) {
-      st.execute("ALTER DATABASE " + name + " WITH ALLOW_CONNECTIONS false");
-      st.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + name
-          + "' AND pid <> pg_backend_pid()");
+      st.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
     } catch (SQLException e) {
       throw new IllegalStateException(
-          "cannot close test database " + name + ": " + e.getMessage(), e);
-    }
-    Closed.dropAtExit(adminUrl, name);
-  }
-
-  /** The test databases closed by this JVM, dropped at its exit. */
-  private static final class Closed {
-    private static final List<String> NAMES = new ArrayList<>();
-    private static String server;
-
-    static {
-      Runtime.getRuntime().addShutdownHook(new Thread(Closed::dropAll, "pgjobs-testkit-drop"));
-    }
-
-    static synchronized void dropAtExit(String adminUrl, String name) {
-      server = adminUrl;
-      NAMES.add(name);
-    }
-
-    private static synchronized void dropAll() {
-      if (server == null) {
-        return;
-      }
-      try (Connection c = DriverManager.getConnection(server);
-          Statement st = c.createStatement()) {
-        for (String name : NAMES) {
-          st.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
-        }
-      } catch (SQLException e) {
-        System.err.println("pgjobs-testkit: cannot drop the closed test databases " + NAMES + ": "
-            + e.getMessage());
-      }
-      NAMES.clear();
+          "cannot drop test database " + name + ": " + e.getMessage(), e);
     }
   }
 
