@@ -252,9 +252,14 @@ final class WorkerSql {
       ANALYZE (SKIP_LOCKED) {schema}.jobs""";
 
   /**
-   * What holds the xmin horizon back the most, as far as this user may see: the session, replication slot
-   * or prepared transaction with the oldest transaction id or snapshot, named with that id (so a new
-   * holder, or the same session in a new transaction, reads differently). Null if nothing visible holds one.
+   * What holds the hot table's xmin horizon back the most, as far as this user may see: the session,
+   * replication slot or prepared transaction with the oldest transaction id or snapshot, named with that id
+   * (so a new holder, or the same session in a new transaction, reads differently). Null if nothing visible
+   * holds one. Only what holds back this database's tables counts: sessions and prepared transactions of
+   * this database, and sessions and slots of no database (a standby's feedback through a walsender or a
+   * physical slot holds back every database). Since PostgreSQL 14 a transaction in another database does
+   * not keep this one's dead rows; named as the holder, its end would let the next vacuum run at once for
+   * nothing (seen with other databases' transactions coming and going on a shared server).
    */
   static final String HORIZON_HOLDER = """
       SELECT holder FROM (
@@ -262,10 +267,13 @@ final class WorkerSql {
                  greatest(age(backend_xid), age(backend_xmin))
             FROM pg_stat_activity
            WHERE (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL) AND pid <> pg_backend_pid()
+             AND (datname = current_database() OR datname IS NULL)
           UNION ALL
-          SELECT 'slot ' || slot_name || ' ' || xmin::text, age(xmin) FROM pg_replication_slots WHERE xmin IS NOT NULL
+          SELECT 'slot ' || slot_name || ' ' || xmin::text, age(xmin) FROM pg_replication_slots
+           WHERE xmin IS NOT NULL AND (database IS NULL OR database = current_database())
           UNION ALL
           SELECT 'prepared ' || gid || ' ' || transaction::text, age(transaction) FROM pg_prepared_xacts
+           WHERE database = current_database()
       ) AS h(holder, age)
        ORDER BY age DESC
        LIMIT 1""";

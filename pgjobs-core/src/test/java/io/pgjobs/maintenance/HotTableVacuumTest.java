@@ -9,7 +9,9 @@ import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.json.PayloadCodec;
 import io.pgjobs.store.WorkerStore;
 import io.pgjobs.testkit.Tags;
+import io.pgjobs.testkit.TestDatabase;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Collections;
@@ -254,6 +256,45 @@ class HotTableVacuumTest extends PgJobsTestBase {
     await()
         .atMost(Duration.ofSeconds(10))
         .until(() -> store.hotTableDeadRows() < HotTableVacuum.MIN_DEAD_ROWS);
+  }
+
+  @Test
+  void onlyThisDatabasesTransactionsHoldItsRowsBack() throws Exception {
+    WorkerStore store = store();
+    try (TestDatabase other = TestDatabase.create();
+        Connection elsewhere = other.dataSource().getConnection();
+        Connection here = db.dataSource().getConnection()) {
+      elsewhere.setAutoCommit(false);
+      try (Statement s = elsewhere.createStatement()) {
+        s.execute("SELECT txid_current()");
+      }
+      // The oldest holder on the server is now in another database (ours, if no one else's is
+      // older).
+      String holder = store.horizonHolder();
+      if (holder != null && holder.startsWith("session ")) {
+        String pid = holder.split(" ")[1];
+        assertThat(count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid
+                + " AND datname <> current_database()"))
+            .as("%s, named as holding the horizon back, is a session of another database", holder)
+            .isZero();
+      }
+
+      here.setAutoCommit(false);
+      try (Statement s = here.createStatement()) {
+        s.execute("SELECT txid_current()");
+      }
+      assertThat(store.horizonHolder()).startsWith("session " + pid(here) + " ");
+      here.rollback();
+      elsewhere.rollback();
+    }
+  }
+
+  private static String pid(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        var rs = s.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return rs.getString(1);
+    }
   }
 
   @Test
