@@ -241,9 +241,11 @@ class OutageTest extends LifecycleTestBase {
           "UPDATE pgjobs.jobs SET state = 'running', attempts = 1, run_at = now(), locked_by = 'dies-in-outage',"
               + " claim_token = 1, heartbeat_at = now() WHERE id = '" + orphan + "'");
     }
-    // Long enough for the server's own start (counted from its postmaster's) and the worker's
-    // return.
-    Duration deadAfter = Duration.ofSeconds(5);
+    // Long enough for the server's own start (counted from its postmaster's), the 1.5 s the worker
+    // stays cut off after it, and the worker's return: 5 s was too short beside other test JVMs on
+    // two
+    // cores (the worker came back after the rescue, and its jobs ran twice).
+    Duration deadAfter = Duration.ofSeconds(8);
     try (TcpProxy workerNetwork = new TcpProxy("127.0.0.1", port);
         Maintenance maintenance = Maintenance.builder(pool(url, "long-maintenance", 3))
             .holderId("long-maintenance")

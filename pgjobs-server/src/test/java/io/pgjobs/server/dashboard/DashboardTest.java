@@ -291,10 +291,15 @@ class DashboardTest extends BrowserTest {
         .isEqualTo(Long.toString(succeeded));
     // The bars of this minute (and maybe the last, across a minute boundary) hold the new
     // completions.
-    long inBars = browser.findAll("#throughput-chart g[data-succeeded]").stream()
-        .mapToLong(g -> Long.parseLong(g.getAttribute("data-succeeded")))
-        .sum();
-    assertThat(inBars).isEqualTo(succeeded);
+    // Read again if the live chart redraws between finding its bars and reading them.
+    await()
+        .atMost(WAIT)
+        .ignoreException(org.openqa.selenium.StaleElementReferenceException.class)
+        .untilAsserted(() -> assertThat(
+                browser.findAll("#throughput-chart g[data-succeeded]").stream()
+                    .mapToLong(g -> Long.parseLong(g.getAttribute("data-succeeded")))
+                    .sum())
+            .isEqualTo(succeeded));
     assertThat(browser.findAll("#throughput-chart rect.ok")).isNotEmpty();
     assertThat(browser.findAll("#throughput-chart rect.fail")).isNotEmpty();
     assertNotReloaded();
