@@ -110,9 +110,13 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
     assertThat(fromType.priority()).isEqualTo(Priority.CRITICAL);
     assertThat(overridden.priority()).isEqualTo(Priority.LOW);
     assertThat(runOrder).containsExactly(1, 3, 2);
-    assertThat(List.of(fromType.id(), overridden.id(), normal.id()))
-        .allSatisfy(
-            id -> assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED));
+    // The handler returns before the completer writes the outcome (it batches): await the last
+    // write.
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .untilAsserted(() -> assertThat(List.of(fromType.id(), overridden.id(), normal.id()))
+            .allSatisfy(id ->
+                assertThat(client.get(id).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED)));
   }
 
   @Test
