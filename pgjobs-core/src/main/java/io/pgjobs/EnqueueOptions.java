@@ -24,6 +24,8 @@ import java.time.Instant;
  * @param parentId the job whose handler enqueued this one (set by {@code ctx.enqueue}), or null
  * @param unique makes the job unique among jobs in the rule's states ({@link UniqueOptions}), or null for the type's
  * @param capability the capability a worker must declare to run this job, or null for the type's
+ * @param partition the job's partition in a partitioned queue ({@link QueueLimits}), or null for the one its
+ *     queue's {@code partitionBy} gives it
  */
 public record EnqueueOptions(
     String queue,
@@ -36,8 +38,11 @@ public record EnqueueOptions(
     Duration timeout,
     java.util.UUID parentId,
     UniqueOptions unique,
-    String capability) {
+    String capability,
+    String partition) {
 
+  /** The most characters of a partition key: {@value}. */
+  public static final int MAX_PARTITION_LENGTH = 255;
   /** The most characters of a context string: {@value}. */
   public static final int MAX_CONTEXT_LENGTH = 10_000;
   /** The most characters of an idempotency key: {@value}. */
@@ -47,7 +52,7 @@ public record EnqueueOptions(
 
   /** No overrides. */
   public static final EnqueueOptions DEFAULTS =
-      new EnqueueOptions(null, null, null, null, null, null, null, null, null, null, null);
+      new EnqueueOptions(null, null, null, null, null, null, null, null, null, null, null, null);
 
   /** Validates every field. */
   public EnqueueOptions {
@@ -94,6 +99,39 @@ public record EnqueueOptions(
     if (capability != null) {
       JobType.requireCapability("capability", capability);
     }
+    if (partition != null && partition.length() > MAX_PARTITION_LENGTH) {
+      throw new InvalidJobException(
+          "partition",
+          "must be at most " + MAX_PARTITION_LENGTH + " characters, was " + partition.length());
+    }
+  }
+
+  /** The options without a partition (the components before it existed). */
+  public EnqueueOptions(
+      String queue,
+      Integer priority,
+      Integer maxAttempts,
+      Instant runAt,
+      Duration delay,
+      String context,
+      String idempotencyKey,
+      Duration timeout,
+      java.util.UUID parentId,
+      UniqueOptions unique,
+      String capability) {
+    this(
+        queue,
+        priority,
+        maxAttempts,
+        runAt,
+        delay,
+        context,
+        idempotencyKey,
+        timeout,
+        parentId,
+        unique,
+        capability,
+        null);
   }
 
   /**
@@ -141,6 +179,7 @@ public record EnqueueOptions(
     private java.util.UUID parentId;
     private UniqueOptions unique;
     private String capability;
+    private String partition;
 
     private Builder() {}
 
@@ -200,10 +239,6 @@ public record EnqueueOptions(
     }
 
     /**
-     * The job that enqueues this one: recorded as its parent and shown in both jobs' detail. Set for you
-     * by {@link JobContext#enqueue}.
-     */
-    /**
      * The capability a worker must declare to run this job ({@code media}), instead of the job type's
      * ({@link JobType#withCapability}). Allowed: 1 to {@value JobType#MAX_CAPABILITY_LENGTH} characters
      * of letters, digits and {@code _ . -}.
@@ -213,6 +248,21 @@ public record EnqueueOptions(
       return this;
     }
 
+    /**
+     * The job's partition in a partitioned queue ({@link QueueLimits}: its per-partition limits and its
+     * turn in the round-robin), instead of the one the queue's {@code partitionBy} rule gives it; at most
+     * {@value EnqueueOptions#MAX_PARTITION_LENGTH} characters, any text ({@code ""} is the partition of jobs
+     * without one). Kept by a queue without a partition rule, where it counts once the queue gets one.
+     */
+    public Builder partition(String partition) {
+      this.partition = partition;
+      return this;
+    }
+
+    /**
+     * The job that enqueues this one: recorded as its parent and shown in both jobs' detail. Set for you
+     * by {@link JobContext#enqueue}.
+     */
     public Builder parent(java.util.UUID parentId) {
       this.parentId = parentId;
       return this;
@@ -237,7 +287,8 @@ public record EnqueueOptions(
           timeout,
           parentId,
           unique,
-          capability);
+          capability,
+          partition);
     }
   }
 }

@@ -56,6 +56,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   private final EnqueueStore enqueueStore;
   private final AdminStore adminStore;
   private final WorkerStore workerStore;
+  private final io.pgjobs.store.LimitsStore limitsStore;
+  private final PartitionRules partitionRules;
   private final PayloadCodec codec;
   private final JobMetrics metrics;
   private final Map<String, JobType<?>> knownTypes;
@@ -70,6 +72,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     this.enqueueStore = new EnqueueStore(builder.dataSource, builder.schema, codec);
     this.adminStore = new AdminStore(builder.dataSource, builder.schema, codec);
     this.workerStore = new WorkerStore(builder.dataSource, builder.schema, codec);
+    this.limitsStore = new io.pgjobs.store.LimitsStore(builder.dataSource, builder.schema);
+    this.partitionRules = new PartitionRules(limitsStore, builder.mapper);
     this.metrics = builder.metrics;
     this.knownTypes = Map.copyOf(builder.knownTypes);
     this.tracing = builder.tracing != null ? builder.tracing : JobTracing.detect();
@@ -363,6 +367,47 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     });
   }
 
+  // ---------------------------------------------------------------- flow control
+
+  /**
+   * Sets {@code queue}'s limits across the fleet ({@link QueueLimits}); the next claim of every worker
+   * obeys them, however many workers serve the queue. Replaces limits a worker declared in code until
+   * they are cleared ({@link #clearLimits}). Jobs running now count toward them; waiting jobs without a
+   * partition get the one the new rule gives them.
+   *
+   * @throws InvalidJobException if the queue name is not 1 to 255 characters
+   */
+  public void setLimits(String queue, QueueLimits limits) {
+    JobType.requireName("queue", queue);
+    Objects.requireNonNull(limits, "limits");
+    call(() -> limitsStore.set(queue, limits, io.pgjobs.store.LimitsStore.SOURCE_API));
+    partitionRules.forget();
+  }
+
+  /** Removes {@code queue}'s limits: its workers claim it as fast as their lanes allow again. */
+  public void clearLimits(String queue) {
+    JobType.requireName("queue", queue);
+    call(() -> limitsStore.set(queue, QueueLimits.NONE, io.pgjobs.store.LimitsStore.SOURCE_API));
+    partitionRules.forget();
+  }
+
+  /** {@code queue}'s limits, if it has any. */
+  public Optional<QueueLimits> limits(String queue) {
+    JobType.requireName("queue", queue);
+    return call(() -> limitsStore.get(queue));
+  }
+
+  /** Every limited queue's limits and what they hold back now (running, waiting, why, per partition). */
+  public List<QueueLimitsStatus> limitsStatus() {
+    return call(limitsStore::statuses);
+  }
+
+  /** {@code queue}'s limits and what they hold back now, if it is limited. */
+  public Optional<QueueLimitsStatus> limitsStatus(String queue) {
+    JobType.requireName("queue", queue);
+    return call(() -> limitsStore.status(queue));
+  }
+
   /** Every queue that has jobs or was paused: counts, oldest due job's age, paused flag. */
   public List<QueueInfo> queues() {
     return call(adminStore::queues);
@@ -429,8 +474,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
       String traceContext = span.traceContext();
       NewJob traced = traceContext == null ? job : job.withTraceContext(traceContext);
       result = connection == null
-          ? withConnection(c -> committingItself(() -> insert(c, traced)))
-          : call(() -> insert(connection, traced));
+          ? withConnection(c -> committingItself(() -> insert(c, partitionRules.keyed(traced, c))))
+          : call(() -> insert(connection, partitionRules.keyed(traced, connection)));
     } catch (RuntimeException | Error e) {
       span.end(null, e);
       throw e;
@@ -454,9 +499,10 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     EnqueueStore.UniqueBatch batch;
     try {
       String traceContext = span.traceContext();
+      List<NewJob> untraced = call(() -> partitionRules.keyed(jobs, connection));
       List<NewJob> traced = traceContext == null
-          ? jobs
-          : jobs.stream().map(j -> j.withTraceContext(traceContext)).toList();
+          ? untraced
+          : untraced.stream().map(j -> j.withTraceContext(traceContext)).toList();
       if (!traced.isEmpty() && traced.getFirst().unique() != null) {
         batch = connection == null
             ? withConnection(c -> committingItself(() -> enqueueStore.insertAllUnique(c, traced)))
@@ -571,7 +617,9 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
         o.parentId(),
         unique == null ? null : UniqueKeys.base(name, queue, payloadJson, unique),
         unique,
-        o.capability() != null ? o.capability() : type != null ? type.capability() : null);
+        o.capability() != null ? o.capability() : type != null ? type.capability() : null,
+        null,
+        o.partition());
   }
 
   /**

@@ -251,6 +251,7 @@ class SchemaConstraintsTest extends PgJobsTestBase {
         .containsExactly(
             "capability jobs_capability_check",
             "errors jobs_errors_is_array",
+            "limit_key jobs_limit_key_check",
             "max_attempts jobs_max_attempts_check",
             "progress_percent jobs_progress_check",
             "queue jobs_queue_check",

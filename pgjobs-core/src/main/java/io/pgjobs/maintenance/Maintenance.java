@@ -101,6 +101,7 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
                 ? b.recurringMissedAfter
                 : PgJobsSettings.defaultRecurringMissedAfter(b.leaseTtl, b.recurringInterval))));
     all.add(new UnknownTypeFailer(store, b.unknownTypeGrace, b.holderId));
+    all.add(new PartitionKeyer(new io.pgjobs.store.LimitsStore(b.dataSource, b.schema)));
     if (b.vacuumInterval != null) {
       all.add(new HotTableVacuum(store, b.vacuumInterval, b.shrinkInterval));
     }

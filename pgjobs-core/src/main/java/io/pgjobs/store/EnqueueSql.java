@@ -26,10 +26,10 @@ final class EnqueueSql {
       WITH ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
                                      created_at, context, timeout_ms, parent_id, capability, trace_context,
-                                     idempotency_key)
+                                     limit_key, idempotency_key)
           VALUES (?, ?, ?, ?::jsonb, ?, 'queued', ?,
                   COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                  now(), ?, ?, ?, ?, ?, ?)
+                  now(), ?, ?, ?, ?, ?, ?, ?)
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )
       """ + NOTIFY_ONE_INSERTED;
@@ -47,10 +47,10 @@ final class EnqueueSql {
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
                                      created_at, context, timeout_ms, parent_id, capability, trace_context,
-                                     idempotency_key)
+                                     limit_key, idempotency_key)
           SELECT key.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, ?, ?
+                 now(), ?, ?, ?, ?, ?, ?, ?
             FROM key
           RETURNING id, state, type, queue, attempts, run_at, created_at
       )
@@ -79,20 +79,20 @@ final class EnqueueSql {
                  END""";
 
   /**
-   * The rows of a bulk insert of unique jobs (CTE {@code r}): the three arrays (new id, payload, key base in
-   * hex, computed by {@link EnqueueStore}; distinct by base) and the period in milliseconds (or NULL), each
+   * The rows of a bulk insert of unique jobs (CTE {@code r}): the four arrays (new id, payload, key base in
+   * hex, computed by {@link EnqueueStore}; distinct by base; partition key or NULL) and the period in milliseconds (or NULL), each
    * row with its {@code unique_key} ({@link #UNIQUE_KEY}, from this statement's now()) and its period's end.
    * Rows with distinct bases have distinct keys; the inserts take them in key order, one order for every
    * caller, so that two overlapping batches wait for each other's keys instead of deadlocking.
    */
   private static final String UNIQUE_ROWS = """
       WITH r AS (
-          SELECT r.id, r.payload, r.base_hex,
+          SELECT r.id, r.payload, r.base_hex, r.limit_key,
       """ + UNIQUE_KEY + """
        AS unique_key,
       """ + PERIOD_END + """
        AS expires_at
-            FROM unnest(?::uuid[], ?::text[], ?::text[]) AS r(id, payload, base_hex)
+            FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[]) AS r(id, payload, base_hex, limit_key)
            CROSS JOIN LATERAL (SELECT decode(r.base_hex, 'hex') AS base, ?::bigint AS period_ms) AS k
       )""";
 
@@ -120,10 +120,10 @@ final class EnqueueSql {
       WITH ins AS (
           INSERT INTO {schema}.jobs AS j (id, type, queue, payload, priority, state, max_attempts, run_at,
                                           created_at, context, timeout_ms, parent_id, capability, trace_context,
-                                          unique_key)
+                                          limit_key, unique_key)
           SELECT ?, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, ?,
+                 now(), ?, ?, ?, ?, ?, ?,
       """ + UNIQUE_KEY + """
 
             FROM (SELECT ?::bytea AS base, ?::bigint AS period_ms) AS k
@@ -155,10 +155,10 @@ final class EnqueueSql {
       , upserted AS (
           INSERT INTO {schema}.jobs AS j (id, type, queue, payload, priority, state, max_attempts, run_at,
                                           created_at, context, timeout_ms, parent_id, capability, trace_context,
-                                          unique_key)
+                                          limit_key, unique_key)
           SELECT r.id, ?, ?, r.payload::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, ?, r.unique_key
+                 now(), ?, ?, ?, ?, ?, COALESCE(r.limit_key, ?), r.unique_key
             FROM r
            ORDER BY r.unique_key
       """ + REPLACE + """
@@ -231,10 +231,11 @@ final class EnqueueSql {
 
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, timeout_ms, parent_id, capability, trace_context)
+                                     created_at, context, timeout_ms, parent_id, capability, trace_context,
+                                     limit_key)
           SELECT holder.job_id, ?, ?, ?::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, ?
+                 now(), ?, ?, ?, ?, ?, ?
             FROM holder
            WHERE holder.job_id = ?::uuid
           RETURNING
@@ -278,10 +279,11 @@ final class EnqueueSql {
 
       ), ins AS (
           INSERT INTO {schema}.jobs (id, type, queue, payload, priority, state, max_attempts, run_at,
-                                     created_at, context, timeout_ms, parent_id, capability, trace_context)
+                                     created_at, context, timeout_ms, parent_id, capability, trace_context,
+                                     limit_key)
           SELECT r.id, ?, ?, r.payload::jsonb, ?, 'queued', ?,
                  COALESCE(?::timestamptz, now() + ?::bigint * interval '1 millisecond'),
-                 now(), ?, ?, ?, ?, ?
+                 now(), ?, ?, ?, ?, ?, COALESCE(r.limit_key, ?)
             FROM r JOIN holder ON holder.job_id = r.id
           RETURNING id, state, type, queue, attempts, run_at
       ), """ + JobSql.NOTIFY_INSERTED + """
@@ -318,12 +320,13 @@ final class EnqueueSql {
   /** Bulk insert: the columns a COPY row carries, in order (see {@link CopyRows}). */
   static final String COPY_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
-                          run_at, created_at)
+                          limit_key, run_at, created_at)
       FROM STDIN""";
 
   /** Bulk insert of jobs due now: state, run_at and created_at take their defaults. */
   static final String COPY_DUE_JOBS = """
-      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context)
+      COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
+                          limit_key)
       FROM STDIN""";
 
   /**
@@ -353,13 +356,13 @@ final class EnqueueSql {
   /** {@link #COPY_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored: the key in the job's row too. */
   static final String COPY_KEYED_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
-                          idempotency_key, run_at, created_at)
+                          limit_key, idempotency_key, run_at, created_at)
       FROM STDIN""";
 
   /** {@link #COPY_DUE_JOBS} for jobs whose keys {@link #INSERT_KEYS} stored. */
   static final String COPY_DUE_KEYED_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,
-                          idempotency_key)
+                          limit_key, idempotency_key)
       FROM STDIN""";
 
   /**

@@ -291,10 +291,13 @@ public final class EnqueueStore {
     Object[] ids = new Object[n];
     String[] payloads = new String[n];
     String[] hexKeys = new String[n];
+    String[] limitKeys = new String[n];
     int k = 0;
     for (Map.Entry<String, NewJob[]> e : distinct.entrySet()) {
       ids[k] = e.getValue()[0].id();
-      payloads[k] = (replacePayload ? e.getValue()[1] : e.getValue()[0]).payloadJson();
+      NewJob kept = replacePayload ? e.getValue()[1] : e.getValue()[0];
+      payloads[k] = kept.payloadJson();
+      limitKeys[k] = kept.limitKey();
       hexKeys[k] = e.getKey();
       k++;
     }
@@ -308,10 +311,10 @@ public final class EnqueueStore {
         inTransaction(
             connection,
             () -> made[0] = insertUniqueStatesMany(
-                connection, first, u, periodMs, ids, payloads, hexKeys, idByKey));
+                connection, first, u, periodMs, ids, payloads, hexKeys, limitKeys, idByKey));
       } else {
-        made[0] =
-            insertUniqueStatesMany(connection, first, u, periodMs, ids, payloads, hexKeys, idByKey);
+        made[0] = insertUniqueStatesMany(
+            connection, first, u, periodMs, ids, payloads, hexKeys, limitKeys, idByKey);
       }
       inserted = made[0];
       List<UUID> result = new ArrayList<>(keys.size());
@@ -327,6 +330,7 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      ps.setArray(i++, connection.createArrayOf("text", limitKeys));
       setLong(ps, i++, periodMs);
       // The batch's options are the same for every job (one span for the batch: its trace context
       // too).
@@ -362,6 +366,7 @@ public final class EnqueueStore {
       Object[] ids,
       String[] payloads,
       String[] hexKeys,
+      String[] limitKeys,
       Map<String, UUID> idByKey)
       throws SQLException {
     int inserted = 0;
@@ -371,6 +376,7 @@ public final class EnqueueStore {
       ps.setArray(i++, connection.createArrayOf("uuid", ids));
       ps.setArray(i++, connection.createArrayOf("text", payloads));
       ps.setArray(i++, connection.createArrayOf("text", hexKeys));
+      ps.setArray(i++, connection.createArrayOf("text", limitKeys));
       setLong(ps, i++, periodMs);
       ps.setArray(i++, connection.createArrayOf("text", finishedStates(u)));
       // The batch's options are the same for every job (one span for the batch: its trace context
@@ -587,7 +593,8 @@ public final class EnqueueStore {
             .text(job.context())
             .number(job.timeoutMs())
             .text(job.capability())
-            .text(job.traceContext());
+            .text(job.traceContext())
+            .text(job.limitKey());
         if (keyed) {
           rowsOut.text(job.idempotencyKey());
         }
@@ -696,7 +703,8 @@ public final class EnqueueStore {
   /**
    * Binds the job columns every insert writes, in the order the statements of {@link EnqueueSql} list
    * them: type, queue, payload (unless the rows' payloads come from an array), priority, max attempts,
-   * run_at, delay, context, timeout, parent, capability, trace context.
+   * run_at, delay, context, timeout, parent, capability, trace context, partition key (the bulk unique
+   * statements: the key of rows that have none in their array).
    *
    * @return the next parameter index
    */
@@ -716,6 +724,7 @@ public final class EnqueueStore {
     ps.setObject(i++, job.parentId(), Types.OTHER);
     ps.setString(i++, job.capability());
     ps.setString(i++, job.traceContext());
+    ps.setString(i++, job.limitKey());
     return i;
   }
 

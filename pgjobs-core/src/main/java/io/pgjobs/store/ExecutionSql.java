@@ -134,7 +134,7 @@ final class ExecutionSql {
    * level yet, and the claim without a cursor): up to
    * {@code limit} due jobs of a queue, by priority (higher first), then {@code run_at} (then id);
    * rows another worker holds are skipped (SKIP LOCKED), so concurrent workers never wait on or share a
-   * row. A paused queue yields nothing. RETURNING order is unspecified: callers sort. Only jobs that need
+   * row. A paused queue yields nothing, and so does a limited one (its jobs are claimed by the {@code claim_limited} function, LimitsSql). RETURNING order is unspecified: callers sort. Only jobs that need
    * no capability: jobs_ready_idx holds no others, so this reads the same index
    * ranges, whatever the jobs that need a capability are; a worker with capabilities also runs
    * {@link #CLAIM_CAPABLE}.
@@ -176,7 +176,7 @@ final class ExecutionSql {
               WITH RECURSIVE levels(priority) AS (
                   SELECT max(priority) FROM {schema}.jobs
                    WHERE queue = ? AND state IN ('queued', 'retrying') AND capability IS NULL
-                     AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+                     AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND (q.paused OR q.limited))
                 UNION ALL
                   SELECT (SELECT max(n.priority) FROM {schema}.jobs AS n
                            WHERE n.queue = ? AND n.state IN ('queued', 'retrying') AND n.capability IS NULL
@@ -237,7 +237,7 @@ final class ExecutionSql {
                       ORDER BY run_at, id
                       LIMIT {limit}
                         FOR UPDATE SKIP LOCKED) AS ready
-               WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+               WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND (q.paused OR q.limited))
                LIMIT {limit}))
       """ + CLAIM_TAIL;
 
@@ -320,7 +320,7 @@ final class ExecutionSql {
                          (SELECT max(priority) FROM {schema}.jobs
                            WHERE capability = c.capability AND queue = ? AND state IN ('queued', 'retrying'))
                     FROM unnest({capabilities}) WITH ORDINALITY AS c(capability, rank)
-                   WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND q.paused)
+                   WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = ? AND (q.paused OR q.limited))
                 UNION ALL
                   SELECT l.capability, l.rank,
                          (SELECT max(n.priority) FROM {schema}.jobs AS n

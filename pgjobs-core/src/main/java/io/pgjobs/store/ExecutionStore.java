@@ -60,6 +60,9 @@ public final class ExecutionStore {
   private final String isRunning;
   private final String createdAgo;
   private final String clearPrefetched;
+  private final String claimLimited;
+  /** The types this worker runs, for the limited claim; null: every type. */
+  private final String[] types;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores) for a worker without capabilities. */
   public ExecutionStore(DataSource dataSource, String schema, PayloadCodec codec) {
@@ -130,6 +133,8 @@ public final class ExecutionStore {
     this.isRunning = JobSql.forSchema(ExecutionSql.IS_RUNNING, schema);
     this.createdAgo = JobSql.forSchema(ExecutionSql.CREATED_AGO, schema);
     this.clearPrefetched = JobSql.forSchema(ExecutionSql.CLEAR_PREFETCHED, schema);
+    this.claimLimited = JobSql.forSchema(LimitsSql.CLAIM_LIMITED, schema);
+    this.types = types == null ? null : types.stream().distinct().sorted().toArray(String[]::new);
   }
 
   /** The JSON codec. */
@@ -233,6 +238,45 @@ public final class ExecutionStore {
       claimed.addAll(claimWithoutCapability(c, queue, limit - claimed.size(), workerId, cursor));
     }
     return claimed;
+  }
+
+  /** The jobs of a limited claim, in the order it took them, and the partition it ended at. */
+  public record LimitedClaim(List<ClaimedJob> jobs, String lastPartition) {}
+
+  /**
+   * Claims up to {@code limit} due jobs of limited queue {@code queue} for {@code workerId} within its
+   * limits ({@code claim_limited}, V2__flow_control.sql): one statement, in auto-commit mode, on
+   * {@code connection} or one from the pool if null. {@code after} is the partition the worker's last
+   * claim of the queue ended at (null: none), where the round-robin goes on.
+   */
+  public LimitedClaim claimLimited(
+      Connection connection, String queue, int limit, String workerId, String after)
+      throws SQLException {
+    if (connection == null) {
+      try (Connection c = dataSource.getConnection()) {
+        return claimLimited(c, queue, limit, workerId, after);
+      }
+    }
+    List<ClaimedJob> claimed = new ArrayList<>();
+    String last = after;
+    try (PreparedStatement ps = connection.prepareStatement(claimLimited)) {
+      ps.setString(1, workerId);
+      ps.setString(2, queue);
+      ps.setInt(3, limit);
+      ps.setArray(4, types == null ? null : connection.createArrayOf("text", types));
+      ps.setArray(5, connection.createArrayOf("text", capabilities));
+      ps.setString(6, after);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          claimed.add(readClaimedRow(rs));
+          String key = rs.getString(16);
+          if (key != null) {
+            last = key;
+          }
+        }
+      }
+    }
+    return new LimitedClaim(claimed, last);
   }
 
   /**
@@ -388,26 +432,31 @@ public final class ExecutionStore {
     List<ClaimedJob> claimed = new ArrayList<>(Math.min(limit, 1_024));
     try (ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
-        long timeoutMs = rs.getLong(11);
-        Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
-        claimed.add(new ClaimedJob(
-            rs.getObject(1, UUID.class),
-            rs.getString(2),
-            rs.getString(3),
-            rs.getString(4),
-            rs.getInt(5),
-            rs.getInt(6),
-            rs.getInt(7),
-            JobRowMapper.instant(rs, 8),
-            JobRowMapper.instant(rs, 9),
-            rs.getString(10),
-            timeout,
-            rs.getLong(12),
-            rs.getString(13),
-            rs.getInt(15)));
+        claimed.add(readClaimedRow(rs));
       }
     }
     return claimed;
+  }
+
+  /** One claimed row, in the column order of every claim statement (ExecutionSql.CLAIM_TAIL). */
+  private static ClaimedJob readClaimedRow(ResultSet rs) throws SQLException {
+    long timeoutMs = rs.getLong(11);
+    Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
+    return new ClaimedJob(
+        rs.getObject(1, UUID.class),
+        rs.getString(2),
+        rs.getString(3),
+        rs.getString(4),
+        rs.getInt(5),
+        rs.getInt(6),
+        rs.getInt(7),
+        JobRowMapper.instant(rs, 8),
+        JobRowMapper.instant(rs, 9),
+        rs.getString(10),
+        timeout,
+        rs.getLong(12),
+        rs.getString(13),
+        rs.getInt(15));
   }
 
   private List<ClaimedJob> claimWithoutCapability(

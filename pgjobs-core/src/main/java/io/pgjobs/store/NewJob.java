@@ -8,7 +8,8 @@ import java.util.UUID;
  * neither the job is due at once. A unique job ({@code unique} set) has the base of its unique key
  * ({@code uniqueBase}, a SHA-256 without the period; see {@link EnqueueSql#INSERT_UNIQUE}).
  * {@code traceContext} is the W3C trace context of the enqueue ({@code traceparent[;tracestate]}, see
- * {@link io.pgjobs.tracing.JobTracing}), or null.
+ * {@link io.pgjobs.tracing.JobTracing}), or null. {@code limitKey} is its partition in a partitioned queue
+ * ({@link io.pgjobs.QueueLimits}), or null.
  */
 public record NewJob(
     UUID id,
@@ -27,7 +28,48 @@ public record NewJob(
     byte[] uniqueBase,
     io.pgjobs.UniqueOptions unique,
     String capability,
-    String traceContext) {
+    String traceContext,
+    String limitKey) {
+
+  /** A job outside any partition (the components before {@code limitKey}). */
+  public NewJob(
+      UUID id,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int maxAttempts,
+      Instant runAt,
+      Long delayMs,
+      String context,
+      String idempotencyKey,
+      Long timeoutMs,
+      String idempotencyFingerprint,
+      UUID parentId,
+      byte[] uniqueBase,
+      io.pgjobs.UniqueOptions unique,
+      String capability,
+      String traceContext) {
+    this(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        maxAttempts,
+        runAt,
+        delayMs,
+        context,
+        idempotencyKey,
+        timeoutMs,
+        idempotencyFingerprint,
+        parentId,
+        uniqueBase,
+        unique,
+        capability,
+        traceContext,
+        null);
+  }
 
   /** A job without a trace context. */
   public NewJob(
@@ -139,6 +181,29 @@ public record NewJob(
         null);
   }
 
+  /** This job in partition {@code limitKey}. */
+  public NewJob withLimitKey(String limitKey) {
+    return new NewJob(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        maxAttempts,
+        runAt,
+        delayMs,
+        context,
+        idempotencyKey,
+        timeoutMs,
+        idempotencyFingerprint,
+        parentId,
+        uniqueBase,
+        unique,
+        capability,
+        traceContext,
+        limitKey);
+  }
+
   /** This job with {@code traceContext}. */
   public NewJob withTraceContext(String traceContext) {
     return new NewJob(
@@ -158,6 +223,7 @@ public record NewJob(
         uniqueBase,
         unique,
         capability,
-        traceContext);
+        traceContext,
+        limitKey);
   }
 }

@@ -130,6 +130,10 @@ public final class JobWorker implements AutoCloseable {
   private final ServiceGroup services = new ServiceGroup();
   private volatile long closeStartedNanos;
   private final List<io.pgjobs.recurring.Recurring> recurring;
+  /** The queue limits this worker declares in code, applied at start unless set at run time. */
+  private final Map<String, io.pgjobs.QueueLimits> declaredLimits;
+
+  private final io.pgjobs.store.LimitsStore limitsStore;
   private final io.pgjobs.recurring.RecurringStore recurringStore;
   /** The worker's data source, for the replication check at start. */
   private final javax.sql.DataSource replicationCheckSource;
@@ -142,6 +146,8 @@ public final class JobWorker implements AutoCloseable {
     this.replicationCheckSource = root.dataSource();
     this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
     this.recurring = List.copyOf(b.recurring.values());
+    this.declaredLimits = Map.copyOf(b.limits);
+    this.limitsStore = new io.pgjobs.store.LimitsStore(root.dataSource(), root.schema());
     this.recurringStore = root.recurringStore();
     this.store = root.adminStore();
     // Claims only the types registered here: a job of another type is left to a worker that runs
@@ -178,6 +184,7 @@ public final class JobWorker implements AutoCloseable {
         http,
         root.client(),
         tracing);
+    LimitedQueues limitedQueues = new LimitedQueues(limitsStore);
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
       b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));
@@ -196,6 +203,7 @@ public final class JobWorker implements AutoCloseable {
           workerId,
           b.prefetchHold);
       poller.pickupListener(b.pickupListener);
+      poller.limitedQueues(limitedQueues);
       pollers.add(poller);
       pollersByQueue.put(queue, poller);
     });
@@ -470,6 +478,7 @@ public final class JobWorker implements AutoCloseable {
     if (!recurring.isEmpty()) {
       declareRecurring();
     }
+    declaredLimits.forEach(this::declareLimits);
     // What a lane needs the first time, made now rather than in the first job's pickup: each
     // payload
     // type's reader, and the scheduler of the lanes' virtual threads (created with the JVM's first
@@ -500,6 +509,28 @@ public final class JobWorker implements AutoCloseable {
     services.start();
     log.info("worker {} started: queues {}", workerId, pollersByQueue.keySet());
     return this;
+  }
+
+  /**
+   * Applies the limits declared in code for {@code queue}, unless limits set at run time (API, CLI) stand:
+   * those win until cleared.
+   */
+  private void declareLimits(String queue, io.pgjobs.QueueLimits limits) {
+    try {
+      if (limitsStore.set(queue, limits, io.pgjobs.store.LimitsStore.SOURCE_CODE)) {
+        log.info("worker {}: limits of queue '{}' declared: {}", workerId, queue, limits);
+      } else {
+        log.info(
+            "worker {}: queue '{}' keeps the limits set at run time; its declared limits {} wait until"
+                + " those are cleared",
+            workerId,
+            queue,
+            limits);
+      }
+    } catch (SQLException e) {
+      throw new io.pgjobs.PgJobsException(
+          "declaring the limits of queue '" + queue + "' failed: " + e.getMessage(), e);
+    }
   }
 
   private void declareRecurring() {
@@ -645,6 +676,7 @@ public final class JobWorker implements AutoCloseable {
     private JobMetrics metrics = JobMetrics.NONE;
     private final Map<String, HandlerRegistration<?>> handlers = new LinkedHashMap<>();
     private final Map<String, Integer> queues = new LinkedHashMap<>();
+    private final Map<String, io.pgjobs.QueueLimits> limits = new LinkedHashMap<>();
     private final Map<String, io.pgjobs.recurring.Recurring> recurring = new LinkedHashMap<>();
     private String workerId;
     private List<String> capabilities = List.of();
@@ -756,6 +788,20 @@ public final class JobWorker implements AutoCloseable {
             + range.min() + " and " + range.max() + ", was " + concurrency);
       }
       queues.put(queue, concurrency);
+      return this;
+    }
+
+    /**
+     * Declares {@code queue}'s limits across the fleet ({@link io.pgjobs.QueueLimits}), applied when the
+     * worker starts. Limits set at run time ({@code JobClient.setLimits}, the API, the CLI) win until they
+     * are cleared; the last worker to start with a declaration sets it.
+     */
+    public Builder limits(String queue, io.pgjobs.QueueLimits limits) {
+      if (queue == null || !queue.matches("[A-Za-z0-9_.:\\-/]{1,255}")) {
+        throw new IllegalArgumentException("invalid queue name '" + queue
+            + "'; allowed: 1 to 255 of letters, digits and _ . : - /");
+      }
+      this.limits.put(queue, java.util.Objects.requireNonNull(limits, "limits"));
       return this;
     }
 

@@ -98,7 +98,20 @@ final class QueuePoller implements BackgroundService {
   private volatile int prefetch;
   /** One claim at a time per queue: the poller's, or one made on a notification by the listener. */
   private final ReentrantLock claimLock = new ReentrantLock();
+  /** Which queues have limits (null: none has). */
+  private LimitedQueues limitedQueues;
+  /**
+   * After a limited claim that got fewer jobs than lanes were free, look again this soon: the limits
+   * held jobs back (or none waited), and a slot freed by another worker or the rate's next start sends
+   * no notification.
+   */
+  static final long LIMITED_RECHECK_MS = 100;
   // Guarded by claimLock.
+  /** The partition the last limited claim ended at: the round-robin goes on after it. */
+  private String lastPartition;
+  /** The last claim was a limited one that got fewer jobs than free lanes. */
+  private volatile boolean limitedShort;
+
   private long lastClaimAt;
   private boolean lastClaimFull;
   private int lastClaimSize;
@@ -131,6 +144,11 @@ final class QueuePoller implements BackgroundService {
 
   String queue() {
     return queue;
+  }
+
+  /** Sets the worker's view of which queues have limits (null: none has); before {@link #start}. */
+  void limitedQueues(LimitedQueues view) {
+    this.limitedQueues = view;
   }
 
   /** Sets the worker's {@link PickupListener} (null: none); before {@link #start}. */
@@ -222,7 +240,9 @@ final class QueuePoller implements BackgroundService {
         await(pollInterval.toMillis());
         continue;
       }
-      probeIfDue();
+      if (!isLimited()) {
+        probeIfDue();
+      }
       ClaimOutcome outcome = null;
       Exception failure = null;
       claimLock.lock();
@@ -276,6 +296,9 @@ final class QueuePoller implements BackgroundService {
         // the buffer; a free slot, a notification or the poll interval brings the next claim. While
         // jobs wait in the buffer, look again soon enough to give back those held too long.
         long waitMs = pollInterval.toMillis();
+        if (limitedShort) {
+          waitMs = Math.min(waitMs, LIMITED_RECHECK_MS);
+        }
         if (buffered.get() > 0) {
           waitMs = Math.min(waitMs, TimeUnit.NANOSECONDS.toMillis(prefetchHoldNanos) / 2);
         }
@@ -447,6 +470,10 @@ final class QueuePoller implements BackgroundService {
     }
     int free = slots.availablePermits();
     int inBuffer = buffered.get();
+    if (isLimited()) {
+      return claimLimited(connection, free, inBuffer);
+    }
+    limitedShort = false;
     // Claim when slots are free and nothing waits for them, or when the prefetch runs low.
     boolean due = (free > 0 && inBuffer == 0) || (prefetch > 0 && inBuffer * 2 < prefetch);
     if (!due) {
@@ -494,6 +521,50 @@ final class QueuePoller implements BackgroundService {
     }
     // A full batch means more is probably waiting: from now on a finishing lane wakes the poller.
     // Set before the jobs start, or a fast job could finish before anyone listens for it.
+    moreExpected = full;
+    lastClaimFull = full;
+    lastClaimSize = jobs.size();
+    List<HeldJob> claimed = held.add(jobs);
+    buffered.addAndGet(claimed.size());
+    buffer.addAll(claimed);
+    startLanes();
+    return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
+  }
+
+  private boolean isLimited() {
+    LimitedQueues view = limitedQueues;
+    return view != null && view.isLimited(queue);
+  }
+
+  /**
+   * The claim of a limited queue: as many jobs as lanes are free, no more (a claimed job counts toward
+   * the limits as running until it ends, so claiming ahead would hold slots other workers could use), from
+   * the partition after the last claim's.
+   */
+  private ClaimOutcome claimLimited(Connection connection, int free, int inBuffer)
+      throws SQLException {
+    prefetch = 0;
+    int limit = free - inBuffer;
+    if (limit < 1) {
+      return ClaimOutcome.NOT_DUE;
+    }
+    lastClaimAt = System.nanoTime();
+    moreExpected = false;
+    ExecutionStore.LimitedClaim claim =
+        store.claimLimited(connection, queue, limit, workerId, lastPartition);
+    claims++;
+    lastPartition = claim.lastPartition();
+    List<ClaimedJob> jobs = claim.jobs();
+    boolean full = jobs.size() == limit;
+    limitedShort = !full;
+    if (log.isDebugEnabled()) {
+      log.debug(
+          "queue '{}' (limited): claimed {} of {}{}",
+          queue,
+          jobs.size(),
+          limit,
+          connection == null ? "" : ", on notification");
+    }
     moreExpected = full;
     lastClaimFull = full;
     lastClaimSize = jobs.size();

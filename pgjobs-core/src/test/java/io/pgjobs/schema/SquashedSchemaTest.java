@@ -25,7 +25,8 @@ class SquashedSchemaTest {
   static void migrateBothWays() {
     squashed = TestDatabase.create();
     preRelease = TestDatabase.create();
-    assertThat(Migrator.migrate(squashed.dataSource(), "pgjobs"))
+    // V1 only: later migrations (V2__flow_control.sql, ...) are changes after the reset.
+    assertThat(Migrator.migrate(squashed.dataSource(), "pgjobs", "1"))
         .as("migrations the squashed history applies")
         .isEqualTo(1);
     SchemaDump.migratePreRelease(preRelease, "pgjobs", "latest");
@@ -78,7 +79,7 @@ class SquashedSchemaTest {
   @Test
   void comparisonSeesAnIndexThatDiffers() {
     try (TestDatabase changed = TestDatabase.create()) {
-      Migrator.migrate(changed.dataSource(), "pgjobs");
+      Migrator.migrate(changed.dataSource(), "pgjobs", "1");
       changed.execute(
           "DROP INDEX pgjobs.jobs_running_idx",
           "CREATE INDEX jobs_running_idx ON pgjobs.jobs (heartbeat_at, id) WHERE state = 'running'");

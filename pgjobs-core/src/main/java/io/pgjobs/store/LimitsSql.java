@@ -1,0 +1,148 @@
+package io.pgjobs.store;
+
+/**
+ * The statements of flow control: a queue's limits (columns of {@code queues}), the partition rules clients
+ * key jobs by, the limited claim, and what the limits leave waiting. The claim's logic itself is the SQL
+ * function {@code claim_limited} (V2__flow_control.sql), one call per claim. Placeholders as in
+ * {@link JobSql}.
+ */
+final class LimitsSql {
+  private LimitsSql() {}
+
+  /**
+   * The transaction-level advisory lock every limited claim of a queue takes first (claim_limited): a change
+   * of the queue's limits takes it too, so that it lands between two claims, never inside one. Parameter:
+   * the queue.
+   */
+  static final String LOCK_QUEUE =
+      "SELECT pg_advisory_xact_lock(hashtextextended('pgjobs.limits:' || '{schema}' || ':' || ?, 0))";
+
+  /**
+   * Sets a queue's limits (the row is made if the queue has none). A worker's declaration ({@code code})
+   * does not replace limits set at run time ({@code api}): the update then changes nothing and returns no
+   * row. Parameters: queue, the nine limit columns, the source, the source again.
+   */
+  static final String UPSERT = """
+      INSERT INTO {schema}.queues AS q (name, global_concurrency, rate_limit, rate_period_ms, rate_burst,
+                                        partition_by, partition_concurrency, partition_rate_limit,
+                                        partition_rate_period_ms, partition_rate_burst, limits_source,
+                                        limits_updated_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), now())
+      ON CONFLICT (name) DO UPDATE
+         SET global_concurrency = EXCLUDED.global_concurrency, rate_limit = EXCLUDED.rate_limit,
+             rate_period_ms = EXCLUDED.rate_period_ms, rate_burst = EXCLUDED.rate_burst,
+             partition_by = EXCLUDED.partition_by, partition_concurrency = EXCLUDED.partition_concurrency,
+             partition_rate_limit = EXCLUDED.partition_rate_limit,
+             partition_rate_period_ms = EXCLUDED.partition_rate_period_ms,
+             partition_rate_burst = EXCLUDED.partition_rate_burst, limits_source = EXCLUDED.limits_source,
+             limits_updated_at = now(), updated_at = now()
+       WHERE ?::text = 'api' OR q.limits_source IS DISTINCT FROM 'api'
+      RETURNING q.name""";
+
+  /**
+   * Gives the waiting jobs of a queue that has just got a partition rule their partition, as a client would
+   * have at enqueue ({@code partition_key}); jobs with a key keep theirs. Parameter: the queue.
+   */
+  static final String KEY_WAITING = """
+      UPDATE {schema}.jobs AS j
+         SET limit_key = coalesce(left({schema}.partition_key(q.partition_by, j.type, j.payload), 255), '')
+        FROM {schema}.queues AS q
+       WHERE q.name = j.queue AND q.partition_by IS NOT NULL
+         AND j.queue = ? AND j.state IN ('queued', 'retrying') AND j.limit_key IS NULL""";
+
+  /**
+   * Makes the jobs of a queue that run while it gets its first limits count toward them: the unlimited claim
+   * started them without a key, so jobs_limited_running_idx does not hold them yet. Parameter: the queue.
+   */
+  static final String COUNT_RUNNING = """
+      UPDATE {schema}.jobs AS j
+         SET limit_key = ''
+       WHERE j.queue = ? AND j.locked_by IS NOT NULL AND j.limit_key IS NULL""";
+
+  /** Removes a queue's limits (its rate state with them). Parameter: the queue. */
+  static final String CLEAR = """
+      WITH cleared AS (
+          UPDATE {schema}.queues
+             SET global_concurrency = NULL, rate_limit = NULL, rate_period_ms = NULL, rate_burst = NULL,
+                 partition_by = NULL, partition_concurrency = NULL, partition_rate_limit = NULL,
+                 partition_rate_period_ms = NULL, partition_rate_burst = NULL, limits_source = NULL,
+                 limits_updated_at = now(), updated_at = now()
+           WHERE name = ?
+          RETURNING name
+      )
+      DELETE FROM {schema}.queue_rates WHERE queue IN (SELECT name FROM cleared)""";
+
+  /** Wakes a queue's workers (its limits were raised or removed). Parameter: the queue. */
+  static final String WAKE = "SELECT pg_notify('{schema}_jobs_ready', ?)";
+
+  /** The limits of every limited queue. */
+  static final String ALL = """
+      SELECT name, global_concurrency, rate_limit, rate_period_ms, rate_burst, partition_by,
+             partition_concurrency, partition_rate_limit, partition_rate_period_ms, partition_rate_burst,
+             limits_source, limits_updated_at
+        FROM {schema}.queues
+       WHERE limited
+       ORDER BY name""";
+
+  /** The partition rule of every partitioned queue (what clients key jobs by at enqueue). */
+  static final String PARTITION_RULES = """
+      SELECT name, partition_by FROM {schema}.queues WHERE partition_by IS NOT NULL""";
+
+  /**
+   * The limited claim: {@code claim_limited} (V2__flow_control.sql). Parameters: worker id, queue, most jobs,
+   * the types the worker runs (text[] or NULL for all), its capabilities (text[]), the partition its last
+   * claim of the queue ended at (or NULL).
+   */
+  static final String CLAIM_LIMITED =
+      "SELECT * FROM {schema}.claim_limited(?, ?, ?, ?::text[], ?::text[], ?)";
+
+  /**
+   * A limited queue's usage now: running jobs in all (those its limits count), waiting jobs that are due,
+   * and its rate state. Parameter: the queue (three times).
+   */
+  static final String USAGE = """
+      SELECT (SELECT count(*) FROM {schema}.jobs
+               WHERE queue = ? AND state = 'running' AND limit_key IS NOT NULL) AS running,
+             (SELECT count(*) FROM {schema}.jobs
+               WHERE queue = ? AND state IN ('queued', 'retrying') AND run_at <= now()) AS waiting,
+             (SELECT tat FROM {schema}.queue_rates WHERE queue = ? AND kind = 0 AND partition = '') AS tat,
+             now() AS now""";
+
+  /**
+   * The partitions of a limited queue with running or due waiting jobs, busiest first (at most the limit
+   * given): running, waiting, and the partition's rate state. Parameters: the queue four times, then the limit.
+   */
+  static final String PARTITIONS = """
+      SELECT p.partition, coalesce(r.running, 0) AS running, coalesce(w.waiting, 0) AS waiting, s.tat
+        FROM (SELECT DISTINCT coalesce(limit_key, '') AS partition FROM {schema}.jobs
+               WHERE queue = ? AND (state = 'running' AND limit_key IS NOT NULL
+                                    OR state IN ('queued', 'retrying') AND run_at <= now())) AS p
+        LEFT JOIN (SELECT limit_key AS partition, count(*) AS running FROM {schema}.jobs
+                    WHERE queue = ? AND state = 'running' AND limit_key IS NOT NULL
+                    GROUP BY limit_key) AS r USING (partition)
+        LEFT JOIN (SELECT coalesce(limit_key, '') AS partition, count(*) AS waiting FROM {schema}.jobs
+                    WHERE queue = ? AND state IN ('queued', 'retrying') AND run_at <= now()
+                    GROUP BY 1) AS w USING (partition)
+        LEFT JOIN {schema}.queue_rates AS s ON s.queue = ? AND s.kind = 1 AND s.partition = p.partition
+       ORDER BY coalesce(r.running, 0) + coalesce(w.waiting, 0) DESC, p.partition
+       LIMIT ?""";
+
+  /**
+   * Gives waiting jobs of partitioned queues that have no key the one their queue's rule gives them, at most
+   * {@code ?} jobs: jobs a client enqueued without one (it had not read the rule yet, an older pgjobs,
+   * plain SQL). The limited claim visits keyed partitions only. Maintenance runs it every second.
+   */
+  static final String KEY_UNKEYED = """
+      UPDATE {schema}.jobs AS j
+         SET limit_key = coalesce(left({schema}.partition_key(q.partition_by, j.type, j.payload), 255), '')
+        FROM {schema}.queues AS q
+       WHERE j.id IN (SELECT u.id FROM {schema}.jobs AS u JOIN {schema}.queues AS uq ON uq.name = u.queue
+                       WHERE uq.partition_by IS NOT NULL AND u.state IN ('queued', 'retrying')
+                         AND u.limit_key IS NULL
+                       LIMIT ? FOR UPDATE OF u SKIP LOCKED)
+         AND q.name = j.queue""";
+
+  /** Deletes rate state that says nothing any more (its next start is long past). */
+  static final String PRUNE_RATES = """
+      DELETE FROM {schema}.queue_rates WHERE tat < now() - interval '1 day'""";
+}

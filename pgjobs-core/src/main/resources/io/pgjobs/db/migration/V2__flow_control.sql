@@ -1,0 +1,345 @@
+-- Flow control across the fleet: limits per queue and per partition, decided inside the claim's own
+-- transaction (claim_limited below), so they hold across any number of worker processes.
+--
+-- What a limited queue costs, and what an unlimited one does not:
+--   * An unlimited queue's claim is unchanged: its statements already read the queue's row in `queues`
+--     (the paused check) and now skip a queue that is paused OR limited, in the same probe.
+--   * A limited queue is claimed by claim_limited(): one call per claim, which takes the queue's
+--     transaction-level advisory lock (limited claims of one queue take turns; completions, rescues and
+--     enqueues never take it), counts the queue's running jobs and reads its rate state afresh after
+--     the lock, so two workers can never both see the same free slot.
+--
+-- Why counts of running rows and not counter rows: a running job is a row of the hot table whatever
+-- happens to its worker (kill -9, a cut connection, a failover with the row replicated), and it stops
+-- counting in the very statement that moves it on (finish, retry, snooze, rescue). A counter beside it
+-- would have to be kept in step by every one of those statements, and a lost reply would leak a slot
+-- for good. Counter rows would also be updated at every claim and every finish: under a transaction held
+-- open elsewhere their dead versions pile up with every job. The running jobs are read through
+-- jobs_limited_running_idx, whose entries are the limited queues' running jobs only; the rate state rows
+-- (queue_rates) change at most once per claim statement and key, never per finish (docs/guarantees.md,
+-- "Flow control", says what a held-open transaction still costs).
+
+
+-- ===================================================================================== limits of a queue
+
+-- NULL: no such limit. The rate limits are GCRA (a "generic cell rate" token bucket): `rate_limit` starts
+-- per `rate_period_ms`, evenly spaced, with up to `rate_burst` at once after a quiet spell.
+ALTER TABLE queues
+    ADD COLUMN global_concurrency       integer,  -- running at once in the whole fleet
+    ADD COLUMN rate_limit               integer,  -- starts per rate_period_ms, the whole queue
+    ADD COLUMN rate_period_ms           bigint,
+    ADD COLUMN rate_burst               integer,
+    -- What a job's partition is: 'type' (its job type), 'input.<field>[.<field>...]' (a field of its
+    -- payload, as text) or 'partition' (only the key given at enqueue). The key is fixed when the job is
+    -- enqueued (jobs.limit_key); a key given at enqueue (EnqueueOptions.partition) wins.
+    ADD COLUMN partition_by             text,
+    ADD COLUMN partition_concurrency    integer,  -- running at once per partition; 1 = in order, strictly
+    ADD COLUMN partition_rate_limit     integer,  -- starts per partition_rate_period_ms, per partition
+    ADD COLUMN partition_rate_period_ms bigint,
+    ADD COLUMN partition_rate_burst     integer,
+    ADD COLUMN limits_updated_at        timestamptz,
+    -- Who set the limits: 'code' (a worker's declaration at start) or 'api' (HTTP, CLI, JobClient at run
+    -- time). A worker's declaration does not replace limits set at run time.
+    ADD COLUMN limits_source            text,
+    -- True when the queue has any limit or a partition rule: its jobs are then claimed by
+    -- claim_limited() only. The unlimited claim statements skip such a queue in their paused check.
+    ADD COLUMN limited boolean GENERATED ALWAYS AS (
+        global_concurrency IS NOT NULL OR rate_limit IS NOT NULL OR partition_by IS NOT NULL
+        OR partition_concurrency IS NOT NULL OR partition_rate_limit IS NOT NULL) STORED,
+    ADD CONSTRAINT queues_global_concurrency_check CHECK (global_concurrency BETWEEN 1 AND 100000),
+    ADD CONSTRAINT queues_rate_check CHECK (
+        (rate_limit IS NULL) = (rate_period_ms IS NULL) AND (rate_limit IS NULL) = (rate_burst IS NULL)
+        AND rate_limit BETWEEN 1 AND 1000000 AND rate_period_ms BETWEEN 1 AND 86400000
+        AND rate_burst BETWEEN 1 AND 1000000),
+    ADD CONSTRAINT queues_partition_by_check CHECK (
+        partition_by IN ('type', 'partition') OR partition_by ~ '^input(\.[A-Za-z0-9_-]{1,64}){1,8}$'),
+    ADD CONSTRAINT queues_partition_concurrency_check CHECK (partition_concurrency BETWEEN 1 AND 100000),
+    ADD CONSTRAINT queues_partition_rate_check CHECK (
+        (partition_rate_limit IS NULL) = (partition_rate_period_ms IS NULL)
+        AND (partition_rate_limit IS NULL) = (partition_rate_burst IS NULL)
+        AND partition_rate_limit BETWEEN 1 AND 1000000 AND partition_rate_period_ms BETWEEN 1 AND 86400000
+        AND partition_rate_burst BETWEEN 1 AND 1000000),
+    ADD CONSTRAINT queues_partition_limits_need_key CHECK (
+        partition_by IS NOT NULL OR (partition_concurrency IS NULL AND partition_rate_limit IS NULL)),
+    ADD CONSTRAINT queues_limits_source_check CHECK (limits_source IN ('code', 'api'));
+
+
+-- ==================================================================================== a job's partition
+
+-- The job's partition key in a partitioned queue, fixed at enqueue (a key given at enqueue, else the
+-- queue's partition_by applied to the job); '' is the partition of jobs without one. NULL for the jobs of
+-- every other queue, which then pay nothing for it: both indexes below are partial. The limited claim
+-- writes '' over NULL, so every job it starts is in jobs_limited_running_idx.
+CREATE DOMAIN job_limit_key AS text
+    CONSTRAINT jobs_limit_key_check CHECK (length(VALUE) <= 255);
+ALTER TABLE jobs ADD COLUMN limit_key job_limit_key;
+
+-- The ready jobs of each partition in its claim order (priority, then enqueue order): the limited claim
+-- visits the partitions one after another with one probe each (round-robin) and takes each one's next job.
+-- Enqueue order, not run_at: a retrying job keeps its place, so a partition limited to one at a time
+-- runs its jobs strictly in order, its failing job first.
+CREATE INDEX jobs_partition_ready_idx ON jobs (queue, limit_key, priority DESC, id)
+    WHERE state IN ('queued', 'retrying') AND limit_key IS NOT NULL;
+-- The running jobs of limited queues, per partition: what the limits count. A job claimed by an
+-- unlimited queue's claim has no key and no entry here.
+CREATE INDEX jobs_limited_running_idx ON jobs (queue, limit_key)
+    WHERE state = 'running' AND limit_key IS NOT NULL;
+
+
+-- ======================================================================================= rate state
+
+-- The GCRA state of each rate limit: the theoretical arrival time of the next start. kind 0 is the
+-- queue's own rate (partition ''), kind 1 a partition's. Written by claim_limited under the queue's lock,
+-- once per claim statement and partition that started jobs. Rows of partitions idle for longer than their
+-- period say nothing (a tat in the past is as good as none) and are pruned by maintenance.
+CREATE TABLE queue_rates (
+    queue     text        NOT NULL,
+    kind      smallint    NOT NULL,
+    partition text        NOT NULL,
+    tat       timestamptz NOT NULL,
+    PRIMARY KEY (queue, kind, partition)
+) WITH (fillfactor = 50);
+
+
+-- GCRA: how many starts a rate of `lim` per `period_ms` with `burst` allows at `at`, given the state
+-- `tat` (NULL: none yet). Emission interval T = period / lim; tolerance = (burst - 1) * T; a start is
+-- allowed while tat - at <= tolerance, and each start moves tat on by T (from `at` if tat is past).
+CREATE FUNCTION gcra_allowed(tat timestamptz, at timestamptz, lim integer, period_ms bigint, burst integer)
+    RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+             WHEN lim IS NULL THEN 2147483647
+             ELSE greatest(0, floor(
+                    (extract(epoch FROM at - greatest(coalesce(tat, at), at)) * 1000
+                     + (burst - 1) * (period_ms::numeric / lim))
+                    / (period_ms::numeric / lim))::bigint + 1)::integer
+           END
+$$;
+
+-- The GCRA state after `n` starts at `at`.
+CREATE FUNCTION gcra_after(tat timestamptz, at timestamptz, lim integer, period_ms bigint, n integer)
+    RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
+    SELECT greatest(coalesce(tat, at), at) + (n * (period_ms::numeric / lim)) * interval '1 millisecond'
+$$;
+
+
+-- A job's partition key under rule `rule` (queues.partition_by), as JobClient computes it at enqueue, and
+-- as waiting jobs without a key get it (when the rule is set, and from maintenance every second for jobs
+-- a client enqueued without one: a client that had not read the rule yet, an older client, plain SQL):
+-- the job type, or the payload field the rule names as text (a string without its quotes); NULL when the
+-- rule is 'partition' (only a key given at enqueue counts) or the field is missing.
+CREATE FUNCTION partition_key(rule text, type text, payload jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+             WHEN rule = 'type' THEN type
+             WHEN rule LIKE 'input.%' THEN payload #>> string_to_array(substr(rule, 7), '.')
+           END
+$$;
+
+
+-- ================================================================================= the limited claim
+
+-- Claims up to p_max due jobs of limited queue p_queue for worker p_worker, within its limits, and
+-- returns them as the claim statements do (ExecutionStore reads both alike), plus each job's partition.
+--   p_types: the job types the worker runs (NULL: every type); p_caps: its capabilities ('{}': none).
+--   p_after: the last partition this worker's previous claim of the queue took from (NULL: none); the
+--            round-robin resumes after it, so partitions take turns across claims, not only within one.
+--
+-- Serialised per queue by a transaction-level advisory lock, taken first; every statement after it runs
+-- with a fresh snapshot (a VOLATILE function under READ COMMITTED), so it sees every limited claim of the
+-- queue that committed before this one got the lock: counts and rate state are exact. The lock's key is
+-- the queue's name with the schema's, hashed to 64 bits.
+--
+-- Partitioned queues: the partitions are visited in key order from just after p_after, wrapping round,
+-- one job per visit (round-robin, so a partition with 90 % of the jobs gets one turn in each round like
+-- any other), skipping a partition at its concurrency or rate limit. A partition limited to one job at a
+-- time is strict: its next job in order (priority, then enqueue order, whatever its state) must be the
+-- one that starts, so a retrying job blocks its partition until it succeeds or is discarded.
+CREATE FUNCTION claim_limited(p_worker text, p_queue text, p_max integer, p_types text[], p_caps text[],
+                              p_after text)
+    RETURNS TABLE (id uuid, type text, queue text, payload text, priority integer, attempts integer,
+                   max_attempts integer, run_at timestamptz, created_at timestamptz, context text,
+                   timeout_ms bigint, claim_token bigint, trace_context text, announced bigint,
+                   snoozes integer, limit_key text)
+    LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    cfg        ${flyway:defaultSchema}.queues%ROWTYPE;
+    now_at     timestamptz;
+    want       integer;
+    running    bigint;
+    q_tat      timestamptz;
+    picked     uuid[] := '{}';
+    keys       text[] := '{}';
+    k          text;
+    cur        text;
+    streak     text;
+    visits     integer := 0;
+    k_running  bigint;
+    k_tat      timestamptz;
+    k_allowed  integer;
+    cand       uuid;
+    cand_due   boolean;
+    taken      integer;
+    partitioned boolean;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('pgjobs.limits:' || '${flyway:defaultSchema}' || ':' || p_queue, 0));
+    now_at := clock_timestamp();
+    SELECT * INTO cfg FROM ${flyway:defaultSchema}.queues AS q WHERE q.name = p_queue;
+    IF NOT FOUND OR cfg.paused OR p_max < 1 THEN
+        RETURN;
+    END IF;
+    want := p_max;
+
+    IF cfg.global_concurrency IS NOT NULL THEN
+        SELECT count(*) INTO running FROM ${flyway:defaultSchema}.jobs AS j
+         WHERE j.queue = p_queue AND j.state = 'running' AND j.limit_key IS NOT NULL;
+        want := least(want, cfg.global_concurrency - running);
+    END IF;
+    IF cfg.rate_limit IS NOT NULL AND want > 0 THEN
+        SELECT r.tat INTO q_tat FROM ${flyway:defaultSchema}.queue_rates AS r
+         WHERE r.queue = p_queue AND r.kind = 0 AND r.partition = '';
+        want := least(want, ${flyway:defaultSchema}.gcra_allowed(q_tat, now_at, cfg.rate_limit,
+                                                                  cfg.rate_period_ms, cfg.rate_burst));
+    END IF;
+    IF want < 1 THEN
+        RETURN;
+    END IF;
+
+    partitioned := cfg.partition_by IS NOT NULL;
+    IF NOT partitioned THEN
+        -- The queue's claim order, as the unlimited claim's (jobs with and without a partition alike).
+        IF cardinality(p_caps) = 0 THEN
+            picked := ARRAY(
+                SELECT j.id FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
+                   AND j.run_at <= now_at AND j.attempts < j.max_attempts
+                   AND (p_types IS NULL OR j.type = ANY (p_types))
+                 ORDER BY j.priority DESC, j.run_at, j.id
+                 LIMIT want
+                   FOR UPDATE SKIP LOCKED);
+        ELSE
+            picked := ARRAY(
+                SELECT j.id FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying')
+                   AND (j.capability IS NULL OR j.capability = ANY (p_caps))
+                   AND j.run_at <= now_at AND j.attempts < j.max_attempts
+                   AND (p_types IS NULL OR j.type = ANY (p_types))
+                 ORDER BY j.priority DESC, j.run_at, j.id
+                 LIMIT want
+                   FOR UPDATE SKIP LOCKED);
+        END IF;
+        keys := array_fill(NULL::text, ARRAY[cardinality(picked)]);
+    ELSE
+        cur := p_after;
+        LOOP
+            EXIT WHEN cardinality(picked) >= want OR visits >= 100000;
+            -- The next partition with ready jobs after cur (one index probe), wrapping round.
+            SELECT min(j.limit_key) INTO k FROM ${flyway:defaultSchema}.jobs AS j
+             WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.limit_key IS NOT NULL
+               AND (cur IS NULL OR j.limit_key > cur);
+            IF k IS NULL THEN
+                EXIT WHEN cur IS NULL; -- no partition has ready jobs
+                cur := NULL;
+                CONTINUE;
+            END IF;
+            -- A whole round without a start: every partition is blocked or has taken all it may.
+            EXIT WHEN k = streak;
+            IF streak IS NULL THEN
+                streak := k;
+            END IF;
+            cur := k;
+            visits := visits + 1;
+
+            IF cfg.partition_concurrency IS NOT NULL THEN
+                SELECT count(*) INTO k_running FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.limit_key = k AND j.state = 'running';
+                -- this claim's own picks in k are not running yet: count them too
+                k_running := k_running + (SELECT count(*) FROM unnest(keys) AS t(x) WHERE t.x = k);
+                CONTINUE WHEN k_running >= cfg.partition_concurrency;
+            END IF;
+            IF cfg.partition_rate_limit IS NOT NULL THEN
+                SELECT r.tat INTO k_tat FROM ${flyway:defaultSchema}.queue_rates AS r
+                 WHERE r.queue = p_queue AND r.kind = 1 AND r.partition = k;
+                k_allowed := ${flyway:defaultSchema}.gcra_allowed(k_tat, now_at, cfg.partition_rate_limit,
+                                                                   cfg.partition_rate_period_ms,
+                                                                   cfg.partition_rate_burst)
+                             - (SELECT count(*) FROM unnest(keys) AS t(x) WHERE t.x = k)::integer;
+                CONTINUE WHEN k_allowed < 1;
+            END IF;
+
+            cand := NULL;
+            IF cfg.partition_concurrency = 1 THEN
+                -- Strict order: the partition's next job, due or not, and only if no one holds its row.
+                SELECT j.id, j.run_at <= now_at AND j.attempts < j.max_attempts
+                           AND (j.capability IS NULL OR j.capability = ANY (p_caps))
+                           AND (p_types IS NULL OR j.type = ANY (p_types))
+                  INTO cand, cand_due
+                  FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.limit_key = k AND j.state IN ('queued', 'retrying')
+                 ORDER BY j.priority DESC, j.id
+                 LIMIT 1;
+                IF cand IS NOT NULL AND cand_due THEN
+                    cand := (SELECT j.id FROM ${flyway:defaultSchema}.jobs AS j
+                              WHERE j.id = cand AND j.state IN ('queued', 'retrying')
+                                FOR UPDATE SKIP LOCKED);
+                ELSE
+                    cand := NULL;
+                END IF;
+            ELSE
+                SELECT j.id INTO cand FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.limit_key = k AND j.state IN ('queued', 'retrying')
+                   AND j.run_at <= now_at AND j.attempts < j.max_attempts
+                   AND (j.capability IS NULL OR j.capability = ANY (p_caps))
+                   AND (p_types IS NULL OR j.type = ANY (p_types))
+                   AND j.id <> ALL (picked)
+                 ORDER BY j.priority DESC, j.id
+                 LIMIT 1
+                   FOR UPDATE SKIP LOCKED;
+            END IF;
+            IF cand IS NOT NULL THEN
+                picked := picked || cand;
+                keys := keys || k;
+                streak := NULL;
+            END IF;
+        END LOOP;
+    END IF;
+
+    IF cardinality(picked) = 0 THEN
+        RETURN;
+    END IF;
+
+    -- Rate state: one write per limit that started jobs.
+    IF cfg.rate_limit IS NOT NULL THEN
+        INSERT INTO ${flyway:defaultSchema}.queue_rates AS r (queue, kind, partition, tat)
+        VALUES (p_queue, 0, '', ${flyway:defaultSchema}.gcra_after(q_tat, now_at, cfg.rate_limit,
+                                                                    cfg.rate_period_ms, cardinality(picked)))
+        ON CONFLICT ON CONSTRAINT queue_rates_pkey DO UPDATE SET tat = EXCLUDED.tat;
+    END IF;
+    IF cfg.partition_rate_limit IS NOT NULL THEN
+        INSERT INTO ${flyway:defaultSchema}.queue_rates AS r (queue, kind, partition, tat)
+        SELECT p_queue, 1, t.k,
+               ${flyway:defaultSchema}.gcra_after(r0.tat, now_at, cfg.partition_rate_limit,
+                                                   cfg.partition_rate_period_ms, t.n::integer)
+          FROM (SELECT x AS k, count(*) AS n FROM unnest(keys) AS u(x) GROUP BY x) AS t
+          LEFT JOIN ${flyway:defaultSchema}.queue_rates AS r0
+                 ON r0.queue = p_queue AND r0.kind = 1 AND r0.partition = t.k
+        ON CONFLICT ON CONSTRAINT queue_rates_pkey DO UPDATE SET tat = EXCLUDED.tat;
+    END IF;
+
+    -- The claim itself, as the unlimited claim's update (the events trigger announces it).
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE ${flyway:defaultSchema}.jobs AS j
+           SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
+               heartbeat_at = now(), locked_by = p_worker, prefetched = false,
+               limit_key = coalesce(j.limit_key, ''),
+               claim_token = (SELECT nextval('${flyway:defaultSchema}.claim_tokens'))
+         WHERE j.id = ANY (picked)
+        RETURNING j.id, j.type::text, j.queue::text, j.payload::text, j.priority, j.attempts,
+                  j.max_attempts::integer, j.run_at, j.created_at, j.context, j.timeout_ms::bigint,
+                  j.claim_token, j.trace_context::text, 0::bigint, j.snoozes, j.limit_key::text
+    )
+    SELECT c.* FROM claimed AS c
+      JOIN unnest(picked) WITH ORDINALITY AS o(id, n) ON o.id = c.id
+     ORDER BY o.n;
+END
+$$;

@@ -1,0 +1,442 @@
+package io.pgjobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.worker.JobWorker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Flow control in the claim (issue 29): global and per-partition concurrency across workers, rates,
+ * round-robin between partitions, strict order per partition, limits changed at run time, and bad input.
+ * The workers here are in one JVM but each has its own pollers and connections, as separate processes
+ * would; {@code FlowControlProcessesTest} kills worker JVMs.
+ */
+class FlowControlTest extends PgJobsTestBase {
+  /** A job of one account: sleeps {@code sleepMs}, fails its first {@code failures} attempts. */
+  public record Work(String account, int n, int sleepMs, int failures) {}
+
+  static final JobType<Work> WORK = JobType.of("flow_work", Work.class)
+      .withQueue("limited")
+      .withMaxAttempts(10)
+      .withRetryPolicy(RetryPolicy.fixed(Duration.ofMillis(50)));
+
+  /** One run of a handler, as the execution log records it. */
+  record Run(String account, int n, int attempt, long startNanos, long endNanos) {}
+
+  private final List<Run> log = new CopyOnWriteArrayList<>();
+  private final AtomicInteger running = new AtomicInteger();
+  private final AtomicInteger maxRunning = new AtomicInteger();
+  private final Map<String, AtomicInteger> runningByAccount = new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> maxByAccount = new ConcurrentHashMap<>();
+
+  @BeforeEach
+  void noLimits() {
+    db.execute("TRUNCATE pgjobs.queues, pgjobs.queue_rates");
+  }
+
+  private JobWorker startWorker(int lanes) {
+    return start(worker()
+        .pollInterval(Duration.ofMillis(200))
+        .register(WORK, (ctx, w) -> {
+          long start = System.nanoTime();
+          int now = running.incrementAndGet();
+          maxRunning.accumulateAndGet(now, Math::max);
+          int mine = runningByAccount
+              .computeIfAbsent(w.account(), a -> new AtomicInteger())
+              .incrementAndGet();
+          maxByAccount
+              .computeIfAbsent(w.account(), a -> new AtomicInteger())
+              .accumulateAndGet(mine, Math::max);
+          try {
+            if (w.sleepMs() > 0) {
+              Thread.sleep(w.sleepMs());
+            }
+          } finally {
+            runningByAccount.get(w.account()).decrementAndGet();
+            running.decrementAndGet();
+            log.add(new Run(w.account(), w.n(), ctx.attempt(), start, System.nanoTime()));
+          }
+          if (ctx.attempt() <= w.failures()) {
+            throw new IllegalStateException(
+                "planned failure " + ctx.attempt() + " of job " + w.n());
+          }
+          return null;
+        })
+        .queue("limited", lanes));
+  }
+
+  private static List<java.util.UUID> enqueue(List<Work> works) {
+    return client.enqueueAll(WORK, works, EnqueueOptions.DEFAULTS);
+  }
+
+  private void awaitAllSucceeded(int jobs) {
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .until(() ->
+            count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'") == jobs);
+    assertThat(count("pgjobs.jobs")).isZero();
+  }
+
+  @Test
+  void globalConcurrencyHoldsAcrossWorkers() {
+    client.setLimits("limited", QueueLimits.builder().globalConcurrency(4).build());
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      works.add(new Work("a" + (i % 5), i, 40, 0));
+    }
+    enqueue(works);
+    startWorker(10);
+    startWorker(10);
+    startWorker(10);
+
+    awaitAllSucceeded(60);
+    assertThat(maxRunning.get())
+        .as("most running at once, three workers of 10 lanes")
+        .isEqualTo(4);
+    assertThat(maxAtOnce(log)).isLessThanOrEqualTo(4);
+  }
+
+  @Test
+  void partitionConcurrencyHoldsPerKeyAndTheGlobalLimitOverAll() {
+    client.setLimits(
+        "limited",
+        QueueLimits.builder()
+            .globalConcurrency(5)
+            .partitionBy("input.account")
+            .partitionConcurrency(2)
+            .build());
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 80; i++) {
+      works.add(new Work("acct-" + (i % 3), i, 30, 0)); // 3 accounts x 2 = 6 > the global 5
+    }
+    enqueue(works);
+    startWorker(8);
+    startWorker(8);
+
+    awaitAllSucceeded(80);
+    assertThat(maxRunning.get()).isEqualTo(5);
+    assertThat(maxByAccount).hasSize(3);
+    maxByAccount.forEach(
+        (account, max) -> assertThat(max.get()).as(account).isLessThanOrEqualTo(2));
+    assertThat(maxByAccount.values().stream().mapToInt(AtomicInteger::get).max().orElse(0))
+        .isEqualTo(2);
+  }
+
+  @Test
+  void partitionsTakeTurnsSoABigPartitionDoesNotStarveTheOthers() {
+    client.setLimits(
+        "limited", QueueLimits.builder().partitionBy("input.account").build());
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 90; i++) {
+      works.add(new Work("big", i, 0, 0)); // enqueued first: FIFO would run all 90 first
+    }
+    for (int i = 0; i < 9; i++) {
+      works.add(new Work("small-" + i, 100 + i, 0, 0));
+    }
+    enqueue(works);
+    startWorker(1);
+
+    awaitAllSucceeded(99);
+    List<String> order = log.stream()
+        .sorted(java.util.Comparator.comparingLong(Run::startNanos))
+        .map(Run::account)
+        .toList();
+    assertThat(order.subList(0, 10))
+        .as("the first round takes one job of each of the ten partitions")
+        .containsExactlyInAnyOrder(
+            "big", "small-0", "small-1", "small-2", "small-3", "small-4", "small-5", "small-6",
+            "small-7", "small-8");
+  }
+
+  @Test
+  void partitionOfOneRunsItsJobsInEnqueueOrderThroughRetries() {
+    client.setLimits(
+        "limited",
+        QueueLimits.builder()
+            .partitionBy("input.account")
+            .partitionConcurrency(1)
+            .build());
+    Random random = new Random(29);
+    List<Work> works = new ArrayList<>();
+    for (int n = 0; n < 20; n++) {
+      for (int k = 0; k < 10; k++) {
+        works.add(new Work(
+            "k" + k, n, random.nextInt(5), random.nextInt(10) == 0 ? 1 + random.nextInt(2) : 0));
+      }
+    }
+    enqueue(works);
+    startWorker(6);
+    startWorker(6);
+
+    awaitAllSucceeded(200);
+    Map<String, List<Run>> byKey = new HashMap<>();
+    log.stream()
+        .sorted(java.util.Comparator.comparingLong(Run::startNanos))
+        .forEach(r -> byKey.computeIfAbsent(r.account(), a -> new ArrayList<>()).add(r));
+    assertThat(byKey).hasSize(10);
+    byKey.forEach((key, runs) -> {
+      for (int i = 1; i < runs.size(); i++) {
+        Run before = runs.get(i - 1);
+        Run run = runs.get(i);
+        assertThat(run.startNanos())
+            .as(key + ": runs never overlap")
+            .isGreaterThanOrEqualTo(before.endNanos());
+        assertThat(run.n())
+            .as(key + ": a job starts only after every earlier one succeeded (a retry comes first)")
+            .isGreaterThanOrEqualTo(before.n());
+        if (run.n() == before.n()) {
+          assertThat(run.attempt()).isEqualTo(before.attempt() + 1);
+        }
+      }
+      assertThat(runs.stream().map(Run::n).distinct().toList())
+          .as(key + ": every job, in enqueue order")
+          .isSorted()
+          .hasSize(20);
+    });
+    assertThat(log.stream().filter(r -> r.attempt() > 1))
+        .as("some jobs were retried")
+        .isNotEmpty();
+  }
+
+  @Test
+  void rateLimitSpacesStartsAndHoldsInEverySecond() {
+    client.setLimits(
+        "limited", QueueLimits.builder().rate(20, Duration.ofSeconds(1), 4).build());
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 70; i++) {
+      works.add(new Work("a", i, 0, 0));
+    }
+    enqueue(works);
+    startWorker(10);
+    startWorker(10);
+
+    awaitAllSucceeded(70);
+    List<Long> starts = log.stream().map(Run::startNanos).sorted().toList();
+    // Any window of one second holds at most the rate plus the burst.
+    for (int i = 0; i < starts.size(); i++) {
+      long from = starts.get(i);
+      long inWindow =
+          starts.stream().filter(t -> t >= from && t < from + 1_000_000_000L).count();
+      assertThat(inWindow).as("starts in the second from start " + i).isLessThanOrEqualTo(20 + 4);
+    }
+    double seconds = (starts.getLast() - starts.getFirst()) / 1e9;
+    assertThat(seconds)
+        .as("70 starts at 20 a second, 4 at once: at least (70 - 4) / 20 s")
+        .isGreaterThanOrEqualTo((70 - 4) / 20.0 - 0.05);
+  }
+
+  @Test
+  void loweringAndRaisingALimitAtRunTimeTakesEffectAtTheNextClaim() {
+    client.setLimits("limited", QueueLimits.builder().globalConcurrency(5).build());
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      works.add(new Work("a", i, 20, 0));
+    }
+    enqueue(works);
+    startWorker(8);
+    startWorker(8);
+    await().atMost(Duration.ofSeconds(20)).until(() -> maxRunning.get() == 5);
+
+    client.setLimits("limited", QueueLimits.builder().globalConcurrency(1).build());
+    long lowered = System.nanoTime();
+    // Jobs claimed before the change finish (20 ms each); every claim after it sees the new limit.
+    await().atMost(Duration.ofSeconds(5)).until(() -> running.get() <= 1);
+    long settled = System.nanoTime();
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> log.stream().filter(r -> r.startNanos() > settled).count() >= 20);
+    assertThat(maxAtOnce(log.stream().filter(r -> r.startNanos() > settled).toList()))
+        .as("one at a time once the lowered limit holds")
+        .isEqualTo(1);
+    assertThat(Duration.ofNanos(settled - lowered)).isLessThan(Duration.ofSeconds(2));
+
+    maxRunning.set(0);
+    client.setLimits("limited", QueueLimits.builder().globalConcurrency(12).build());
+    await().atMost(Duration.ofSeconds(10)).until(() -> maxRunning.get() >= 12);
+    assertThat(maxRunning.get()).isEqualTo(12);
+
+    client.clearLimits("limited");
+    assertThat(client.limits("limited")).isEmpty();
+    awaitAllSucceeded(300);
+    assertThat(maxRunning.get()).as("16 lanes, no limit").isGreaterThan(12);
+  }
+
+  @Test
+  void limitsRoundTripAndReportUsage() {
+    QueueLimits limits = QueueLimits.builder()
+        .globalConcurrency(3)
+        .rate(100, Duration.ofMinutes(1))
+        .partitionBy("type")
+        .partitionConcurrency(2)
+        .partitionRate(5, Duration.ofSeconds(1), 2)
+        .build();
+    client.setLimits("limited", limits);
+    assertThat(client.limits("limited")).contains(limits);
+    assertThat(limits.rate().burst())
+        .as("100 a minute: 200 ms of it rounds up to 1")
+        .isEqualTo(1);
+
+    enqueue(List.of(new Work("a", 1, 0, 0), new Work("b", 2, 0, 0)));
+    QueueLimitsStatus status = client.limitsStatus("limited").orElseThrow();
+    assertThat(status.limits()).isEqualTo(limits);
+    assertThat(status.source()).isEqualTo("api");
+    assertThat(status.running()).isZero();
+    assertThat(status.waiting()).isEqualTo(2);
+    assertThat(status.partitions()).singleElement().satisfies(p -> {
+      assertThat(p.partition()).isEqualTo("flow_work");
+      assertThat(p.waiting()).isEqualTo(2);
+    });
+    assertThat(client.limitsStatus())
+        .extracting(QueueLimitsStatus::queue)
+        .containsExactly("limited");
+  }
+
+  @Test
+  void aPartitionGivenAtEnqueueWinsOverTheRule() {
+    client.setLimits(
+        "limited",
+        QueueLimits.builder()
+            .partitionBy("input.account")
+            .partitionConcurrency(1)
+            .build());
+    client.enqueue(
+        WORK,
+        new Work("a", 1, 0, 0),
+        EnqueueOptions.builder().partition("explicit").build());
+    client.enqueue(WORK, new Work("a", 2, 0, 0));
+    client.enqueue(WORK, new Work("", 3, 0, 0)); // an empty field: partition ""
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE limit_key = 'explicit'"))
+        .isEqualTo(1);
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE limit_key = 'a'"))
+        .isEqualTo(1);
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE limit_key = ''"))
+        .isEqualTo(1);
+  }
+
+  @Test
+  void waitingJobsGetTheirPartitionWhenTheRuleIsSet() {
+    enqueue(List.of(new Work("x", 1, 0, 0), new Work("y", 2, 0, 0)));
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE limit_key IS NULL"))
+        .isEqualTo(2);
+    client.setLimits(
+        "limited", QueueLimits.builder().partitionBy("input.account").build());
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE limit_key IN ('x', 'y')"))
+        .isEqualTo(2);
+  }
+
+  @Test
+  void aJobEnqueuedWithoutItsPartitionStillRunsOnceMaintenanceKeysIt() {
+    client.setLimits(
+        "limited",
+        QueueLimits.builder()
+            .partitionBy("input.account")
+            .partitionConcurrency(1)
+            .build());
+    // As plain SQL (or a client that had not read the rule yet) would insert it: no key.
+    db.execute("INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts)"
+        + " VALUES (gen_random_uuid(), 'flow_work', 'limited',"
+        + " '{\"account\": \"raw\", \"n\": 1, \"sleepMs\": 0, \"failures\": 0}', 50, 3)");
+    startWorker(2);
+    awaitAllSucceeded(1);
+    assertThat(log).singleElement().extracting(Run::account).isEqualTo("raw");
+  }
+
+  @Test
+  void aDeclaredLimitDoesNotReplaceOneSetAtRunTime() {
+    client.setLimits("limited", QueueLimits.builder().globalConcurrency(2).build());
+    start(worker()
+        .register(WORK, (ctx, w) -> null)
+        .queue("limited", 4)
+        .limits("limited", QueueLimits.builder().globalConcurrency(9).build()));
+    assertThat(client.limits("limited").orElseThrow().globalConcurrency()).isEqualTo(2);
+    client.clearLimits("limited");
+    start(worker()
+        .register(WORK, (ctx, w) -> null)
+        .queue("limited", 4)
+        .limits("limited", QueueLimits.builder().globalConcurrency(9).build()));
+    assertThat(client.limits("limited").orElseThrow().globalConcurrency()).isEqualTo(9);
+  }
+
+  @Test
+  void badLimitsAreRefusedNamingTheFieldAndTheRangeAndNothingIsStored() {
+    assertThatThrownBy(() -> QueueLimits.builder().globalConcurrency(0))
+        .hasMessage("global_concurrency must be between 1 and 100000, was 0");
+    assertThatThrownBy(() -> QueueLimits.builder().globalConcurrency(-3))
+        .hasMessageContaining("global_concurrency must be between 1 and 100000");
+    assertThatThrownBy(() -> QueueLimits.builder().partitionConcurrency(100_001))
+        .hasMessage("partition_concurrency must be between 1 and 100000, was 100001");
+    assertThatThrownBy(() -> QueueLimits.builder().rate(0, Duration.ofSeconds(1)))
+        .hasMessage("rate limit must be between 1 and 1000000 starts per period, was 0");
+    assertThatThrownBy(() -> QueueLimits.builder().rate(10, Duration.ofDays(2)))
+        .hasMessageContaining("rate period must be whole milliseconds from 1 ms to 24 h");
+    assertThatThrownBy(() -> QueueLimits.builder().rate(10, Duration.ofNanos(500)))
+        .hasMessageContaining("rate period must be whole milliseconds");
+    assertThatThrownBy(() -> QueueLimits.builder().rate(10, Duration.ofSeconds(1), 0))
+        .hasMessage("rate burst must be between 1 and 1000000, was 0");
+    assertThatThrownBy(() -> QueueLimits.builder().partitionBy("payload.account"))
+        .hasMessageContaining("partition_by must be 'type', 'partition' or 'input.<field>'")
+        .hasMessageContaining("was 'payload.account'");
+    assertThatThrownBy(() -> QueueLimits.builder().partitionBy("input.a b"))
+        .hasMessageContaining("partition_by must be");
+    assertThatThrownBy(() -> QueueLimits.builder().partitionConcurrency(2).build())
+        .hasMessageContaining("partition_concurrency and partition_rate need partition_by");
+    assertThatThrownBy(() ->
+            client.setLimits("", QueueLimits.builder().globalConcurrency(1).build()))
+        .isInstanceOf(InvalidJobException.class);
+    assertThatThrownBy(() -> client.setLimits(
+            "x".repeat(256), QueueLimits.builder().globalConcurrency(1).build()))
+        .isInstanceOf(InvalidJobException.class);
+    assertThat(client.limitsStatus()).isEmpty();
+    assertThat(count("SELECT count(*) FROM pgjobs.queues WHERE limited")).isZero();
+  }
+
+  @Test
+  void anUnlimitedQueueIsClaimedAsBeforeAndSkipsALimitedOne() throws Exception {
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      works.add(new Work("a", i, 0, 0));
+    }
+    enqueue(works);
+    // A limited queue's jobs are never taken by the unlimited claim, whatever a worker believes.
+    client.setLimits("limited", QueueLimits.builder().globalConcurrency(1).build());
+    assertThat(new io.pgjobs.store.ExecutionStore(
+                db.dataSource(), "pgjobs", new io.pgjobs.json.PayloadCodec(client.jsonMapper()))
+            .claim("limited", 10, "w"))
+        .isEmpty();
+    client.clearLimits("limited");
+    startWorker(4);
+    awaitAllSucceeded(20);
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'"))
+        .isEqualTo(20);
+  }
+
+  /** The most runs of {@code runs} that overlap at one instant. */
+  static int maxAtOnce(List<Run> runs) {
+    List<long[]> edges = new ArrayList<>();
+    for (Run r : runs) {
+      edges.add(new long[] {r.startNanos(), 1});
+      edges.add(new long[] {r.endNanos(), -1});
+    }
+    // At equal times, ends first: a run that ends as another starts is not overlapping it.
+    edges.sort((a, b) -> a[0] != b[0] ? Long.compare(a[0], b[0]) : Long.compare(a[1], b[1]));
+    int now = 0;
+    int max = 0;
+    for (long[] e : edges) {
+      now += (int) e[1];
+      max = Math.max(max, now);
+    }
+    return max;
+  }
+}
