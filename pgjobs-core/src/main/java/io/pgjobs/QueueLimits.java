@@ -95,15 +95,17 @@ public record QueueLimits(
     }
 
     /**
-     * The default burst of {@code limit} per {@code period}: the starts of {@link #DEFAULT_BURST_SPAN} (at
-     * least one): 100 a second bursts 20, 5 a second 1.
+     * The default burst of {@code limit} per {@code period}: the starts of {@link #DEFAULT_BURST_SPAN}, at
+     * least 2 (and at most the limit): 100 a second bursts 20, 5 a second 2, 1 an hour 1. Why at least 2:
+     * claims come every 100 ms or so, not the instant a start is allowed; with a burst of 1 the time between a
+     * start falling due and the claim that takes it is lost each time (5 a second ran at 4).
      */
     public static int defaultBurst(int limit, Duration period) {
       if (period.isZero() || period.isNegative()) {
         return 1;
       }
       double perSpan = (double) limit * DEFAULT_BURST_SPAN.toNanos() / period.toNanos();
-      return (int) Math.max(1, Math.min(MAX_RATE, Math.ceil(perSpan)));
+      return (int) Math.max(1, Math.min(limit, Math.max(2, Math.ceil(perSpan))));
     }
 
     @Override

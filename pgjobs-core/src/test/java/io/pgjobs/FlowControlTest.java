@@ -238,6 +238,62 @@ class FlowControlTest extends PgJobsTestBase {
   }
 
   @Test
+  void queueAndPartitionRatesHoldInEverySecondAndTheQueueRunsAtItsRate() {
+    // Issue 29, acceptance 2, scaled to 10 s: 100 a second in the queue, 5 a second per partition
+    // over
+    // 20 partitions, 1,000 jobs waiting.
+    client.setLimits(
+        "limited",
+        QueueLimits.builder()
+            .rate(100, Duration.ofSeconds(1))
+            .partitionBy("input.account")
+            .partitionRate(5, Duration.ofSeconds(1))
+            .build());
+    QueueLimits limits = client.limits("limited").orElseThrow();
+    int burst = limits.rate().burst();
+    int keyBurst = limits.partitionRate().burst();
+    assertThat(burst).as("default burst: 200 ms of 100 a second").isEqualTo(20);
+    assertThat(keyBurst).as("default burst: at least 2").isEqualTo(2);
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 1_000; i++) {
+      works.add(new Work("p" + (i % 20), i, 0, 0));
+    }
+    enqueue(works);
+    startWorker(20);
+    startWorker(20);
+
+    awaitAllSucceeded(1_000);
+    List<Run> byStart =
+        log.stream().sorted(java.util.Comparator.comparingLong(Run::startNanos)).toList();
+    assertThat(maxInAnySecond(byStart)).as("starts in any second").isLessThanOrEqualTo(100 + burst);
+    Map<String, List<Run>> byKey = new HashMap<>();
+    byStart.forEach(
+        r -> byKey.computeIfAbsent(r.account(), a -> new ArrayList<>()).add(r));
+    byKey.forEach((key, runs) -> assertThat(maxInAnySecond(runs))
+        .as("starts of " + key + " in any second")
+        .isLessThanOrEqualTo(5 + keyBurst));
+    double seconds = (byStart.getLast().startNanos() - byStart.getFirst().startNanos()) / 1e9;
+    double rate = (byStart.size() - burst) / seconds;
+    System.out.printf("1,000 starts in %.2f s: %.1f a second after the burst%n", seconds, rate);
+    assertThat(rate)
+        .as("the queue's rate after its first burst, starts a second")
+        .isBetween(95.0, 105.0);
+  }
+
+  /** The most of {@code runs} (sorted by start) that start within one second of each other. */
+  private static long maxInAnySecond(List<Run> runs) {
+    long max = 0;
+    int from = 0;
+    for (int to = 0; to < runs.size(); to++) {
+      while (runs.get(to).startNanos() - runs.get(from).startNanos() >= 1_000_000_000L) {
+        from++;
+      }
+      max = Math.max(max, to - from + 1);
+    }
+    return max;
+  }
+
+  @Test
   void loweringAndRaisingALimitAtRunTimeTakesEffectAtTheNextClaim() {
     client.setLimits("limited", QueueLimits.builder().globalConcurrency(5).build());
     List<Work> works = new ArrayList<>();
@@ -285,7 +341,10 @@ class FlowControlTest extends PgJobsTestBase {
     client.setLimits("limited", limits);
     assertThat(client.limits("limited")).contains(limits);
     assertThat(limits.rate().burst())
-        .as("100 a minute: 200 ms of it rounds up to 1")
+        .as("100 a minute: 200 ms of it is 1, at least 2")
+        .isEqualTo(2);
+    assertThat(QueueLimits.Rate.of(1, Duration.ofHours(1)).burst())
+        .as("at most the limit")
         .isEqualTo(1);
 
     enqueue(List.of(new Work("a", 1, 0, 0), new Work("b", 2, 0, 0)));

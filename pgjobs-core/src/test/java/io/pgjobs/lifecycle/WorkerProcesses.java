@@ -60,6 +60,13 @@ final class WorkerProcesses implements InvocationInterceptor, AfterEachCallback 
     return process;
   }
 
+  /** Starts JVM {@code main} (a worker's main class of another test) with id {@code id} and {@code args}. */
+  WorkerProcess startMain(String id, Class<?> main, List<String> args) {
+    WorkerProcess process = new WorkerProcess(id, JvmProcess.start(id, main, args, CHILD_ENV));
+    started.add(process);
+    return process;
+  }
+
   /** The tail of every started process's output, for failure messages. */
   String outputs() {
     StringBuilder out = new StringBuilder();
