@@ -266,4 +266,39 @@ class MetricsTest extends PgJobsTestBase {
     assertThat(unserved).isNotNull();
     assertThat(unserved.value()).isEqualTo(1.0);
   }
+
+  @Test
+  void limitedQueuesReportRunningJobsAndWhatHoldsTheirWaitingJobsBack() {
+    db.execute("TRUNCATE pgjobs.queues");
+    client.setLimits("capped", QueueLimits.builder().globalConcurrency(1).build());
+    try {
+      // Two running jobs in a queue limited to one (as after lowering its limit): the due one waits
+      // for the global limit.
+      for (int i = 0; i < 3; i++) {
+        metered.enqueue(
+            OK, new Numbered(i), EnqueueOptions.builder().queue("capped").build());
+      }
+      db.execute("UPDATE pgjobs.jobs SET state = 'running', locked_by = 'elsewhere', attempts = 1,"
+          + " claim_token = 1, limit_key = '' WHERE id IN (SELECT id FROM pgjobs.jobs LIMIT 2)");
+      startWorker();
+      Gauge running =
+          registry.find(MetricNames.LIMITED_RUNNING).tags("queue", "capped").gauge();
+      assertThat(running).isNotNull();
+      assertThat(running.value()).isEqualTo(2.0);
+      assertThat(registry
+              .find(MetricNames.LIMITED_WAITING)
+              .tags("queue", "capped", "waiting_for", "at_global_limit")
+              .gauge()
+              .value())
+          .isEqualTo(1.0);
+      assertThat(registry
+              .find(MetricNames.LIMITED_WAITING)
+              .tags("queue", "capped", "waiting_for", "rate_limited")
+              .gauge()
+              .value())
+          .isZero();
+    } finally {
+      db.execute("TRUNCATE pgjobs.queues");
+    }
+  }
 }

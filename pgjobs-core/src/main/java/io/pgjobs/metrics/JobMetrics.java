@@ -27,6 +27,12 @@ public interface JobMetrics {
    */
   default void queueDepth(Supplier<Map<String, Long>> depthByQueue) {}
 
+  /**
+   * The limited queues' usage ({@code JobClient.limitsStatus()}), read when a registry is scraped (at most
+   * every few seconds).
+   */
+  default void queueLimits(Supplier<java.util.List<io.pgjobs.QueueLimitsStatus>> statuses) {}
+
   /** Offers the number of stuck lanes of worker {@code workerId}, for a gauge. Called once per worker. */
   default void stuckLanes(String workerId, java.util.function.IntSupplier stuckLanes) {}
 

@@ -15,6 +15,11 @@ package io.pgjobs.metrics;
  *       <td>handler run time</td></tr>
  *   <tr><td>{@value #JOBS_ENQUEUED}</td><td>counter</td><td>kind</td><td>jobs enqueued by this process</td></tr>
  *   <tr><td>{@value #QUEUE_DEPTH}</td><td>gauge</td><td>queue</td><td>jobs due and waiting</td></tr>
+ *   <tr><td>{@value #LIMITED_RUNNING}</td><td>gauge</td><td>queue</td>
+ *       <td>a limited queue's running jobs (what its global concurrency counts)</td></tr>
+ *   <tr><td>{@value #LIMITED_WAITING}</td><td>gauge</td><td>queue, waiting_for</td>
+ *       <td>a limited queue's due jobs, under the limit that holds them back: at_global_limit, rate_limited,
+ *       partitions_busy, or none (they wait for a lane)</td></tr>
  * </table>
  *
  * Micrometer appends {@code _total} to counters in Prometheus output; the counter names below are
@@ -36,6 +41,15 @@ public final class MetricNames {
    * shutdown), tag {@code worker}.
    */
   public static final String STUCK_LANES = "pgjobs_worker_stuck_lanes";
+
+  /** Gauge: a limited queue's running jobs, tag {@code queue}. */
+  public static final String LIMITED_RUNNING = "pgjobs_queue_limit_running";
+  /**
+   * Gauge: a limited queue's due jobs by the limit that holds them back, tags {@code queue},
+   * {@code waiting_for} (at_global_limit, rate_limited, partitions_busy, none); the jobs count under one
+   * value at a time, the others read 0.
+   */
+  public static final String LIMITED_WAITING = "pgjobs_queue_limit_waiting";
 
   private MetricNames() {}
 }

@@ -23,6 +23,17 @@ public final class MicrometerJobMetrics implements JobMetrics {
   private volatile Supplier<Map<String, Long>> depthSource;
   private volatile Map<String, Long> depthCache = Map.of();
   private volatile long depthReadAt;
+  private final Set<String> limitedQueues = ConcurrentHashMap.newKeySet();
+  private volatile Supplier<java.util.List<io.pgjobs.QueueLimitsStatus>> limitsSource;
+  private volatile Map<String, io.pgjobs.QueueLimitsStatus> limitsCache = Map.of();
+  private volatile long limitsReadAt;
+
+  /** The values of {@link MetricNames#LIMITED_WAITING}'s {@code waiting_for} tag. */
+  private static final java.util.List<String> WAITING_FOR = java.util.List.of(
+      io.pgjobs.QueueLimitsStatus.AT_GLOBAL_LIMIT,
+      io.pgjobs.QueueLimitsStatus.RATE_LIMITED,
+      io.pgjobs.QueueLimitsStatus.PARTITIONS_BUSY,
+      "none");
 
   /** Records into {@code registry}. */
   public MicrometerJobMetrics(MeterRegistry registry) {
@@ -68,6 +79,61 @@ public final class MicrometerJobMetrics implements JobMetrics {
   public void queueDepth(Supplier<Map<String, Long>> depthByQueue) {
     this.depthSource = depthByQueue;
     refreshDepth();
+  }
+
+  @Override
+  public void queueLimits(Supplier<java.util.List<io.pgjobs.QueueLimitsStatus>> statuses) {
+    this.limitsSource = statuses;
+    refreshLimits();
+  }
+
+  private void watchLimited(String queue) {
+    if (!limitedQueues.add(queue)) {
+      return;
+    }
+    Gauge.builder(MetricNames.LIMITED_RUNNING, () -> limited(queue, null))
+        .description("A limited queue's running jobs")
+        .tag("queue", queue)
+        .register(registry);
+    for (String why : WAITING_FOR) {
+      Gauge.builder(MetricNames.LIMITED_WAITING, () -> limited(queue, why))
+          .description("A limited queue's due jobs, by the limit that holds them back")
+          .tag("queue", queue)
+          .tag("waiting_for", why)
+          .register(registry);
+    }
+  }
+
+  /** Running jobs ({@code why} null), or the due jobs held back for {@code why}. */
+  private double limited(String queue, String why) {
+    if (System.nanoTime() - limitsReadAt > DEPTH_CACHE_NANOS) {
+      refreshLimits();
+    }
+    io.pgjobs.QueueLimitsStatus status = limitsCache.get(queue);
+    if (status == null) {
+      return 0;
+    }
+    if (why == null) {
+      return status.running();
+    }
+    String actual = status.waitingFor() == null ? "none" : status.waitingFor();
+    return actual.equals(why) ? status.waiting() : 0;
+  }
+
+  private void refreshLimits() {
+    Supplier<java.util.List<io.pgjobs.QueueLimitsStatus>> source = limitsSource;
+    if (source == null) {
+      return;
+    }
+    limitsReadAt = System.nanoTime();
+    try {
+      Map<String, io.pgjobs.QueueLimitsStatus> fresh = new java.util.HashMap<>();
+      source.get().forEach(s -> fresh.put(s.queue(), s));
+      limitsCache = fresh;
+      fresh.keySet().forEach(this::watchLimited);
+    } catch (RuntimeException e) {
+      // The database may be away; keep the last values rather than failing a scrape.
+    }
   }
 
   @Override

@@ -479,6 +479,13 @@ public final class JobWorker implements AutoCloseable {
       declareRecurring();
     }
     declaredLimits.forEach(this::declareLimits);
+    metrics.queueLimits(() -> {
+      try {
+        return limitsStore.statuses();
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
+      }
+    });
     // What a lane needs the first time, made now rather than in the first job's pickup: each
     // payload
     // type's reader, and the scheduler of the lanes' virtual threads (created with the JVM's first
