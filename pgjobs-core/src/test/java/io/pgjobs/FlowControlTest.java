@@ -265,7 +265,19 @@ class FlowControlTest extends PgJobsTestBase {
     awaitAllSucceeded(1_000);
     List<Run> byStart =
         log.stream().sorted(java.util.Comparator.comparingLong(Run::startNanos)).toList();
-    assertThat(maxInAnySecond(byStart)).as("starts in any second").isLessThanOrEqualTo(100 + burst);
+    // The claims' own times (attempted_at: the instant the rate was checked) hold the bound
+    // exactly;
+    // the handlers start a few milliseconds after their claim, so their log may shift a start or
+    // two
+    // into the next second.
+    assertThat(db.queryLong("SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY attempted_at"
+            + " RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
+            + " FROM pgjobs.finished_jobs) AS w"))
+        .as("claims in any second")
+        .isLessThanOrEqualTo(100 + burst);
+    assertThat(maxInAnySecond(byStart))
+        .as("handler starts in any second")
+        .isLessThanOrEqualTo(100 + burst + 5);
     Map<String, List<Run>> byKey = new HashMap<>();
     byStart.forEach(
         r -> byKey.computeIfAbsent(r.account(), a -> new ArrayList<>()).add(r));
@@ -410,6 +422,22 @@ class FlowControlTest extends PgJobsTestBase {
     startWorker(2);
     awaitAllSucceeded(1);
     assertThat(log).singleElement().extracting(Run::account).isEqualTo("raw");
+  }
+
+  @Test
+  void aJobStartedWithoutAKeyAsTheFirstLimitsWereSetIsCountedByMaintenance() {
+    client.setLimits("limited", QueueLimits.builder().globalConcurrency(1).build());
+    JobWorker worker = start(worker().register(NUMBERED, (ctx, n) -> null));
+    // As an unlimited claim in flight while the limits were set would have left it: running, no key
+    // (held by a live worker, so rescue leaves it alone).
+    db.execute(
+        "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts, state, attempts,"
+            + " locked_by, claim_token, heartbeat_at) VALUES (gen_random_uuid(), 'flow_work', 'limited',"
+            + " '{}', 50, 3, 'running', 1, '" + worker.workerId() + "', 1, now())");
+    assertThat(client.limitsStatus("limited").orElseThrow().running()).isZero();
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> client.limitsStatus("limited").orElseThrow().running() == 1);
   }
 
   @Test

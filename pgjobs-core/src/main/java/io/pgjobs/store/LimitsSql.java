@@ -142,6 +142,17 @@ final class LimitsSql {
                        LIMIT ? FOR UPDATE OF u SKIP LOCKED)
          AND q.name = j.queue""";
 
+  /**
+   * Counts in the running jobs of limited queues that have no key: jobs an unlimited claim started while
+   * the queue's first limits were being set (its statement began before they committed). Maintenance runs
+   * it every second.
+   */
+  static final String COUNT_UNKEYED_RUNNING = """
+      UPDATE {schema}.jobs AS j
+         SET limit_key = ''
+        FROM {schema}.queues AS q
+       WHERE q.limited AND j.queue = q.name AND j.state = 'running' AND j.limit_key IS NULL""";
+
   /** Deletes rate state that says nothing any more (its next start is long past). */
   static final String PRUNE_RATES = """
       DELETE FROM {schema}.queue_rates WHERE tat < now() - interval '1 day'""";

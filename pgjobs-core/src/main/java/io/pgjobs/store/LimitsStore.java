@@ -41,6 +41,7 @@ public final class LimitsStore {
   private final String partitions;
   private final String keyUnkeyed;
   private final String pruneRates;
+  private final String countUnkeyedRunning;
 
   /** A store over {@code schema}. */
   public LimitsStore(DataSource dataSource, String schema) {
@@ -57,6 +58,7 @@ public final class LimitsStore {
     this.partitions = JobSql.forSchema(LimitsSql.PARTITIONS, schema);
     this.keyUnkeyed = JobSql.forSchema(LimitsSql.KEY_UNKEYED, schema);
     this.pruneRates = JobSql.forSchema(LimitsSql.PRUNE_RATES, schema);
+    this.countUnkeyedRunning = JobSql.forSchema(LimitsSql.COUNT_UNKEYED_RUNNING, schema);
   }
 
   /**
@@ -113,7 +115,8 @@ public final class LimitsStore {
 
   /**
    * Keys at most {@code batch} waiting jobs of partitioned queues that have no partition key
-   * ({@link LimitsSql#KEY_UNKEYED}) and prunes rate state that says nothing any more.
+   * ({@link LimitsSql#KEY_UNKEYED}), counts in running jobs of limited queues that have none
+   * ({@link LimitsSql#COUNT_UNKEYED_RUNNING}) and prunes rate state that says nothing any more.
    *
    * @return how many jobs were keyed
    */
@@ -125,6 +128,10 @@ public final class LimitsStore {
         keyed = ps.executeUpdate();
       }
       try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(pruneRates))) {
+        ps.executeUpdate();
+      }
+      try (PreparedStatement ps =
+          StatementDeadline.apply(c.prepareStatement(countUnkeyedRunning))) {
         ps.executeUpdate();
       }
       return keyed;

@@ -325,12 +325,13 @@ BEGIN
         ON CONFLICT ON CONSTRAINT queue_rates_pkey DO UPDATE SET tat = EXCLUDED.tat;
     END IF;
 
-    -- The claim itself, as the unlimited claim's update (the events trigger announces it).
+    -- The claim itself, as the unlimited claim's update (the events trigger announces it); attempted_at is
+    -- the instant the limits were read (after the lock), not the transaction's start.
     RETURN QUERY
     WITH claimed AS (
         UPDATE ${flyway:defaultSchema}.jobs AS j
-           SET state = 'running', attempts = j.attempts + 1, attempted_at = now(),
-               heartbeat_at = now(), locked_by = p_worker, prefetched = false,
+           SET state = 'running', attempts = j.attempts + 1, attempted_at = now_at,
+               heartbeat_at = now_at, locked_by = p_worker, prefetched = false,
                limit_key = coalesce(j.limit_key, ''),
                claim_token = (SELECT nextval('${flyway:defaultSchema}.claim_tokens'))
          WHERE j.id = ANY (picked)
