@@ -405,11 +405,11 @@ final class LimitsCommand extends Subcommand {
       mixinStandardHelpOptions = true,
       versionProvider = VersionProvider.class,
       description = {
-        "Set a queue's limits across the fleet, replacing all it had (a flag left out is no limit).",
-        "They win over limits a worker declares in code until 'pgjobs limits clear'. Jobs over a limit",
-        "wait; partitions take turns. Rates are " + "<limit>/<period>[,burst=<n>].",
-        "  pgjobs limits set webhooks --partition-by input.host --partition-concurrency 2 \\",
-        "      --partition-rate 5/1s",
+        "Set a queue's limits across the fleet, replacing all it had (a flag left out is",
+        "no limit). They win over limits a worker declares in code until 'pgjobs limits",
+        "clear'. Jobs over a limit wait; partitions take turns.",
+        "  pgjobs limits set webhooks --partition-by input.host \\",
+        "      --partition-concurrency 2 --partition-rate 5/1s",
         "  pgjobs limits set reports --global-concurrency 10 --rate 100/1m,burst=20"
       })
   static final class SetCommand extends Subcommand {
