@@ -38,6 +38,7 @@ import picocli.CommandLine.Spec;
       EnqueueCommand.class,
       JobsCommand.class,
       RecurringCommand.class,
+      LimitsCommand.class,
       SettingsCommand.class,
       ServeCommand.class,
       DemoCommand.class,

@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.pgjobs.cli.config.Settings;
+import io.pgjobs.cli.demo.DemoJobs;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.worker.JobWorker;
@@ -150,7 +151,17 @@ final class WorkCommand extends Subcommand {
         .httpConnectTimeout(settings.webhookTimeout())
         .httpRequestTimeout(settings.webhookTimeout())
         .retention(settings.retention());
-    queues(settings, registrations).forEach(builder::queue);
+    Map<String, Integer> queues = queues(settings, registrations);
+    queues.forEach(builder::queue);
+    // The demo kinds' limits (webhook deliveries per target host), declared in code for the queues
+    // this
+    // worker serves: each worker that starts states them again, so they hold after a restart, and a
+    // `pgjobs limits set` meanwhile wins until it is cleared.
+    DemoJobs.limits().forEach((queue, limits) -> {
+      if (queues.containsKey(queue)) {
+        builder.limits(queue, limits);
+      }
+    });
     // listen_database_url: LISTEN on a direct connection (behind PgBouncer), or `off`: polling
     // only.
     if (settings.listenOff()) {

@@ -3,6 +3,7 @@ package io.pgjobs.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.cli.demo.WebhookDeliveryJob;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
@@ -209,6 +210,22 @@ class DemoProcessTest {
         .path("jobs");
     assertThat(webhooks.get(0).path("payload").path("url").asString())
         .isEqualTo(base + "/demo/webhook");
+    // Deliveries are limited per target host: the demo's workers declare it in code (so the
+    // dashboard's
+    // Queues page shows it), and each sample webhook carries its host, its partition.
+    assertThat(webhooks.get(0).path("payload").path("host").asString())
+        .isEqualTo(URI.create(base).getHost());
+    io.pgjobs.QueueLimitsStatus limits = io.pgjobs.JobClient.builder(db.dataSource())
+        .build()
+        .limitsStatus(WebhookDeliveryJob.QUEUE)
+        .orElseThrow();
+    assertThat(limits.limits()).isEqualTo(WebhookDeliveryJob.LIMITS);
+    assertThat(limits.limits().partitionBy()).isEqualTo("input.host");
+    assertThat(limits.limits().partitionConcurrency()).isEqualTo(2);
+    assertThat(limits.limits().partitionRate())
+        .isEqualTo(io.pgjobs.QueueLimits.Rate.of(5, Duration.ofSeconds(1)));
+    assertThat(limits.source()).isEqualTo("code");
+
     HttpResponse<String> enqueued = http.send(
         HttpRequest.newBuilder(URI.create(base + "/jobs"))
             .header("Content-Type", "application/json")

@@ -1,9 +1,11 @@
 package io.pgjobs.cli.demo;
 
 import io.pgjobs.JobType;
+import io.pgjobs.QueueLimits;
 import io.pgjobs.cli.config.Settings;
 import io.pgjobs.worker.JobWorker;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The four demo job kinds of seed 003, doing the real thing: {@code send_email} (SMTP),
@@ -23,6 +25,16 @@ public final class DemoJobs {
   public static List<JobType<?>> types() {
     return List.of(
         SendEmailJob.TYPE, ResizeImageJob.TYPE, SummarizeTextJob.TYPE, WebhookDeliveryJob.TYPE);
+  }
+
+  /**
+   * The limits the demo kinds' queues need, for {@code JobWorker.Builder.limits}: webhook deliveries per
+   * target host ({@link WebhookDeliveryJob#LIMITS} on {@value WebhookDeliveryJob#QUEUE}). Declared by every
+   * worker that runs them, so the limits hold (and the dashboard's Queues page shows them) however the
+   * fleet was started; limits set at run time win.
+   */
+  public static Map<String, QueueLimits> limits() {
+    return Map.of(WebhookDeliveryJob.QUEUE, WebhookDeliveryJob.LIMITS);
   }
 
   /** The four types with their handlers, configured from {@code settings} (SMTP server, webhook timeout). */

@@ -4,6 +4,7 @@ import io.pgjobs.DiscardJobException;
 import io.pgjobs.JobContext;
 import io.pgjobs.JobType;
 import io.pgjobs.PayloadValidator.FieldProblem;
+import io.pgjobs.QueueLimits;
 import io.pgjobs.worker.JobWorker;
 import java.io.IOException;
 import java.io.InputStream;
@@ -36,11 +37,17 @@ import tools.jackson.databind.json.JsonMapper;
  * {@value #SIGNATURE_HEADER}: the lowercase hex HMAC-SHA256 of the body's UTF-8 bytes keyed with the
  * secret. The receiver recomputes it to check the sender and the body.
  *
- * <p>Payload {@code {"url": "https://...", "body": {...} or "text", "secret": "..."}}; output
+ * <p>Payload {@code {"url": "https://...", "body": {...} or "text", "secret": "...", "host": "..."}}; output
  * {@code {"status": 200}}. Outcomes: 2xx succeeds; 5xx, 408, 429, a timeout or a connection failure
  * fails the attempt (retried with backoff); any other answer (3xx — redirects are not followed — or 4xx)
  * fails the job at once ({@link DiscardJobException}). Each request also carries
  * {@value #JOB_ID_HEADER} and {@value #ATTEMPT_HEADER}, so a receiver can drop a repeated delivery.
+ *
+ * <p>Deliveries run on their own queue, {@value #QUEUE}, limited per target host ({@link #LIMITS}: at most
+ * 2 at a time and 5 a second to one host, across every worker), so a burst of webhooks to one receiver
+ * neither overwhelms it nor holds up the deliveries to the others (hosts take turns). A job's host is the
+ * payload's {@code host} field, which the queue's rule {@code partition_by: "input.host"} reads when the
+ * job is enqueued.
  */
 public final class WebhookDeliveryJob {
   /**
@@ -51,11 +58,57 @@ public final class WebhookDeliveryJob {
    *     the payload's JSON it may be any JSON value: a string is sent as given, an object, array, number
    *     or boolean is sent as its JSON text
    * @param secret the HMAC key
+   * @param host the url's host, lowercase: the job's partition under {@link #LIMITS}. Optional in JSON
+   *     (null: taken from {@code url}); if given it must be the url's host. Java callers get it from the
+   *     url ({@link #WebhookDelivery(String, String, String)}); a JSON payload sent without it (the HTTP
+   *     API, {@code pgjobs enqueue}) is stored without it, and such jobs share one partition (the jobs of
+   *     no host), limited like one host, unless the enqueue names the partition itself
    */
   public record WebhookDelivery(
       String url,
       @JsonDeserialize(using = JsonValueAsText.class) String body,
-      String secret) {}
+      String secret,
+      String host) {
+    /** Fills {@code host} from {@code url} when it is not given. */
+    public WebhookDelivery {
+      if (host == null) {
+        host = hostOf(url);
+      }
+    }
+
+    /** A delivery to {@code url}, its host taken from it. */
+    public WebhookDelivery(String url, String body, String secret) {
+      this(url, body, secret, null);
+    }
+  }
+
+  /** The queue of webhook deliveries: {@value}. */
+  public static final String QUEUE = "webhooks";
+
+  /**
+   * The limits of {@link #QUEUE}, declared by the workers that run deliveries: one partition per target
+   * host ({@code input.host}), at most 2 deliveries to a host at once and 5 started a second (a receiver
+   * sees a steady trickle, not a burst), across the whole fleet. {@code pgjobs limits set webhooks ...}
+   * replaces them at run time.
+   */
+  public static final QueueLimits LIMITS = QueueLimits.builder()
+      .partitionBy("input.host")
+      .partitionConcurrency(2)
+      .partitionRate(5, Duration.ofSeconds(1))
+      .build();
+
+  /** The lowercase host of {@code url}, or null if it is not a URL with a host. */
+  public static String hostOf(String url) {
+    if (url == null) {
+      return null;
+    }
+    try {
+      String host = new URI(url.strip()).getHost();
+      return host == null ? null : host.toLowerCase(Locale.ROOT);
+    } catch (URISyntaxException e) {
+      return null;
+    }
+  }
 
   /** Reads any JSON value as text: a string as it is, anything else as its compact JSON. */
   static final class JsonValueAsText extends ValueDeserializer<String> {
@@ -78,6 +131,7 @@ public final class WebhookDeliveryJob {
   /** The job type, with payload validation. */
   public static final JobType<WebhookDelivery> TYPE = JobType.of(
           "webhook_delivery", WebhookDelivery.class)
+      .withQueue(QUEUE)
       .withValidator(WebhookDeliveryJob::validate);
 
   private static final JsonMapper JSON = JsonMapper.builder().build();
@@ -112,6 +166,12 @@ public final class WebhookDeliveryJob {
           problems.add("url", "must be an http or https URL, was '" + job.url() + "'");
         } else if (uri.getHost() == null) {
           problems.add("url", "must name a host, was '" + job.url() + "'");
+        } else if (job.host() != null && !job.host().equals(hostOf(job.url()))) {
+          // The host is the job's partition: one that is not the url's would escape its limits.
+          problems.add(
+              "host",
+              "must be the url's host, lowercase ('" + hostOf(job.url()) + "'), or left out, was '"
+                  + job.host() + "'");
         }
       } catch (URISyntaxException e) {
         problems.add("url", "is not a URL: " + e.getReason());

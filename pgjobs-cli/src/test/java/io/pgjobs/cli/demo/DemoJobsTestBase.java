@@ -54,12 +54,15 @@ abstract class DemoJobsTestBase {
 
   /** Starts a worker running the demo kinds configured with {@code settings} (setting name to text). */
   JobWorker startWorker(Map<String, String> settings) {
-    JobWorker worker = JobWorker.builder(db.dataSource())
+    JobWorker.Builder builder = JobWorker.builder(db.dataSource())
         .registerAll(DemoJobs.registrations(Settings.of(settings)))
         .queue("default", 4)
+        .queue(WebhookDeliveryJob.QUEUE, 4)
         .pollInterval(Duration.ofMillis(100))
-        .shutdownGrace(Duration.ofSeconds(5))
-        .build();
+        .shutdownGrace(Duration.ofSeconds(5));
+    // As `pgjobs work` and the demo declare them: deliveries limited per target host.
+    DemoJobs.limits().forEach(builder::limits);
+    JobWorker worker = builder.build();
     workers.add(worker);
     return worker.start();
   }

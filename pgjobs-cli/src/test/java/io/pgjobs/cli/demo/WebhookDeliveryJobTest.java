@@ -1,16 +1,22 @@
 package io.pgjobs.cli.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.pgjobs.EnqueueOptions;
+import io.pgjobs.InvalidPayloadException;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
+import io.pgjobs.QueueLimits;
+import io.pgjobs.QueueLimitsStatus;
 import io.pgjobs.cli.demo.WebhookDeliveryJob.WebhookDelivery;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -196,5 +202,103 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
     assertThat(job.errors())
         .singleElement()
         .satisfies(e -> assertThat(e.message()).contains("did not answer within 300 ms"));
+  }
+  /** The partition of a waiting job ({@code jobs.limit_key}), or null if it has none. */
+  private static String partitionKey(java.util.UUID id) {
+    try (var c = db.dataSource().getConnection();
+        var ps = c.prepareStatement("SELECT limit_key FROM pgjobs.jobs WHERE id = ?")) {
+      ps.setObject(1, id);
+      try (var rs = ps.executeQuery()) {
+        assertThat(rs.next()).as("job %s is waiting", id).isTrue();
+        return rs.getString(1);
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @Test
+  void theWorkersDeclareAtMostTwoDeliveriesAtOnceToOneHost() throws Exception {
+    startWorker(Map.of("webhook_timeout", "20s"));
+    QueueLimitsStatus declared = client.limitsStatus(WebhookDeliveryJob.QUEUE).orElseThrow();
+    assertThat(declared.limits())
+        .isEqualTo(QueueLimits.builder()
+            .partitionBy("input.host")
+            .partitionConcurrency(2)
+            .partitionRate(5, Duration.ofSeconds(1))
+            .build());
+    assertThat(declared.source()).isEqualTo("code");
+
+    List<java.util.UUID> ids = new java.util.ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      ids.add(client
+          .enqueue(WebhookDeliveryJob.TYPE, new WebhookDelivery(url("/slow"), "{}", "k"))
+          .job()
+          .id());
+    }
+    // Two start; the others wait for their host's turn, however many lanes the worker has free.
+    await().atMost(Duration.ofSeconds(30)).until(() -> received.size() == 2);
+    await()
+        .during(Duration.ofMillis(1500))
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> received.size() == 2);
+    QueueLimitsStatus.Partition host =
+        client.limitsStatus(WebhookDeliveryJob.QUEUE).orElseThrow().partitions().getFirst();
+    assertThat(host.partition()).isEqualTo("127.0.0.1");
+    assertThat(host.running()).isEqualTo(2);
+    assertThat(host.waiting()).isEqualTo(2);
+    assertThat(host.waitingFor()).isEqualTo(QueueLimitsStatus.PARTITION_BUSY);
+
+    release.countDown();
+    ids.forEach(id -> awaitState(id, JobState.SUCCEEDED));
+    assertThat(received).hasSize(4);
+  }
+
+  @Test
+  void aDeliveryIsPartitionedByItsHostHoweverItIsEnqueued() {
+    // No worker: the queue's rule as the demo's workers declare it, set here so the jobs stay
+    // waiting.
+    client.setLimits(WebhookDeliveryJob.QUEUE, DemoJobs.limits().get(WebhookDeliveryJob.QUEUE));
+    try {
+      // In Java: the host comes from the url, lowercase, and is stored in the payload.
+      Job typed = client
+          .enqueue(
+              WebhookDeliveryJob.TYPE,
+              new WebhookDelivery("https://A.Example:8443/hooks", "{}", "k"))
+          .job();
+      assertThat(typed.queue()).isEqualTo(WebhookDeliveryJob.QUEUE);
+      assertThat(typed.payload().path("host").asString()).isEqualTo("a.example");
+      assertThat(partitionKey(typed.id())).isEqualTo("a.example");
+
+      // As the HTTP API and `pgjobs enqueue` do: a JSON payload with its host.
+      Job byName = client
+          .enqueue(
+              "webhook_delivery",
+              Map.of("url", "http://b.example/x", "body", "{}", "secret", "k", "host", "b.example"),
+              EnqueueOptions.DEFAULTS)
+          .job();
+      assertThat(byName.queue()).isEqualTo(WebhookDeliveryJob.QUEUE);
+      assertThat(partitionKey(byName.id())).isEqualTo("b.example");
+
+      // Without it: the partition of the jobs of no host, limited like one host.
+      Job hostless = client
+          .enqueue(
+              "webhook_delivery",
+              Map.of("url", "http://b.example/x", "body", "{}", "secret", "k"),
+              EnqueueOptions.DEFAULTS)
+          .job();
+      assertThat(partitionKey(hostless.id())).isEqualTo("");
+
+      // A host that is not the url's would escape its host's limits: refused.
+      assertThatThrownBy(() -> client.enqueue(
+              "webhook_delivery",
+              Map.of("url", "http://b.example/x", "body", "{}", "secret", "k", "host", "c.example"),
+              EnqueueOptions.DEFAULTS))
+          .isInstanceOf(InvalidPayloadException.class)
+          .hasMessageContaining("host")
+          .hasMessageContaining("must be the url's host, lowercase ('b.example')");
+    } finally {
+      client.clearLimits(WebhookDeliveryJob.QUEUE);
+    }
   }
 }
