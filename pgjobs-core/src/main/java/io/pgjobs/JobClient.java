@@ -538,7 +538,20 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     if (payload != null) {
       type.validate(payload);
     }
-    return newJob(type.name(), type, codec.encodePayload(payload), options);
+    return partitioned(
+        newJob(type.name(), type, codec.encodePayload(payload), options), type, payload);
+  }
+
+  /**
+   * {@code job} in the partition its type computes from {@code payload} ({@link JobType#withPartition}),
+   * unless the enqueue gave one.
+   */
+  private static <P> NewJob partitioned(NewJob job, JobType<P> type, P payload) {
+    if (job.limitKey() != null || type == null || payload == null) {
+      return job;
+    }
+    String key = type.partitionOf(payload);
+    return key == null ? job : job.withLimitKey(key);
   }
 
   private NewJob newJobByName(String typeName, Object payload, EnqueueOptions options) {
@@ -551,6 +564,10 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
       // ignored.
       Object decoded = codec.decodeStrict(json, known.payloadClass(), typeName);
       known.validateUnchecked(decoded);
+      NewJob job = newJob(typeName, known, json, options);
+      String key =
+          job.limitKey() != null || decoded == null ? null : known.partitionOfUnchecked(decoded);
+      return key == null ? job : job.withLimitKey(key);
     }
     return newJob(typeName, known, json, options);
   }
@@ -572,7 +589,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
       if (payload != null) {
         type.validate(payload);
       }
-      jobs.add(newJob(type.name(), type, codec.encodePayload(payload), opts));
+      jobs.add(partitioned(
+          newJob(type.name(), type, codec.encodePayload(payload), opts), type, payload));
     }
     return jobs;
   }

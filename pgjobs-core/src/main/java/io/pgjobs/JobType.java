@@ -57,6 +57,8 @@ public final class JobType<P> {
   private final P example;
   private final UniqueOptions unique;
   private final String capability;
+  private final java.util.function.Function<? super P, String> partitionOf;
+  private final QueueLimits limits;
 
   private JobType(
       String name,
@@ -70,7 +72,9 @@ public final class JobType<P> {
       String idempotencyKeyFrom,
       P example,
       UniqueOptions unique,
-      String capability) {
+      String capability,
+      java.util.function.Function<? super P, String> partitionOf,
+      QueueLimits limits) {
     this.name = requireName("type", name);
     this.payloadClass = Objects.requireNonNull(payloadClass, "payloadClass");
     this.queue = requireName("queue", queue);
@@ -94,6 +98,8 @@ public final class JobType<P> {
     }
     this.unique = unique;
     this.capability = capability == null ? null : requireCapability("capability", capability);
+    this.partitionOf = partitionOf;
+    this.limits = limits;
   }
 
   /**
@@ -116,6 +122,8 @@ public final class JobType<P> {
           null,
           null,
           null,
+          null,
+          null,
           null);
     }
     return new JobType<>(
@@ -132,7 +140,9 @@ public final class JobType<P> {
         defaults.idempotencyKey().isEmpty() ? null : defaults.idempotencyKey(),
         null,
         uniqueOf(defaults.unique(), payloadClass),
-        defaults.capability().isEmpty() ? null : capabilityOf(defaults.capability(), payloadClass));
+        defaults.capability().isEmpty() ? null : capabilityOf(defaults.capability(), payloadClass),
+        null,
+        null);
   }
 
   /**
@@ -200,7 +210,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /** A copy with another default priority. */
@@ -217,7 +229,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /** A copy with another default for maximum attempts (at least 1). */
@@ -234,7 +248,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /** A copy with another retry policy. */
@@ -251,7 +267,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /** A copy with another timeout per attempt (positive, at most {@link #MAX_TIMEOUT}). */
@@ -268,7 +286,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /** A copy that checks payloads with {@code validator} before they are stored. */
@@ -285,7 +305,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /**
@@ -309,7 +331,9 @@ public final class JobType<P> {
         Objects.requireNonNull(field, "field"),
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /** The payload field (or JSON pointer) jobs of this type take their idempotency key from, or null. */
@@ -337,7 +361,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /**
@@ -359,7 +385,9 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         Objects.requireNonNull(unique, "unique"),
-        capability);
+        capability,
+        partitionOf,
+        limits);
   }
 
   /** The type's default uniqueness rule, or null for none. */
@@ -386,7 +414,97 @@ public final class JobType<P> {
         idempotencyKeyFrom,
         example,
         unique,
-        capability);
+        capability,
+        partitionOf,
+        limits);
+  }
+
+  /**
+   * A copy whose jobs get their partition ({@link QueueLimits}) from their payload: {@code partitionOf}
+   * is applied when a job is enqueued (typed, or by name by a client that knows this type, as the HTTP API's
+   * does) unless the enqueue gives a partition itself ({@link EnqueueOptions.Builder#partition}); it wins
+   * over the queue's {@code partitionBy} rule. A null result, or more than 255 characters, is refused at
+   * enqueue. Use it for a key the payload does not hold as one field: the host of a URL, a tenant derived
+   * from an id.
+   */
+  public JobType<P> withPartition(java.util.function.Function<? super P, String> partitionOf) {
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability,
+        Objects.requireNonNull(partitionOf, "partitionOf"),
+        limits);
+  }
+
+  /**
+   * A copy that declares its queue's limits ({@link QueueLimits}): a worker that registers it applies them
+   * to {@link #queue()} when it starts, as {@code JobWorker.Builder.limits} does (limits set at run time
+   * win until cleared; {@code JobWorker.Builder.limits} for the same queue wins over this).
+   */
+  public JobType<P> withLimits(QueueLimits limits) {
+    return new JobType<>(
+        name,
+        payloadClass,
+        queue,
+        priority,
+        maxAttempts,
+        retryPolicy,
+        timeout,
+        validator,
+        idempotencyKeyFrom,
+        example,
+        unique,
+        capability,
+        partitionOf,
+        Objects.requireNonNull(limits, "limits"));
+  }
+
+  /** The limits this type declares for its queue ({@link #withLimits}), if any. */
+  public java.util.Optional<QueueLimits> limits() {
+    return java.util.Optional.ofNullable(limits);
+  }
+
+  /**
+   * This type's partition of {@code payload} ({@link #withPartition}), or null if the type has no partition
+   * function.
+   *
+   * @throws InvalidJobException if the function fails, returns null or more than 255 characters
+   */
+  public String partitionOf(P payload) {
+    if (partitionOf == null) {
+      return null;
+    }
+    String key;
+    try {
+      key = partitionOf.apply(payload);
+    } catch (RuntimeException e) {
+      throw new InvalidJobException(
+          "partition", "job type '" + name + "' could not compute it: " + e.getMessage());
+    }
+    if (key == null || key.length() > EnqueueOptions.MAX_PARTITION_LENGTH) {
+      throw new InvalidJobException(
+          "partition",
+          "job type '" + name + "' computed "
+              + (key == null ? "none" : key.length() + " characters") + "; allowed: 0 to "
+              + EnqueueOptions.MAX_PARTITION_LENGTH + " characters");
+    }
+    return key;
+  }
+
+  /** Internal: {@link #partitionOf} for a payload read by name. */
+  String partitionOfUnchecked(Object payload) {
+    @SuppressWarnings("unchecked")
+    P typed = (P) payload;
+    return partitionOf(typed);
   }
 
   /** The capability jobs of this type need by default, or null if any worker may run them. */

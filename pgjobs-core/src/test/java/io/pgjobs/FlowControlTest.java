@@ -441,6 +441,37 @@ class FlowControlTest extends PgJobsTestBase {
   }
 
   @Test
+  void aTypeComputesItsJobsPartitionsAndDeclaresItsQueuesLimits() {
+    QueueLimits limits =
+        QueueLimits.builder().partitionBy("partition").partitionConcurrency(1).build();
+    JobType<Work> typed =
+        WORK.withPartition(w -> "acct:" + w.account().toUpperCase()).withLimits(limits);
+    JobClient byName = JobClient.builder(db.dataSource()).knownTypes(typed).build();
+
+    client.enqueue(typed, new Work("a", 1, 0, 0));
+    byName.enqueue(
+        "flow_work",
+        Map.of("account", "b", "n", 2, "sleepMs", 0, "failures", 0),
+        EnqueueOptions.DEFAULTS);
+    client.enqueueAll(typed, List.of(new Work("c", 3, 0, 0)), EnqueueOptions.DEFAULTS);
+    client.enqueue(
+        typed,
+        new Work("d", 4, 0, 0),
+        EnqueueOptions.builder().partition("given").build());
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM pgjobs.jobs WHERE limit_key IN ('acct:A', 'acct:B', 'acct:C', 'given')"))
+        .as("computed by the type (typed, by name, in bulk), unless given at enqueue")
+        .isEqualTo(4);
+    assertThatThrownBy(() -> client.enqueue(WORK.withPartition(w -> null), new Work("e", 5, 0, 0)))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("partition");
+
+    start(worker().register(typed, (ctx, w) -> null).queue("limited", 2));
+    assertThat(client.limits("limited")).contains(limits);
+  }
+
+  @Test
   void aDeclaredLimitDoesNotReplaceOneSetAtRunTime() {
     client.setLimits("limited", QueueLimits.builder().globalConcurrency(2).build());
     start(worker()

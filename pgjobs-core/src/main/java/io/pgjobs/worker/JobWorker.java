@@ -146,7 +146,13 @@ public final class JobWorker implements AutoCloseable {
     this.replicationCheckSource = root.dataSource();
     this.workerId = b.workerId != null ? b.workerId : defaultWorkerId();
     this.recurring = List.copyOf(b.recurring.values());
-    this.declaredLimits = Map.copyOf(b.limits);
+    // Limits declared by registered types (JobType.withLimits), then the builder's own, which win.
+    Map<String, io.pgjobs.QueueLimits> declared = new LinkedHashMap<>();
+    b.handlers
+        .values()
+        .forEach(r -> r.type().limits().ifPresent(l -> declared.put(r.type().queue(), l)));
+    declared.putAll(b.limits);
+    this.declaredLimits = Map.copyOf(declared);
     this.limitsStore = new io.pgjobs.store.LimitsStore(root.dataSource(), root.schema());
     this.recurringStore = root.recurringStore();
     this.store = root.adminStore();
