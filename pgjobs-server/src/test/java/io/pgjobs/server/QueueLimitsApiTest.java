@@ -497,6 +497,32 @@ class QueueLimitsApiTest {
   }
 
   @Test
+  void theDocumentedRequestSchemaAndTheServerAgreeOnTheShapeOfALimitsBody() {
+    String q = queue("shape");
+    assertThat(api.post("/jobs", job("n", q)).status()).isEqualTo(201);
+    // Nulls mean "left out", in the document as in the server.
+    String accepted = "{\"global_concurrency\": 2, \"rate\": {\"limit\": 5, \"period\": \"1s\","
+        + " \"burst\": null}, \"partition_by\": null, \"partition_concurrency\": null,"
+        + " \"partition_rate\": null}";
+    assertThat(spec.requestProblems(
+            "PUT", "/queues/{name}/limits", ApiTestSupport.JSON.readTree(accepted)))
+        .isEmpty();
+    assertThat(put("/queues/" + q + "/limits", accepted).status()).isEqualTo(200);
+    // What the document's shape forbids, the server refuses with 400.
+    for (String shape : List.of(
+        "{\"global_concurrency\": \"2\"}",
+        "{\"rate\": {\"limit\": 5, \"period\": \"1s\", \"per\": 1}}",
+        "{\"rate\": {\"limit\": 5, \"period\": 1000}}",
+        "{\"max_running\": 1}")) {
+      assertThat(spec.requestProblems(
+              "PUT", "/queues/{name}/limits", ApiTestSupport.JSON.readTree(shape)))
+          .as(shape)
+          .isNotEmpty();
+      assertThat(put("/queues/" + q + "/limits", shape).status()).as(shape).isEqualTo(400);
+    }
+  }
+
+  @Test
   void aRefusedPutLeavesTheLimitsThatWereThere() {
     String q = queue("kept");
     assertThat(api.post("/jobs", job("n", q)).status()).isEqualTo(201);
