@@ -47,7 +47,8 @@ public final class JobsApi {
       "context",
       "timeout_ms",
       "unique",
-      "capability");
+      "capability",
+      "partition");
   private static final Set<String> ENQUEUE_FIELDS = fields("type", "kind", "payload");
   private static final Set<String> DISPATCH_FIELDS = fields("args");
   private static final Set<String> BULK_FIELDS =
@@ -185,6 +186,13 @@ public final class JobsApi {
       } catch (io.pgjobs.InvalidJobException e) {
         body.reject("capability", e.getMessage().substring(e.field().length() + 2));
       }
+    }
+    // The job's partition in a partitioned queue (its per-partition limits and turn), instead of
+    // the
+    // one the queue's partition_by gives it; any text up to the column's length.
+    String partition = body.text("partition", false, EnqueueOptions.MAX_PARTITION_LENGTH);
+    if (partition != null) {
+      b.partition(partition);
     }
     String key = ctx.header(IDEMPOTENCY_KEY);
     if (key != null) {

@@ -112,7 +112,11 @@ public final class JsonBody {
 
   /** A string member; null when absent or null. */
   public String text(String field, boolean required, int maxLength) {
-    JsonNode value = node.get(field);
+    return text(field, node.get(field), required, maxLength);
+  }
+
+  /** {@code value} (a member of a nested object, named {@code field} in problems) as a string; null when absent or null. */
+  public String text(String field, JsonNode value, boolean required, int maxLength) {
     if (value == null || value.isNull()) {
       if (required) {
         invalid.add(new FieldError(field, "is required"));
@@ -134,7 +138,14 @@ public final class JsonBody {
 
   /** An integer member within {@code [min, max]}; null when absent or null. */
   public Long integer(String field, long min, long max) {
-    JsonNode value = node.get(field);
+    return integer(field, node.get(field), min, max);
+  }
+
+  /**
+   * {@code value} (a member of a nested object, named {@code field} in problems: {@code rate.limit}) as an
+   * integer within {@code [min, max]}; null when absent or null.
+   */
+  public Long integer(String field, JsonNode value, long min, long max) {
     if (value == null || value.isNull()) {
       return null;
     }

@@ -1,0 +1,129 @@
+package io.pgjobs.server.dashboard;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pgjobs.JobState;
+import io.pgjobs.QueueLimits;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.openqa.selenium.WebElement;
+
+/**
+ * The Queues page's flow-control limits (issue 29) in a real headless Chromium against a real server,
+ * database and worker: limits, usage and why jobs wait, shown live, and the "Edit limits" form.
+ */
+class QueueLimitsDashboardTest extends BrowserTest {
+  /** How soon a change made elsewhere must show: the page polls every 2 s, limits are 1 s old at most. */
+  static final Duration SHOWS_WITHIN = Duration.ofSeconds(8);
+
+  private static int put(String path, String json) throws Exception {
+    try (HttpClient http = HttpClient.newHttpClient()) {
+      HttpRequest request = HttpRequest.newBuilder(
+              URI.create("http://127.0.0.1:" + app.server.port() + path))
+          .header("Content-Type", "application/json")
+          .PUT(HttpRequest.BodyPublishers.ofString(json))
+          .build();
+      return http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
+    }
+  }
+
+  private static String row(String queue) {
+    return "#queues-admin-table tr[data-queue='" + queue + "']";
+  }
+
+  @Test
+  void aLimitLoweredThroughTheApiShowsOnTheQueuesPageWithUsageWhyJobsWaitAndBusiestPartitions()
+      throws Exception {
+    String queue = "reports";
+    assertThat(
+            put(
+                "/queues/" + queue + "/limits",
+                "{\"global_concurrency\": 3, \"partition_by\": \"input.key\","
+                    + " \"partition_concurrency\": 2, \"partition_rate\": {\"limit\": 5, \"period\": \"1s\"}}"))
+        .isEqualTo(200);
+    List<UUID> jobs = new ArrayList<>();
+    for (String key : List.of("a", "a", "a", "b")) {
+      jobs.add(app.enqueue("block", key, queue));
+    }
+    try {
+      browser.open(app.url("/queues"));
+      // a runs two (its partition's limit), b one: the queue's three; the third a waits.
+      browser.waitForText(row(queue) + " .limits-usage", "3 of 3 running · 1 waiting");
+      assertThat(browser.find(row(queue) + " .limits-summary").getText())
+          .isEqualTo("3 at once · per input.key: 2 at once, 5/s");
+      assertThat(browser.find(row(queue) + " .limit-why").getText()).isEqualTo("at global limit");
+      WebElement a = browser.find(row(queue) + " table.partitions tr[data-partition='a']");
+      assertThat(a.getText()).isEqualTo("a 2 1 partition busy");
+      assertThat(browser
+              .find(row(queue) + " table.partitions tr[data-partition='b']")
+              .getText())
+          .isEqualTo("b 1 0 –");
+
+      long start = System.nanoTime();
+      assertThat(
+              put(
+                  "/queues/" + queue + "/limits",
+                  "{\"global_concurrency\": 2, \"partition_by\": \"input.key\","
+                      + " \"partition_concurrency\": 2, \"partition_rate\": {\"limit\": 5, \"period\": \"1s\"}}"))
+          .isEqualTo(200);
+      browser.waitForText(row(queue) + " .limits-summary", "2 at once ·");
+      assertThat(Duration.ofNanos(System.nanoTime() - start))
+          .as("the lowered limit shows without a reload or a job event")
+          .isLessThan(SHOWS_WITHIN);
+      assertThat(browser.find(row(queue) + " .limits-usage").getText())
+          .startsWith("3 of 2 running");
+      assertThat(browser.find(row(queue) + " .limit-why").getText()).isEqualTo("at global limit");
+    } finally {
+      jobs.forEach(app.client::cancel);
+      app.client.clearLimits(queue);
+    }
+  }
+
+  @Test
+  void theEditLimitsFormShowsARefusalInPlaceThenSetsAndRemovesTheLimits() {
+    String queue = "images";
+    app.awaitState(app.enqueue("ok", "img", queue), JobState.SUCCEEDED);
+    browser.open(app.url("/queues"));
+    browser.waitForText(row(queue) + " td.limits", "none");
+
+    browser.click(row(queue) + " button.edit-limits");
+    String form = "tr.limits-edit[data-editing='" + queue + "'] form";
+    browser.visible(form + " input[name='global_concurrency']").sendKeys("0");
+    browser.expectFailedRequest("/queues/" + queue + "/limits", 422);
+    browser.find(form + " button.save-limits").click();
+    browser.waitForText(form + " .limits-problem", "between 1 and 100000, was 0");
+    assertThat(browser.find(form + " .limits-problem").getText())
+        .contains("422", "global_concurrency");
+    assertThat(app.client.limits(queue)).isEmpty();
+
+    WebElement global = browser.find(form + " input[name='global_concurrency']");
+    global.clear();
+    global.sendKeys("5");
+    browser.find(form + " input[name='rate_limit']").sendKeys("10");
+    browser.find(form + " input[name='rate_period']").sendKeys("1s");
+    browser.find(form + " button.save-limits").click();
+    browser.waitForText("#action-result", "limits are set");
+    browser.waitForText(row(queue) + " .limits-summary", "5 at once · 10/s");
+    assertThat(browser.findAll("tr.limits-edit")).isEmpty();
+    assertThat(app.client.limits(queue))
+        .contains(QueueLimits.builder()
+            .globalConcurrency(5)
+            .rate(10, Duration.ofSeconds(1))
+            .build());
+
+    browser.click(row(queue) + " button.edit-limits");
+    assertThat(browser.visible(form + " input[name='rate_period']").getAttribute("value"))
+        .isEqualTo("1s");
+    browser.find(form + " button.remove-limits").click();
+    browser.waitForText("#action-result", "has no limits now");
+    browser.waitForText(row(queue) + " td.limits", "none");
+    assertThat(app.client.limits(queue)).isEmpty();
+  }
+}
