@@ -472,6 +472,34 @@ class FlowControlTest extends PgJobsTestBase {
   }
 
   @Test
+  void aClientThatDoesNotKnowTheTypeKeysItsJobByTheQueuesRule() {
+    client.setLimits(
+        "limited", QueueLimits.builder().partitionBy("input.account").build());
+    JobClient other = JobClient.builder(db.dataSource()).build();
+    java.util.UUID with = other
+        .enqueue(
+            "flow_work",
+            Map.of("account", "x"),
+            EnqueueOptions.builder().queue("limited").build())
+        .job()
+        .id();
+    java.util.UUID without = other
+        .enqueue(
+            "flow_work",
+            Map.of("n", 1),
+            EnqueueOptions.builder().queue("limited").build())
+        .job()
+        .id();
+    assertThat(
+            count("SELECT count(*) FROM pgjobs.jobs WHERE limit_key = 'x' AND id = '" + with + "'"))
+        .isEqualTo(1);
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.jobs WHERE limit_key = '' AND id = '" + without + "'"))
+        .as("a field that is missing: partition \"\"")
+        .isEqualTo(1);
+  }
+
+  @Test
   void aDeclaredLimitDoesNotReplaceOneSetAtRunTime() {
     client.setLimits("limited", QueueLimits.builder().globalConcurrency(2).build());
     start(worker()

@@ -83,7 +83,7 @@ class LimitsCommandTest {
         "5/s");
     assertThat(set.out())
         .contains("limits of queue webhooks set: at most 50 running, 100/1m (burst 20);"
-            + " per input.host: 2 running, 5/1s (burst 1)");
+            + " per input.host: 2 running, 5/1s (burst 2)");
     assertThat(client.limits("webhooks"))
         .contains(QueueLimits.builder()
             .globalConcurrency(50)

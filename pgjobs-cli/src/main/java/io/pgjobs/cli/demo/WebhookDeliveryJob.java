@@ -45,9 +45,10 @@ import tools.jackson.databind.json.JsonMapper;
  *
  * <p>Deliveries run on their own queue, {@value #QUEUE}, limited per target host ({@link #LIMITS}: at most
  * 2 at a time and 5 a second to one host, across every worker), so a burst of webhooks to one receiver
- * neither overwhelms it nor holds up the deliveries to the others (hosts take turns). A job's host is the
- * payload's {@code host} field, which the queue's rule {@code partition_by: "input.host"} reads when the
- * job is enqueued.
+ * neither overwhelms it nor holds up the deliveries to the others (hosts take turns). A job's partition is its host:
+ * computed by the type from the payload ({@code JobType.withPartition}) when the enqueuing client knows the
+ * type, else the payload's {@code host} field, which the queue's rule {@code partition_by: "input.host"}
+ * reads.
  */
 public final class WebhookDeliveryJob {
   /**
@@ -60,9 +61,11 @@ public final class WebhookDeliveryJob {
    * @param secret the HMAC key
    * @param host the url's host, lowercase: the job's partition under {@link #LIMITS}. Optional in JSON
    *     (null: taken from {@code url}); if given it must be the url's host. Java callers get it from the
-   *     url ({@link #WebhookDelivery(String, String, String)}); a JSON payload sent without it (the HTTP
-   *     API, {@code pgjobs enqueue}) is stored without it, and such jobs share one partition (the jobs of
-   *     no host), limited like one host, unless the enqueue names the partition itself
+   *     url ({@link #WebhookDelivery(String, String, String)}); a JSON payload sent without it is stored
+   *     without it, and its partition is still its host when the enqueuing client knows this type (the
+   *     type computes it, {@code JobType.withPartition}); a client that does not (another service) leaves
+   *     it to the queue's rule, and such jobs share one partition (the jobs of no host), limited like one
+   *     host, unless the enqueue names the partition itself
    */
   public record WebhookDelivery(
       String url,
@@ -132,7 +135,12 @@ public final class WebhookDeliveryJob {
   public static final JobType<WebhookDelivery> TYPE = JobType.of(
           "webhook_delivery", WebhookDelivery.class)
       .withQueue(QUEUE)
-      .withValidator(WebhookDeliveryJob::validate);
+      .withValidator(WebhookDeliveryJob::validate)
+      // The host as the job's partition, computed from the payload as read (its url's host when the
+      // JSON
+      // has no host field): a client that knows this type (the demo's API server does) partitions a
+      // delivery by its host even when the JSON sent leaves the field out.
+      .withPartition(d -> d.host() == null ? "" : d.host());
 
   private static final JsonMapper JSON = JsonMapper.builder().build();
 

@@ -280,14 +280,29 @@ class WebhookDeliveryJobTest extends DemoJobsTestBase {
       assertThat(byName.queue()).isEqualTo(WebhookDeliveryJob.QUEUE);
       assertThat(partitionKey(byName.id())).isEqualTo("b.example");
 
-      // Without it: the partition of the jobs of no host, limited like one host.
+      // Without it, by a client that knows the type (the demo's API server): the type computes the
+      // partition from the payload as read, the url's host.
       Job hostless = client
           .enqueue(
               "webhook_delivery",
               Map.of("url", "http://b.example/x", "body", "{}", "secret", "k"),
               EnqueueOptions.DEFAULTS)
           .job();
-      assertThat(partitionKey(hostless.id())).isEqualTo("");
+      assertThat(partitionKey(hostless.id())).isEqualTo("b.example");
+
+      // Without it, by a client that does not know the type (another service, naming the queue):
+      // the queue's rule
+      // finds
+      // no host field, and the job joins the partition of the jobs of no host, limited like one
+      // host.
+      Job unknownType = io.pgjobs.JobClient.builder(db.dataSource())
+          .build()
+          .enqueue(
+              "webhook_delivery",
+              Map.of("url", "http://b.example/x", "body", "{}", "secret", "k"),
+              EnqueueOptions.builder().queue(WebhookDeliveryJob.QUEUE).build())
+          .job();
+      assertThat(partitionKey(unknownType.id())).isEqualTo("");
 
       // A host that is not the url's would escape its host's limits: refused.
       assertThatThrownBy(() -> client.enqueue(
