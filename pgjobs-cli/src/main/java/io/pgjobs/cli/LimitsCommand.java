@@ -50,7 +50,7 @@ final class LimitsCommand extends Subcommand {
           + " (limit 1 to " + QueueLimits.MAX_RATE
           + "; period 1ms to 24h: 500ms, 1s, 1m, 1h, or a bare"
           + " unit: 5/s; burst 1 to " + QueueLimits.MAX_RATE
-          + ", default: the starts of 200 ms, at least 1)";
+          + ", default: the starts of 200 ms, at least 2 and at most the limit)";
 
   @Override
   public Integer call() {

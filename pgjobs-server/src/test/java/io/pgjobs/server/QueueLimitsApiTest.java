@@ -107,8 +107,8 @@ class QueueLimitsApiTest {
     JsonNode l = put.json();
     assertThat(l.path("global_concurrency").asInt()).isEqualTo(10);
     assertThat(l.path("rate").toString())
-        .as("burst left out: the default, 200 ms of 100 a minute rounded up")
-        .isEqualTo("{\"limit\":100,\"period\":\"1m\",\"burst\":1}");
+        .as("burst left out: the default, 200 ms of 100 a minute, at least 2")
+        .isEqualTo("{\"limit\":100,\"period\":\"1m\",\"burst\":2}");
     assertThat(l.path("partition_by").asString()).isEqualTo("input.note");
     assertThat(l.path("partition_concurrency").asInt()).isEqualTo(2);
     assertThat(l.path("partition_rate").toString())

@@ -131,6 +131,14 @@ final class DashboardBrowser implements AutoCloseable {
         .until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector(css)));
   }
 
+  /**
+   * The text of the element matching {@code css}, found again if a live update re-rendered it between the
+   * find and the read.
+   */
+  String text(String css) {
+    return waitFor(d -> d.findElement(By.cssSelector(css)).getText());
+  }
+
   /** Waits until the element's text contains {@code text}. */
   void waitForText(String css, String text) {
     waitFor(d -> d.findElement(By.cssSelector(css)).getText().contains(text));

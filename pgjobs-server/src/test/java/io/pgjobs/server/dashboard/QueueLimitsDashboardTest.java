@@ -56,14 +56,12 @@ class QueueLimitsDashboardTest extends BrowserTest {
       browser.open(app.url("/queues"));
       // a runs two (its partition's limit), b one: the queue's three; the third a waits.
       browser.waitForText(row(queue) + " .limits-usage", "3 of 3 running · 1 waiting");
-      assertThat(browser.find(row(queue) + " .limits-summary").getText())
+      assertThat(browser.text(row(queue) + " .limits-summary"))
           .isEqualTo("3 at once · per input.key: 2 at once, 5/s");
-      assertThat(browser.find(row(queue) + " .limit-why").getText()).isEqualTo("at global limit");
-      WebElement a = browser.find(row(queue) + " table.partitions tr[data-partition='a']");
-      assertThat(a.getText()).isEqualTo("a 2 1 partition busy");
-      assertThat(browser
-              .find(row(queue) + " table.partitions tr[data-partition='b']")
-              .getText())
+      assertThat(browser.text(row(queue) + " .limit-why")).isEqualTo("at global limit");
+      assertThat(browser.text(row(queue) + " table.partitions tr[data-partition='a']"))
+          .isEqualTo("a 2 1 partition busy");
+      assertThat(browser.text(row(queue) + " table.partitions tr[data-partition='b']"))
           .isEqualTo("b 1 0 –");
 
       long start = System.nanoTime();
@@ -77,9 +75,8 @@ class QueueLimitsDashboardTest extends BrowserTest {
       assertThat(Duration.ofNanos(System.nanoTime() - start))
           .as("the lowered limit shows without a reload or a job event")
           .isLessThan(SHOWS_WITHIN);
-      assertThat(browser.find(row(queue) + " .limits-usage").getText())
-          .startsWith("3 of 2 running");
-      assertThat(browser.find(row(queue) + " .limit-why").getText()).isEqualTo("at global limit");
+      assertThat(browser.text(row(queue) + " .limits-usage")).startsWith("3 of 2 running");
+      assertThat(browser.text(row(queue) + " .limit-why")).isEqualTo("at global limit");
     } finally {
       jobs.forEach(app.client::cancel);
       app.client.clearLimits(queue);
@@ -99,8 +96,7 @@ class QueueLimitsDashboardTest extends BrowserTest {
     browser.expectFailedRequest("/queues/" + queue + "/limits", 422);
     browser.find(form + " button.save-limits").click();
     browser.waitForText(form + " .limits-problem", "between 1 and 100000, was 0");
-    assertThat(browser.find(form + " .limits-problem").getText())
-        .contains("422", "global_concurrency");
+    assertThat(browser.text(form + " .limits-problem")).contains("422", "global_concurrency");
     assertThat(app.client.limits(queue)).isEmpty();
 
     WebElement global = browser.find(form + " input[name='global_concurrency']");
