@@ -342,6 +342,24 @@ public final class BenchRunner {
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_TWO_PROCESSES, 2));
         }
         case W3S -> w3s(ds, pgjobs, pgSchema, run, jobs, out);
+        case W3L -> {
+          out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
+          out.accept(pgjobs.w3Limited(
+              run,
+              jobs,
+              "global concurrency 10,000 (above the lanes)",
+              io.pgjobs.QueueLimits.builder().globalConcurrency(10_000).build(),
+              0));
+          out.accept(pgjobs.w3Limited(
+              run,
+              jobs,
+              "1,000 partitions, 2 at a time each",
+              io.pgjobs.QueueLimits.builder()
+                  .partitionBy("partition")
+                  .partitionConcurrency(2)
+                  .build(),
+              1_000));
+        }
         case W5 -> throw new IllegalArgumentException("W5 runs through w5(options, runs, sink)");
         case W4 -> {
           RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);

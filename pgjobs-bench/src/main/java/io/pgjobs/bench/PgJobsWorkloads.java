@@ -82,6 +82,26 @@ final class PgJobsWorkloads {
     return drainWithProcesses(w, run, jobs, label, processes, null);
   }
 
+  /**
+   * W3 under limits: {@code limits} set on queue {@code default} (none: cleared), the jobs enqueued with
+   * {@code partitions} partitions ({@code n % partitions}; 0: none), then the one-process drain. The limits
+   * are cleared afterwards.
+   */
+  BenchResult w3Limited(
+      int run, int jobs, String label, io.pgjobs.QueueLimits limits, int partitions)
+      throws Exception {
+    pause();
+    client.setLimits(JobType.DEFAULT_QUEUE, limits);
+    try {
+      JobType<Noop> type =
+          partitions > 0 ? NOOP.withPartition(p -> "p" + (p.n() % partitions)) : NOOP;
+      client.enqueueAll(type, payloads(jobs), EnqueueOptions.DEFAULTS);
+      return drainWithProcesses(Workload.W3L, run, jobs, label, 1, null);
+    } finally {
+      client.clearLimits(JobType.DEFAULT_QUEUE);
+    }
+  }
+
   /** Pauses queue {@code default}: jobs enqueued now wait for {@link #drainWithProcesses}. */
   void pause() {
     client.pauseQueue(JobType.DEFAULT_QUEUE);

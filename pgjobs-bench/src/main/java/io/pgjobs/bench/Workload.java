@@ -20,6 +20,12 @@ public enum Workload {
    * 1,000,000 finished ones, against the same drain on empty tables in the same run.
    */
   W3S("drain, 5M scheduled + 1M finished jobs in the tables", 50_000, false),
+  /**
+   * W3 under flow control (issue 29): the one-process drain of 50,000 no-op jobs without limits (the
+   * reference, same run), with a global concurrency above the worker's lanes, and with 1,000 partitions
+   * each limited to 2 at a time. Only when named.
+   */
+  W3L("drain under flow control", 50_000, false),
   /** Latency from enqueue to handler start, 200 jobs 50 ms apart, idle worker. */
   W4("latency", 200),
   /**

@@ -470,10 +470,7 @@ final class QueuePoller implements BackgroundService {
     }
     int free = slots.availablePermits();
     int inBuffer = buffered.get();
-    if (isLimited()) {
-      return claimLimited(connection, free, inBuffer);
-    }
-    limitedShort = false;
+
     // Claim when slots are free and nothing waits for them, or when the prefetch runs low.
     boolean due = (free > 0 && inBuffer == 0) || (prefetch > 0 && inBuffer * 2 < prefetch);
     if (!due) {
@@ -492,9 +489,22 @@ final class QueuePoller implements BackgroundService {
     int limit = claimSize(Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer)));
     lastClaimAt = now;
     moreExpected = false;
-    List<ClaimedJob> jobs = connection == null
-        ? store.claim(queue, limit, workerId, cursor)
-        : store.claim(connection, queue, limit, workerId, cursor);
+    boolean limited = isLimited();
+    List<ClaimedJob> jobs;
+    if (limited) {
+      // The limited claim (claim_limited): as many as the limits allow of what this poller wants.
+      // Jobs
+      // it claims ahead count toward the limits until they end, as every claimed job does.
+      ExecutionStore.LimitedClaim claim =
+          store.claimLimited(connection, queue, limit, workerId, lastPartition);
+      lastPartition = claim.lastPartition();
+      jobs = claim.jobs();
+    } else {
+      jobs = connection == null
+          ? store.claim(queue, limit, workerId, cursor)
+          : store.claim(connection, queue, limit, workerId, cursor);
+    }
+    limitedShort = limited && jobs.size() < limit;
     claims++;
     PickupListener probe = pickup;
     if (probe != null) {
@@ -534,45 +544,6 @@ final class QueuePoller implements BackgroundService {
   private boolean isLimited() {
     LimitedQueues view = limitedQueues;
     return view != null && view.isLimited(queue);
-  }
-
-  /**
-   * The claim of a limited queue: as many jobs as lanes are free, no more (a claimed job counts toward
-   * the limits as running until it ends, so claiming ahead would hold slots other workers could use), from
-   * the partition after the last claim's.
-   */
-  private ClaimOutcome claimLimited(Connection connection, int free, int inBuffer)
-      throws SQLException {
-    prefetch = 0;
-    int limit = free - inBuffer;
-    if (limit < 1) {
-      return ClaimOutcome.NOT_DUE;
-    }
-    lastClaimAt = System.nanoTime();
-    moreExpected = false;
-    ExecutionStore.LimitedClaim claim =
-        store.claimLimited(connection, queue, limit, workerId, lastPartition);
-    claims++;
-    lastPartition = claim.lastPartition();
-    List<ClaimedJob> jobs = claim.jobs();
-    boolean full = jobs.size() == limit;
-    limitedShort = !full;
-    if (log.isDebugEnabled()) {
-      log.debug(
-          "queue '{}' (limited): claimed {} of {}{}",
-          queue,
-          jobs.size(),
-          limit,
-          connection == null ? "" : ", on notification");
-    }
-    moreExpected = full;
-    lastClaimFull = full;
-    lastClaimSize = jobs.size();
-    List<HeldJob> claimed = held.add(jobs);
-    buffered.addAndGet(claimed.size());
-    buffer.addAll(claimed);
-    startLanes();
-    return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
   }
 
   /**

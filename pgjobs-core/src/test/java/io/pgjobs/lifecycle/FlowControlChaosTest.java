@@ -31,7 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
  * run, wall clock, flushed at once) shows at no instant more than 10 runs, nor more than 2 of a partition,
  * and every job succeeds. A run the kill cut short ends, in the log, when its process was found dead.
  *
- * <p>CI runs it for 30 s ({@code -Dpgjobs.flow.seconds=120} for the issue's two minutes; that run's figures
+ * <p>CI runs it for 20 s ({@code -Dpgjobs.flow.seconds=120} for the issue's two minutes; that run's figures
  * are in the issue's closing note).
  */
 @Tag(Tags.PROCESS)
@@ -42,7 +42,7 @@ class FlowControlChaosTest extends LifecycleTestBase {
   private static final int GLOBAL = 10;
   private static final int PER_KEY = 2;
   private static final int KEYS = 50;
-  private static final int SECONDS = Integer.getInteger("pgjobs.flow.seconds", 30);
+  private static final int SECONDS = Integer.getInteger("pgjobs.flow.seconds", 20);
 
   /** One run in the log: start and end in epoch microseconds. */
   record Run(String job, String key, long start, long end) {}

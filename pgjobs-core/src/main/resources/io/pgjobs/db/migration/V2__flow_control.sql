@@ -232,10 +232,17 @@ BEGIN
         cur := p_after;
         LOOP
             EXIT WHEN cardinality(picked) >= want OR visits >= 100000;
-            -- The next partition with ready jobs after cur (one index probe), wrapping round.
-            SELECT min(j.limit_key) INTO k FROM ${flyway:defaultSchema}.jobs AS j
-             WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.limit_key IS NOT NULL
-               AND (cur IS NULL OR j.limit_key > cur);
+            -- The next partition with ready jobs after cur (one index probe), wrapping round. Two
+            -- statements, not "cur IS NULL OR limit_key > cur": the cached generic plan of that form
+            -- cannot start the index scan at cur, and read every partition's entries at each visit.
+            IF cur IS NULL THEN
+                SELECT min(j.limit_key) INTO k FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.limit_key IS NOT NULL;
+            ELSE
+                SELECT min(j.limit_key) INTO k FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.limit_key IS NOT NULL
+                   AND j.limit_key > cur;
+            END IF;
             IF k IS NULL THEN
                 EXIT WHEN cur IS NULL; -- no partition has ready jobs
                 cur := NULL;
