@@ -153,6 +153,15 @@ final class LimitsSql {
         FROM {schema}.queues AS q
        WHERE q.limited AND j.queue = q.name AND j.state = 'running' AND j.limit_key IS NULL""";
 
+  /**
+   * How many queues are partitioned and how many limited: maintenance's partition keying runs its
+   * statements only when there are such queues (without, they would still read the hot table's ready jobs
+   * every second).
+   */
+  static final String LIMITED_COUNTS = """
+      SELECT count(*) FILTER (WHERE partition_by IS NOT NULL), count(*) FILTER (WHERE limited)
+        FROM {schema}.queues""";
+
   /** Deletes rate state that says nothing any more (its next start is long past). */
   static final String PRUNE_RATES = """
       DELETE FROM {schema}.queue_rates WHERE tat < now() - interval '1 day'""";

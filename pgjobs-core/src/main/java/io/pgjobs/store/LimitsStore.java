@@ -42,6 +42,7 @@ public final class LimitsStore {
   private final String keyUnkeyed;
   private final String pruneRates;
   private final String countUnkeyedRunning;
+  private final String limitedCounts;
 
   /** A store over {@code schema}. */
   public LimitsStore(DataSource dataSource, String schema) {
@@ -59,6 +60,7 @@ public final class LimitsStore {
     this.keyUnkeyed = JobSql.forSchema(LimitsSql.KEY_UNKEYED, schema);
     this.pruneRates = JobSql.forSchema(LimitsSql.PRUNE_RATES, schema);
     this.countUnkeyedRunning = JobSql.forSchema(LimitsSql.COUNT_UNKEYED_RUNNING, schema);
+    this.limitedCounts = JobSql.forSchema(LimitsSql.LIMITED_COUNTS, schema);
   }
 
   /**
@@ -122,16 +124,28 @@ public final class LimitsStore {
    */
   public int keyUnkeyed(int batch) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
-      int keyed;
-      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(keyUnkeyed))) {
-        ps.setInt(1, batch);
-        keyed = ps.executeUpdate();
+      long partitioned;
+      long limited;
+      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(limitedCounts));
+          ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        partitioned = rs.getLong(1);
+        limited = rs.getLong(2);
+      }
+      int keyed = 0;
+      if (partitioned > 0) {
+        try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(keyUnkeyed))) {
+          ps.setInt(1, batch);
+          keyed = ps.executeUpdate();
+        }
+      }
+      if (limited > 0) {
+        try (PreparedStatement ps =
+            StatementDeadline.apply(c.prepareStatement(countUnkeyedRunning))) {
+          ps.executeUpdate();
+        }
       }
       try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(pruneRates))) {
-        ps.executeUpdate();
-      }
-      try (PreparedStatement ps =
-          StatementDeadline.apply(c.prepareStatement(countUnkeyedRunning))) {
         ps.executeUpdate();
       }
       return keyed;

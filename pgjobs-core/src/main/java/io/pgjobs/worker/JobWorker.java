@@ -134,6 +134,9 @@ public final class JobWorker implements AutoCloseable {
   private final Map<String, io.pgjobs.QueueLimits> declaredLimits;
 
   private final io.pgjobs.store.LimitsStore limitsStore;
+  /** Which queues have limits, read at start and every 500 ms by the timer thread. */
+  private final LimitedQueues limitedQueues;
+
   private final io.pgjobs.recurring.RecurringStore recurringStore;
   /** The worker's data source, for the replication check at start. */
   private final javax.sql.DataSource replicationCheckSource;
@@ -190,7 +193,7 @@ public final class JobWorker implements AutoCloseable {
         http,
         root.client(),
         tracing);
-    LimitedQueues limitedQueues = new LimitedQueues(limitsStore);
+    this.limitedQueues = new LimitedQueues(limitsStore);
     Map<String, Integer> queues = new LinkedHashMap<>(b.queues);
     if (queues.isEmpty()) {
       b.handlers.values().forEach(r -> queues.putIfAbsent(r.type().queue(), DEFAULT_CONCURRENCY));
@@ -485,6 +488,10 @@ public final class JobWorker implements AutoCloseable {
       declareRecurring();
     }
     declaredLimits.forEach(this::declareLimits);
+    limitedQueues.refresh();
+    long refreshMs = LimitedQueues.REFRESH_INTERVAL.toMillis();
+    timers.scheduleWithFixedDelay(
+        limitedQueues::refresh, refreshMs, refreshMs, java.util.concurrent.TimeUnit.MILLISECONDS);
     metrics.queueLimits(() -> {
       try {
         return limitsStore.statuses();
