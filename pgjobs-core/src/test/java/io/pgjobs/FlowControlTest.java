@@ -266,10 +266,9 @@ class FlowControlTest extends PgJobsTestBase {
     List<Run> byStart =
         log.stream().sorted(java.util.Comparator.comparingLong(Run::startNanos)).toList();
     // The claims' own times (attempted_at: the instant the rate was checked) hold the bound
-    // exactly;
-    // the handlers start a few milliseconds after their claim, so their log may shift a start or
-    // two
-    // into the next second.
+    // exactly.
+    // The handlers start after their claim (milliseconds; more on a loaded machine: 127 in one CI
+    // run), so their log may shift some starts of one second into the next: 10 % of the rate.
     assertThat(db.queryLong("SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY attempted_at"
             + " RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
             + " FROM pgjobs.finished_jobs) AS w"))
@@ -277,7 +276,7 @@ class FlowControlTest extends PgJobsTestBase {
         .isLessThanOrEqualTo(100 + burst);
     assertThat(maxInAnySecond(byStart))
         .as("handler starts in any second")
-        .isLessThanOrEqualTo(100 + burst + 5);
+        .isLessThanOrEqualTo(100 + burst + 10);
     Map<String, List<Run>> byKey = new HashMap<>();
     byStart.forEach(
         r -> byKey.computeIfAbsent(r.account(), a -> new ArrayList<>()).add(r));
