@@ -149,8 +149,9 @@ $$;
 -- the queue's name with the schema's, hashed to 64 bits.
 --
 -- Partitioned queues: the partitions are visited in key order from just after p_after, wrapping round,
--- one job per visit (round-robin, so a partition with 90 % of the jobs gets one turn in each round like
--- any other), skipping a partition at its concurrency or rate limit. A partition limited to one job at a
+-- in rounds of one statement each (a loose index scan over the partitions, then at most one job of each:
+-- round-robin, so a partition with 90 % of the jobs gets one turn in each round like any other), skipping a
+-- partition at its concurrency or rate limit. A partition limited to one job at a
 -- time is strict: its next job in order (priority, then enqueue order, whatever its state) must be the
 -- one that starts, so a retrying job blocks its partition until it succeeds or is discarded.
 CREATE FUNCTION claim_limited(p_worker text, p_queue text, p_max integer, p_types text[], p_caps text[],
@@ -169,17 +170,17 @@ DECLARE
     q_tat      timestamptz;
     picked     uuid[] := '{}';
     keys       text[] := '{}';
-    k          text;
     cur        text;
-    streak     text;
     visits     integer := 0;
-    k_running  bigint;
-    k_tat      timestamptz;
-    k_allowed  integer;
-    cand       uuid;
-    cand_due   boolean;
-    taken      integer;
     partitioned boolean;
+    k_first    text;
+    room       integer;
+    span       integer;
+    r_ids      uuid[];
+    r_keys     text[];
+    r_last     text;
+    wrapped    boolean;
+    progressed boolean := false;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('pgjobs.limits:' || '${flyway:defaultSchema}' || ':' || p_queue, 0));
     now_at := clock_timestamp();
@@ -229,84 +230,171 @@ BEGIN
         END IF;
         keys := array_fill(NULL::text, ARRAY[cardinality(picked)]);
     ELSE
+        -- Rounds: each is one statement that visits up to `span` partitions in key order from just after
+        -- cur (one index probe each: a loose index scan) and takes at most one job of each (round-robin),
+        -- until the claim has what it wants or a whole pass from the first partition took nothing.
         cur := p_after;
+        wrapped := p_after IS NULL;
         LOOP
-            EXIT WHEN cardinality(picked) >= want OR visits >= 100000;
-            -- The next partition with ready jobs after cur (one index probe), wrapping round. Two
-            -- statements, not "cur IS NULL OR limit_key > cur": the cached generic plan of that form
-            -- cannot start the index scan at cur, and read every partition's entries at each visit.
+            EXIT WHEN cardinality(picked) >= want OR visits >= 1000;
+            visits := visits + 1;
+            -- The first partition after cur. Two statements, not "cur IS NULL OR limit_key > cur": the
+            -- cached generic plan of that form cannot start the index scan at cur.
             IF cur IS NULL THEN
-                SELECT min(j.limit_key) INTO k FROM ${flyway:defaultSchema}.jobs AS j
+                SELECT min(j.limit_key) INTO k_first FROM ${flyway:defaultSchema}.jobs AS j
                  WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.limit_key IS NOT NULL;
             ELSE
-                SELECT min(j.limit_key) INTO k FROM ${flyway:defaultSchema}.jobs AS j
+                SELECT min(j.limit_key) INTO k_first FROM ${flyway:defaultSchema}.jobs AS j
                  WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.limit_key IS NOT NULL
                    AND j.limit_key > cur;
             END IF;
-            IF k IS NULL THEN
-                EXIT WHEN cur IS NULL; -- no partition has ready jobs
+            IF k_first IS NULL THEN
+                EXIT WHEN cur IS NULL;                -- no partition has ready jobs
+                EXIT WHEN wrapped AND NOT progressed; -- a whole pass from the first took nothing
                 cur := NULL;
+                wrapped := true;
+                progressed := false;
                 CONTINUE;
             END IF;
-            -- A whole round without a start: every partition is blocked or has taken all it may.
-            EXIT WHEN k = streak;
-            IF streak IS NULL THEN
-                streak := k;
-            END IF;
-            cur := k;
-            visits := visits + 1;
-
-            IF cfg.partition_concurrency IS NOT NULL THEN
-                SELECT count(*) INTO k_running FROM ${flyway:defaultSchema}.jobs AS j
-                 WHERE j.queue = p_queue AND j.limit_key = k AND j.state = 'running';
-                -- this claim's own picks in k are not running yet: count them too
-                k_running := k_running + (SELECT count(*) FROM unnest(keys) AS t(x) WHERE t.x = k);
-                CONTINUE WHEN k_running >= cfg.partition_concurrency;
-            END IF;
-            IF cfg.partition_rate_limit IS NOT NULL THEN
-                SELECT r.tat INTO k_tat FROM ${flyway:defaultSchema}.queue_rates AS r
-                 WHERE r.queue = p_queue AND r.kind = 1 AND r.partition = k;
-                k_allowed := ${flyway:defaultSchema}.gcra_allowed(k_tat, now_at, cfg.partition_rate_limit,
-                                                                   cfg.partition_rate_period_ms,
-                                                                   cfg.partition_rate_burst)
-                             - (SELECT count(*) FROM unnest(keys) AS t(x) WHERE t.x = k)::integer;
-                CONTINUE WHEN k_allowed < 1;
-            END IF;
-
-            cand := NULL;
+            room := want - cardinality(picked);
+            -- Visit more partitions than jobs are wanted (some are at their limits); a round stops when it
+            -- has room.
+            span := least(10000, greatest(room * 2, 64));
             IF cfg.partition_concurrency = 1 THEN
-                -- Strict order: the partition's next job, due or not, and only if no one holds its row.
-                SELECT j.id, j.run_at <= now_at AND j.attempts < j.max_attempts
-                           AND (j.capability IS NULL OR j.capability = ANY (p_caps))
-                           AND (p_types IS NULL OR j.type = ANY (p_types))
-                  INTO cand, cand_due
-                  FROM ${flyway:defaultSchema}.jobs AS j
-                 WHERE j.queue = p_queue AND j.limit_key = k AND j.state IN ('queued', 'retrying')
-                 ORDER BY j.priority DESC, j.id
-                 LIMIT 1;
-                IF cand IS NOT NULL AND cand_due THEN
-                    cand := (SELECT j.id FROM ${flyway:defaultSchema}.jobs AS j
-                              WHERE j.id = cand AND j.state IN ('queued', 'retrying')
-                                FOR UPDATE SKIP LOCKED);
-                ELSE
-                    cand := NULL;
-                END IF;
+                -- Strict order: a partition's next job (priority, then enqueue order), due or not, is the
+                -- only one that may start, and only if no one else holds its row.
+                WITH RECURSIVE parts(k, n) AS (
+                    SELECT k_first, 1
+                  UNION ALL
+                    SELECT (SELECT min(j.limit_key) FROM ${flyway:defaultSchema}.jobs AS j
+                             WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying')
+                               AND j.limit_key IS NOT NULL AND j.limit_key > p.k),
+                           p.n + 1
+                      FROM parts AS p
+                     WHERE p.k IS NOT NULL AND p.n < span
+                ), visited AS (
+                    SELECT p.k, p.n FROM parts AS p WHERE p.k IS NOT NULL
+                ), free AS (
+                    -- What each partition may still start: its free slots and its rate's allowance, less
+                    -- this claim's own picks (not running yet); NULL where it has no such limit.
+                    SELECT v.k, v.n,
+                           CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
+                               cfg.partition_concurrency
+                                 - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                     WHERE r.queue = p_queue AND r.limit_key = v.k AND r.state = 'running')
+                                 - coalesce(cardinality(array_positions(keys, v.k)), 0) END AS slots,
+                           CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
+                               ${flyway:defaultSchema}.gcra_allowed(
+                                   (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
+                                     WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = v.k),
+                                   now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
+                                   cfg.partition_rate_burst)
+                                 - coalesce(cardinality(array_positions(keys, v.k)), 0) END AS allowed
+                      FROM visited AS v
+                ), eligible AS (
+                    -- A partition at its concurrency or rate limit is skipped this round. The others take
+                    -- up to `quantum` jobs: 1 (round-robin), or with a partition concurrency up to its free
+                    -- slots (a round then takes what a partition may run, one probe of the partitions for
+                    -- several jobs; no partition gets more than its limit allows in any case).
+                    SELECT f.k, f.n,
+                           least(coalesce(f.slots, 1), coalesce(f.allowed, 2147483647),
+                                 CASE WHEN cfg.partition_concurrency = 1 THEN 1 ELSE 2147483647 END) AS quantum
+                      FROM free AS f
+                     WHERE coalesce(f.slots, 1) >= 1 AND coalesce(f.allowed, 1) >= 1
+                ), picks AS (
+                    SELECT e.n, e.k, l.id
+                      FROM eligible AS e
+                     CROSS JOIN LATERAL (
+                           SELECT l.id FROM ${flyway:defaultSchema}.jobs AS l
+                            WHERE l.id = (SELECT h.id FROM ${flyway:defaultSchema}.jobs AS h
+                                           WHERE h.queue = p_queue AND h.limit_key = e.k
+                                             AND h.state IN ('queued', 'retrying')
+                                           ORDER BY h.priority DESC, h.id
+                                           LIMIT 1)
+                              AND l.state IN ('queued', 'retrying') AND l.run_at <= now_at
+                              AND l.attempts < l.max_attempts
+                              AND (l.capability IS NULL OR l.capability = ANY (p_caps))
+                              AND (p_types IS NULL OR l.type = ANY (p_types))
+                              FOR UPDATE SKIP LOCKED) AS l
+                     LIMIT room
+                )
+                SELECT (SELECT array_agg(c.id ORDER BY c.n) FROM picks AS c),
+                       (SELECT array_agg(c.k ORDER BY c.n) FROM picks AS c),
+                       -- Only when the round took fewer than room (then it visited every partition of
+                       -- its span anyway): a round that took room stops visiting there.
+                       CASE WHEN (SELECT count(*) FROM picks) < room
+                            THEN (SELECT v.k FROM visited AS v ORDER BY v.n DESC LIMIT 1) END
+                  INTO r_ids, r_keys, r_last;
             ELSE
-                SELECT j.id INTO cand FROM ${flyway:defaultSchema}.jobs AS j
-                 WHERE j.queue = p_queue AND j.limit_key = k AND j.state IN ('queued', 'retrying')
-                   AND j.run_at <= now_at AND j.attempts < j.max_attempts
-                   AND (j.capability IS NULL OR j.capability = ANY (p_caps))
-                   AND (p_types IS NULL OR j.type = ANY (p_types))
-                   AND j.id <> ALL (picked)
-                 ORDER BY j.priority DESC, j.id
-                 LIMIT 1
-                   FOR UPDATE SKIP LOCKED;
+                WITH RECURSIVE parts(k, n) AS (
+                    SELECT k_first, 1
+                  UNION ALL
+                    SELECT (SELECT min(j.limit_key) FROM ${flyway:defaultSchema}.jobs AS j
+                             WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying')
+                               AND j.limit_key IS NOT NULL AND j.limit_key > p.k),
+                           p.n + 1
+                      FROM parts AS p
+                     WHERE p.k IS NOT NULL AND p.n < span
+                ), visited AS (
+                    SELECT p.k, p.n FROM parts AS p WHERE p.k IS NOT NULL
+                ), free AS (
+                    -- What each partition may still start: its free slots and its rate's allowance, less
+                    -- this claim's own picks (not running yet); NULL where it has no such limit.
+                    SELECT v.k, v.n,
+                           CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
+                               cfg.partition_concurrency
+                                 - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                     WHERE r.queue = p_queue AND r.limit_key = v.k AND r.state = 'running')
+                                 - coalesce(cardinality(array_positions(keys, v.k)), 0) END AS slots,
+                           CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
+                               ${flyway:defaultSchema}.gcra_allowed(
+                                   (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
+                                     WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = v.k),
+                                   now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
+                                   cfg.partition_rate_burst)
+                                 - coalesce(cardinality(array_positions(keys, v.k)), 0) END AS allowed
+                      FROM visited AS v
+                ), eligible AS (
+                    -- A partition at its concurrency or rate limit is skipped this round. The others take
+                    -- up to `quantum` jobs: 1 (round-robin), or with a partition concurrency up to its free
+                    -- slots (a round then takes what a partition may run, one probe of the partitions for
+                    -- several jobs; no partition gets more than its limit allows in any case).
+                    SELECT f.k, f.n,
+                           least(coalesce(f.slots, 1), coalesce(f.allowed, 2147483647),
+                                 CASE WHEN cfg.partition_concurrency = 1 THEN 1 ELSE 2147483647 END) AS quantum
+                      FROM free AS f
+                     WHERE coalesce(f.slots, 1) >= 1 AND coalesce(f.allowed, 1) >= 1
+                ), picks AS (
+                    SELECT e.n, e.k, l.id
+                      FROM eligible AS e
+                     CROSS JOIN LATERAL (
+                           SELECT l.id FROM ${flyway:defaultSchema}.jobs AS l
+                            WHERE l.queue = p_queue AND l.limit_key = e.k AND l.state IN ('queued', 'retrying')
+                              AND l.run_at <= now_at AND l.attempts < l.max_attempts
+                              AND (l.capability IS NULL OR l.capability = ANY (p_caps))
+                              AND (p_types IS NULL OR l.type = ANY (p_types))
+                              AND l.id <> ALL (picked)
+                            ORDER BY l.priority DESC, l.id
+                            LIMIT e.quantum
+                              FOR UPDATE SKIP LOCKED) AS l
+                     LIMIT room
+                )
+                SELECT (SELECT array_agg(c.id ORDER BY c.n) FROM picks AS c),
+                       (SELECT array_agg(c.k ORDER BY c.n) FROM picks AS c),
+                       -- Only when the round took fewer than room (then it visited every partition of
+                       -- its span anyway): a round that took room stops visiting there.
+                       CASE WHEN (SELECT count(*) FROM picks) < room
+                            THEN (SELECT v.k FROM visited AS v ORDER BY v.n DESC LIMIT 1) END
+                  INTO r_ids, r_keys, r_last;
             END IF;
-            IF cand IS NOT NULL THEN
-                picked := picked || cand;
-                keys := keys || k;
-                streak := NULL;
+            IF r_ids IS NOT NULL THEN
+                picked := picked || r_ids;
+                keys := keys || r_keys;
+                progressed := true;
             END IF;
+            -- The next round (or the next claim, p_after) goes on after the last partition this round took
+            -- from if it took all it could, else after the last one it visited.
+            cur := CASE WHEN cardinality(r_ids) >= room THEN r_keys[cardinality(r_keys)] ELSE r_last END;
         END LOOP;
     END IF;
 
