@@ -408,6 +408,37 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     return call(() -> limitsStore.status(queue));
   }
 
+  /**
+   * Why job {@code id} waits, if it is waiting in a limited queue: queued or retrying and due, but not
+   * started. Computed for the job's own partition, however many partitions the queue has (unlike
+   * {@link QueueLimitsStatus#partitions()}, which holds the busiest only). A job whose {@link
+   * JobWait#waitingFor()} is null is held back by no limit: it waits for a worker's free lane and its turn.
+   *
+   * @return empty if there is no such job, it is not waiting (scheduled for later, running, finished), or its
+   *     queue has no limits
+   */
+  public Optional<JobWait> limitsWait(UUID id) {
+    Objects.requireNonNull(id, "id");
+    return call(() -> limitsStore.job(id))
+        .filter(j -> j.limited() && j.due())
+        .map(j ->
+            new JobWait(id, j.queue(), j.limitKey() == null ? "" : j.limitKey(), j.waitingFor()));
+  }
+
+  /**
+   * Job {@code id}'s partition in its limited queue: the key its queue's limits count it under while it
+   * waits or runs ({@code ""}: none, as in a queue without a partition rule).
+   *
+   * @return empty if there is no such job, its queue has no limits, or it has no partition (a finished job
+   *     of a queue without a partition rule, or a job started before its queue got limits)
+   */
+  public Optional<String> limitsPartition(UUID id) {
+    Objects.requireNonNull(id, "id");
+    return call(() -> limitsStore.job(id))
+        .filter(j -> j.limited())
+        .map(j -> j.limitKey() != null ? j.limitKey() : j.due() ? "" : null);
+  }
+
   /** Every queue that has jobs or was paused: counts, oldest due job's age, paused flag. */
   public List<QueueInfo> queues() {
     return call(adminStore::queues);

@@ -165,4 +165,45 @@ final class LimitsSql {
   /** Deletes rate state that says nothing any more (its next start is long past). */
   static final String PRUNE_RATES = """
       DELETE FROM {schema}.queue_rates WHERE tat < now() - interval '1 day'""";
+
+  /**
+   * Why one job waits, computed for its own partition (not the busiest partitions {@link #PARTITIONS}
+   * reports): its queue, state, partition, whether it is due, and the first limit that holds it back, in
+   * the order claim_limited applies them (the queue's concurrency, the queue's rate, the partition's
+   * concurrency, the partition's rate); NULL when none does (it waits for a lane) or it is not waiting.
+   * Counts running jobs as jobs_limited_running_idx holds them; a rate allows a start when
+   * {@code gcra_allowed} is at least 1. No row for a job not found; {@code limited} false (or NULL) for a
+   * job in an unlimited queue. Parameter: the job's id.
+   */
+  static final String JOB_WAIT = """
+      SELECT j.queue, j.state, j.limit_key, coalesce(q.limited, false) AS limited,
+             (j.state IN ('queued', 'retrying') AND j.run_at <= now()) AS due,
+             CASE
+               WHEN NOT (j.state IN ('queued', 'retrying') AND j.run_at <= now())
+                    OR NOT coalesce(q.limited, false) THEN NULL
+               WHEN q.global_concurrency IS NOT NULL
+                    AND (SELECT count(*) FROM {schema}.jobs AS r
+                          WHERE r.queue = j.queue AND r.state = 'running' AND r.limit_key IS NOT NULL)
+                        >= q.global_concurrency THEN 'at_global_limit'
+               WHEN q.rate_limit IS NOT NULL
+                    AND {schema}.gcra_allowed(
+                          (SELECT s.tat FROM {schema}.queue_rates AS s
+                            WHERE s.queue = j.queue AND s.kind = 0 AND s.partition = ''),
+                          now(), q.rate_limit, q.rate_period_ms, q.rate_burst) < 1 THEN 'rate_limited'
+               WHEN q.partition_by IS NULL THEN NULL
+               WHEN q.partition_concurrency IS NOT NULL
+                    AND (SELECT count(*) FROM {schema}.jobs AS r
+                          WHERE r.queue = j.queue AND r.state = 'running'
+                            AND r.limit_key = coalesce(j.limit_key, ''))
+                        >= q.partition_concurrency THEN 'partition_busy'
+               WHEN q.partition_rate_limit IS NOT NULL
+                    AND {schema}.gcra_allowed(
+                          (SELECT s.tat FROM {schema}.queue_rates AS s
+                            WHERE s.queue = j.queue AND s.kind = 1 AND s.partition = coalesce(j.limit_key, '')),
+                          now(), q.partition_rate_limit, q.partition_rate_period_ms, q.partition_rate_burst)
+                        < 1 THEN 'partition_rate_limited'
+             END AS waiting_for
+        FROM {schema}.jobs AS j
+        LEFT JOIN {schema}.queues AS q ON q.name = j.queue
+       WHERE j.id = ?""";
 }

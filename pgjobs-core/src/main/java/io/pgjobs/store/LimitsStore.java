@@ -43,6 +43,7 @@ public final class LimitsStore {
   private final String pruneRates;
   private final String countUnkeyedRunning;
   private final String limitedCounts;
+  private final String jobWait;
 
   /** A store over {@code schema}. */
   public LimitsStore(DataSource dataSource, String schema) {
@@ -61,6 +62,7 @@ public final class LimitsStore {
     this.pruneRates = JobSql.forSchema(LimitsSql.PRUNE_RATES, schema);
     this.countUnkeyedRunning = JobSql.forSchema(LimitsSql.COUNT_UNKEYED_RUNNING, schema);
     this.limitedCounts = JobSql.forSchema(LimitsSql.LIMITED_COUNTS, schema);
+    this.jobWait = JobSql.forSchema(LimitsSql.JOB_WAIT, schema);
   }
 
   /**
@@ -282,6 +284,44 @@ public final class LimitsStore {
         nextStart,
         waitingFor,
         List.copyOf(parts));
+  }
+
+  /**
+   * What the limits of job {@code id}'s queue say about it ({@link LimitsSql#JOB_WAIT}).
+   *
+   * @param queue its queue
+   * @param state its state
+   * @param limitKey its partition as stored ({@code limit_key}), or null
+   * @param limited whether its queue has limits
+   * @param due whether it is queued or retrying and due
+   * @param waitingFor why it waits, if a limit holds it back
+   */
+  public record JobLimits(
+      String queue,
+      String state,
+      String limitKey,
+      boolean limited,
+      boolean due,
+      String waitingFor) {}
+
+  /** What the limits of job {@code id}'s queue say about it; empty if there is no such job. */
+  public Optional<JobLimits> job(java.util.UUID id) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(jobWait))) {
+      ps.setObject(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return Optional.empty();
+        }
+        return Optional.of(new JobLimits(
+            rs.getString("queue"),
+            rs.getString("state"),
+            rs.getString("limit_key"),
+            rs.getBoolean("limited"),
+            rs.getBoolean("due"),
+            rs.getString("waiting_for")));
+      }
+    }
   }
 
   /**

@@ -641,4 +641,94 @@ class QueueLimitsApiTest {
     assertThat(number.json().path("errors").get(0).path("field").asString()).isEqualTo("partition");
     assertThat(api.rowCounts()).isEqualTo(before);
   }
+
+  private static String posted(String note, String queue) {
+    Response r = api.post("/jobs", job(note, queue));
+    assertThat(r.status()).isEqualTo(201);
+    return r.json().path("id").asString();
+  }
+
+  private static JsonNode jobDetail(String id) {
+    Response r = conforming("GET", "/jobs/{id}", api.get("/jobs/" + id));
+    assertThat(r.status()).isEqualTo(200);
+    return r.json();
+  }
+
+  @Test
+  void getJobShowsItsPartitionAndWhyItWaits() {
+    String busy = queue("why-busy");
+    String slow = queue("why-slow");
+    String free = queue("why-free");
+    CountDownLatch release = new CountDownLatch(1);
+    assertThat(api.post("/queues/" + busy + "/pause", null).status()).isEqualTo(200);
+    assertThat(put(
+                "/queues/" + busy + "/limits",
+                "{\"partition_by\": \"input.note\", \"partition_concurrency\": 1}")
+            .status())
+        .isEqualTo(200);
+    String first = posted("block-a", busy);
+    String second = posted("block-a", busy);
+    String other = posted("block-b", busy);
+    // One start a day: the second job waits for the queue's rate.
+    String slowFirst = posted("quick", slow);
+    String slowSecond = posted("quick", slow);
+    assertThat(put("/queues/" + slow + "/limits", "{\"rate\": {\"limit\": 1, \"period\": \"24h\"}}")
+            .status())
+        .isEqualTo(200);
+    String unlimited = posted("quick", free);
+    assertThat(api.post("/queues/" + busy + "/resume", null).status()).isEqualTo(200);
+
+    try (JobWorker worker = JobWorker.builder(api.db.dataSource())
+        .register(TestTypes.TASK, (ctx, t) -> {
+          if (t.note().startsWith("block")) {
+            release.await();
+          }
+          return null;
+        })
+        .queue(busy, 4)
+        .queue(slow, 4)
+        .queue(free, 4)
+        .pollInterval(Duration.ofMillis(100))
+        .build()
+        .start()) {
+      try {
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> jobDetail(first).path("state").asString().equals("running")
+                && jobDetail(other).path("state").asString().equals("running")
+                && !jobDetail(slowFirst).path("state").asString().equals("queued")
+                && jobDetail(unlimited).path("state").asString().equals("succeeded"));
+
+        JsonNode waiting = jobDetail(second);
+        assertThat(waiting.path("state").asString()).isEqualTo("queued");
+        assertThat(waiting.path("partition").asString()).isEqualTo("block-a");
+        assertThat(waiting.path("waiting_for").asString()).isEqualTo("partition_busy");
+
+        JsonNode running = jobDetail(first);
+        assertThat(running.path("partition").asString()).isEqualTo("block-a");
+        assertThat(running.path("waiting_for").isNull())
+            .as("running, not waiting")
+            .isTrue();
+
+        JsonNode rated = jobDetail(slowSecond);
+        assertThat(rated.path("state").asString()).isEqualTo("queued");
+        assertThat(rated.path("partition").asString()).as("no partition rule").isEmpty();
+        assertThat(rated.path("waiting_for").asString()).isEqualTo("rate_limited");
+
+        JsonNode done = jobDetail(unlimited);
+        assertThat(done.path("partition").isNull()).isTrue();
+        assertThat(done.path("waiting_for").isNull()).isTrue();
+
+        Response list = conforming("GET", "/jobs", api.get("/jobs?queue=" + busy));
+        list.json().path("jobs").forEach(j -> {
+          assertThat(j.path("partition").isNull())
+              .as("lists leave the limits out")
+              .isTrue();
+          assertThat(j.path("waiting_for").isNull()).isTrue();
+        });
+      } finally {
+        release.countDown();
+      }
+    }
+  }
 }

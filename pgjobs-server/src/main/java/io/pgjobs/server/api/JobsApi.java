@@ -12,6 +12,7 @@ import io.pgjobs.JobError;
 import io.pgjobs.JobFilter;
 import io.pgjobs.JobPage;
 import io.pgjobs.JobState;
+import io.pgjobs.JobWait;
 import io.pgjobs.RetryResult;
 import io.pgjobs.server.problem.ApiProblem;
 import java.time.Duration;
@@ -264,7 +265,17 @@ public final class JobsApi {
   private Reply get(Context ctx) {
     UUID id = QueryParams.uuid(ctx, "id");
     Job job = find(id);
-    return Reply.ok(JobView.of(job, client.children(id, 100)));
+    String partition = null;
+    String waitingFor = null;
+    // One read of the job's limits: why it waits if it is waiting, else only its partition.
+    if (job.state() == JobState.QUEUED || job.state() == JobState.RETRYING) {
+      Optional<JobWait> wait = client.limitsWait(id);
+      partition = wait.map(JobWait::partition).orElse(null);
+      waitingFor = wait.map(JobWait::waitingFor).orElse(null);
+    } else if (job.state() == JobState.RUNNING) {
+      partition = client.limitsPartition(id).orElse(null);
+    }
+    return Reply.ok(JobView.of(job, client.children(id, 100), partition, waitingFor));
   }
 
   private Job find(UUID id) {
@@ -377,6 +388,10 @@ public final class JobsApi {
    * @param errors every failed attempt, oldest first
    * @param capability the capability a worker must declare to run it, or null if any worker may
    * @param snoozes how often its handler snoozed it (a snooze is not an attempt)
+   * @param partition its partition in its limited queue while it waits or runs ({@code ""}: none), or null
+   *     (lists, unlimited queues, finished jobs)
+   * @param waitingFor why it waits, if it is due and a limit holds it back ({@link io.pgjobs.JobWait}), or
+   *     null
    */
   public record JobView(
       UUID id,
@@ -404,15 +419,25 @@ public final class JobsApi {
       UUID parentId,
       List<UUID> children,
       String capability,
-      int snoozes) {
+      int snoozes,
+      String partition,
+      String waitingFor) {
 
-    /** The view of {@code job}, without its children (lists). */
+    /** The view of {@code job}, without its children and limits (lists). */
     public static JobView of(Job job) {
-      return of(job, null);
+      return of(job, null, null, null);
     }
 
-    /** The view of {@code job} with the ids of the jobs its handler enqueued (the job detail). */
+    /** The view of {@code job} with the ids of the jobs its handler enqueued, without its limits. */
     public static JobView of(Job job, List<UUID> children) {
+      return of(job, children, null, null);
+    }
+
+    /**
+     * The view of {@code job} as its detail shows it: with the ids of the jobs its handler enqueued, its
+     * partition in its limited queue and why it waits ({@link io.pgjobs.JobWait}), or nulls.
+     */
+    public static JobView of(Job job, List<UUID> children, String partition, String waitingFor) {
       List<ErrorView> errors = new ArrayList<>();
       for (JobError e : job.errors()) {
         errors.add(new ErrorView(
@@ -454,7 +479,9 @@ public final class JobsApi {
           job.parentId(),
           children,
           job.capability(),
-          job.snoozes());
+          job.snoozes(),
+          partition,
+          waitingFor);
     }
   }
 

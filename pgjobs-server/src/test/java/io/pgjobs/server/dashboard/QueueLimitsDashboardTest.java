@@ -122,4 +122,29 @@ class QueueLimitsDashboardTest extends BrowserTest {
     browser.waitForText(row(queue) + " td.limits", "none");
     assertThat(app.client.limits(queue)).isEmpty();
   }
+
+  @Test
+  void aJobsPageShowsItsPartitionAndWhyItWaits() throws Exception {
+    String queue = "emails";
+    assertThat(put(
+            "/queues/" + queue + "/limits",
+            "{\"partition_by\": \"input.key\", \"partition_concurrency\": 1}"))
+        .isEqualTo(200);
+    UUID first = app.enqueue("block", "t1", queue);
+    UUID second = app.enqueue("block", "t1", queue);
+    try {
+      app.awaitState(first, JobState.RUNNING);
+      browser.open(app.url("/jobs/" + second));
+      browser.waitForText("#job-waiting-for", "waiting: partition busy");
+      assertThat(browser.text("#job-partition")).isEqualTo("t1");
+
+      browser.open(app.url("/jobs/" + first));
+      browser.waitForText("#job-partition", "t1");
+      assertThat(browser.findAll("#job-waiting-for")).as("running, not waiting").isEmpty();
+    } finally {
+      app.client.cancel(first);
+      app.client.cancel(second);
+      app.client.clearLimits(queue);
+    }
+  }
 }

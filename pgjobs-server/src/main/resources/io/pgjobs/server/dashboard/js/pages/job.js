@@ -6,6 +6,14 @@ import {get, post} from '../api.js';
 import {h, fill, stateBadge, progressBar, setProgress, prettyJson, fmtTime, fmtDuration, timeAgo, message, errorMessage, shortId} from '../dom.js';
 import {loader, every} from './common.js';
 
+/** Why a waiting job has not started, in words (the API's waiting_for values of a job). */
+const WHY = {
+  at_global_limit: 'at global limit',
+  rate_limited: 'rate limited',
+  partition_busy: 'partition busy',
+  partition_rate_limited: 'partition rate limited',
+};
+
 export default function jobPage(root, {params: [id], events, navigate, confirm, flash}) {
   let job = null;
   let alive = true; // false once the page is left (an action may end after that)
@@ -49,6 +57,10 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
     fill(facts,
       fact('State', stateBadge(j.state, j.scheduled), j.cancel_requested && j.state === 'running' ? h('span', {class: 'muted'}, ' cancellation requested') : null),
       fact('Queue', h('a', {href: '#/jobs?queue=' + encodeURIComponent(j.queue)}, j.queue)),
+      // Flow control: the partition its queue's limits count it under, and the limit that holds it back.
+      j.partition != null ? fact('Partition', h('span', {class: 'mono', id: 'job-partition'}, j.partition === '' ? '(none)' : j.partition)) : null,
+      j.waiting_for ? fact('Waiting', h('span', {class: 'badge limit-why', id: 'job-waiting-for', dataset: {why: j.waiting_for}},
+        'waiting: ' + (WHY[j.waiting_for] || j.waiting_for))) : null,
       fact('Priority', String(j.priority)),
       fact('Attempts', `${j.attempts} of ${j.max_attempts}` + (j.snoozes ? ` · snoozed ${j.snoozes}×` : '')),
       fact('Created', when(j.created_at)),
@@ -162,9 +174,10 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
       renderProgress(e.progress, e.message);
     }),
     events.on('snapshot', () => load()),
-    // Heartbeats and ages change without events while a job runs.
+    // Heartbeats and ages change without events while a job runs, and why a job waits changes as
+    // other jobs of its queue start and finish.
     every(10000, () => {
-      if (job && job.state === 'running') load();
+      if (job && (job.state === 'running' || job.waiting_for)) load();
     }),
   ];
   return () => {
