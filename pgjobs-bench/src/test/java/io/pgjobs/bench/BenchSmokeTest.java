@@ -178,7 +178,12 @@ class BenchSmokeTest {
                 "pgjobs", "LISTEN/NOTIFY, idle worker, after 40 warm-up jobs"));
     assertThat(results).allSatisfy(r -> {
       assertThat(r.jobs()).isEqualTo(Workload.W4.jobs(0.05));
-      assertThat(r.p50Ms()).isPositive();
+      // From the call's return, a pickup can come before it (the notification and the claim may
+      // beat the
+      // INSERT's reply to the producer: the raw claimer's p50 was -0.5 ms once); from the call's
+      // start it
+      // cannot.
+      assertThat(r.p50FromCallMs()).isPositive();
       assertThat(r.p50FromCallMs()).isGreaterThan(r.p50Ms());
     });
     // The timed jobs still carry their stages.

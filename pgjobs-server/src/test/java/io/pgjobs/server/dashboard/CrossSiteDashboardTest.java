@@ -131,7 +131,7 @@ class CrossSiteDashboardTest extends BrowserTest {
           "#queues-admin-table tr[data-queue='reports']", "data-paused", "true");
       assertThat(paused("reports")).as(host).isTrue();
 
-      browser.find("#queues-admin-table tr[data-queue='reports'] button.resume").click();
+      browser.click("#queues-admin-table tr[data-queue='reports'] button.resume");
       browser.waitForText("#action-result", "is resumed");
       browser.waitForAttribute(
           "#queues-admin-table tr[data-queue='reports']", "data-paused", "false");

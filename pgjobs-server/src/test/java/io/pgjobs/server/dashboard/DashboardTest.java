@@ -238,7 +238,7 @@ class DashboardTest extends BrowserTest {
     browser.open(app.url("/queues"));
     // The table loads after the page: wait for the row before pressing its button.
     browser.waitForAttribute("#queues-admin-table tr[data-queue='reports']", "data-paused", "true");
-    browser.find("#queues-admin-table tr[data-queue='reports'] button.resume").click();
+    browser.click("#queues-admin-table tr[data-queue='reports'] button.resume");
     browser.waitForText("#action-result", "resumed");
     app.awaitState(first, JobState.SUCCEEDED);
     app.awaitState(second, JobState.SUCCEEDED);
