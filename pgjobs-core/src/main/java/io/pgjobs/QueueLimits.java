@@ -80,7 +80,7 @@ public record QueueLimits(
           || period.toNanos() % 1_000_000 != 0) {
         throw new IllegalArgumentException(
             "rate period must be whole milliseconds from 1 ms to 24 h, was "
-                + DurationTexts.of(period));
+                + io.pgjobs.config.DurationText.format(period));
       }
       if (burst < 1 || burst > MAX_RATE) {
         throw new IllegalArgumentException(
@@ -110,7 +110,7 @@ public record QueueLimits(
 
     @Override
     public String toString() {
-      return limit + "/" + DurationTexts.of(period) + " (burst " + burst + ")";
+      return limit + "/" + io.pgjobs.config.DurationText.format(period) + " (burst " + burst + ")";
     }
   }
 
@@ -242,15 +242,6 @@ public record QueueLimits(
     public QueueLimits build() {
       return new QueueLimits(
           globalConcurrency, rate, partitionBy, partitionConcurrency, partitionRate);
-    }
-  }
-
-  /** Durations as the API writes them ({@code 1s}, {@code 250ms}, {@code 1m}). */
-  static final class DurationTexts {
-    private DurationTexts() {}
-
-    static String of(Duration d) {
-      return io.pgjobs.config.DurationText.format(d);
     }
   }
 }

@@ -84,6 +84,14 @@ final class LimitsSql {
        WHERE limited
        ORDER BY name""";
 
+  /** The limits of one queue, if it is limited ({@link #ALL}'s columns). Parameter: the queue. */
+  static final String ONE = """
+      SELECT name, global_concurrency, rate_limit, rate_period_ms, rate_burst, partition_by,
+             partition_concurrency, partition_rate_limit, partition_rate_period_ms, partition_rate_burst,
+             limits_source, limits_updated_at
+        FROM {schema}.queues
+       WHERE limited AND name = ?""";
+
   /** The partition rule of every partitioned queue (what clients key jobs by at enqueue). */
   static final String PARTITION_RULES = """
       SELECT name, partition_by FROM {schema}.queues WHERE partition_by IS NOT NULL""";

@@ -36,6 +36,7 @@ public final class LimitsStore {
   private final String clear;
   private final String wake;
   private final String all;
+  private final String one;
   private final String partitionRules;
   private final String usage;
   private final String partitions;
@@ -55,6 +56,7 @@ public final class LimitsStore {
     this.clear = JobSql.forSchema(LimitsSql.CLEAR, schema);
     this.wake = JobSql.forSchema(LimitsSql.WAKE, schema);
     this.all = JobSql.forSchema(LimitsSql.ALL, schema);
+    this.one = JobSql.forSchema(LimitsSql.ONE, schema);
     this.partitionRules = JobSql.forSchema(LimitsSql.PARTITION_RULES, schema);
     this.usage = JobSql.forSchema(LimitsSql.USAGE, schema);
     this.partitions = JobSql.forSchema(LimitsSql.PARTITIONS, schema);
@@ -193,15 +195,30 @@ public final class LimitsStore {
 
   /** Every limited queue's status: its limits and what they hold back now. */
   public List<QueueLimitsStatus> statuses() throws SQLException {
+    return statuses(null);
+  }
+
+  /** {@code queue}'s status, if it is limited (its own rows only, not every limited queue's). */
+  public Optional<QueueLimitsStatus> status(String queue) throws SQLException {
+    return statuses(queue).stream().findFirst();
+  }
+
+  /** The status of every limited queue, or of {@code queue} alone if not null. */
+  private List<QueueLimitsStatus> statuses(String queue) throws SQLException {
     List<QueueLimitsStatus> out = new ArrayList<>();
     try (Connection c = dataSource.getConnection()) {
       Map<String, Object[]> rows = new LinkedHashMap<>();
-      try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(all));
-          ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          rows.put(rs.getString("name"), new Object[] {
-            read(rs), rs.getString("limits_source"), JobRowMapper.instant(rs, "limits_updated_at")
-          });
+      try (PreparedStatement ps =
+          StatementDeadline.apply(c.prepareStatement(queue == null ? all : one))) {
+        if (queue != null) {
+          ps.setString(1, queue);
+        }
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            rows.put(rs.getString("name"), new Object[] {
+              read(rs), rs.getString("limits_source"), JobRowMapper.instant(rs, "limits_updated_at")
+            });
+          }
         }
       }
       for (Map.Entry<String, Object[]> e : rows.entrySet()) {
@@ -211,11 +228,6 @@ public final class LimitsStore {
       }
     }
     return out;
-  }
-
-  /** {@code queue}'s status, if it is limited. */
-  public Optional<QueueLimitsStatus> status(String queue) throws SQLException {
-    return statuses().stream().filter(s -> s.queue().equals(queue)).findFirst();
   }
 
   private QueueLimitsStatus status(

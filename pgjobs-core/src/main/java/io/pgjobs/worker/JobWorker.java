@@ -798,10 +798,7 @@ public final class JobWorker implements AutoCloseable {
 
     /** Serves {@code queue} with at most {@code concurrency} jobs at once ({@link PgJobsSettings#CONCURRENCY}). */
     public Builder queue(String queue, int concurrency) {
-      if (queue == null || !queue.matches("[A-Za-z0-9_.:\\-/]{1,255}")) {
-        throw new IllegalArgumentException("invalid queue name '" + queue
-            + "'; allowed: 1 to 255 of letters, digits and _ . : - /");
-      }
+      requireQueueName(queue);
       Setting<Integer> range = PgJobsSettings.CONCURRENCY;
       if (concurrency < range.min() || concurrency > range.max()) {
         throw new IllegalArgumentException("concurrency of queue '" + queue + "' must be between "
@@ -817,12 +814,16 @@ public final class JobWorker implements AutoCloseable {
      * are cleared; the last worker to start with a declaration sets it.
      */
     public Builder limits(String queue, io.pgjobs.QueueLimits limits) {
+      requireQueueName(queue);
+      this.limits.put(queue, java.util.Objects.requireNonNull(limits, "limits"));
+      return this;
+    }
+
+    private static void requireQueueName(String queue) {
       if (queue == null || !queue.matches("[A-Za-z0-9_.:\\-/]{1,255}")) {
         throw new IllegalArgumentException("invalid queue name '" + queue
             + "'; allowed: 1 to 255 of letters, digits and _ . : - /");
       }
-      this.limits.put(queue, java.util.Objects.requireNonNull(limits, "limits"));
-      return this;
     }
 
     /** This worker's id (default {@code host:pid:random}); at most 255 characters. */
