@@ -97,12 +97,24 @@ final class LimitsSql {
       SELECT name, partition_by FROM {schema}.queues WHERE partition_by IS NOT NULL""";
 
   /**
-   * The limited claim: {@code claim_limited} (V2__flow_control.sql). Parameters: worker id, queue, most jobs,
-   * the types the worker runs (text[] or NULL for all), its capabilities (text[]), the partition its last
-   * claim of the queue ended at (or NULL).
+   * The limited claim: {@code claim_limited} (V2__flow_control.sql), and the job event announcing its jobs
+   * {@code running} ({@link JobSql#stateEvent}, as {@link ExecutionSql#CLAIM_TAIL} does for the unlimited
+   * claim: the function's update does not fire the events trigger). Columns as the claim statements',
+   * plus each job's partition (16). Parameters: worker id, queue, most jobs, the types the worker runs
+   * (text[] or NULL for all), its capabilities (text[]), the partition its last claim of the queue ended
+   * at (or NULL).
    */
-  static final String CLAIM_LIMITED =
-      "SELECT * FROM {schema}.claim_limited(?, ?, ?, ?::text[], ?::text[], ?)";
+  static final String CLAIM_LIMITED = """
+      WITH claimed AS (
+      SELECT f.*, 'running' AS state FROM {schema}.claim_limited(?, ?, ?, ?::text[], ?::text[], ?) AS f
+      ), announced AS (
+      """ + JobSql.stateEvent("claimed") + """
+
+      )
+      SELECT id, type, queue, payload, priority, attempts, max_attempts, run_at, created_at, context,
+             timeout_ms, claim_token, trace_context, (SELECT count(*) FROM announced) AS announced, snoozes,
+             limit_key
+        FROM claimed""";
 
   /**
    * A limited queue's usage now: running jobs in all (those its limits count), waiting jobs that are due,
