@@ -76,6 +76,76 @@ class ClaimEventsTest extends PgJobsTestBase {
   }
 
   /**
+   * A limited queue's claim (claim_limited, one function call) announces its jobs as the unlimited claim
+   * does: each exactly once, {@code running}, with its new attempt. Both of its paths: a partitioned queue's
+   * (the fast path, here: 40 jobs of one partition that may run 50) and a global limit's.
+   */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"partitioned", "global"})
+  void aLimitedClaimAnnouncesEachJobRunningExactlyOnce(String limits) throws Exception {
+    client.setLimits(
+        NUMBERED.queue(),
+        limits.equals("partitioned")
+            ? QueueLimits.builder().partitionBy("type").partitionConcurrency(50).build()
+            : QueueLimits.builder().globalConcurrency(50).build());
+    List<JobEvent> events = new CopyOnWriteArrayList<>();
+    try (JobEventListener listener = listening(events)) {
+      List<UUID> ids = client.enqueueAll(
+          NUMBERED,
+          IntStream.range(0, 40).mapToObj(Numbered::new).toList(),
+          EnqueueOptions.DEFAULTS);
+      start(worker().claimBatch(100).register(NUMBERED, (ctx, p) -> null));
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> ids.stream()
+              .allMatch(
+                  id -> of(events, id).stream().anyMatch(e -> e.state() == JobState.SUCCEEDED)));
+      for (UUID id : ids) {
+        List<JobEvent> mine = of(events, id);
+        assertThat(mine)
+            .as("events of job %s", id)
+            .filteredOn(e -> e.state() == JobState.RUNNING)
+            .singleElement()
+            .satisfies(e -> assertThat(e.attempts()).isEqualTo(1));
+        assertThat(mine.stream().map(e -> e.state().value()).toList())
+            .containsSubsequence("queued", "running", "succeeded");
+      }
+    } finally {
+      client.clearLimits(NUMBERED.queue());
+    }
+  }
+
+  /**
+   * The limited claim turns the trigger off for its own update only: a later update in the same
+   * transaction (a caller with auto-commit off) is announced by the trigger.
+   */
+  @Test
+  void anUpdateAfterALimitedClaimInTheSameTransactionIsStillAnnounced() throws Exception {
+    client.setLimits(
+        NUMBERED.queue(), QueueLimits.builder().globalConcurrency(5).build());
+    List<JobEvent> events = new CopyOnWriteArrayList<>();
+    UUID claimed = client.enqueue(NUMBERED, new Numbered(1)).job().id();
+    UUID later = client.enqueue(NUMBERED, new Numbered(2)).job().id();
+    try (JobEventListener listener = listening(events);
+        Connection c = db.dataSource().getConnection();
+        Statement st = c.createStatement()) {
+      c.setAutoCommit(false);
+      try (ResultSet rs = st.executeQuery("SELECT id FROM pgjobs.claim_limited('test-worker', '"
+          + NUMBERED.queue() + "', 1, NULL, '{}', NULL)")) {
+        assertThat(rs.next()).isTrue();
+        assertThat(rs.getObject(1, UUID.class)).isEqualTo(claimed);
+      }
+      st.executeUpdate("UPDATE pgjobs.jobs SET state = 'retrying' WHERE id = '" + later + "'");
+      c.commit();
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> of(events, later).stream().anyMatch(e -> e.state() == JobState.RETRYING));
+    } finally {
+      client.clearLimits(NUMBERED.queue());
+    }
+  }
+
+  /**
    * The claim's setting is transaction-local: an update in the next statement on the same connection (in
    * auto-commit mode, as claims run) fires the trigger and is announced.
    */
