@@ -146,7 +146,8 @@ public final class BenchRunner {
    * of {@code options.peakLanes()} a peak probe; {@code runs} times each, every run in a fresh schema
    * (dropped afterwards) with a worker process and a producer process of its own. Each window, phase and
    * run goes to {@code jsonLines} as a JSON line as soon as it exists, each window to the progress stream
-   * as a table row.
+   * as a table row. With {@code options.partitions()} > 0 each run and probe has flow-control limits on its
+   * queue ({@link W5Runner}).
    */
   public List<W5Run> w5(W5Options options, int runs, Consumer<String> jsonLines) throws Exception {
     if (runs < 1 || runs > 100) {
@@ -207,9 +208,11 @@ public final class BenchRunner {
         "W5 %s, run %d: %s%n",
         label,
         run,
-        rate > 0
-            ? String.format(Locale.ROOT, "%,d jobs/s offered, %d lanes", rate, lanes)
-            : String.format(Locale.ROOT, "depth kept at %,d, %d lanes", depth, lanes));
+        (rate > 0
+                ? String.format(Locale.ROOT, "%,d jobs/s offered, %d lanes", rate, lanes)
+                : String.format(Locale.ROOT, "depth kept at %,d, %d lanes", depth, lanes))
+            + ", limits: "
+            + W5Options.limitsText(options.partitions(), options.partitionConcurrency()));
     progress.print(W5Report.WINDOW_HEADER);
     try {
       io.pgjobs.JobClient.builder(ds).schema(schema).build().migrate();
@@ -223,6 +226,8 @@ public final class BenchRunner {
           options.workMs(),
           phases,
           options.windowS(),
+          options.partitions(),
+          options.partitionConcurrency(),
           w -> {
             progress.print(W5Report.windowRow(w));
             jsonLines.accept(w.toJsonLine());

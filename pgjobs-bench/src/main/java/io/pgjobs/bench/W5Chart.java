@@ -133,6 +133,14 @@ public final class W5Chart {
             run.peakDepth(),
             run.lanes(),
             run.workMs());
+    if (run.partitions() > 0) {
+      // Short: the title is one line of a 1,000-pixel image.
+      title += String.format(
+          Locale.ROOT,
+          ", limits: %,d partitions × %d",
+          run.partitions(),
+          run.partitionConcurrency());
+    }
     g.drawString(title, LEFT, 26);
     g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
     int plotW = WIDTH - LEFT - RIGHT;

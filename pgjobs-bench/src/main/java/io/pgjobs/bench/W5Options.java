@@ -22,6 +22,13 @@ import java.util.Locale;
  * @param peakLanes lanes of the peak probes, one run each; empty: none
  * @param peakDepth the depth the peak probe's producer keeps
  * @param peakS the measured phase of each peak probe (after its warm-up)
+ * @param partitions 0: W5's queue has no limits (the issue-15 test). N > 0: every run and peak probe puts
+ *     flow-control limits on the queue ({@link io.pgjobs.QueueLimits}, partitioned by the key given at
+ *     enqueue, {@code partitionConcurrency} at a time each) and the producer spreads its jobs over N
+ *     partitions, {@code p0} to {@code p<N-1>} in turn; issue 29 asks for the idle-transaction figures
+ *     with limits on
+ * @param partitionConcurrency most jobs of one partition running at once; ignored when {@code partitions}
+ *     is 0
  */
 public record W5Options(
     List<Integer> rates,
@@ -35,11 +42,16 @@ public record W5Options(
     double windowS,
     List<Integer> peakLanes,
     int peakDepth,
-    double peakS) {
+    double peakS,
+    int partitions,
+    int partitionConcurrency) {
 
-  /** The issue's test: 800 and 5,000 jobs/s, 32 lanes of 1 ms jobs, 150/150/120/120 s; peak at 16 and 64 lanes. */
+  /**
+   * The issue's test: 800 and 5,000 jobs/s, 32 lanes of 1 ms jobs, 150/150/120/120 s; peak at 16 and 64
+   * lanes; no limits.
+   */
   public static final W5Options DEFAULTS = new W5Options(
-      List.of(800, 5_000), 32, 1.0, 20, 150, 150, 120, 120, 5, List.of(16, 64), 2_000, 60);
+      List.of(800, 5_000), 32, 1.0, 20, 150, 150, 120, 120, 5, List.of(16, 64), 2_000, 60, 0, 2);
 
   /** The flags, for {@code --help}. */
   public static final String HELP = """
@@ -56,6 +68,9 @@ public record W5Options(
         --peak-lanes N[,N...]  peak probes: lanes, one run each, or 'none' [16,64]
         --peak-depth N         depth the peak probe keeps [2000]
         --peak S               measured phase of each peak probe, after the warm-up [60]
+        --partitions N         limits on W5's queue for each run (QueueLimits partitionBy "partition"),
+                               the producer's job i in partition "p" + (i % N); 0: no limits [0]
+        --partition-concurrency C  jobs of one partition running at once, with --partitions [2]
         --chart FILE.png       also draw depth and p99 over time, one PNG per run (FILE-<run>.png)
       Charts from earlier --out files instead of a run (e.g. before and after a change, overlaid):
         --w5-chart before.jsonl,after.jsonl --chart FILE.png
@@ -81,6 +96,12 @@ public record W5Options(
     check(
         peakDepth >= 1 && peakDepth <= 1_000_000,
         "--peak-depth must be between 1 and 1,000,000, was " + peakDepth);
+    check(
+        partitions >= 0 && partitions <= 100_000,
+        "--partitions must be between 0 (no limits) and 100,000, was " + partitions);
+    check(
+        partitionConcurrency >= 1 && partitionConcurrency <= io.pgjobs.QueueLimits.MAX_CONCURRENCY,
+        "--partition-concurrency must be between 1 and 100,000, was " + partitionConcurrency);
     check(
         !rates.isEmpty() || !peakLanes.isEmpty(),
         "W5 with --rate none and --peak-lanes none has nothing to run");
@@ -139,7 +160,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--lanes" ->
         new W5Options(
             rates,
@@ -153,7 +176,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--work-ms" ->
         new W5Options(
             rates,
@@ -167,7 +192,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--warmup" ->
         new W5Options(
             rates,
@@ -181,7 +208,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--clean" ->
         new W5Options(
             rates,
@@ -195,7 +224,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--idle-tx" ->
         new W5Options(
             rates,
@@ -209,7 +240,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--recovery" ->
         new W5Options(
             rates,
@@ -223,7 +256,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--idle-tx2" ->
         new W5Options(
             rates,
@@ -237,7 +272,9 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--window" ->
         new W5Options(
             rates,
@@ -251,7 +288,9 @@ public record W5Options(
             number(flag, value),
             peakLanes,
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--peak-lanes" ->
         new W5Options(
             rates,
@@ -265,7 +304,9 @@ public record W5Options(
             windowS,
             ints(flag, value),
             peakDepth,
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--peak-depth" ->
         new W5Options(
             rates,
@@ -279,7 +320,9 @@ public record W5Options(
             windowS,
             peakLanes,
             integer(flag, value),
-            peakS);
+            peakS,
+            partitions,
+            partitionConcurrency);
       case "--peak" ->
         new W5Options(
             rates,
@@ -293,7 +336,41 @@ public record W5Options(
             windowS,
             peakLanes,
             peakDepth,
-            number(flag, value));
+            number(flag, value),
+            partitions,
+            partitionConcurrency);
+      case "--partitions" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS,
+            integer(flag, value),
+            partitionConcurrency);
+      case "--partition-concurrency" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS,
+            partitions,
+            integer(flag, value));
       default -> null;
     };
   }
@@ -311,7 +388,9 @@ public record W5Options(
       "--window",
       "--peak-lanes",
       "--peak-depth",
-      "--peak");
+      "--peak",
+      "--partitions",
+      "--partition-concurrency");
 
   private static List<Integer> ints(String flag, String value) {
     if (value.trim().equalsIgnoreCase("none")) {
@@ -349,7 +428,7 @@ public record W5Options(
   String describe() {
     return String.format(
         Locale.ROOT,
-        "rates %s, %d lanes, %.3g ms work, phases %s s, window %.3g s, peak probes %s lanes at depth %d for %.3g s",
+        "rates %s, %d lanes, %.3g ms work, phases %s s, window %.3g s, peak probes %s lanes at depth %d for %.3g s, limits: %s",
         rates,
         lanes,
         workMs,
@@ -357,6 +436,15 @@ public record W5Options(
         windowS,
         peakLanes,
         peakDepth,
-        peakS);
+        peakS,
+        limitsText(partitions, partitionConcurrency));
+  }
+
+  /** A run's limits, for the progress and the reports: {@code none} when off. */
+  static String limitsText(int partitions, int partitionConcurrency) {
+    return partitions == 0
+        ? "none"
+        : String.format(
+            Locale.ROOT, "%,d partitions, %d at a time each", partitions, partitionConcurrency);
   }
 }

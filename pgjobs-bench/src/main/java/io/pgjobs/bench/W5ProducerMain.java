@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
+import io.pgjobs.JobType;
 import io.pgjobs.config.DatabaseUrl;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -18,7 +19,7 @@ import org.HdrHistogram.Recorder;
 
 /**
  * W5's producer process. Every {@value #TICK_MS} ms it makes one bulk enqueue ({@code JobClient.enqueueAll},
- * COPY) of jobs whose payload carries its wall clock in µs taken just before the call:
+ * COPY) of jobs whose payload carries its wall clock in µs taken just before the call, and the job's number:
  * <ul>
  *   <li>{@code rate R}: as many jobs as the credit on real elapsed time allows, {@code floor(R × elapsed)}
  *       minus those offered so far, at most one second's worth per call. A tick that comes late (a slow
@@ -27,11 +28,13 @@ import org.HdrHistogram.Recorder;
  *       shared {@link W5Counters}) back up to D, at most 10,000 per call.
  * </ul>
  * Jobs count as offered just before the call. The time each enqueue call takes goes into a histogram.
+ * With {@code PARTITIONS} N > 0 the jobs carry a partition key, job i (counted over the process's life)
+ * {@code "p" + (i % N)}, for the limits the bench put on the queue ({@link W5Options#partitions()}).
  *
- * <p>{@code java W5ProducerMain SCHEMA rate|depth VALUE COUNTER_FILE}, the database from the environment
- * as for {@link BenchWorkerMain}. Prints READY when connected; on stdin {@code START} starts the clock,
- * {@code WINDOW} answers {@code WINDOW <enqueue-call histogram since the last WINDOW>}, {@code STOP} or
- * the end of stdin stops after the current call and exits 0.
+ * <p>{@code java W5ProducerMain SCHEMA rate|depth VALUE COUNTER_FILE PARTITIONS} (0 partitions: no
+ * keys), the database from the environment as for {@link BenchWorkerMain}. Prints READY when connected;
+ * on stdin {@code START} starts the clock, {@code WINDOW} answers {@code WINDOW <enqueue-call histogram
+ * since the last WINDOW>}, {@code STOP} or the end of stdin stops after the current call and exits 0.
  */
 public final class W5ProducerMain {
   /** The producer's period. */
@@ -42,16 +45,21 @@ public final class W5ProducerMain {
   private W5ProducerMain() {}
 
   public static void main(String[] args) {
-    if (args.length != 4
+    if (args.length != 5
         || System.getenv(BenchWorkerMain.ENV_JDBC_URL) == null
         || !(args[1].equals("rate") || args[1].equals("depth"))) {
       System.err.println("usage: " + BenchWorkerMain.ENV_JDBC_URL + "=jdbc:postgresql://... java "
-          + W5ProducerMain.class.getName() + " SCHEMA rate|depth VALUE COUNTER_FILE");
+          + W5ProducerMain.class.getName() + " SCHEMA rate|depth VALUE COUNTER_FILE PARTITIONS");
       System.exit(2);
     }
     int status;
     try {
-      status = run(args[0], args[1].equals("depth"), Long.parseLong(args[2]), Path.of(args[3]));
+      status = run(
+          args[0],
+          args[1].equals("depth"),
+          Long.parseLong(args[2]),
+          Path.of(args[3]),
+          Integer.parseInt(args[4]));
     } catch (Throwable e) {
       System.err.println("W5 producer failed: " + e);
       e.printStackTrace(System.err);
@@ -61,7 +69,7 @@ public final class W5ProducerMain {
     System.exit(status);
   }
 
-  private static int run(String schema, boolean peak, long value, Path counterFile)
+  private static int run(String schema, boolean peak, long value, Path counterFile, int partitions)
       throws Exception {
     DatabaseUrl database = new DatabaseUrl(
         System.getenv(BenchWorkerMain.ENV_JDBC_URL),
@@ -78,6 +86,11 @@ public final class W5ProducerMain {
     try (W5Counters counters = W5Counters.open(counterFile);
         HikariDataSource ds = new HikariDataSource(config)) {
       JobClient client = JobClient.builder(ds).schema(schema).build();
+      // A key per job, from its number (EnqueueOptions.partition gives a whole batch one key):
+      // consecutive jobs go to different partitions, so every partition gets work.
+      JobType<W5WorkerMain.W5Job> type = partitions > 0
+          ? W5WorkerMain.TYPE.withPartition(j -> "p" + (j.n() % partitions))
+          : W5WorkerMain.TYPE;
       // One call before READY, so the first batch of the run does not pay for connecting and class
       // loading.
       try (var c = ds.getConnection()) {
@@ -99,7 +112,7 @@ public final class W5ProducerMain {
       Thread pacer = new Thread(
           () -> {
             try {
-              pace(client, peak, value, counters, calls, stop);
+              pace(client, type, peak, value, counters, calls, stop);
             } catch (Throwable e) {
               // The bench sees the process exit and quotes this.
               System.err.println("W5 producer: enqueue failed: " + e);
@@ -130,6 +143,7 @@ public final class W5ProducerMain {
 
   private static void pace(
       JobClient client,
+      JobType<W5WorkerMain.W5Job> type,
       boolean peak,
       long value,
       W5Counters counters,
@@ -154,12 +168,12 @@ public final class W5ProducerMain {
         long t = W5Histograms.epochMicros();
         batch.clear();
         for (long i = 0; i < n; i++) {
-          batch.add(new W5WorkerMain.W5Job(t));
+          batch.add(new W5WorkerMain.W5Job(t, offered + i));
         }
         counters.add(W5Counters.OFFERED, n);
         offered += n;
         long t0 = System.nanoTime();
-        client.enqueueAll(W5WorkerMain.TYPE, batch, EnqueueOptions.DEFAULTS);
+        client.enqueueAll(type, batch, EnqueueOptions.DEFAULTS);
         W5Histograms.record(calls, (System.nanoTime() - t0) / 1_000);
       }
       next += tick;

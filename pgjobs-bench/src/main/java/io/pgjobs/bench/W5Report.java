@@ -66,21 +66,28 @@ public final class W5Report {
     out.append('\n');
     out.append(goalLines(runs));
     for (W5Run r : runs) {
+      // The label stays "800/s" with limits on, so that --w5-chart overlays a run with limits
+      // on the same run without; this line says which it was.
+      String limits = r.partitions() == 0
+          ? ""
+          : ", limits: " + W5Options.limitsText(r.partitions(), r.partitionConcurrency());
       out.append(
           r.completedTotal() == r.offeredTotal()
               ? String.format(
                   Locale.ROOT,
-                  "%s (run %d): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
+                  "%s (run %d%s): %,d jobs offered, %,d completed; the backlog at the end drained in %.1f s.%n",
                   r.run(),
                   r.repeat(),
+                  limits,
                   r.offeredTotal(),
                   r.completedTotal(),
                   r.drainS())
               : String.format(
                   Locale.ROOT,
-                  "%s (run %d): %,d jobs offered, only %,d completed %.0f s after the producer stopped (NOT DRAINED).%n",
+                  "%s (run %d%s): %,d jobs offered, only %,d completed %.0f s after the producer stopped (NOT DRAINED).%n",
                   r.run(),
                   r.repeat(),
+                  limits,
                   r.offeredTotal(),
                   r.completedTotal(),
                   r.drainS()));

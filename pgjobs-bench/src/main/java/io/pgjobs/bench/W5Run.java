@@ -19,6 +19,8 @@ import tools.jackson.databind.json.JsonMapper;
  * @param peakDepth the depth a peak probe keeps, 0 for a sustained run
  * @param lanes the worker's lanes
  * @param workMs synthetic work per job
+ * @param partitions the partitions of the queue's limits ({@link W5Options#partitions()}); 0: no limits
+ * @param partitionConcurrency the limits' jobs of one partition at a time; 0 when there were no limits
  * @param windows every window, in order
  * @param phases one summary per phase, in order
  * @param offeredTotal jobs offered over the whole run
@@ -33,6 +35,8 @@ public record W5Run(
     int peakDepth,
     int lanes,
     double workMs,
+    int partitions,
+    int partitionConcurrency,
     List<Window> windows,
     List<PhaseSummary> phases,
     long offeredTotal,
@@ -121,6 +125,8 @@ public record W5Run(
         peakDepth,
         lanes,
         workMs,
+        partitions,
+        partitionConcurrency,
         offeredTotal,
         completedTotal,
         drainS));
@@ -135,6 +141,8 @@ public record W5Run(
       int peakDepth,
       int lanes,
       double workMs,
+      int partitions,
+      int partitionConcurrency,
       long offeredTotal,
       long completedTotal,
       double drainS) {}
@@ -167,7 +175,7 @@ public record W5Run(
       Window first = ws.getFirst();
       if (t == null) {
         int rate = first.run().endsWith("/s") ? Integer.parseInt(first.run().replace("/s", "")) : 0;
-        t = new Totals("W5", "run", first.run(), first.repeat(), rate, 0, 0, 0, 0, 0, 0);
+        t = new Totals("W5", "run", first.run(), first.repeat(), rate, 0, 0, 0, 0, 0, 0, 0, 0);
       }
       runs.add(new W5Run(
           t.run(),
@@ -176,6 +184,8 @@ public record W5Run(
           t.peakDepth(),
           t.lanes(),
           t.workMs(),
+          t.partitions(),
+          t.partitionConcurrency(),
           ws,
           List.of(),
           t.offeredTotal(),

@@ -1,5 +1,7 @@
 package io.pgjobs.bench;
 
+import io.pgjobs.JobClient;
+import io.pgjobs.QueueLimits;
 import io.pgjobs.config.DatabaseUrl;
 import java.io.PrintStream;
 import java.sql.Connection;
@@ -22,7 +24,8 @@ import org.HdrHistogram.Histogram;
  * ({@link W5WorkerMain}) and the producer process ({@link W5ProducerMain}), each a JVM of its own, walks
  * the phases window by window, and after the last phase stops the producer and waits for the backlog to
  * drain. During an idle-transaction phase a connection of this process holds {@code BEGIN; SELECT
- * txid_current();} open and idle, and rolls it back at the phase's end.
+ * txid_current();} open and idle, and rolls it back at the phase's end. With partitions, the queue has
+ * flow-control limits for the whole run, set before the processes start and cleared after they stop.
  *
  * <p>Memory stays bounded whatever the length: each window's pickups arrive as an HdrHistogram of a few
  * KiB, merged into one histogram per phase; the windows themselves are a few numbers each.
@@ -47,6 +50,7 @@ final class W5Runner {
   /**
    * One run. {@code rate} > 0: a sustained run at that rate over {@code phases}; otherwise a peak probe
    * keeping {@code peakDepth}. Each window and phase goes to {@code windows}/{@code phasesOut} as it ends.
+   * {@code partitions} > 0 runs it with limits on ({@link W5Options#partitions()}).
    */
   W5Run run(
       String label,
@@ -57,6 +61,8 @@ final class W5Runner {
       double workMs,
       List<W5Options.Phase> phases,
       double windowS,
+      int partitions,
+      int partitionConcurrency,
       Consumer<W5Run.Window> windowSink,
       Consumer<W5Run.PhaseSummary> phaseSink)
       throws Exception {
@@ -71,7 +77,27 @@ final class W5Runner {
     Connection holder = phases.stream().anyMatch(W5Options.Phase::idleTransaction)
         ? DriverManager.getConnection(database.jdbcUrl(), database.properties())
         : null;
+    JobClient client = JobClient.builder(dataSource).schema(schema).build();
+    String queue = W5WorkerMain.TYPE.queue();
+    boolean limited = false;
     try {
+      if (partitions > 0) {
+        // Before the processes start: the worker's first claim goes through the limited claim, and
+        // every job offered is counted under its partition. As W3L: partitioned by the key given at
+        // enqueue, which the producer computes from each job's number.
+        client.setLimits(
+            queue,
+            QueueLimits.builder()
+                .partitionBy("partition")
+                .partitionConcurrency(partitionConcurrency)
+                .build());
+        limited = true;
+        progress.printf(
+            Locale.ROOT,
+            "  limits set on queue '%s': %s%n",
+            queue,
+            W5Options.limitsText(partitions, partitionConcurrency));
+      }
       worker = WorkerProcess.start(
           "W5 worker",
           database,
@@ -89,7 +115,8 @@ final class W5Runner {
               schema,
               rate > 0 ? "rate" : "depth",
               Integer.toString(rate > 0 ? rate : peakDepth),
-              counters.file().toString()));
+              counters.file().toString(),
+              Integer.toString(partitions)));
       worker.awaitReady(PgJobsWorkloads.WORKER_READY_TIMEOUT);
       producer.awaitReady(PgJobsWorkloads.WORKER_READY_TIMEOUT);
       // Empty the interval histograms of anything before the start.
@@ -233,6 +260,8 @@ final class W5Runner {
           rate > 0 ? 0 : peakDepth,
           lanes,
           workMs,
+          partitions,
+          partitions > 0 ? partitionConcurrency : 0,
           windows,
           summaries,
           offeredTotal,
@@ -244,6 +273,11 @@ final class W5Runner {
       }
       if (worker != null) {
         worker.close();
+      }
+      // After the processes are gone: no claim of theirs meets the queue half-cleared.
+      if (limited) {
+        client.clearLimits(queue);
+        progress.printf(Locale.ROOT, "  limits on queue '%s' cleared%n", queue);
       }
       counters.delete();
       if (holder != null) {

@@ -26,8 +26,11 @@ import org.HdrHistogram.Recorder;
  * {@code STOP} or the end of stdin closes the worker and exits 0.
  */
 public final class W5WorkerMain {
-  /** The W5 job: {@code t} is the producer's wall clock in µs just before the enqueue call. */
-  public record W5Job(long t) {}
+  /**
+   * The W5 job: {@code t} is the producer's wall clock in µs just before the enqueue call, {@code n} the
+   * job's number in the producer (0, 1, 2, …), from which {@code --partitions} keys it.
+   */
+  public record W5Job(long t, long n) {}
 
   static final JobType<W5Job> TYPE = JobType.of("w5", W5Job.class);
 

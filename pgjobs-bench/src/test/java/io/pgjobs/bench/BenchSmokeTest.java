@@ -382,6 +382,135 @@ class BenchSmokeTest {
   }
 
   @Test
+  void w5WithPartitionsRunsUnderLimitsAndCompletesEveryOfferedJob() throws Exception {
+    ByteArrayOutputStream progress = new ByteArrayOutputStream();
+    BenchRunner runner = new BenchRunner(
+        DatabaseUrl.parse(db.jdbcUrl()),
+        1,
+        new PrintStream(progress, true, StandardCharsets.UTF_8));
+    // Tiny, as the test above with one idle-transaction phase: 200 jobs/s, 4 lanes of 1 ms jobs,
+    // 10 partitions of 2 at a time each; one peak probe of 2 lanes, whose depth of 100 keeps jobs
+    // of every partition waiting.
+    W5Options options = W5Options.DEFAULTS;
+    String[][] flags = {
+      {"--rate", "200"},
+      {"--lanes", "4"},
+      {"--work-ms", "1"},
+      {"--warmup", "2"},
+      {"--clean", "2"},
+      {"--idle-tx", "2"},
+      {"--recovery", "0"},
+      {"--idle-tx2", "0"},
+      {"--window", "0.5"},
+      {"--peak-lanes", "2"},
+      {"--peak-depth", "100"},
+      {"--peak", "2"},
+      {"--partitions", "10"}
+    };
+    for (String[] flag : flags) {
+      options = options.with(flag[0], flag[1]);
+    }
+    List<String> lines = new ArrayList<>();
+    // What the database holds while the runs go (each run's schema is dropped at its end): the
+    // limits on the queue, and how many partition keys its jobs carry at once.
+    java.util.Set<String> limitsSeen = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    java.util.concurrent.atomic.AtomicLong keysSeen = new java.util.concurrent.atomic.AtomicLong();
+    java.util.concurrent.atomic.AtomicBoolean done =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    Thread watcher = new Thread(() -> {
+      while (!done.get()) {
+        try (java.sql.Connection c = db.dataSource().getConnection();
+            java.sql.Statement st = c.createStatement()) {
+          List<String> schemas = new ArrayList<>();
+          try (java.sql.ResultSet rs = st.executeQuery(
+              "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'bench\\_w5\\_%'")) {
+            while (rs.next()) {
+              schemas.add(rs.getString(1));
+            }
+          }
+          for (String schema : schemas) {
+            try (java.sql.ResultSet rs =
+                st.executeQuery("SELECT partition_by || ' ' || partition_concurrency FROM " + schema
+                    + ".queues WHERE name = 'default'")) {
+              if (rs.next() && rs.getString(1) != null) {
+                limitsSeen.add(rs.getString(1));
+              }
+            }
+            try (java.sql.ResultSet rs =
+                st.executeQuery("SELECT count(DISTINCT limit_key) FROM " + schema + ".jobs")) {
+              rs.next();
+              keysSeen.accumulateAndGet(rs.getLong(1), Math::max);
+            }
+          }
+        } catch (java.sql.SQLException e) {
+          // A schema not migrated yet or dropped meanwhile: the next round sees the next one.
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+      }
+    });
+    watcher.start();
+    List<W5Run> runs;
+    try {
+      runs = runner.w5(options, 1, lines::add);
+    } finally {
+      done.set(true);
+      watcher.join(10_000);
+    }
+
+    assertThat(runs).extracting(W5Run::run).containsExactly("200/s", "peak 2 lanes");
+    assertThat(runs.get(0).phases())
+        .extracting(W5Run.PhaseSummary::phase)
+        .containsExactly("warm-up", "clean", "idle-tx");
+    for (W5Run run : runs) {
+      assertThat(run.offeredTotal()).isPositive();
+      assertThat(run.completedTotal()).isEqualTo(run.offeredTotal());
+      assertThat(run.partitions()).isEqualTo(10);
+      assertThat(run.partitionConcurrency()).isEqualTo(2);
+      assertThat(run.phases()).allSatisfy(p -> assertThat(p.offered()).isPositive());
+    }
+    assertThat(limitsSeen).containsExactly("partition 2");
+    assertThat(keysSeen.get())
+        .as("partition keys of the jobs in the table at once")
+        .isEqualTo(10);
+    assertThat(progress.toString(StandardCharsets.UTF_8))
+        .contains(
+            "limits: 10 partitions, 2 at a time each",
+            "limits set on queue 'default': 10 partitions, 2 at a time each",
+            "limits on queue 'default' cleared");
+    assertThat(lines)
+        .filteredOn(l -> l.contains("\"row\":\"run\""))
+        .hasSize(2)
+        .allSatisfy(
+            l -> assertThat(l).contains("\"partitions\":10", "\"partition_concurrency\":2"));
+    assertThat(W5Report.phaseTable(runs))
+        .contains("200/s (run 1, limits: 10 partitions, 2 at a time each): ");
+
+    // Read back; an --out file from before the flag (no such fields) reads as a run without limits.
+    java.nio.file.Path out = java.nio.file.Files.createTempFile("w5-partitions", ".jsonl");
+    try {
+      java.nio.file.Files.write(out, lines);
+      assertThat(W5Run.readJsonLines(out)).extracting(W5Run::partitions).containsExactly(10, 10);
+      java.nio.file.Files.write(
+          out,
+          lines.stream()
+              .map(l -> l.replace(",\"partitions\":10,\"partition_concurrency\":2", ""))
+              .toList());
+      assertThat(W5Run.readJsonLines(out)).extracting(W5Run::partitions).containsExactly(0, 0);
+    } finally {
+      java.nio.file.Files.delete(out);
+    }
+
+    assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_w5_%'"))
+        .isZero();
+    assertThat(ProcessHandle.current()
+            .descendants()
+            .filter(ProcessHandle::isAlive)
+            .filter(p -> p.info().commandLine().orElse("").contains("io.pgjobs.bench.W5")))
+        .as("W5 processes left running")
+        .isEmpty();
+  }
+
+  @Test
   void w5FlagsAreCheckedAndW5IsNotPartOfRun() {
     org.assertj.core.api.Assertions.assertThatThrownBy(
             () -> W5Options.DEFAULTS.with("--rate", "fast"))
@@ -394,6 +523,29 @@ class BenchSmokeTest {
         .containsExactly("warm-up", "clean", "idle-tx", "recovery");
     assertThat(W5Options.DEFAULTS.with("--rate", "none").rates()).isEmpty();
     assertThat(W5Options.DEFAULTS.with("--nonsense", "1")).isNull();
+    // --partitions and --partition-concurrency: limits off by default, bounds checked.
+    assertThat(W5Options.DEFAULTS.partitions()).isZero();
+    W5Options limited =
+        W5Options.DEFAULTS.with("--partitions", "1_000").with("--partition-concurrency", "4");
+    assertThat(limited.partitions()).isEqualTo(1_000);
+    assertThat(limited.partitionConcurrency()).isEqualTo(4);
+    assertThat(W5Options.FLAGS).contains("--partitions", "--partition-concurrency");
+    assertThat(W5Options.HELP).contains("--partitions N", "--partition-concurrency C");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--partitions", "-1"))
+        .hasMessage("--partitions must be between 0 (no limits) and 100,000, was -1");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--partitions", "100001"))
+        .hasMessage("--partitions must be between 0 (no limits) and 100,000, was 100001");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--partitions", "many"))
+        .hasMessage("--partitions takes a whole number, was 'many'");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--partition-concurrency", "0"))
+        .hasMessage("--partition-concurrency must be between 1 and 100,000, was 0");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--partition-concurrency", "100001"))
+        .hasMessage("--partition-concurrency must be between 1 and 100,000, was 100001");
     BenchRunner runner = new BenchRunner(
         DatabaseUrl.parse(db.jdbcUrl()),
         1,

@@ -174,6 +174,21 @@ final class BenchCommand extends Subcommand {
       description = "W5: measured phase of each peak probe, seconds. Default: 60.")
   String peak;
 
+  @Option(
+      names = "--partitions",
+      paramLabel = "<n>",
+      description =
+          "W5: run with flow-control limits on its queue, partitioned by the key given at enqueue, the"
+              + " producer's job i in partition \"p\" + (i %% n); 0 to 100,000. Default: 0 (no limits).")
+  String partitions;
+
+  @Option(
+      names = "--partition-concurrency",
+      paramLabel = "<n>",
+      description =
+          "W5 with --partitions: jobs of one partition running at once, 1 to 100,000. Default: 2.")
+  String partitionConcurrency;
+
   @Override
   public Integer call() throws Exception {
     if (w5ChartFrom != null) {
@@ -210,7 +225,9 @@ final class BenchCommand extends Subcommand {
         {"--window", window},
         {"--peak-lanes", peakLanes},
         {"--peak-depth", peakDepth},
-        {"--peak", peak}
+        {"--peak", peak},
+        {"--partitions", partitions},
+        {"--partition-concurrency", partitionConcurrency}
       };
       for (String[] flag : w5Flags) {
         if (flag[1] != null) {

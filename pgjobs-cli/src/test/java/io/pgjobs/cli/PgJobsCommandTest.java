@@ -582,6 +582,9 @@ class PgJobsCommandTest {
     assertUsage(
         run("bench", "--workload", "W5", "--window", "0"),
         "--window must be between 0.1 and 3,600 s");
+    assertUsage(
+        run("bench", "--workload", "W5", "--partitions", "-1"),
+        "--partitions must be between 0 (no limits) and 100,000, was -1");
     assertUsage(run("bench", "--chart", "x.png"), "--chart goes with --sweep or --workload W5");
     assertUsage(
         run("bench", "--w4-warmup-jobs", "-1"),
