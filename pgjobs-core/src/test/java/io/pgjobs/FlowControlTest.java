@@ -144,6 +144,38 @@ class FlowControlTest extends PgJobsTestBase {
         .isEqualTo(2);
   }
 
+  /**
+   * A claim of 16 jobs or more first takes the head of the queue in claim order when no partition crowds
+   * it (claim_limited's fast path). Jobs of 40 partitions enqueued in turn make every head such a one, and
+   * three workers of 32 lanes (more lanes than the 80 slots) claim large batches whose heads hold
+   * partitions already at their limit: each partition's limit holds on that path too.
+   */
+  @Test
+  void partitionConcurrencyHoldsWhenLargeClaimsTakeTheHeadOfTheQueue() {
+    client.setLimits(
+        "limited",
+        QueueLimits.builder()
+            .partitionBy("input.account")
+            .partitionConcurrency(2)
+            .build());
+    List<Work> works = new ArrayList<>();
+    for (int i = 0; i < 400; i++) {
+      works.add(new Work("acct-" + (i % 40), i, 50, 0));
+    }
+    enqueue(works);
+    startWorker(32);
+    startWorker(32);
+    startWorker(32);
+
+    awaitAllSucceeded(400);
+    assertThat(maxByAccount).hasSize(40);
+    maxByAccount.forEach(
+        (account, max) -> assertThat(max.get()).as(account).isLessThanOrEqualTo(2));
+    assertThat(maxRunning.get())
+        .as("claims as large as the fast path takes ran many partitions at once")
+        .isGreaterThan(16);
+  }
+
   @Test
   void partitionsTakeTurnsSoABigPartitionDoesNotStarveTheOthers() {
     client.setLimits(
