@@ -226,16 +226,14 @@ class CountsOnABloatedHotTableTest extends PgJobsTestBase {
       assertThat(q.scheduled()).isEqualTo(40);
     });
     // A read of the table would touch every one of its pages; the overview's index scans touch a
-    // few hundred
-    // blocks, and up to ~1,100 in one CI run of 11,368 pages (the bloated indexes' empty pages are
-    // stepped
-    // over, but how many depends on where the analyze's sample left the estimates): a fifth tells
-    // them apart.
+    // few hundred blocks, up to ~1,100 in one CI run of 11,368 pages and 2,646 in another, on a
+    // slower machine (the bloated indexes' empty pages are stepped over, but how many depends on
+    // where the analyze's sample left the estimates): a third tells them apart.
     assertThat(touchedByOverview)
         .as("blocks of the table and its indexes read for the overview on %d pages", pages)
-        .isLessThan(pages / 5);
+        .isLessThan(pages / 3);
     assertThat(touchedByCounts)
         .as("blocks of the table and its indexes read for countByQueue() on %d pages", pages)
-        .isLessThan(pages / 5);
+        .isLessThan(pages / 3);
   }
 }
