@@ -229,20 +229,21 @@ class BenchSmokeTest {
         DatabaseUrl.parse(db.jdbcUrl()),
         1,
         new PrintStream(progress, true, StandardCharsets.UTF_8));
-    // Small: 200 jobs/s, 4 lanes of 1 ms jobs, phases of 2 s in windows of 0.5 s; one peak probe of
-    // 2 lanes. Phases of 1 s were too short beside other test JVMs on two cores: a phase in which
-    // the
-    // starved workers finished nothing failed the run.
+    // Small: 200 jobs/s, 4 lanes of 1 ms jobs, phases of 4 s in windows of 0.5 s; one peak probe of
+    // 2 lanes. Phases of 1 s, then of 2 s, were too short beside the other test lanes on two cores
+    // (2 s on a machine half as fast, at a load average of 20): a phase in which the starved
+    // workers
+    // finished nothing failed the run.
     W5Options options = W5Options.DEFAULTS;
     String[][] flags = {
       {"--rate", "200"},
       {"--lanes", "4"},
       {"--work-ms", "1"},
-      {"--warmup", "2"},
-      {"--clean", "2"},
-      {"--idle-tx", "2"},
-      {"--recovery", "2"},
-      {"--idle-tx2", "2"},
+      {"--warmup", "4"},
+      {"--clean", "4"},
+      {"--idle-tx", "4"},
+      {"--recovery", "4"},
+      {"--idle-tx2", "4"},
       {"--window", "0.5"},
       {"--peak-lanes", "2"},
       {"--peak-depth", "100"},
@@ -396,9 +397,9 @@ class BenchSmokeTest {
       {"--rate", "200"},
       {"--lanes", "4"},
       {"--work-ms", "1"},
-      {"--warmup", "2"},
-      {"--clean", "2"},
-      {"--idle-tx", "2"},
+      {"--warmup", "4"},
+      {"--clean", "4"},
+      {"--idle-tx", "4"},
       {"--recovery", "0"},
       {"--idle-tx2", "0"},
       {"--window", "0.5"},
