@@ -320,7 +320,7 @@ class DashboardTest extends BrowserTest {
 
     String parked = "#queues-table tr[data-queue='parked']";
     browser.waitForText(parked + " td[data-count='scheduled']", "1");
-    assertThat(browser.find(parked + " td[data-count='queued']").getText())
+    assertThat(browser.text(parked + " td[data-count='queued']"))
         .isEqualTo(Long.toString(app.db.queryLong(
             "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'parked' AND run_at <= now()")));
     browser.waitFor(d ->
@@ -332,13 +332,12 @@ class DashboardTest extends BrowserTest {
     // The last heartbeat reads "just now" for its first second, then "1 s ago" (the page ticks
     // every second).
     browser.waitForText(worker, "ago");
-    assertThat(browser.find(worker).getText())
-        .contains("default ×4", "emails ×4", "reports ×4", "ago");
+    assertThat(browser.text(worker)).contains("default ×4", "emails ×4", "reports ×4", "ago");
     browser.waitFor(
         d -> Integer.parseInt(d.findElement(By.cssSelector(worker + " td[data-running]"))
                 .getAttribute("data-running"))
             >= 1);
-    assertThat(browser.find("#totals .card.running .n").getText()).isNotEqualTo("0");
+    assertThat(browser.text("#totals .card.running .n")).isNotEqualTo("0");
 
     app.client.cancel(running);
     app.client.cancel(waiting);
