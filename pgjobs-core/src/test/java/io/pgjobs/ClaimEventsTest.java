@@ -131,7 +131,7 @@ class ClaimEventsTest extends PgJobsTestBase {
         Statement st = c.createStatement()) {
       c.setAutoCommit(false);
       try (ResultSet rs = st.executeQuery("SELECT id FROM pgjobs.claim_limited('test-worker', '"
-          + NUMBERED.queue() + "', 1, NULL, '{}', NULL)")) {
+          + NUMBERED.queue() + "', 1, NULL, '{}', NULL, NULL, NULL, NULL)")) {
         assertThat(rs.next()).isTrue();
         assertThat(rs.getObject(1, UUID.class)).isEqualTo(claimed);
       }

@@ -240,25 +240,71 @@ public final class ExecutionStore {
     return claimed;
   }
 
-  /** The jobs of a limited claim, in the order it took them, and the partition it ended at. */
-  public record LimitedClaim(List<ClaimedJob> jobs, String lastPartition) {}
+  /**
+   * The jobs of a limited claim, in the order it took them, the partition it ended at, and whether they
+   * are the first due jobs past the claim cursor (the fast path's alone: the cursor may move past them).
+   */
+  public record LimitedClaim(List<ClaimedJob> jobs, String lastPartition, boolean resumable) {}
 
   /**
    * Claims up to {@code limit} due jobs of limited queue {@code queue} for {@code workerId} within its
    * limits ({@code claim_limited}, V2__flow_control.sql): one statement, in auto-commit mode, on
    * {@code connection} or one from the pool if null. {@code after} is the partition the worker's last
    * claim of the queue ended at (null: none), where the round-robin goes on.
+   *
+   * <p>{@code cursor} (null: none) is where the worker's claims of the queue got to, as for the unlimited
+   * claim ({@link ClaimCursor}): a partitioned queue's claim reads the head of the queue just past it, so
+   * that its cost does not grow with the dead entries a long transaction elsewhere keeps. A full pass is
+   * made when the cursor says one is due (and, while the low ends are cheap to read, after a resumed claim
+   * that found nothing). The cursor moves past the jobs only when the claim took them all from that head
+   * (the function says so): jobs the round-robin took elsewhere, or a head it left partly behind (a
+   * partition at its limit, a row locked by another claim), leave it where it was.
    */
   public LimitedClaim claimLimited(
-      Connection connection, String queue, int limit, String workerId, String after)
+      Connection connection,
+      String queue,
+      int limit,
+      String workerId,
+      String after,
+      ClaimCursor cursor)
       throws SQLException {
     if (connection == null) {
       try (Connection c = dataSource.getConnection()) {
-        return claimLimited(c, queue, limit, workerId, after);
+        return claimLimited(c, queue, limit, workerId, after, cursor);
       }
     }
+    long now = System.nanoTime();
+    boolean full = cursor == null || cursor.fullPassDue(now);
+    LimitedClaim claim =
+        claimLimitedOnce(connection, queue, limit, workerId, after, full ? null : cursor);
+    if (cursor == null) {
+      return claim;
+    }
+    if (full) {
+      cursor.fullPassMade(now);
+    } else if (claim.jobs().isEmpty() && cursor.fullPassCheap()) {
+      // As the unlimited claim: nothing past the cursor, yet jobs may wait behind it (committed
+      // late).
+      claim = claimLimitedOnce(connection, queue, limit, workerId, after, null);
+      cursor.fullPassMade(now);
+    }
+    if (claim.resumable()) {
+      cursor.advance(claim.jobs());
+    }
+    return claim;
+  }
+
+  private LimitedClaim claimLimitedOnce(
+      Connection connection,
+      String queue,
+      int limit,
+      String workerId,
+      String after,
+      ClaimCursor resumeFrom)
+      throws SQLException {
     List<ClaimedJob> claimed = new ArrayList<>();
     String last = after;
+    boolean resumable = true;
     try (PreparedStatement ps = connection.prepareStatement(claimLimited)) {
       ps.setString(1, workerId);
       ps.setString(2, queue);
@@ -266,6 +312,16 @@ public final class ExecutionStore {
       ps.setArray(4, types == null ? null : connection.createArrayOf("text", types));
       ps.setArray(5, connection.createArrayOf("text", capabilities));
       ps.setString(6, after);
+      if (resumeFrom == null || resumeFrom.positions().isEmpty()) {
+        ps.setString(7, null);
+        ps.setString(8, null);
+        ps.setString(9, null);
+      } else {
+        ClaimCursor.ResumeParameters at = resumeFrom.resumeParameters();
+        ps.setString(7, at.levels());
+        ps.setString(8, at.runAts());
+        ps.setString(9, at.ids());
+      }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           claimed.add(readClaimedRow(rs));
@@ -273,10 +329,11 @@ public final class ExecutionStore {
           if (key != null) {
             last = key;
           }
+          resumable &= rs.getBoolean(17);
         }
       }
     }
-    return new LimitedClaim(claimed, last);
+    return new LimitedClaim(claimed, last, resumable);
   }
 
   /**

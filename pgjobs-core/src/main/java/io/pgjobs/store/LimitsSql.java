@@ -102,18 +102,22 @@ final class LimitsSql {
    * claim: the function's update does not fire the events trigger). Columns as the claim statements',
    * plus each job's partition (16). Parameters: worker id, queue, most jobs, the types the worker runs
    * (text[] or NULL for all), its capabilities (text[]), the partition its last claim of the queue ended
-   * at (or NULL).
+   * at (or NULL), and its claim cursor's levels, positions' run_at and ids as {@code ClaimCursor} writes
+   * them for the unlimited claim (array literals, or NULL for a full pass). Column 17: whether the claim's
+   * jobs are the fast path's alone (the cursor may move past them).
    */
   static final String CLAIM_LIMITED = """
       WITH claimed AS (
-      SELECT f.*, 'running' AS state FROM {schema}.claim_limited(?, ?, ?, ?::text[], ?::text[], ?) AS f
+      SELECT f.*, 'running' AS state
+        FROM {schema}.claim_limited(?, ?, ?, ?::text[], ?::text[], ?, ?::int[], ?::text[]::timestamptz[],
+                                    ?::uuid[]) AS f
       ), announced AS (
       """ + JobSql.stateEvent("claimed") + """
 
       )
       SELECT id, type, queue, payload, priority, attempts, max_attempts, run_at, created_at, context,
              timeout_ms, claim_token, trace_context, (SELECT count(*) FROM announced) AS announced, snoozes,
-             limit_key
+             limit_key, resumed
         FROM claimed""";
 
   /**

@@ -240,9 +240,7 @@ final class QueuePoller implements BackgroundService {
         await(pollInterval.toMillis());
         continue;
       }
-      if (!isLimited()) {
-        probeIfDue();
-      }
+      probeIfDue(); // limited queues too: a partitioned queue's claim resumes at the cursor as well
       ClaimOutcome outcome = null;
       Exception failure = null;
       claimLock.lock();
@@ -496,7 +494,7 @@ final class QueuePoller implements BackgroundService {
       // Jobs
       // it claims ahead count toward the limits until they end, as every claimed job does.
       ExecutionStore.LimitedClaim claim =
-          store.claimLimited(connection, queue, limit, workerId, lastPartition);
+          store.claimLimited(connection, queue, limit, workerId, lastPartition, cursor);
       lastPartition = claim.lastPartition();
       jobs = claim.jobs();
     } else {

@@ -42,6 +42,25 @@ public final class ExplainableClaim {
     return out.toString();
   }
 
+  /**
+   * The limited claim ({@code claim_limited}) a worker without capabilities that runs every type would
+   * make of {@code queue}: resumed from {@code cursor} if it knows a level, else a full pass. Nothing is
+   * claimed if the caller rolls back.
+   */
+  public static String limited(String queue, int limit, String workerId, ClaimCursor cursor) {
+    boolean full = cursor == null || cursor.positions().isEmpty();
+    String positions;
+    if (full) {
+      positions = "NULL, NULL, NULL";
+    } else {
+      ClaimCursor.ResumeParameters resume = cursor.resumeParameters();
+      positions = literal(resume.levels()) + "::int[], " + literal(resume.runAts())
+          + "::text[]::timestamptz[], " + literal(resume.ids()) + "::uuid[]";
+    }
+    return "SELECT * FROM pgjobs.claim_limited(" + literal(workerId) + ", " + literal(queue) + ", "
+        + limit + ", NULL, '{}', NULL, " + positions + ")";
+  }
+
   private static String literal(String value) {
     return "'" + value.replace("'", "''") + "'";
   }

@@ -145,6 +145,11 @@ $$;
 --   p_types: the job types the worker runs (NULL: every type); p_caps: its capabilities ('{}': none).
 --   p_after: the last partition this worker's previous claim of the queue took from (NULL: none); the
 --            round-robin resumes after it, so partitions take turns across claims, not only within one.
+--   p_levels, p_run_ats, p_ids: the worker's claim cursor for the queue (ClaimCursor: per priority level,
+--            highest first, the position (run_at, id) its claims got to), where the fast path resumes each
+--            level's range; NULL: a full pass, every level from its start.
+-- Each row also says whether the claim was the fast path's alone (resumed): then its jobs are the first
+-- due jobs past the cursor, and the worker may move its cursor past them.
 --
 -- Serialised per queue by a transaction-level advisory lock, taken first; every statement after it runs
 -- with a fresh snapshot (a VOLATILE function under READ COMMITTED), so it sees every limited claim of the
@@ -160,11 +165,11 @@ $$;
 -- order, whatever its state) must be the one that starts, so a retrying job blocks its partition until it
 -- succeeds or is discarded.
 CREATE FUNCTION claim_limited(p_worker text, p_queue text, p_max integer, p_types text[], p_caps text[],
-                              p_after text)
+                              p_after text, p_levels integer[], p_run_ats timestamptz[], p_ids uuid[])
     RETURNS TABLE (id uuid, type text, queue text, payload text, priority integer, attempts integer,
                    max_attempts integer, run_at timestamptz, created_at timestamptz, context text,
                    timeout_ms bigint, claim_token bigint, trace_context text, announced bigint,
-                   snoozes integer, limit_key text)
+                   snoozes integer, limit_key text, resumed boolean)
     LANGUAGE plpgsql VOLATILE
     -- Every statement here reads the hot table through an index or by row address (ctid: the rows this
     -- claim locked), for a handful to a few thousand rows. The planner, from the hot table's ever-stale
@@ -195,11 +200,16 @@ DECLARE
     c_keys     text[];
     pass       integer := 1;
     crowded    boolean;
-    blocked    text[];
     r_keys     text[];
     r_last     text;
     wrapped    boolean;
     progressed boolean := false;
+    head_n     integer;
+    lv_prio    integer[];
+    lv_at      timestamptz[];
+    lv_id      uuid[];
+    top_level  integer;
+    fast_only  boolean := false;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('pgjobs.limits:' || '${flyway:defaultSchema}' || ':' || p_queue, 0));
     now_at := clock_timestamp();
@@ -249,83 +259,114 @@ BEGIN
         END IF;
         keys := array_fill(NULL::text, ARRAY[cardinality(picked)]);
     ELSE
-        -- The fast path. Read the queue's next `want` jobs in its claim order (the unlimited claim's order,
-        -- one index range per priority level) and what each partition among them may start now (its free
-        -- slots and rate allowance; without a concurrency limit, one: a turn each). If no partition there
-        -- has more jobs than it may start, those jobs (less any of partitions at their limit) are what a
-        -- round-robin round would give these partitions: take them, from one index range instead of a
-        -- probe per partition, and let the rounds below fill what is missing (partitions that had their
-        -- turn here wait there for the next pass). If one partition crowds the head of the queue (the case
-        -- fairness is for), take nothing here: the rounds visit the partitions one by one from where the
-        -- last claim ended. Only for claims of 16 or more (a shorter head says too little about who crowds
-        -- it), not for partitions of one (strict order needs each partition's head), nor for a worker with
-        -- capabilities (the range read sees only jobs that need none; those would wait behind them).
-        IF want >= 16 AND cfg.partition_concurrency IS DISTINCT FROM 1 AND cardinality(p_caps) = 0 THEN
-            WITH RECURSIVE levels(priority) AS (
-                SELECT max(j.priority) FROM ${flyway:defaultSchema}.jobs AS j
+        -- The fast path. Read the head of the queue past the worker's cursor in its claim order (the
+        -- unlimited claim's order, one index range per priority level, resumed where the worker's claims
+        -- got to, so that it does not step over the entries of every job claimed since a long transaction
+        -- elsewhere began): at least 32 jobs, so that it says who crowds it even for a claim of one. If a
+        -- partition there has more jobs than it may ever start at once (its concurrency; without one,
+        -- one: a turn each), that partition crowds the head (the case fairness is for): take nothing here,
+        -- the rounds below visit the partitions one by one from where the last claim ended. Otherwise the
+        -- first `want` of those jobs, less what each partition may not start now (its free slots and rate
+        -- allowance), are what a round-robin round would give these partitions: take them from the one
+        -- index range instead of a probe per partition. If that took every one of them, and they were all
+        -- the head held or all the claim wants, the claim is done (resumed: the worker moves its cursor
+        -- past them); else the rounds fill what is missing (partitions that had their turn here wait
+        -- there for the next pass). Not for partitions of one (strict order needs each partition's
+        -- head), nor for a worker with capabilities (the range read sees only jobs that need none; those
+        -- would wait behind them).
+        IF cfg.partition_concurrency IS DISTINCT FROM 1 AND cardinality(p_caps) = 0 THEN
+            head_n := greatest(want, 32);
+            -- Where each level's range starts: past the cursor's position for the levels it knows, with
+            -- one probe of the index above the highest of them (a more urgent job goes first at once;
+            -- a new level below waits for the cursor's probe, as in the unlimited claim); in a full pass
+            -- every level present, from its start.
+            IF p_levels IS NULL OR cardinality(p_levels) = 0 THEN
+                WITH RECURSIVE levels(priority) AS (
+                    SELECT max(j.priority) FROM ${flyway:defaultSchema}.jobs AS j
+                     WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
+                  UNION ALL
+                    SELECT (SELECT max(n.priority) FROM ${flyway:defaultSchema}.jobs AS n
+                             WHERE n.queue = p_queue AND n.state IN ('queued', 'retrying') AND n.capability IS NULL
+                               AND n.priority < l.priority)
+                      FROM levels AS l
+                     WHERE l.priority IS NOT NULL
+                )
+                SELECT coalesce(array_agg(l.priority ORDER BY l.priority DESC), '{}') INTO lv_prio
+                  FROM levels AS l WHERE l.priority IS NOT NULL;
+                lv_at := array_fill('-infinity'::timestamptz, ARRAY[cardinality(lv_prio)]);
+                lv_id := array_fill('00000000-0000-0000-0000-000000000000'::uuid, ARRAY[cardinality(lv_prio)]);
+            ELSE
+                SELECT max(j.priority) INTO top_level FROM ${flyway:defaultSchema}.jobs AS j
                  WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
-              UNION ALL
-                SELECT (SELECT max(n.priority) FROM ${flyway:defaultSchema}.jobs AS n
-                         WHERE n.queue = p_queue AND n.state IN ('queued', 'retrying') AND n.capability IS NULL
-                           AND n.priority < l.priority)
-                  FROM levels AS l
-                 WHERE l.priority IS NOT NULL
-            ), head AS (
-                SELECT r.id, r.ctid AS tid, r.limit_key AS k
-                  FROM levels
+                   AND j.priority > p_levels[1];
+                lv_prio := p_levels;
+                lv_at := p_run_ats;
+                lv_id := p_ids;
+                IF top_level IS NOT NULL THEN
+                    lv_prio := top_level || lv_prio;
+                    lv_at := '-infinity'::timestamptz || lv_at;
+                    lv_id := '00000000-0000-0000-0000-000000000000'::uuid || lv_id;
+                END IF;
+            END IF;
+            WITH head AS (
+                SELECT r.id, r.ctid AS tid, r.limit_key AS k,
+                       row_number() OVER (ORDER BY lv.o, r.run_at, r.id) AS n
+                  FROM unnest(lv_prio, lv_at, lv_id) WITH ORDINALITY AS lv(priority, at, after_id, o)
                  CROSS JOIN LATERAL (
-                       SELECT j.id, j.ctid, j.limit_key FROM ${flyway:defaultSchema}.jobs AS j
+                       SELECT j.id, j.ctid, j.limit_key, j.run_at FROM ${flyway:defaultSchema}.jobs AS j
                         WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
-                          AND j.priority = levels.priority AND j.run_at <= now_at
+                          AND j.priority = lv.priority AND (j.run_at, j.id) > (lv.at, lv.after_id)
+                          AND j.run_at <= now_at
                           AND j.attempts < j.max_attempts AND (p_types IS NULL OR j.type = ANY (p_types))
                         ORDER BY j.run_at, j.id
-                        LIMIT want) AS r
-                 LIMIT want
-            ), cand AS (
-                SELECT h.id, h.tid, h.k, row_number() OVER () AS n FROM head AS h WHERE h.k IS NOT NULL
-            ), per AS (
-                -- What each partition among them may start now (one probe of its running jobs, one of its
-                -- rate state), against how many of its jobs are there.
-                SELECT p.k, p.jobs,
-                       least(CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
-                                  cfg.partition_concurrency
-                                    - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
-                                        WHERE r.queue = p_queue AND r.limit_key = p.k AND r.state = 'running')
-                                  ELSE 1 END,
-                             CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
-                                  ${flyway:defaultSchema}.gcra_allowed(
-                                      (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
-                                        WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
-                                      now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
-                                      cfg.partition_rate_burst)
-                                  ELSE 2147483647 END) AS allow
-                  FROM (SELECT c.k, count(*) AS jobs FROM cand AS c GROUP BY c.k) AS p
-            ), verdict AS (
-                SELECT coalesce(bool_or(v.allow >= 1 AND v.jobs > v.allow), false) AS crowded,
-                       coalesce(array_agg(v.k) FILTER (WHERE v.allow < 1), '{}') AS blocked
-                  FROM per AS v
+                        LIMIT head_n) AS r
+                 ORDER BY lv.o, r.run_at, r.id
+                 LIMIT head_n
             )
-            SELECT (SELECT array_agg(c.tid ORDER BY c.n) FROM cand AS c), (SELECT array_agg(c.id ORDER BY c.n) FROM cand AS c),
-                   (SELECT array_agg(c.k ORDER BY c.n) FROM cand AS c), v.crowded, v.blocked
-              INTO c_tids, c_ids, c_keys, crowded, blocked
-              FROM verdict AS v;
-            -- With many partitions at their limit the rounds find the others (the filter below is a list).
-            IF c_tids IS NOT NULL AND NOT crowded AND cardinality(blocked) <= 64 THEN
-                -- Lock what was read (a row another transaction holds is skipped), checking each row is
-                -- still the job read, still waiting and due, in the same partition.
+            SELECT (SELECT array_agg(h.tid ORDER BY h.n) FROM head AS h),
+                   (SELECT array_agg(h.id ORDER BY h.n) FROM head AS h),
+                   (SELECT array_agg(h.k::text ORDER BY h.n) FROM head AS h),
+                   coalesce((SELECT bool_or(p.jobs > coalesce(cfg.partition_concurrency, 1))
+                               FROM (SELECT count(*) AS jobs FROM head AS h GROUP BY h.k) AS p), false)
+              INTO c_tids, c_ids, c_keys, crowded;
+            IF c_ids IS NULL THEN
+                fast_only := true; -- nothing due past the cursor: the rounds would find nothing more there
+            ELSIF NOT crowded THEN
+                -- Of the first `want`, each partition's first jobs up to what it may start now (one probe
+                -- of its running jobs, one of its rate state), locked (a row another transaction holds is
+                -- skipped), each checked to be still the job read, still waiting and due, in the same
+                -- partition.
                 SELECT coalesce(array_agg(x.id ORDER BY x.n), '{}'), coalesce(array_agg(x.tid ORDER BY x.n), '{}'),
                        coalesce(array_agg(x.k ORDER BY x.n), '{}')
                   INTO picked, tids, keys
                   FROM (SELECT c.n, l.id, l.ctid AS tid, l.limit_key::text AS k
-                          FROM unnest(c_tids, c_ids, c_keys) WITH ORDINALITY AS c(tid, id, k, n)
+                          FROM (SELECT u.tid, u.id, u.k, u.n, row_number() OVER (PARTITION BY u.k ORDER BY u.n) AS rn
+                                  FROM unnest(c_tids[1:want], c_ids[1:want], c_keys[1:want])
+                                       WITH ORDINALITY AS u(tid, id, k, n)) AS c
+                          JOIN (SELECT p.k,
+                                       least(CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
+                                                  cfg.partition_concurrency
+                                                    - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                                        WHERE r.queue = p_queue AND r.limit_key = p.k
+                                                          AND r.state = 'running')
+                                                  ELSE 1 END,
+                                             CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
+                                                  ${flyway:defaultSchema}.gcra_allowed(
+                                                      (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
+                                                        WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
+                                                      now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
+                                                      cfg.partition_rate_burst)
+                                                  ELSE 2147483647 END) AS allow
+                                  FROM (SELECT DISTINCT u.k FROM unnest(c_keys[1:want]) AS u(k)) AS p) AS a
+                            ON a.k = c.k AND c.rn <= a.allow
                          -- Lateral, so each row is found by its address whatever the estimates say.
                          CROSS JOIN LATERAL (
                                SELECT l.id, l.ctid, l.limit_key FROM ${flyway:defaultSchema}.jobs AS l
-                                WHERE c.k <> ALL (blocked)
-                                  AND l.ctid = c.tid AND l.id = c.id AND l.queue = p_queue AND l.limit_key = c.k
+                                WHERE l.ctid = c.tid AND l.id = c.id AND l.queue = p_queue AND l.limit_key = c.k
                                   AND l.state IN ('queued', 'retrying') AND l.run_at <= now_at
                                   AND l.attempts < l.max_attempts
                                   FOR UPDATE SKIP LOCKED) AS l) AS x;
+                fast_only := cardinality(picked) = least(want, cardinality(c_ids));
             END IF;
         END IF;
         -- Rounds: each is one statement that visits up to `span` partitions in key order from just after
@@ -334,7 +375,7 @@ BEGIN
         cur := p_after;
         wrapped := p_after IS NULL;
         LOOP
-            EXIT WHEN cardinality(picked) >= want OR visits >= 1000;
+            EXIT WHEN fast_only OR cardinality(picked) >= want OR visits >= 1000;
             visits := visits + 1;
             -- The first partition after cur. Two statements, not "cur IS NULL OR limit_key > cur": the
             -- cached generic plan of that form cannot start the index scan at cur.
@@ -546,7 +587,8 @@ BEGIN
                   j.snoozes, j.limit_key::text AS limit_key
     )
     SELECT c.id, c.type, c.queue, c.payload, c.priority, c.attempts, c.max_attempts, c.run_at, c.created_at,
-           c.context, c.timeout_ms, c.claim_token, c.trace_context, 0::bigint, c.snoozes, c.limit_key
+           c.context, c.timeout_ms, c.claim_token, c.trace_context, 0::bigint, c.snoozes, c.limit_key,
+           fast_only
       FROM claimed AS c
       JOIN unnest(picked) WITH ORDINALITY AS o(id, n) ON o.id = c.id
      ORDER BY o.n;

@@ -1,0 +1,154 @@
+package io.pgjobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pgjobs.json.PayloadCodec;
+import io.pgjobs.store.ClaimCursor;
+import io.pgjobs.store.ClaimedJob;
+import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.store.ExplainableClaim;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The claim of a partitioned queue resumes at the worker's claim cursor, as the unlimited claim does
+ * ({@link ClaimCursor}, {@link LongTransactionClaimTest}): its fast path reads the head of the queue just
+ * past the jobs its earlier claims took, so a transaction held open elsewhere, which keeps those jobs'
+ * dead index entries, does not make every claim step over them again (W5 with limits on). The cursor moves
+ * past a claim's jobs only when the claim took the whole head it read: a job it left behind (its partition
+ * at its limit) must still be found by the next claim.
+ */
+class LimitedClaimCursorTest extends PgJobsTestBase {
+  /** A probe duration above {@link ClaimCursor#CHEAP_PROBE_NANOS}: claims then only resume. */
+  private static final long SLOW_PROBE = TimeUnit.MILLISECONDS.toNanos(50);
+
+  private static final String QUEUE = JobType.DEFAULT_QUEUE;
+
+  private static ExecutionStore store() {
+    return new ExecutionStore(
+        db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
+  }
+
+  @Test
+  void aPartitionedClaimWithATransactionOpenElsewhereResumesPastTheJobsItsCursorPassed()
+      throws Exception {
+    client.setLimits(QUEUE, QueueLimits.builder().partitionBy("input.n").build());
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    try (Connection idle = db.dataSource().getConnection()) {
+      idle.setAutoCommit(false);
+      try (Statement st = idle.createStatement()) {
+        st.execute("SELECT txid_current()"); // holds every later dead row version
+      }
+      // 500 partitions in turn: every head of 500 holds each partition once (no one crowds it).
+      List<Numbered> jobs = new ArrayList<>();
+      for (int i = 0; i < 20_000; i++) {
+        jobs.add(new Numbered(i % 500));
+      }
+      List<UUID> ids = client.enqueueAll(NUMBERED, jobs, EnqueueOptions.DEFAULTS);
+      String after = null;
+      for (int claimed = 0; claimed < 19_000; ) {
+        ExecutionStore.LimitedClaim claim =
+            store.claimLimited(null, QUEUE, 500, "w", after, cursor);
+        assertThat(claim.jobs()).hasSize(500);
+        assertThat(claim.resumable())
+            .as("a head no partition crowds, taken whole")
+            .isTrue();
+        after = claim.lastPartition();
+        claimed += claim.jobs().size();
+        db.execute("DELETE FROM pgjobs.jobs WHERE state = 'running'"); // finished
+      }
+      cursor.probed(
+          List.of(), System.nanoTime(), SLOW_PROBE); // as while a long transaction is open
+
+      long resumed = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", cursor));
+      long fromTheStart = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", null));
+      System.out.printf(
+          "partitioned claim of 100 with 19,000 dead entries behind it and a transaction open: %d entries"
+              + " of the ready index read resuming, %d from the start%n",
+          resumed, fromTheStart);
+      assertThat(resumed)
+          .as(
+              "entries read resuming: the head of 100 and the levels' probes, none of the dead ones")
+          .isLessThan(200);
+      assertThat(fromTheStart)
+          .as("the full pass steps over the dead entries")
+          .isGreaterThan(19_000);
+
+      ExecutionStore.LimitedClaim next = store.claimLimited(null, QUEUE, 100, "w", after, cursor);
+      assertThat(next.jobs())
+          .extracting(ClaimedJob::id)
+          .as("the next 100 in enqueue order")
+          .containsExactlyElementsOf(ids.subList(19_000, 19_100));
+      idle.rollback();
+    }
+  }
+
+  @Test
+  void aJobLeftBehindForItsPartitionsLimitIsClaimedOnceThePartitionFrees() throws Exception {
+    client.setLimits(
+        QUEUE,
+        QueueLimits.builder().partitionBy("input.n").partitionConcurrency(2).build());
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    List<UUID> first = client.enqueueAll(
+        NUMBERED, List.of(new Numbered(0), new Numbered(0)), EnqueueOptions.DEFAULTS);
+    ExecutionStore.LimitedClaim claim = store.claimLimited(null, QUEUE, 2, "w", null, cursor);
+    assertThat(claim.jobs()).extracting(ClaimedJob::id).containsExactlyElementsOf(first);
+    cursor.probed(List.of(), System.nanoTime(), SLOW_PROBE); // claims only resume from here on
+
+    // Partition 0 is at its limit: its third job heads the queue, five other partitions follow.
+    UUID third = client.enqueue(NUMBERED, new Numbered(0)).job().id();
+    List<UUID> others = client.enqueueAll(
+        NUMBERED,
+        List.of(
+            new Numbered(1), new Numbered(2), new Numbered(3), new Numbered(4), new Numbered(5)),
+        EnqueueOptions.DEFAULTS);
+    claim = store.claimLimited(null, QUEUE, 6, "w", claim.lastPartition(), cursor);
+    assertThat(claim.jobs()).extracting(ClaimedJob::id).containsExactlyElementsOf(others);
+    assertThat(claim.resumable()).as("the head's first job was left behind").isFalse();
+
+    db.execute("DELETE FROM pgjobs.jobs WHERE id = '" + first.get(0) + "'"); // one of 0's finished
+    claim = store.claimLimited(null, QUEUE, 6, "w", claim.lastPartition(), cursor);
+    assertThat(claim.jobs())
+        .extracting(ClaimedJob::id)
+        .as("the job left behind, though later jobs were claimed past it")
+        .containsExactly(third);
+  }
+
+  /**
+   * The entries of the ready index ({@code jobs_ready_idx}) that a claim read, dead or alive: the index
+   * scan returns each to be checked against the table, so this is what the claim stepped over. Counted by
+   * this session's statistics around the claim, in a transaction rolled back (nothing is claimed).
+   */
+  private static long readyEntriesReadBy(String claimSql) throws Exception {
+    String entries = "SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_ready_idx'::regclass)";
+    try (Connection c = db.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try (Statement st = c.createStatement()) {
+        long before = single(st, entries);
+        try (ResultSet rs = st.executeQuery(claimSql)) {
+          while (rs.next()) {
+            // claimed, to be rolled back
+          }
+        }
+        return single(st, entries) - before;
+      } finally {
+        c.rollback();
+      }
+    }
+  }
+
+  private static long single(Statement st, String sql) throws Exception {
+    try (ResultSet rs = st.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+}
