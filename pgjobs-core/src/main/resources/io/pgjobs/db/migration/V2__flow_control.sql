@@ -210,6 +210,8 @@ DECLARE
     lv_id      uuid[];
     top_level  integer;
     fast_only  boolean := false;
+    a_keys     text[];
+    a_allow    bigint[];
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('pgjobs.limits:' || '${flyway:defaultSchema}' || ':' || p_queue, 0));
     now_at := clock_timestamp();
@@ -273,7 +275,9 @@ BEGIN
         -- past them); else the rounds fill what is missing (partitions that had their turn here wait
         -- there for the next pass). Not for partitions of one (strict order needs each partition's
         -- head), nor for a worker with capabilities (the range read sees only jobs that need none; those
-        -- would wait behind them).
+        -- would wait behind them). A job there without its key yet (enqueued by a client that had not read
+        -- the queue's rule; the maintenance leader keys it within a second) is not taken, and the head
+        -- counts as left behind: the worker's cursor stays before it.
         IF cfg.partition_concurrency IS DISTINCT FROM 1 AND cardinality(p_caps) = 0 THEN
             head_n := greatest(want, 32);
             -- Where each level's range starts: past the cursor's position for the levels it knows, with
@@ -327,15 +331,34 @@ BEGIN
                    (SELECT array_agg(h.id ORDER BY h.n) FROM head AS h),
                    (SELECT array_agg(h.k::text ORDER BY h.n) FROM head AS h),
                    coalesce((SELECT bool_or(p.jobs > coalesce(cfg.partition_concurrency, 1))
-                               FROM (SELECT count(*) AS jobs FROM head AS h GROUP BY h.k) AS p), false)
+                               FROM (SELECT count(*) AS jobs FROM head AS h WHERE h.k IS NOT NULL
+                                      GROUP BY h.k) AS p), false)
               INTO c_tids, c_ids, c_keys, crowded;
             IF c_ids IS NULL THEN
                 fast_only := true; -- nothing due past the cursor: the rounds would find nothing more there
             ELSIF NOT crowded THEN
-                -- Of the first `want`, each partition's first jobs up to what it may start now (one probe
-                -- of its running jobs, one of its rate state), locked (a row another transaction holds is
-                -- skipped), each checked to be still the job read, still waiting and due, in the same
-                -- partition.
+                -- What each partition among the first `want` may start now: one probe of its running
+                -- jobs, one of its rate state. Into arrays first, so that the pick below cannot run a
+                -- partition's probes once per job, whatever join its plan chooses.
+                SELECT coalesce(array_agg(p.k), '{}'),
+                       coalesce(array_agg(least(
+                           CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
+                                cfg.partition_concurrency
+                                  - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                      WHERE r.queue = p_queue AND r.limit_key = p.k AND r.state = 'running')
+                                ELSE 1 END,
+                           CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
+                                ${flyway:defaultSchema}.gcra_allowed(
+                                    (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
+                                      WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
+                                    now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
+                                    cfg.partition_rate_burst)
+                                ELSE 2147483647 END)), '{}')
+                  INTO a_keys, a_allow
+                  FROM (SELECT DISTINCT u.k FROM unnest(c_keys[1:want]) AS u(k) WHERE u.k IS NOT NULL) AS p;
+                -- Of the first `want`, each partition's first jobs up to that, locked (a row another
+                -- transaction holds is skipped), each checked to be still the job read, still waiting and
+                -- due, in the same partition.
                 SELECT coalesce(array_agg(x.id ORDER BY x.n), '{}'), coalesce(array_agg(x.tid ORDER BY x.n), '{}'),
                        coalesce(array_agg(x.k ORDER BY x.n), '{}')
                   INTO picked, tids, keys
@@ -343,22 +366,7 @@ BEGIN
                           FROM (SELECT u.tid, u.id, u.k, u.n, row_number() OVER (PARTITION BY u.k ORDER BY u.n) AS rn
                                   FROM unnest(c_tids[1:want], c_ids[1:want], c_keys[1:want])
                                        WITH ORDINALITY AS u(tid, id, k, n)) AS c
-                          JOIN (SELECT p.k,
-                                       least(CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
-                                                  cfg.partition_concurrency
-                                                    - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
-                                                        WHERE r.queue = p_queue AND r.limit_key = p.k
-                                                          AND r.state = 'running')
-                                                  ELSE 1 END,
-                                             CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
-                                                  ${flyway:defaultSchema}.gcra_allowed(
-                                                      (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
-                                                        WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
-                                                      now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
-                                                      cfg.partition_rate_burst)
-                                                  ELSE 2147483647 END) AS allow
-                                  FROM (SELECT DISTINCT u.k FROM unnest(c_keys[1:want]) AS u(k)) AS p) AS a
-                            ON a.k = c.k AND c.rn <= a.allow
+                          JOIN unnest(a_keys, a_allow) AS a(k, allow) ON a.k = c.k AND c.rn <= a.allow
                          -- Lateral, so each row is found by its address whatever the estimates say.
                          CROSS JOIN LATERAL (
                                SELECT l.id, l.ctid, l.limit_key FROM ${flyway:defaultSchema}.jobs AS l
