@@ -123,6 +123,55 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
   }
 
   /**
+   * A limited claim's running counts cannot be served by jobs_running_idx (every running job of every
+   * queue, and while a transaction elsewhere is open every job that ran since), whatever the planner's
+   * statistics say: they are written so that its predicate does not follow from them. In W5, with the
+   * counts written {@code state = 'running'} and the hot table's statistics making every index of it look
+   * a page long, the planner read that whole index for every partition. Here the limited queues' own
+   * index is dropped (in a transaction rolled back), which leaves jobs_running_idx the only index a count
+   * could use if it were eligible.
+   */
+  @Test
+  void aLimitedClaimCountsRunningJobsWithoutReadingTheIndexOfEveryRunningJob() throws Exception {
+    client.setLimits(
+        QUEUE,
+        QueueLimits.builder().partitionBy("input.n").partitionConcurrency(2).build());
+    List<Numbered> jobs = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      jobs.add(new Numbered(i));
+    }
+    client.enqueueAll(NUMBERED, jobs, EnqueueOptions.DEFAULTS);
+    ExecutionStore store = store();
+    client.enqueueAll(
+        NUMBERED,
+        java.util.Collections.nCopies(3_000, new Numbered(0)),
+        EnqueueOptions.builder().queue("other").build());
+    assertThat(store.claim("other", 3_000, "w", null)).hasSize(3_000);
+
+    String returned =
+        "SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_running_idx'::regclass)";
+    try (Connection c = db.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try (Statement st = c.createStatement()) {
+        st.execute("DROP INDEX pgjobs.jobs_limited_running_idx");
+        long before = single(st, returned);
+        int claimed = 0;
+        try (ResultSet rs = st.executeQuery(ExplainableClaim.limited(QUEUE, 10, "w", null))) {
+          while (rs.next()) {
+            claimed++;
+          }
+        }
+        assertThat(claimed).isEqualTo(10);
+        assertThat(single(st, returned) - before)
+            .as("entries of jobs_running_idx the claim read")
+            .isZero();
+      } finally {
+        c.rollback();
+      }
+    }
+  }
+
+  /**
    * The entries of the ready index ({@code jobs_ready_idx}) that a claim read, dead or alive: the index
    * scan returns each to be checked against the table, so this is what the claim stepped over. Counted by
    * this session's statistics around the claim, in a transaction rolled back (nothing is claimed).

@@ -126,7 +126,7 @@ final class LimitsSql {
    */
   static final String USAGE = """
       SELECT (SELECT count(*) FROM {schema}.jobs
-               WHERE queue = ? AND state = 'running' AND limit_key IS NOT NULL) AS running,
+               WHERE queue = ? AND locked_by IS NOT NULL AND limit_key IS NOT NULL) AS running,
              (SELECT count(*) FROM {schema}.jobs
                WHERE queue = ? AND state IN ('queued', 'retrying') AND run_at <= now()) AS waiting,
              (SELECT tat FROM {schema}.queue_rates WHERE queue = ? AND kind = 0 AND partition = '') AS tat,
@@ -139,10 +139,10 @@ final class LimitsSql {
   static final String PARTITIONS = """
       SELECT p.partition, coalesce(r.running, 0) AS running, coalesce(w.waiting, 0) AS waiting, s.tat
         FROM (SELECT DISTINCT coalesce(limit_key, '') AS partition FROM {schema}.jobs
-               WHERE queue = ? AND (state = 'running' AND limit_key IS NOT NULL
+               WHERE queue = ? AND (locked_by IS NOT NULL AND limit_key IS NOT NULL
                                     OR state IN ('queued', 'retrying') AND run_at <= now())) AS p
         LEFT JOIN (SELECT limit_key AS partition, count(*) AS running FROM {schema}.jobs
-                    WHERE queue = ? AND state = 'running' AND limit_key IS NOT NULL
+                    WHERE queue = ? AND locked_by IS NOT NULL AND limit_key IS NOT NULL
                     GROUP BY limit_key) AS r USING (partition)
         LEFT JOIN (SELECT coalesce(limit_key, '') AS partition, count(*) AS waiting FROM {schema}.jobs
                     WHERE queue = ? AND state IN ('queued', 'retrying') AND run_at <= now()
@@ -207,7 +207,7 @@ final class LimitsSql {
                     OR NOT coalesce(q.limited, false) THEN NULL
                WHEN q.global_concurrency IS NOT NULL
                     AND (SELECT count(*) FROM {schema}.jobs AS r
-                          WHERE r.queue = j.queue AND r.state = 'running' AND r.limit_key IS NOT NULL)
+                          WHERE r.queue = j.queue AND r.locked_by IS NOT NULL AND r.limit_key IS NOT NULL)
                         >= q.global_concurrency THEN 'at_global_limit'
                WHEN q.rate_limit IS NOT NULL
                     AND {schema}.gcra_allowed(
@@ -217,7 +217,7 @@ final class LimitsSql {
                WHEN q.partition_by IS NULL THEN NULL
                WHEN q.partition_concurrency IS NOT NULL
                     AND (SELECT count(*) FROM {schema}.jobs AS r
-                          WHERE r.queue = j.queue AND r.state = 'running'
+                          WHERE r.queue = j.queue AND r.locked_by IS NOT NULL
                             AND r.limit_key = coalesce(j.limit_key, ''))
                         >= q.partition_concurrency THEN 'partition_busy'
                WHEN q.partition_rate_limit IS NOT NULL

@@ -84,9 +84,16 @@ ALTER TABLE jobs ADD COLUMN limit_key job_limit_key;
 CREATE INDEX jobs_partition_ready_idx ON jobs (queue, limit_key, priority DESC, id)
     WHERE state IN ('queued', 'retrying') AND limit_key IS NOT NULL;
 -- The running jobs of limited queues, per partition: what the limits count. A job claimed by an
--- unlimited queue's claim has no key and no entry here.
+-- unlimited queue's claim has no key and no entry here. "Running" is written locked_by IS NOT NULL, as
+-- the statements that read this index say it (the same rows: the jobs_running_is_locked CHECK). With
+-- state = 'running' those statements would imply jobs_running_idx's predicate too, and the planner, whose
+-- statistics of the hot table make every index of it look a page long, costed a scan of that whole index
+-- the same and took it: every running job of every queue, and while a transaction elsewhere was open every
+-- job that ran since (W5 with limits: 74,061 buffers for the running counts of 27 partitions, the claims
+-- twenty times slower for a minute). As the unlimited claim's statements do (ExecutionSql, "Running,
+-- written locked_by").
 CREATE INDEX jobs_limited_running_idx ON jobs (queue, limit_key)
-    WHERE state = 'running' AND limit_key IS NOT NULL;
+    WHERE locked_by IS NOT NULL AND limit_key IS NOT NULL;
 
 
 -- ======================================================================================= rate state
@@ -176,16 +183,7 @@ CREATE FUNCTION claim_limited(p_worker text, p_queue text, p_max integer, p_type
     -- statistics and a claim's array of a thousand addresses, would otherwise scan the whole table instead
     -- (seen: a hash join over a sequential scan of 50,000 rows for a claim of 1,000).
     SET enable_seqscan = off
-    -- A partition's running jobs are counted through jobs_limited_running_idx (queue, limit_key), at most up
-    -- to the partition's concurrency, written so that no other plan can tie with it: the hot table's
-    -- statistics make every index of it look a page long, and an equal cost went to the index met first,
-    -- jobs_running_idx (heartbeat_at) WHERE state = 'running', read whole (every running job of every queue,
-    -- and while a transaction elsewhere was open every job that ran since: in W5, 74,061 buffers for the
-    -- counts of 27 partitions, claims 20 times slower for a minute). The key is matched as a range (an
-    -- equality would make the order below redundant) and read in the index's order with a LIMIT: only
-    -- jobs_limited_running_idx gives that order without a sort. No bitmap scans either: one would read an
-    -- index whole just as cheaply in the planner's eyes.
-    SET enable_bitmapscan = off
+    -- Running jobs are counted as locked_by IS NOT NULL: see jobs_limited_running_idx.
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -233,7 +231,7 @@ BEGIN
 
     IF cfg.global_concurrency IS NOT NULL THEN
         SELECT count(*) INTO running FROM ${flyway:defaultSchema}.jobs AS j
-         WHERE j.queue = p_queue AND j.state = 'running' AND j.limit_key IS NOT NULL;
+         WHERE j.queue = p_queue AND j.locked_by IS NOT NULL AND j.limit_key IS NOT NULL;
         want := least(want, cfg.global_concurrency - running);
     END IF;
     IF cfg.rate_limit IS NOT NULL AND want > 0 THEN
@@ -354,10 +352,8 @@ BEGIN
                        coalesce(array_agg(least(
                            CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
                                 cfg.partition_concurrency
-                                  - (SELECT count(*) FROM (SELECT FROM ${flyway:defaultSchema}.jobs AS r
-                                      WHERE r.queue = p_queue AND r.state = 'running'
-                                        AND r.limit_key >= p.k COLLATE "C" AND r.limit_key <= p.k COLLATE "C"
-                                      ORDER BY r.limit_key LIMIT cfg.partition_concurrency) AS r)
+                                  - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                      WHERE r.queue = p_queue AND r.limit_key = p.k AND r.locked_by IS NOT NULL)
                                 ELSE 1 END,
                            CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
                                 ${flyway:defaultSchema}.gcra_allowed(
@@ -440,10 +436,8 @@ BEGIN
                     SELECT v.k, v.n,
                            CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
                                cfg.partition_concurrency
-                                 - (SELECT count(*) FROM (SELECT FROM ${flyway:defaultSchema}.jobs AS r
-                                     WHERE r.queue = p_queue AND r.state = 'running'
-                                       AND r.limit_key >= v.k COLLATE "C" AND r.limit_key <= v.k COLLATE "C"
-                                     ORDER BY r.limit_key LIMIT cfg.partition_concurrency) AS r)
+                                 - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                     WHERE r.queue = p_queue AND r.limit_key = v.k AND r.locked_by IS NOT NULL)
                                  - coalesce(cardinality(array_positions(keys, v.k)), 0) END AS slots,
                            CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
                                ${flyway:defaultSchema}.gcra_allowed(
@@ -506,10 +500,8 @@ BEGIN
                     SELECT v.k, v.n,
                            CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
                                cfg.partition_concurrency
-                                 - (SELECT count(*) FROM (SELECT FROM ${flyway:defaultSchema}.jobs AS r
-                                     WHERE r.queue = p_queue AND r.state = 'running'
-                                       AND r.limit_key >= v.k COLLATE "C" AND r.limit_key <= v.k COLLATE "C"
-                                     ORDER BY r.limit_key LIMIT cfg.partition_concurrency) AS r)
+                                 - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                     WHERE r.queue = p_queue AND r.limit_key = v.k AND r.locked_by IS NOT NULL)
                                  - coalesce(cardinality(array_positions(keys, v.k)), 0) END AS slots,
                            CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
                                ${flyway:defaultSchema}.gcra_allowed(
