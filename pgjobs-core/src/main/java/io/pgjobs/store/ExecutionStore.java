@@ -252,13 +252,16 @@ public final class ExecutionStore {
    * {@code connection} or one from the pool if null. {@code after} is the partition the worker's last
    * claim of the queue ended at (null: none), where the round-robin goes on.
    *
-   * <p>{@code cursor} (null: none) is where the worker's claims of the queue got to, as for the unlimited
+   * <p>{@code cursor} (null: none; pass none for a queue whose claim cannot resume, see below) is where the
+   * worker's claims of the queue got to, as for the unlimited
    * claim ({@link ClaimCursor}): a partitioned queue's claim reads the head of the queue just past it, so
    * that its cost does not grow with the dead entries a long transaction elsewhere keeps. A full pass is
    * made when the cursor says one is due (and, while the low ends are cheap to read, after a resumed claim
    * that found nothing). The cursor moves past the jobs only when the claim took them all from that head
    * (the function says so): jobs the round-robin took elsewhere, or a head it left partly behind (a
-   * partition at its limit, a row locked by another claim), leave it where it was.
+   * partition at its limit, a row locked by another claim), leave it where it was. Only a partitioned
+   * queue whose partitions may run more than one job at a time resumes, and only for a worker without
+   * capabilities; for the others a cursor would only repeat a claim that found nothing.
    */
   public LimitedClaim claimLimited(
       Connection connection,
@@ -272,6 +275,10 @@ public final class ExecutionStore {
       try (Connection c = dataSource.getConnection()) {
         return claimLimited(c, queue, limit, workerId, after, cursor);
       }
+    }
+    if (capabilities.length > 0) {
+      cursor =
+          null; // claim_limited goes by rounds for a worker with capabilities: it never resumes
     }
     long now = System.nanoTime();
     boolean full = cursor == null || cursor.fullPassDue(now);

@@ -23,6 +23,7 @@ final class LimitedQueues {
 
   private final LimitsStore store;
   private volatile Set<String> limited = Set.of();
+  private volatile Set<String> resuming = Set.of();
 
   LimitedQueues(LimitsStore store) {
     this.store = store;
@@ -33,10 +34,26 @@ final class LimitedQueues {
     return limited.contains(queue);
   }
 
+  /**
+   * True if {@code queue}'s limited claim, when last read, could resume at the poller's claim cursor: a
+   * partitioned queue whose partitions may run more than one job at a time (claim_limited's fast path).
+   * The others' claims read from the start of the queue whatever the cursor says; the poller then passes
+   * none, so that a claim that found nothing is not made a second time as a full pass.
+   */
+  boolean resumesAtCursor(String queue) {
+    return resuming.contains(queue);
+  }
+
   /** Reads the view again; a failed read keeps the last one. */
   void refresh() {
     try {
-      limited = Set.copyOf(store.all().keySet());
+      java.util.Map<String, io.pgjobs.QueueLimits> all = store.all();
+      resuming = all.entrySet().stream()
+          .filter(e -> e.getValue().partitionBy() != null
+              && !Integer.valueOf(1).equals(e.getValue().partitionConcurrency()))
+          .map(java.util.Map.Entry::getKey)
+          .collect(java.util.stream.Collectors.toUnmodifiableSet());
+      limited = Set.copyOf(all.keySet());
     } catch (SQLException | RuntimeException e) {
       log.debug(
           "reading which queues have limits failed ({}); using the last view", e.getMessage());

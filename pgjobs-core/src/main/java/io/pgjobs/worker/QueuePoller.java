@@ -240,7 +240,9 @@ final class QueuePoller implements BackgroundService {
         await(pollInterval.toMillis());
         continue;
       }
-      probeIfDue(); // limited queues too: a partitioned queue's claim resumes at the cursor as well
+      if (!isLimited() || resumesAtCursor()) {
+        probeIfDue(); // a partitioned queue's claim resumes at the cursor as well
+      }
       ClaimOutcome outcome = null;
       Exception failure = null;
       claimLock.lock();
@@ -493,8 +495,8 @@ final class QueuePoller implements BackgroundService {
       // The limited claim (claim_limited): as many as the limits allow of what this poller wants.
       // Jobs
       // it claims ahead count toward the limits until they end, as every claimed job does.
-      ExecutionStore.LimitedClaim claim =
-          store.claimLimited(connection, queue, limit, workerId, lastPartition, cursor);
+      ExecutionStore.LimitedClaim claim = store.claimLimited(
+          connection, queue, limit, workerId, lastPartition, resumesAtCursor() ? cursor : null);
       lastPartition = claim.lastPartition();
       jobs = claim.jobs();
     } else {
@@ -542,6 +544,11 @@ final class QueuePoller implements BackgroundService {
   private boolean isLimited() {
     LimitedQueues view = limitedQueues;
     return view != null && view.isLimited(queue);
+  }
+
+  private boolean resumesAtCursor() {
+    LimitedQueues view = limitedQueues;
+    return view != null && view.resumesAtCursor(queue);
   }
 
   /**
