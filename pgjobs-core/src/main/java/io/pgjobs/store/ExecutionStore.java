@@ -253,8 +253,7 @@ public final class ExecutionStore {
    * claim of the queue ended at (null: none), where the round-robin goes on.
    *
    * <p>{@code cursor} (null: none; pass none for a queue whose claim cannot resume, see below) is where the
-   * worker's claims of the queue got to, as for the unlimited
-   * claim ({@link ClaimCursor}): a partitioned queue's claim reads the head of the queue just past it, so
+   * worker's claims of the queue got to, as for the unlimited claim ({@link ClaimCursor}): a partitioned queue's claim reads the head of the queue just past it, so
    * that its cost does not grow with the dead entries a long transaction elsewhere keeps. A full pass is
    * made when the cursor says one is due (and, while the low ends are cheap to read, after a resumed claim
    * that found nothing). The cursor moves past the jobs only when the claim took them all from that head
@@ -276,25 +275,14 @@ public final class ExecutionStore {
         return claimLimited(c, queue, limit, workerId, after, cursor);
       }
     }
-    if (capabilities.length > 0) {
-      cursor =
-          null; // claim_limited goes by rounds for a worker with capabilities: it never resumes
+    // claim_limited goes by rounds for a worker with capabilities: it never resumes.
+    if (cursor == null || capabilities.length > 0) {
+      return claimLimitedOnce(connection, queue, limit, workerId, after, null);
     }
-    long now = System.nanoTime();
-    boolean full = cursor == null || cursor.fullPassDue(now);
-    LimitedClaim claim =
-        claimLimitedOnce(connection, queue, limit, workerId, after, full ? null : cursor);
-    if (cursor == null) {
-      return claim;
-    }
-    if (full) {
-      cursor.fullPassMade(now);
-    } else if (claim.jobs().isEmpty() && cursor.fullPassCheap()) {
-      // As the unlimited claim: nothing past the cursor, yet jobs may wait behind it (committed
-      // late).
-      claim = claimLimitedOnce(connection, queue, limit, workerId, after, null);
-      cursor.fullPassMade(now);
-    }
+    LimitedClaim claim = pass(
+        cursor,
+        from -> claimLimitedOnce(connection, queue, limit, workerId, after, from),
+        c -> c.jobs().isEmpty());
     if (claim.resumable()) {
       cursor.advance(claim.jobs());
     }
@@ -526,23 +514,40 @@ public final class ExecutionStore {
   private List<ClaimedJob> claimWithoutCapability(
       Connection c, String queue, int limit, String workerId, ClaimCursor cursor)
       throws SQLException {
-    long now = System.nanoTime();
-    boolean full = cursor == null || cursor.fullPassDue(now);
-    List<ClaimedJob> claimed = claimOnce(c, queue, limit, workerId, full ? null : cursor);
     if (cursor == null) {
-      return claimed;
+      return claimOnce(c, queue, limit, workerId, null);
     }
+    List<ClaimedJob> claimed =
+        pass(cursor, from -> claimOnce(c, queue, limit, workerId, from), List::isEmpty);
+    cursor.advance(claimed);
+    return claimed;
+  }
+
+  /** One claim statement: resumed from the cursor given, or a full pass if null. */
+  @FunctionalInterface
+  private interface ClaimPass<R> {
+    R claim(ClaimCursor resumeFrom) throws SQLException;
+  }
+
+  /**
+   * Claims by {@code cursor}'s rule, for the unlimited and the limited claim alike: a full pass when the
+   * cursor says one is due, else resumed from it; and a resumed claim that found nothing ({@code empty})
+   * is followed at once by a full pass while the low ends are cheap to read — a notification or a poll
+   * said jobs may wait, and one may have committed behind the cursor: look there now rather than at the
+   * next probe. Moving the cursor past what was claimed is the caller's.
+   */
+  private static <R> R pass(
+      ClaimCursor cursor, ClaimPass<R> claim, java.util.function.Predicate<R> empty)
+      throws SQLException {
+    long now = System.nanoTime();
+    boolean full = cursor.fullPassDue(now);
+    R claimed = claim.claim(full ? null : cursor);
     if (full) {
       cursor.fullPassMade(now);
-    } else if (claimed.isEmpty() && cursor.fullPassCheap()) {
-      // Nothing past the cursor, yet a notification or a poll said jobs may wait: one may have
-      // committed
-      // behind it. While the low ends are cheap to read, look there now rather than at the next
-      // probe.
-      claimed = claimOnce(c, queue, limit, workerId, null);
+    } else if (empty.test(claimed) && cursor.fullPassCheap()) {
+      claimed = claim.claim(null);
       cursor.fullPassMade(now);
     }
-    cursor.advance(claimed);
     return claimed;
   }
 
