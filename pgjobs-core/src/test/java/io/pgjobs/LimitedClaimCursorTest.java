@@ -114,12 +114,62 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
     assertThat(claim.jobs()).extracting(ClaimedJob::id).containsExactlyElementsOf(others);
     assertThat(claim.resumable()).as("the head's first job was left behind").isFalse();
 
+    // The claim read and locked it with the head; the lock ended with the claim's transaction.
+    db.execute("SELECT id FROM pgjobs.jobs WHERE id = '" + third + "' FOR UPDATE NOWAIT");
+
     db.execute("DELETE FROM pgjobs.jobs WHERE id = '" + first.get(0) + "'"); // one of 0's finished
     claim = store.claimLimited(null, QUEUE, 6, "w", claim.lastPartition(), cursor);
     assertThat(claim.jobs())
         .extracting(ClaimedJob::id)
         .as("the job left behind, though later jobs were claimed past it")
         .containsExactly(third);
+  }
+
+  /**
+   * The fast path locks the head as it reads it, skipping a row another transaction holds (an operator's
+   * transaction, say) instead of waiting for it, as the unlimited claim does: the claim takes the others,
+   * the held job stays as it was, and a claim after the lock is released finds it.
+   */
+  @Test
+  void aPartitionedClaimSkipsARowHeldElsewhereAndFindsItOnceReleased() throws Exception {
+    client.setLimits(
+        QUEUE,
+        QueueLimits.builder().partitionBy("input.n").partitionConcurrency(2).build());
+    ExecutionStore store = store();
+    List<UUID> ids = client.enqueueAll(
+        NUMBERED,
+        List.of(
+            new Numbered(0), new Numbered(1), new Numbered(2), new Numbered(3), new Numbered(4)),
+        EnqueueOptions.DEFAULTS);
+    UUID held = ids.get(1);
+    try (Connection other = db.dataSource().getConnection()) {
+      other.setAutoCommit(false);
+      try (Statement st = other.createStatement()) {
+        st.execute("SELECT id FROM pgjobs.jobs WHERE id = '" + held + "' FOR UPDATE");
+      }
+      java.util.concurrent.ExecutorService claimer =
+          java.util.concurrent.Executors.newSingleThreadExecutor();
+      ExecutionStore.LimitedClaim claim;
+      try {
+        claim = claimer
+            .submit(() -> store.claimLimited(null, QUEUE, 5, "w", null, new ClaimCursor()))
+            .get(30, TimeUnit.SECONDS);
+      } finally {
+        claimer.shutdownNow();
+      }
+      assertThat(claim.jobs())
+          .extracting(ClaimedJob::id)
+          .as("every job but the one held elsewhere, without waiting for it")
+          .containsExactly(ids.get(0), ids.get(2), ids.get(3), ids.get(4));
+      other.rollback();
+    }
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs WHERE id = '" + held
+            + "' AND state = 'queued' AND attempts = 0 AND locked_by IS NULL"))
+        .as("the held job, as it was")
+        .isEqualTo(1);
+    ExecutionStore.LimitedClaim next =
+        store.claimLimited(null, QUEUE, 5, "w", null, new ClaimCursor());
+    assertThat(next.jobs()).extracting(ClaimedJob::id).containsExactly(held);
   }
 
   /**

@@ -218,8 +218,8 @@ DECLARE
     lv_id      uuid[];
     top_level  integer;
     fast_only  boolean := false;
-    a_keys     text[];
-    a_allow    bigint[];
+    lv         integer;
+    all_fit    boolean;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('pgjobs.limits:' || '${flyway:defaultSchema}' || ':' || p_queue, 0));
     now_at := clock_timestamp();
@@ -269,10 +269,11 @@ BEGIN
         END IF;
         keys := array_fill(NULL::text, ARRAY[cardinality(picked)]);
     ELSE
-        -- The fast path. Read the head of the queue past the worker's cursor in its claim order (the
-        -- unlimited claim's order, one index range per priority level, resumed where the worker's claims
-        -- got to, so that it does not step over the entries of every job claimed since a long transaction
-        -- elsewhere began): at least 32 jobs, so that it says who crowds it even for a claim of one. If a
+        -- The fast path. Read and lock the head of the queue past the worker's cursor in its claim order
+        -- (the unlimited claim's order, one index range per priority level, resumed where the worker's
+        -- claims got to, so that it does not step over the entries of every job claimed since a long
+        -- transaction elsewhere began; a row another transaction holds is skipped, as the unlimited claim
+        -- skips it, and the cursor's probe finds it later): at least 32 jobs, so that it says who crowds it even for a claim of one. If a
         -- partition there has more jobs than it may ever start at once (its concurrency; without one,
         -- one: a turn each), that partition crowds the head (the case fairness is for): take nothing here,
         -- the rounds below visit the partitions one by one from where the last claim ended. Otherwise the
@@ -320,68 +321,83 @@ BEGIN
                     lv_id := '00000000-0000-0000-0000-000000000000'::uuid || lv_id;
                 END IF;
             END IF;
-            WITH head AS (
-                SELECT r.id, r.ctid AS tid, r.limit_key AS k,
-                       row_number() OVER (ORDER BY lv.o, r.run_at, r.id) AS n
-                  FROM unnest(lv_prio, lv_at, lv_id) WITH ORDINALITY AS lv(priority, at, after_id, o)
-                 CROSS JOIN LATERAL (
-                       SELECT j.id, j.ctid, j.limit_key, j.run_at FROM ${flyway:defaultSchema}.jobs AS j
-                        WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
-                          AND j.priority = lv.priority AND (j.run_at, j.id) > (lv.at, lv.after_id)
-                          AND j.run_at <= now_at
-                          AND j.attempts < j.max_attempts AND (p_types IS NULL OR j.type = ANY (p_types))
-                        ORDER BY j.run_at, j.id
-                        LIMIT head_n) AS r
-                 ORDER BY lv.o, r.run_at, r.id
-                 LIMIT head_n
-            )
-            SELECT (SELECT array_agg(h.tid ORDER BY h.n) FROM head AS h),
-                   (SELECT array_agg(h.id ORDER BY h.n) FROM head AS h),
-                   (SELECT array_agg(h.k::text ORDER BY h.n) FROM head AS h),
-                   coalesce((SELECT bool_or(p.jobs > coalesce(cfg.partition_concurrency, 1))
-                               FROM (SELECT count(*) AS jobs FROM head AS h WHERE h.k IS NOT NULL
-                                      GROUP BY h.k) AS p), false)
-              INTO c_tids, c_ids, c_keys, crowded;
-            IF c_ids IS NULL THEN
+            -- The head, level after level in claim order, each level's range read and locked in one
+            -- statement (as the unlimited claim's: a row another transaction holds is skipped). Locked
+            -- now, so that what the pick takes needs no second visit; what it leaves (a partition at
+            -- its limit, a crowded head) stays locked until this claim commits, as limited claims of
+            -- the queue take turns anyway.
+            c_tids := '{}';
+            c_ids := '{}';
+            c_keys := '{}';
+            FOR lv IN 1 .. coalesce(cardinality(lv_prio), 0) LOOP
+                EXIT WHEN cardinality(c_ids) >= head_n;
+                SELECT c_tids || coalesce(array_agg(r.ctid), '{}'), c_ids || coalesce(array_agg(r.id), '{}'),
+                       c_keys || coalesce(array_agg(r.limit_key::text), '{}')
+                  INTO c_tids, c_ids, c_keys
+                  FROM (SELECT j.ctid, j.id, j.limit_key FROM ${flyway:defaultSchema}.jobs AS j
+                         WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
+                           AND j.priority = lv_prio[lv] AND (j.run_at, j.id) > (lv_at[lv], lv_id[lv])
+                           AND j.run_at <= now_at
+                           AND j.attempts < j.max_attempts AND (p_types IS NULL OR j.type = ANY (p_types))
+                         ORDER BY j.run_at, j.id
+                         LIMIT head_n - cardinality(c_ids)
+                           FOR UPDATE SKIP LOCKED) AS r;
+            END LOOP;
+            -- Per partition in the head: does it crowd the head (more jobs there than it may ever start
+            -- at once), and may it start now all its jobs among the first `want` (its free slots: one
+            -- probe of its running jobs; its rate's allowance: one probe of its rate state)? Probed only
+            -- for partitions among the first `want`.
+            SELECT coalesce(bool_or(p.jobs > coalesce(cfg.partition_concurrency, 1)), false),
+                   coalesce(bool_and(p.first = 0 OR p.first <= least(
+                       CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
+                            cfg.partition_concurrency
+                              - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                  WHERE r.queue = p_queue AND r.limit_key = p.k AND r.locked_by IS NOT NULL)
+                            ELSE 1 END,
+                       CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
+                            ${flyway:defaultSchema}.gcra_allowed(
+                                (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
+                                  WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
+                                now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
+                                cfg.partition_rate_burst)
+                            ELSE 2147483647 END)), true)
+                   AND array_position(c_keys[1:want], NULL) IS NULL -- a job without its key yet is not taken
+              INTO crowded, all_fit
+              FROM (SELECT u.k COLLATE "C" AS k, count(*) AS jobs, count(*) FILTER (WHERE u.n <= want) AS first
+                      FROM unnest(c_keys) WITH ORDINALITY AS u(k, n) WHERE u.k IS NOT NULL GROUP BY 1) AS p;
+            IF cardinality(c_ids) = 0 THEN
                 fast_only := true; -- nothing due past the cursor: the rounds would find nothing more there
+            ELSIF NOT crowded AND all_fit THEN
+                -- The first `want` all fit: take them as they are.
+                picked := c_ids[1:want];
+                tids := c_tids[1:want];
+                keys := c_keys[1:want];
+                fast_only := true;
             ELSIF NOT crowded THEN
-                -- What each partition among the first `want` may start now: one probe of its running
-                -- jobs, one of its rate state. Into arrays first, so that the pick below cannot run a
-                -- partition's probes once per job, whatever join its plan chooses.
-                SELECT coalesce(array_agg(p.k), '{}'),
-                       coalesce(array_agg(least(
-                           CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
-                                cfg.partition_concurrency
-                                  - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
-                                      WHERE r.queue = p_queue AND r.limit_key = p.k AND r.locked_by IS NOT NULL)
-                                ELSE 1 END,
-                           CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
-                                ${flyway:defaultSchema}.gcra_allowed(
-                                    (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
-                                      WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
-                                    now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
-                                    cfg.partition_rate_burst)
-                                ELSE 2147483647 END)), '{}')
-                  INTO a_keys, a_allow
-                  FROM (SELECT DISTINCT u.k FROM unnest(c_keys[1:want]) AS u(k) WHERE u.k IS NOT NULL) AS p;
-                -- Of the first `want`, each partition's first jobs up to that, locked (a row another
-                -- transaction holds is skipped), each checked to be still the job read, still waiting and
-                -- due, in the same partition.
-                SELECT coalesce(array_agg(x.id ORDER BY x.n), '{}'), coalesce(array_agg(x.tid ORDER BY x.n), '{}'),
-                       coalesce(array_agg(x.k ORDER BY x.n), '{}')
+                -- Else each partition's first jobs up to what it may start now, computed again per job
+                -- (not crowded, so a partition has at most as many jobs here as it may run at once: a
+                -- probe per job is about a probe per partition), with no join to plan.
+                SELECT coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.tid), '{}'), coalesce(array_agg(c.k), '{}')
                   INTO picked, tids, keys
-                  FROM (SELECT c.n, l.id, l.ctid AS tid, l.limit_key::text AS k
-                          FROM (SELECT u.tid, u.id, u.k, u.n, row_number() OVER (PARTITION BY u.k ORDER BY u.n) AS rn
+                  FROM (SELECT c.id, c.tid, c.k
+                          FROM (SELECT u.tid, u.id, u.k, u.n, row_number() OVER (PARTITION BY u.k COLLATE "C" ORDER BY u.n) AS rn
                                   FROM unnest(c_tids[1:want], c_ids[1:want], c_keys[1:want])
-                                       WITH ORDINALITY AS u(tid, id, k, n)) AS c
-                          JOIN unnest(a_keys, a_allow) AS a(k, allow) ON a.k = c.k AND c.rn <= a.allow
-                         -- Lateral, so each row is found by its address whatever the estimates say.
-                         CROSS JOIN LATERAL (
-                               SELECT l.id, l.ctid, l.limit_key FROM ${flyway:defaultSchema}.jobs AS l
-                                WHERE l.ctid = c.tid AND l.id = c.id AND l.queue = p_queue AND l.limit_key = c.k
-                                  AND l.state IN ('queued', 'retrying') AND l.run_at <= now_at
-                                  AND l.attempts < l.max_attempts
-                                  FOR UPDATE SKIP LOCKED) AS l) AS x;
+                                       WITH ORDINALITY AS u(tid, id, k, n)
+                                 WHERE u.k IS NOT NULL) AS c
+                         WHERE c.rn <= least(
+                                 CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
+                                      cfg.partition_concurrency
+                                        - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                            WHERE r.queue = p_queue AND r.limit_key = c.k AND r.locked_by IS NOT NULL)
+                                      ELSE 1 END,
+                                 CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
+                                      ${flyway:defaultSchema}.gcra_allowed(
+                                          (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
+                                            WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = c.k),
+                                          now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
+                                          cfg.partition_rate_burst)
+                                      ELSE 2147483647 END)
+                         ORDER BY c.n) AS c;
                 fast_only := cardinality(picked) = least(want, cardinality(c_ids));
             END IF;
         END IF;
