@@ -126,6 +126,38 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
   }
 
   /**
+   * When a few of the head's first jobs must stay (their partition at its limit), the fast path reads the
+   * queue further and fills the claim from just past the head, in claim order, instead of going round the
+   * partitions in key order (the rounds would take partition 100's job, the first key after the last
+   * partition; claim order gives partition 101's, enqueued first).
+   */
+  @Test
+  void aClaimWithJobsLeftBehindFillsFromJustPastTheHeadInClaimOrder() throws Exception {
+    client.setLimits(
+        QUEUE,
+        QueueLimits.builder().partitionBy("input.n").partitionConcurrency(2).build());
+    ExecutionStore store = store();
+    client.enqueueAll(NUMBERED, List.of(new Numbered(0), new Numbered(0)), EnqueueOptions.DEFAULTS);
+    ExecutionStore.LimitedClaim claim =
+        store.claimLimited(null, QUEUE, 2, "w", null, new ClaimCursor());
+    assertThat(claim.jobs()).hasSize(2); // partition 0 at its limit from here on
+    UUID third = client.enqueue(NUMBERED, new Numbered(0)).job().id();
+    List<Numbered> others = new ArrayList<>();
+    for (int n = 140; n >= 100; n--) {
+      others.add(new Numbered(n)); // 41 partitions, enqueued in descending key order
+    }
+    List<UUID> ids = client.enqueueAll(NUMBERED, others, EnqueueOptions.DEFAULTS);
+
+    claim = store.claimLimited(null, QUEUE, 40, "w", claim.lastPartition(), new ClaimCursor());
+    assertThat(claim.jobs())
+        .extracting(ClaimedJob::id)
+        .as("partitions 140 to 101 in claim order; partition 0's job left, partition 100's next")
+        .containsExactlyElementsOf(ids.subList(0, 40))
+        .doesNotContain(third);
+    assertThat(claim.resumable()).as("a job was left behind").isFalse();
+  }
+
+  /**
    * The fast path locks the head as it reads it, skipping a row another transaction holds (an operator's
    * transaction, say) instead of waiting for it, as the unlimited claim does: the claim takes the others,
    * the held job stays as it was, and a claim after the lock is released finds it.

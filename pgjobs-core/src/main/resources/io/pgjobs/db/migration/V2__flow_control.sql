@@ -220,6 +220,13 @@ DECLARE
     fast_only  boolean := false;
     lv         integer;
     all_fit    boolean;
+    target     integer;
+    fit_n      bigint;
+    first_n    bigint;
+    s_tids     tid[];
+    s_ids      uuid[];
+    s_keys     text[];
+    s_ats      timestamptz[];
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('pgjobs.limits:' || '${flyway:defaultSchema}' || ':' || p_queue, 0));
     now_at := clock_timestamp();
@@ -329,42 +336,70 @@ BEGIN
             c_tids := '{}';
             c_ids := '{}';
             c_keys := '{}';
-            FOR lv IN 1 .. coalesce(cardinality(lv_prio), 0) LOOP
-                EXIT WHEN cardinality(c_ids) >= head_n;
-                SELECT c_tids || coalesce(array_agg(r.ctid), '{}'), c_ids || coalesce(array_agg(r.id), '{}'),
-                       c_keys || coalesce(array_agg(r.limit_key::text), '{}')
-                  INTO c_tids, c_ids, c_keys
-                  FROM (SELECT j.ctid, j.id, j.limit_key FROM ${flyway:defaultSchema}.jobs AS j
-                         WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
-                           AND j.priority = lv_prio[lv] AND (j.run_at, j.id) > (lv_at[lv], lv_id[lv])
-                           AND j.run_at <= now_at
-                           AND j.attempts < j.max_attempts AND (p_types IS NULL OR j.type = ANY (p_types))
-                         ORDER BY j.run_at, j.id
-                         LIMIT head_n - cardinality(c_ids)
-                           FOR UPDATE SKIP LOCKED) AS r;
+            lv := 1;
+            target := head_n;
+            FOR ext IN 1 .. 2 LOOP
+                -- Read (and lock) until the head holds `target` jobs or the levels run out.
+                LOOP
+                    EXIT WHEN lv > coalesce(cardinality(lv_prio), 0) OR cardinality(c_ids) >= target;
+                    SELECT coalesce(array_agg(r.ctid), '{}'), coalesce(array_agg(r.id), '{}'),
+                           coalesce(array_agg(r.limit_key::text), '{}'), coalesce(array_agg(r.run_at), '{}')
+                      INTO s_tids, s_ids, s_keys, s_ats
+                      FROM (SELECT j.ctid, j.id, j.limit_key, j.run_at FROM ${flyway:defaultSchema}.jobs AS j
+                             WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
+                               AND j.priority = lv_prio[lv] AND (j.run_at, j.id) > (lv_at[lv], lv_id[lv])
+                               AND j.run_at <= now_at
+                               AND j.attempts < j.max_attempts AND (p_types IS NULL OR j.type = ANY (p_types))
+                             ORDER BY j.run_at, j.id
+                             LIMIT target - cardinality(c_ids)
+                               FOR UPDATE SKIP LOCKED) AS r;
+                    c_tids := c_tids || s_tids;
+                    c_ids := c_ids || s_ids;
+                    c_keys := c_keys || s_keys;
+                    IF cardinality(c_ids) < target THEN
+                        lv := lv + 1; -- this level has no more
+                    ELSE
+                        lv_at[lv] := s_ats[cardinality(s_ats)]; -- where a further read of it starts
+                        lv_id[lv] := s_ids[cardinality(s_ids)];
+                    END IF;
+                END LOOP;
+                EXIT WHEN ext = 2;
+                -- Per partition in the head: does it crowd the head (more jobs there than it may ever
+                -- start at once), and how many of its jobs among the first `want` may it start now (its
+                -- free slots: one probe of its running jobs; its rate's allowance: one probe of its rate
+                -- state)? Probed only for partitions among the first `want`.
+                SELECT coalesce(bool_or(q.jobs > coalesce(cfg.partition_concurrency, 1)), false),
+                       coalesce(sum(least(q.first, greatest(q.allow, 0))), 0), coalesce(sum(q.first), 0)
+                  INTO crowded, fit_n, first_n
+                  FROM (SELECT p.jobs, p.first,
+                               CASE WHEN p.first = 0 THEN 0 ELSE least(
+                                   CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
+                                        cfg.partition_concurrency
+                                          - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
+                                              WHERE r.queue = p_queue AND r.limit_key = p.k AND r.locked_by IS NOT NULL)
+                                        ELSE 1 END,
+                                   CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
+                                        ${flyway:defaultSchema}.gcra_allowed(
+                                            (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
+                                              WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
+                                            now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
+                                            cfg.partition_rate_burst)
+                                        ELSE 2147483647 END) END AS allow
+                          FROM (SELECT u.k COLLATE "C" AS k, count(*) AS jobs,
+                                       count(*) FILTER (WHERE u.n <= want) AS first
+                                  FROM unnest(c_keys) WITH ORDINALITY AS u(k, n) WHERE u.k IS NOT NULL
+                                 GROUP BY 1) AS p) AS q;
+                -- All of the first `want` may start (none without its key yet): they are the claim.
+                all_fit := fit_n = least(want, cardinality(c_ids)) AND first_n = fit_n;
+                -- Some may not (their partitions at a limit), most may, and the head was full: read
+                -- further, about twice as many jobs as were left, so that the claim fills from just past
+                -- them instead of going round the partitions. What it does not take stays locked until the
+                -- claim commits. (When most may not, the partitions are mostly at their limits: a longer
+                -- head would be mostly theirs too, and the rounds find the others.)
+                EXIT WHEN crowded OR all_fit OR cardinality(c_ids) < head_n
+                          OR fit_n * 2 < least(want, cardinality(c_ids));
+                target := head_n + least(want, 2 * (want - fit_n) + 32);
             END LOOP;
-            -- Per partition in the head: does it crowd the head (more jobs there than it may ever start
-            -- at once), and may it start now all its jobs among the first `want` (its free slots: one
-            -- probe of its running jobs; its rate's allowance: one probe of its rate state)? Probed only
-            -- for partitions among the first `want`.
-            SELECT coalesce(bool_or(p.jobs > coalesce(cfg.partition_concurrency, 1)), false),
-                   coalesce(bool_and(p.first = 0 OR p.first <= least(
-                       CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
-                            cfg.partition_concurrency
-                              - (SELECT count(*) FROM ${flyway:defaultSchema}.jobs AS r
-                                  WHERE r.queue = p_queue AND r.limit_key = p.k AND r.locked_by IS NOT NULL)
-                            ELSE 1 END,
-                       CASE WHEN cfg.partition_rate_limit IS NOT NULL THEN
-                            ${flyway:defaultSchema}.gcra_allowed(
-                                (SELECT s.tat FROM ${flyway:defaultSchema}.queue_rates AS s
-                                  WHERE s.queue = p_queue AND s.kind = 1 AND s.partition = p.k),
-                                now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
-                                cfg.partition_rate_burst)
-                            ELSE 2147483647 END)), true)
-                   AND array_position(c_keys[1:want], NULL) IS NULL -- a job without its key yet is not taken
-              INTO crowded, all_fit
-              FROM (SELECT u.k COLLATE "C" AS k, count(*) AS jobs, count(*) FILTER (WHERE u.n <= want) AS first
-                      FROM unnest(c_keys) WITH ORDINALITY AS u(k, n) WHERE u.k IS NOT NULL GROUP BY 1) AS p;
             IF cardinality(c_ids) = 0 THEN
                 fast_only := true; -- nothing due past the cursor: the rounds would find nothing more there
             ELSIF NOT crowded AND all_fit THEN
@@ -381,8 +416,7 @@ BEGIN
                   INTO picked, tids, keys
                   FROM (SELECT c.id, c.tid, c.k
                           FROM (SELECT u.tid, u.id, u.k, u.n, row_number() OVER (PARTITION BY u.k COLLATE "C" ORDER BY u.n) AS rn
-                                  FROM unnest(c_tids[1:want], c_ids[1:want], c_keys[1:want])
-                                       WITH ORDINALITY AS u(tid, id, k, n)
+                                  FROM unnest(c_tids, c_ids, c_keys) WITH ORDINALITY AS u(tid, id, k, n)
                                  WHERE u.k IS NOT NULL) AS c
                          WHERE c.rn <= least(
                                  CASE WHEN cfg.partition_concurrency IS NOT NULL THEN
@@ -397,8 +431,11 @@ BEGIN
                                           now_at, cfg.partition_rate_limit, cfg.partition_rate_period_ms,
                                           cfg.partition_rate_burst)
                                       ELSE 2147483647 END)
-                         ORDER BY c.n) AS c;
-                fast_only := cardinality(picked) = least(want, cardinality(c_ids));
+                         ORDER BY c.n
+                         LIMIT want) AS c;
+                -- Resumed only if it took the head's first jobs without a gap, all of it or all it wanted.
+                fast_only := cardinality(picked) = least(want, cardinality(c_ids))
+                             AND picked = c_ids[1:cardinality(picked)];
             END IF;
         END IF;
         -- Rounds: each is one statement that visits up to `span` partitions in key order from just after
