@@ -158,6 +158,46 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
   }
 
   /**
+   * The same across priority levels: the head holds a more urgent level and the start of the next, and the
+   * further read goes on in the level where the head ended.
+   */
+  @Test
+  void aHeadAcrossPriorityLevelsIsReadFurtherWhereItEnded() throws Exception {
+    client.setLimits(
+        QUEUE,
+        QueueLimits.builder().partitionBy("input.n").partitionConcurrency(2).build());
+    ExecutionStore store = store();
+    EnqueueOptions urgent = EnqueueOptions.builder().priority(Priority.HIGH).build();
+    client.enqueueAll(NUMBERED, List.of(new Numbered(0), new Numbered(0)), urgent);
+    assertThat(store.claimLimited(null, QUEUE, 2, "w", null, new ClaimCursor()).jobs())
+        .hasSize(2);
+    UUID held =
+        client.enqueue(NUMBERED, new Numbered(0), urgent).job().id(); // its partition is full
+    List<Numbered> urgentOthers = new ArrayList<>();
+    for (int n = 1; n <= 9; n++) {
+      urgentOthers.add(new Numbered(n));
+    }
+    List<UUID> first = client.enqueueAll(NUMBERED, urgentOthers, urgent);
+    List<Numbered> others = new ArrayList<>();
+    for (int n = 140; n >= 100; n--) {
+      others.add(new Numbered(n));
+    }
+    List<UUID> next = client.enqueueAll(NUMBERED, others, EnqueueOptions.DEFAULTS);
+
+    // The head of 40: the urgent level's 10 (one left for its partition), then 30 of the next
+    // level.
+    ExecutionStore.LimitedClaim claim =
+        store.claimLimited(null, QUEUE, 40, "w", "0", new ClaimCursor());
+    List<UUID> expected = new ArrayList<>(first);
+    expected.addAll(next.subList(0, 31));
+    assertThat(claim.jobs())
+        .extracting(ClaimedJob::id)
+        .as("the urgent level but the held job, then the next level in order, one past the head")
+        .containsExactlyElementsOf(expected)
+        .doesNotContain(held);
+  }
+
+  /**
    * The fast path locks the head as it reads it, skipping a row another transaction holds (an operator's
    * transaction, say) instead of waiting for it, as the unlimited claim does: the claim takes the others,
    * the held job stays as it was, and a claim after the lock is released finds it.
