@@ -258,7 +258,9 @@ public final class ExecutionStore {
    * made when the cursor says one is due (and, while the low ends are cheap to read, after a resumed claim
    * that found nothing). The cursor moves past the jobs only when the claim took them all from that head
    * (the function says so): jobs the round-robin took elsewhere, or a head it left partly behind (a
-   * partition at its limit, a row locked by another claim), leave it where it was. Only a partitioned
+   * partition at its limit), leave it where it was. A row another transaction holds is skipped as the
+   * unlimited claim skips it (the head is read and locked at once): the cursor may pass it, and the
+   * cursor's probe finds it. Only a partitioned
    * queue whose partitions may run more than one job at a time resumes, and only for a worker without
    * capabilities; for the others a cursor would only repeat a claim that found nothing.
    */
