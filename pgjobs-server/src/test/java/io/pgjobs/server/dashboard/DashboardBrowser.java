@@ -139,6 +139,31 @@ final class DashboardBrowser implements AutoCloseable {
     return waitFor(d -> d.findElement(By.cssSelector(css)).getText());
   }
 
+  /**
+   * The attribute of the element matching {@code css} (null if it has none), found again if a live update
+   * re-rendered it between the find and the read.
+   */
+  String attribute(String css, String attribute) {
+    return waitFor(d -> java.util.Optional.ofNullable(
+            d.findElement(By.cssSelector(css)).getAttribute(attribute)))
+        .orElse(null);
+  }
+
+  /** The texts of every element matching {@code css}, read again if a live update re-rendered one. */
+  List<String> texts(String css) {
+    return waitFor(d ->
+        d.findElements(By.cssSelector(css)).stream().map(WebElement::getText).toList());
+  }
+
+  /**
+   * An attribute of every element matching {@code css}, read again if a live update re-rendered one.
+   */
+  List<String> attributes(String css, String attribute) {
+    return waitFor(d -> d.findElements(By.cssSelector(css)).stream()
+        .map(e -> String.valueOf(e.getAttribute(attribute)))
+        .toList());
+  }
+
   /** Waits until the element's text contains {@code text}. */
   void waitForText(String css, String text) {
     waitFor(d -> d.findElement(By.cssSelector(css)).getText().contains(text));

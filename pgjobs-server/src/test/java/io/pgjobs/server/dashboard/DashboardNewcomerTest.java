@@ -49,8 +49,8 @@ class DashboardNewcomerTest extends BrowserTest {
   void anUnknownAddressShowsNotFoundInsteadOfTheOverview() {
     browser.open(app.url("/no-such-page"));
     browser.visible("#not-found");
-    assertThat(browser.find("#main").getAttribute("data-page")).isEqualTo("not-found");
-    assertThat(browser.find("#not-found").getText()).contains("Not found", "#/no-such-page");
+    assertThat(browser.attribute("#main", "data-page")).isEqualTo("not-found");
+    assertThat(browser.text("#not-found")).contains("Not found", "#/no-such-page");
     assertThat(browser.findAll("#cards, .cards")).isEmpty();
   }
 
@@ -58,7 +58,7 @@ class DashboardNewcomerTest extends BrowserTest {
   void aMalformedJobIdShowsNotFoundSayingWhatAJobIdIs() {
     browser.open(app.url("/jobs/01a2"));
     browser.visible("#not-found");
-    assertThat(browser.find("#not-found").getText()).contains("\"01a2\" is not a job id", "UUID");
+    assertThat(browser.text("#not-found")).contains("\"01a2\" is not a job id", "UUID");
   }
 
   @Test
@@ -96,9 +96,9 @@ class DashboardNewcomerTest extends BrowserTest {
         == 1);
     new Select(browser.find("#enqueue-type")).selectByValue("send_email");
     browser.waitFor(
-        d -> browser.find("#enqueue-payload").getAttribute("value").contains("ada@example.com"));
-    browser.find("#enqueue-submit").click();
-    browser.waitFor(d -> browser.find("#main").getAttribute("data-page").equals("jobs")
+        d -> browser.attribute("#enqueue-payload", "value").contains("ada@example.com"));
+    browser.click("#enqueue-submit");
+    browser.waitFor(d -> browser.attribute("#main", "data-page").equals("jobs")
         && d.getCurrentUrl().matches(".*#/jobs/[0-9a-f-]{36}$"));
     browser.waitForText("#action-result", "201 Created");
   }
@@ -115,15 +115,14 @@ class DashboardNewcomerTest extends BrowserTest {
     browser.find("#enqueue-priority").sendKeys("urgent");
     browser.find("#enqueue-max-attempts").sendKeys("0");
     browser.find("#enqueue-delay").sendKeys("-5");
-    browser.find("#enqueue-submit").click();
-    browser.waitFor(
-        d -> !browser.find(".field-error[data-for='payload']").getText().isEmpty());
+    browser.click("#enqueue-submit");
+    browser.waitFor(d -> !browser.text(".field-error[data-for='payload']").isEmpty());
     for (String field : List.of("payload", "priority", "max_attempts", "delay_ms")) {
-      assertThat(browser.find(".field-error[data-for='" + field + "']").getText())
+      assertThat(browser.text(".field-error[data-for='" + field + "']"))
           .as(field)
           .isNotEmpty();
     }
-    assertThat(browser.find("#main").getAttribute("data-page")).isEqualTo("enqueue");
+    assertThat(browser.attribute("#main", "data-page")).isEqualTo("enqueue");
   }
 
   @Test
@@ -172,14 +171,14 @@ class DashboardNewcomerTest extends BrowserTest {
     UUID id = app.enqueue("gate", "find-" + UUID.randomUUID(), "nobody-serves-this");
     browser.open(app.url("/jobs"));
     browser.find("#job-id-input").sendKeys(id.toString().toUpperCase() + " ");
-    browser.find("#job-id-go").click();
+    browser.click("#job-id-go");
     browser.waitFor(d -> d.getCurrentUrl().endsWith("#/jobs/" + id));
     browser.waitForText(".job-head", id.toString());
     browser.visible("#job-facts");
 
     browser.open(app.url("/jobs"));
     browser.find("#job-id-input").sendKeys("01a2");
-    browser.find("#job-id-go").click();
+    browser.click("#job-id-go");
     browser.waitForText("#job-id-error", "not a job id");
   }
 }

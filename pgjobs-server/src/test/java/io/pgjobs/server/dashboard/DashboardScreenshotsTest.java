@@ -179,7 +179,7 @@ class DashboardScreenshotsTest {
     browser.open(app.url("/jobs/" + featured));
     browser.waitForAttribute("#job-progress", "data-percent", "60");
     browser.waitForText("#job-attempts", "connection reset by peer");
-    browser.find("#job-attempts details summary").click();
+    browser.click("#job-attempts details summary");
     assertSmallPng(browser.screenshot(DIR, "dashboard-job.png"));
     browser.assertNoConsoleErrors();
   }

@@ -50,13 +50,12 @@ class DashboardTest extends BrowserTest {
     browser.waitFor(d ->
         d.findElements(By.cssSelector("#enqueue-type option[value='task']")).size() == 1);
     new Select(browser.find("#enqueue-type")).selectByValue("task");
-    assertThat(browser.find("#enqueue-payload").getAttribute("value"))
-        .contains("\"note\"", "\"key\"");
+    assertThat(browser.attribute("#enqueue-payload", "value")).contains("\"note\"", "\"key\"");
     WebElement payload = browser.find("#enqueue-payload");
     payload.clear();
     payload.sendKeys("{\"note\": \"steps\", \"key\": \"" + key + "\"}");
     browser.find("#enqueue-context").sendKeys("form " + key);
-    browser.find("#enqueue-submit").click();
+    browser.click("#enqueue-submit");
 
     browser.waitFor(d -> d.getCurrentUrl().matches(".*#/jobs/[0-9a-f-]{36}$"));
     UUID id = UUID.fromString(browser.driver.getCurrentUrl().replaceAll(".*#/jobs/", ""));
@@ -65,7 +64,7 @@ class DashboardTest extends BrowserTest {
 
     browser.waitForAttribute("#job-progress", "data-percent", "10");
     browser.waitForText("#job-progress-message", "step 1");
-    assertThat(browser.find("#job-state").getText()).isEqualTo("running");
+    assertThat(browser.text("#job-state")).isEqualTo("running");
 
     app.releaseStep(key, 1);
     browser.waitForAttribute("#job-progress", "data-percent", "60");
@@ -75,8 +74,8 @@ class DashboardTest extends BrowserTest {
     browser.waitForText("#job-state", "succeeded");
     browser.waitForAttribute("#job-progress", "data-percent", "100");
     browser.waitForText("#job-output", "\"done\": \"" + key + "\"");
-    assertThat(browser.find("#job-payload").getText()).contains("\"note\": \"steps\"");
-    assertThat(browser.find("#job-worker").getText()).isEqualTo(app.worker.workerId());
+    assertThat(browser.text("#job-payload")).contains("\"note\": \"steps\"");
+    assertThat(browser.text("#job-worker")).isEqualTo(app.worker.workerId());
     assertNotReloaded();
   }
 
@@ -89,7 +88,7 @@ class DashboardTest extends BrowserTest {
     String row = "#jobs-table tr[data-job='" + id + "']";
 
     browser.waitForAttribute(row + " .progress", "data-percent", "10");
-    assertThat(browser.find(row + " .state").getText()).isEqualTo("running");
+    assertThat(browser.text(row + " .state")).isEqualTo("running");
     app.releaseStep(key, 1);
     browser.waitForAttribute(row + " .progress", "data-percent", "60");
     app.releaseStep(key, 2);
@@ -111,10 +110,10 @@ class DashboardTest extends BrowserTest {
     browser.confirm("Cancel this job?");
 
     browser.waitForText("#action-result", "202");
-    assertThat(browser.find("#action-result").getText()).contains("pending on worker");
+    assertThat(browser.text("#action-result")).contains("pending on worker");
     browser.waitForText("#job-state", "cancelled");
     assertThat(app.job(id).state()).isEqualTo(JobState.CANCELLED);
-    assertThat(browser.find("#job-attempts").getText()).contains("cancelled while running");
+    assertThat(browser.text("#job-attempts")).contains("cancelled while running");
     assertThat(browser.findAll("#action-cancel")).isEmpty();
     assertNotReloaded();
   }
@@ -129,7 +128,7 @@ class DashboardTest extends BrowserTest {
 
     browser.open(app.url("/jobs/" + child));
     browser.waitForText("#job-parent", parent.toString());
-    browser.find("#job-parent").click();
+    browser.click("#job-parent");
     browser.waitFor(d -> d.getCurrentUrl().endsWith("#/jobs/" + parent));
     browser.waitForText("#job-children", child.toString());
   }
@@ -144,7 +143,7 @@ class DashboardTest extends BrowserTest {
     browser.confirm("Cancel this job?");
 
     browser.waitForText("#action-result", "200");
-    assertThat(browser.find("#action-result").getText()).contains("Cancelled");
+    assertThat(browser.text("#action-result")).contains("Cancelled");
     browser.waitForText("#job-state", "cancelled");
     assertThat(app.job(id).state()).isEqualTo(JobState.CANCELLED);
   }
@@ -160,7 +159,7 @@ class DashboardTest extends BrowserTest {
     browser.click("#confirm-no");
 
     browser.waitFor(d -> !d.findElement(By.id("confirm-dialog")).isDisplayed());
-    assertThat(browser.find("#action-result").getText()).isEmpty();
+    assertThat(browser.text("#action-result")).isEmpty();
     assertThat(app.job(id).state()).isEqualTo(JobState.QUEUED);
   }
 
@@ -172,19 +171,19 @@ class DashboardTest extends BrowserTest {
     app.awaitState(id, JobState.FAILED);
     browser.open(app.url("/jobs/" + id));
     browser.waitForText("#job-state", "failed");
-    assertThat(browser.find("#job-attempts").getText())
+    assertThat(browser.text("#job-attempts"))
         .contains("Attempt 1", "java.lang.IllegalStateException", "first try fails: " + key);
-    browser.find("#job-attempts details summary").click();
-    assertThat(browser.find("#job-attempts details pre").getText()).contains("at ");
+    browser.click("#job-attempts details summary");
+    assertThat(browser.text("#job-attempts details pre")).contains("at ");
 
     browser.click("#action-retry");
     browser.confirm("Retry this job?");
 
     browser.waitForText("#action-result", "200");
-    assertThat(browser.find("#action-result").getText()).contains("Queued again");
+    assertThat(browser.text("#action-result")).contains("Queued again");
     browser.waitForText("#job-state", "succeeded");
     // The first attempt's error stays visible.
-    assertThat(browser.find("#job-attempts").getText()).contains("first try fails: " + key);
+    assertThat(browser.text("#job-attempts")).contains("first try fails: " + key);
     assertThat(app.job(id).state()).isEqualTo(JobState.SUCCEEDED);
   }
 
@@ -233,7 +232,7 @@ class DashboardTest extends BrowserTest {
     browser.open(app.url("/"));
     String row = "#queues-table tr[data-queue='reports']";
     browser.waitForText(row + " td[data-count='queued']", "2");
-    assertThat(browser.find(row).getText()).contains("paused");
+    assertThat(browser.text(row)).contains("paused");
 
     browser.open(app.url("/queues"));
     // The table loads after the page: wait for the row before pressing its button.
@@ -287,7 +286,7 @@ class DashboardTest extends BrowserTest {
     browser.waitForAttribute("#throughput-chart", "data-succeeded", Long.toString(succeeded));
     browser.waitForAttribute("#throughput-chart", "data-failed", Long.toString(failed));
     assertThat(succeeded).isGreaterThanOrEqualTo(5);
-    assertThat(browser.find("#throughput-chart .total-succeeded").getText())
+    assertThat(browser.text("#throughput-chart .total-succeeded"))
         .isEqualTo(Long.toString(succeeded));
     // The bars of this minute (and maybe the last, across a minute boundary) hold the new
     // completions.
@@ -368,19 +367,19 @@ class DashboardTest extends BrowserTest {
     browser.waitForText("#page-info", "page 1 · 50 jobs");
     List<String> all = new ArrayList<>(rowIds());
     assertThat(all).isEqualTo(expected.subList(0, 50));
-    browser.find("#page-older").click();
+    browser.click("#page-older");
     browser.waitForText("#page-info", "page 2 · 5 jobs");
     all.addAll(rowIds());
     assertThat(all).isEqualTo(expected);
     assertThat(browser.find("#page-older").isEnabled()).isFalse();
-    browser.find("#page-newer").click();
+    browser.click("#page-newer");
     browser.waitForText("#page-info", "page 1 · 50 jobs");
     assertThat(rowIds()).isEqualTo(expected.subList(0, 50));
 
     // Text in the context or the payload.
     browser.find("#filter-queue").clear();
     browser.find("#filter-text").sendKeys(mark);
-    browser.find("#filter-apply").click();
+    browser.click("#filter-apply");
     browser.waitFor(
         d -> rowIds().equals(List.of(failed.toString(), listed.get(7).toString())));
     assertThat(browser.driver.getCurrentUrl()).contains("text=" + mark);
@@ -390,7 +389,7 @@ class DashboardTest extends BrowserTest {
 
     browser.find("#filter-text").clear();
     browser.find("#filter-type").sendKeys("send_email");
-    browser.find("#filter-apply").click();
+    browser.click("#filter-apply");
     browser.waitForText("#jobs-table tbody", "No jobs match.");
   }
 
@@ -430,12 +429,12 @@ class DashboardTest extends BrowserTest {
 
     browser.open(app.url("/jobs?queue=" + queue));
     browser.waitFor(d -> browser.findAll("#jobs-table tbody tr[data-job]").size() == 3);
-    browser.find("#bulk-cancel").click();
+    browser.click("#bulk-cancel");
     browser.visible("#confirm-dialog");
-    assertThat(browser.find("#confirm-title").getText()).isEqualTo("Cancel matching jobs?");
-    assertThat(browser.find("#confirm-message").getText())
+    assertThat(browser.text("#confirm-title")).isEqualTo("Cancel matching jobs?");
+    assertThat(browser.text("#confirm-message"))
         .startsWith("3 jobs matching these filters will be cancelled");
-    assertThat(browser.find("#confirm-yes").getText()).isEqualTo("Cancel 3 jobs");
+    assertThat(browser.text("#confirm-yes")).isEqualTo("Cancel 3 jobs");
     // The count came from a dry run: nothing is cancelled while the question is open.
     ids.forEach(id -> assertThat(app.job(id).state()).isEqualTo(JobState.QUEUED));
     browser.confirm("Cancel matching jobs?");
@@ -444,9 +443,9 @@ class DashboardTest extends BrowserTest {
     ids.forEach(id -> app.awaitState(id, JobState.CANCELLED));
     assertThat(app.job(elsewhere).state()).isEqualTo(JobState.QUEUED);
 
-    browser.find("#bulk-retry").click();
+    browser.click("#bulk-retry");
     browser.visible("#confirm-dialog");
-    assertThat(browser.find("#confirm-message").getText())
+    assertThat(browser.text("#confirm-message"))
         .startsWith("3 jobs matching these filters will be queued again");
     browser.click("#confirm-no");
     browser.waitFor(d -> !d.findElement(By.id("confirm-dialog")).isDisplayed());
@@ -463,7 +462,7 @@ class DashboardTest extends BrowserTest {
     app.enqueue(key(), key(), EnqueueOptions.builder().queue(queue).build());
 
     browser.waitForText("#events", "\"queue\":\"" + queue + "\"");
-    assertThat(browser.find("#events").getText()).contains(" state ");
+    assertThat(browser.text("#events")).contains(" state ");
   }
 
   // ---------------------------------------------------------------- dead letters
@@ -518,16 +517,16 @@ class DashboardTest extends BrowserTest {
     browser.open(app.url("/enqueue?type=send_email"));
     browser.waitFor(
         d -> "send_email".equals(d.findElement(By.id("enqueue-type")).getAttribute("value")));
-    assertThat(browser.find("#enqueue-queue").getAttribute("placeholder")).isEqualTo("emails");
+    assertThat(browser.attribute("#enqueue-queue", "placeholder")).isEqualTo("emails");
     // Prefilled with the type's example (JobType.withExample).
-    assertThat(browser.find("#enqueue-payload").getAttribute("value"))
+    assertThat(browser.attribute("#enqueue-payload", "value"))
         .contains("\"to\": \"ada@example.com\"");
 
     // Not JSON: caught before anything is sent.
     WebElement payload = browser.find("#enqueue-payload");
     payload.clear();
     payload.sendKeys("{\"to\": ");
-    browser.find("#enqueue-submit").click();
+    browser.click("#enqueue-submit");
     browser.waitForText(".field-error[data-for='payload']", "not valid JSON");
 
     // A bad option only the API can judge (the form checks numbers itself): its 422 names the
@@ -537,29 +536,28 @@ class DashboardTest extends BrowserTest {
     payload.clear();
     payload.sendKeys("{\"to\": \"nobody\", \"subject\": \"\"}");
     browser.find("#enqueue-queue").sendKeys("no spaces allowed");
-    browser.find("#enqueue-submit").click();
+    browser.click("#enqueue-submit");
     browser.waitForText("#enqueue-errors", "422");
-    browser.waitFor(
-        d -> !browser.find(".field-error[data-for='queue']").getText().isEmpty());
-    assertThat(browser.find("#enqueue-queue").getAttribute("class")).contains("invalid");
+    browser.waitFor(d -> !browser.text(".field-error[data-for='queue']").isEmpty());
+    assertThat(browser.attribute("#enqueue-queue", "class")).contains("invalid");
 
     // A payload its type's validator rejects: every problem next to the payload.
     browser.find("#enqueue-queue").clear();
     browser.expectFailedRequest("/jobs", 422);
-    browser.find("#enqueue-submit").click();
+    browser.click("#enqueue-submit");
     browser.waitForText(
         ".field-error[data-for='payload']", "payload.to: must be an e-mail address");
-    assertThat(browser.find(".field-error[data-for='payload']").getText())
+    assertThat(browser.text(".field-error[data-for='payload']"))
         .contains("payload.subject: is required");
-    assertThat(browser.find(".field-error[data-for='queue']").getText()).isEmpty();
-    assertThat(browser.find("#enqueue-payload").getAttribute("class")).contains("invalid");
+    assertThat(browser.text(".field-error[data-for='queue']")).isEmpty();
+    assertThat(browser.attribute("#enqueue-payload", "class")).contains("invalid");
     assertThat(browser.driver.getCurrentUrl()).endsWith("#/enqueue?type=send_email");
     assertThat(storedJobs()).isEqualTo(before);
 
     // Fixed: enqueued, and the page of the new job opens.
     payload.clear();
     payload.sendKeys("{\"to\": \"ada@example.com\", \"subject\": \"Hi\"}");
-    browser.find("#enqueue-submit").click();
+    browser.click("#enqueue-submit");
     browser.waitFor(d -> d.getCurrentUrl().matches(".*#/jobs/[0-9a-f-]{36}$"));
     browser.waitForText("#job-state", "succeeded");
     browser.waitForText("#job-output", "\"sent\": true");
@@ -583,12 +581,12 @@ class DashboardTest extends BrowserTest {
       payload.sendKeys("{\"note\": \"ok\", \"key\": \"" + idempotencyKey + "\"}");
       browser.find("#enqueue-queue").sendKeys("parked");
       browser.find("#enqueue-key").sendKeys(idempotencyKey);
-      browser.find("#enqueue-submit").click();
+      browser.click("#enqueue-submit");
       browser.waitFor(d -> d.getCurrentUrl().matches(".*#/jobs/[0-9a-f-]{36}$"));
       browser.waitForText("#action-result", i == 0 ? "201" : "200");
       urls.add(browser.driver.getCurrentUrl());
     }
-    assertThat(browser.find("#action-result").getText()).contains("already exists");
+    assertThat(browser.text("#action-result")).contains("already exists");
     assertThat(urls.get(1)).isEqualTo(urls.get(0));
   }
 

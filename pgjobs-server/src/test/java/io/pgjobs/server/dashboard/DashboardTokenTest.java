@@ -35,7 +35,7 @@ class DashboardTokenTest extends BrowserTest {
   private static void enterToken(String token) {
     browser.visible("#token-dialog");
     browser.find("#token-input").sendKeys(token);
-    browser.find("#token-save").click();
+    browser.click("#token-save");
   }
 
   @Test
@@ -43,7 +43,7 @@ class DashboardTokenTest extends BrowserTest {
     expectUnauthorized();
     browser.open(app.url("/jobs"));
     browser.visible("#token-dialog");
-    assertThat(browser.find("#token-message").getText()).contains("needs a bearer token");
+    assertThat(browser.text("#token-message")).contains("needs a bearer token");
 
     enterToken("not-a-valid-token-at-all");
     browser.waitForText("#token-message", "not accepted");
@@ -134,7 +134,7 @@ class DashboardTokenTest extends BrowserTest {
     browser.open(app.url("/"));
     if (browser.script("return sessionStorage.getItem('pgjobs.token');") != null) {
       expectUnauthorized();
-      browser.find("#sign-out").click(); // forgets the token and reloads
+      browser.click("#sign-out"); // forgets the token and reloads
     } else {
       expectUnauthorized();
     }
@@ -147,7 +147,7 @@ class DashboardTokenTest extends BrowserTest {
     browser.click("#action-cancel");
     browser.confirm("Cancel this job?");
     browser.waitForText("#action-result", "403");
-    assertThat(browser.find("#action-result").getText()).contains("READ token");
+    assertThat(browser.text("#action-result")).contains("READ token");
     assertThat(app.job(id).state()).isEqualTo(JobState.QUEUED);
   }
 }

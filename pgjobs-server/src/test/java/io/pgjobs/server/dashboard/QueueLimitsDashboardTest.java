@@ -94,7 +94,7 @@ class QueueLimitsDashboardTest extends BrowserTest {
     String form = "tr.limits-edit[data-editing='" + queue + "'] form";
     browser.visible(form + " input[name='global_concurrency']").sendKeys("0");
     browser.expectFailedRequest("/queues/" + queue + "/limits", 422);
-    browser.find(form + " button.save-limits").click();
+    browser.click(form + " button.save-limits");
     browser.waitForText(form + " .limits-problem", "between 1 and 100000, was 0");
     assertThat(browser.text(form + " .limits-problem")).contains("422", "global_concurrency");
     assertThat(app.client.limits(queue)).isEmpty();
@@ -104,7 +104,7 @@ class QueueLimitsDashboardTest extends BrowserTest {
     global.sendKeys("5");
     browser.find(form + " input[name='rate_limit']").sendKeys("10");
     browser.find(form + " input[name='rate_period']").sendKeys("1s");
-    browser.find(form + " button.save-limits").click();
+    browser.click(form + " button.save-limits");
     browser.waitForText("#action-result", "limits are set");
     browser.waitForText(row(queue) + " .limits-summary", "5 at once · 10/s");
     assertThat(browser.findAll("tr.limits-edit")).isEmpty();
@@ -117,7 +117,7 @@ class QueueLimitsDashboardTest extends BrowserTest {
     browser.click(row(queue) + " button.edit-limits");
     assertThat(browser.visible(form + " input[name='rate_period']").getAttribute("value"))
         .isEqualTo("1s");
-    browser.find(form + " button.remove-limits").click();
+    browser.click(form + " button.remove-limits");
     browser.waitForText("#action-result", "has no limits now");
     browser.waitForText(row(queue) + " td.limits", "none");
     assertThat(app.client.limits(queue)).isEmpty();

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
-import org.openqa.selenium.WebElement;
 
 /** The dashboard's Recurring page in a real headless Chromium against a real server, database and worker. */
 class RecurringDashboardTest extends BrowserTest {
@@ -39,14 +38,13 @@ class RecurringDashboardTest extends BrowserTest {
     browser.open(app.url("/recurring"));
     browser.waitFor(d -> !browser.findAll(row(name)).isEmpty());
 
-    WebElement tr = browser.find(row(name));
-    assertThat(tr.getText())
+    // Read through the browser's helpers, which read again when the page's live refresh replaced
+    // the row.
+    assertThat(browser.text(row(name)))
         .contains(name, "30 6 * * MON-FRI", "America/New_York", "none yet", "active");
-    assertThat(tr.findElement(org.openqa.selenium.By.cssSelector(".words")).getText())
+    assertThat(browser.text(row(name) + " .words"))
         .isEqualTo(CronSchedule.parse("30 6 * * MON-FRI", "America/New_York").describe());
-    List<String> shown = browser.findAll(row(name) + " ol.next-runs time").stream()
-        .map(t -> t.getAttribute("datetime"))
-        .toList();
+    List<String> shown = browser.attributes(row(name) + " ol.next-runs time", "datetime");
     List<Instant> expected =
         CronSchedule.parse("30 6 * * MON-FRI", "America/New_York").upcoming(Instant.now(), 5);
     assertThat(shown).hasSize(5);
@@ -54,9 +52,9 @@ class RecurringDashboardTest extends BrowserTest {
         .containsExactlyElementsOf(expected.stream().map(Instant::toString).toList());
     // Shown in the schedule's zone, where its fields are read: 06:30 New York time whatever the
     // browser's zone.
-    assertThat(browser.findAll(row(name) + " ol.next-runs time"))
-        .allSatisfy(t -> assertThat(t.getText()).matches("\\d{4}-\\d\\d-\\d\\d 06:30:00"));
-    assertThat(browser.find("#nav a[data-page='recurring']").getAttribute("aria-current"))
+    assertThat(browser.texts(row(name) + " ol.next-runs time"))
+        .allSatisfy(t -> assertThat(t).matches("\\d{4}-\\d\\d-\\d\\d 06:30:00"));
+    assertThat(browser.attribute("#nav a[data-page='recurring']", "aria-current"))
         .isEqualTo("page");
   }
 
@@ -66,13 +64,13 @@ class RecurringDashboardTest extends BrowserTest {
     browser.open(app.url("/recurring"));
     browser.waitForAttribute(row(name), "data-paused", "false");
 
-    browser.find(row(name) + " button.pause").click();
+    browser.click(row(name) + " button.pause");
     browser.waitForText("#action-result", "is paused");
     browser.waitForAttribute(row(name), "data-paused", "true");
-    assertThat(browser.find(row(name) + " td.status").getText()).isEqualTo("paused");
+    assertThat(browser.text(row(name) + " td.status")).isEqualTo("paused");
     assertThat(app.client.recurring().get(name).orElseThrow().paused()).isTrue();
 
-    browser.find(row(name) + " button.resume").click();
+    browser.click(row(name) + " button.resume");
     browser.waitForText("#action-result", "is resumed");
     browser.waitForAttribute(row(name), "data-paused", "false");
     assertThat(app.client.recurring().get(name).orElseThrow().paused()).isFalse();
@@ -84,16 +82,16 @@ class RecurringDashboardTest extends BrowserTest {
     browser.open(app.url("/recurring"));
     browser.waitFor(d -> !browser.findAll(row(name) + " button.run-now").isEmpty());
 
-    browser.find(row(name) + " button.run-now").click();
+    browser.click(row(name) + " button.run-now");
     browser.waitFor(d -> !browser.findAll("#run-now-job").isEmpty());
-    UUID id = UUID.fromString(browser.find("#run-now-job").getText());
+    UUID id = UUID.fromString(browser.text("#run-now-job"));
     Job job = app.awaitState(id, JobState.SUCCEEDED);
     assertThat(job.idempotencyKey()).startsWith("recurring:" + name + ":now:");
     assertThat(job.context()).startsWith("recurring " + name + " @ ");
 
     // The row's last run links to the job and shows its outcome once the page polls again.
-    browser.waitFor(d -> browser.find(row(name) + " .last-run").getText().contains("succeeded"));
-    browser.find(row(name) + " a.last-run-link").click();
+    browser.waitFor(d -> browser.text(row(name) + " .last-run").contains("succeeded"));
+    browser.click(row(name) + " a.last-run-link");
     browser.waitFor(d -> d.getCurrentUrl().endsWith("#/jobs/" + id));
     browser.waitForText("#job-state", "succeeded");
     await()

@@ -31,17 +31,17 @@ class TrackerPageTest extends BrowserTest {
 
   /** Clicks Start and returns the id of the job the page started. */
   private static UUID startJob() {
-    String before = browser.find("#job-id").getText();
-    browser.find("#start").click();
-    browser.waitFor(d -> !browser.find("#job-id").getText().isEmpty()
-        && !browser.find("#job-id").getText().equals(before));
-    return UUID.fromString(browser.find("#job-id").getText());
+    String before = browser.text("#job-id");
+    browser.click("#start");
+    browser.waitFor(
+        d -> !browser.text("#job-id").isEmpty() && !browser.text("#job-id").equals(before));
+    return UUID.fromString(browser.text("#job-id"));
   }
 
   private static void waitForProgress(int percent, String message) {
     browser.waitForText("#percent", percent + " %");
     browser.waitForText("#message", message);
-    assertThat(browser.find("#bar").getAttribute("style")).contains("width: " + percent + "%");
+    assertThat(browser.attribute("#bar", "style")).contains("width: " + percent + "%");
   }
 
   @Test
@@ -57,10 +57,10 @@ class TrackerPageTest extends BrowserTest {
     app.releaseStep(key, 2);
 
     browser.waitForAttribute("body", "data-done", "succeeded");
-    assertThat(browser.find("#state").getText()).isEqualTo("succeeded");
-    assertThat(browser.find("#output").getText()).contains("\"done\": \"" + key + "\"");
+    assertThat(browser.text("#state")).isEqualTo("succeeded");
+    assertThat(browser.text("#output")).contains("\"done\": \"" + key + "\"");
     assertThat(browser.find("#cancel").isEnabled()).isFalse();
-    assertThat(browser.find("body").getAttribute("data-transport")).isEqualTo("websocket");
+    assertThat(browser.attribute("body", "data-transport")).isEqualTo("websocket");
     assertThat(app.job(id).state()).isEqualTo(JobState.SUCCEEDED);
   }
 
@@ -70,7 +70,7 @@ class TrackerPageTest extends BrowserTest {
     UUID id = startJob();
     browser.waitForText("#state", "running");
 
-    browser.find("#cancel").click();
+    browser.click("#cancel");
 
     browser.waitForAttribute("body", "data-done", "cancelled");
     assertThat(app.awaitState(id, JobState.CANCELLED).state()).isEqualTo(JobState.CANCELLED);
@@ -91,7 +91,7 @@ class TrackerPageTest extends BrowserTest {
     openPage("steps", key, "");
     UUID id = startJob();
     waitForProgress(10, "step 1");
-    assertThat(browser.find("body").getAttribute("data-transport")).isEqualTo("websocket");
+    assertThat(browser.attribute("body", "data-transport")).isEqualTo("websocket");
 
     int port = app.stopServer();
     // The job ends while no server is there to tell the page: its final event is lost for good.
@@ -101,11 +101,11 @@ class TrackerPageTest extends BrowserTest {
     app.startServerAgain(port);
 
     browser.waitForAttribute("body", "data-done", "succeeded");
-    assertThat(browser.find("#state").getText()).isEqualTo("succeeded");
-    assertThat(browser.find("#output").getText()).contains("\"done\": \"" + key + "\"");
+    assertThat(browser.text("#state")).isEqualTo("succeeded");
+    assertThat(browser.text("#output")).contains("\"done\": \"" + key + "\"");
     // Reconnected over the WebSocket again: the server answered HTTP only once the socket worked
     // too.
-    assertThat(browser.find("body").getAttribute("data-transport")).isEqualTo("websocket");
+    assertThat(browser.attribute("body", "data-transport")).isEqualTo("websocket");
     // While the server was away Chrome logged the refused connections; those are expected here.
     browser
         .consoleErrors()
@@ -119,12 +119,12 @@ class TrackerPageTest extends BrowserTest {
     openPage("steps", key, "&transport=sse");
     startJob();
     waitForProgress(10, "step 1");
-    assertThat(browser.find("body").getAttribute("data-transport")).isEqualTo("sse");
+    assertThat(browser.attribute("body", "data-transport")).isEqualTo("sse");
     app.releaseStep(key, 1);
     waitForProgress(60, "step 2");
     app.releaseStep(key, 2);
     browser.waitForAttribute("body", "data-done", "succeeded");
-    assertThat(browser.find("#output").getText()).contains("\"done\": \"" + key + "\"");
+    assertThat(browser.text("#output")).contains("\"done\": \"" + key + "\"");
   }
 
   @Test
@@ -145,7 +145,7 @@ class TrackerPageTest extends BrowserTest {
     app.releaseStep(second, 1);
     app.releaseStep(second, 2);
     browser.waitForAttribute("body", "data-done", "succeeded");
-    assertThat(browser.find("#output").getText()).contains("\"done\": \"" + second + "\"");
+    assertThat(browser.text("#output")).contains("\"done\": \"" + second + "\"");
     app.releaseStep(first, 1);
     app.releaseStep(first, 2);
     app.awaitState(firstId, JobState.SUCCEEDED);
@@ -160,7 +160,7 @@ class TrackerPageTest extends BrowserTest {
     app.releaseStep(key, 1);
     app.releaseStep(key, 2);
     browser.waitForAttribute("body", "data-done", "succeeded");
-    assertThat(browser.find("#job-id").getText()).isEqualTo(id.toString());
+    assertThat(browser.text("#job-id")).isEqualTo(id.toString());
   }
 
   @Test

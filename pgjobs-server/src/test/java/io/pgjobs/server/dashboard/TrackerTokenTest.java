@@ -38,7 +38,7 @@ class TrackerTokenTest extends BrowserTest {
   private static void start(String token) {
     browser.find("#token").clear();
     browser.find("#token").sendKeys(token);
-    browser.find("#start").click();
+    browser.click("#start");
   }
 
   @Test
@@ -67,8 +67,8 @@ class TrackerTokenTest extends BrowserTest {
     browser.waitForText("#message", "step 2");
     app.releaseStep(key, 2);
     browser.waitForAttribute("body", "data-done", "succeeded");
-    assertThat(browser.find("body").getAttribute("data-transport")).isEqualTo("websocket");
-    UUID id = UUID.fromString(browser.find("#job-id").getText());
+    assertThat(browser.attribute("body", "data-transport")).isEqualTo("websocket");
+    UUID id = UUID.fromString(browser.text("#job-id"));
     assertThat(app.job(id).state()).isEqualTo(JobState.SUCCEEDED);
   }
 }
