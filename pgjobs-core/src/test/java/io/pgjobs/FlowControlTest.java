@@ -280,6 +280,7 @@ class FlowControlTest extends PgJobsTestBase {
   }
 
   @Test
+  @org.junit.jupiter.api.Tag(io.pgjobs.testkit.Tags.SERIAL) // the rate reached is a timing bound
   void queueAndPartitionRatesHoldInEverySecondAndTheQueueRunsAtItsRate() {
     // Issue 29, acceptance 2, scaled to 10 s: 100 a second in the queue, 5 a second per partition
     // over
@@ -476,7 +477,13 @@ class FlowControlTest extends PgJobsTestBase {
         "INSERT INTO pgjobs.jobs (id, type, queue, payload, priority, max_attempts, state, attempts,"
             + " locked_by, claim_token, heartbeat_at) VALUES (gen_random_uuid(), 'flow_work', 'limited',"
             + " '{}', 50, 3, 'running', 1, '" + worker.workerId() + "', 1, now())");
-    assertThat(client.limitsStatus("limited").orElseThrow().running()).isZero();
+    // Not counted while it has no key. The maintenance leader may key it at any moment, so the
+    // count is
+    // read before the keys: a job counted is a job keyed.
+    long running = client.limitsStatus("limited").orElseThrow().running();
+    assertThat(running)
+        .isLessThanOrEqualTo(db.queryLong(
+            "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'limited' AND limit_key IS NOT NULL"));
     await()
         .atMost(Duration.ofSeconds(10))
         .until(() -> client.limitsStatus("limited").orElseThrow().running() == 1);

@@ -29,7 +29,8 @@ final class PgJobsWorkloads {
   static final JobType<Noop> NOOP = JobType.of("noop", Noop.class);
 
   /** How long a worker process may take to start and listen. */
-  static final Duration WORKER_READY_TIMEOUT = Duration.ofSeconds(60);
+  static final Duration WORKER_READY_TIMEOUT =
+      Duration.ofSeconds(180); // a JVM starting on a loaded machine
   /** How long a drain may take. */
   static final Duration DRAIN_TIMEOUT = Duration.ofMinutes(10);
 

@@ -34,7 +34,8 @@ import org.junit.jupiter.api.Test;
  * its worker, a finished one is left alone; plus not found and cancellation by filter.
  */
 class CancelTest extends LifecycleTestBase {
-  private static final Duration LONG = Duration.ofSeconds(30);
+  private static final Duration LONG =
+      Duration.ofSeconds(60); // child JVMs starting on a loaded machine
 
   /** Released after each test so no handler outlives it. */
   private final CountDownLatch release = new CountDownLatch(1);

@@ -26,7 +26,8 @@ import org.junit.jupiter.api.Test;
  */
 @Tag(Tags.PROCESS)
 class CrashRescueTest extends LifecycleTestBase {
-  private static final Duration LONG = Duration.ofSeconds(60);
+  private static final Duration LONG =
+      Duration.ofSeconds(120); // child JVMs starting on a loaded machine
   private static final Duration STALE = Duration.ofSeconds(3);
 
   private JobWorker.Builder rescuer(String id) {

@@ -29,7 +29,8 @@ class LeaderTest extends LifecycleTestBase {
   /** Renewed every second: two seconds of slack before a busy machine makes a lease lapse. */
   private static final Duration TTL = Duration.ofSeconds(3);
 
-  private static final Duration LONG = Duration.ofSeconds(30);
+  private static final Duration LONG =
+      Duration.ofSeconds(60); // a child JVM starting on a loaded machine
 
   private final List<Maintenance> nodes = new ArrayList<>();
 

@@ -46,7 +46,7 @@ class RecurringProcessesTest extends LifecycleTestBase {
     for (int i = 0; i < 3; i++) {
       workers.put("tick-w" + i, processes.start("tick-w" + i, db.jdbcUrl(), SETTINGS));
     }
-    await("slots fire").atMost(Duration.ofSeconds(60)).until(() -> slots().size() >= 5);
+    await("slots fire").atMost(Duration.ofSeconds(120)).until(() -> slots().size() >= 5);
     String leader = queryString("SELECT holder FROM pgjobs.leases WHERE name = ?", "maintenance");
     assertThat(workers).containsKey(leader);
     int beforeKill = slots().size();

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 
 /** Timeouts per job type and per job: the handler is interrupted and the attempt fails with kind timeout. */
 class TimeoutTest extends LifecycleTestBase {
-  private static final Duration LONG = Duration.ofSeconds(30);
+  private static final Duration LONG =
+      Duration.ofSeconds(60); // child JVMs starting on a loaded machine
 
   /** Sleeps 10 s unless interrupted; counts how often it was interrupted. */
   private final AtomicInteger interrupted = new AtomicInteger();

@@ -120,7 +120,20 @@ final class DashboardBrowser implements AutoCloseable {
    */
   void click(String css) {
     waitFor(d -> {
-      d.findElement(By.cssSelector(css)).click();
+      WebElement element = d.findElement(By.cssSelector(css));
+      try {
+        element.click();
+      } catch (org.openqa.selenium.StaleElementReferenceException replaced) {
+        // Re-rendered between the find and the click. On a loaded machine a page that refreshes
+        // every
+        // few hundred milliseconds can do that to every attempt: click it in the page itself, where
+        // the find and the click are one step. (Only an element found there, so the click still
+        // needs the element to exist.)
+        Object clicked = script(
+            "const e = document.querySelector(arguments[0]); if (e) e.click(); return e != null;",
+            css);
+        return Boolean.TRUE.equals(clicked) ? true : null;
+      }
       return true;
     });
   }
