@@ -82,18 +82,16 @@ class FlowControlChaosTest extends LifecycleTestBase {
         break;
       }
       // A worker in the middle of a run (its handler started and has not ended): a kill then cuts
-      // runs
-      // short, which the test is for. On a loaded machine a worker the database counts busy may
-      // still
-      // be starting its handlers.
-      await("a worker in the middle of a run")
+      // runs short, which the test is for. On a loaded machine a worker the database counts busy
+      // may still be starting its handlers. The victim is the worker the check found (-2: every
+      // job finished meanwhile).
+      int victim = await("a worker in the middle of a run")
           .pollInterval(Duration.ofMillis(100))
           .atMost(Duration.ofSeconds(60))
-          .until(() -> finished() >= jobs || mostOpenRuns(workers, logs) >= 0);
-      if (finished() >= jobs) {
+          .until(() -> finished() >= jobs ? -2 : mostOpenRuns(workers, logs), v -> v != -1);
+      if (victim == -2) {
         break;
       }
-      int victim = mostOpenRuns(workers, logs);
       workers[victim].kill();
       workers[victim].jvm().process().waitFor();
       killedAt.put(workers[victim].id(), Instant.now());
