@@ -253,6 +253,8 @@ class FlowControlTest extends PgJobsTestBase {
   }
 
   @Test
+  @org.junit.jupiter.api.Tag(
+      io.pgjobs.testkit.Tags.SERIAL) // per-second windows of handler starts: timing
   void rateLimitSpacesStartsAndHoldsInEverySecond() {
     client.setLimits(
         "limited", QueueLimits.builder().rate(20, Duration.ofSeconds(1), 4).build());
