@@ -90,6 +90,81 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
     }
   }
 
+  /**
+   * A queue with limits but no partitions (a global concurrency here; a rate alike) resumes as the
+   * unlimited claim does: its claim takes the first jobs just past the cursor, so the dead entries of the
+   * jobs it claimed earlier, which a transaction held open elsewhere keeps, are not stepped over again.
+   */
+  @Test
+  void aGlobalLimitClaimWithATransactionOpenElsewhereResumesPastTheJobsItsCursorPassed()
+      throws Exception {
+    client.setLimits(QUEUE, QueueLimits.builder().globalConcurrency(10_000).build());
+    ExecutionStore store = store();
+    ClaimCursor cursor = new ClaimCursor();
+    try (Connection idle = db.dataSource().getConnection()) {
+      idle.setAutoCommit(false);
+      try (Statement st = idle.createStatement()) {
+        st.execute("SELECT txid_current()"); // holds every later dead row version
+      }
+      List<Numbered> jobs = new ArrayList<>();
+      for (int i = 0; i < 20_000; i++) {
+        jobs.add(new Numbered(i));
+      }
+      List<UUID> ids = client.enqueueAll(NUMBERED, jobs, EnqueueOptions.DEFAULTS);
+      for (int claimed = 0; claimed < 19_000; ) {
+        ExecutionStore.LimitedClaim claim = store.claimLimited(null, QUEUE, 500, "w", null, cursor);
+        assertThat(claim.jobs())
+            .extracting(ClaimedJob::id)
+            .as("the next 500 in enqueue order")
+            .containsExactlyElementsOf(ids.subList(claimed, claimed + 500));
+        assertThat(claim.resumable()).as("the head, taken whole").isTrue();
+        claimed += claim.jobs().size();
+        db.execute("DELETE FROM pgjobs.jobs WHERE state = 'running'"); // finished
+      }
+      cursor.probed(
+          List.of(), System.nanoTime(), SLOW_PROBE); // as while a long transaction is open
+
+      long resumed = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", cursor));
+      long fromTheStart = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", null));
+      System.out.printf(
+          "claim of 100 under a global limit with 19,000 dead entries behind it and a transaction open:"
+              + " %d entries of the ready index read resuming, %d from the start%n",
+          resumed, fromTheStart);
+      assertThat(resumed)
+          .as(
+              "entries read resuming: the head of 100 and the levels' probes, none of the dead ones")
+          .isLessThan(200);
+      assertThat(fromTheStart)
+          .as("the full pass steps over the dead entries")
+          .isGreaterThan(19_000);
+      idle.rollback();
+    }
+  }
+
+  /**
+   * A claim of the head alone comes back from the database unordered (claim_limited leaves the sort to
+   * its caller, as the unlimited claim does): the worker gets its jobs in claim order all the same, the
+   * more urgent level first, each level in enqueue order.
+   */
+  @Test
+  void aResumedLimitedClaimHandsItsJobsOverInClaimOrder() throws Exception {
+    client.setLimits(QUEUE, QueueLimits.builder().globalConcurrency(100).build());
+    ExecutionStore store = store();
+    List<Numbered> jobs = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      jobs.add(new Numbered(i));
+    }
+    List<UUID> normal = client.enqueueAll(NUMBERED, jobs, EnqueueOptions.DEFAULTS);
+    List<UUID> urgent = client.enqueueAll(
+        NUMBERED, jobs, EnqueueOptions.builder().priority(Priority.HIGH).build());
+    ExecutionStore.LimitedClaim claim =
+        store.claimLimited(null, QUEUE, 10, "w", null, new ClaimCursor());
+    assertThat(claim.resumable()).isTrue();
+    List<UUID> expected = new ArrayList<>(urgent);
+    expected.addAll(normal);
+    assertThat(claim.jobs()).extracting(ClaimedJob::id).containsExactlyElementsOf(expected);
+  }
+
   @Test
   void aJobLeftBehindForItsPartitionsLimitIsClaimedOnceThePartitionFrees() throws Exception {
     client.setLimits(

@@ -253,16 +253,17 @@ public final class ExecutionStore {
    * claim of the queue ended at (null: none), where the round-robin goes on.
    *
    * <p>{@code cursor} (null: none; pass none for a queue whose claim cannot resume, see below) is where the
-   * worker's claims of the queue got to, as for the unlimited claim ({@link ClaimCursor}): a partitioned queue's claim reads the head of the queue just past it, so
-   * that its cost does not grow with the dead entries a long transaction elsewhere keeps. A full pass is
+   * worker's claims of the queue got to, as for the unlimited claim ({@link ClaimCursor}): the claim reads the head of the queue just past it,
+   * so that its cost does not grow with the dead entries a long transaction elsewhere keeps. A full pass is
    * made when the cursor says one is due (and, while the low ends are cheap to read, after a resumed claim
    * that found nothing). The cursor moves past the jobs only when the claim took them all from that head
    * (the function says so): jobs the round-robin took elsewhere, or a head it left partly behind (a
    * partition at its limit), leave it where it was. A row another transaction holds is skipped as the
    * unlimited claim skips it (the head is read and locked at once): the cursor may pass it, and the
-   * cursor's probe finds it. Only a partitioned
-   * queue whose partitions may run more than one job at a time resumes, and only for a worker without
-   * capabilities; for the others a cursor would only repeat a claim that found nothing.
+   * cursor's probe finds it. A queue without partitions resumes as the unlimited claim does (it takes the
+   * first jobs past the cursor, within its limits), and so does a partitioned queue whose partitions may
+   * run more than one job at a time; only for a worker without capabilities. For the others (strict
+   * order per partition, capabilities) a cursor would only repeat a claim that found nothing.
    */
   public LimitedClaim claimLimited(
       Connection connection,
@@ -300,7 +301,7 @@ public final class ExecutionStore {
       ClaimCursor resumeFrom)
       throws SQLException {
     List<ClaimedJob> claimed = new ArrayList<>();
-    String last = after;
+    List<String> keys = new ArrayList<>();
     boolean resumable = true;
     try (PreparedStatement ps = connection.prepareStatement(claimLimited)) {
       ps.setString(1, workerId);
@@ -322,12 +323,34 @@ public final class ExecutionStore {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           claimed.add(readClaimedRow(rs));
-          String key = rs.getString(16);
-          if (key != null) {
-            last = key;
-          }
+          keys.add(rs.getString(16));
           resumable &= rs.getBoolean(17);
         }
+      }
+    }
+    String last = after;
+    if (resumable && claimed.size() > 1) {
+      // A claim of the head alone comes back unordered (claim_limited leaves the sort to its
+      // caller, as
+      // the unlimited claim does): sort it into claim order, its partition keys with it.
+      Integer[] order = new Integer[claimed.size()];
+      for (int i = 0; i < order.length; i++) {
+        order[i] = i;
+      }
+      java.util.Arrays.sort(order, (a, b) -> CLAIM_ORDER.compare(claimed.get(a), claimed.get(b)));
+      List<ClaimedJob> sortedJobs = new ArrayList<>(order.length);
+      List<String> sortedKeys = new ArrayList<>(order.length);
+      for (int i : order) {
+        sortedJobs.add(claimed.get(i));
+        sortedKeys.add(keys.get(i));
+      }
+      claimed.clear();
+      claimed.addAll(sortedJobs);
+      keys = sortedKeys;
+    }
+    for (String key : keys) {
+      if (key != null) {
+        last = key; // the round-robin goes on after the last partition taken from
       }
     }
     return new LimitedClaim(claimed, last, resumable);

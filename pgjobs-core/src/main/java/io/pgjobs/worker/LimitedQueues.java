@@ -36,9 +36,10 @@ final class LimitedQueues {
 
   /**
    * True if {@code queue}'s limited claim, when last read, could resume at the poller's claim cursor: a
-   * partitioned queue whose partitions may run more than one job at a time (claim_limited's fast path).
-   * The others' claims read from the start of the queue whatever the cursor says; the poller then passes
-   * none, so that a claim that found nothing is not made a second time as a full pass.
+   * queue without partitions, or a partitioned queue whose partitions may run more than one job at a time
+   * (claim_limited's fast path). The claims of a queue whose partitions run one job at a time go by its
+   * partitions' heads whatever the cursor says; the poller then passes none, so that a claim that found
+   * nothing is not made a second time as a full pass.
    */
   boolean resumesAtCursor(String queue) {
     return resuming.contains(queue);
@@ -49,8 +50,8 @@ final class LimitedQueues {
     try {
       java.util.Map<String, io.pgjobs.QueueLimits> all = store.all();
       resuming = all.entrySet().stream()
-          .filter(e -> e.getValue().partitionBy() != null
-              && !Integer.valueOf(1).equals(e.getValue().partitionConcurrency()))
+          .filter(e -> e.getValue().partitionBy() == null
+              || !Integer.valueOf(1).equals(e.getValue().partitionConcurrency()))
           .map(java.util.Map.Entry::getKey)
           .collect(java.util.stream.Collectors.toUnmodifiableSet());
       limited = Set.copyOf(all.keySet());

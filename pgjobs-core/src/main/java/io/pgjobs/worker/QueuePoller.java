@@ -241,7 +241,7 @@ final class QueuePoller implements BackgroundService {
         continue;
       }
       if (!isLimited() || resumesAtCursor()) {
-        probeIfDue(); // a partitioned queue's claim resumes at the cursor as well
+        probeIfDue(); // a limited queue's claim may resume at the cursor as well
       }
       ClaimOutcome outcome = null;
       Exception failure = null;

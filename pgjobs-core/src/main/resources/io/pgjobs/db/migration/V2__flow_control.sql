@@ -252,35 +252,32 @@ BEGIN
     END IF;
 
     partitioned := cfg.partition_by IS NOT NULL;
-    IF NOT partitioned THEN
-        -- The queue's claim order, as the unlimited claim's (jobs with and without a partition alike).
-        IF cardinality(p_caps) = 0 THEN
-            SELECT coalesce(array_agg(s.id), '{}'), coalesce(array_agg(s.ctid), '{}') INTO picked, tids
-              FROM (SELECT j.id, j.ctid FROM ${flyway:defaultSchema}.jobs AS j
-                     WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying') AND j.capability IS NULL
-                       AND j.run_at <= now_at AND j.attempts < j.max_attempts
-                       AND (p_types IS NULL OR j.type = ANY (p_types))
-                     ORDER BY j.priority DESC, j.run_at, j.id
-                     LIMIT want
-                       FOR UPDATE SKIP LOCKED) AS s;
-        ELSE
-            SELECT coalesce(array_agg(s.id), '{}'), coalesce(array_agg(s.ctid), '{}') INTO picked, tids
-              FROM (SELECT j.id, j.ctid FROM ${flyway:defaultSchema}.jobs AS j
-                     WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying')
-                       AND (j.capability IS NULL OR j.capability = ANY (p_caps))
-                       AND j.run_at <= now_at AND j.attempts < j.max_attempts
-                       AND (p_types IS NULL OR j.type = ANY (p_types))
-                     ORDER BY j.priority DESC, j.run_at, j.id
-                     LIMIT want
-                       FOR UPDATE SKIP LOCKED) AS s;
-        END IF;
+    IF NOT partitioned AND cardinality(p_caps) > 0 THEN
+        -- A queue without partitions, for a worker with capabilities: the queue's claim order over the jobs
+        -- that need none or one of them, from the start of the queue (jobs_ready_idx holds only jobs that
+        -- need no capability, so the head read below cannot see the others; the worker passes no cursor).
+        SELECT coalesce(array_agg(s.id), '{}'), coalesce(array_agg(s.ctid), '{}') INTO picked, tids
+          FROM (SELECT j.id, j.ctid FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.queue = p_queue AND j.state IN ('queued', 'retrying')
+                   AND (j.capability IS NULL OR j.capability = ANY (p_caps))
+                   AND j.run_at <= now_at AND j.attempts < j.max_attempts
+                   AND (p_types IS NULL OR j.type = ANY (p_types))
+                 ORDER BY j.priority DESC, j.run_at, j.id
+                 LIMIT want
+                   FOR UPDATE SKIP LOCKED) AS s;
         keys := array_fill(NULL::text, ARRAY[cardinality(picked)]);
     ELSE
-        -- The fast path. Read and lock the head of the queue past the worker's cursor in its claim order
-        -- (the unlimited claim's order, one index range per priority level, resumed where the worker's
-        -- claims got to, so that it does not step over the entries of every job claimed since a long
-        -- transaction elsewhere began; a row another transaction holds is skipped, as the unlimited claim
-        -- skips it, and the cursor's probe finds it later): at least 32 jobs, so that it says who crowds it even for a claim of one. If a
+        -- The head of the queue past the worker's cursor, read and locked in its claim order (the unlimited
+        -- claim's order, one index range per priority level, resumed where the worker's claims got to, so
+        -- that it does not step over the entries of every job claimed since a long transaction elsewhere
+        -- began; a row another transaction holds is skipped, as the unlimited claim skips it, and the
+        -- cursor's probe finds it later).
+        --
+        -- A queue without partitions takes the first `want` jobs there (its limits are all in `want`):
+        -- the unlimited claim's resumed claim, under the queue's limits.
+        --
+        -- A partitioned queue's fast path reads at least 32 jobs, so that it says who crowds it even for a
+        -- claim of one. If a
         -- partition there has more jobs than it may ever start at once (its concurrency; without one,
         -- one: a turn each), that partition crowds the head (the case fairness is for): take nothing here,
         -- the rounds below visit the partitions one by one from where the last claim ended. Otherwise the
@@ -294,8 +291,8 @@ BEGIN
         -- would wait behind them). A job there without its key yet (enqueued by a client that had not read
         -- the queue's rule; the maintenance leader keys it within a second) is not taken, and the head
         -- counts as left behind: the worker's cursor stays before it.
-        IF cfg.partition_concurrency IS DISTINCT FROM 1 AND cardinality(p_caps) = 0 THEN
-            head_n := greatest(want, 32);
+        IF NOT partitioned OR (cfg.partition_concurrency IS DISTINCT FROM 1 AND cardinality(p_caps) = 0) THEN
+            head_n := CASE WHEN partitioned THEN greatest(want, 32) ELSE want END;
             -- Where each level's range starts: past the cursor's position for the levels it knows, with
             -- one probe of the index above the highest of them (a more urgent job goes first at once;
             -- a new level below waits for the cursor's probe, as in the unlimited claim); in a full pass
@@ -363,7 +360,7 @@ BEGIN
                         lv_id[lv] := s_ids[cardinality(s_ids)];
                     END IF;
                 END LOOP;
-                EXIT WHEN ext = 2;
+                EXIT WHEN ext = 2 OR NOT partitioned;
                 -- Per partition in the head: does it crowd the head (more jobs there than it may ever
                 -- start at once), and how many of its jobs among the first `want` may it start now (its
                 -- free slots: one probe of its running jobs; its rate's allowance: one probe of its rate
@@ -402,6 +399,11 @@ BEGIN
             END LOOP;
             IF cardinality(c_ids) = 0 THEN
                 fast_only := true; -- nothing due past the cursor: the rounds would find nothing more there
+            ELSIF NOT partitioned THEN
+                picked := c_ids;
+                tids := c_tids;
+                keys := array_fill(NULL::text, ARRAY[cardinality(c_ids)]);
+                fast_only := true;
             ELSIF NOT crowded AND all_fit THEN
                 -- The first `want` all fit: take them as they are.
                 picked := c_ids[1:want];
@@ -659,7 +661,11 @@ BEGIN
            c.context, c.timeout_ms, c.claim_token, c.trace_context, 0::bigint, c.snoozes, c.limit_key,
            fast_only
       FROM claimed AS c
-      JOIN unnest(picked) WITH ORDINALITY AS o(id, n) ON o.id = c.id
+      -- In the order picked (the rounds' order), except for a claim of the head alone (resumed): its jobs
+      -- were read in claim order, and the worker sorts them so (ExecutionStore), as it sorts the unlimited
+      -- claim's; an empty array leaves the join nothing to build or probe.
+      LEFT JOIN unnest(CASE WHEN fast_only THEN '{}'::uuid[] ELSE picked END) WITH ORDINALITY AS o(id, n)
+             ON o.id = c.id
      ORDER BY o.n;
     PERFORM set_config('pgjobs.claim_announces', 'off', true);
 END
