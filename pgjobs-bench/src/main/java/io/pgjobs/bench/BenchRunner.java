@@ -212,7 +212,8 @@ public final class BenchRunner {
                 ? String.format(Locale.ROOT, "%,d jobs/s offered, %d lanes", rate, lanes)
                 : String.format(Locale.ROOT, "depth kept at %,d, %d lanes", depth, lanes))
             + ", limits: "
-            + W5Options.limitsText(options.partitions(), options.partitionConcurrency()));
+            + W5Options.limitsText(
+                options.partitions(), options.partitionConcurrency(), options.globalConcurrency()));
     progress.print(W5Report.WINDOW_HEADER);
     try {
       io.pgjobs.JobClient.builder(ds).schema(schema).build().migrate();
@@ -228,6 +229,7 @@ public final class BenchRunner {
           options.windowS(),
           options.partitions(),
           options.partitionConcurrency(),
+          options.globalConcurrency(),
           w -> {
             progress.print(W5Report.windowRow(w));
             jsonLines.accept(w.toJsonLine());

@@ -133,8 +133,11 @@ public final class W5Chart {
             run.peakDepth(),
             run.lanes(),
             run.workMs());
-    if (run.partitions() > 0) {
+    if (run.globalConcurrency() > 0) {
       // Short: the title is one line of a 1,000-pixel image.
+      title += String.format(Locale.ROOT, ", global limit %,d", run.globalConcurrency());
+    }
+    if (run.partitions() > 0) {
       title += String.format(
           Locale.ROOT,
           ", limits: %,d partitions × %d",

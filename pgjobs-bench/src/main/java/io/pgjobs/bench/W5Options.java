@@ -29,6 +29,8 @@ import java.util.Locale;
  *     with limits on
  * @param partitionConcurrency most jobs of one partition running at once; ignored when {@code partitions}
  *     is 0
+ * @param globalConcurrency 0: none. N > 0: every run and peak probe puts a global concurrency of N on the
+ *     queue ({@link io.pgjobs.QueueLimits#globalConcurrency()}), with or without partitions
  */
 public record W5Options(
     List<Integer> rates,
@@ -44,14 +46,15 @@ public record W5Options(
     int peakDepth,
     double peakS,
     int partitions,
-    int partitionConcurrency) {
+    int partitionConcurrency,
+    int globalConcurrency) {
 
   /**
    * The issue's test: 800 and 5,000 jobs/s, 32 lanes of 1 ms jobs, 150/150/120/120 s; peak at 16 and 64
    * lanes; no limits.
    */
   public static final W5Options DEFAULTS = new W5Options(
-      List.of(800, 5_000), 32, 1.0, 20, 150, 150, 120, 120, 5, List.of(16, 64), 2_000, 60, 0, 2);
+      List.of(800, 5_000), 32, 1.0, 20, 150, 150, 120, 120, 5, List.of(16, 64), 2_000, 60, 0, 2, 0);
 
   /** The flags, for {@code --help}. */
   public static final String HELP = """
@@ -71,6 +74,8 @@ public record W5Options(
         --partitions N         limits on W5's queue for each run (QueueLimits partitionBy "partition"),
                                the producer's job i in partition "p" + (i % N); 0: no limits [0]
         --partition-concurrency C  jobs of one partition running at once, with --partitions [2]
+        --global-concurrency N limits on W5's queue for each run: at most N of its jobs running at once
+                               (QueueLimits globalConcurrency), alone or with --partitions; 0: none [0]
         --chart FILE.png       also draw depth and p99 over time, one PNG per run (FILE-<run>.png)
       Charts from earlier --out files instead of a run (e.g. before and after a change, overlaid):
         --w5-chart before.jsonl,after.jsonl --chart FILE.png
@@ -102,6 +107,9 @@ public record W5Options(
     check(
         partitionConcurrency >= 1 && partitionConcurrency <= io.pgjobs.QueueLimits.MAX_CONCURRENCY,
         "--partition-concurrency must be between 1 and 100,000, was " + partitionConcurrency);
+    check(
+        globalConcurrency >= 0 && globalConcurrency <= io.pgjobs.QueueLimits.MAX_CONCURRENCY,
+        "--global-concurrency must be between 0 (none) and 100,000, was " + globalConcurrency);
     check(
         !rates.isEmpty() || !peakLanes.isEmpty(),
         "W5 with --rate none and --peak-lanes none has nothing to run");
@@ -162,7 +170,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--lanes" ->
         new W5Options(
             rates,
@@ -178,7 +187,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--work-ms" ->
         new W5Options(
             rates,
@@ -194,7 +204,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--warmup" ->
         new W5Options(
             rates,
@@ -210,7 +221,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--clean" ->
         new W5Options(
             rates,
@@ -226,7 +238,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--idle-tx" ->
         new W5Options(
             rates,
@@ -242,7 +255,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--recovery" ->
         new W5Options(
             rates,
@@ -258,7 +272,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--idle-tx2" ->
         new W5Options(
             rates,
@@ -274,7 +289,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--window" ->
         new W5Options(
             rates,
@@ -290,7 +306,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--peak-lanes" ->
         new W5Options(
             rates,
@@ -306,7 +323,8 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--peak-depth" ->
         new W5Options(
             rates,
@@ -322,7 +340,8 @@ public record W5Options(
             integer(flag, value),
             peakS,
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--peak" ->
         new W5Options(
             rates,
@@ -338,7 +357,8 @@ public record W5Options(
             peakDepth,
             number(flag, value),
             partitions,
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--partitions" ->
         new W5Options(
             rates,
@@ -354,7 +374,8 @@ public record W5Options(
             peakDepth,
             peakS,
             integer(flag, value),
-            partitionConcurrency);
+            partitionConcurrency,
+            globalConcurrency);
       case "--partition-concurrency" ->
         new W5Options(
             rates,
@@ -370,6 +391,24 @@ public record W5Options(
             peakDepth,
             peakS,
             partitions,
+            integer(flag, value),
+            globalConcurrency);
+      case "--global-concurrency" ->
+        new W5Options(
+            rates,
+            lanes,
+            workMs,
+            warmupS,
+            cleanS,
+            idleTxS,
+            recoveryS,
+            idleTx2S,
+            windowS,
+            peakLanes,
+            peakDepth,
+            peakS,
+            partitions,
+            partitionConcurrency,
             integer(flag, value));
       default -> null;
     };
@@ -390,7 +429,8 @@ public record W5Options(
       "--peak-depth",
       "--peak",
       "--partitions",
-      "--partition-concurrency");
+      "--partition-concurrency",
+      "--global-concurrency");
 
   private static List<Integer> ints(String flag, String value) {
     if (value.trim().equalsIgnoreCase("none")) {
@@ -437,14 +477,28 @@ public record W5Options(
         peakLanes,
         peakDepth,
         peakS,
-        limitsText(partitions, partitionConcurrency));
+        limitsText(partitions, partitionConcurrency, globalConcurrency));
   }
 
   /** A run's limits, for the progress and the reports: {@code none} when off. */
-  static String limitsText(int partitions, int partitionConcurrency) {
-    return partitions == 0
-        ? "none"
+  static String limitsText(int partitions, int partitionConcurrency, int globalConcurrency) {
+    String partitioned = partitions == 0
+        ? null
         : String.format(
             Locale.ROOT, "%,d partitions, %d at a time each", partitions, partitionConcurrency);
+    String global = globalConcurrency == 0
+        ? null
+        : String.format(Locale.ROOT, "global concurrency %,d", globalConcurrency);
+    if (partitioned == null && global == null) {
+      return "none";
+    }
+    return partitioned == null
+        ? global
+        : global == null ? partitioned : global + "; " + partitioned;
+  }
+
+  /** True if the runs put limits on W5's queue. */
+  boolean limited() {
+    return partitions > 0 || globalConcurrency > 0;
   }
 }

@@ -68,9 +68,11 @@ public final class W5Report {
     for (W5Run r : runs) {
       // The label stays "800/s" with limits on, so that --w5-chart overlays a run with limits
       // on the same run without; this line says which it was.
-      String limits = r.partitions() == 0
+      String limits = r.partitions() == 0 && r.globalConcurrency() == 0
           ? ""
-          : ", limits: " + W5Options.limitsText(r.partitions(), r.partitionConcurrency());
+          : ", limits: "
+              + W5Options.limitsText(
+                  r.partitions(), r.partitionConcurrency(), r.globalConcurrency());
       out.append(
           r.completedTotal() == r.offeredTotal()
               ? String.format(

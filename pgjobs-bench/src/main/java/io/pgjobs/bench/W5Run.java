@@ -21,6 +21,8 @@ import tools.jackson.databind.json.JsonMapper;
  * @param workMs synthetic work per job
  * @param partitions the partitions of the queue's limits ({@link W5Options#partitions()}); 0: no limits
  * @param partitionConcurrency the limits' jobs of one partition at a time; 0 when there were no limits
+ * @param globalConcurrency the limits' jobs of the queue at a time ({@link W5Options#globalConcurrency()}); 0:
+ *     none
  * @param windows every window, in order
  * @param phases one summary per phase, in order
  * @param offeredTotal jobs offered over the whole run
@@ -37,6 +39,7 @@ public record W5Run(
     double workMs,
     int partitions,
     int partitionConcurrency,
+    int globalConcurrency,
     List<Window> windows,
     List<PhaseSummary> phases,
     long offeredTotal,
@@ -127,6 +130,7 @@ public record W5Run(
         workMs,
         partitions,
         partitionConcurrency,
+        globalConcurrency,
         offeredTotal,
         completedTotal,
         drainS));
@@ -143,6 +147,7 @@ public record W5Run(
       double workMs,
       int partitions,
       int partitionConcurrency,
+      int globalConcurrency,
       long offeredTotal,
       long completedTotal,
       double drainS) {}
@@ -175,7 +180,7 @@ public record W5Run(
       Window first = ws.getFirst();
       if (t == null) {
         int rate = first.run().endsWith("/s") ? Integer.parseInt(first.run().replace("/s", "")) : 0;
-        t = new Totals("W5", "run", first.run(), first.repeat(), rate, 0, 0, 0, 0, 0, 0, 0, 0);
+        t = new Totals("W5", "run", first.run(), first.repeat(), rate, 0, 0, 0, 0, 0, 0, 0, 0, 0);
       }
       runs.add(new W5Run(
           t.run(),
@@ -186,6 +191,7 @@ public record W5Run(
           t.workMs(),
           t.partitions(),
           t.partitionConcurrency(),
+          t.globalConcurrency(),
           ws,
           List.of(),
           t.offeredTotal(),

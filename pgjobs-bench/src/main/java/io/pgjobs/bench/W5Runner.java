@@ -63,6 +63,7 @@ final class W5Runner {
       double windowS,
       int partitions,
       int partitionConcurrency,
+      int globalConcurrency,
       Consumer<W5Run.Window> windowSink,
       Consumer<W5Run.PhaseSummary> phaseSink)
       throws Exception {
@@ -81,22 +82,24 @@ final class W5Runner {
     String queue = W5WorkerMain.TYPE.queue();
     boolean limited = false;
     try {
-      if (partitions > 0) {
+      if (partitions > 0 || globalConcurrency > 0) {
         // Before the processes start: the worker's first claim goes through the limited claim, and
         // every job offered is counted under its partition. As W3L: partitioned by the key given at
         // enqueue, which the producer computes from each job's number.
-        client.setLimits(
-            queue,
-            QueueLimits.builder()
-                .partitionBy("partition")
-                .partitionConcurrency(partitionConcurrency)
-                .build());
+        QueueLimits.Builder limits = QueueLimits.builder();
+        if (partitions > 0) {
+          limits.partitionBy("partition").partitionConcurrency(partitionConcurrency);
+        }
+        if (globalConcurrency > 0) {
+          limits.globalConcurrency(globalConcurrency);
+        }
+        client.setLimits(queue, limits.build());
         limited = true;
         progress.printf(
             Locale.ROOT,
             "  limits set on queue '%s': %s%n",
             queue,
-            W5Options.limitsText(partitions, partitionConcurrency));
+            W5Options.limitsText(partitions, partitionConcurrency, globalConcurrency));
       }
       worker = WorkerProcess.start(
           "W5 worker",
@@ -262,6 +265,7 @@ final class W5Runner {
           workMs,
           partitions,
           partitions > 0 ? partitionConcurrency : 0,
+          globalConcurrency,
           windows,
           summaries,
           offeredTotal,

@@ -390,8 +390,9 @@ class BenchSmokeTest {
         1,
         new PrintStream(progress, true, StandardCharsets.UTF_8));
     // Tiny, as the test above with one idle-transaction phase: 200 jobs/s, 4 lanes of 1 ms jobs,
-    // 10 partitions of 2 at a time each; one peak probe of 2 lanes, whose depth of 100 keeps jobs
-    // of every partition waiting.
+    // 10 partitions of 2 at a time each under a global concurrency of 50; one peak probe of 2
+    // lanes,
+    // whose depth of 100 keeps jobs of every partition waiting.
     W5Options options = W5Options.DEFAULTS;
     String[][] flags = {
       {"--rate", "200"},
@@ -406,7 +407,8 @@ class BenchSmokeTest {
       {"--peak-lanes", "2"},
       {"--peak-depth", "100"},
       {"--peak", "2"},
-      {"--partitions", "10"}
+      {"--partitions", "10"},
+      {"--global-concurrency", "50"}
     };
     for (String[] flag : flags) {
       options = options.with(flag[0], flag[1]);
@@ -431,8 +433,8 @@ class BenchSmokeTest {
           }
           for (String schema : schemas) {
             try (java.sql.ResultSet rs =
-                st.executeQuery("SELECT partition_by || ' ' || partition_concurrency FROM " + schema
-                    + ".queues WHERE name = 'default'")) {
+                st.executeQuery("SELECT partition_by || ' ' || partition_concurrency || ' '"
+                    + " || global_concurrency FROM " + schema + ".queues WHERE name = 'default'")) {
               if (rs.next() && rs.getString(1) != null) {
                 limitsSeen.add(rs.getString(1));
               }
@@ -467,36 +469,46 @@ class BenchSmokeTest {
       assertThat(run.completedTotal()).isEqualTo(run.offeredTotal());
       assertThat(run.partitions()).isEqualTo(10);
       assertThat(run.partitionConcurrency()).isEqualTo(2);
+      assertThat(run.globalConcurrency()).isEqualTo(50);
       assertThat(run.phases()).allSatisfy(p -> assertThat(p.offered()).isPositive());
     }
-    assertThat(limitsSeen).containsExactly("partition 2");
+    assertThat(limitsSeen).containsExactly("partition 2 50");
     assertThat(keysSeen.get())
         .as("partition keys of the jobs in the table at once")
         .isEqualTo(10);
     assertThat(progress.toString(StandardCharsets.UTF_8))
         .contains(
-            "limits: 10 partitions, 2 at a time each",
-            "limits set on queue 'default': 10 partitions, 2 at a time each",
+            "limits: global concurrency 50; 10 partitions, 2 at a time each",
+            "limits set on queue 'default': global concurrency 50; 10 partitions, 2 at a time each",
             "limits on queue 'default' cleared");
     assertThat(lines)
         .filteredOn(l -> l.contains("\"row\":\"run\""))
         .hasSize(2)
-        .allSatisfy(
-            l -> assertThat(l).contains("\"partitions\":10", "\"partition_concurrency\":2"));
+        .allSatisfy(l -> assertThat(l)
+            .contains(
+                "\"partitions\":10", "\"partition_concurrency\":2", "\"global_concurrency\":50"));
     assertThat(W5Report.phaseTable(runs))
-        .contains("200/s (run 1, limits: 10 partitions, 2 at a time each): ");
+        .contains(
+            "200/s (run 1, limits: global concurrency 50; 10 partitions, 2 at a time each): ");
 
     // Read back; an --out file from before the flag (no such fields) reads as a run without limits.
     java.nio.file.Path out = java.nio.file.Files.createTempFile("w5-partitions", ".jsonl");
     try {
       java.nio.file.Files.write(out, lines);
       assertThat(W5Run.readJsonLines(out)).extracting(W5Run::partitions).containsExactly(10, 10);
+      assertThat(W5Run.readJsonLines(out))
+          .extracting(W5Run::globalConcurrency)
+          .containsExactly(50, 50);
       java.nio.file.Files.write(
           out,
           lines.stream()
-              .map(l -> l.replace(",\"partitions\":10,\"partition_concurrency\":2", ""))
+              .map(l -> l.replace(
+                  ",\"partitions\":10,\"partition_concurrency\":2,\"global_concurrency\":50", ""))
               .toList());
       assertThat(W5Run.readJsonLines(out)).extracting(W5Run::partitions).containsExactly(0, 0);
+      assertThat(W5Run.readJsonLines(out))
+          .extracting(W5Run::globalConcurrency)
+          .containsExactly(0, 0);
     } finally {
       java.nio.file.Files.delete(out);
     }
@@ -530,8 +542,19 @@ class BenchSmokeTest {
         W5Options.DEFAULTS.with("--partitions", "1_000").with("--partition-concurrency", "4");
     assertThat(limited.partitions()).isEqualTo(1_000);
     assertThat(limited.partitionConcurrency()).isEqualTo(4);
-    assertThat(W5Options.FLAGS).contains("--partitions", "--partition-concurrency");
-    assertThat(W5Options.HELP).contains("--partitions N", "--partition-concurrency C");
+    assertThat(W5Options.FLAGS)
+        .contains("--partitions", "--partition-concurrency", "--global-concurrency");
+    assertThat(W5Options.HELP)
+        .contains("--partitions N", "--partition-concurrency C", "--global-concurrency N");
+    assertThat(W5Options.DEFAULTS.globalConcurrency()).isZero();
+    assertThat(W5Options.DEFAULTS.with("--global-concurrency", "20").globalConcurrency())
+        .isEqualTo(20);
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--global-concurrency", "-1"))
+        .hasMessage("--global-concurrency must be between 0 (none) and 100,000, was -1");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> W5Options.DEFAULTS.with("--global-concurrency", "100001"))
+        .hasMessage("--global-concurrency must be between 0 (none) and 100,000, was 100001");
     org.assertj.core.api.Assertions.assertThatThrownBy(
             () -> W5Options.DEFAULTS.with("--partitions", "-1"))
         .hasMessage("--partitions must be between 0 (no limits) and 100,000, was -1");
