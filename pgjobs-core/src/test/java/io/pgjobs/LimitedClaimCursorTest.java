@@ -39,55 +39,24 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
   void aPartitionedClaimWithATransactionOpenElsewhereResumesPastTheJobsItsCursorPassed()
       throws Exception {
     client.setLimits(QUEUE, QueueLimits.builder().partitionBy("input.n").build());
-    ExecutionStore store = store();
-    ClaimCursor cursor = new ClaimCursor();
-    try (Connection idle = db.dataSource().getConnection()) {
-      idle.setAutoCommit(false);
-      try (Statement st = idle.createStatement()) {
-        st.execute("SELECT txid_current()"); // holds every later dead row version
-      }
-      // 500 partitions in turn: every head of 500 holds each partition once (no one crowds it).
-      List<Numbered> jobs = new ArrayList<>();
-      for (int i = 0; i < 20_000; i++) {
-        jobs.add(new Numbered(i % 500));
-      }
-      List<UUID> ids = client.enqueueAll(NUMBERED, jobs, EnqueueOptions.DEFAULTS);
-      String after = null;
-      for (int claimed = 0; claimed < 19_000; ) {
-        ExecutionStore.LimitedClaim claim =
-            store.claimLimited(null, QUEUE, 500, "w", after, cursor);
-        assertThat(claim.jobs()).hasSize(500);
-        assertThat(claim.resumable())
-            .as("a head no partition crowds, taken whole")
-            .isTrue();
-        after = claim.lastPartition();
-        claimed += claim.jobs().size();
-        db.execute("DELETE FROM pgjobs.jobs WHERE state = 'running'"); // finished
-      }
-      cursor.probed(
-          List.of(), System.nanoTime(), SLOW_PROBE); // as while a long transaction is open
-
-      long resumed = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", cursor));
-      long fromTheStart = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", null));
-      System.out.printf(
-          "partitioned claim of 100 with 19,000 dead entries behind it and a transaction open: %d entries"
-              + " of the ready index read resuming, %d from the start%n",
-          resumed, fromTheStart);
-      assertThat(resumed)
-          .as(
-              "entries read resuming: the head of 100 and the levels' probes, none of the dead ones")
-          .isLessThan(200);
-      assertThat(fromTheStart)
-          .as("the full pass steps over the dead entries")
-          .isGreaterThan(19_000);
-
-      ExecutionStore.LimitedClaim next = store.claimLimited(null, QUEUE, 100, "w", after, cursor);
-      assertThat(next.jobs())
-          .extracting(ClaimedJob::id)
-          .as("the next 100 in enqueue order")
-          .containsExactlyElementsOf(ids.subList(19_000, 19_100));
-      idle.rollback();
-    }
+    // 500 partitions in turn: every head of 500 holds each partition once (no one crowds it).
+    claimPastDeadEntriesWithATransactionOpen(
+        "partitioned claim of 100",
+        i -> i % 500,
+        (claim, ids, claimed) -> {
+          assertThat(claim.jobs()).hasSize(500);
+          assertThat(claim.resumable())
+              .as("a head no partition crowds, taken whole")
+              .isTrue();
+        },
+        (store, cursor, ids, after) -> {
+          ExecutionStore.LimitedClaim next =
+              store.claimLimited(null, QUEUE, 100, "w", after, cursor);
+          assertThat(next.jobs())
+              .extracting(ClaimedJob::id)
+              .as("the next 100 in enqueue order")
+              .containsExactlyElementsOf(ids.subList(19_000, 19_100));
+        });
   }
 
   /**
@@ -99,6 +68,44 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
   void aGlobalLimitClaimWithATransactionOpenElsewhereResumesPastTheJobsItsCursorPassed()
       throws Exception {
     client.setLimits(QUEUE, QueueLimits.builder().globalConcurrency(10_000).build());
+    claimPastDeadEntriesWithATransactionOpen(
+        "claim of 100 under a global limit",
+        i -> i,
+        (claim, ids, claimed) -> {
+          assertThat(claim.jobs())
+              .extracting(ClaimedJob::id)
+              .as("the next 500 in enqueue order")
+              .containsExactlyElementsOf(ids.subList(claimed, claimed + 500));
+          assertThat(claim.resumable()).as("the head, taken whole").isTrue();
+        },
+        (store, cursor, ids, after) -> {});
+  }
+
+  /** Checks one claim of {@link #claimPastDeadEntriesWithATransactionOpen}, {@code claimed} jobs in. */
+  @FunctionalInterface
+  private interface EachClaim {
+    void check(ExecutionStore.LimitedClaim claim, List<UUID> ids, int claimed) throws Exception;
+  }
+
+  /** What {@link #claimPastDeadEntriesWithATransactionOpen} does last, the transaction still open. */
+  @FunctionalInterface
+  private interface Afterwards {
+    void run(ExecutionStore store, ClaimCursor cursor, List<UUID> ids, String after)
+        throws Exception;
+  }
+
+  /**
+   * With a transaction held open elsewhere (it keeps every later dead row version): enqueues 20,000 jobs,
+   * job i numbered {@code number(i)}, claims 19,000 of them in claims of 500 through one cursor (each
+   * checked by {@code eachClaim}, then finished), and asserts that a resumed claim of 100 reads only the
+   * head of the ready index while a full pass steps over the 19,000 dead entries; then {@code afterwards}.
+   */
+  private void claimPastDeadEntriesWithATransactionOpen(
+      String what,
+      java.util.function.IntUnaryOperator number,
+      EachClaim eachClaim,
+      Afterwards afterwards)
+      throws Exception {
     ExecutionStore store = store();
     ClaimCursor cursor = new ClaimCursor();
     try (Connection idle = db.dataSource().getConnection()) {
@@ -108,16 +115,15 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
       }
       List<Numbered> jobs = new ArrayList<>();
       for (int i = 0; i < 20_000; i++) {
-        jobs.add(new Numbered(i));
+        jobs.add(new Numbered(number.applyAsInt(i)));
       }
       List<UUID> ids = client.enqueueAll(NUMBERED, jobs, EnqueueOptions.DEFAULTS);
+      String after = null;
       for (int claimed = 0; claimed < 19_000; ) {
-        ExecutionStore.LimitedClaim claim = store.claimLimited(null, QUEUE, 500, "w", null, cursor);
-        assertThat(claim.jobs())
-            .extracting(ClaimedJob::id)
-            .as("the next 500 in enqueue order")
-            .containsExactlyElementsOf(ids.subList(claimed, claimed + 500));
-        assertThat(claim.resumable()).as("the head, taken whole").isTrue();
+        ExecutionStore.LimitedClaim claim =
+            store.claimLimited(null, QUEUE, 500, "w", after, cursor);
+        eachClaim.check(claim, ids, claimed);
+        after = claim.lastPartition();
         claimed += claim.jobs().size();
         db.execute("DELETE FROM pgjobs.jobs WHERE state = 'running'"); // finished
       }
@@ -127,9 +133,9 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
       long resumed = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", cursor));
       long fromTheStart = readyEntriesReadBy(ExplainableClaim.limited(QUEUE, 100, "w", null));
       System.out.printf(
-          "claim of 100 under a global limit with 19,000 dead entries behind it and a transaction open:"
-              + " %d entries of the ready index read resuming, %d from the start%n",
-          resumed, fromTheStart);
+          "%s with 19,000 dead entries behind it and a transaction open: %d entries of the ready index"
+              + " read resuming, %d from the start%n",
+          what, resumed, fromTheStart);
       assertThat(resumed)
           .as(
               "entries read resuming: the head of 100 and the levels' probes, none of the dead ones")
@@ -137,6 +143,8 @@ class LimitedClaimCursorTest extends PgJobsTestBase {
       assertThat(fromTheStart)
           .as("the full pass steps over the dead entries")
           .isGreaterThan(19_000);
+
+      afterwards.run(store, cursor, ids, after);
       idle.rollback();
     }
   }

@@ -154,264 +154,84 @@ public record W5Options(
    * if it is not one (the caller's own flags).
    */
   public W5Options with(String flag, String value) {
-    return switch (flag) {
-      case "--rate" ->
-        new W5Options(
-            ints(flag, value),
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--lanes" ->
-        new W5Options(
-            rates,
-            integer(flag, value),
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--work-ms" ->
-        new W5Options(
-            rates,
-            lanes,
-            number(flag, value),
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--warmup" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            number(flag, value),
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--clean" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            number(flag, value),
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--idle-tx" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            number(flag, value),
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--recovery" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            number(flag, value),
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--idle-tx2" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            number(flag, value),
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--window" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            number(flag, value),
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--peak-lanes" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            ints(flag, value),
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--peak-depth" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            integer(flag, value),
-            peakS,
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--peak" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            number(flag, value),
-            partitions,
-            partitionConcurrency,
-            globalConcurrency);
-      case "--partitions" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            integer(flag, value),
-            partitionConcurrency,
-            globalConcurrency);
-      case "--partition-concurrency" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            integer(flag, value),
-            globalConcurrency);
-      case "--global-concurrency" ->
-        new W5Options(
-            rates,
-            lanes,
-            workMs,
-            warmupS,
-            cleanS,
-            idleTxS,
-            recoveryS,
-            idleTx2S,
-            windowS,
-            peakLanes,
-            peakDepth,
-            peakS,
-            partitions,
-            partitionConcurrency,
-            integer(flag, value));
-      default -> null;
-    };
+    Draft d = new Draft(this);
+    switch (flag) {
+      case "--rate" -> d.rates = ints(flag, value);
+      case "--lanes" -> d.lanes = integer(flag, value);
+      case "--work-ms" -> d.workMs = number(flag, value);
+      case "--warmup" -> d.warmupS = number(flag, value);
+      case "--clean" -> d.cleanS = number(flag, value);
+      case "--idle-tx" -> d.idleTxS = number(flag, value);
+      case "--recovery" -> d.recoveryS = number(flag, value);
+      case "--idle-tx2" -> d.idleTx2S = number(flag, value);
+      case "--window" -> d.windowS = number(flag, value);
+      case "--peak-lanes" -> d.peakLanes = ints(flag, value);
+      case "--peak-depth" -> d.peakDepth = integer(flag, value);
+      case "--peak" -> d.peakS = number(flag, value);
+      case "--partitions" -> d.partitions = integer(flag, value);
+      case "--partition-concurrency" -> d.partitionConcurrency = integer(flag, value);
+      case "--global-concurrency" -> d.globalConcurrency = integer(flag, value);
+      default -> {
+        return null;
+      }
+    }
+    return d.build();
+  }
+
+  /** The options as fields to change one at a time ({@link #with}); {@link #build} checks them again. */
+  private static final class Draft {
+    List<Integer> rates;
+    int lanes;
+    double workMs;
+    double warmupS;
+    double cleanS;
+    double idleTxS;
+    double recoveryS;
+    double idleTx2S;
+    double windowS;
+    List<Integer> peakLanes;
+    int peakDepth;
+    double peakS;
+    int partitions;
+    int partitionConcurrency;
+    int globalConcurrency;
+
+    Draft(W5Options o) {
+      rates = o.rates;
+      lanes = o.lanes;
+      workMs = o.workMs;
+      warmupS = o.warmupS;
+      cleanS = o.cleanS;
+      idleTxS = o.idleTxS;
+      recoveryS = o.recoveryS;
+      idleTx2S = o.idleTx2S;
+      windowS = o.windowS;
+      peakLanes = o.peakLanes;
+      peakDepth = o.peakDepth;
+      peakS = o.peakS;
+      partitions = o.partitions;
+      partitionConcurrency = o.partitionConcurrency;
+      globalConcurrency = o.globalConcurrency;
+    }
+
+    W5Options build() {
+      return new W5Options(
+          rates,
+          lanes,
+          workMs,
+          warmupS,
+          cleanS,
+          idleTxS,
+          recoveryS,
+          idleTx2S,
+          windowS,
+          peakLanes,
+          peakDepth,
+          peakS,
+          partitions,
+          partitionConcurrency,
+          globalConcurrency);
+    }
   }
 
   /** The W5 flags {@link #with} takes. */
