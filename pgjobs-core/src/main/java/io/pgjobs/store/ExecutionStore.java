@@ -292,6 +292,9 @@ public final class ExecutionStore {
     return claim;
   }
 
+  /** A row of claim_limited: the job, and the partition it was claimed under (null: none). */
+  private record ClaimedRow(ClaimedJob job, String partition) {}
+
   private LimitedClaim claimLimitedOnce(
       Connection connection,
       String queue,
@@ -300,8 +303,7 @@ public final class ExecutionStore {
       String after,
       ClaimCursor resumeFrom)
       throws SQLException {
-    List<ClaimedJob> claimed = new ArrayList<>();
-    List<String> keys = new ArrayList<>();
+    List<ClaimedRow> rows = new ArrayList<>();
     boolean resumable = true;
     try (PreparedStatement ps = connection.prepareStatement(claimLimited)) {
       ps.setString(1, workerId);
@@ -322,35 +324,23 @@ public final class ExecutionStore {
       }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          claimed.add(readClaimedRow(rs));
-          keys.add(rs.getString(16));
+          rows.add(new ClaimedRow(readClaimedRow(rs), rs.getString(16)));
           resumable &= rs.getBoolean(17);
         }
       }
     }
-    String last = after;
-    if (resumable && claimed.size() > 1) {
+    if (resumable) {
       // A claim of the head alone comes back unordered (claim_limited leaves the sort to its
       // caller, as
-      // the unlimited claim does): sort it into claim order, its partition keys with it.
-      Integer[] order = new Integer[claimed.size()];
-      for (int i = 0; i < order.length; i++) {
-        order[i] = i;
-      }
-      java.util.Arrays.sort(order, (a, b) -> CLAIM_ORDER.compare(claimed.get(a), claimed.get(b)));
-      List<ClaimedJob> sortedJobs = new ArrayList<>(order.length);
-      List<String> sortedKeys = new ArrayList<>(order.length);
-      for (int i : order) {
-        sortedJobs.add(claimed.get(i));
-        sortedKeys.add(keys.get(i));
-      }
-      claimed.clear();
-      claimed.addAll(sortedJobs);
-      keys = sortedKeys;
+      // the unlimited claim does): into claim order, each job with its partition.
+      rows.sort(java.util.Comparator.comparing(ClaimedRow::job, CLAIM_ORDER));
     }
-    for (String key : keys) {
-      if (key != null) {
-        last = key; // the round-robin goes on after the last partition taken from
+    List<ClaimedJob> claimed = new ArrayList<>(rows.size());
+    String last = after;
+    for (ClaimedRow row : rows) {
+      claimed.add(row.job());
+      if (row.partition() != null) {
+        last = row.partition(); // the round-robin goes on after the last partition taken from
       }
     }
     return new LimitedClaim(claimed, last, resumable);
