@@ -57,6 +57,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   private final AdminStore adminStore;
   private final WorkerStore workerStore;
   private final io.pgjobs.store.LimitsStore limitsStore;
+  private final io.pgjobs.store.DependencyStore dependencyStore;
   private final PartitionRules partitionRules;
   private final PayloadCodec codec;
   private final JobMetrics metrics;
@@ -73,6 +74,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     this.adminStore = new AdminStore(builder.dataSource, builder.schema, codec);
     this.workerStore = new WorkerStore(builder.dataSource, builder.schema, codec);
     this.limitsStore = new io.pgjobs.store.LimitsStore(builder.dataSource, builder.schema);
+    this.dependencyStore = new io.pgjobs.store.DependencyStore(builder.schema);
     this.partitionRules = new PartitionRules(limitsStore, builder.mapper);
     this.metrics = builder.metrics;
     this.knownTypes = Map.copyOf(builder.knownTypes);
@@ -208,6 +210,97 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
         tracedAll(jobs, Objects.requireNonNull(connection, "connection"));
     metrics.enqueued(type.name(), batch.inserted());
     return batch.ids();
+  }
+
+  /**
+   * Enqueues a graph of jobs that wait for one another ({@link JobGraph}), all or none, in a transaction
+   * of its own. Jobs with parents not ended yet are {@link JobState#BLOCKED} until they end; a job whose
+   * parent had already failed or been cancelled (and whose dependency does not run anyway) is cancelled at
+   * once. If the COMMIT's answer is lost, this throws {@link EnqueueOutcomeUnknownException}: look the
+   * jobs up before enqueueing the graph again (a graph has no idempotency key yet).
+   *
+   * @return each job's id by its name in the graph, in the order the jobs were added
+   * @throws InvalidJobException for a payload or option refused, or a parent id that names no job
+   */
+  public Map<String, UUID> enqueueGraph(JobGraph graph) {
+    Objects.requireNonNull(graph, "graph");
+    return withConnection(c -> {
+      boolean autoCommit = c.getAutoCommit();
+      c.setAutoCommit(false);
+      try {
+        Map<String, UUID> ids = insertGraph(c, graph);
+        try {
+          c.commit();
+        } catch (SQLException e) {
+          if (io.pgjobs.store.BrokenConnections.connectionLost(e)) {
+            throw EnqueueStore.outcomeUnknown(e);
+          }
+          throw e;
+        }
+        return ids;
+      } catch (Throwable e) {
+        try {
+          c.rollback();
+        } catch (SQLException | RuntimeException rollback) {
+          e.addSuppressed(rollback);
+        }
+        throw e;
+      } finally {
+        try {
+          c.setAutoCommit(autoCommit);
+        } catch (SQLException ignored) {
+          // A broken connection: its pool drops it.
+        }
+      }
+    });
+  }
+
+  /**
+   * {@link #enqueueGraph(JobGraph)} in the caller's transaction: the jobs and their dependencies exist
+   * only if it commits. The parents enqueued before that the graph waits for are locked until then.
+   */
+  public Map<String, UUID> enqueueGraph(Connection connection, JobGraph graph) {
+    Objects.requireNonNull(graph, "graph");
+    Objects.requireNonNull(connection, "connection");
+    return call(() -> insertGraph(connection, graph));
+  }
+
+  private Map<String, UUID> insertGraph(Connection c, JobGraph graph) throws SQLException {
+    Map<String, UUID> ids = new java.util.LinkedHashMap<>();
+    List<io.pgjobs.store.DependencyStore.Edge> edges = new java.util.ArrayList<>();
+    for (JobGraph.Node node : graph.nodes()) {
+      NewJob job = newJobUnchecked(node.type(), node.payload(), node.options());
+      UUID id = insert(c, partitionRules.keyed(job, c)).job().id();
+      ids.put(node.name(), id);
+      for (Dependency d : node.after()) {
+        UUID parent = d.node() != null ? ids.get(d.node()) : d.job();
+        edges.add(new io.pgjobs.store.DependencyStore.Edge(
+            parent, id, d.onFailure().value(), node.name()));
+      }
+    }
+    dependencyStore.link(c, List.copyOf(ids.values()), edges);
+    return java.util.Collections.unmodifiableMap(ids);
+  }
+
+  @SuppressWarnings("unchecked")
+  private <P> NewJob newJobUnchecked(JobType<P> type, Object payload, EnqueueOptions options) {
+    return newJob(type, (P) payload, options);
+  }
+
+  /**
+   * The jobs {@code job} waits for or waited for ({@link JobGraph}), with how each ended, its output if
+   * it succeeded with one: what a job of a graph reads of its parents. Empty for a job without parents.
+   */
+  public List<JobParent> parents(UUID job) {
+    Objects.requireNonNull(job, "job");
+    return withConnection(c -> dependencyStore.parents(c, job)).stream()
+        .map(p -> new JobParent(
+            p.id(),
+            p.type(),
+            Dependency.OnFailure.valueOf(p.onFailure().toUpperCase(java.util.Locale.ROOT)),
+            p.state(),
+            p.output()))
+        .toList();
   }
 
   // ---------------------------------------------------------------- read and manage

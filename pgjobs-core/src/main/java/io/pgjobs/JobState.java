@@ -14,7 +14,8 @@ import java.util.stream.Collectors;
  *    └──── retrying ◀──┘        (failed attempt; waits for run_at, then is claimed again)
  * </pre>
  *
- * A queued job whose {@code run_at} lies in the future is <em>scheduled</em>; that is not a separate state.
+ * A job of a {@link JobGraph} starts {@code blocked} while jobs it depends on have not ended, and is then
+ * queued (or cancelled). A queued job whose {@code run_at} lies in the future is <em>scheduled</em>; that is not a separate state.
  */
 public enum JobState {
   /** Waiting to be claimed once {@code run_at} has passed. */
@@ -28,7 +29,12 @@ public enum JobState {
   /** Finished: attempts exhausted or discarded. These are the dead letters. */
   FAILED,
   /** Finished: cancelled before or while it ran. */
-  CANCELLED;
+  CANCELLED,
+  /**
+   * Waits for the jobs it depends on to end ({@link JobGraph}); then it is queued, or cancelled if one
+   * of them failed and its dependency says so. No claim reads a blocked job.
+   */
+  BLOCKED;
 
   /** The name used in SQL, JSON and metrics: {@code queued}, {@code running}, ... */
   public String value() {

@@ -329,6 +329,8 @@ class ClientQueriesTest extends PgJobsTestBase {
             JobState.FAILED,
             0L,
             JobState.CANCELLED,
+            0L,
+            JobState.BLOCKED,
             0L));
     assertThat(parked.scheduled()).isEqualTo(1);
     QueueCounts work = counts.get(1);
@@ -345,6 +347,8 @@ class ClientQueriesTest extends PgJobsTestBase {
             JobState.FAILED,
             1L,
             JobState.CANCELLED,
+            0L,
+            JobState.BLOCKED,
             0L));
     assertThat(work.scheduled()).isZero();
   }

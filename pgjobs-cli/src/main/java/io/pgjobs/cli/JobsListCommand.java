@@ -21,7 +21,7 @@ final class JobsListCommand extends Subcommand {
       paramLabel = "<state>",
       split = ",",
       description =
-          "Only these states (repeat or comma-separate): queued, running, retrying, succeeded, failed, cancelled.")
+          "Only these states (repeat or comma-separate): queued, running, retrying, succeeded, failed, cancelled, blocked.")
   List<String> states = new ArrayList<>();
 
   @Option(

@@ -552,7 +552,7 @@ class PgJobsCommandTest {
         "invalid --limit: limit: must be between 1 and 1000, was 0");
     assertUsage(
         run("jobs", "list", "--state", "done"),
-        "invalid --state: unknown job state 'done'; allowed: queued, running, retrying, succeeded, failed, cancelled");
+        "invalid --state: unknown job state 'done'; allowed: queued, running, retrying, succeeded, failed, cancelled, blocked");
     assertUsage(
         run("jobs", "list", "--cursor", "zzz"), "is not a cursor returned by a previous page");
     assertUsage(run("jobs"), "pgjobs jobs: a subcommand is required");

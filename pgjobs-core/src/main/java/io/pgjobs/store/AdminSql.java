@@ -37,7 +37,7 @@ final class AdminSql {
       """
       WITH cancelled AS (
           DELETE FROM {schema}.jobs
-           WHERE id = ? AND state IN ('queued', 'retrying')
+           WHERE id = ? AND state IN ('queued', 'retrying', 'blocked')
           RETURNING *
       ), moved AS (
       """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
@@ -58,7 +58,7 @@ final class AdminSql {
       """
       WITH cancelled AS (
           DELETE FROM {schema}.jobs
-           WHERE state IN ('queued', 'retrying') AND {where}
+           WHERE state IN ('queued', 'retrying', 'blocked') AND {where}
           RETURNING *
       ), moved AS (
       """ + insertFinished("cancelled", "'cancelled'", "errors", "NULL") + """
@@ -76,7 +76,7 @@ final class AdminSql {
    * running jobs it would flag. The same {where} as there.
    */
   static final String COUNT_CANCEL_MATCHING = """
-      SELECT count(*) FILTER (WHERE state IN ('queued', 'retrying')) AS cancelled_now,
+      SELECT count(*) FILTER (WHERE state IN ('queued', 'retrying', 'blocked')) AS cancelled_now,
              count(*) FILTER (WHERE state = 'running' AND NOT cancel_requested) AS flagged
         FROM {schema}.jobs
        WHERE {where}""";

@@ -301,7 +301,10 @@ final class WorkerSql {
   static final String VACUUM_HOT_TABLE_GIVING_PAGES_BACK = """
       VACUUM (SKIP_LOCKED, TRUNCATE true) {schema}.jobs""";
 
-  /** Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys. */
+  /**
+   * Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys and
+   * the dependency edges they were the child of (a graph's edges go with the job that waited).
+   */
   static final String PRUNE_FINISHED = """
       WITH gone AS (
           DELETE FROM {schema}.finished_jobs
@@ -315,6 +318,9 @@ final class WorkerSql {
            USING gone
            WHERE k.idempotency_key = gone.idempotency_key AND k.job_id = gone.id
           RETURNING 1
+      ), edges AS (
+          DELETE FROM {schema}.job_dependencies AS d
+           WHERE d.child_id = ANY (ARRAY(SELECT id FROM gone))
       )
       SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM keys)""";
 

@@ -295,7 +295,7 @@ public final class JobsApi {
             "already-finished",
             "Job already finished",
             "job " + id + " is already " + result.state().value()
-                + "; only queued, retrying and running jobs can be cancelled",
+                + "; only queued, retrying, blocked and running jobs can be cancelled",
             result.state().value());
       case NOT_FOUND -> throw ApiProblem.notFound("no job with id " + id);
     };

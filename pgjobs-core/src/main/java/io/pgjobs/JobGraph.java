@@ -1,0 +1,150 @@
+package io.pgjobs;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Jobs that wait for one another, enqueued together ({@link JobClient#enqueueGraph}): all of them or none,
+ * in one transaction. A job runs when every job it depends on has ended; a job whose parent fails is
+ * cancelled unless its {@link Dependency} says {@link Dependency#runAnyway() run anyway}. Fan-out is a
+ * job with several children, fan-in a job with several parents:
+ *
+ * <pre>{@code
+ * JobGraph graph = JobGraph.builder()
+ *     .add("resize-a", RESIZE, new Resize("a.png"))
+ *     .add("resize-b", RESIZE, new Resize("b.png"))
+ *     .add("zip", ZIP, new Zip("album"), Dependency.on("resize-a"), Dependency.on("resize-b"))
+ *     .add("notify", EMAIL, new Email("done"), Dependency.on("zip").runAnyway())
+ *     .build();
+ * Map<String, UUID> ids = client.enqueueGraph(graph);
+ * }</pre>
+ *
+ * A job may depend only on jobs added before it (or on jobs enqueued earlier, {@link Dependency#onJob}),
+ * so a graph has no cycle by construction. Until its parents end a job is {@link JobState#BLOCKED}: no
+ * claim reads it.
+ */
+public final class JobGraph {
+  /** The most jobs one graph may hold. */
+  public static final int MAX_JOBS = 10_000;
+  /** The most parents one job may wait for. */
+  public static final int MAX_PARENTS = 1_000;
+  /** The longest name of a job in a graph. */
+  public static final int MAX_NAME_LENGTH = 255;
+
+  /**
+   * One job of a graph.
+   *
+   * @param name its name in the graph (unique there)
+   * @param type its type
+   * @param payload its payload
+   * @param options how it is enqueued (no idempotency key, no unique key: see {@link Builder#add})
+   * @param after what it waits for
+   */
+  public record Node(
+      String name,
+      JobType<?> type,
+      Object payload,
+      EnqueueOptions options,
+      List<Dependency> after) {}
+
+  private final List<Node> nodes;
+
+  private JobGraph(List<Node> nodes) {
+    this.nodes = List.copyOf(nodes);
+  }
+
+  /** A new, empty graph. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The jobs, in the order they were added (every job after the jobs of the graph it depends on). */
+  public List<Node> nodes() {
+    return nodes;
+  }
+
+  /** Builds a {@link JobGraph}; every mistake is refused as it is made, naming the job. */
+  public static final class Builder {
+    private final Map<String, Node> nodes = new LinkedHashMap<>();
+
+    private Builder() {}
+
+    /** Adds a job with its type's defaults that waits for {@code after}. */
+    public <P> Builder add(String name, JobType<P> type, P payload, Dependency... after) {
+      return add(name, type, payload, EnqueueOptions.DEFAULTS, after);
+    }
+
+    /**
+     * Adds a job that waits for {@code after} (none: it may run at once). Options are those of
+     * {@link JobClient#enqueue(JobType, Object, EnqueueOptions)}, except an idempotency key and a unique
+     * key, which are refused: a job that stands for another could not wait as the graph says.
+     */
+    public <P> Builder add(
+        String name, JobType<P> type, P payload, EnqueueOptions options, Dependency... after) {
+      if (name == null || name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
+        throw new InvalidJobException(
+            "graph.name",
+            "a job's name in the graph is 1 to " + MAX_NAME_LENGTH + " characters, was "
+                + (name == null ? "null" : name.length() + " characters"));
+      }
+      String field = "graph[" + name + "]";
+      if (nodes.containsKey(name)) {
+        throw new InvalidJobException(
+            field, "the graph already has a job of this name; names are unique");
+      }
+      if (nodes.size() >= MAX_JOBS) {
+        throw new InvalidJobException(field, "a graph holds at most " + MAX_JOBS + " jobs");
+      }
+      if (type == null) {
+        throw new InvalidJobException(field + ".type", "is required");
+      }
+      EnqueueOptions opts = options == null ? EnqueueOptions.DEFAULTS : options;
+      if (opts.idempotencyKey() != null || type.idempotencyKeyFrom() != null) {
+        throw new InvalidJobException(
+            field + ".idempotency_key",
+            "is not allowed in a graph: a job that stands for another could not wait as the graph says");
+      }
+      if (opts.unique() != null || type.unique() != null) {
+        throw new InvalidJobException(
+            field + ".unique",
+            "is not allowed in a graph: a job that stands for another could not wait as the graph says");
+      }
+      List<Dependency> deps = after == null ? List.of() : List.of(after);
+      if (deps.size() > MAX_PARENTS) {
+        throw new InvalidJobException(
+            field + ".after",
+            "a job waits for at most " + MAX_PARENTS + " jobs, was " + deps.size());
+      }
+      Set<Object> parents = new HashSet<>();
+      for (Dependency d : deps) {
+        if (d.node() != null && !nodes.containsKey(d.node())) {
+          throw new InvalidJobException(
+              field + ".after",
+              d.node().equals(name)
+                  ? "a job cannot wait for itself"
+                  : "no job named '" + d.node() + "' was added before it (a job waits only for jobs"
+                      + " added before it, so a graph has no cycle)");
+        }
+        if (!parents.add(d.node() != null ? d.node() : d.job())) {
+          throw new InvalidJobException(
+              field + ".after",
+              "waits twice for " + (d.node() != null ? "'" + d.node() + "'" : "job " + d.job()));
+        }
+      }
+      nodes.put(name, new Node(name, type, payload, opts, deps));
+      return this;
+    }
+
+    /** The graph. At least one job. */
+    public JobGraph build() {
+      if (nodes.isEmpty()) {
+        throw new InvalidJobException("graph", "has no job; add at least one");
+      }
+      return new JobGraph(new ArrayList<>(nodes.values()));
+    }
+  }
+}

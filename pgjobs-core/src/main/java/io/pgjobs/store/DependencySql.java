@@ -1,0 +1,73 @@
+package io.pgjobs.store;
+
+/**
+ * SQL of job dependencies (JobGraph): the edges stored with a graph, and what is read of them. Their
+ * resolution when a parent ends is in the database (resolve_dependents, V3__dependencies.sql), run by
+ * the statement that ends the parent. Placeholders as in {@link JobSql}.
+ */
+final class DependencySql {
+  private DependencySql() {}
+
+  /** The edges of a graph. Parameters: parent ids, child ids, on_failure values (arrays, one per edge). */
+  static final String INSERT_EDGES = """
+      INSERT INTO {schema}.job_dependencies (parent_id, child_id, on_failure)
+      SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[])""";
+
+  /**
+   * Marks the parents that are still in the hot table as having dependents, and locks their rows until
+   * the graph commits: a parent that ends meanwhile waits for the commit, and its end then resolves the
+   * new edges. Returns the parents marked; the others have already ended (or never existed). Parameter:
+   * the parent ids.
+   */
+  static final String MARK_PARENTS = """
+      UPDATE {schema}.jobs SET has_dependents = true
+       WHERE id = ANY (?)
+      RETURNING id""";
+
+  /** The final states of parents that have already ended. Parameter: their ids. */
+  static final String ENDED_PARENTS = """
+      SELECT id, state FROM {schema}.finished_jobs WHERE id = ANY (?)""";
+
+  /** Resolves the edges from parents that had ended before the graph. Parameters: parent ids, their states. */
+  static final String RESOLVE_ENDED = """
+      UPDATE {schema}.job_dependencies AS d SET parent_state = e.state
+        FROM unnest(?::uuid[], ?::text[]) AS e(id, state)
+       WHERE d.parent_id = e.id AND d.child_id = ANY (?) AND d.parent_state IS NULL""";
+
+  /** Blocks the jobs of the graph that wait for a parent still running or waiting. Parameter: the graph's ids. */
+  static final String BLOCK_WAITING = """
+      UPDATE {schema}.jobs AS j SET state = 'blocked', waiting_on = w.n
+        FROM (SELECT d.child_id, count(*) AS n FROM {schema}.job_dependencies AS d
+               WHERE d.child_id = ANY (?) AND d.parent_state IS NULL
+               GROUP BY d.child_id) AS w
+       WHERE j.id = w.child_id""";
+
+  /**
+   * Cancels jobs of a graph whose parent had already failed or been cancelled (with the default
+   * {@code cancel}); the trigger cancels what waits on them in turn. Parameters: their ids, the message.
+   */
+  static final String CANCEL_DOOMED = """
+      WITH cancelled AS (
+          DELETE FROM {schema}.jobs WHERE id = ANY (?) AND state IN ('queued', 'blocked')
+          RETURNING *
+      )
+      """
+      + JobSql.insertFinished(
+          "cancelled",
+          "'cancelled'",
+          "errors || " + JobSql.errorEntry("dependency", "?::text"),
+          "NULL");
+
+  /**
+   * The parents of a job and how each ended (NULL: not yet), in the order of their edges. Parameter: the
+   * child's id.
+   */
+  static final String PARENTS = """
+      SELECT d.parent_id, d.on_failure, d.parent_state,
+             coalesce(j.type::text, f.type) AS type, f.output::text AS output
+        FROM {schema}.job_dependencies AS d
+        LEFT JOIN {schema}.jobs AS j ON j.id = d.parent_id
+        LEFT JOIN {schema}.finished_jobs AS f ON f.id = d.parent_id
+       WHERE d.child_id = ?
+       ORDER BY d.parent_id""";
+}

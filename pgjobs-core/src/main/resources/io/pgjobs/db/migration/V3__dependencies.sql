@@ -1,0 +1,123 @@
+-- Job dependencies: a job may wait for other jobs (its parents) to finish before it runs. A graph of them
+-- is enqueued in one transaction (JobClient.enqueueGraph); fan-out and fan-in are graphs whose jobs have
+-- several children or several parents.
+--
+-- A job that waits is 'blocked': in the hot table, but in none of its ready indexes (they hold 'queued'
+-- and 'retrying' only), so a claim never reads it. It holds the count of its parents not finished yet
+-- (waiting_on); each parent's end takes one off, in the very statement that ends the parent (a trigger
+-- on the parent's DELETE from the hot table, which every way of finishing a job goes through), and the
+-- one that takes the last off makes the job 'queued'. Never by polling the graph: a parent finishing
+-- touches its own children only. Two parents ending at once in two transactions both update the child's
+-- row; the second waits for the first's lock and counts from the row the first left (READ COMMITTED
+-- re-reads it), so no end is lost and exactly one of them unblocks the child.
+--
+-- Jobs without dependents pay one boolean per row: the trigger's WHEN (has_dependents) is false, and a
+-- row-level AFTER trigger whose WHEN is false queues nothing.
+
+ALTER TABLE jobs DROP CONSTRAINT jobs_state_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_state_check CHECK (state IN ('queued', 'retrying', 'running', 'blocked'));
+-- Parents not finished yet: set on a blocked job only (NULL on every other row). Kept so by the two writers
+-- of blocked jobs (DependencySql.BLOCK_WAITING and resolve_dependents below) and not by a CHECK: every
+-- write of the hot table evaluates its checks (SchemaConstraintsTest bounds them).
+ALTER TABLE jobs ADD COLUMN waiting_on integer;
+-- True when another job depends on this one: its end resolves those edges (the trigger below).
+ALTER TABLE jobs ADD COLUMN has_dependents boolean NOT NULL DEFAULT false;
+
+-- One row per edge: child waits for parent. on_failure says what the child does when the parent ends
+-- failed or cancelled: 'cancel' (the default: the child is cancelled, and so are the jobs waiting on it
+-- with 'cancel') or 'run' (it runs anyway, as it would after a success). parent_state is the parent's
+-- final state once it ended (NULL before): an edge resolves once, so a parent that is retried after it
+-- failed and ends again changes nothing for a child that already ran or was cancelled.
+-- Rows stay after they resolve (a child reads its parents' outcomes, the dashboard draws the graph) and
+-- go when the child's finished row is pruned.
+CREATE TABLE job_dependencies (
+    parent_id    uuid NOT NULL,
+    child_id     uuid NOT NULL,
+    on_failure   text NOT NULL CHECK (on_failure IN ('cancel', 'run')),
+    parent_state text CHECK (parent_state IN ('succeeded', 'failed', 'cancelled')),
+    PRIMARY KEY (parent_id, child_id)
+);
+CREATE INDEX job_dependencies_child_idx ON job_dependencies (child_id);
+
+
+-- A parent left the hot table (it finished: moved to finished_jobs by the same statement; or was deleted
+-- outright, which counts as cancelled). Resolves its edges: children whose edge says 'cancel' are cancelled
+-- if it did not succeed, with every blocked job that waits on them through 'cancel' edges (found in one
+-- recursive query and cancelled in one statement, so the cascade nests one trigger level, not one per
+-- generation); the other children count one parent less, and those left with none are queued and their
+-- queues' workers woken.
+CREATE FUNCTION resolve_dependents() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    outcome text;
+    doomed   uuid[];
+    woken    text[];
+    children uuid[];
+    policies text[];
+BEGIN
+    SELECT f.state INTO outcome FROM ${flyway:defaultSchema}.finished_jobs AS f WHERE f.id = OLD.id;
+    outcome := coalesce(outcome, 'cancelled');
+    -- Only the edges not resolved yet: a parent retried after it ended resolves nothing twice.
+    WITH resolved AS (
+        UPDATE ${flyway:defaultSchema}.job_dependencies AS d SET parent_state = outcome
+         WHERE d.parent_id = OLD.id AND d.parent_state IS NULL
+        RETURNING d.child_id, d.on_failure
+    )
+    SELECT array_agg(r.child_id), array_agg(r.on_failure) INTO children, policies FROM resolved AS r;
+    IF children IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF outcome <> 'succeeded' THEN
+        WITH RECURSIVE gone(id) AS (
+            SELECT e.child_id FROM unnest(children, policies) AS e(child_id, on_failure)
+             WHERE e.on_failure = 'cancel'
+          UNION
+            SELECT d.child_id FROM ${flyway:defaultSchema}.job_dependencies AS d JOIN gone AS g ON d.parent_id = g.id
+             WHERE d.on_failure = 'cancel' AND d.parent_state IS NULL
+        )
+        SELECT coalesce(array_agg(j.id), '{}') INTO doomed
+          FROM ${flyway:defaultSchema}.jobs AS j
+         WHERE j.id IN (SELECT g.id FROM gone AS g) AND j.state = 'blocked';
+        IF cardinality(doomed) > 0 THEN
+            WITH cancelled AS (
+                DELETE FROM ${flyway:defaultSchema}.jobs AS j
+                 WHERE j.id = ANY (doomed) AND j.state = 'blocked'
+                RETURNING j.*
+            )
+            INSERT INTO ${flyway:defaultSchema}.finished_jobs
+                   (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
+                    attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+                    progress_message, errors, output, finished_at, claim_token, parent_id, capability,
+                    trace_context, snoozes)
+            SELECT c.id, c.type, c.queue, c.payload, c.priority, 'cancelled', c.attempts, c.max_attempts,
+                   c.run_at, c.created_at, c.attempted_at, c.locked_by, c.context, c.idempotency_key,
+                   c.timeout_ms, c.progress_percent, c.progress_message,
+                   c.errors || jsonb_build_array(jsonb_build_object(
+                       'attempt', c.attempts,
+                       'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                       'kind', 'dependency', 'errorClass', NULL,
+                       'message', 'cancelled: a job it depends on ended ' || outcome
+                                  || ' (job ' || OLD.id || ', or a job between them)',
+                       'stackHead', NULL, 'worker', NULL)),
+                   NULL, now(), NULL, c.parent_id, c.capability, c.trace_context, c.snoozes
+              FROM cancelled AS c;
+        END IF;
+    END IF;
+    -- The children still blocked (not cancelled above) count this parent as ended.
+    WITH ended AS (
+        SELECT e.child_id, count(*) AS n FROM unnest(children) AS e(child_id) GROUP BY e.child_id
+    ), unblocked AS (
+        UPDATE ${flyway:defaultSchema}.jobs AS j
+           SET waiting_on = CASE WHEN j.waiting_on - e.n > 0 THEN j.waiting_on - e.n END,
+               state = CASE WHEN j.waiting_on - e.n > 0 THEN 'blocked' ELSE 'queued' END
+          FROM ended AS e
+         WHERE j.id = e.child_id AND j.state = 'blocked'
+        RETURNING j.queue, j.state
+    )
+    SELECT coalesce(array_agg(DISTINCT u.queue::text), '{}') INTO woken FROM unblocked AS u WHERE u.state = 'queued';
+    PERFORM pg_notify('${flyway:defaultSchema}_jobs_ready', w) FROM unnest(woken) AS w;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_resolve_dependents AFTER DELETE ON jobs
+    FOR EACH ROW WHEN (OLD.has_dependents) EXECUTE FUNCTION resolve_dependents();

@@ -1,0 +1,323 @@
+package io.pgjobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.worker.JobWorker;
+import java.sql.Connection;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Jobs that wait for other jobs ({@link JobGraph}): fan-out, fan-in, the failure policy per dependency,
+ * dependencies on jobs enqueued before, atomic enqueue, and cancelling a blocked job.
+ */
+class JobGraphTest extends PgJobsTestBase {
+  /** A step of a graph: its name (for the log) and whether it fails. */
+  public record Step(String name, boolean fail) {}
+
+  /** What a step returns: its name. */
+  public record Done(String by) {}
+
+  static final JobType<Step> STEP = JobType.of("graph-step", Step.class).withMaxAttempts(1);
+
+  /** One run of a step's handler: when it started and ended. */
+  record Run(String name, Instant start, Instant end) {}
+
+  private final ConcurrentLinkedQueue<Run> runs = new ConcurrentLinkedQueue<>();
+
+  private JobWorker.Builder stepWorker(int concurrency) {
+    return worker().queue("default", concurrency).register(STEP, (ctx, s) -> {
+      Instant start = Instant.now();
+      if (s.fail()) {
+        runs.add(new Run(s.name(), start, Instant.now()));
+        throw new IllegalStateException("step " + s.name() + " fails");
+      }
+      runs.add(new Run(s.name(), start, Instant.now()));
+      return new Done(s.name());
+    });
+  }
+
+  private Map<String, Run> runsByName() {
+    Map<String, Run> byName = new ConcurrentHashMap<>();
+    for (Run r : runs) {
+      assertThat(byName.put(r.name(), r)).as("step %s ran once", r.name()).isNull();
+    }
+    return byName;
+  }
+
+  @Test
+  void aFanInJobRunsOnceAfterEveryParentSucceededAndEachParentAfterTheRoot() {
+    JobGraph.Builder graph = JobGraph.builder().add("root", STEP, new Step("root", false));
+    List<Dependency> all = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      graph.add("mid-" + i, STEP, new Step("mid-" + i, false), Dependency.on("root"));
+      all.add(Dependency.on("mid-" + i));
+    }
+    graph.add("join", STEP, new Step("join", false), all.toArray(Dependency[]::new));
+    Map<String, UUID> ids = client.enqueueGraph(graph.build());
+
+    assertThat(client.get(ids.get("root")).orElseThrow().state()).isEqualTo(JobState.QUEUED);
+    assertThat(client.get(ids.get("mid-0")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
+    assertThat(client.get(ids.get("join")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
+
+    // 40 lanes: the middle jobs end at once, in many completion batches, and race to unblock
+    // "join".
+    start(stepWorker(40));
+    awaitState(ids.get("join"), JobState.SUCCEEDED);
+
+    Map<String, Run> byName = runsByName();
+    assertThat(byName).hasSize(42);
+    for (int i = 0; i < 40; i++) {
+      Run mid = byName.get("mid-" + i);
+      assertThat(mid.start()).isAfterOrEqualTo(byName.get("root").end());
+      assertThat(byName.get("join").start()).isAfterOrEqualTo(mid.end());
+    }
+    assertThat(client.parents(ids.get("join"))).hasSize(40).allSatisfy(p -> {
+      assertThat(p.state()).isEqualTo(JobState.SUCCEEDED);
+      assertThat(p.output()).contains("\"by\"").contains("\"mid-");
+    });
+  }
+
+  @Test
+  void aBlockedJobIsNotClaimedWhileALaterJobOfItsQueueRuns() {
+    // The parent waits in a queue nobody serves; the child is first in its queue.
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add(
+            "parent",
+            STEP,
+            new Step("parent", false),
+            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add("child", STEP, new Step("child", false), Dependency.on("parent"))
+        .build());
+    UUID later = client.enqueue(STEP, new Step("later", false)).job().id();
+
+    start(stepWorker(1));
+    awaitState(later, JobState.SUCCEEDED);
+    assertThat(client.get(ids.get("child")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
+    assertThat(runsByName()).containsOnlyKeys("later");
+    assertThat(count("SELECT waiting_on FROM pgjobs.jobs WHERE id = '" + ids.get("child") + "'"))
+        .isEqualTo(1);
+  }
+
+  @Test
+  void aFailedParentCancelsWhatWaitsOnItButNotWhatRunsAnyway() {
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add("a", STEP, new Step("a", true))
+        .add("b", STEP, new Step("b", false), Dependency.on("a"))
+        .add("c", STEP, new Step("c", false), Dependency.on("b"))
+        .add("d", STEP, new Step("d", false), Dependency.on("a").runAnyway())
+        .add(
+            "e",
+            STEP,
+            new Step("e", false),
+            Dependency.on("d"),
+            Dependency.on("b").runAnyway())
+        .build());
+
+    start(stepWorker(4));
+    awaitState(ids.get("e"), JobState.SUCCEEDED);
+
+    assertThat(client.get(ids.get("a")).orElseThrow().state()).isEqualTo(JobState.FAILED);
+    Job b = client.get(ids.get("b")).orElseThrow();
+    assertThat(b.state()).isEqualTo(JobState.CANCELLED);
+    assertThat(b.errors()).last().satisfies(err -> {
+      assertThat(err.kind()).isEqualTo("dependency");
+      assertThat(err.message()).contains("ended failed").contains(ids.get("a").toString());
+    });
+    assertThat(client.get(ids.get("c")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
+    assertThat(client.get(ids.get("d")).orElseThrow().state()).isEqualTo(JobState.SUCCEEDED);
+    assertThat(runsByName()).containsOnlyKeys("a", "d", "e");
+    assertThat(client.parents(ids.get("e")))
+        .extracting(JobParent::state)
+        .containsExactlyInAnyOrder(JobState.SUCCEEDED, JobState.CANCELLED);
+  }
+
+  @Test
+  void dependenciesOnJobsEnqueuedBeforeCountTheirOutcomeEvenIfTheyHaveEnded() {
+    UUID ok = client.enqueue(STEP, new Step("ok", false)).job().id();
+    UUID bad = client.enqueue(STEP, new Step("bad", true)).job().id();
+    start(stepWorker(2));
+    awaitState(ok, JobState.SUCCEEDED);
+    awaitState(bad, JobState.FAILED);
+    UUID waiting = client
+        .enqueue(
+            STEP,
+            new Step("waiting", false),
+            EnqueueOptions.builder().queue("graph-unserved").build())
+        .job()
+        .id();
+
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add("after-ok", STEP, new Step("after-ok", false), Dependency.onJob(ok))
+        .add("after-bad", STEP, new Step("after-bad", false), Dependency.onJob(bad))
+        .add(
+            "after-bad-anyway",
+            STEP,
+            new Step("after-bad-anyway", false),
+            Dependency.onJob(bad).runAnyway())
+        .add("after-waiting", STEP, new Step("after-waiting", false), Dependency.onJob(waiting))
+        .build());
+
+    awaitState(ids.get("after-ok"), JobState.SUCCEEDED);
+    awaitState(ids.get("after-bad-anyway"), JobState.SUCCEEDED);
+    assertThat(client.get(ids.get("after-bad")).orElseThrow().state())
+        .isEqualTo(JobState.CANCELLED);
+    assertThat(client.get(ids.get("after-waiting")).orElseThrow().state())
+        .isEqualTo(JobState.BLOCKED);
+
+    // The waiting parent is cancelled: its child, waiting with the default policy, is cancelled
+    // too.
+    client.cancel(waiting);
+    awaitState(ids.get("after-waiting"), JobState.CANCELLED);
+  }
+
+  @Test
+  void cancellingABlockedJobCancelsWhatWaitsOnIt() {
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add(
+            "p",
+            STEP,
+            new Step("p", false),
+            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add("q", STEP, new Step("q", false), Dependency.on("p"))
+        .add("r", STEP, new Step("r", false), Dependency.on("q"))
+        .build());
+    assertThat(client.cancel(ids.get("q")).toString()).isNotEmpty();
+    assertThat(client.get(ids.get("q")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
+    assertThat(client.get(ids.get("r")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
+    assertThat(client.get(ids.get("p")).orElseThrow().state()).isEqualTo(JobState.QUEUED);
+  }
+
+  @Test
+  void aGraphEnqueuedInARolledBackTransactionLeavesNothing() throws Exception {
+    long before = count("SELECT count(*) FROM pgjobs.job_dependencies");
+    List<UUID> ids;
+    try (Connection tx = db.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      ids = List.copyOf(client
+          .enqueueGraph(
+              tx,
+              JobGraph.builder()
+                  .add("x", STEP, new Step("x", false))
+                  .add("y", STEP, new Step("y", false), Dependency.on("x"))
+                  .build())
+          .values());
+      tx.rollback();
+    }
+    for (UUID id : ids) {
+      assertThat(client.get(id)).isEmpty();
+    }
+    assertThat(count("SELECT count(*) FROM pgjobs.job_dependencies")).isEqualTo(before);
+  }
+
+  @Test
+  void badGraphsAreRefusedNamingTheJobAndStoreNothing() {
+    long jobs = count("SELECT count(*) FROM pgjobs.jobs");
+    assertThatThrownBy(() -> JobGraph.builder().build())
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("add at least one");
+    assertThatThrownBy(() -> JobGraph.builder()
+            .add("a", STEP, new Step("a", false))
+            .add("a", STEP, new Step("a", false)))
+        .hasMessageContaining("graph[a]")
+        .hasMessageContaining("names are unique");
+    assertThatThrownBy(
+            () -> JobGraph.builder().add("a", STEP, new Step("a", false), Dependency.on("b")))
+        .hasMessageContaining("graph[a].after")
+        .hasMessageContaining("no job named 'b'");
+    assertThatThrownBy(
+            () -> JobGraph.builder().add("a", STEP, new Step("a", false), Dependency.on("a")))
+        .hasMessageContaining("cannot wait for itself");
+    assertThatThrownBy(() -> JobGraph.builder()
+            .add("a", STEP, new Step("a", false))
+            .add(
+                "b",
+                STEP,
+                new Step("b", false),
+                Dependency.on("a"),
+                Dependency.on("a").runAnyway()))
+        .hasMessageContaining("waits twice for 'a'");
+    assertThatThrownBy(() -> JobGraph.builder()
+            .add(
+                "a",
+                STEP,
+                new Step("a", false),
+                EnqueueOptions.builder().idempotencyKey("k").build()))
+        .hasMessageContaining("graph[a].idempotency_key");
+    assertThatThrownBy(() -> JobGraph.builder().add("x".repeat(256), STEP, new Step("a", false)))
+        .hasMessageContaining("1 to 255 characters, was 256");
+    UUID unknown = UUID.randomUUID();
+    JobGraph dangling = JobGraph.builder()
+        .add("first", STEP, new Step("first", false))
+        .add("a", STEP, new Step("a", false), Dependency.onJob(unknown))
+        .build();
+    assertThatThrownBy(() -> client.enqueueGraph(dangling))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("graph[a].after")
+        .hasMessageContaining("job " + unknown + " does not exist");
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs")).isEqualTo(jobs);
+  }
+
+  @Test
+  void aParentThatIsRetriedAfterItFailedResolvesItsEdgesOnce() {
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add("flaky", STEP, new Step("flaky", true))
+        .add(
+            "gate",
+            STEP,
+            new Step("gate", false),
+            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add(
+            "child",
+            STEP,
+            new Step("child", false),
+            Dependency.on("flaky").runAnyway(),
+            Dependency.on("gate"))
+        .build());
+    start(stepWorker(1));
+    awaitState(ids.get("flaky"), JobState.FAILED);
+    client.retry(ids.get("flaky"), true);
+    awaitState(ids.get("flaky"), JobState.FAILED, Duration.ofSeconds(20));
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> runs.stream().filter(r -> r.name().equals("flaky")).count() == 2);
+    awaitState(ids.get("flaky"), JobState.FAILED);
+    // Ended twice, counted once: the child still waits for "gate".
+    assertThat(client.get(ids.get("child")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
+    assertThat(count("SELECT waiting_on FROM pgjobs.jobs WHERE id = '" + ids.get("child") + "'"))
+        .isEqualTo(1);
+  }
+
+  @Test
+  void pruningAFinishedChildRemovesItsEdges() throws Exception {
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add(
+            "p",
+            STEP,
+            new Step("p", false),
+            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add("c", STEP, new Step("c", false), Dependency.on("p"))
+        .build());
+    client.cancel(ids.get("p"));
+    awaitState(ids.get("c"), JobState.CANCELLED);
+    String edges =
+        "SELECT count(*) FROM pgjobs.job_dependencies WHERE child_id = '" + ids.get("c") + "'";
+    assertThat(count(edges)).isEqualTo(1);
+    new io.pgjobs.store.WorkerStore(
+            db.dataSource(),
+            "pgjobs",
+            new io.pgjobs.json.PayloadCodec(io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER))
+        .pruneFinished(Duration.ZERO, 10_000);
+    assertThat(client.get(ids.get("c"))).isEmpty();
+    assertThat(count(edges)).isZero();
+  }
+}
