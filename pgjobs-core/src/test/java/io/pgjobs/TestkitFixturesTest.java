@@ -28,7 +28,10 @@ class TestkitFixturesTest extends PgJobsTestBase {
     assertThat(job.state()).isEqualTo(state);
     assertThat(job.type()).isEqualTo("parked");
     assertThat(job.attempts())
-        .isEqualTo(state == JobState.QUEUED || state == JobState.RETRYING ? 0 : 1);
+        .isEqualTo(
+            state == JobState.QUEUED || state == JobState.RETRYING || state == JobState.BLOCKED
+                ? 0
+                : 1);
   }
 
   @Test

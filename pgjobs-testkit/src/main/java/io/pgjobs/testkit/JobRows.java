@@ -17,8 +17,8 @@ import javax.sql.DataSource;
 /**
  * Plants jobs in any state straight into the tables, around pgjobs (no notification, no unique or
  * idempotency bookkeeping): for a test that needs a job as a worker or an administrator left it, without
- * driving one there. Unfinished states ({@code queued}, {@code retrying}, {@code running}) go to {@code
- * jobs}, finished ones ({@code succeeded}, {@code failed}, {@code cancelled}) to {@code finished_jobs}.
+ * driving one there. Unfinished states ({@code queued}, {@code retrying}, {@code running}, {@code blocked})
+ * go to {@code jobs}, finished ones ({@code succeeded}, {@code failed}, {@code cancelled}) to {@code finished_jobs}.
  * Every column the schema requires has a default fit for the state, so a test names only what it is about:
  *
  * <pre>{@code
@@ -28,11 +28,12 @@ import javax.sql.DataSource;
  *
  * <p>Defaults: type {@code numbered}, queue {@code default}, payload {@code {}}, priority 0, state {@code
  * queued}, max attempts 3, attempts 0 (1 for a running or finished job), times now; a running job is
- * locked by {@code test-worker} with claim token 1 and a heartbeat now. Values are bound as parameters, so
+ * locked by {@code test-worker} with claim token 1 and a heartbeat now; a blocked job waits on one parent
+ * ({@code waiting_on} 1, with no edge: only a test's own update releases it). Values are bound as parameters, so
  * any text (control characters included) goes in as it is.
  */
 public final class JobRows {
-  private static final Set<String> UNFINISHED = Set.of("queued", "retrying", "running");
+  private static final Set<String> UNFINISHED = Set.of("queued", "retrying", "running", "blocked");
   private static final Set<String> FINISHED = Set.of("succeeded", "failed", "cancelled");
 
   private final DataSource dataSource;
@@ -73,7 +74,10 @@ public final class JobRows {
     return this;
   }
 
-  /** {@code queued}, {@code retrying}, {@code running}, {@code succeeded}, {@code failed} or {@code cancelled}. */
+  /**
+   * {@code queued}, {@code retrying}, {@code running}, {@code blocked}, {@code succeeded}, {@code failed} or
+   * {@code cancelled}.
+   */
   public JobRows state(String state) {
     String s = state.toLowerCase(Locale.ROOT);
     if (!UNFINISHED.contains(s) && !FINISHED.contains(s)) {
@@ -219,6 +223,9 @@ public final class JobRows {
       row.putIfAbsent("created_at", now);
       row.putIfAbsent("errors", "[]");
       row.putIfAbsent("finished_at", now);
+    }
+    if (state.equals("blocked")) {
+      row.putIfAbsent("waiting_on", 1);
     }
     if (state.equals("running")) {
       row.putIfAbsent("locked_by", "test-worker");
