@@ -265,13 +265,36 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     return call(() -> insertGraph(connection, graph));
   }
 
+  /**
+   * The graph's jobs by COPY (as {@link #enqueueAll}: one round trip whatever their number, each row with
+   * its own type and options), then its edges ({@link io.pgjobs.store.DependencyStore#link}), on
+   * {@code c} in its open transaction.
+   */
   private Map<String, UUID> insertGraph(Connection c, JobGraph graph) throws SQLException {
     Map<String, UUID> ids = new java.util.LinkedHashMap<>();
-    List<io.pgjobs.store.DependencyStore.Edge> edges = new java.util.ArrayList<>();
+    List<NewJob> jobs = new ArrayList<>(graph.nodes().size());
     for (JobGraph.Node node : graph.nodes()) {
-      NewJob job = newJobUnchecked(node.type(), node.payload(), node.options());
-      UUID id = insert(c, partitionRules.keyed(job, c)).job().id();
-      ids.put(node.name(), id);
+      NewJob job = node.type() != null
+          ? newJobUnchecked(node.type(), node.payload(), node.options())
+          : newJobByName(node.typeName(), node.payload(), node.options());
+      if (job.unique() != null || job.idempotencyKey() != null) {
+        // A type known by name may bring either from its defaults.
+        throw new InvalidJobException(
+            "graph[" + node.name() + "].unique",
+            "type '" + job.type() + "' makes unique or keyed jobs, which a graph does not take:"
+                + " a job that stands for another could not wait as the graph says");
+      }
+      jobs.add(job);
+      ids.put(node.name(), job.id());
+    }
+    List<NewJob> keyed = partitionRules.keyed(jobs, c);
+    enqueueStore.insertAll(c, keyed);
+    for (NewJob job : keyed) {
+      metrics.enqueued(job.type(), 1);
+    }
+    List<io.pgjobs.store.DependencyStore.Edge> edges = new ArrayList<>();
+    for (JobGraph.Node node : graph.nodes()) {
+      UUID id = ids.get(node.name());
       for (Dependency d : node.after()) {
         UUID parent = d.node() != null ? ids.get(d.node()) : d.job();
         edges.add(new io.pgjobs.store.DependencyStore.Edge(

@@ -39,14 +39,16 @@ public final class JobGraph {
    * One job of a graph.
    *
    * @param name its name in the graph (unique there)
-   * @param type its type
-   * @param payload its payload
+   * @param type its type, or null for a job added by type name
+   * @param typeName its type's name
+   * @param payload its payload (for a job added by type name, any JSON-serialisable value)
    * @param options how it is enqueued (no idempotency key, no unique key: see {@link Builder#add})
    * @param after what it waits for
    */
   public record Node(
       String name,
       JobType<?> type,
+      String typeName,
       Object payload,
       EnqueueOptions options,
       List<Dependency> after) {}
@@ -85,6 +87,33 @@ public final class JobGraph {
      */
     public <P> Builder add(
         String name, JobType<P> type, P payload, EnqueueOptions options, Dependency... after) {
+      if (type == null) {
+        throw new InvalidJobException("graph[" + name + "].type", "is required");
+      }
+      return node(name, type, type.name(), payload, options, after);
+    }
+
+    /**
+     * Adds a job by type name with any JSON-serialisable payload, as
+     * {@link JobClient#enqueue(String, Object, EnqueueOptions)} does (a type the client knows gets its
+     * defaults and its payload checked when the graph is enqueued): for graphs built from outside Java
+     * code, such as {@code POST /graphs}.
+     */
+    public Builder add(
+        String name, String type, Object payload, EnqueueOptions options, Dependency... after) {
+      if (type == null) {
+        throw new InvalidJobException("graph[" + name + "].type", "is required");
+      }
+      return node(name, null, type, payload, options, after);
+    }
+
+    private Builder node(
+        String name,
+        JobType<?> type,
+        String typeName,
+        Object payload,
+        EnqueueOptions options,
+        Dependency[] after) {
       if (name == null || name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
         throw new InvalidJobException(
             "graph.name",
@@ -99,19 +128,21 @@ public final class JobGraph {
       if (nodes.size() >= MAX_JOBS) {
         throw new InvalidJobException(field, "a graph holds at most " + MAX_JOBS + " jobs");
       }
-      if (type == null) {
-        throw new InvalidJobException(field + ".type", "is required");
-      }
       EnqueueOptions opts = options == null ? EnqueueOptions.DEFAULTS : options;
-      if (opts.idempotencyKey() != null || type.idempotencyKeyFrom() != null) {
+      if (opts.idempotencyKey() != null || (type != null && type.idempotencyKeyFrom() != null)) {
         throw new InvalidJobException(
             field + ".idempotency_key",
             "is not allowed in a graph: a job that stands for another could not wait as the graph says");
       }
-      if (opts.unique() != null || type.unique() != null) {
+      if (opts.unique() != null || (type != null && type.unique() != null)) {
         throw new InvalidJobException(
             field + ".unique",
             "is not allowed in a graph: a job that stands for another could not wait as the graph says");
+      }
+      if (opts.parentId() != null) {
+        throw new InvalidJobException(
+            field + ".parent_id",
+            "is not allowed in a graph: its jobs are linked by their dependencies");
       }
       List<Dependency> deps = after == null ? List.of() : List.of(after);
       if (deps.size() > MAX_PARENTS) {
@@ -135,7 +166,7 @@ public final class JobGraph {
               "waits twice for " + (d.node() != null ? "'" + d.node() + "'" : "job " + d.job()));
         }
       }
-      nodes.put(name, new Node(name, type, payload, opts, deps));
+      nodes.put(name, new Node(name, type, typeName, payload, opts, deps));
       return this;
     }
 

@@ -320,4 +320,40 @@ class JobGraphTest extends PgJobsTestBase {
     assertThat(client.get(ids.get("c"))).isEmpty();
     assertThat(count(edges)).isZero();
   }
+
+  @Test
+  void aGraphOfTenThousandJobsByTypeNameGoesInWhole() {
+    // The largest graph allowed, built as POST /graphs builds it: by type name, payloads as maps.
+    JobGraph.Builder graph =
+        JobGraph.builder().add("start", "graph-step", Map.of("name", "start", "fail", false), null);
+    for (int i = 1; i < JobGraph.MAX_JOBS - 1; i++) {
+      graph.add(
+          "n" + i,
+          "graph-step",
+          Map.of("name", "n" + i, "fail", false),
+          EnqueueOptions.builder().queue("graph-unserved").build(),
+          Dependency.on("start"));
+    }
+    graph.add(
+        "end",
+        "graph-step",
+        Map.of("name", "end", "fail", false),
+        null,
+        Dependency.on("start"),
+        Dependency.on("n1").runAnyway());
+    Map<String, UUID> ids = client.enqueueGraph(graph.build());
+
+    assertThat(ids).hasSize(JobGraph.MAX_JOBS);
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id = ANY('" + uuidArray(ids.values())
+            + "'::uuid[]) AND state = 'blocked'"))
+        .isEqualTo(JobGraph.MAX_JOBS - 1);
+    assertThat(count("SELECT waiting_on FROM pgjobs.jobs WHERE id = '" + ids.get("end") + "'"))
+        .isEqualTo(2);
+    assertThatThrownBy(() -> graph.add("one-more", "graph-step", Map.of(), null))
+        .hasMessageContaining("at most 10000 jobs");
+  }
+
+  private static String uuidArray(java.util.Collection<UUID> ids) {
+    return "{" + String.join(",", ids.stream().map(UUID::toString).toList()) + "}";
+  }
 }
