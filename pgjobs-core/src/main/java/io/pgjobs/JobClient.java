@@ -274,9 +274,18 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     Map<String, UUID> ids = new java.util.LinkedHashMap<>();
     List<NewJob> jobs = new ArrayList<>(graph.nodes().size());
     for (JobGraph.Node node : graph.nodes()) {
-      NewJob job = node.type() != null
-          ? newJobUnchecked(node.type(), node.payload(), node.options())
-          : newJobByName(node.typeName(), node.payload(), node.options());
+      NewJob job;
+      try {
+        job = node.type() != null
+            ? newJobUnchecked(node.type(), node.payload(), node.options())
+            : newJobByName(node.typeName(), node.payload(), node.options());
+      } catch (InvalidJobException e) {
+        // Which job of the graph: its name before the field ("graph[resize].payload.width").
+        String message = e.getMessage().startsWith(e.field() + ": ")
+            ? e.getMessage().substring(e.field().length() + 2)
+            : e.getMessage();
+        throw new InvalidJobException("graph[" + node.name() + "]." + e.field(), message, e);
+      }
       if (job.unique() != null || job.idempotencyKey() != null) {
         // A type known by name may bring either from its defaults.
         throw new InvalidJobException(

@@ -134,7 +134,7 @@ final class AdminSql {
 
   /**
    * The hot table's jobs per queue and state: one part per partial index (waiting jobs that need no
-   * capability, waiting jobs that need one, running jobs), each saying that index's predicate, so each
+   * capability, waiting jobs that need one, running jobs, blocked jobs of graphs), each saying that index's predicate, so each
    * can be read through its index, only the rows found looked up in the table (for their state). After
    * {@link #PAGES_PRICED_ALIKE} the planner does so when the jobs are few for the table's size (an
    * emptied table: its cost follows the jobs, not the size the table once grew to, see
@@ -153,7 +153,10 @@ final class AdminSql {
                WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL
               UNION ALL
               SELECT queue, state, NULL FROM {schema}.jobs
-               WHERE state = 'running') AS hot
+               WHERE state = 'running'
+              UNION ALL
+              SELECT queue, state, NULL FROM {schema}.jobs
+               WHERE state = 'blocked') AS hot
        GROUP BY queue, state""";
 
   /** Finished jobs per queue and state (planned as usual: a count of a large table reads all of it). */

@@ -21,6 +21,7 @@ import io.pgjobs.JobClient;
 import io.pgjobs.config.PgJobsSettings;
 import io.pgjobs.server.api.DeadLettersApi;
 import io.pgjobs.server.api.EventsApi;
+import io.pgjobs.server.api.GraphsApi;
 import io.pgjobs.server.api.HealthApi;
 import io.pgjobs.server.api.JobTypesApi;
 import io.pgjobs.server.api.JobsApi;
@@ -376,6 +377,7 @@ public final class ApiServer implements AutoCloseable {
 
       Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
       new JobsApi(client, acceptUnknownTypes).register(routes);
+      new GraphsApi(client, acceptUnknownTypes).register(routes);
       new JobTypesApi(client, acceptUnknownTypes).register(routes);
       queues.register(routes);
       new WorkersApi(client).register(routes);

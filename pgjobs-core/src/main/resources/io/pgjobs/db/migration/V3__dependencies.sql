@@ -22,6 +22,9 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_state_check CHECK (state IN ('queued', 'ret
 ALTER TABLE jobs ADD COLUMN waiting_on integer;
 -- True when another job depends on this one: its end resolves those edges (the trigger below).
 ALTER TABLE jobs ADD COLUMN has_dependents boolean NOT NULL DEFAULT false;
+-- The blocked jobs per queue, for the queue counts (AdminSql.HOT_COUNTS reads each state through an index,
+-- never the heap of a hot table that may keep the pages it once grew to). Other jobs have no entry.
+CREATE INDEX jobs_blocked_idx ON jobs (queue) WHERE state = 'blocked';
 
 -- One row per edge: child waits for parent. on_failure says what the child does when the parent ends
 -- failed or cancelled: 'cancel' (the default: the child is cancelled, and so are the jobs waiting on it

@@ -146,7 +146,11 @@ public final class JobsApi {
     return client.knownTypes().keySet().stream().sorted().toList();
   }
 
-  private static EnqueueOptions options(Context ctx, JsonBody body) {
+  /**
+   * The enqueue options of a body (or of one job of {@code POST /graphs}, with {@code ctx} null: no
+   * Idempotency-Key header then). Throws what the body's readers found.
+   */
+  static EnqueueOptions options(Context ctx, JsonBody body) {
     EnqueueOptions.Builder b = EnqueueOptions.builder();
     String queue = body.text("queue", false, 255);
     if (queue != null) {
@@ -195,7 +199,7 @@ public final class JobsApi {
     if (partition != null) {
       b.partition(partition);
     }
-    String key = ctx.header(IDEMPOTENCY_KEY);
+    String key = ctx == null ? null : ctx.header(IDEMPOTENCY_KEY);
     if (key != null) {
       if (key.isBlank() || key.length() > EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH) {
         body.reject(

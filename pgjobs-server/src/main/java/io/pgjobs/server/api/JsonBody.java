@@ -31,11 +31,37 @@ public final class JsonBody {
   static final Instant MAX_INSTANT = Instant.parse("9999-12-31T23:59:59Z");
 
   private final ObjectNode node;
+  private final String prefix;
   private final List<FieldError> malformed = new ArrayList<>();
   private final List<FieldError> invalid = new ArrayList<>();
 
   private JsonBody(ObjectNode node) {
+    this(node, "");
+  }
+
+  private JsonBody(ObjectNode node, String prefix) {
     this.node = node;
+    this.prefix = prefix;
+  }
+
+  /**
+   * An object inside a body (a member of an array, say), read like a body: every problem names its
+   * field with {@code prefix} before it ({@code jobs[2].} + {@code priority}). Members other than
+   * {@code allowed} are recorded as malformed; {@link #done()} throws them with the rest.
+   */
+  static JsonBody nested(ObjectNode node, String prefix, Set<String> allowed) {
+    JsonBody body = new JsonBody(node, prefix);
+    for (String name : node.propertyNames()) {
+      if (!allowed.contains(name)) {
+        body.malformed(
+            name, "unknown field; allowed: " + String.join(", ", new LinkedHashSet<>(allowed)));
+      }
+    }
+    return body;
+  }
+
+  private FieldError error(String field, String reason) {
+    return new FieldError(prefix + field, reason);
   }
 
   /**
@@ -103,7 +129,7 @@ public final class JsonBody {
     JsonNode value = node.get(field);
     if (value == null || value.isNull()) {
       if (required) {
-        invalid.add(new FieldError(field, "is required"));
+        invalid.add(error(field, "is required"));
       }
       return null;
     }
@@ -119,18 +145,18 @@ public final class JsonBody {
   public String text(String field, JsonNode value, boolean required, int maxLength) {
     if (value == null || value.isNull()) {
       if (required) {
-        invalid.add(new FieldError(field, "is required"));
+        invalid.add(error(field, "is required"));
       }
       return null;
     }
     if (!value.isString()) {
-      malformed.add(new FieldError(field, "must be a string, was " + kind(value)));
+      malformed.add(error(field, "must be a string, was " + kind(value)));
       return null;
     }
     String text = value.asString();
     if (text.length() > maxLength) {
-      invalid.add(new FieldError(
-          field, "must be at most " + maxLength + " characters, was " + text.length()));
+      invalid.add(
+          error(field, "must be at most " + maxLength + " characters, was " + text.length()));
       return null;
     }
     return text;
@@ -150,17 +176,16 @@ public final class JsonBody {
       return null;
     }
     if (!value.isNumber()) {
-      malformed.add(new FieldError(field, "must be an integer, was " + kind(value)));
+      malformed.add(error(field, "must be an integer, was " + kind(value)));
       return null;
     }
     if (!value.isIntegralNumber()) {
       // 1.5 is a number, not an integer: the wrong JSON Schema type, so 400 like "3".
-      malformed.add(new FieldError(field, "must be an integer, was " + value));
+      malformed.add(error(field, "must be an integer, was " + value));
       return null;
     }
     if (!value.canConvertToLong() || value.asLong() < min || value.asLong() > max) {
-      invalid.add(
-          new FieldError(field, "must be between " + min + " and " + max + ", was " + value));
+      invalid.add(error(field, "must be between " + min + " and " + max + ", was " + value));
       return null;
     }
     return value.asLong();
@@ -176,13 +201,12 @@ public final class JsonBody {
       try {
         return Priority.parse(value.asString());
       } catch (IllegalArgumentException e) {
-        invalid.add(new FieldError(field, e.getMessage()));
+        invalid.add(error(field, e.getMessage()));
         return null;
       }
     }
     if (!value.isNumber()) {
-      malformed.add(
-          new FieldError(field, "must be an integer or a level name, was " + kind(value)));
+      malformed.add(error(field, "must be an integer or a level name, was " + kind(value)));
       return null;
     }
     Long number = integer(field, Integer.MIN_VALUE, Integer.MAX_VALUE);
@@ -199,14 +223,14 @@ public final class JsonBody {
     try {
       instant = OffsetDateTime.parse(text).toInstant();
     } catch (DateTimeParseException e) {
-      invalid.add(new FieldError(
+      invalid.add(error(
           field,
           "must be an ISO-8601 date-time with offset (2030-01-31T12:00:00Z), was '" + text + "'"));
       return null;
     }
     if (instant.isBefore(MIN_INSTANT) || instant.isAfter(MAX_INSTANT)) {
-      invalid.add(new FieldError(
-          field, "must be between " + MIN_INSTANT + " and " + MAX_INSTANT + ", was " + text));
+      invalid.add(
+          error(field, "must be between " + MIN_INSTANT + " and " + MAX_INSTANT + ", was " + text));
       return null;
     }
     return instant;
@@ -219,7 +243,7 @@ public final class JsonBody {
       return false;
     }
     if (!value.isBoolean()) {
-      malformed.add(new FieldError(field, "must be true or false, was " + kind(value)));
+      malformed.add(error(field, "must be true or false, was " + kind(value)));
       return false;
     }
     return value.asBoolean();
@@ -232,7 +256,7 @@ public final class JsonBody {
       return List.of();
     }
     if (!value.isArray()) {
-      malformed.add(new FieldError(field, "must be an array of strings, was " + kind(value)));
+      malformed.add(error(field, "must be an array of strings, was " + kind(value)));
       return List.of();
     }
     List<String> out = new ArrayList<>();
@@ -241,7 +265,7 @@ public final class JsonBody {
     while (items.hasNext()) {
       JsonNode item = items.next();
       if (!item.isString()) {
-        malformed.add(new FieldError(field + "[" + i + "]", "must be a string, was " + kind(item)));
+        malformed.add(error(field + "[" + i + "]", "must be a string, was " + kind(item)));
       } else {
         out.add(item.asString());
       }
@@ -252,12 +276,12 @@ public final class JsonBody {
 
   /** Records a member of the wrong JSON type found by the caller (a 400, as the readers above do). */
   public void malformed(String field, String reason) {
-    malformed.add(new FieldError(field, reason));
+    malformed.add(error(field, reason));
   }
 
   /** Records a problem found by the caller: a value of the right JSON type that is not allowed. */
   public void reject(String field, String reason) {
-    invalid.add(new FieldError(field, reason));
+    invalid.add(error(field, reason));
   }
 
   /**

@@ -134,6 +134,43 @@ class DashboardTest extends BrowserTest {
   }
 
   @Test
+  void aBlockedJobOfAGraphShowsWhatItWaitsForAndFollowsItsParentsEndLive() {
+    String key = key();
+    java.util.Map<String, UUID> ids = app.client.enqueueGraph(io.pgjobs.JobGraph.builder()
+        .add(
+            "parent",
+            DashboardFixture.TASK,
+            new DashboardFixture.Task("ok", key),
+            EnqueueOptions.builder().queue("parked").build())
+        .add(
+            "child",
+            DashboardFixture.TASK,
+            new DashboardFixture.Task("ok", key),
+            EnqueueOptions.DEFAULTS,
+            io.pgjobs.Dependency.on("parent"))
+        .build());
+    UUID parent = ids.get("parent");
+    UUID child = ids.get("child");
+
+    browser.open(app.url("/jobs/" + child));
+    markPage();
+    browser.waitForText("#job-state", "blocked");
+    browser.waitForText("#job-parents", parent.toString().substring(0, 8));
+    assertThat(browser.text("#job-parents"))
+        .contains("not ended")
+        .contains("cancelled if it fails");
+
+    // The parent is cancelled elsewhere: the child's page follows without a reload.
+    app.client.cancel(parent);
+    browser.waitForText("#job-state", "cancelled");
+    browser.waitForText("#job-parents", "cancelled");
+    assertNotReloaded();
+    assertThat(app.job(child).errors())
+        .last()
+        .satisfies(e -> assertThat(e.kind()).isEqualTo("dependency"));
+  }
+
+  @Test
   void waitingJobCancelledFromItsPageIsCancelledAtOnce() {
     UUID id = app.enqueue("ok", key(), "parked");
     browser.open(app.url("/jobs/" + id));

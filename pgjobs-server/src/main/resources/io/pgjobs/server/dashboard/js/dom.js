@@ -46,7 +46,7 @@ export function svg(tag, attrs, ...children) {
 }
 
 /** Every job state, in the order the dashboard shows them. */
-export const STATES = ['queued', 'running', 'retrying', 'failed', 'cancelled', 'succeeded'];
+export const STATES = ['queued', 'running', 'retrying', 'failed', 'cancelled', 'succeeded', 'blocked'];
 export const WAITING = ['queued', 'retrying'];
 export const FINISHED = ['succeeded', 'failed', 'cancelled'];
 

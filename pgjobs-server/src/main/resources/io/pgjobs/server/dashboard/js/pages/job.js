@@ -29,6 +29,9 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
   const payload = h('pre', {class: 'json', id: 'job-payload'});
   const output = h('pre', {class: 'json', id: 'job-output'});
   const attempts = h('div', {id: 'job-attempts'});
+  // A job of a graph (POST /graphs): the jobs it waits or waited for, with how each ended.
+  const parents = h('div', {id: 'job-parents'});
+  const parentsPanel = h('section', {class: 'panel', hidden: true}, h('h2', null, 'Waits for'), parents);
 
   root.append(
     h('div', {class: 'job-head'}, title, badge, h('span', {class: 'mono muted', title: id}, id), actions),
@@ -40,7 +43,8 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
         h('section', {class: 'panel'}, h('h2', null, 'Payload'), payload),
         h('section', {class: 'panel'}, h('h2', null, 'Output'), output)),
       h('div', {class: 'stack'},
-        h('section', {class: 'panel'}, h('h2', null, 'Details'), facts))));
+        h('section', {class: 'panel'}, h('h2', null, 'Details'), facts),
+        parentsPanel)));
 
   function render(j) {
     job = j;
@@ -78,12 +82,30 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
         j.children.map((c, i) => [i ? ', ' : '', h('a', {class: 'mono', href: '#/jobs/' + c}, c)]))) : null);
 
     renderAttempts(j);
+    loadParents();
+  }
+
+  /** The parents, if it has any: each a link with its type, how it ended, and what its failure does here. */
+  async function loadParents() {
+    let list;
+    try {
+      list = (await get('/jobs/' + id + '/parents')).parents;
+    } catch {
+      return; // the job's own load shows what is wrong
+    }
+    if (!alive) return;
+    parentsPanel.hidden = list.length === 0;
+    parents.replaceChildren(...list.map(p => h('div', {class: 'parent', dataset: {id: p.id}},
+      p.state ? stateBadge(p.state) : h('span', {class: 'badge s-blocked', dataset: {state: 'waiting'}}, 'not ended'), ' ',
+      h('a', {class: 'mono', href: '#/jobs/' + p.id}, shortId(p.id)), ' ', h('span', null, p.type), ' ',
+      h('span', {class: 'muted'}, p.on_failure === 'run' ? '(runs anyway if it fails)' : '(cancelled if it fails)'))));
   }
 
   function renderProgress(percent, text) {
     const done = job?.state === 'succeeded';
     setProgress(bar, done ? 100 : percent, done);
-    progressMessage.textContent = text || (job?.state === 'queued' ? 'waiting to run' : '');
+    progressMessage.textContent = text || (job?.state === 'queued' ? 'waiting to run'
+      : job?.state === 'blocked' ? 'waiting for the jobs it depends on' : '');
   }
 
   /** Every failed attempt (oldest first) with its error, then the running or last successful one. */
@@ -110,7 +132,7 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
   function renderActions() {
     const s = job.state;
     fill(actions,
-      ['queued', 'retrying', 'running'].includes(s)
+      ['queued', 'retrying', 'running', 'blocked'].includes(s)
         ? h('button', {type: 'button', class: 'danger', id: 'action-cancel', onclick: cancel}, 'Cancel') : null,
       ['failed', 'cancelled'].includes(s)
         ? h('button', {type: 'button', id: 'action-retry', onclick: retry}, 'Retry') : null,

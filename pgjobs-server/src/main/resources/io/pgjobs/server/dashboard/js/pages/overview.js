@@ -55,7 +55,7 @@ export default function overview(root, {events}) {
     const asOf = Date.now();
     const totals = Object.fromEntries(CARD_STATES.map(s => [s, 0]));
     for (const q of queues) {
-      for (const s of STATES) totals[s] += q.counts[s] || 0;
+      for (const s of STATES) totals[s] = (totals[s] || 0) + (q.counts[s] || 0);
       totals.scheduled += q.scheduled;
     }
     // "queued" on the cards means due now; scheduled ones are counted apart.

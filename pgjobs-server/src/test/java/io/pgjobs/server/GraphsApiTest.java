@@ -1,0 +1,213 @@
+package io.pgjobs.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.pgjobs.server.ApiTestSupport.Response;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * {@code POST /graphs} and {@code GET /jobs/{id}/parents} (issue 30) against a real server and database:
+ * a graph goes in whole with its jobs blocked, a parent's cancellation cancels what waits on it, and
+ * every refused graph is a problem naming the job by its place, with nothing stored. Responses are
+ * checked against the OpenAPI document.
+ */
+class GraphsApiTest {
+  static ApiTestSupport api;
+  static SpecValidator spec;
+
+  @BeforeAll
+  static void start() {
+    api = ApiTestSupport.start();
+    spec = new SpecValidator(api.get("/openapi.json").json());
+  }
+
+  @AfterAll
+  static void stop() {
+    api.close();
+  }
+
+  static Response conforming(String method, String specPath, Response response) {
+    assertThat(spec.problems(method, specPath, response)).as(response.body()).isEmpty();
+    return response;
+  }
+
+  static String queue() {
+    return "graphs-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  @Test
+  void aGraphGoesInWholeItsWaitingJobsBlockedAndItsParentsListed() {
+    String q = queue();
+    Response before = api.post(
+        "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"earlier\"},\"queue\":\"" + q + "\"}");
+    String earlier = before.json().path("id").asString();
+    Response r = conforming("POST", "/graphs", api.post("/graphs", """
+        {"jobs": [
+          {"name": "a", "type": "task", "payload": {"note": "a"}, "queue": "%1$s"},
+          {"name": "b", "type": "task", "payload": {"note": "b"}, "queue": "%1$s", "after": ["a"]},
+          {"name": "c", "type": "send_email", "payload": {"to": "ada@example.com", "subject": "done"},
+           "queue": "%1$s", "priority": "high",
+           "after": [{"name": "b", "on_failure": "run"}, {"job": "%2$s"}]}
+        ]}""".formatted(q, earlier)));
+    assertThat(r.status()).as(r.body()).isEqualTo(201);
+    JsonNode ids = r.json().path("jobs");
+    assertThat(ids.propertyNames()).containsExactly("a", "b", "c");
+
+    Response a =
+        conforming("GET", "/jobs/{id}", api.get("/jobs/" + ids.path("a").asString()));
+    assertThat(a.json().path("state").asString()).isEqualTo("queued");
+    Response c =
+        conforming("GET", "/jobs/{id}", api.get("/jobs/" + ids.path("c").asString()));
+    assertThat(c.json().path("state").asString()).isEqualTo("blocked");
+    assertThat(c.json().path("priority").asInt()).isEqualTo(75);
+
+    Response parents = conforming(
+        "GET", "/jobs/{id}/parents", api.get("/jobs/" + ids.path("c").asString() + "/parents"));
+    assertThat(parents.status()).isEqualTo(200);
+    List<String> seen = new ArrayList<>();
+    parents
+        .json()
+        .path("parents")
+        .forEach(p -> seen.add(p.path("id").asString() + " "
+            + p.path("on_failure").asString() + " " + p.path("state").isNull()));
+    assertThat(seen)
+        .containsExactlyInAnyOrder(
+            ids.path("b").asString() + " run true", earlier + " cancel true");
+
+    // The queue's counts show them.
+    Response queues = conforming("GET", "/queues", api.get("/queues"));
+    long blocked = -1;
+    for (JsonNode queue : queues.json().path("queues")) {
+      if (queue.path("name").asString().equals(q)) {
+        blocked = queue.path("counts").path("blocked").asLong();
+      }
+    }
+    assertThat(blocked).as(queues.body()).isEqualTo(2);
+  }
+
+  @Test
+  void cancellingAParentOverHttpCancelsWhatWaitsOnItAndTheParentsSayHowItEnded() {
+    String q = queue();
+    Response r = api.post("/graphs", """
+        {"jobs": [
+          {"name": "p", "type": "task", "payload": {"note": "p"}, "queue": "%1$s"},
+          {"name": "k", "type": "task", "payload": {"note": "k"}, "queue": "%1$s", "after": ["p"]},
+          {"name": "g", "type": "task", "payload": {"note": "g"}, "queue": "%1$s", "after": ["k"]}
+        ]}""".formatted(q));
+    assertThat(r.status()).as(r.body()).isEqualTo(201);
+    JsonNode ids = r.json().path("jobs");
+
+    assertThat(api.post("/jobs/" + ids.path("p").asString() + "/cancel", "").status())
+        .isEqualTo(200);
+    for (String name : List.of("k", "g")) {
+      Response job = api.get("/jobs/" + ids.path(name).asString());
+      assertThat(job.json().path("state").asString()).as(name).isEqualTo("cancelled");
+    }
+    Response parents = conforming(
+        "GET", "/jobs/{id}/parents", api.get("/jobs/" + ids.path("k").asString() + "/parents"));
+    assertThat(parents.json().path("parents").get(0).path("state").asString())
+        .isEqualTo("cancelled");
+    assertThat(conforming(
+                "GET", "/jobs/{id}/parents", api.get("/jobs/" + UUID.randomUUID() + "/parents"))
+            .status())
+        .isEqualTo(404);
+  }
+
+  /** A refused graph: its body, the status, the field the problem must name. */
+  record Bad(String name, String body, int status, String field) {
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+
+  static Stream<Bad> refused() {
+    String task = "\"type\": \"task\", \"payload\": {\"note\": \"n\"}";
+    return Stream.of(
+        new Bad("jobs missing", "{}", 422, "jobs"),
+        new Bad("jobs not an array", "{\"jobs\": {}}", 400, "jobs"),
+        new Bad("no job", "{\"jobs\": []}", 422, "jobs"),
+        new Bad("a job not an object", "{\"jobs\": [3]}", 400, "jobs[0]"),
+        new Bad("no name", "{\"jobs\": [{" + task + "}]}", 422, "jobs[0].name"),
+        new Bad(
+            "unknown member",
+            "{\"jobs\": [{\"name\": \"a\", " + task + ", \"color\": 1}]}",
+            400,
+            "jobs[0].color"),
+        new Bad(
+            "duplicate name",
+            "{\"jobs\": [{\"name\": \"a\", " + task + "}, {\"name\": \"a\", " + task + "}]}",
+            422,
+            "jobs[1]"),
+        new Bad(
+            "waits for a later job",
+            "{\"jobs\": [{\"name\": \"a\", " + task + ", \"after\": [\"b\"]}, {\"name\": \"b\", "
+                + task + "}]}",
+            422,
+            "jobs[0].after"),
+        new Bad(
+            "bad policy",
+            "{\"jobs\": [{\"name\": \"a\", " + task + "}, {\"name\": \"b\", " + task
+                + ", \"after\": [{\"name\": \"a\", \"on_failure\": \"retry\"}]}]}",
+            422,
+            "jobs[1].after[0].on_failure"),
+        new Bad(
+            "name and job",
+            "{\"jobs\": [{\"name\": \"a\", " + task + "}, {\"name\": \"b\", " + task
+                + ", \"after\": [{\"name\": \"a\", \"job\": \"" + UUID.randomUUID() + "\"}]}]}",
+            422,
+            "jobs[1].after[0]"),
+        new Bad(
+            "not a uuid",
+            "{\"jobs\": [{\"name\": \"a\", " + task + ", \"after\": [{\"job\": \"42\"}]}]}",
+            422,
+            "jobs[0].after[0].job"),
+        new Bad(
+            "unknown parent id",
+            "{\"jobs\": [{\"name\": \"first\", " + task + "}, {\"name\": \"a\", " + task
+                + ", \"after\": [{\"job\": \"" + UUID.randomUUID() + "\"}]}]}",
+            422,
+            "jobs[1].after"),
+        new Bad(
+            "payload the type refuses",
+            "{\"jobs\": [{\"name\": \"ok\", " + task
+                + "}, {\"name\": \"mail\", \"type\": \"send_email\", \"payload\": {\"to\": \"x\"}}]}",
+            422,
+            "jobs[1].payload.subject"),
+        new Bad(
+            "unique",
+            "{\"jobs\": [{\"name\": \"a\", " + task + ", \"unique\": {}}]}",
+            400,
+            "jobs[0].unique"),
+        new Bad(
+            "name too long",
+            "{\"jobs\": [{\"name\": \"" + "n".repeat(256) + "\", " + task + "}]}",
+            422,
+            "jobs[0].name"));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("refused")
+  void aRefusedGraphIsAProblemNamingTheJobsPlaceAndStoresNothing(Bad bad) {
+    List<Long> before = api.rowCounts();
+    long edges = api.db.queryLong("SELECT count(*) FROM pgjobs.job_dependencies");
+    Response r = api.post("/graphs", bad.body());
+    assertThat(r.status()).as(r.body()).isEqualTo(bad.status());
+    assertThat(r.isProblem()).as(r.contentType()).isTrue();
+    conforming("POST", "/graphs", r);
+    List<String> fields = new ArrayList<>();
+    r.json().path("errors").forEach(e -> fields.add(e.path("field").asString()));
+    assertThat(fields).as(r.body()).contains(bad.field());
+    assertThat(api.rowCounts()).isEqualTo(before);
+    assertThat(api.db.queryLong("SELECT count(*) FROM pgjobs.job_dependencies")).isEqualTo(edges);
+  }
+}
