@@ -10,6 +10,7 @@ import java.util.UUID;
  * <pre>{@code
  * Dependency.on("fetch")                        // a job of this graph; cancelled if it fails
  * Dependency.on("fetch").runAnyway()            // runs after it whatever its outcome
+ * Dependency.on("fetch").onlyIfItFails()        // runs only if it fails (an "any failed" callback)
  * Dependency.onJob(existingId)                  // a job enqueued before
  * }</pre>
  *
@@ -27,9 +28,15 @@ public record Dependency(String node, UUID job, OnFailure onFailure) {
      */
     CANCEL,
     /** The child counts the parent as ended and runs when its other parents allow. */
-    RUN;
+    RUN,
+    /**
+     * The child runs only if a parent fails or is cancelled, at once, whatever its other parents do; if
+     * every parent succeeds it is cancelled as not needed. For "when any of these failed" callbacks. A job
+     * with such a dependency has only such dependencies.
+     */
+    ONLY;
 
-    /** The name stored and shown: {@code cancel} or {@code run}. */
+    /** The name stored and shown: {@code cancel}, {@code run} or {@code only}. */
     public String value() {
       return name().toLowerCase(java.util.Locale.ROOT);
     }
@@ -63,5 +70,13 @@ public record Dependency(String node, UUID job, OnFailure onFailure) {
   /** This dependency, but the child runs even if the parent fails or is cancelled. */
   public Dependency runAnyway() {
     return new Dependency(node, job, OnFailure.RUN);
+  }
+
+  /**
+   * This dependency, but the child runs only if the parent fails or is cancelled (as soon as one of its
+   * parents does), and is cancelled as not needed if they all succeed: a "when any failed" callback.
+   */
+  public Dependency onlyIfItFails() {
+    return new Dependency(node, job, OnFailure.ONLY);
   }
 }

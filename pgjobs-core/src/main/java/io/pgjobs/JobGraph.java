@@ -19,6 +19,8 @@ import java.util.Set;
  *     .add("resize-b", RESIZE, new Resize("b.png"))
  *     .add("zip", ZIP, new Zip("album"), Dependency.on("resize-a"), Dependency.on("resize-b"))
  *     .add("notify", EMAIL, new Email("done"), Dependency.on("zip").runAnyway())
+ *     .add("alert", EMAIL, new Email("a resize failed"),
+ *         Dependency.on("resize-a").onlyIfItFails(), Dependency.on("resize-b").onlyIfItFails())
  *     .build();
  * Map<String, UUID> ids = client.enqueueGraph(graph);
  * }</pre>
@@ -149,6 +151,14 @@ public final class JobGraph {
         throw new InvalidJobException(
             field + ".after",
             "a job waits for at most " + MAX_PARENTS + " jobs, was " + deps.size());
+      }
+      long only =
+          deps.stream().filter(d -> d.onFailure() == Dependency.OnFailure.ONLY).count();
+      if (only > 0 && only < deps.size()) {
+        throw new InvalidJobException(
+            field + ".after",
+            "a job that runs only if a parent fails (onlyIfItFails, on_failure only) waits only on such"
+                + " dependencies; mixed with others it would be unclear when it runs");
       }
       Set<Object> parents = new HashSet<>();
       for (Dependency d : deps) {

@@ -356,4 +356,161 @@ class JobGraphTest extends PgJobsTestBase {
   private static String uuidArray(java.util.Collection<UUID> ids) {
     return "{" + String.join(",", ids.stream().map(UUID::toString).toList()) + "}";
   }
+
+  @Test
+  void anAnyFailedCallbackRunsOnceAtTheFirstFailureAndIsCancelledWhenEveryJobSucceeded() {
+    // Batch callbacks: "any failed" (onlyIfItFails), "all finished" (runAnyway), "all succeeded"
+    // (on).
+    JobGraph.Builder failing = JobGraph.builder();
+    JobGraph.Builder succeeding = JobGraph.builder();
+    List<Dependency> anyFailedA = new ArrayList<>();
+    List<Dependency> anyFailedB = new ArrayList<>();
+    List<Dependency> allFinishedA = new ArrayList<>();
+    List<Dependency> allSucceededA = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      failing.add("a" + i, STEP, new Step("a" + i, i == 7));
+      anyFailedA.add(Dependency.on("a" + i).onlyIfItFails());
+      allFinishedA.add(Dependency.on("a" + i).runAnyway());
+      allSucceededA.add(Dependency.on("a" + i));
+      succeeding.add("b" + i, STEP, new Step("b" + i, false));
+      anyFailedB.add(Dependency.on("b" + i).onlyIfItFails());
+    }
+    failing.add(
+        "a-any-failed",
+        STEP,
+        new Step("a-any-failed", false),
+        anyFailedA.toArray(Dependency[]::new));
+    failing.add(
+        "a-all-finished",
+        STEP,
+        new Step("a-all-finished", false),
+        allFinishedA.toArray(Dependency[]::new));
+    failing.add(
+        "a-all-succeeded",
+        STEP,
+        new Step("a-all-succeeded", false),
+        allSucceededA.toArray(Dependency[]::new));
+    succeeding.add(
+        "b-any-failed",
+        STEP,
+        new Step("b-any-failed", false),
+        anyFailedB.toArray(Dependency[]::new));
+    Map<String, UUID> a = client.enqueueGraph(failing.build());
+    Map<String, UUID> b = client.enqueueGraph(succeeding.build());
+
+    // 30 lanes: the 30 parents of each callback end at once, in many transactions.
+    start(stepWorker(30));
+    awaitState(a.get("a-any-failed"), JobState.SUCCEEDED);
+    awaitState(a.get("a-all-finished"), JobState.SUCCEEDED);
+    Job notNeeded = awaitState(b.get("b-any-failed"), JobState.CANCELLED);
+    assertThat(notNeeded.errors())
+        .last()
+        .satisfies(e -> assertThat(e.message()).startsWith("not needed"));
+    Job allSucceeded = awaitState(a.get("a-all-succeeded"), JobState.CANCELLED);
+    assertThat(allSucceeded.errors())
+        .last()
+        .satisfies(e -> assertThat(e.message()).contains("ended failed"));
+
+    Map<String, Run> byName = runsByName(); // each ran at most once
+    assertThat(byName)
+        .containsKeys("a-any-failed", "a-all-finished")
+        .doesNotContainKeys("b-any-failed");
+    assertThat(byName.get("a-any-failed").start())
+        .isAfterOrEqualTo(byName.get("a7").end());
+    for (int i = 0; i < 30; i++) {
+      assertThat(byName.get("a-all-finished").start())
+          .isAfterOrEqualTo(byName.get("a" + i).end());
+    }
+  }
+
+  @Test
+  void anAnyFailedCallbackOnJobsThatHadAlreadyEndedRunsOrIsCancelledAtOnce() {
+    UUID ok = client.enqueue(STEP, new Step("ok", false)).job().id();
+    UUID bad = client.enqueue(STEP, new Step("bad", true)).job().id();
+    start(stepWorker(2));
+    awaitState(ok, JobState.SUCCEEDED);
+    awaitState(bad, JobState.FAILED);
+
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add(
+            "fired",
+            STEP,
+            new Step("fired", false),
+            Dependency.onJob(ok).onlyIfItFails(),
+            Dependency.onJob(bad).onlyIfItFails())
+        .add("unneeded", STEP, new Step("unneeded", false), Dependency.onJob(ok).onlyIfItFails())
+        .build());
+    awaitState(ids.get("fired"), JobState.SUCCEEDED);
+    assertThat(client.get(ids.get("unneeded")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
+    assertThatThrownBy(() -> JobGraph.builder()
+            .add("a", STEP, new Step("a", false))
+            .add("b", STEP, new Step("b", false))
+            .add(
+                "c",
+                STEP,
+                new Step("c", false),
+                Dependency.on("a").onlyIfItFails(),
+                Dependency.on("b")))
+        .hasMessageContaining("graph[c].after")
+        .hasMessageContaining("waits only on such dependencies");
+  }
+
+  /** A parent that succeeds in its own transaction and holds it open until told ({@code hold}). */
+  public record Held(String name, boolean hold) {}
+
+  static final JobType<Held> HELD = JobType.of("graph-held", Held.class).withMaxAttempts(1);
+
+  @Test
+  void twoParentsSucceedingAtOnceInTwoTransactionsCountBothAndTheLastDecides() throws Exception {
+    // The race a fan-in must survive, made to happen: parent "first" succeeds in its transaction
+    // and
+    // holds it open (its end has counted itself on the child's row); parent "second" succeeds in
+    // another
+    // and waits for that row; then "first" commits. The child runs only if a parent fails: both
+    // succeeded, so it must end cancelled as not needed, never queued and never left blocked.
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
+        .add("first", HELD, new Held("first", true))
+        .add("second", HELD, new Held("second", false))
+        .add(
+            "watcher",
+            STEP,
+            new Step("watcher", false),
+            Dependency.on("first").onlyIfItFails(),
+            Dependency.on("second").onlyIfItFails())
+        .build());
+    java.util.concurrent.atomic.AtomicBoolean firstCompleted =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    start(stepWorker(4).register(HELD, (ctx, h) -> {
+      if (!h.hold()) {
+        // Starts after "first" has completed in its open transaction.
+        await().atMost(Duration.ofSeconds(20)).untilTrue(firstCompleted);
+      }
+      try (Connection tx = ctx.dataSource().getConnection()) {
+        tx.setAutoCommit(false);
+        ctx.complete(tx, null);
+        if (h.hold()) {
+          firstCompleted.set(true);
+          release.await();
+        }
+        tx.commit();
+      }
+      return null;
+    }));
+    // "second"'s end waits for the child's row, which "first"'s open transaction holds.
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> count("SELECT count(*) FROM pg_stat_activity"
+                + " WHERE wait_event_type = 'Lock' AND datname = current_database()")
+            > 0);
+    release.countDown();
+
+    Job watcher = awaitState(ids.get("watcher"), JobState.CANCELLED);
+    assertThat(watcher.errors())
+        .last()
+        .satisfies(e -> assertThat(e.message()).startsWith("not needed"));
+    awaitState(ids.get("first"), JobState.SUCCEEDED);
+    awaitState(ids.get("second"), JobState.SUCCEEDED);
+    assertThat(runsByName()).doesNotContainKey("watcher");
+  }
 }

@@ -44,7 +44,8 @@ final class DependencySql {
 
   /**
    * Cancels jobs of a graph whose parent had already failed or been cancelled (with the default
-   * {@code cancel}); the trigger cancels what waits on them in turn. Parameters: their ids, the message.
+   * {@code cancel}), or whose parents had all succeeded when they run only if one fails ({@code only});
+   * the trigger cancels what waits on them in turn. Parameters: their ids, the message.
    */
   static final String CANCEL_DOOMED = """
       WITH cancelled AS (
@@ -57,6 +58,14 @@ final class DependencySql {
           "'cancelled'",
           "errors || " + JobSql.errorEntry("dependency", "?::text"),
           "NULL");
+
+  /**
+   * Queues jobs of a graph that run only if a parent fails ({@code only}) and whose parent had already
+   * failed or been cancelled before the graph. Parameter: their ids.
+   */
+  static final String QUEUE_FIRED = """
+      UPDATE {schema}.jobs SET state = 'queued', waiting_on = NULL
+       WHERE id = ANY (?) AND state = 'blocked'""";
 
   /**
    * The parents of a job and how each ended (NULL: not yet), in the order of their edges. Parameter: the

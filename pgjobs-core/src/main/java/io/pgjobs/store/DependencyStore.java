@@ -27,6 +27,7 @@ public final class DependencyStore {
   private final String resolveEnded;
   private final String blockWaiting;
   private final String cancelDoomed;
+  private final String queueFired;
   private final String parents;
 
   /**
@@ -34,7 +35,7 @@ public final class DependencyStore {
    *
    * @param parent the parent's id
    * @param child the child's id
-   * @param onFailure {@code cancel} or {@code run}
+   * @param onFailure {@code cancel}, {@code run} or {@code only}
    * @param childName the child's name in its graph, for error messages
    */
   public record Edge(UUID parent, UUID child, String onFailure, String childName) {}
@@ -58,6 +59,7 @@ public final class DependencyStore {
     this.resolveEnded = JobSql.forSchema(DependencySql.RESOLVE_ENDED, schema);
     this.blockWaiting = JobSql.forSchema(DependencySql.BLOCK_WAITING, schema);
     this.cancelDoomed = JobSql.forSchema(DependencySql.CANCEL_DOOMED, schema);
+    this.queueFired = JobSql.forSchema(DependencySql.QUEUE_FIRED, schema);
     this.parents = JobSql.forSchema(DependencySql.PARENTS, schema);
   }
 
@@ -145,12 +147,47 @@ public final class DependencyStore {
         }
       }
     }
-    if (!doomed.isEmpty()) {
-      try (PreparedStatement ps = c.prepareStatement(cancelDoomed)) {
-        ps.setArray(1, c.createArrayOf("uuid", doomed.toArray()));
-        ps.setString(2, why.toString());
+    cancel(c, doomed, why.toString());
+    // Jobs that run only if a parent fails ('only', all their edges): one that had already failed
+    // queues them now; parents that had all succeeded leave them not needed.
+    Map<UUID, List<Edge>> onlyEdges = new java.util.LinkedHashMap<>();
+    for (Edge e : edges) {
+      if (e.onFailure().equals("only")) {
+        onlyEdges.computeIfAbsent(e.child(), k -> new ArrayList<>()).add(e);
+      }
+    }
+    List<UUID> fired = new ArrayList<>();
+    List<UUID> unneeded = new ArrayList<>();
+    onlyEdges.forEach((child, list) -> {
+      if (list.stream()
+          .anyMatch(
+              e -> ended.containsKey(e.parent()) && !ended.get(e.parent()).equals("succeeded"))) {
+        fired.add(child);
+      } else if (list.stream().allMatch(e -> "succeeded".equals(ended.get(e.parent())))) {
+        unneeded.add(child);
+      }
+    });
+    if (!fired.isEmpty()) {
+      try (PreparedStatement ps = c.prepareStatement(queueFired)) {
+        ps.setArray(1, c.createArrayOf("uuid", fired.toArray()));
         ps.executeUpdate();
       }
+    }
+    cancel(
+        c,
+        unneeded,
+        "not needed: it was to run if a job it watched failed, and every one had succeeded before it was"
+            + " enqueued");
+  }
+
+  private void cancel(Connection c, List<UUID> ids, String message) throws SQLException {
+    if (ids.isEmpty()) {
+      return;
+    }
+    try (PreparedStatement ps = c.prepareStatement(cancelDoomed)) {
+      ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
+      ps.setString(2, message);
+      ps.executeUpdate();
     }
   }
 

@@ -28,7 +28,8 @@ CREATE INDEX jobs_blocked_idx ON jobs (queue) WHERE state = 'blocked';
 
 -- One row per edge: child waits for parent. on_failure says what the child does when the parent ends
 -- failed or cancelled: 'cancel' (the default: the child is cancelled, and so are the jobs waiting on it
--- with 'cancel') or 'run' (it runs anyway, as it would after a success). parent_state is the parent's
+-- with 'cancel'), 'run' (it runs anyway, as it would after a success) or 'only' (it runs only then, at
+-- once; if every parent succeeds it is cancelled as not needed: an "any failed" callback). parent_state is the parent's
 -- final state once it ended (NULL before): an edge resolves once, so a parent that is retried after it
 -- failed and ends again changes nothing for a child that already ran or was cancelled.
 -- Rows stay after they resolve (a child reads its parents' outcomes, the dashboard draws the graph) and
@@ -36,24 +37,60 @@ CREATE INDEX jobs_blocked_idx ON jobs (queue) WHERE state = 'blocked';
 CREATE TABLE job_dependencies (
     parent_id    uuid NOT NULL,
     child_id     uuid NOT NULL,
-    on_failure   text NOT NULL CHECK (on_failure IN ('cancel', 'run')),
+    on_failure   text NOT NULL CHECK (on_failure IN ('cancel', 'run', 'only')),
     parent_state text CHECK (parent_state IN ('succeeded', 'failed', 'cancelled')),
     PRIMARY KEY (parent_id, child_id)
 );
 CREATE INDEX job_dependencies_child_idx ON job_dependencies (child_id);
 
 
+-- Moves blocked jobs to finished_jobs as cancelled, with an error of kind 'dependency' saying why. Their
+-- own dependents are resolved by the trigger below as their rows leave the hot table. Returns how many.
+CREATE FUNCTION cancel_blocked_jobs(p_ids uuid[], p_message text) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    WITH cancelled AS (
+        DELETE FROM ${flyway:defaultSchema}.jobs AS j
+         WHERE j.id = ANY (p_ids) AND j.state = 'blocked'
+        RETURNING j.*
+    )
+    INSERT INTO ${flyway:defaultSchema}.finished_jobs
+           (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
+            attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
+            progress_message, errors, output, finished_at, claim_token, parent_id, capability,
+            trace_context, snoozes)
+    SELECT c.id, c.type, c.queue, c.payload, c.priority, 'cancelled', c.attempts, c.max_attempts,
+           c.run_at, c.created_at, c.attempted_at, c.locked_by, c.context, c.idempotency_key,
+           c.timeout_ms, c.progress_percent, c.progress_message,
+           c.errors || jsonb_build_array(jsonb_build_object(
+               'attempt', c.attempts,
+               'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'kind', 'dependency', 'errorClass', NULL, 'message', p_message,
+               'stackHead', NULL, 'worker', NULL)),
+           NULL, now(), NULL, c.parent_id, c.capability, c.trace_context, c.snoozes
+      FROM cancelled AS c;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
 -- A parent left the hot table (it finished: moved to finished_jobs by the same statement; or was deleted
--- outright, which counts as cancelled). Resolves its edges: children whose edge says 'cancel' are cancelled
--- if it did not succeed, with every blocked job that waits on them through 'cancel' edges (found in one
--- recursive query and cancelled in one statement, so the cascade nests one trigger level, not one per
--- generation); the other children count one parent less, and those left with none are queued and their
--- queues' workers woken.
+-- outright, which counts as cancelled). Resolves its edges, each by its policy:
+--   'cancel' (the default): if the parent did not succeed, the child is cancelled, with every blocked job
+--            that waits on it through 'cancel' edges (found in one recursive query and cancelled in one
+--            statement, so the cascade nests one trigger level, not one per generation); else as 'run'.
+--   'run':   the child counts one parent less; the one that takes the last off queues it.
+--   'only':  (a job that runs only if one of its parents fails, such as an "any failed" callback; all its
+--            edges are 'only') a failure queues the child at once; a success counts one parent less, and
+--            the last success cancels it: it was not needed.
+-- The queues of the jobs queued are woken.
 CREATE FUNCTION resolve_dependents() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    outcome text;
+    outcome  text;
     doomed   uuid[];
     woken    text[];
+    fired    text[];
     children uuid[];
     policies text[];
 BEGIN
@@ -69,6 +106,11 @@ BEGIN
     IF children IS NULL THEN
         RETURN NULL;
     END IF;
+    -- The children's rows, locked in id order before anything is decided about them: a parent ending at
+    -- the same time in another transaction waits here until this one commits, and every statement below
+    -- (each with a snapshot of its own) reads what the other left. In id order, so that two parents ending
+    -- at once never lock their shared children in opposite orders.
+    PERFORM 1 FROM ${flyway:defaultSchema}.jobs AS j WHERE j.id = ANY (children) ORDER BY j.id FOR UPDATE;
     IF outcome <> 'succeeded' THEN
         WITH RECURSIVE gone(id) AS (
             SELECT e.child_id FROM unnest(children, policies) AS e(child_id, on_failure)
@@ -81,33 +123,33 @@ BEGIN
           FROM ${flyway:defaultSchema}.jobs AS j
          WHERE j.id IN (SELECT g.id FROM gone AS g) AND j.state = 'blocked';
         IF cardinality(doomed) > 0 THEN
-            WITH cancelled AS (
-                DELETE FROM ${flyway:defaultSchema}.jobs AS j
-                 WHERE j.id = ANY (doomed) AND j.state = 'blocked'
-                RETURNING j.*
-            )
-            INSERT INTO ${flyway:defaultSchema}.finished_jobs
-                   (id, type, queue, payload, priority, state, attempts, max_attempts, run_at, created_at,
-                    attempted_at, locked_by, context, idempotency_key, timeout_ms, progress_percent,
-                    progress_message, errors, output, finished_at, claim_token, parent_id, capability,
-                    trace_context, snoozes)
-            SELECT c.id, c.type, c.queue, c.payload, c.priority, 'cancelled', c.attempts, c.max_attempts,
-                   c.run_at, c.created_at, c.attempted_at, c.locked_by, c.context, c.idempotency_key,
-                   c.timeout_ms, c.progress_percent, c.progress_message,
-                   c.errors || jsonb_build_array(jsonb_build_object(
-                       'attempt', c.attempts,
-                       'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                       'kind', 'dependency', 'errorClass', NULL,
-                       'message', 'cancelled: a job it depends on ended ' || outcome
-                                  || ' (job ' || OLD.id || ', or a job between them)',
-                       'stackHead', NULL, 'worker', NULL)),
-                   NULL, now(), NULL, c.parent_id, c.capability, c.trace_context, c.snoozes
-              FROM cancelled AS c;
+            PERFORM ${flyway:defaultSchema}.cancel_blocked_jobs(doomed,
+                'cancelled: a job it depends on ended ' || outcome || ' (job ' || OLD.id || ', or a job between them)');
         END IF;
+        -- 'only' children run now, whatever their other parents do.
+        WITH queued AS (
+            UPDATE ${flyway:defaultSchema}.jobs AS j SET waiting_on = NULL, state = 'queued'
+             WHERE j.id IN (SELECT e.child_id FROM unnest(children, policies) AS e(child_id, on_failure)
+                             WHERE e.on_failure = 'only')
+               AND j.state = 'blocked'
+            RETURNING j.queue
+        )
+        SELECT coalesce(array_agg(DISTINCT q.queue::text), '{}') INTO fired FROM queued AS q;
     END IF;
-    -- The children still blocked (not cancelled above) count this parent as ended.
+    -- 'only' children whose last parent just succeeded were not needed: cancelled.
+    PERFORM ${flyway:defaultSchema}.cancel_blocked_jobs(array_agg(j.id),
+                'not needed: it was to run if a job it watched failed, and every one succeeded')
+       FROM ${flyway:defaultSchema}.jobs AS j
+       JOIN (SELECT e.child_id, count(*) AS n FROM unnest(children, policies) AS e(child_id, on_failure)
+              WHERE e.on_failure = 'only' AND outcome = 'succeeded'
+              GROUP BY e.child_id) AS e ON e.child_id = j.id
+      WHERE j.state = 'blocked' AND j.waiting_on <= e.n
+     HAVING count(*) > 0;
+    -- The other children still blocked count this parent as ended.
     WITH ended AS (
-        SELECT e.child_id, count(*) AS n FROM unnest(children) AS e(child_id) GROUP BY e.child_id
+        SELECT e.child_id, count(*) AS n FROM unnest(children, policies) AS e(child_id, on_failure)
+         WHERE e.on_failure <> 'only' OR outcome = 'succeeded'
+         GROUP BY e.child_id
     ), unblocked AS (
         UPDATE ${flyway:defaultSchema}.jobs AS j
            SET waiting_on = CASE WHEN j.waiting_on - e.n > 0 THEN j.waiting_on - e.n END,
@@ -117,7 +159,8 @@ BEGIN
         RETURNING j.queue, j.state
     )
     SELECT coalesce(array_agg(DISTINCT u.queue::text), '{}') INTO woken FROM unblocked AS u WHERE u.state = 'queued';
-    PERFORM pg_notify('${flyway:defaultSchema}_jobs_ready', w) FROM unnest(woken) AS w;
+    PERFORM pg_notify('${flyway:defaultSchema}_jobs_ready', w)
+       FROM (SELECT DISTINCT w FROM unnest(woken || fired) AS w) AS q;
     RETURN NULL;
 END
 $$;

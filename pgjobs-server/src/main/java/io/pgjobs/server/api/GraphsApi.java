@@ -71,7 +71,7 @@ public final class GraphsApi {
    *
    * @param id its id
    * @param type its job type
-   * @param onFailure {@code cancel} or {@code run}: what the child does if it fails
+   * @param onFailure {@code cancel}, {@code run} or {@code only}: what the child does if it fails
    * @param state how it ended ({@code succeeded}, {@code failed}, {@code cancelled}), or null while it
    *     has not
    * @param output its output if it succeeded with one
@@ -189,7 +189,7 @@ public final class GraphsApi {
     try {
       onFailure = Dependency.OnFailure.valueOf(policy.toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      node.reject(field + ".on_failure", "must be cancel or run, was '" + policy + "'");
+      node.reject(field + ".on_failure", "must be cancel, run or only, was '" + policy + "'");
       return null;
     }
     Dependency d;
@@ -205,7 +205,11 @@ public final class GraphsApi {
       }
       d = Dependency.onJob(id);
     }
-    return onFailure == Dependency.OnFailure.RUN ? d.runAnyway() : d;
+    return switch (onFailure) {
+      case RUN -> d.runAnyway();
+      case ONLY -> d.onlyIfItFails();
+      case CANCEL -> d;
+    };
   }
 
   /** A refusal of the builder or the client about job {@code name}, named by its place in the body. */

@@ -98,7 +98,8 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
     parents.replaceChildren(...list.map(p => h('div', {class: 'parent', dataset: {id: p.id}},
       p.state ? stateBadge(p.state) : h('span', {class: 'badge s-blocked', dataset: {state: 'waiting'}}, 'not ended'), ' ',
       h('a', {class: 'mono', href: '#/jobs/' + p.id}, shortId(p.id)), ' ', h('span', null, p.type), ' ',
-      h('span', {class: 'muted'}, p.on_failure === 'run' ? '(runs anyway if it fails)' : '(cancelled if it fails)'))));
+      h('span', {class: 'muted'}, p.on_failure === 'run' ? '(runs anyway if it fails)'
+        : p.on_failure === 'only' ? '(runs only if it fails)' : '(cancelled if it fails)'))));
   }
 
   function renderProgress(percent, text) {
