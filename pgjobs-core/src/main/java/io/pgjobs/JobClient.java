@@ -310,8 +310,45 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
             parent, id, d.onFailure().value(), node.name()));
       }
     }
-    dependencyStore.link(c, List.copyOf(ids.values()), edges);
+    dependencyStore.link(c, ids, edges);
     return java.util.Collections.unmodifiableMap(ids);
+  }
+
+  /** The most jobs {@link #dependencyGraph} reads: {@value}. */
+  public static final int MAX_GRAPH_JOBS = 500;
+
+  /**
+   * The jobs connected to {@code job} through dependencies, either way ({@link JobGraph}), with their
+   * states and edges: at most {@code maxJobs} (1 to {@value #MAX_GRAPH_JOBS}), {@code job} first. Read in
+   * one snapshot. A job without dependencies is a graph of one; an unknown job, a graph of none.
+   */
+  public DependencyGraph dependencyGraph(UUID job, int maxJobs) {
+    Objects.requireNonNull(job, "job");
+    if (maxJobs < 1 || maxJobs > MAX_GRAPH_JOBS) {
+      throw new IllegalArgumentException(
+          "maxJobs must be between 1 and " + MAX_GRAPH_JOBS + ", was " + maxJobs);
+    }
+    return withConnection(c -> {
+      boolean autoCommit = c.getAutoCommit();
+      int isolation = c.getTransactionIsolation();
+      c.setAutoCommit(false);
+      c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+      try {
+        DependencyGraph graph = dependencyStore.graph(c, job, maxJobs);
+        c.commit();
+        return graph;
+      } catch (SQLException | RuntimeException e) {
+        try {
+          c.rollback();
+        } catch (SQLException rollback) {
+          e.addSuppressed(rollback);
+        }
+        throw e;
+      } finally {
+        c.setTransactionIsolation(isolation);
+        c.setAutoCommit(autoCommit);
+      }
+    });
   }
 
   @SuppressWarnings("unchecked")

@@ -319,6 +319,13 @@ class JobGraphTest extends PgJobsTestBase {
         .pruneFinished(Duration.ZERO, 10_000);
     assertThat(client.get(ids.get("c"))).isEmpty();
     assertThat(count(edges)).isZero();
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.job_graph_names WHERE job_id = '" + ids.get("c") + "'"))
+        .isZero();
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.job_graph_names WHERE job_id = '" + ids.get("p") + "'"))
+        .as("the parent's name, its finished row pruned too")
+        .isZero();
   }
 
   @Test

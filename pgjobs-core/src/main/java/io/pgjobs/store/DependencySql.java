@@ -13,6 +13,11 @@ final class DependencySql {
       INSERT INTO {schema}.job_dependencies (parent_id, child_id, on_failure)
       SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[])""";
 
+  /** The names of a graph's jobs. Parameters: job ids, names (arrays, one per job). */
+  static final String INSERT_NAMES = """
+      INSERT INTO {schema}.job_graph_names (job_id, name)
+      SELECT * FROM unnest(?::uuid[], ?::text[])""";
+
   /**
    * Marks the parents that are still in the hot table as having dependents, and locks their rows until
    * the graph commits: a parent that ends meanwhile waits for the commit, and its end then resolves the
@@ -79,4 +84,35 @@ final class DependencySql {
         LEFT JOIN {schema}.finished_jobs AS f ON f.id = d.parent_id
        WHERE d.child_id = ?
        ORDER BY d.parent_id""";
+
+  /**
+   * The jobs connected to one through edges either way (itself first), at most {@code ?} of them: a
+   * walk of job_dependencies by both of its indexes, which stops once it has found that many. Parameters:
+   * the job's id, the bound.
+   */
+  static final String GRAPH_IDS = """
+      WITH RECURSIVE reached(id) AS (
+          SELECT ?::uuid
+        UNION
+          SELECT n.id
+            FROM reached AS r
+           CROSS JOIN LATERAL (
+                 SELECT d.child_id FROM {schema}.job_dependencies AS d WHERE d.parent_id = r.id
+                 UNION ALL
+                 SELECT d.parent_id FROM {schema}.job_dependencies AS d WHERE d.child_id = r.id) AS n(id)
+      )
+      SELECT id FROM reached LIMIT ?""";
+
+  /** Type, state, queue and graph name of jobs, running or finished. Parameters: their ids, twice. */
+  static final String GRAPH_NODES = """
+      SELECT n.id, n.type, n.state, n.queue, g.name
+        FROM (SELECT id, type::text, state, queue::text FROM {schema}.jobs WHERE id = ANY (?)
+              UNION ALL
+              SELECT id, type, state, queue FROM {schema}.finished_jobs WHERE id = ANY (?)) AS n(id, type, state, queue)
+        LEFT JOIN {schema}.job_graph_names AS g ON g.job_id = n.id""";
+
+  /** The edges between jobs. Parameters: their ids, twice. */
+  static final String GRAPH_EDGES = """
+      SELECT parent_id, child_id, on_failure, parent_state FROM {schema}.job_dependencies
+       WHERE child_id = ANY (?) AND parent_id = ANY (?)""";
 }

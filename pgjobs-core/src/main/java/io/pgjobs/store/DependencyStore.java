@@ -22,6 +22,7 @@ import java.util.UUID;
  */
 public final class DependencyStore {
   private final String insertEdges;
+  private final String insertNames;
   private final String markParents;
   private final String endedParents;
   private final String resolveEnded;
@@ -29,6 +30,9 @@ public final class DependencyStore {
   private final String cancelDoomed;
   private final String queueFired;
   private final String parents;
+  private final String graphIds;
+  private final String graphNodes;
+  private final String graphEdges;
 
   /**
    * One edge to store: {@code child} waits for {@code parent}.
@@ -54,6 +58,7 @@ public final class DependencyStore {
   /** A store over {@code schema}. */
   public DependencyStore(String schema) {
     this.insertEdges = JobSql.forSchema(DependencySql.INSERT_EDGES, schema);
+    this.insertNames = JobSql.forSchema(DependencySql.INSERT_NAMES, schema);
     this.markParents = JobSql.forSchema(DependencySql.MARK_PARENTS, schema);
     this.endedParents = JobSql.forSchema(DependencySql.ENDED_PARENTS, schema);
     this.resolveEnded = JobSql.forSchema(DependencySql.RESOLVE_ENDED, schema);
@@ -61,6 +66,9 @@ public final class DependencyStore {
     this.cancelDoomed = JobSql.forSchema(DependencySql.CANCEL_DOOMED, schema);
     this.queueFired = JobSql.forSchema(DependencySql.QUEUE_FIRED, schema);
     this.parents = JobSql.forSchema(DependencySql.PARENTS, schema);
+    this.graphIds = JobSql.forSchema(DependencySql.GRAPH_IDS, schema);
+    this.graphNodes = JobSql.forSchema(DependencySql.GRAPH_NODES, schema);
+    this.graphEdges = JobSql.forSchema(DependencySql.GRAPH_EDGES, schema);
   }
 
   /**
@@ -69,9 +77,15 @@ public final class DependencyStore {
    * wait and cancels those whose parent had already failed (with {@code cancel}). Throws
    * {@link InvalidJobException} for a parent that does not exist; the caller rolls back.
    *
-   * @param graphIds the ids of the graph's jobs
+   * @param graph the ids of the graph's jobs by their names there (the names are stored too)
    */
-  public void link(Connection c, List<UUID> graphIds, List<Edge> edges) throws SQLException {
+  public void link(Connection c, Map<String, UUID> graph, List<Edge> edges) throws SQLException {
+    List<UUID> graphIds = List.copyOf(graph.values());
+    try (PreparedStatement ps = c.prepareStatement(insertNames)) {
+      ps.setArray(1, c.createArrayOf("uuid", graphIds.toArray()));
+      ps.setArray(2, c.createArrayOf("text", graph.keySet().toArray()));
+      ps.executeUpdate();
+    }
     if (edges.isEmpty()) {
       return;
     }
@@ -209,5 +223,73 @@ public final class DependencyStore {
       }
     }
     return out;
+  }
+
+  /**
+   * The jobs connected to {@code job} through edges either way, at most {@code max} (itself first, then
+   * in the order the walk found them), their edges, and whether there were more. Empty jobs if it is
+   * unknown. Three statements on {@code c}, run in one transaction by the caller for one snapshot.
+   */
+  public io.pgjobs.DependencyGraph graph(Connection c, UUID job, int max) throws SQLException {
+    List<UUID> ids = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(graphIds)) {
+      ps.setObject(1, job);
+      ps.setInt(2, max + 1);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          ids.add(rs.getObject(1, UUID.class));
+        }
+      }
+    }
+    boolean truncated = ids.size() > max;
+    if (truncated) {
+      ids = ids.subList(0, max);
+    }
+    Map<UUID, io.pgjobs.DependencyGraph.Node> nodes = new HashMap<>();
+    java.sql.Array idArray = c.createArrayOf("uuid", ids.toArray());
+    try (PreparedStatement ps = c.prepareStatement(graphNodes)) {
+      ps.setArray(1, idArray);
+      ps.setArray(2, idArray);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          UUID id = rs.getObject(1, UUID.class);
+          nodes.put(
+              id,
+              new io.pgjobs.DependencyGraph.Node(
+                  id,
+                  rs.getString(2),
+                  JobState.parse(rs.getString(3)),
+                  rs.getString(4),
+                  rs.getString(5)));
+        }
+      }
+    }
+    List<io.pgjobs.DependencyGraph.Node> ordered = new ArrayList<>();
+    for (UUID id : ids) {
+      if (nodes.containsKey(id)) {
+        ordered.add(nodes.get(id)); // a pruned job is left out (its edges with it)
+      }
+    }
+    List<io.pgjobs.DependencyGraph.Edge> edges = new ArrayList<>();
+    if (!ordered.isEmpty()) {
+      java.sql.Array kept = c.createArrayOf(
+          "uuid", ordered.stream().map(io.pgjobs.DependencyGraph.Node::id).toArray());
+      try (PreparedStatement ps = c.prepareStatement(graphEdges)) {
+        ps.setArray(1, kept);
+        ps.setArray(2, kept);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            String parentState = rs.getString(4);
+            edges.add(new io.pgjobs.DependencyGraph.Edge(
+                rs.getObject(1, UUID.class),
+                rs.getObject(2, UUID.class),
+                io.pgjobs.Dependency.OnFailure.valueOf(
+                    rs.getString(3).toUpperCase(java.util.Locale.ROOT)),
+                parentState == null ? null : JobState.parse(parentState)));
+          }
+        }
+      }
+    }
+    return new io.pgjobs.DependencyGraph(List.copyOf(ordered), List.copyOf(edges), truncated);
   }
 }

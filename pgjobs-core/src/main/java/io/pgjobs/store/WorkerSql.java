@@ -303,7 +303,8 @@ final class WorkerSql {
 
   /**
    * Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys and
-   * the dependency edges they were the child of (a graph's edges go with the job that waited).
+   * the dependency edges they were the child of (a graph's edges go with the job that waited) and their
+   * names in their graphs.
    */
   static final String PRUNE_FINISHED = """
       WITH gone AS (
@@ -321,6 +322,9 @@ final class WorkerSql {
       ), edges AS (
           DELETE FROM {schema}.job_dependencies AS d
            WHERE d.child_id = ANY (ARRAY(SELECT id FROM gone))
+      ), names AS (
+          DELETE FROM {schema}.job_graph_names AS n
+           WHERE n.job_id = ANY (ARRAY(SELECT id FROM gone))
       )
       SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM keys)""";
 

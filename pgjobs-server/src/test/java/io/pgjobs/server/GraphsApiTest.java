@@ -210,4 +210,74 @@ class GraphsApiTest {
     assertThat(api.rowCounts()).isEqualTo(before);
     assertThat(api.db.queryLong("SELECT count(*) FROM pgjobs.job_dependencies")).isEqualTo(edges);
   }
+
+  @Test
+  void aJobsGraphHoldsEveryJobConnectedToItEitherWayWithItsEdges() {
+    String q = queue();
+    Response r = api.post("/graphs", """
+        {"jobs": [
+          {"name": "a", "type": "task", "payload": {"note": "a"}, "queue": "%1$s"},
+          {"name": "b", "type": "task", "payload": {"note": "b"}, "queue": "%1$s", "after": ["a"]},
+          {"name": "c", "type": "task", "payload": {"note": "c"}, "queue": "%1$s"},
+          {"name": "d", "type": "task", "payload": {"note": "d"}, "queue": "%1$s",
+           "after": ["b", {"name": "c", "on_failure": "only"}]}
+        ]}""".formatted(q));
+    assertThat(r.status()).as(r.body()).isEqualTo(422);
+    assertThat(r.body()).contains("jobs[3].after").contains("waits only on such dependencies");
+
+    r = api.post("/graphs", """
+        {"jobs": [
+          {"name": "a", "type": "task", "payload": {"note": "a"}, "queue": "%1$s"},
+          {"name": "b", "type": "task", "payload": {"note": "b"}, "queue": "%1$s", "after": ["a"]},
+          {"name": "c", "type": "task", "payload": {"note": "c"}, "queue": "%1$s"},
+          {"name": "d", "type": "task", "payload": {"note": "d"}, "queue": "%1$s",
+           "after": ["b", {"name": "c", "on_failure": "run"}]}
+        ]}""".formatted(q));
+    assertThat(r.status()).as(r.body()).isEqualTo(201);
+    JsonNode ids = r.json().path("jobs");
+
+    // Asked from "c" (a root with one child): the walk goes down to "d", then up to "b" and "a".
+    Response graph = conforming(
+        "GET", "/jobs/{id}/graph", api.get("/jobs/" + ids.path("c").asString() + "/graph"));
+    assertThat(graph.status()).isEqualTo(200);
+    List<String> jobs = new ArrayList<>();
+    graph.json().path("jobs").forEach(j -> jobs.add(j.path("id").asString()));
+    assertThat(jobs.get(0)).isEqualTo(ids.path("c").asString());
+    List<String> names = new ArrayList<>();
+    graph.json().path("jobs").forEach(j -> names.add(j.path("name").asString()));
+    assertThat(names).containsExactlyInAnyOrder("a", "b", "c", "d");
+    assertThat(jobs)
+        .containsExactlyInAnyOrder(
+            ids.path("a").asString(),
+            ids.path("b").asString(),
+            ids.path("c").asString(),
+            ids.path("d").asString());
+    List<String> edges = new ArrayList<>();
+    graph
+        .json()
+        .path("edges")
+        .forEach(e -> edges.add(e.path("parent").asString() + ">"
+            + e.path("child").asString() + " " + e.path("on_failure").asString()));
+    assertThat(edges)
+        .containsExactlyInAnyOrder(
+            ids.path("a").asString() + ">" + ids.path("b").asString() + " cancel",
+            ids.path("b").asString() + ">" + ids.path("d").asString() + " cancel",
+            ids.path("c").asString() + ">" + ids.path("d").asString() + " run");
+    assertThat(graph.json().path("truncated").asBoolean()).isFalse();
+
+    // A job without dependencies is a graph of one; an unknown job is 404.
+    Response single = api.post(
+        "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"x\"},\"queue\":\"" + q + "\"}");
+    Response one = conforming(
+        "GET",
+        "/jobs/{id}/graph",
+        api.get("/jobs/" + single.json().path("id").asString() + "/graph"));
+    assertThat(one.json().path("jobs")).hasSize(1);
+    assertThat(one.json().path("jobs").get(0).path("name").isNull()).isTrue();
+    assertThat(one.json().path("edges")).isEmpty();
+    assertThat(
+            conforming("GET", "/jobs/{id}/graph", api.get("/jobs/" + UUID.randomUUID() + "/graph"))
+                .status())
+        .isEqualTo(404);
+  }
 }

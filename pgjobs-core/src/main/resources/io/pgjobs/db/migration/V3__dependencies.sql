@@ -43,6 +43,13 @@ CREATE TABLE job_dependencies (
 );
 CREATE INDEX job_dependencies_child_idx ON job_dependencies (child_id);
 
+-- The name each job of a graph had in it (JobGraph.Builder.add), for the graph's readers (the API, the
+-- dashboard's drawing). Kept beside the hot table, not in it; pruned with the job's finished row.
+CREATE TABLE job_graph_names (
+    job_id uuid PRIMARY KEY,
+    name   text NOT NULL CHECK (length(name) BETWEEN 1 AND 255)
+);
+
 
 -- Moves blocked jobs to finished_jobs as cancelled, with an error of kind 'dependency' saying why. Their
 -- own dependents are resolved by the trigger below as their rows leave the hot table. Returns how many.

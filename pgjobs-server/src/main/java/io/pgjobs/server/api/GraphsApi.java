@@ -57,6 +57,7 @@ public final class GraphsApi {
   public void register(Routes routes) {
     routes.post("/graphs", ctx -> enqueue(ctx, routes));
     routes.get("/jobs/{id}/parents", this::parents);
+    routes.get("/jobs/{id}/graph", this::graph);
   }
 
   /**
@@ -255,5 +256,55 @@ public final class GraphsApi {
           p.output() == null ? null : client.jsonMapper().readTree(p.output())));
     }
     return Reply.ok(new ParentsView(parents));
+  }
+
+  /**
+   * A job's dependency graph: the jobs connected to it either way, with their states, and the edges.
+   *
+   * @param jobs the jobs, the one asked for first
+   * @param edges the edges between them
+   * @param truncated true when there were more than {@link JobClient#MAX_GRAPH_JOBS} jobs
+   */
+  public record GraphOfJobView(List<NodeView> jobs, List<EdgeView> edges, boolean truncated) {}
+
+  /**
+   * A job of a dependency graph.
+   *
+   * @param id its id
+   * @param type its type
+   * @param state its state
+   * @param queue its queue
+   * @param name its name in its graph, or null
+   */
+  public record NodeView(UUID id, String type, String state, String queue, String name) {}
+
+  /**
+   * An edge of a dependency graph: {@code child} waits or waited for {@code parent}.
+   *
+   * @param parent the parent
+   * @param child the child
+   * @param onFailure {@code cancel}, {@code run} or {@code only}
+   * @param parentState how the parent ended, or null while it has not
+   */
+  public record EdgeView(UUID parent, UUID child, String onFailure, String parentState) {}
+
+  private Reply graph(Context ctx) {
+    UUID id = QueryParams.uuid(ctx, "id");
+    io.pgjobs.DependencyGraph graph = client.dependencyGraph(id, JobClient.MAX_GRAPH_JOBS);
+    if (graph.jobs().isEmpty()) {
+      throw ApiProblem.notFound("no job with id " + id);
+    }
+    return Reply.ok(new GraphOfJobView(
+        graph.jobs().stream()
+            .map(n -> new NodeView(n.id(), n.type(), n.state().value(), n.queue(), n.name()))
+            .toList(),
+        graph.edges().stream()
+            .map(e -> new EdgeView(
+                e.parent(),
+                e.child(),
+                e.onFailure().value(),
+                e.parentState() == null ? null : e.parentState().value()))
+            .toList(),
+        graph.truncated()));
   }
 }

@@ -192,4 +192,80 @@ class DashboardScreenshotsTest {
     assertSmallPng(browser.screenshot(DIR, "dashboard-dead-letters.png"));
     browser.assertNoConsoleErrors();
   }
+
+  @Test
+  void graphScreenshotShowsAJobsDependencyGraphWithItsStates() throws IOException {
+    // Fan-out, fan-in and the three batch callbacks, one resize failing: what the job page draws.
+    java.util.function.Function<String, DashboardFixture.Task> ok =
+        name -> new DashboardFixture.Task("ok", name);
+    EnqueueOptions held = EnqueueOptions.builder().queue("held-for-review").build();
+    java.util.Map<String, UUID> ids = app.client.enqueueGraph(io.pgjobs.JobGraph.builder()
+        .add("fetch", DashboardFixture.TASK, ok.apply("fetch"))
+        .add(
+            "resize-1",
+            DashboardFixture.TASK,
+            ok.apply("resize-1"),
+            io.pgjobs.Dependency.on("fetch"))
+        .add(
+            "resize-2",
+            DashboardFixture.TASK,
+            ok.apply("resize-2"),
+            io.pgjobs.Dependency.on("fetch"))
+        .add(
+            "resize-3",
+            DashboardFixture.TASK,
+            new DashboardFixture.Task("fail", "resize-3"),
+            EnqueueOptions.builder().maxAttempts(1).build(),
+            io.pgjobs.Dependency.on("fetch"))
+        .add(
+            "zip",
+            DashboardFixture.TASK,
+            ok.apply("zip"),
+            io.pgjobs.Dependency.on("resize-1"),
+            io.pgjobs.Dependency.on("resize-2"),
+            io.pgjobs.Dependency.on("resize-3"))
+        .add("publish", DashboardFixture.TASK, ok.apply("publish"), io.pgjobs.Dependency.on("zip"))
+        .add(
+            "report",
+            DashboardFixture.TASK,
+            ok.apply("report"),
+            EnqueueOptions.DEFAULTS,
+            io.pgjobs.Dependency.on("resize-1").runAnyway(),
+            io.pgjobs.Dependency.on("resize-2").runAnyway(),
+            io.pgjobs.Dependency.on("resize-3").runAnyway())
+        .add(
+            "alert",
+            DashboardFixture.TASK,
+            ok.apply("alert"),
+            EnqueueOptions.DEFAULTS,
+            io.pgjobs.Dependency.on("resize-1").onlyIfItFails(),
+            io.pgjobs.Dependency.on("resize-2").onlyIfItFails(),
+            io.pgjobs.Dependency.on("resize-3").onlyIfItFails())
+        .add(
+            "archive",
+            DashboardFixture.TASK,
+            ok.apply("archive"),
+            held,
+            io.pgjobs.Dependency.on("report"))
+        .add(
+            "cleanup",
+            DashboardFixture.TASK,
+            ok.apply("cleanup"),
+            EnqueueOptions.DEFAULTS,
+            io.pgjobs.Dependency.on("archive").runAnyway())
+        .build());
+    app.awaitState(ids.get("report"), io.pgjobs.JobState.SUCCEEDED);
+    app.awaitState(ids.get("alert"), io.pgjobs.JobState.SUCCEEDED);
+    app.awaitState(ids.get("zip"), io.pgjobs.JobState.CANCELLED);
+
+    browser.open(app.url("/jobs/" + ids.get("zip")));
+    browser.waitFor(d -> browser.findAll("#job-graph g.gnode").size() == 10);
+    browser.waitForAttribute(
+        "#job-graph g[data-id='" + ids.get("archive") + "']", "data-state", "queued");
+    browser.waitForAttribute(
+        "#job-graph g[data-id='" + ids.get("cleanup") + "']", "data-state", "blocked");
+    browser.script("window.scrollTo(0, 0);");
+    assertSmallPng(browser.screenshot(DIR, "dashboard-graph.png"));
+    browser.assertNoConsoleErrors();
+  }
 }

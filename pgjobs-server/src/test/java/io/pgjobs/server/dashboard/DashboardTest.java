@@ -171,6 +171,65 @@ class DashboardTest extends BrowserTest {
   }
 
   @Test
+  void aJobsPageDrawsItsDependencyGraphAndRedrawsItAsTheOtherJobsEnd() {
+    String key = key();
+    EnqueueOptions parked = EnqueueOptions.builder().queue("parked").build();
+    java.util.Map<String, UUID> ids = app.client.enqueueGraph(io.pgjobs.JobGraph.builder()
+        .add("root", DashboardFixture.TASK, new DashboardFixture.Task("ok", key), parked)
+        .add(
+            "left",
+            DashboardFixture.TASK,
+            new DashboardFixture.Task("ok", key),
+            parked,
+            io.pgjobs.Dependency.on("root"))
+        .add(
+            "right",
+            DashboardFixture.TASK,
+            new DashboardFixture.Task("ok", key),
+            parked,
+            io.pgjobs.Dependency.on("root").runAnyway())
+        .add(
+            "join",
+            DashboardFixture.TASK,
+            new DashboardFixture.Task("ok", key),
+            parked,
+            io.pgjobs.Dependency.on("left"),
+            io.pgjobs.Dependency.on("right"))
+        .build());
+
+    browser.open(app.url("/jobs/" + ids.get("join")));
+    markPage();
+    browser.waitFor(d -> browser.findAll("#job-graph g.gnode").size() == 4);
+    assertThat(browser.findAll("#job-graph path.gedge")).hasSize(4);
+    assertThat(browser.findAll("#job-graph path.gedge-run")).hasSize(1);
+    assertThat(browser.attribute("#job-graph g.current", "data-id"))
+        .isEqualTo(ids.get("join").toString());
+    String root = "#job-graph g[data-id='" + ids.get("root") + "']";
+    assertThat(browser.attribute(root, "data-state")).isEqualTo("queued");
+    // Columns by depth: the root left of its children, the join right of them.
+    double rootX = ((Number) browser.script(
+            "return document.querySelector(arguments[0]).getBoundingClientRect().x;", root))
+        .doubleValue();
+    double joinX = ((Number) browser.script(
+            "return document.querySelector('#job-graph g.current').getBoundingClientRect().x;"))
+        .doubleValue();
+    assertThat(joinX).isGreaterThan(rootX);
+
+    // The root is cancelled elsewhere: "left" (cancel) is cancelled with the join; "right" (run) is
+    // queued. The drawing follows without a reload.
+    app.client.cancel(ids.get("root"));
+    browser.waitForAttribute(root, "data-state", "cancelled");
+    browser.waitForAttribute(
+        "#job-graph g[data-id='" + ids.get("left") + "']", "data-state", "cancelled");
+    browser.waitForAttribute(
+        "#job-graph g[data-id='" + ids.get("right") + "']", "data-state", "queued");
+    browser.waitForAttribute("#job-graph g.current", "data-state", "cancelled");
+    assertNotReloaded();
+    browser.click(root); // each job links to its page
+    browser.waitFor(d -> d.getCurrentUrl().endsWith("#/jobs/" + ids.get("root")));
+  }
+
+  @Test
   void waitingJobCancelledFromItsPageIsCancelledAtOnce() {
     UUID id = app.enqueue("ok", key(), "parked");
     browser.open(app.url("/jobs/" + id));

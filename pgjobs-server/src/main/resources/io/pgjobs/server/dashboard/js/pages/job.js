@@ -3,7 +3,7 @@
 // confirmed first and its result shown, including the API's 202 "pending on worker".
 
 import {get, post} from '../api.js';
-import {h, fill, stateBadge, progressBar, setProgress, prettyJson, fmtTime, fmtDuration, timeAgo, message, errorMessage, shortId} from '../dom.js';
+import {h, fill, stateBadge, progressBar, setProgress, prettyJson, fmtTime, fmtDuration, timeAgo, message, errorMessage, shortId, throttle} from '../dom.js';
 import {loader, every} from './common.js';
 
 /** Why a waiting job has not started, in words (the API's waiting_for values of a job). */
@@ -13,6 +13,85 @@ const WHY = {
   partition_busy: 'partition busy',
   partition_rate_limited: 'partition rate limited',
 };
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** An SVG element with attributes and children. */
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v != null) el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c != null) el.append(c);
+  }
+  return el;
+}
+
+const NODE_W = 150;
+const NODE_H = 42;
+const GAP_X = 56;
+const GAP_Y = 14;
+
+/**
+ * A job's dependency graph drawn left to right: each job in the column of its longest chain of parents
+ * (roots on the left), in the order the API listed them within a column; edges from parent to child,
+ * dashed when the child runs anyway if the parent fails, dotted when it runs only then. Each job links to
+ * its page; its border has its state's colour; the page's own job is drawn bold.
+ */
+export function drawGraph(graph, current) {
+  const parentsOf = new Map(graph.jobs.map(j => [j.id, []]));
+  for (const e of graph.edges) parentsOf.get(e.child)?.push(e.parent);
+  const depth = new Map();
+  const depthOf = (id, seen = new Set()) => {
+    if (depth.has(id)) return depth.get(id);
+    if (seen.has(id)) return 0; // not in a graph pgjobs built (they have no cycle); drawn anyway
+    seen.add(id);
+    const ps = (parentsOf.get(id) || []).filter(p => parentsOf.has(p));
+    const d = ps.length ? 1 + Math.max(...ps.map(p => depthOf(p, seen))) : 0;
+    depth.set(id, d);
+    return d;
+  };
+  const columns = [];
+  const at = new Map();
+  for (const j of graph.jobs) {
+    const d = depthOf(j.id);
+    (columns[d] ||= []).push(j);
+  }
+  columns.forEach((col, x) => col.forEach((j, y) => at.set(j.id, {
+    x: x * (NODE_W + GAP_X) + 4, y: y * (NODE_H + GAP_Y) + 4})));
+  const width = columns.length * (NODE_W + GAP_X) - GAP_X + 8;
+  const height = Math.max(...columns.map(c => c.length)) * (NODE_H + GAP_Y) - GAP_Y + 8;
+  const edges = graph.edges.filter(e => at.has(e.parent) && at.has(e.child)).map(e => {
+    const a = at.get(e.parent);
+    const b = at.get(e.child);
+    const x1 = a.x + NODE_W;
+    const y1 = a.y + NODE_H / 2;
+    const x2 = b.x - 3;
+    const y2 = b.y + NODE_H / 2;
+    const mid = (x1 + x2) / 2;
+    return svg('path', {class: 'gedge gedge-' + e.on_failure, d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
+      'marker-end': 'url(#garrow)', 'data-parent': e.parent, 'data-child': e.child});
+  });
+  const nodes = graph.jobs.map(j => {
+    const p = at.get(j.id);
+    const text = j.name ?? j.type;
+    const label = text.length > 20 ? text.slice(0, 19) + '…' : text;
+    return svg('a', {href: '#/jobs/' + j.id},
+      svg('g', {class: `gnode s-${j.state}` + (j.id === current ? ' current' : ''), 'data-id': j.id, 'data-state': j.state,
+        transform: `translate(${p.x},${p.y})`},
+        svg('title', null, `${j.name ? j.name + ': ' : ''}${j.type} ${j.id} (${j.state}, queue ${j.queue})`),
+        svg('rect', {width: NODE_W, height: NODE_H, rx: 6}),
+        svg('text', {x: 8, y: 17, class: 'gtype'}, label),
+        // The id's end: ids of one graph share their start (UUIDv7: the time they were made).
+        svg('text', {x: 8, y: 34, class: 'gstate'}, `${j.state} · …${j.id.slice(-6)}`)));
+  });
+  return svg('svg', {id: 'job-graph', class: 'dep-graph', width, height, viewBox: `0 0 ${width} ${height}`,
+      role: 'img', 'aria-label': `dependency graph of ${graph.jobs.length} jobs`},
+    svg('defs', null, svg('marker', {id: 'garrow', viewBox: '0 0 8 8', refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: 'auto'},
+      svg('path', {d: 'M0,0 L8,4 L0,8 z', class: 'garrow'}))),
+    edges, nodes);
+}
 
 export default function jobPage(root, {params: [id], events, navigate, confirm, flash}) {
   let job = null;
@@ -32,10 +111,17 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
   // A job of a graph (POST /graphs): the jobs it waits or waited for, with how each ended.
   const parents = h('div', {id: 'job-parents'});
   const parentsPanel = h('section', {class: 'panel', hidden: true}, h('h2', null, 'Waits for'), parents);
+  // The whole graph it belongs to, drawn (GET /jobs/{id}/graph), redrawn as its jobs change state.
+  const graphNote = h('p', {class: 'muted', id: 'job-graph-note'});
+  const graphBox = h('div', {class: 'graph-box'});
+  const graphPanel = h('section', {class: 'panel', id: 'job-graph-panel', hidden: true},
+    h('h2', null, 'Dependency graph'), graphBox, graphNote);
+  let graphIds = new Set();
 
   root.append(
     h('div', {class: 'job-head'}, title, badge, h('span', {class: 'mono muted', title: id}, id), actions),
     result, error,
+    graphPanel,
     h('div', {class: 'grid2'},
       h('div', {class: 'stack'},
         h('section', {class: 'panel'}, h('h2', null, 'Progress'), bar, progressMessage),
@@ -83,7 +169,27 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
 
     renderAttempts(j);
     loadParents();
+    loadGraph();
   }
+
+  /** Draws the dependency graph when the job has one (more than itself). */
+  async function loadGraph() {
+    let graph;
+    try {
+      graph = await get('/jobs/' + id + '/graph');
+    } catch {
+      return; // the job's own load shows what is wrong
+    }
+    if (!alive) return;
+    graphIds = new Set(graph.jobs.map(j => j.id));
+    graphPanel.hidden = graph.jobs.length < 2;
+    if (graphPanel.hidden) return;
+    graphBox.replaceChildren(drawGraph(graph, id));
+    graphNote.textContent = `${graph.jobs.length} jobs, ${graph.edges.length} dependencies`
+      + (graph.truncated ? ' (the first 500 jobs only)' : '')
+      + '. Dashed: runs anyway if the parent fails; dotted: runs only if it fails.';
+  }
+  const graphLater = throttle(() => loadGraph(), 500);
 
   /** The parents, if it has any: each a link with its type, how it ended, and what its failure does here. */
   async function loadParents() {
@@ -190,6 +296,7 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
   const stops = [
     events.on('state', e => {
       if (e.job_id === id) load();
+      else if (graphIds.has(e.job_id)) graphLater();
     }),
     events.on('progress', e => {
       if (e.job_id !== id || !job) return;
