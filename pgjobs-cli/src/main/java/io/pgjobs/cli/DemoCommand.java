@@ -2,8 +2,10 @@ package io.pgjobs.cli;
 
 import com.icegreen.greenmail.util.GreenMail;
 import com.icegreen.greenmail.util.ServerSetup;
+import io.pgjobs.Dependency;
 import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
+import io.pgjobs.JobGraph;
 import io.pgjobs.cli.config.Settings;
 import io.pgjobs.cli.demo.ResizeImageJob;
 import io.pgjobs.cli.demo.SendEmailJob;
@@ -159,7 +161,10 @@ final class DemoCommand extends Subcommand {
         });
   }
 
-  /** Enqueues one job of every kind per round until stopped or {@code samples} rounds are done. */
+  /**
+   * Enqueues one job of every kind per round, and in the first round and every tenth a job graph of the
+   * four kinds, until stopped or {@code samples} rounds are done.
+   */
   private void stream(
       JobClient client, java.time.Duration every, String webhookUrl, Path source, Path images) {
     String[] texts = {
@@ -198,6 +203,46 @@ final class DemoCommand extends Subcommand {
                 "{\"round\": " + round + "}",
                 WEBHOOK_SECRET),
             EnqueueOptions.builder().context("demo round " + round).build());
+        if (round % 10 == 1) {
+          // A job graph, the first round and every tenth: two jobs at once, an e-mail once both
+          // succeeded, then a webhook whatever the e-mail's outcome. The dashboard draws it on each
+          // of
+          // its jobs' pages.
+          String context = "demo graph round " + round;
+          client.enqueueGraph(JobGraph.builder()
+              .add(
+                  "summarize",
+                  SummarizeTextJob.TYPE,
+                  new SummarizeTextJob.SummarizeText(texts[(int) (round % 2)], 1),
+                  EnqueueOptions.builder().context(context).build())
+              .add(
+                  "thumbnail",
+                  ResizeImageJob.TYPE,
+                  new ResizeImageJob.ResizeImage(
+                      source.toString(),
+                      96,
+                      72,
+                      images.resolve("graph-" + round + ".png").toString()),
+                  EnqueueOptions.builder().context(context).build())
+              .add(
+                  "email",
+                  SendEmailJob.TYPE,
+                  new SendEmailJob.SendEmail(
+                      "editor" + round + "@example.com",
+                      "pgjobs demo graph #" + round,
+                      "The summary and the thumbnail are ready."),
+                  EnqueueOptions.builder().context(context).build(),
+                  Dependency.on("summarize"),
+                  Dependency.on("thumbnail"))
+              .add(
+                  "notify",
+                  WebhookDeliveryJob.TYPE,
+                  new WebhookDeliveryJob.WebhookDelivery(
+                      webhookUrl, "{\"graph_round\": " + round + "}", WEBHOOK_SECRET),
+                  EnqueueOptions.builder().context(context).build(),
+                  Dependency.on("email").runAnyway())
+              .build());
+        }
         Thread.sleep(every); // a demo's pace, not a wait for a condition
       } catch (InterruptedException e) {
         return;

@@ -186,6 +186,32 @@ class DemoProcessTest {
                 .isPositive();
           });
     }
+    // The first round's job graph: its four jobs all end succeeded, the e-mail after both of its
+    // parents.
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .pollInterval(Duration.ofMillis(250))
+        .untilAsserted(() -> {
+          JsonNode found = json.readTree(
+                  get(http, base + "/jobs?type=send_email&text=demo%20graph%20round%201&limit=1"))
+              .path("jobs");
+          assertThat(found.size())
+              .as("the demo graph's e-mail; output:%n%s", demo.output())
+              .isOne();
+          JsonNode graph = json.readTree(
+              get(http, base + "/jobs/" + found.get(0).path("id").asString() + "/graph"));
+          List<String> states = new java.util.ArrayList<>();
+          graph
+              .path("jobs")
+              .forEach(j ->
+                  states.add(j.path("name").asString() + " " + j.path("state").asString()));
+          assertThat(states)
+              .containsExactlyInAnyOrder(
+                  "summarize succeeded",
+                  "thumbnail succeeded",
+                  "email succeeded",
+                  "notify succeeded");
+        });
     HttpResponse<String> metrics = http.send(
         HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString());
