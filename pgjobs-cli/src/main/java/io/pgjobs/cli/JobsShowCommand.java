@@ -14,7 +14,8 @@ import picocli.CommandLine.Parameters;
     mixinStandardHelpOptions = true,
     versionProvider = VersionProvider.class,
     description =
-        "Show one job: state, attempts, payload, output, progress and every attempt's error.")
+        "Show one job: state, attempts, payload, output, progress, every attempt's error and, for"
+            + " a job of a graph, the jobs it waits for.")
 final class JobsShowCommand extends Subcommand {
   @Parameters(
       index = "0",
@@ -40,6 +41,24 @@ final class JobsShowCommand extends Subcommand {
         out().println(JobFormat.json(job));
       } else {
         JobFormat.details(out(), job);
+        // A job of a graph: what it waits or waited for (GET /jobs/{id}/parents).
+        List<io.pgjobs.JobParent> parents = db.client().parents(id);
+        if (!parents.isEmpty()) {
+          out().println("waits for:");
+          for (io.pgjobs.JobParent p : parents) {
+            out()
+                .printf(
+                    "  %s %s: %s, %s%n",
+                    p.id(),
+                    p.type(),
+                    p.state() == null ? "not ended" : p.state().value(),
+                    switch (p.onFailure()) {
+                      case CANCEL -> "cancelled if it fails";
+                      case RUN -> "runs anyway if it fails";
+                      case ONLY -> "runs only if it fails";
+                    });
+          }
+        }
       }
     }
     return PgJobsCommand.OK;

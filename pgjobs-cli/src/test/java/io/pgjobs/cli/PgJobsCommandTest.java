@@ -179,6 +179,31 @@ class PgJobsCommandTest {
   }
 
   @Test
+  void showListsWhatAJobOfAGraphWaitsFor() {
+    java.util.Map<String, UUID> ids = client.enqueueGraph(io.pgjobs.JobGraph.builder()
+        .add(
+            "first",
+            "report",
+            java.util.Map.of(),
+            io.pgjobs.EnqueueOptions.builder().queue("nobody-serves-this").build())
+        .add(
+            "second",
+            "report",
+            java.util.Map.of(),
+            io.pgjobs.EnqueueOptions.builder().queue("nobody-serves-this").build(),
+            io.pgjobs.Dependency.on("first").runAnyway())
+        .build());
+
+    CommandRun show = run("jobs", "show", ids.get("second").toString());
+    assertThat(show.exitCode()).as(show.toString()).isZero();
+    assertThat(show.out())
+        .contains("state:           blocked")
+        .contains(
+            "waits for:\n  " + ids.get("first") + " report: not ended, runs anyway if it fails");
+    assertThat(run("jobs", "show", ids.get("first").toString()).out()).doesNotContain("waits for:");
+  }
+
+  @Test
   void enqueueWithDelayOrRunAtSchedulesTheJob() {
     UUID delayed =
         run("enqueue", "report", "--allow-unknown-type", "--delay", "10m", "-q").firstId();
