@@ -37,9 +37,14 @@ final class IdempotencyFingerprint {
         .append(o.delay() == null ? null : o.delay().toMillis())
         .append('\n')
         .append(o.timeout() == null ? null : o.timeout().toMillis());
+    return sha256(b.toString());
+  }
+
+  /** The SHA-256 of {@code text} (UTF-8), in hex: a graph's fingerprint is that of its jobs' ones. */
+  static String sha256(String text) {
     try {
-      byte[] hash = MessageDigest.getInstance("SHA-256")
-          .digest(b.toString().getBytes(StandardCharsets.UTF_8));
+      byte[] hash =
+          MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(hash);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every Java platform has SHA-256", e);

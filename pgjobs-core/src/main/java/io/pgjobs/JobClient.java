@@ -216,19 +216,22 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * Enqueues a graph of jobs that wait for one another ({@link JobGraph}), all or none, in a transaction
    * of its own. Jobs with parents not ended yet are {@link JobState#BLOCKED} until they end; a job whose
    * parent had already failed or been cancelled (and whose dependency does not run anyway) is cancelled at
-   * once. If the COMMIT's answer is lost, this throws {@link EnqueueOutcomeUnknownException}: look the
-   * jobs up before enqueueing the graph again (a graph has no idempotency key yet).
+   * once. If the COMMIT's answer is lost, this throws {@link EnqueueOutcomeUnknownException}: enqueue the
+   * same graph again under the same {@link JobGraph.Builder#idempotencyKey idempotency key} to store it
+   * exactly once (without a key, look its jobs up first).
    *
-   * @return each job's id by its name in the graph, in the order the jobs were added
+   * @return each job's id by its name in the graph, in the order the jobs were added, and whether the
+   *     key replayed an earlier enqueue
+   * @throws IdempotencyKeyReusedException when the key already enqueued a different graph
    * @throws InvalidJobException for a payload or option refused, or a parent id that names no job
    */
-  public Map<String, UUID> enqueueGraph(JobGraph graph) {
+  public EnqueuedGraph enqueueGraph(JobGraph graph) {
     Objects.requireNonNull(graph, "graph");
     return withConnection(c -> {
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(false);
       try {
-        Map<String, UUID> ids = insertGraph(c, graph);
+        EnqueuedGraph ids = insertGraph(c, graph);
         try {
           c.commit();
         } catch (SQLException e) {
@@ -259,7 +262,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * {@link #enqueueGraph(JobGraph)} in the caller's transaction: the jobs and their dependencies exist
    * only if it commits. The parents enqueued before that the graph waits for are locked until then.
    */
-  public Map<String, UUID> enqueueGraph(Connection connection, JobGraph graph) {
+  public EnqueuedGraph enqueueGraph(Connection connection, JobGraph graph) {
     Objects.requireNonNull(graph, "graph");
     Objects.requireNonNull(connection, "connection");
     return call(() -> insertGraph(connection, graph));
@@ -270,7 +273,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * its own type and options), then its edges ({@link io.pgjobs.store.DependencyStore#link}), on
    * {@code c} in its open transaction.
    */
-  private Map<String, UUID> insertGraph(Connection c, JobGraph graph) throws SQLException {
+  private EnqueuedGraph insertGraph(Connection c, JobGraph graph) throws SQLException {
     Map<String, UUID> ids = new java.util.LinkedHashMap<>();
     List<NewJob> jobs = new ArrayList<>(graph.nodes().size());
     for (JobGraph.Node node : graph.nodes()) {
@@ -296,6 +299,37 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
       jobs.add(job);
       ids.put(node.name(), job.id());
     }
+    if (graph.idempotencyKey() != null) {
+      StringBuilder what = new StringBuilder("graph v1\n");
+      for (int i = 0; i < jobs.size(); i++) {
+        JobGraph.Node node = graph.nodes().get(i);
+        what.append(node.name())
+            .append('\n')
+            .append(IdempotencyFingerprint.of(
+                jobs.get(i).type(), jobs.get(i).payloadJson(), node.options()))
+            .append('\n');
+        for (Dependency d : node.after()) {
+          what.append(d.node() != null ? "node " + d.node() : "job " + d.job())
+              .append(' ')
+              .append(d.onFailure().value())
+              .append('\n');
+        }
+      }
+      String fingerprint = IdempotencyFingerprint.sha256(what.toString());
+      io.pgjobs.store.DependencyStore.GraphKey taken = dependencyStore.takeGraphKey(
+          c, graph.idempotencyKey(), fingerprint, jobs.get(0).id(), mapper.writeValueAsString(ids));
+      if (taken != null) {
+        if (!taken.fingerprint().equals(fingerprint)) {
+          throw new IdempotencyKeyReusedException(graph.idempotencyKey(), taken.firstJob());
+        }
+        Map<String, UUID> first = new java.util.LinkedHashMap<>();
+        mapper
+            .readTree(taken.jobsJson())
+            .properties()
+            .forEach(e -> first.put(e.getKey(), UUID.fromString(e.getValue().asString())));
+        return new EnqueuedGraph(java.util.Collections.unmodifiableMap(first), true);
+      }
+    }
     List<NewJob> keyed = partitionRules.keyed(jobs, c);
     enqueueStore.insertAll(c, keyed);
     for (NewJob job : keyed) {
@@ -311,7 +345,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
       }
     }
     dependencyStore.link(c, ids, edges);
-    return java.util.Collections.unmodifiableMap(ids);
+    return new EnqueuedGraph(java.util.Collections.unmodifiableMap(ids), false);
   }
 
   /** The most jobs {@link #dependencyGraph} reads: {@value}. */

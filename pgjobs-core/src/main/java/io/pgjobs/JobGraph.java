@@ -22,7 +22,7 @@ import java.util.Set;
  *     .add("alert", EMAIL, new Email("a resize failed"),
  *         Dependency.on("resize-a").onlyIfItFails(), Dependency.on("resize-b").onlyIfItFails())
  *     .build();
- * Map<String, UUID> ids = client.enqueueGraph(graph);
+ * Map<String, UUID> ids = client.enqueueGraph(graph).ids();
  * }</pre>
  *
  * A job may depend only on jobs added before it (or on jobs enqueued earlier, {@link Dependency#onJob}),
@@ -56,9 +56,16 @@ public final class JobGraph {
       List<Dependency> after) {}
 
   private final List<Node> nodes;
+  private final String idempotencyKey;
 
-  private JobGraph(List<Node> nodes) {
+  private JobGraph(List<Node> nodes, String idempotencyKey) {
     this.nodes = List.copyOf(nodes);
+    this.idempotencyKey = idempotencyKey;
+  }
+
+  /** The graph's idempotency key, or null. */
+  public String idempotencyKey() {
+    return idempotencyKey;
   }
 
   /** A new, empty graph. */
@@ -74,8 +81,30 @@ public final class JobGraph {
   /** Builds a {@link JobGraph}; every mistake is refused as it is made, naming the job. */
   public static final class Builder {
     private final Map<String, Node> nodes = new LinkedHashMap<>();
+    private String idempotencyKey;
 
     private Builder() {}
+
+    /**
+     * Makes the enqueue idempotent: the first {@link JobClient#enqueueGraph} under {@code key} stores the
+     * graph, and a later one of the same graph (the same jobs by name, types, payloads, options other
+     * than the context, and dependencies) stores nothing and returns the jobs the first one made
+     * ({@link EnqueuedGraph#replayed()}); a different graph under the key is refused
+     * ({@link IdempotencyKeyReusedException}). The safe retry after {@link EnqueueOutcomeUnknownException}.
+     * Kept until the graph's first job's finished row is pruned. 1 to 255 characters.
+     */
+    public Builder idempotencyKey(String key) {
+      if (key == null
+          || key.isEmpty()
+          || key.length() > EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH) {
+        throw new InvalidJobException(
+            "graph.idempotency_key",
+            "is 1 to " + EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH + " characters, was "
+                + (key == null ? "null" : key.length() + " characters"));
+      }
+      this.idempotencyKey = key;
+      return this;
+    }
 
     /** Adds a job with its type's defaults that waits for {@code after}. */
     public <P> Builder add(String name, JobType<P> type, P payload, Dependency... after) {
@@ -185,7 +214,7 @@ public final class JobGraph {
       if (nodes.isEmpty()) {
         throw new InvalidJobException("graph", "has no job; add at least one");
       }
-      return new JobGraph(new ArrayList<>(nodes.values()));
+      return new JobGraph(new ArrayList<>(nodes.values()), idempotencyKey);
     }
   }
 }

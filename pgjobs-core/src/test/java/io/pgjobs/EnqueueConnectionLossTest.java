@@ -313,6 +313,39 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
     }
   }
 
+  @Test
+  void aGraphRetriedWithItsKeyAfterALostCommitIsStoredOnce() throws Exception {
+    TcpProxy proxy = proxy();
+    JobClient producer = JobClient.builder(poolThrough(proxy)).build();
+    JobGraph.Builder graph = JobGraph.builder().idempotencyKey("order-42-fulfilment");
+    for (int i = 1; i <= 20; i++) {
+      graph.add(
+          "step-" + i,
+          NUMBERED,
+          new Numbered(i),
+          i == 1 ? new Dependency[0] : new Dependency[] {Dependency.on("step-" + (i - 1))});
+    }
+    JobGraph built = graph.build();
+    proxy.loseReplyTo("COMMIT");
+
+    PgJobsException thrown =
+        catchThrowableOfType(PgJobsException.class, () -> producer.enqueueGraph(built));
+    assertThat(thrown)
+        .as("graph enqueue whose COMMIT answer was lost")
+        .isInstanceOf(EnqueueOutcomeUnknownException.class);
+    assertThat(count("pgjobs.jobs")).as("the graph was committed all the same").isEqualTo(20);
+
+    // The documented retry: the same graph under the same key.
+    EnqueuedGraph retried = producer.enqueueGraph(built);
+
+    assertThat(retried.replayed()).isTrue();
+    assertThat(count("pgjobs.jobs")).as("jobs after the retry").isEqualTo(20);
+    assertThat(count("pgjobs.job_dependencies")).as("edges after the retry").isEqualTo(19);
+    assertThat(new HashSet<>(retried.ids().values())).isEqualTo(new HashSet<>(storedIds()));
+    assertThat(client.get(retried.id("step-1")).orElseThrow().state()).isEqualTo(JobState.QUEUED);
+    assertThat(client.get(retried.id("step-20")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
+  }
+
   private TcpProxy proxy() throws java.io.IOException {
     TcpProxy proxy = new TcpProxy(
         "127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());

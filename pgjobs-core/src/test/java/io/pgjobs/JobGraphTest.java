@@ -63,7 +63,7 @@ class JobGraphTest extends PgJobsTestBase {
       all.add(Dependency.on("mid-" + i));
     }
     graph.add("join", STEP, new Step("join", false), all.toArray(Dependency[]::new));
-    Map<String, UUID> ids = client.enqueueGraph(graph.build());
+    Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
 
     assertThat(client.get(ids.get("root")).orElseThrow().state()).isEqualTo(JobState.QUEUED);
     assertThat(client.get(ids.get("mid-0")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
@@ -90,14 +90,16 @@ class JobGraphTest extends PgJobsTestBase {
   @Test
   void aBlockedJobIsNotClaimedWhileALaterJobOfItsQueueRuns() {
     // The parent waits in a queue nobody serves; the child is first in its queue.
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add(
-            "parent",
-            STEP,
-            new Step("parent", false),
-            EnqueueOptions.builder().queue("graph-unserved").build())
-        .add("child", STEP, new Step("child", false), Dependency.on("parent"))
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add(
+                "parent",
+                STEP,
+                new Step("parent", false),
+                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add("child", STEP, new Step("child", false), Dependency.on("parent"))
+            .build())
+        .ids();
     UUID later = client.enqueue(STEP, new Step("later", false)).job().id();
 
     start(stepWorker(1));
@@ -110,18 +112,20 @@ class JobGraphTest extends PgJobsTestBase {
 
   @Test
   void aFailedParentCancelsWhatWaitsOnItButNotWhatRunsAnyway() {
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add("a", STEP, new Step("a", true))
-        .add("b", STEP, new Step("b", false), Dependency.on("a"))
-        .add("c", STEP, new Step("c", false), Dependency.on("b"))
-        .add("d", STEP, new Step("d", false), Dependency.on("a").runAnyway())
-        .add(
-            "e",
-            STEP,
-            new Step("e", false),
-            Dependency.on("d"),
-            Dependency.on("b").runAnyway())
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add("a", STEP, new Step("a", true))
+            .add("b", STEP, new Step("b", false), Dependency.on("a"))
+            .add("c", STEP, new Step("c", false), Dependency.on("b"))
+            .add("d", STEP, new Step("d", false), Dependency.on("a").runAnyway())
+            .add(
+                "e",
+                STEP,
+                new Step("e", false),
+                Dependency.on("d"),
+                Dependency.on("b").runAnyway())
+            .build())
+        .ids();
 
     start(stepWorker(4));
     awaitState(ids.get("e"), JobState.SUCCEEDED);
@@ -156,16 +160,18 @@ class JobGraphTest extends PgJobsTestBase {
         .job()
         .id();
 
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add("after-ok", STEP, new Step("after-ok", false), Dependency.onJob(ok))
-        .add("after-bad", STEP, new Step("after-bad", false), Dependency.onJob(bad))
-        .add(
-            "after-bad-anyway",
-            STEP,
-            new Step("after-bad-anyway", false),
-            Dependency.onJob(bad).runAnyway())
-        .add("after-waiting", STEP, new Step("after-waiting", false), Dependency.onJob(waiting))
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add("after-ok", STEP, new Step("after-ok", false), Dependency.onJob(ok))
+            .add("after-bad", STEP, new Step("after-bad", false), Dependency.onJob(bad))
+            .add(
+                "after-bad-anyway",
+                STEP,
+                new Step("after-bad-anyway", false),
+                Dependency.onJob(bad).runAnyway())
+            .add("after-waiting", STEP, new Step("after-waiting", false), Dependency.onJob(waiting))
+            .build())
+        .ids();
 
     awaitState(ids.get("after-ok"), JobState.SUCCEEDED);
     awaitState(ids.get("after-bad-anyway"), JobState.SUCCEEDED);
@@ -182,15 +188,17 @@ class JobGraphTest extends PgJobsTestBase {
 
   @Test
   void cancellingABlockedJobCancelsWhatWaitsOnIt() {
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add(
-            "p",
-            STEP,
-            new Step("p", false),
-            EnqueueOptions.builder().queue("graph-unserved").build())
-        .add("q", STEP, new Step("q", false), Dependency.on("p"))
-        .add("r", STEP, new Step("r", false), Dependency.on("q"))
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add(
+                "p",
+                STEP,
+                new Step("p", false),
+                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add("q", STEP, new Step("q", false), Dependency.on("p"))
+            .add("r", STEP, new Step("r", false), Dependency.on("q"))
+            .build())
+        .ids();
     assertThat(client.cancel(ids.get("q")).toString()).isNotEmpty();
     assertThat(client.get(ids.get("q")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
     assertThat(client.get(ids.get("r")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
@@ -210,6 +218,7 @@ class JobGraphTest extends PgJobsTestBase {
                   .add("x", STEP, new Step("x", false))
                   .add("y", STEP, new Step("y", false), Dependency.on("x"))
                   .build())
+          .ids()
           .values());
       tx.rollback();
     }
@@ -260,7 +269,7 @@ class JobGraphTest extends PgJobsTestBase {
         .add("first", STEP, new Step("first", false))
         .add("a", STEP, new Step("a", false), Dependency.onJob(unknown))
         .build();
-    assertThatThrownBy(() -> client.enqueueGraph(dangling))
+    assertThatThrownBy(() -> client.enqueueGraph(dangling).ids())
         .isInstanceOf(InvalidJobException.class)
         .hasMessageContaining("graph[a].after")
         .hasMessageContaining("job " + unknown + " does not exist");
@@ -269,20 +278,22 @@ class JobGraphTest extends PgJobsTestBase {
 
   @Test
   void aParentThatIsRetriedAfterItFailedResolvesItsEdgesOnce() {
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add("flaky", STEP, new Step("flaky", true))
-        .add(
-            "gate",
-            STEP,
-            new Step("gate", false),
-            EnqueueOptions.builder().queue("graph-unserved").build())
-        .add(
-            "child",
-            STEP,
-            new Step("child", false),
-            Dependency.on("flaky").runAnyway(),
-            Dependency.on("gate"))
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add("flaky", STEP, new Step("flaky", true))
+            .add(
+                "gate",
+                STEP,
+                new Step("gate", false),
+                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add(
+                "child",
+                STEP,
+                new Step("child", false),
+                Dependency.on("flaky").runAnyway(),
+                Dependency.on("gate"))
+            .build())
+        .ids();
     start(stepWorker(1));
     awaitState(ids.get("flaky"), JobState.FAILED);
     client.retry(ids.get("flaky"), true);
@@ -299,14 +310,16 @@ class JobGraphTest extends PgJobsTestBase {
 
   @Test
   void pruningAFinishedChildRemovesItsEdges() throws Exception {
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add(
-            "p",
-            STEP,
-            new Step("p", false),
-            EnqueueOptions.builder().queue("graph-unserved").build())
-        .add("c", STEP, new Step("c", false), Dependency.on("p"))
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add(
+                "p",
+                STEP,
+                new Step("p", false),
+                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add("c", STEP, new Step("c", false), Dependency.on("p"))
+            .build())
+        .ids();
     client.cancel(ids.get("p"));
     awaitState(ids.get("c"), JobState.CANCELLED);
     String edges =
@@ -348,7 +361,7 @@ class JobGraphTest extends PgJobsTestBase {
         null,
         Dependency.on("start"),
         Dependency.on("n1").runAnyway());
-    Map<String, UUID> ids = client.enqueueGraph(graph.build());
+    Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
 
     assertThat(ids).hasSize(JobGraph.MAX_JOBS);
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id = ANY('" + uuidArray(ids.values())
@@ -402,8 +415,8 @@ class JobGraphTest extends PgJobsTestBase {
         STEP,
         new Step("b-any-failed", false),
         anyFailedB.toArray(Dependency[]::new));
-    Map<String, UUID> a = client.enqueueGraph(failing.build());
-    Map<String, UUID> b = client.enqueueGraph(succeeding.build());
+    Map<String, UUID> a = client.enqueueGraph(failing.build()).ids();
+    Map<String, UUID> b = client.enqueueGraph(succeeding.build()).ids();
 
     // 30 lanes: the 30 parents of each callback end at once, in many transactions.
     start(stepWorker(30));
@@ -438,15 +451,21 @@ class JobGraphTest extends PgJobsTestBase {
     awaitState(ok, JobState.SUCCEEDED);
     awaitState(bad, JobState.FAILED);
 
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add(
-            "fired",
-            STEP,
-            new Step("fired", false),
-            Dependency.onJob(ok).onlyIfItFails(),
-            Dependency.onJob(bad).onlyIfItFails())
-        .add("unneeded", STEP, new Step("unneeded", false), Dependency.onJob(ok).onlyIfItFails())
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add(
+                "fired",
+                STEP,
+                new Step("fired", false),
+                Dependency.onJob(ok).onlyIfItFails(),
+                Dependency.onJob(bad).onlyIfItFails())
+            .add(
+                "unneeded",
+                STEP,
+                new Step("unneeded", false),
+                Dependency.onJob(ok).onlyIfItFails())
+            .build())
+        .ids();
     awaitState(ids.get("fired"), JobState.SUCCEEDED);
     assertThat(client.get(ids.get("unneeded")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
     assertThatThrownBy(() -> JobGraph.builder()
@@ -476,16 +495,18 @@ class JobGraphTest extends PgJobsTestBase {
     // and waits for that row; then "first" commits. The child runs only if a parent fails: both
     // succeeded, so it must end cancelled as not needed, never queued and never left blocked.
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    Map<String, UUID> ids = client.enqueueGraph(JobGraph.builder()
-        .add("first", HELD, new Held("first", true))
-        .add("second", HELD, new Held("second", false))
-        .add(
-            "watcher",
-            STEP,
-            new Step("watcher", false),
-            Dependency.on("first").onlyIfItFails(),
-            Dependency.on("second").onlyIfItFails())
-        .build());
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add("first", HELD, new Held("first", true))
+            .add("second", HELD, new Held("second", false))
+            .add(
+                "watcher",
+                STEP,
+                new Step("watcher", false),
+                Dependency.on("first").onlyIfItFails(),
+                Dependency.on("second").onlyIfItFails())
+            .build())
+        .ids();
     java.util.concurrent.atomic.AtomicBoolean firstCompleted =
         new java.util.concurrent.atomic.AtomicBoolean();
     start(stepWorker(4).register(HELD, (ctx, h) -> {
@@ -519,5 +540,66 @@ class JobGraphTest extends PgJobsTestBase {
     awaitState(ids.get("first"), JobState.SUCCEEDED);
     awaitState(ids.get("second"), JobState.SUCCEEDED);
     assertThat(runsByName()).doesNotContainKey("watcher");
+  }
+
+  @Test
+  void aGraphEnqueuedAgainUnderItsKeyIsStoredOnceAndAnotherGraphUnderItIsRefused()
+      throws Exception {
+    JobGraph graph = JobGraph.builder()
+        .idempotencyKey("nightly-2026-11-29")
+        .add(
+            "a",
+            STEP,
+            new Step("a", false),
+            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add("b", STEP, new Step("b", false), Dependency.on("a"))
+        .build();
+    EnqueuedGraph first = client.enqueueGraph(graph);
+    assertThat(first.replayed()).isFalse();
+    long jobs = count("SELECT count(*) FROM pgjobs.jobs");
+
+    // The same graph again, and concurrently from eight threads: nothing new, the first one's jobs.
+    EnqueuedGraph again = client.enqueueGraph(graph);
+    assertThat(again.replayed()).isTrue();
+    assertThat(again.ids()).isEqualTo(first.ids());
+    List<java.util.concurrent.Future<EnqueuedGraph>> racing = new ArrayList<>();
+    try (var pool = java.util.concurrent.Executors.newFixedThreadPool(8)) {
+      for (int i = 0; i < 8; i++) {
+        racing.add(pool.submit(() -> client.enqueueGraph(graph)));
+      }
+      for (var f : racing) {
+        assertThat(f.get().ids()).isEqualTo(first.ids());
+      }
+    }
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs")).isEqualTo(jobs);
+
+    // A different graph under the key (another payload) is refused, naming the first graph's first
+    // job.
+    JobGraph other = JobGraph.builder()
+        .idempotencyKey("nightly-2026-11-29")
+        .add(
+            "a",
+            STEP,
+            new Step("a", true),
+            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add("b", STEP, new Step("b", false), Dependency.on("a"))
+        .build();
+    assertThatThrownBy(() -> client.enqueueGraph(other))
+        .isInstanceOf(IdempotencyKeyReusedException.class)
+        .hasMessageContaining(first.id("a").toString());
+    assertThat(count("SELECT count(*) FROM pgjobs.jobs")).isEqualTo(jobs);
+    assertThatThrownBy(() -> JobGraph.builder().idempotencyKey(""))
+        .hasMessageContaining("graph.idempotency_key");
+
+    // The key goes with the graph's first job when its finished row is pruned.
+    client.cancel(first.id("a"));
+    new io.pgjobs.store.WorkerStore(
+            db.dataSource(),
+            "pgjobs",
+            new io.pgjobs.json.PayloadCodec(io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER))
+        .pruneFinished(Duration.ZERO, 10_000);
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.graph_keys WHERE idempotency_key = 'nightly-2026-11-29'"))
+        .isZero();
   }
 }

@@ -180,19 +180,21 @@ class PgJobsCommandTest {
 
   @Test
   void showListsWhatAJobOfAGraphWaitsFor() {
-    java.util.Map<String, UUID> ids = client.enqueueGraph(io.pgjobs.JobGraph.builder()
-        .add(
-            "first",
-            "report",
-            java.util.Map.of(),
-            io.pgjobs.EnqueueOptions.builder().queue("nobody-serves-this").build())
-        .add(
-            "second",
-            "report",
-            java.util.Map.of(),
-            io.pgjobs.EnqueueOptions.builder().queue("nobody-serves-this").build(),
-            io.pgjobs.Dependency.on("first").runAnyway())
-        .build());
+    java.util.Map<String, UUID> ids = client
+        .enqueueGraph(io.pgjobs.JobGraph.builder()
+            .add(
+                "first",
+                "report",
+                java.util.Map.of(),
+                io.pgjobs.EnqueueOptions.builder().queue("nobody-serves-this").build())
+            .add(
+                "second",
+                "report",
+                java.util.Map.of(),
+                io.pgjobs.EnqueueOptions.builder().queue("nobody-serves-this").build(),
+                io.pgjobs.Dependency.on("first").runAnyway())
+            .build())
+        .ids();
 
     CommandRun show = run("jobs", "show", ids.get("second").toString());
     assertThat(show.exitCode()).as(show.toString()).isZero();

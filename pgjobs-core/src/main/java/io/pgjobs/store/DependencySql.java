@@ -13,6 +13,20 @@ final class DependencySql {
       INSERT INTO {schema}.job_dependencies (parent_id, child_id, on_failure)
       SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[])""";
 
+  /**
+   * Takes a graph's idempotency key, or finds it taken (no row: then {@link #FIND_GRAPH_KEY}); waits for a
+   * concurrent enqueue under the same key to end. Parameters: key, fingerprint, first job, jobs (JSON).
+   */
+  static final String INSERT_GRAPH_KEY = """
+      INSERT INTO {schema}.graph_keys (idempotency_key, fingerprint, first_job, jobs)
+      VALUES (?, ?, ?, ?::jsonb)
+      ON CONFLICT (idempotency_key) DO NOTHING
+      RETURNING 1""";
+
+  /** What a graph's key names: fingerprint, first job, jobs (JSON). Parameter: the key. */
+  static final String FIND_GRAPH_KEY = """
+      SELECT fingerprint, first_job, jobs::text FROM {schema}.graph_keys WHERE idempotency_key = ?""";
+
   /** The names of a graph's jobs. Parameters: job ids, names (arrays, one per job). */
   static final String INSERT_NAMES = """
       INSERT INTO {schema}.job_graph_names (job_id, name)

@@ -23,6 +23,8 @@ import java.util.UUID;
 public final class DependencyStore {
   private final String insertEdges;
   private final String insertNames;
+  private final String insertGraphKey;
+  private final String findGraphKey;
   private final String markParents;
   private final String endedParents;
   private final String resolveEnded;
@@ -59,6 +61,8 @@ public final class DependencyStore {
   public DependencyStore(String schema) {
     this.insertEdges = JobSql.forSchema(DependencySql.INSERT_EDGES, schema);
     this.insertNames = JobSql.forSchema(DependencySql.INSERT_NAMES, schema);
+    this.insertGraphKey = JobSql.forSchema(DependencySql.INSERT_GRAPH_KEY, schema);
+    this.findGraphKey = JobSql.forSchema(DependencySql.FIND_GRAPH_KEY, schema);
     this.markParents = JobSql.forSchema(DependencySql.MARK_PARENTS, schema);
     this.endedParents = JobSql.forSchema(DependencySql.ENDED_PARENTS, schema);
     this.resolveEnded = JobSql.forSchema(DependencySql.RESOLVE_ENDED, schema);
@@ -202,6 +206,50 @@ public final class DependencyStore {
       ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
       ps.setString(2, message);
       ps.executeUpdate();
+    }
+  }
+
+  /**
+   * What a graph's idempotency key already names.
+   *
+   * @param fingerprint what the enqueue that took it asked for
+   * @param firstJob the id of its graph's first job
+   * @param jobsJson its jobs, name to id, as JSON
+   */
+  public record GraphKey(String fingerprint, UUID firstJob, String jobsJson) {}
+
+  /**
+   * Takes {@code key} for a graph on {@code c} in its open transaction, or returns what the key already
+   * names (after waiting for an enqueue under it that had not committed yet).
+   *
+   * @return null if this graph took the key
+   */
+  public GraphKey takeGraphKey(
+      Connection c, String key, String fingerprint, UUID firstJob, String jobsJson)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(insertGraphKey)) {
+      ps.setString(1, key);
+      ps.setString(2, fingerprint);
+      ps.setObject(3, firstJob);
+      ps.setString(4, jobsJson);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          return null;
+        }
+      }
+    }
+    try (PreparedStatement ps = c.prepareStatement(findGraphKey)) {
+      ps.setString(1, key);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          // Taken by an enqueue that rolled back between our insert and this read: rare; the
+          // caller's
+          // retry takes it.
+          throw new SQLException(
+              "graph key '" + key + "' changed hands while it was read; try again", "40001");
+        }
+        return new GraphKey(rs.getString(1), rs.getObject(2, UUID.class), rs.getString(3));
+      }
     }
   }
 

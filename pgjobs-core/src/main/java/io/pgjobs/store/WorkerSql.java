@@ -303,8 +303,8 @@ final class WorkerSql {
 
   /**
    * Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys and
-   * the dependency edges they were the child of (a graph's edges go with the job that waited) and their
-   * names in their graphs.
+   * the dependency edges they were the child of (a graph's edges go with the job that waited), their
+   * names in their graphs, and the idempotency keys of the graphs they were the first job of.
    */
   static final String PRUNE_FINISHED = """
       WITH gone AS (
@@ -325,6 +325,9 @@ final class WorkerSql {
       ), names AS (
           DELETE FROM {schema}.job_graph_names AS n
            WHERE n.job_id = ANY (ARRAY(SELECT id FROM gone))
+      ), graph_keys AS (
+          DELETE FROM {schema}.graph_keys AS g
+           WHERE g.first_job = ANY (ARRAY(SELECT id FROM gone))
       )
       SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM keys)""";
 

@@ -280,4 +280,35 @@ class GraphsApiTest {
                 .status())
         .isEqualTo(404);
   }
+
+  @Test
+  void aGraphPostedAgainWithItsIdempotencyKeyIsAReplayAndAnotherGraphUnderItIsRefused() {
+    String q = queue();
+    String body = """
+        {"jobs": [
+          {"name": "a", "type": "task", "payload": {"note": "a"}, "queue": "%1$s"},
+          {"name": "b", "type": "task", "payload": {"note": "b"}, "queue": "%1$s", "after": ["a"]}
+        ]}""".formatted(q);
+    String key = "graph-" + UUID.randomUUID();
+    Response first =
+        conforming("POST", "/graphs", api.post("/graphs", body, "Idempotency-Key", key));
+    assertThat(first.status()).as(first.body()).isEqualTo(201);
+    List<Long> after = api.rowCounts();
+
+    Response replay =
+        conforming("POST", "/graphs", api.post("/graphs", body, "Idempotency-Key", key));
+    assertThat(replay.status()).as(replay.body()).isEqualTo(200);
+    assertThat(replay.header("Idempotent-Replayed")).isEqualTo("true");
+    assertThat(replay.json().path("jobs")).isEqualTo(first.json().path("jobs"));
+    assertThat(api.rowCounts()).isEqualTo(after);
+
+    Response other = conforming(
+        "POST",
+        "/graphs",
+        api.post(
+            "/graphs", body.replace("\"note\": \"b\"", "\"note\": \"c\""), "Idempotency-Key", key));
+    assertThat(other.status()).as(other.body()).isEqualTo(422);
+    assertThat(other.body()).contains("idempotency-key-reused");
+    assertThat(api.rowCounts()).isEqualTo(after);
+  }
 }

@@ -43,6 +43,20 @@ CREATE TABLE job_dependencies (
 );
 CREATE INDEX job_dependencies_child_idx ON job_dependencies (child_id);
 
+-- A graph's idempotency key (JobGraph.Builder.idempotencyKey): what the enqueue under it asked for (the
+-- fingerprint of every job, its options and its edges) and the jobs it made (name -> id), so that a retry
+-- of the same graph under the key stores nothing and answers those jobs. Written in the enqueue's own
+-- transaction, first: a second enqueue under the key waits for the first to commit or roll back. Pruned
+-- with the finished row of the graph's first job.
+CREATE TABLE graph_keys (
+    idempotency_key text PRIMARY KEY CHECK (length(idempotency_key) BETWEEN 1 AND 255),
+    fingerprint     text NOT NULL,
+    first_job       uuid NOT NULL,
+    jobs            jsonb NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX graph_keys_first_job_idx ON graph_keys (first_job);
+
 -- The name each job of a graph had in it (JobGraph.Builder.add), for the graph's readers (the API, the
 -- dashboard's drawing). Kept beside the hot table, not in it; pruned with the job's finished row.
 CREATE TABLE job_graph_names (

@@ -98,6 +98,16 @@ public final class GraphsApi {
           "jobs", "must hold 1 to " + JobGraph.MAX_JOBS + " jobs, held " + jobs.size());
     }
     JobGraph.Builder graph = JobGraph.builder();
+    String key = ctx.header(JobsApi.IDEMPOTENCY_KEY);
+    if (key != null) {
+      if (key.isBlank() || key.length() > io.pgjobs.EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH) {
+        throw ApiProblem.invalidField(
+            JobsApi.IDEMPOTENCY_KEY,
+            "must be 1 to " + io.pgjobs.EnqueueOptions.MAX_IDEMPOTENCY_KEY_LENGTH
+                + " characters, was " + key.length());
+      }
+      graph.idempotencyKey(key);
+    }
     Map<String, Integer> index = new LinkedHashMap<>();
     for (int i = 0; i < jobs.size(); i++) {
       String at = "jobs[" + i + "]";
@@ -127,7 +137,7 @@ public final class GraphsApi {
       }
       index.put(name, i);
     }
-    Map<String, UUID> ids;
+    io.pgjobs.EnqueuedGraph ids;
     try {
       ids = client.enqueueGraph(graph.build());
     } catch (InvalidJobException e) {
@@ -140,7 +150,11 @@ public final class GraphsApi {
       }
       throw e;
     }
-    return Reply.created(new GraphView(ids));
+    if (ids.replayed()) {
+      // The jobs the key's first request made, as it answered (200, not 201: nothing new).
+      return Reply.ok(new GraphView(ids.ids())).withHeader("Idempotent-Replayed", "true");
+    }
+    return Reply.created(new GraphView(ids.ids()));
   }
 
   /** {@code after}: names of jobs added before, or objects {@code {"name"|"job", "on_failure"}}. */

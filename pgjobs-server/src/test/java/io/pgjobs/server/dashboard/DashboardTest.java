@@ -136,19 +136,21 @@ class DashboardTest extends BrowserTest {
   @Test
   void aBlockedJobOfAGraphShowsWhatItWaitsForAndFollowsItsParentsEndLive() {
     String key = key();
-    java.util.Map<String, UUID> ids = app.client.enqueueGraph(io.pgjobs.JobGraph.builder()
-        .add(
-            "parent",
-            DashboardFixture.TASK,
-            new DashboardFixture.Task("ok", key),
-            EnqueueOptions.builder().queue("parked").build())
-        .add(
-            "child",
-            DashboardFixture.TASK,
-            new DashboardFixture.Task("ok", key),
-            EnqueueOptions.DEFAULTS,
-            io.pgjobs.Dependency.on("parent"))
-        .build());
+    java.util.Map<String, UUID> ids = app.client
+        .enqueueGraph(io.pgjobs.JobGraph.builder()
+            .add(
+                "parent",
+                DashboardFixture.TASK,
+                new DashboardFixture.Task("ok", key),
+                EnqueueOptions.builder().queue("parked").build())
+            .add(
+                "child",
+                DashboardFixture.TASK,
+                new DashboardFixture.Task("ok", key),
+                EnqueueOptions.DEFAULTS,
+                io.pgjobs.Dependency.on("parent"))
+            .build())
+        .ids();
     UUID parent = ids.get("parent");
     UUID child = ids.get("child");
 
@@ -174,28 +176,30 @@ class DashboardTest extends BrowserTest {
   void aJobsPageDrawsItsDependencyGraphAndRedrawsItAsTheOtherJobsEnd() {
     String key = key();
     EnqueueOptions parked = EnqueueOptions.builder().queue("parked").build();
-    java.util.Map<String, UUID> ids = app.client.enqueueGraph(io.pgjobs.JobGraph.builder()
-        .add("root", DashboardFixture.TASK, new DashboardFixture.Task("ok", key), parked)
-        .add(
-            "left",
-            DashboardFixture.TASK,
-            new DashboardFixture.Task("ok", key),
-            parked,
-            io.pgjobs.Dependency.on("root"))
-        .add(
-            "right",
-            DashboardFixture.TASK,
-            new DashboardFixture.Task("ok", key),
-            parked,
-            io.pgjobs.Dependency.on("root").runAnyway())
-        .add(
-            "join",
-            DashboardFixture.TASK,
-            new DashboardFixture.Task("ok", key),
-            parked,
-            io.pgjobs.Dependency.on("left"),
-            io.pgjobs.Dependency.on("right"))
-        .build());
+    java.util.Map<String, UUID> ids = app.client
+        .enqueueGraph(io.pgjobs.JobGraph.builder()
+            .add("root", DashboardFixture.TASK, new DashboardFixture.Task("ok", key), parked)
+            .add(
+                "left",
+                DashboardFixture.TASK,
+                new DashboardFixture.Task("ok", key),
+                parked,
+                io.pgjobs.Dependency.on("root"))
+            .add(
+                "right",
+                DashboardFixture.TASK,
+                new DashboardFixture.Task("ok", key),
+                parked,
+                io.pgjobs.Dependency.on("root").runAnyway())
+            .add(
+                "join",
+                DashboardFixture.TASK,
+                new DashboardFixture.Task("ok", key),
+                parked,
+                io.pgjobs.Dependency.on("left"),
+                io.pgjobs.Dependency.on("right"))
+            .build())
+        .ids();
 
     browser.open(app.url("/jobs/" + ids.get("join")));
     markPage();
