@@ -650,6 +650,14 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     return call(adminStore::readyDepth);
   }
 
+  /**
+   * Blocked jobs per queue: jobs of graphs waiting for the jobs they depend on ({@link JobGraph}), read
+   * from their own partial index (queues with none are absent).
+   */
+  public Map<String, Long> blockedByQueue() {
+    return call(adminStore::blockedDepth);
+  }
+
   /** Jobs finished per minute during the last {@code window} (1 min to 7 d), by type, queue and state. */
   public List<MinuteStats> statsPerMinute(Duration window) {
     if (window == null

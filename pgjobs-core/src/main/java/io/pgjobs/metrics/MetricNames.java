@@ -15,6 +15,8 @@ package io.pgjobs.metrics;
  *       <td>handler run time</td></tr>
  *   <tr><td>{@value #JOBS_ENQUEUED}</td><td>counter</td><td>kind</td><td>jobs enqueued by this process</td></tr>
  *   <tr><td>{@value #QUEUE_DEPTH}</td><td>gauge</td><td>queue</td><td>jobs due and waiting</td></tr>
+ *   <tr><td>{@value #QUEUE_BLOCKED}</td><td>gauge</td><td>queue</td>
+ *       <td>jobs of graphs waiting for the jobs they depend on (the API server's /metrics)</td></tr>
  *   <tr><td>{@value #LIMITED_RUNNING}</td><td>gauge</td><td>queue</td>
  *       <td>a limited queue's running jobs (what its global concurrency counts)</td></tr>
  *   <tr><td>{@value #LIMITED_WAITING}</td><td>gauge</td><td>queue, waiting_for</td>
@@ -36,6 +38,8 @@ public final class MetricNames {
   public static final String JOBS_ENQUEUED = "pgjobs_jobs_enqueued";
   /** Gauge: due jobs waiting, tag {@code queue}. */
   public static final String QUEUE_DEPTH = "pgjobs_queue_depth";
+  /** Gauge: blocked jobs of graphs (waiting for the jobs they depend on), tag {@code queue}. */
+  public static final String QUEUE_BLOCKED = "pgjobs_queue_blocked";
   /**
    * Gauge: lanes held by handlers the worker had to let go (they ignored their timeout, cancellation or
    * shutdown), tag {@code worker}.

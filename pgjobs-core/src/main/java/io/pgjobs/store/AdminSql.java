@@ -289,4 +289,15 @@ final class AdminSql {
             WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL AND run_at <= now()
             ORDER BY capability, queue LIMIT (SELECT NULL::bigint))) AS due
        GROUP BY queue""";
+
+  /**
+   * Blocked jobs of graphs per queue, read through jobs_blocked_idx in queue order as {@link #READY_DEPTH}
+   * reads its indexes (the {@code ORDER BY ... LIMIT (SELECT NULL)} keeps the planner on the index,
+   * whatever the hot table's stale statistics say).
+   */
+  static final String BLOCKED_DEPTH = """
+      SELECT queue, count(*) FROM (
+          SELECT queue FROM {schema}.jobs WHERE state = 'blocked'
+           ORDER BY queue LIMIT (SELECT NULL::bigint)) AS blocked
+       GROUP BY queue""";
 }

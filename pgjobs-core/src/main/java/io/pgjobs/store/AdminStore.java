@@ -55,6 +55,7 @@ public final class AdminStore {
   private final String hotCounts;
   private final String finishedCounts;
   private final String readyDepth;
+  private final String blockedDepth;
   private final String retryMatching;
   private final String countCancelMatching;
   private final String countRetryMatching;
@@ -78,6 +79,7 @@ public final class AdminStore {
     this.hotCounts = JobSql.forSchema(AdminSql.HOT_COUNTS, schema);
     this.finishedCounts = JobSql.forSchema(AdminSql.FINISHED_COUNTS, schema);
     this.readyDepth = JobSql.forSchema(AdminSql.READY_DEPTH, schema);
+    this.blockedDepth = JobSql.forSchema(AdminSql.BLOCKED_DEPTH, schema);
     this.retryMatching = JobSql.forSchema(AdminSql.RETRY_MATCHING, schema);
     this.countCancelMatching = JobSql.forSchema(AdminSql.COUNT_CANCEL_MATCHING, schema);
     this.countRetryMatching = JobSql.forSchema(AdminSql.COUNT_RETRY_MATCHING, schema);
@@ -551,6 +553,22 @@ public final class AdminStore {
       m.put(s, 0L);
     }
     return m;
+  }
+
+  /**
+   * Blocked jobs of graphs per queue ({@link AdminSql#BLOCKED_DEPTH}), from their partial index. One
+   * statement in auto-commit.
+   */
+  public Map<String, Long> blockedDepth() throws SQLException {
+    Map<String, Long> blocked = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(blockedDepth));
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        blocked.put(rs.getString(1), rs.getLong(2));
+      }
+    }
+    return blocked;
   }
 
   /**

@@ -92,6 +92,11 @@ class GraphsApiTest {
       }
     }
     assertThat(blocked).as(queues.body()).isEqualTo(2);
+    // And the metrics (refreshed at most once a second).
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(10))
+        .untilAsserted(() -> assertThat(api.get("/metrics").body())
+            .contains("pgjobs_queue_blocked{queue=\"" + q + "\"} 2.0"));
   }
 
   @Test

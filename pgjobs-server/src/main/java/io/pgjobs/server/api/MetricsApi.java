@@ -12,7 +12,8 @@ import org.slf4j.LoggerFactory;
 /**
  * {@code /metrics}: the registry in Prometheus text format. The registry may be shared with workers in
  * the same process, whose {@code worker_*} metrics then appear here too. Before each scrape the queue
- * depth gauge ({@value MetricNames#QUEUE_DEPTH}) is refreshed from the database, at most once a second.
+ * depth gauge ({@value MetricNames#QUEUE_DEPTH}) and the blocked jobs gauge
+ * ({@value MetricNames#QUEUE_BLOCKED}) are refreshed from the database, at most once a second.
  */
 public final class MetricsApi {
   /** Content type of the Prometheus text format 0.0.4. */
@@ -24,6 +25,7 @@ public final class MetricsApi {
   private final PrometheusMeterRegistry registry;
   private final JobClient client;
   private final Map<String, Long> depth = new ConcurrentHashMap<>();
+  private final Map<String, Long> blocked = new ConcurrentHashMap<>();
   private volatile long depthReadAt = System.nanoTime() - DEPTH_REFRESH_NANOS;
 
   /** Scrapes {@code registry}; reads queue depth through {@code client}. */
@@ -58,6 +60,22 @@ public final class MetricsApi {
       if (depth.put(queue, n) == null) {
         Gauge.builder(MetricNames.QUEUE_DEPTH, depth, m -> m.getOrDefault(queue, 0L))
             .description("Due jobs waiting to be claimed")
+            .tag("queue", queue)
+            .register(registry);
+      }
+    });
+    Map<String, Long> freshBlocked;
+    try {
+      freshBlocked = client.blockedByQueue();
+    } catch (RuntimeException e) {
+      log.warn("blocked jobs not refreshed: {}", e.getMessage());
+      return;
+    }
+    blocked.replaceAll((queue, old) -> 0L);
+    freshBlocked.forEach((queue, n) -> {
+      if (blocked.put(queue, n) == null) {
+        Gauge.builder(MetricNames.QUEUE_BLOCKED, blocked, m -> m.getOrDefault(queue, 0L))
+            .description("Jobs of graphs waiting for the jobs they depend on")
             .tag("queue", queue)
             .register(registry);
       }
