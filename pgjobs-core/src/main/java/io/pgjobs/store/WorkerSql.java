@@ -304,7 +304,8 @@ final class WorkerSql {
   /**
    * Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys and
    * the dependency edges they were the child of (a graph's edges go with the job that waited), their
-   * names in their graphs, and the idempotency keys of the graphs they were the first job of.
+   * names in their graphs, the idempotency keys of the graphs they were the first job of, and the
+   * recorded steps of the workflow runs they were.
    */
   static final String PRUNE_FINISHED = """
       WITH gone AS (
@@ -328,6 +329,9 @@ final class WorkerSql {
       ), graph_keys AS (
           DELETE FROM {schema}.graph_keys AS g
            WHERE g.first_job = ANY (ARRAY(SELECT id FROM gone))
+      ), workflow_steps AS (
+          DELETE FROM {schema}.workflow_steps AS w
+           WHERE w.run_id = ANY (ARRAY(SELECT id FROM gone))
       )
       SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM keys)""";
 

@@ -771,6 +771,20 @@ public final class JobWorker implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Runs the runs of workflow {@code type} with {@code workflow} ({@link io.pgjobs.workflow}): its steps
+     * are recorded as they end and returned, not run again, when a run resumes. Registers the workflow's
+     * job type ({@link io.pgjobs.workflow.WorkflowType#jobType()}); start a run by enqueueing it.
+     */
+    public <I> Builder workflow(
+        io.pgjobs.workflow.WorkflowType<I> type, io.pgjobs.workflow.Workflow<I, ?> workflow) {
+      Objects.requireNonNull(type, "type");
+      Objects.requireNonNull(workflow, "workflow");
+      return register(
+          type.jobType(),
+          new io.pgjobs.workflow.WorkflowRunner<>(workflow, () -> schema, () -> mapper));
+    }
+
     /** Runs jobs of {@code type} with {@code handler}. One handler per type name. */
     public <P> Builder register(JobType<P> type, JobHandler<? super P> handler) {
       Objects.requireNonNull(type, "type");

@@ -1,0 +1,40 @@
+package io.pgjobs.store;
+
+/**
+ * SQL of durable step workflows (io.pgjobs.workflow): a run's recorded steps (V4__workflows.sql).
+ * Placeholders as in {@link JobSql}.
+ */
+final class WorkflowSql {
+  private WorkflowSql() {}
+
+  /** Every recorded step of a run, in the order they first ran. Parameter: the run's id. */
+  static final String STEPS = """
+      SELECT name, kind, state, result::text, error, seq, finished_at
+        FROM {schema}.workflow_steps WHERE run_id = ? ORDER BY seq""";
+
+  /**
+   * Records a step's outcome unless one is recorded already (two executions of one run, as at-least-once
+   * allows, keep the first record; the caller reads it back). Returns a row if this one was recorded.
+   * Parameters: run, name, run (for the sequence), kind, state, result (JSON text or null), error.
+   */
+  static final String RECORD = """
+      INSERT INTO {schema}.workflow_steps AS s (run_id, name, seq, kind, state, result, error)
+      VALUES (?, ?, (SELECT coalesce(max(p.seq), 0) + 1 FROM {schema}.workflow_steps AS p WHERE p.run_id = ?),
+              ?, ?, ?::jsonb, ?)
+      ON CONFLICT (run_id, name) DO NOTHING
+      RETURNING 1""";
+
+  /** One recorded step: state, result. Parameters: run, name. */
+  static final String STEP = """
+      SELECT state, result::text FROM {schema}.workflow_steps WHERE run_id = ? AND name = ?""";
+
+  /**
+   * A done step's compensation ended: {@code compensated} or {@code compensation_failed} with its error.
+   * Returns a row if it was done (a compensation recorded before is not recorded again). Parameters:
+   * state, error, run, name.
+   */
+  static final String COMPENSATED = """
+      UPDATE {schema}.workflow_steps SET state = ?, error = ?, finished_at = now()
+       WHERE run_id = ? AND name = ? AND state = 'done'
+      RETURNING 1""";
+}

@@ -1,0 +1,126 @@
+package io.pgjobs.store;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import javax.sql.DataSource;
+
+/**
+ * The recorded steps of workflow runs ({@link WorkflowSql}). Each write is one statement in auto-commit:
+ * a step's record is durable the moment the call returns.
+ */
+public final class WorkflowStore {
+  private final DataSource dataSource;
+  private final String steps;
+  private final String record;
+  private final String step;
+  private final String compensated;
+
+  /**
+   * A recorded step.
+   *
+   * @param name its name
+   * @param kind {@code step} or {@code sleep}
+   * @param state {@code done}, {@code skipped}, {@code compensated} or {@code compensation_failed}
+   * @param result its result as JSON text (a sleep's: its wake-up instant), or null
+   * @param error a skipped step's or failed compensation's error, or null
+   * @param seq the order in which it first ran, from 1
+   * @param finishedAt when it was recorded (or its compensation ended)
+   */
+  public record StepRecord(
+      String name,
+      String kind,
+      String state,
+      String result,
+      String error,
+      int seq,
+      Instant finishedAt) {}
+
+  /** A store over {@code schema}. */
+  public WorkflowStore(DataSource dataSource, String schema) {
+    this.dataSource = AutoCommitDataSource.of(dataSource);
+    this.steps = JobSql.forSchema(WorkflowSql.STEPS, schema);
+    this.record = JobSql.forSchema(WorkflowSql.RECORD, schema);
+    this.step = JobSql.forSchema(WorkflowSql.STEP, schema);
+    this.compensated = JobSql.forSchema(WorkflowSql.COMPENSATED, schema);
+  }
+
+  /** Every recorded step of run {@code runId}, in the order they first ran. */
+  public List<StepRecord> steps(UUID runId) throws SQLException {
+    List<StepRecord> out = new ArrayList<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(steps)) {
+      ps.setObject(1, runId);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(new StepRecord(
+              rs.getString(1),
+              rs.getString(2),
+              rs.getString(3),
+              rs.getString(4),
+              rs.getString(5),
+              rs.getInt(6),
+              rs.getTimestamp(7).toInstant()));
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Records a step's outcome, or finds the one recorded first (another execution of the run got there
+   * before): returns what is recorded now, as {@code {state, result}}.
+   */
+  public String[] record(
+      UUID runId, String name, String kind, String state, String resultJson, String error)
+      throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      try (PreparedStatement ps = c.prepareStatement(record)) {
+        ps.setObject(1, runId);
+        ps.setString(2, name);
+        ps.setObject(3, runId);
+        ps.setString(4, kind);
+        ps.setString(5, state);
+        ps.setString(6, resultJson);
+        ps.setString(7, error);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            return new String[] {state, resultJson};
+          }
+        }
+      }
+      try (PreparedStatement ps = c.prepareStatement(step)) {
+        ps.setObject(1, runId);
+        ps.setString(2, name);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          return new String[] {rs.getString(1), rs.getString(2)};
+        }
+      }
+    }
+  }
+
+  /**
+   * Records that a done step's compensation ended ({@code compensated} or {@code compensation_failed}).
+   *
+   * @return false if the step was not done any more (compensated before)
+   */
+  public boolean compensated(UUID runId, String name, String state, String error)
+      throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(compensated)) {
+      ps.setString(1, state);
+      ps.setString(2, error);
+      ps.setObject(3, runId);
+      ps.setString(4, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+}

@@ -1,0 +1,51 @@
+package io.pgjobs.workflow;
+
+import io.pgjobs.JobContext;
+import io.pgjobs.JobHandler;
+import io.pgjobs.SnoozeJobException;
+import io.pgjobs.store.WorkflowStore;
+import java.util.function.Supplier;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The job handler of a workflow's runs: executes the {@link Workflow} with a {@link WorkflowContext}
+ * over the run's recorded steps; when an execution fails and it was the run's last attempt (or the run was
+ * cancelled), runs the compensations of its done steps, the last first, before the job ends failed.
+ * Registered by {@code JobWorker.Builder.workflow}.
+ *
+ * @param <I> the workflow's input
+ */
+public final class WorkflowRunner<I> implements JobHandler<I> {
+  private final Workflow<I, ?> workflow;
+  private final Supplier<String> schema;
+  private final Supplier<JsonMapper> mapper;
+  private volatile WorkflowStore store;
+
+  /** Runs {@code workflow}; the schema and mapper are the worker's, read when the first run starts. */
+  public WorkflowRunner(
+      Workflow<I, ?> workflow, Supplier<String> schema, Supplier<JsonMapper> mapper) {
+    this.workflow = workflow;
+    this.schema = schema;
+    this.mapper = mapper;
+  }
+
+  @Override
+  public Object run(JobContext job, I input) throws Exception {
+    WorkflowStore s = store;
+    if (s == null) {
+      s = new WorkflowStore(job.dataSource(), schema.get());
+      store = s;
+    }
+    WorkflowContext ctx = new WorkflowContext(job, s, mapper.get());
+    try {
+      return workflow.run(ctx, input);
+    } catch (SnoozeJobException sleeping) {
+      throw sleeping; // a sleep: the lane is let go, nothing failed
+    } catch (Exception e) {
+      if (job.isLastAttempt() || job.isCancelled() || e instanceof io.pgjobs.DiscardJobException) {
+        ctx.compensate(e);
+      }
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,181 @@
+package io.pgjobs.workflow;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.pgjobs.Job;
+import io.pgjobs.JobState;
+import io.pgjobs.JobType;
+import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.store.WorkflowStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Durable step workflows against the real database and worker: a step that ended is not run again when
+ * the run executes again (a retry, a sleep's end), compensations run in reverse order once when the run
+ * fails for good, a sleep lets the lane go, an optional step's failure is recorded and passed over, and
+ * the workflow's clock is the same in every execution.
+ */
+class WorkflowTest extends PgJobsTestBase {
+  /** A workflow's input. */
+  public record Order(String id) {}
+
+  private final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+  private final List<String> log = new CopyOnWriteArrayList<>();
+
+  private int call(String step) {
+    log.add(step);
+    return calls.computeIfAbsent(step, k -> new AtomicInteger()).incrementAndGet();
+  }
+
+  private int calls(String step) {
+    return calls.getOrDefault(step, new AtomicInteger()).get();
+  }
+
+  private static List<String> recorded(UUID run) throws Exception {
+    return new WorkflowStore(db.dataSource(), "pgjobs")
+        .steps(run).stream().map(s -> s.name() + " " + s.state()).toList();
+  }
+
+  @Test
+  void aStepThatEndedIsNotRunAgainWhenTheRunIsRetried() throws Exception {
+    WorkflowType<Order> fulfil = WorkflowType.of("wf-fulfil", Order.class).withMaxAttempts(3);
+    start(worker().workflow(fulfil, (ctx, order) -> {
+      String receipt = ctx.step("charge", String.class, () -> {
+            call("charge");
+            return "receipt-" + order.id();
+          })
+          .run();
+      ctx.step("ship", Void.class, () -> {
+            if (call("ship") == 1) {
+              throw new IllegalStateException("carrier down");
+            }
+            return null;
+          })
+          .run();
+      return Map.of("receipt", receipt);
+    }));
+
+    UUID run = client.enqueue(fulfil.jobType(), new Order("o-1")).job().id();
+    Job done = awaitState(run, JobState.SUCCEEDED, Duration.ofSeconds(30));
+
+    assertThat(calls("charge"))
+        .as("the charge, recorded before the first attempt failed")
+        .isOne();
+    assertThat(calls("ship")).isEqualTo(2);
+    assertThat(done.attempts()).isEqualTo(2);
+    assertThat(done.output().toString()).contains("receipt-o-1");
+    assertThat(recorded(run)).containsExactly("charge done", "ship done");
+  }
+
+  @Test
+  void aRunThatFailsForGoodCompensatesItsDoneStepsInReverseOrderOnce() throws Exception {
+    WorkflowType<Order> book = WorkflowType.of("wf-book-trip", Order.class).withMaxAttempts(2);
+    start(worker().workflow(book, (ctx, order) -> {
+      ctx.step("flight", String.class, () -> "F" + call("flight"))
+          .compensate(f -> log.add("cancel " + f))
+          .run();
+      ctx.step("hotel", String.class, () -> "H" + call("hotel"))
+          .compensate(h -> log.add("cancel " + h))
+          .run();
+      ctx.step("car", String.class, () -> {
+            call("car");
+            throw new IllegalStateException("no cars left");
+          })
+          .run();
+      return null;
+    }));
+
+    UUID run = client.enqueue(book.jobType(), new Order("o-2")).job().id();
+    awaitState(run, JobState.FAILED, Duration.ofSeconds(30));
+
+    assertThat(calls("flight")).isOne();
+    assertThat(calls("hotel")).isOne();
+    assertThat(calls("car")).isEqualTo(2);
+    // Replayed on the second attempt (recorded results), compensated once, the last step first.
+    assertThat(log.stream().filter(l -> l.startsWith("cancel")).toList())
+        .containsExactly("cancel H1", "cancel F1");
+    assertThat(recorded(run)).containsExactly("flight compensated", "hotel compensated");
+  }
+
+  /** A plain job that notes when it ran. */
+  public record Ping(String note) {}
+
+  @Test
+  void aSleepLetsTheLaneGoAndTheRunResumesAfterItsRecordedSteps() throws Exception {
+    WorkflowType<Order> remind = WorkflowType.of("wf-remind", Order.class);
+    JobType<Ping> ping = JobType.of("wf-ping", Ping.class);
+    Map<String, Instant> when = new ConcurrentHashMap<>();
+    // One lane: the ping can only run while the workflow sleeps if the sleep gave the lane back.
+    start(worker()
+        .queue("default", 1)
+        .register(ping, (ctx, p) -> {
+          when.put("ping", Instant.now());
+          return null;
+        })
+        .workflow(remind, (ctx, order) -> {
+          ctx.step("before", Void.class, () -> {
+                call("before");
+                return null;
+              })
+              .run();
+          ctx.sleep(Duration.ofSeconds(2));
+          ctx.step("after", Void.class, () -> {
+                call("after");
+                when.put("after", Instant.now());
+                return null;
+              })
+              .run();
+          return null;
+        }));
+
+    UUID run = client.enqueue(remind.jobType(), new Order("o-3")).job().id();
+    await().atMost(Duration.ofSeconds(20)).until(() -> calls("before") == 1);
+    UUID pinged = client.enqueue(ping, new Ping("while it sleeps")).job().id();
+    awaitState(pinged, JobState.SUCCEEDED);
+    Job done = awaitState(run, JobState.SUCCEEDED, Duration.ofSeconds(30));
+
+    assertThat(when.get("ping")).isBefore(when.get("after"));
+    assertThat(calls("before")).isOne();
+    assertThat(calls("after")).isOne();
+    assertThat(done.snoozes()).as("the sleep snoozed the run's job").isPositive();
+    assertThat(done.attempts()).as("a sleep spends no attempt").isOne();
+    assertThat(recorded(run)).containsExactly("before done", "sleep#1 done", "after done");
+  }
+
+  @Test
+  void anOptionalStepsFailureIsRecordedAndTheClockIsTheSameInEveryExecution() throws Exception {
+    WorkflowType<Order> report = WorkflowType.of("wf-report", Order.class).withMaxAttempts(2);
+    List<Instant> clocks = new CopyOnWriteArrayList<>();
+    start(worker().workflow(report, (ctx, order) -> {
+      clocks.add(ctx.workflowTime());
+      String extra = ctx.step("enrich", String.class, () -> {
+            call("enrich");
+            throw new IllegalStateException("enrichment service down");
+          })
+          .optional()
+          .run();
+      if (call("body") == 1) {
+        throw new IllegalStateException("first attempt fails after the optional step");
+      }
+      return Map.of("extra", String.valueOf(extra));
+    }));
+
+    UUID run = client.enqueue(report.jobType(), new Order("o-4")).job().id();
+    Job done = awaitState(run, JobState.SUCCEEDED, Duration.ofSeconds(30));
+
+    assertThat(calls("enrich")).as("skipped once, not tried again").isOne();
+    assertThat(done.output().toString()).contains("null");
+    assertThat(clocks).hasSize(2);
+    assertThat(clocks.get(1)).isEqualTo(clocks.get(0));
+    assertThat(recorded(run)).containsExactly("(started) done", "enrich skipped");
+  }
+}
