@@ -348,6 +348,41 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     return new EnqueuedGraph(java.util.Collections.unmodifiableMap(ids), false);
   }
 
+  /**
+   * Sends signal {@code name} with {@code payload} (JSON-serialisable) to workflow run {@code runId}: what
+   * its {@code ctx.awaitSignal(name, ...)} waits for. The first signal of a name counts; a later one is not
+   * stored. A run waiting for it (its job asleep) is made due at once; a run still executing finds it when
+   * it reaches the wait. If the run is in the moment between looking for the signal and going to sleep,
+   * this waits for it to sleep (5 s at most) and then wakes it.
+   *
+   * @return true if the signal was stored, false if one of that name had come before
+   */
+  public boolean signalWorkflow(UUID runId, String name, Object payload) {
+    Objects.requireNonNull(runId, "runId");
+    if (name == null || name.isEmpty() || name.length() > 200) {
+      throw new InvalidJobException(
+          "name",
+          "a signal's name is 1 to 200 characters, was "
+              + (name == null ? "null" : name.length() + " characters"));
+    }
+    String json = codec.encodePayload(payload);
+    io.pgjobs.store.WorkflowStore store = new io.pgjobs.store.WorkflowStore(dataSource, schema());
+    return call(() -> {
+      boolean stored = store.signal(runId, name, json);
+      long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+      while ("running".equals(store.wake(runId)) && System.nanoTime() < until) {
+        try {
+          Thread.sleep(
+              50); // the run is executing: it finds the signal, or goes to sleep within moments
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+      return stored;
+    });
+  }
+
   /** The most jobs {@link #dependencyGraph} reads: {@value}. */
   public static final int MAX_GRAPH_JOBS = 500;
 

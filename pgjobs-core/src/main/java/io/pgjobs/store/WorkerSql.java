@@ -332,6 +332,9 @@ final class WorkerSql {
       ), workflow_steps AS (
           DELETE FROM {schema}.workflow_steps AS w
            WHERE w.run_id = ANY (ARRAY(SELECT id FROM gone))
+      ), workflow_signals AS (
+          DELETE FROM {schema}.workflow_signals AS w
+           WHERE w.run_id = ANY (ARRAY(SELECT id FROM gone))
       )
       SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM keys)""";
 

@@ -37,4 +37,31 @@ final class WorkflowSql {
       UPDATE {schema}.workflow_steps SET state = ?, error = ?, finished_at = now()
        WHERE run_id = ? AND name = ? AND state = 'done'
       RETURNING 1""";
+
+  /** Stores a signal unless one of that name came before. Parameters: run, name, payload (JSON). */
+  static final String SIGNAL = """
+      INSERT INTO {schema}.workflow_signals (run_id, name, payload) VALUES (?, ?, ?::jsonb)
+      ON CONFLICT (run_id, name) DO NOTHING
+      RETURNING 1""";
+
+  /** A signal's payload, if it came. Parameters: run, name. */
+  static final String FIND_SIGNAL = """
+      SELECT payload::text FROM {schema}.workflow_signals WHERE run_id = ? AND name = ?""";
+
+  /**
+   * Wakes a waiting run: its job, snoozed, becomes due now, and its queue's workers are told. Returns the
+   * job's state (no row: not in the hot table, it has ended). Parameter: the run.
+   */
+  static final String WAKE = """
+      WITH woken AS (
+          UPDATE {schema}.jobs SET run_at = now()
+           WHERE id = ? AND state IN ('queued', 'retrying') AND run_at > now()
+          RETURNING queue
+      )
+      SELECT (SELECT state FROM {schema}.jobs WHERE id = ?),
+             (SELECT pg_notify('{schema}_jobs_ready', queue) FROM woken)""";
+
+  /** Deletes a pruned run's signals. Parameter: the run ids. */
+  static final String PRUNE_SIGNALS = """
+      DELETE FROM {schema}.workflow_signals WHERE run_id = ANY (?)""";
 }

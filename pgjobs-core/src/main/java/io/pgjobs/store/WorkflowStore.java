@@ -20,6 +20,9 @@ public final class WorkflowStore {
   private final String record;
   private final String step;
   private final String compensated;
+  private final String signal;
+  private final String findSignal;
+  private final String wake;
 
   /**
    * A recorded step.
@@ -48,6 +51,9 @@ public final class WorkflowStore {
     this.record = JobSql.forSchema(WorkflowSql.RECORD, schema);
     this.step = JobSql.forSchema(WorkflowSql.STEP, schema);
     this.compensated = JobSql.forSchema(WorkflowSql.COMPENSATED, schema);
+    this.signal = JobSql.forSchema(WorkflowSql.SIGNAL, schema);
+    this.findSignal = JobSql.forSchema(WorkflowSql.FIND_SIGNAL, schema);
+    this.wake = JobSql.forSchema(WorkflowSql.WAKE, schema);
   }
 
   /** Every recorded step of run {@code runId}, in the order they first ran. */
@@ -120,6 +126,52 @@ public final class WorkflowStore {
       ps.setString(4, name);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
+      }
+    }
+  }
+
+  /**
+   * Stores signal {@code name} for run {@code runId} (the first of a name counts).
+   *
+   * @return false if a signal of that name had come before (this one is not stored)
+   */
+  public boolean signal(UUID runId, String name, String payloadJson) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(signal)) {
+      ps.setObject(1, runId);
+      ps.setString(2, name);
+      ps.setString(3, payloadJson);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  /** The payload of signal {@code name} of run {@code runId} as JSON text, or null if none came. */
+  public String findSignal(UUID runId, String name) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(findSignal)) {
+      ps.setObject(1, runId);
+      ps.setString(2, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString(1) : null;
+      }
+    }
+  }
+
+  /**
+   * Makes a waiting run's job due now (a snoozed job: {@code queued} with a future run_at).
+   *
+   * @return the job's state after it (null: it has ended), so a caller can see it still running
+   */
+  public String wake(UUID runId) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(wake)) {
+      ps.setObject(1, runId);
+      ps.setObject(2, runId);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getString(1);
       }
     }
   }

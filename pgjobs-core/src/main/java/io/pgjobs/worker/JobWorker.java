@@ -772,7 +772,7 @@ public final class JobWorker implements AutoCloseable {
     }
 
     /**
-     * Runs the runs of workflow {@code type} with {@code workflow} ({@link io.pgjobs.workflow}): its steps
+     * Runs the runs of workflow {@code type} with {@code workflow} (package {@code io.pgjobs.workflow}): its steps
      * are recorded as they end and returned, not run again, when a run resumes. Registers the workflow's
      * job type ({@link io.pgjobs.workflow.WorkflowType#jobType()}); start a run by enqueueing it.
      */

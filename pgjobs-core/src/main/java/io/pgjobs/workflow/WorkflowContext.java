@@ -122,6 +122,79 @@ public final class WorkflowContext {
     }
   }
 
+  /** The longest a waiting run's job sleeps between looks for its signal (see {@link #awaitSignal}). */
+  static final Duration SIGNAL_LOOK_MAX = Duration.ofMinutes(10);
+
+  /**
+   * Waits for signal {@code name} ({@code JobClient.signalWorkflow}) for at most {@code timeout} from the
+   * first time the run reached this wait, without holding a worker's lane, and returns its payload read as
+   * {@code payloadClass}. The first signal of a name counts, also one sent before the run got here. The
+   * signal's sender wakes a waiting run at once; the run also looks again every 10 minutes at most, in
+   * case a signal arrived in the moment between its look and its sleep. Recorded like a step
+   * ({@code signal:<name>}), so later executions return the same.
+   *
+   * @throws java.util.concurrent.TimeoutException if no such signal came in time (in every later execution
+   *     too: the outcome is recorded)
+   */
+  public <T> T awaitSignal(String name, Class<T> payloadClass, Duration timeout)
+      throws java.util.concurrent.TimeoutException {
+    Objects.requireNonNull(payloadClass, "payloadClass");
+    if (name == null || name.isEmpty() || name.length() > 200) {
+      throw new IllegalArgumentException("a signal's name is 1 to 200 characters, was "
+          + (name == null ? "null" : "'" + name + "'"));
+    }
+    if (timeout == null || !timeout.isPositive()) {
+      throw new IllegalArgumentException("a signal's timeout must be positive, was " + timeout);
+    }
+    String step = "signal:" + name;
+    if (!seen.add(step)) {
+      throw new IllegalStateException(
+          "signal '" + name + "' awaited twice in one execution of run " + runId());
+    }
+    WorkflowStore.StepRecord r = recorded.get(step);
+    if (r != null) {
+      return signalled(name, timeout, r.state(), r.result(), payloadClass);
+    }
+    String deadlineStep = "signal-deadline:" + name;
+    WorkflowStore.StepRecord d = recorded.get(deadlineStep);
+    String deadlineJson = d != null
+        ? d.result()
+        : record(
+            deadlineStep,
+            "sleep",
+            "done",
+            mapper.writeValueAsString(Instant.now().plus(timeout).toString()),
+            null)[1];
+    Instant deadline = Instant.parse(mapper.readValue(deadlineJson, String.class));
+    String payload;
+    try {
+      payload = store.findSignal(runId(), name);
+    } catch (SQLException e) {
+      throw new PgJobsException(
+          "could not read signal '" + name + "' of run " + runId() + ": " + e.getMessage(), e);
+    }
+    if (payload != null) {
+      String[] kept = record(step, "signal", "done", payload, null);
+      return signalled(name, timeout, kept[0], kept[1], payloadClass);
+    }
+    Duration left = Duration.between(Instant.now(), deadline);
+    if (!left.isPositive()) {
+      String[] kept =
+          record(step, "signal", "skipped", null, "no signal '" + name + "' within " + timeout);
+      return signalled(name, timeout, kept[0], kept[1], payloadClass);
+    }
+    throw new SnoozeJobException(left.compareTo(SIGNAL_LOOK_MAX) < 0 ? left : SIGNAL_LOOK_MAX);
+  }
+
+  private <T> T signalled(String name, Duration timeout, String state, String json, Class<T> type)
+      throws java.util.concurrent.TimeoutException {
+    if (state.equals("skipped")) {
+      throw new java.util.concurrent.TimeoutException(
+          "no signal '" + name + "' came within " + timeout + " (run " + runId() + ")");
+    }
+    return mapper.readValue(json, type);
+  }
+
   // ---------------------------------------------------------------- used by Step and
   // WorkflowRunner
 

@@ -178,4 +178,66 @@ class WorkflowTest extends PgJobsTestBase {
     assertThat(clocks.get(1)).isEqualTo(clocks.get(0));
     assertThat(recorded(run)).containsExactly("(started) done", "enrich skipped");
   }
+
+  /** A signal's payload. */
+  public record Approval(String by) {}
+
+  @Test
+  void aRunWaitsForItsSignalWithoutALaneAndResumesWithItsPayload() throws Exception {
+    WorkflowType<Order> approve = WorkflowType.of("wf-approve", Order.class);
+    start(worker().workflow(approve, (ctx, order) -> {
+      ctx.step("request", Void.class, () -> {
+            call("request");
+            return null;
+          })
+          .run();
+      Approval a = ctx.awaitSignal("approved", Approval.class, Duration.ofMinutes(5));
+      return Map.of("approved_by", a.by());
+    }));
+
+    UUID run = client.enqueue(approve.jobType(), new Order("o-5")).job().id();
+    // Waiting: its job is asleep (queued, due later), not holding a lane.
+    await().atMost(Duration.ofSeconds(20)).until(() -> {
+      Job j = client.get(run).orElseThrow();
+      return j.state() == JobState.QUEUED && j.snoozes() > 0 && j.runAt().isAfter(Instant.now());
+    });
+    assertThat(client.signalWorkflow(run, "approved", new Approval("ada"))).isTrue();
+    Job done = awaitState(run, JobState.SUCCEEDED, Duration.ofSeconds(20));
+
+    assertThat(done.output().toString()).contains("ada");
+    assertThat(calls("request")).isOne();
+    assertThat(client.signalWorkflow(run, "approved", new Approval("bob")))
+        .as("a second signal of the name is not stored")
+        .isFalse();
+    assertThat(recorded(run))
+        .containsExactly("request done", "signal-deadline:approved done", "signal:approved done");
+  }
+
+  @Test
+  void aSignalSentBeforeTheWaitCountsAndAWaitWithoutOneTimesOutForGood() throws Exception {
+    WorkflowType<Order> gate = WorkflowType.of("wf-gate", Order.class).withMaxAttempts(2);
+    UUID early = client.enqueue(gate.jobType(), new Order("early")).job().id();
+    UUID late = client.enqueue(gate.jobType(), new Order("late")).job().id();
+    // Sent before any worker runs the workflow.
+    assertThat(client.signalWorkflow(early, "go", new Approval("early bird"))).isTrue();
+    start(worker().workflow(gate, (ctx, order) -> {
+      try {
+        return Map.of(
+            "by", ctx.awaitSignal("go", Approval.class, Duration.ofSeconds(1)).by());
+      } catch (java.util.concurrent.TimeoutException e) {
+        if (call("timed-out " + order.id()) == 1) {
+          throw new IllegalStateException("fails once after the timeout, to execute again");
+        }
+        return Map.of("by", "nobody");
+      }
+    }));
+
+    assertThat(awaitState(early, JobState.SUCCEEDED).output().toString()).contains("early bird");
+    Job timedOut = awaitState(late, JobState.SUCCEEDED, Duration.ofSeconds(30));
+    assertThat(timedOut.output().toString()).contains("nobody");
+    assertThat(calls("timed-out late"))
+        .as("the timeout, recorded, is the same the second time")
+        .isEqualTo(2);
+    assertThat(recorded(late)).containsExactly("signal-deadline:go done", "signal:go skipped");
+  }
 }
