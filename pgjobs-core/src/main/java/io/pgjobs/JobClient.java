@@ -383,6 +383,16 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     });
   }
 
+  /** The recorded steps of workflow run {@code runId}, in the order they first ran (none: an unknown run). */
+  public List<io.pgjobs.workflow.WorkflowStep> workflowSteps(UUID runId) {
+    Objects.requireNonNull(runId, "runId");
+    io.pgjobs.store.WorkflowStore store = new io.pgjobs.store.WorkflowStore(dataSource, schema());
+    return call(() -> store.steps(runId)).stream()
+        .map(r -> new io.pgjobs.workflow.WorkflowStep(
+            r.name(), r.kind(), r.state(), r.result(), r.error(), r.seq(), r.finishedAt()))
+        .toList();
+  }
+
   /** The most jobs {@link #dependencyGraph} reads: {@value}. */
   public static final int MAX_GRAPH_JOBS = 500;
 

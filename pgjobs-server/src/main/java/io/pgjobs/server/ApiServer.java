@@ -32,6 +32,7 @@ import io.pgjobs.server.api.RecurringApi;
 import io.pgjobs.server.api.Routes;
 import io.pgjobs.server.api.StatsApi;
 import io.pgjobs.server.api.WorkersApi;
+import io.pgjobs.server.api.WorkflowsApi;
 import io.pgjobs.server.api.WsApi;
 import io.pgjobs.server.events.EventHub;
 import io.pgjobs.server.openapi.OpenApiDocs;
@@ -378,6 +379,7 @@ public final class ApiServer implements AutoCloseable {
       Routes routes = new Routes(cfg.routes, requestTimeout, handlerThreads, json);
       new JobsApi(client, acceptUnknownTypes).register(routes);
       new GraphsApi(client, acceptUnknownTypes).register(routes);
+      new WorkflowsApi(client, acceptUnknownTypes).register(routes);
       new JobTypesApi(client, acceptUnknownTypes).register(routes);
       queues.register(routes);
       new WorkersApi(client).register(routes);

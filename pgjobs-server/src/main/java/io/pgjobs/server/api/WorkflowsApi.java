@@ -1,0 +1,170 @@
+package io.pgjobs.server.api;
+
+import io.javalin.http.Context;
+import io.pgjobs.EnqueueOptions;
+import io.pgjobs.EnqueuedJob;
+import io.pgjobs.Job;
+import io.pgjobs.JobClient;
+import io.pgjobs.server.problem.ApiProblem;
+import io.pgjobs.workflow.WorkflowStep;
+import java.time.Instant;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * Durable step workflows over HTTP ({@code io.pgjobs.workflow}): start a run
+ * ({@code POST /workflows/{name}/start}, and the seed's {@code POST /_api/workflows/{name}/start}), read it
+ * with its recorded steps ({@code GET /workflows/{id}}), signal it
+ * ({@code POST /workflows/{id}/signals/{name}}). A run is a job of the workflow's type: cancel it and list
+ * runs through {@code /jobs}.
+ */
+public final class WorkflowsApi {
+  private static final Set<String> START_FIELDS = Set.of("input", "queue", "priority", "context");
+  private static final Set<String> SIGNAL_FIELDS = Set.of("payload");
+
+  private final JobClient client;
+  private final boolean acceptUnknownTypes;
+
+  /** Serves {@code client}'s workflow runs. */
+  public WorkflowsApi(JobClient client, boolean acceptUnknownTypes) {
+    this.client = client;
+    this.acceptUnknownTypes = acceptUnknownTypes;
+  }
+
+  /** Registers the routes. */
+  public void register(Routes routes) {
+    routes.post("/workflows/{name}/start", ctx -> start(ctx, routes));
+    routes.post("/_api/workflows/{name}/start", ctx -> start(ctx, routes));
+    routes.get("/workflows/{id}", this::get);
+    routes.post("/workflows/{id}/signals/{signal}", ctx -> signal(ctx, routes));
+  }
+
+  /**
+   * A workflow run.
+   *
+   * @param id its id (its job's)
+   * @param workflow the workflow's name
+   * @param state its job's state
+   * @param attempts attempts so far
+   * @param maxAttempts attempts allowed
+   * @param output its output once it succeeded
+   * @param steps its recorded steps, in the order they first ran
+   */
+  public record RunView(
+      UUID id,
+      String workflow,
+      String state,
+      int attempts,
+      int maxAttempts,
+      JsonNode output,
+      List<StepView> steps) {}
+
+  /**
+   * A recorded step.
+   *
+   * @param name its name
+   * @param kind {@code step}, {@code sleep} or {@code signal}
+   * @param state {@code done}, {@code skipped}, {@code compensated} or {@code compensation_failed}
+   * @param result its result (a sleep's: when it wakes; a signal's: its payload), or null
+   * @param error a skipped step's or failed compensation's error, or null
+   * @param seq the order in which it first ran
+   * @param finishedAt when it was recorded, or its compensation ended
+   */
+  public record StepView(
+      String name,
+      String kind,
+      String state,
+      JsonNode result,
+      String error,
+      int seq,
+      Instant finishedAt) {}
+
+  /**
+   * A signal's reception.
+   *
+   * @param stored false when a signal of that name had come before (this one was not stored)
+   */
+  public record SignalView(boolean stored) {}
+
+  private Reply start(Context ctx, Routes routes) {
+    String name = ctx.pathParam("name");
+    JsonBody body = JsonBody.read(ctx, routes.json(), START_FIELDS);
+    JsonNode input = body.any("input", true);
+    EnqueueOptions.Builder options = EnqueueOptions.builder();
+    String queue = body.text("queue", false, 255);
+    if (queue != null) {
+      options.queue(queue);
+    }
+    Integer priority = body.priority("priority");
+    if (priority != null) {
+      options.priority(priority);
+    }
+    String context = body.text("context", false, EnqueueOptions.MAX_CONTEXT_LENGTH);
+    if (context != null) {
+      options.context(context);
+    }
+    body.done();
+    if (!acceptUnknownTypes && !client.knownTypes().containsKey(name)) {
+      throw ApiProblem.unknownType(
+          name, client.knownTypes().keySet().stream().sorted().toList());
+    }
+    EnqueuedJob run = client.enqueue(name, input, options.build());
+    return Reply.created(view(run.job()))
+        .withHeader("Location", ctx.contextPath() + "/workflows/" + run.job().id());
+  }
+
+  private Reply get(Context ctx) {
+    UUID id = QueryParams.uuid(ctx, "id");
+    Job job =
+        client.get(id).orElseThrow(() -> ApiProblem.notFound("no workflow run with id " + id));
+    return Reply.ok(view(job));
+  }
+
+  private Reply signal(Context ctx, Routes routes) {
+    UUID id = QueryParams.uuid(ctx, "id");
+    String signal = ctx.pathParam("signal");
+    if (signal.isEmpty() || signal.length() > 200) {
+      throw ApiProblem.invalidField(
+          "signal", "a signal's name is 1 to 200 characters, was " + signal.length());
+    }
+    JsonBody body = JsonBody.read(ctx, routes.json(), SIGNAL_FIELDS);
+    JsonNode payload = body.any("payload", true);
+    body.done();
+    Job job =
+        client.get(id).orElseThrow(() -> ApiProblem.notFound("no workflow run with id " + id));
+    if (job.state().isTerminal()) {
+      throw ApiProblem.conflict(
+          "run-ended",
+          "Run ended",
+          "workflow run " + id + " has ended (" + job.state().value() + "); it waits for no signal",
+          job.state().value());
+    }
+    return Reply.of(202, new SignalView(client.signalWorkflow(id, signal, payload)));
+  }
+
+  private RunView view(Job job) {
+    List<StepView> steps =
+        client.workflowSteps(job.id()).stream().map(this::step).toList();
+    return new RunView(
+        job.id(),
+        job.type(),
+        job.state().value(),
+        job.attempts(),
+        job.maxAttempts(),
+        job.output(),
+        steps);
+  }
+
+  private StepView step(WorkflowStep s) {
+    return new StepView(
+        s.name(),
+        s.kind(),
+        s.state(),
+        s.resultJson() == null ? null : client.jsonMapper().readTree(s.resultJson()),
+        s.error(),
+        s.seq(),
+        s.finishedAt());
+  }
+}
