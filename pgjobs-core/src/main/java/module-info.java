@@ -18,6 +18,8 @@ module io.pgjobs.core {
   exports io.pgjobs.service;
   exports io.pgjobs.json;
   exports io.pgjobs.worker;
+  // Durable step workflows: WorkflowType, WorkflowContext, and the runner a registration wraps.
+  exports io.pgjobs.workflow;
 
   requires transitive java.sql;
   requires transitive java.net.http;

@@ -7,6 +7,7 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobGraph;
 import io.pgjobs.cli.config.Settings;
+import io.pgjobs.cli.demo.DigestWorkflow;
 import io.pgjobs.cli.demo.ResizeImageJob;
 import io.pgjobs.cli.demo.SendEmailJob;
 import io.pgjobs.cli.demo.SummarizeTextJob;
@@ -242,6 +243,17 @@ final class DemoCommand extends Subcommand {
                   EnqueueOptions.builder().context(context).build(),
                   Dependency.on("email").runAnyway())
               .build());
+        }
+        if (round % 10 == 1) {
+          // A run of the demo's workflow: summarize, e-mail, webhook, each step recorded.
+          client.enqueue(
+              DigestWorkflow.TYPE.jobType(),
+              new DigestWorkflow.Digest(
+                  texts[(int) (round % 2)],
+                  "reader" + round + "@example.com",
+                  webhookUrl,
+                  WEBHOOK_SECRET),
+              EnqueueOptions.builder().context("demo workflow round " + round).build());
         }
         Thread.sleep(every); // a demo's pace, not a wait for a condition
       } catch (InterruptedException e) {

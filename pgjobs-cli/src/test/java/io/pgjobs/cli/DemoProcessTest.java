@@ -212,6 +212,25 @@ class DemoProcessTest {
                   "email succeeded",
                   "notify succeeded");
         });
+    // The first round's workflow run: its three steps recorded, the run succeeded.
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .pollInterval(Duration.ofMillis(250))
+        .untilAsserted(() -> {
+          JsonNode found =
+              json.readTree(get(http, base + "/jobs?type=demo_digest&limit=1")).path("jobs");
+          assertThat(found.size())
+              .as("the demo's workflow run; output:%n%s", demo.output())
+              .isOne();
+          JsonNode run = json.readTree(
+              get(http, base + "/workflows/" + found.get(0).path("id").asString()));
+          assertThat(run.path("state").asString()).as(run.toString()).isEqualTo("succeeded");
+          List<String> steps = new java.util.ArrayList<>();
+          run.path("steps")
+              .forEach(st ->
+                  steps.add(st.path("name").asString() + " " + st.path("state").asString()));
+          assertThat(steps).containsExactly("summarize done", "email done", "notify done");
+        });
     HttpResponse<String> metrics = http.send(
         HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString());

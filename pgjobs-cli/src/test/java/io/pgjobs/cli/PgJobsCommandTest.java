@@ -378,7 +378,7 @@ class PgJobsCommandTest {
     assertThat(typo.exitCode()).as(typo.toString()).isEqualTo(2);
     assertThat(typo.err())
         .contains(
-            "unknown job type 'send_emial'; known types: echo, resize_image, send_email,"
+            "unknown job type 'send_emial'; known types: demo_digest, echo, resize_image, send_email,"
                 + " summarize_text, webhook_delivery",
             "--allow-unknown-type");
     assertThat(client.list(io.pgjobs.JobFilter.builder().build()).jobs()).isEmpty();

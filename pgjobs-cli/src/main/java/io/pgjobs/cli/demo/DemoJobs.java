@@ -37,17 +37,21 @@ public final class DemoJobs {
     return Map.of(WebhookDeliveryJob.QUEUE, WebhookDeliveryJob.LIMITS);
   }
 
-  /** The four types with their handlers, configured from {@code settings} (SMTP server, webhook timeout). */
+  /**
+   * The four types with their handlers, configured from {@code settings} (SMTP server, webhook timeout),
+   * and the demo's workflow ({@link DigestWorkflow}) that runs three of them as steps.
+   */
   public static List<JobWorker.Registration<?>> registrations(Settings settings) {
+    SendEmailJob mailer = new SendEmailJob(
+        settings.smtpHost(), settings.smtpPort(), settings.smtpFrom(), SendEmailJob.SMTP_TIMEOUT);
+    SummarizeTextJob summarizer = new SummarizeTextJob();
+    WebhookDeliveryJob webhooks = new WebhookDeliveryJob(settings.webhookTimeout());
     return List.of(
-        new SendEmailJob(
-                settings.smtpHost(),
-                settings.smtpPort(),
-                settings.smtpFrom(),
-                SendEmailJob.SMTP_TIMEOUT)
-            .registration(),
+        mailer.registration(),
         new ResizeImageJob().registration(),
-        new SummarizeTextJob().registration(),
-        new WebhookDeliveryJob(settings.webhookTimeout()).registration());
+        summarizer.registration(),
+        webhooks.registration(),
+        // The durable step workflow made of three of them (its runs are jobs of type demo_digest).
+        new DigestWorkflow(summarizer, mailer, webhooks).registration(settings.schema()));
   }
 }
