@@ -37,6 +37,7 @@ import picocli.CommandLine.Spec;
       WorkCommand.class,
       EnqueueCommand.class,
       JobsCommand.class,
+      WorkflowsCommand.class,
       RecurringCommand.class,
       LimitsCommand.class,
       SettingsCommand.class,

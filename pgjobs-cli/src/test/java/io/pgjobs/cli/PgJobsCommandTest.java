@@ -206,6 +206,36 @@ class PgJobsCommandTest {
   }
 
   @Test
+  void workflowsShowListsARunsStepsAndSignalStoresTheFirstOfAName() {
+    UUID run = run(
+            "enqueue",
+            "approval_flow",
+            "--allow-unknown-type",
+            "--queue",
+            "nobody-serves-this",
+            "-q")
+        .firstId();
+    db.execute("INSERT INTO pgjobs.workflow_steps (run_id, name, seq, kind, state, result)"
+        + " VALUES ('" + run + "', 'prepare', 1, 'step', 'done', '\"ready\"')");
+
+    CommandRun show = run("workflows", "show", run.toString());
+    assertThat(show.exitCode()).as(show.toString()).isZero();
+    assertThat(show.out())
+        .contains("run " + run + " of workflow approval_flow: queued, attempt 0 of")
+        .containsPattern("1  prepare +step +done +\"ready\"");
+
+    CommandRun signal =
+        run("workflows", "signal", run.toString(), "approved", "--payload", "{\"by\":\"ada\"}");
+    assertThat(signal.exitCode()).as(signal.toString()).isZero();
+    assertThat(signal.out()).contains("signal 'approved' sent to run " + run);
+    assertThat(run("workflows", "signal", run.toString(), "approved").out())
+        .contains("was not stored");
+    assertThat(run("workflows", "signal", run.toString(), "x", "--payload", "{nope")
+            .exitCode())
+        .isEqualTo(2);
+  }
+
+  @Test
   void enqueueWithDelayOrRunAtSchedulesTheJob() {
     UUID delayed =
         run("enqueue", "report", "--allow-unknown-type", "--delay", "10m", "-q").firstId();

@@ -103,6 +103,16 @@ final class DashboardFixture implements AutoCloseable {
       DashboardFixture f = new DashboardFixture(db, client, api);
       JobWorker.Builder w = JobWorker.builder(db.dataSource())
           .register(TASK, f::handle)
+          .workflow(FLOW, (ctx, t) -> {
+            ctx.step("fetch", String.class, () -> "fetched " + t.key()).run();
+            ctx.step("store", Integer.class, () -> 42).run();
+            ctx.step("enrich", String.class, () -> {
+                  throw new IllegalStateException("enrichment service down");
+                })
+                .optional()
+                .run();
+            return Map.of("ok", true);
+          })
           .register(SEND_EMAIL, (ctx, email) -> {
             if (email.to().endsWith("@bounce.example")) {
               throw new IOException("SMTP 550: mailbox unavailable\nrecipient " + email.to());
@@ -206,6 +216,10 @@ final class DashboardFixture implements AutoCloseable {
   String url(String hashPath) {
     return "http://127.0.0.1:" + server.port() + "/" + (hashPath.isEmpty() ? "" : "#" + hashPath);
   }
+
+  /** A workflow of three steps (the last optional, and failing): its runs show their steps. */
+  static final io.pgjobs.workflow.WorkflowType<Task> FLOW =
+      io.pgjobs.workflow.WorkflowType.of("dash_flow", Task.class).withMaxAttempts(1);
 
   UUID enqueue(String note, String key, String queue) {
     return enqueue(note, key, EnqueueOptions.builder().queue(queue).build());

@@ -234,6 +234,30 @@ class DashboardTest extends BrowserTest {
   }
 
   @Test
+  void aWorkflowRunsPageListsItsRecordedSteps() {
+    UUID run = app.client
+        .enqueue(DashboardFixture.FLOW.jobType(), new DashboardFixture.Task("ok", key()))
+        .job()
+        .id();
+    app.awaitState(run, JobState.SUCCEEDED);
+
+    browser.open(app.url("/jobs/" + run));
+    browser.waitFor(d -> browser.findAll("#workflow-steps tbody tr").size() == 3);
+    assertThat(browser.attributes("#workflow-steps tbody tr", "data-step"))
+        .containsExactly("fetch", "store", "enrich");
+    assertThat(browser.attributes("#workflow-steps tbody tr", "data-state"))
+        .containsExactly("done", "done", "skipped");
+    assertThat(browser.text("#workflow-steps")).contains("42").contains("enrichment service down");
+
+    // A job that is not a workflow run has no steps panel.
+    UUID plain = app.enqueue("ok", key(), "default");
+    app.awaitState(plain, JobState.SUCCEEDED);
+    browser.open(app.url("/jobs/" + plain));
+    browser.waitForText("#job-state", "succeeded");
+    assertThat(browser.find("#workflow-steps-panel").isDisplayed()).isFalse();
+  }
+
+  @Test
   void waitingJobCancelledFromItsPageIsCancelledAtOnce() {
     UUID id = app.enqueue("ok", key(), "parked");
     browser.open(app.url("/jobs/" + id));

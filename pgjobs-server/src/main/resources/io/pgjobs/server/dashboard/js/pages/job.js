@@ -117,11 +117,20 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
   const graphPanel = h('section', {class: 'panel', id: 'job-graph-panel', hidden: true},
     h('h2', null, 'Dependency graph'), graphBox, graphNote);
   let graphIds = new Set();
+  // A workflow run (GET /workflows/{id}): its recorded steps, in the order they first ran.
+  const stepsBody = h('tbody');
+  const stepsPanel = h('section', {class: 'panel', id: 'workflow-steps-panel', hidden: true},
+    h('h2', null, 'Workflow steps'),
+    h('div', {class: 'table-wrap'}, h('table', {id: 'workflow-steps'},
+      h('thead', null, h('tr', null, h('th', null, '#'), h('th', null, 'Step'), h('th', null, 'Kind'),
+        h('th', null, 'State'), h('th', null, 'Result or error'), h('th', null, 'Recorded'))),
+      stepsBody)));
 
   root.append(
     h('div', {class: 'job-head'}, title, badge, h('span', {class: 'mono muted', title: id}, id), actions),
     result, error,
     graphPanel,
+    stepsPanel,
     h('div', {class: 'grid2'},
       h('div', {class: 'stack'},
         h('section', {class: 'panel'}, h('h2', null, 'Progress'), bar, progressMessage),
@@ -170,6 +179,29 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
     renderAttempts(j);
     loadParents();
     loadGraph();
+    loadSteps();
+  }
+
+  /** Shows the recorded steps when the job is a workflow run that has any. */
+  async function loadSteps() {
+    let run;
+    try {
+      run = await get('/workflows/' + id);
+    } catch {
+      return; // the job's own load shows what is wrong
+    }
+    if (!alive) return;
+    stepsPanel.hidden = run.steps.length === 0;
+    const text = s => {
+      if (s.error) return s.error;
+      if (s.result == null) return '–';
+      const json = typeof s.result === 'string' ? s.result : JSON.stringify(s.result);
+      return json.length > 120 ? json.slice(0, 119) + '…' : json;
+    };
+    stepsBody.replaceChildren(...run.steps.map(s => h('tr', {dataset: {step: s.name, state: s.state}},
+      h('td', null, String(s.seq)), h('td', {class: 'mono'}, s.name), h('td', null, s.kind),
+      h('td', null, h('span', {class: 'badge step-' + s.state}, s.state)),
+      h('td', {class: 'mono'}, text(s)), h('td', null, fmtTime(s.finished_at)))));
   }
 
   /** Draws the dependency graph when the job has one (more than itself). */
