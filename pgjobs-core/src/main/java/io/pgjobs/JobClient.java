@@ -383,6 +383,27 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     });
   }
 
+  /**
+   * Cancels workflow run {@code runId} with compensation: its job's cancel flag is set and, if it sleeps or
+   * waits for a signal, it is made due at once; its next execution replays its recorded steps (registering
+   * their compensations), stops at the first step that has not run, compensates the done ones, the last
+   * first, and the run ends {@code cancelled}. A running run is stopped as any cancelled job is, and
+   * compensated the same way. ({@link #cancel(UUID)} on a waiting run would end it at once, without
+   * compensating.)
+   *
+   * @return true if the cancellation was asked now, false if it had been asked before
+   * @throws InvalidJobException naming {@code id} if the run has ended or does not exist
+   */
+  public boolean cancelWorkflow(UUID runId) {
+    Objects.requireNonNull(runId, "runId");
+    io.pgjobs.store.WorkflowStore store = new io.pgjobs.store.WorkflowStore(dataSource, schema());
+    Boolean asked = call(() -> store.cancel(runId));
+    if (asked == null) {
+      throw new InvalidJobException("id", "workflow run " + runId + " has ended or does not exist");
+    }
+    return asked;
+  }
+
   /** The recorded steps of workflow run {@code runId}, in the order they first ran (none: an unknown run). */
   public List<io.pgjobs.workflow.WorkflowStep> workflowSteps(UUID runId) {
     Objects.requireNonNull(runId, "runId");

@@ -23,6 +23,8 @@ public final class WorkflowStore {
   private final String signal;
   private final String findSignal;
   private final String wake;
+  private final String cancel;
+  private final String cancelRequested;
 
   /**
    * A recorded step.
@@ -54,6 +56,8 @@ public final class WorkflowStore {
     this.signal = JobSql.forSchema(WorkflowSql.SIGNAL, schema);
     this.findSignal = JobSql.forSchema(WorkflowSql.FIND_SIGNAL, schema);
     this.wake = JobSql.forSchema(WorkflowSql.WAKE, schema);
+    this.cancel = JobSql.forSchema(WorkflowSql.CANCEL, schema);
+    this.cancelRequested = JobSql.forSchema(WorkflowSql.CANCEL_REQUESTED, schema);
   }
 
   /** Every recorded step of run {@code runId}, in the order they first ran. */
@@ -172,6 +176,35 @@ public final class WorkflowStore {
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getString(1);
+      }
+    }
+  }
+
+  /**
+   * Asks run {@code runId} to cancel ({@link WorkflowSql#CANCEL}).
+   *
+   * @return null if the run has ended (or never existed), else whether the cancellation was asked now
+   *     (false: it had been asked before)
+   */
+  public Boolean cancel(UUID runId) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(cancel)) {
+      ps.setObject(1, runId);
+      ps.setObject(2, runId);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getString(1) == null ? null : rs.getLong(2) > 0;
+      }
+    }
+  }
+
+  /** Whether run {@code runId}'s cancellation was asked (false for an unknown run). */
+  public boolean cancelRequested(UUID runId) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(cancelRequested)) {
+      ps.setObject(1, runId);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
       }
     }
   }

@@ -68,6 +68,7 @@ public final class Step<T> {
     if (before != null) {
       return replayed(before.state(), before.result());
     }
+    ctx.stopIfCancelling("step '" + name + "'");
     T result;
     try {
       result = timeout == null ? action.call() : callWithTimeout();

@@ -41,6 +41,7 @@ public final class WorkflowContext {
   private final Set<String> seen = new HashSet<>();
   private final Deque<Runnable> compensations = new ArrayDeque<>();
   private int sleeps;
+  private boolean cancelling;
 
   WorkflowContext(JobContext job, WorkflowStore store, JsonMapper mapper) throws SQLException {
     this.job = job;
@@ -104,6 +105,9 @@ public final class WorkflowContext {
     String name = "sleep#" + (++sleeps);
     seen.add(name);
     WorkflowStore.StepRecord r = recorded.get(name);
+    if (r == null) {
+      stopIfCancelling(name);
+    }
     Instant wake;
     if (r != null) {
       wake = Instant.parse(mapper.readValue(r.result(), String.class));
@@ -118,6 +122,7 @@ public final class WorkflowContext {
     }
     Duration left = Duration.between(Instant.now(), wake);
     if (left.isPositive()) {
+      stopIfCancelling(name); // cancelled while it slept: compensate instead of sleeping on
       throw new SnoozeJobException(left);
     }
   }
@@ -155,6 +160,7 @@ public final class WorkflowContext {
     if (r != null) {
       return signalled(name, timeout, r.state(), r.result(), payloadClass);
     }
+    stopIfCancelling(step);
     String deadlineStep = "signal-deadline:" + name;
     WorkflowStore.StepRecord d = recorded.get(deadlineStep);
     String deadlineJson = d != null
@@ -195,8 +201,25 @@ public final class WorkflowContext {
     return mapper.readValue(json, type);
   }
 
+  /** True when this execution replays the run only to compensate it: its cancellation was asked. */
+  public boolean isCancelling() {
+    return cancelling;
+  }
+
   // ---------------------------------------------------------------- used by Step and
   // WorkflowRunner
+
+  void cancelling(boolean cancelling) {
+    this.cancelling = cancelling;
+  }
+
+  /** Thrown instead of running step {@code name} (or sleeping, or waiting) when the run is cancelling. */
+  void stopIfCancelling(String name) {
+    if (cancelling) {
+      throw new WorkflowCancelledException(
+          "run " + runId() + " was cancelled before " + name + "; its done steps are compensated");
+    }
+  }
 
   WorkflowStore.StepRecord recorded(String name) {
     return recorded.get(name);

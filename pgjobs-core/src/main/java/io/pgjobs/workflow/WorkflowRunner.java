@@ -36,16 +36,38 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
       s = new WorkflowStore(job.dataSource(), schema.get());
       store = s;
     }
+    // A run cancelled before it started has its thread interrupted by the worker (the cancel stops
+    // the
+    // attempt): cleared here, so that the replay can read its steps and compensate them.
+    boolean interrupted = job.isCancelled() && Thread.interrupted();
     WorkflowContext ctx = new WorkflowContext(job, s, mapper.get());
+    // Asked to cancel (JobClient.cancelWorkflow) while it slept or waited: replay to compensate.
+    ctx.cancelling(job.isCancelled() || s.cancelRequested(job.jobId()));
     try {
-      return workflow.run(ctx, input);
+      Object output = workflow.run(ctx, input);
+      if (ctx.isCancelling()) {
+        // It ended without reaching a step that had not run: still cancelled, its steps
+        // compensated.
+        throw new WorkflowCancelledException(
+            "run " + job.jobId() + " was cancelled; its steps are compensated");
+      }
+      return output;
     } catch (SnoozeJobException sleeping) {
       throw sleeping; // a sleep: the lane is let go, nothing failed
     } catch (Exception e) {
-      if (job.isLastAttempt() || job.isCancelled() || e instanceof io.pgjobs.DiscardJobException) {
+      if (job.isLastAttempt()
+          || job.isCancelled()
+          || ctx.isCancelling()
+          || e instanceof io.pgjobs.DiscardJobException) {
+        // A cancel interrupts the thread; the compensations need the database all the same.
+        interrupted |= Thread.interrupted();
         ctx.compensate(e);
       }
       throw e;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 }

@@ -76,7 +76,13 @@ class FlowControlChaosTest extends LifecycleTestBase {
     }
     long until = System.nanoTime() + Duration.ofSeconds(SECONDS).toNanos();
     int kills = 0;
-    while (System.nanoTime() < until && finished() < jobs) {
+    long cutRuns = 0;
+    // Until the time is up and a kill has cut a run short (what the test is for): a run of 20-100
+    // ms can
+    // end between the look that found it open and the kill, so a kill may cut nothing (CI at
+    // 9b76eb1,
+    // two kills, none cut); while jobs remain, the next kill tries again.
+    while ((System.nanoTime() < until || cutRuns == 0) && finished() < jobs) {
       await().pollDelay(Duration.ofSeconds(10)).atMost(Duration.ofSeconds(11)).until(() -> true);
       if (finished() >= jobs) {
         break;
@@ -96,6 +102,7 @@ class FlowControlChaosTest extends LifecycleTestBase {
       workers[victim].jvm().process().waitFor();
       killedAt.put(workers[victim].id(), Instant.now());
       kills++;
+      cutRuns += openRuns(logs, workers[victim].id());
       System.out.printf(
           "kill %d: %s, %d of %d jobs finished%n", kills, workers[victim].id(), finished(), jobs);
       workers[victim] = start(logs, "flow-w" + started++);
@@ -133,30 +140,36 @@ class FlowControlChaosTest extends LifecycleTestBase {
             "url=" + db.jdbcUrl(), "id=" + id, "lanes=200", "log=" + logs.resolve(id + ".log")));
   }
 
-  /** The worker running the most jobs now (the one whose kill cuts the most runs short). */
   /**
-   * The worker with the most runs started and not ended in its execution log, or -1 if none has one.
+   * The worker with the most runs started and not ended in its execution log (the one whose kill cuts the
+   * most runs short), or -1 if none has one.
    */
   private static int mostOpenRuns(WorkerProcess[] workers, Path logs) throws IOException {
     int best = -1;
     long most = 0;
     for (int i = 0; i < workers.length; i++) {
-      Path file = logs.resolve(workers[i].id() + ".log");
-      if (!Files.exists(file)) {
-        continue;
-      }
-      long open = 0;
-      for (String line : Files.readAllLines(file)) {
-        if (line.split(" ").length == 5) {
-          open += line.startsWith("S ") ? 1 : -1;
-        }
-      }
+      long open = openRuns(logs, workers[i].id());
       if (open > most) {
         most = open;
         best = i;
       }
     }
     return best;
+  }
+
+  /** The runs started and not ended in process {@code id}'s execution log (0 without a log). */
+  private static long openRuns(Path logs, String id) throws IOException {
+    Path file = logs.resolve(id + ".log");
+    if (!Files.exists(file)) {
+      return 0;
+    }
+    long open = 0;
+    for (String line : Files.readAllLines(file)) {
+      if (line.split(" ").length == 5) {
+        open += line.startsWith("S ") ? 1 : -1;
+      }
+    }
+    return open;
   }
 
   private static long finished() {

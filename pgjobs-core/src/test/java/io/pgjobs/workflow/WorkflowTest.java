@@ -240,4 +240,42 @@ class WorkflowTest extends PgJobsTestBase {
         .isEqualTo(2);
     assertThat(recorded(late)).containsExactly("signal-deadline:go done", "signal:go skipped");
   }
+
+  @Test
+  void aRunCancelledWhileItSleepsCompensatesItsDoneStepsAndEndsCancelled() throws Exception {
+    WorkflowType<Order> trip = WorkflowType.of("wf-trip", Order.class);
+    start(worker().workflow(trip, (ctx, order) -> {
+      ctx.step("flight", String.class, () -> "F" + call("flight"))
+          .compensate(f -> log.add("cancel " + f))
+          .run();
+      ctx.step("hotel", String.class, () -> "H" + call("hotel"))
+          .compensate(h -> log.add("cancel " + h))
+          .run();
+      ctx.sleep(Duration.ofHours(1));
+      ctx.step("pay", Void.class, () -> {
+            call("pay");
+            return null;
+          })
+          .run();
+      return null;
+    }));
+
+    UUID run = client.enqueue(trip.jobType(), new Order("o-6")).job().id();
+    await().atMost(Duration.ofSeconds(20)).until(() -> {
+      Job j = client.get(run).orElseThrow();
+      return j.state() == JobState.QUEUED && j.snoozes() > 0;
+    });
+    assertThat(client.cancelWorkflow(run)).isTrue();
+    awaitState(run, JobState.CANCELLED, Duration.ofSeconds(30));
+
+    assertThat(log.stream().filter(l -> l.startsWith("cancel")).toList())
+        .containsExactly("cancel H1", "cancel F1");
+    assertThat(calls("pay")).isZero();
+    assertThat(calls("flight")).isOne();
+    assertThat(recorded(run))
+        .containsExactly("flight compensated", "hotel compensated", "sleep#1 done");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> client.cancelWorkflow(run))
+        .isInstanceOf(io.pgjobs.InvalidJobException.class)
+        .hasMessageContaining("has ended");
+  }
 }

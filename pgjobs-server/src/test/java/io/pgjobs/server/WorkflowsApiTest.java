@@ -40,7 +40,9 @@ class WorkflowsApiTest {
     worker = JobWorker.builder(api.db.dataSource())
         .shutdownGrace(Duration.ofSeconds(2))
         .workflow(APPROVAL, (ctx, task) -> {
-          ctx.step("prepare", String.class, () -> "prepared " + task.note()).run();
+          ctx.step("prepare", String.class, () -> "prepared " + task.note())
+              .compensate(prepared -> {})
+              .run();
           Approval a = ctx.awaitSignal("approved", Approval.class, Duration.ofMinutes(5));
           return Map.of("approved_by", a.by());
         })
@@ -149,5 +151,30 @@ class WorkflowsApiTest {
                 api.post("/workflows/" + UUID.randomUUID() + "/signals/go", "{\"payload\": 1}"))
             .status())
         .isEqualTo(404);
+  }
+
+  @Test
+  void aWaitingRunCancelledOverHttpEndsCancelledWithItsStepCompensated() {
+    Response started = api.post("/workflows/task/start", "{\"input\": {\"note\": \"to cancel\"}}");
+    String id = started.json().path("id").asString();
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .untilAsserted(() -> assertThat(steps(api.get("/workflows/" + id).json()))
+            .containsExactly("prepare done", "signal-deadline:approved done"));
+
+    Response cancel = conforming(
+        "POST", "/workflows/{id}/cancel", api.post("/workflows/" + id + "/cancel", null));
+    assertThat(cancel.status()).as(cancel.body()).isEqualTo(202);
+    assertThat(cancel.json().path("cancel_requested").asBoolean()).isTrue();
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+      JsonNode run = api.get("/workflows/" + id).json();
+      assertThat(run.path("state").asString()).isEqualTo("cancelled");
+      assertThat(steps(run))
+          .containsExactly("prepare compensated", "signal-deadline:approved done");
+    });
+    assertThat(conforming(
+                "POST", "/workflows/{id}/cancel", api.post("/workflows/" + id + "/cancel", null))
+            .status())
+        .isEqualTo(409);
   }
 }

@@ -55,15 +55,7 @@ public final class MetricsApi {
       log.warn("queue depth not refreshed: {}", e.getMessage());
       return;
     }
-    depth.replaceAll((queue, old) -> 0L);
-    fresh.forEach((queue, n) -> {
-      if (depth.put(queue, n) == null) {
-        Gauge.builder(MetricNames.QUEUE_DEPTH, depth, m -> m.getOrDefault(queue, 0L))
-            .description("Due jobs waiting to be claimed")
-            .tag("queue", queue)
-            .register(registry);
-      }
-    });
+    publish(depth, fresh, MetricNames.QUEUE_DEPTH, "Due jobs waiting to be claimed");
     Map<String, Long> freshBlocked;
     try {
       freshBlocked = client.blockedByQueue();
@@ -71,11 +63,24 @@ public final class MetricsApi {
       log.warn("blocked jobs not refreshed: {}", e.getMessage());
       return;
     }
-    blocked.replaceAll((queue, old) -> 0L);
-    freshBlocked.forEach((queue, n) -> {
-      if (blocked.put(queue, n) == null) {
-        Gauge.builder(MetricNames.QUEUE_BLOCKED, blocked, m -> m.getOrDefault(queue, 0L))
-            .description("Jobs of graphs waiting for the jobs they depend on")
+    publish(
+        blocked,
+        freshBlocked,
+        MetricNames.QUEUE_BLOCKED,
+        "Jobs of graphs waiting for the jobs they depend on");
+  }
+
+  /**
+   * Puts {@code fresh} counts per queue into {@code gauges}, a queue absent from them at 0, and registers
+   * gauge {@code name} for each queue seen the first time.
+   */
+  private void publish(
+      Map<String, Long> gauges, Map<String, Long> fresh, String name, String description) {
+    gauges.replaceAll((queue, old) -> 0L);
+    fresh.forEach((queue, n) -> {
+      if (gauges.put(queue, n) == null) {
+        Gauge.builder(name, gauges, m -> m.getOrDefault(queue, 0L))
+            .description(description)
             .tag("queue", queue)
             .register(registry);
       }

@@ -17,8 +17,9 @@ import tools.jackson.databind.JsonNode;
  * Durable step workflows over HTTP ({@code io.pgjobs.workflow}): start a run
  * ({@code POST /workflows/{name}/start}, and the seed's {@code POST /_api/workflows/{name}/start}), read it
  * with its recorded steps ({@code GET /workflows/{id}}), signal it
- * ({@code POST /workflows/{id}/signals/{name}}). A run is a job of the workflow's type: cancel it and list
- * runs through {@code /jobs}.
+ * ({@code POST /workflows/{id}/signals/{name}}), cancel it with compensation
+ * ({@code POST /workflows/{id}/cancel}). A run is a job of the workflow's type: list runs through
+ * {@code /jobs}.
  */
 public final class WorkflowsApi {
   private static final Set<String> START_FIELDS = Set.of("input", "queue", "priority", "context");
@@ -39,6 +40,7 @@ public final class WorkflowsApi {
     routes.post("/_api/workflows/{name}/start", ctx -> start(ctx, routes));
     routes.get("/workflows/{id}", this::get);
     routes.post("/workflows/{id}/signals/{signal}", ctx -> signal(ctx, routes));
+    routes.post("/workflows/{id}/cancel", this::cancel);
   }
 
   /**
@@ -87,6 +89,32 @@ public final class WorkflowsApi {
    * @param stored false when a signal of that name had come before (this one was not stored)
    */
   public record SignalView(boolean stored) {}
+
+  /**
+   * A cancellation asked.
+   *
+   * @param cancelRequested false when it had been asked before
+   */
+  public record CancelView(boolean cancelRequested) {}
+
+  private Reply cancel(Context ctx) {
+    UUID id = QueryParams.uuid(ctx, "id");
+    Job job =
+        client.get(id).orElseThrow(() -> ApiProblem.notFound("no workflow run with id " + id));
+    if (job.state().isTerminal()) {
+      throw ApiProblem.conflict(
+          "run-ended",
+          "Run ended",
+          "workflow run " + id + " has ended (" + job.state().value() + ")",
+          job.state().value());
+    }
+    try {
+      return Reply.of(202, new CancelView(client.cancelWorkflow(id)));
+    } catch (io.pgjobs.InvalidJobException e) {
+      // It ended between the read and the cancel.
+      throw ApiProblem.conflict("run-ended", "Run ended", e.getMessage(), "ended");
+    }
+  }
 
   private Reply start(Context ctx, Routes routes) {
     String name = ctx.pathParam("name");
