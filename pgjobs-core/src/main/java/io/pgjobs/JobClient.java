@@ -359,13 +359,17 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    */
   public boolean signalWorkflow(UUID runId, String name, Object payload) {
     Objects.requireNonNull(runId, "runId");
-    if (name == null || name.isEmpty() || name.length() > 200) {
+    if (name == null || name.isEmpty() || name.length() > 200 || name.startsWith("(")) {
       throw new InvalidJobException(
           "name",
-          "a signal's name is 1 to 200 characters, was "
-              + (name == null ? "null" : name.length() + " characters"));
+          "a signal's name is 1 to 200 characters, not starting with" + " '(' (pgjobs' own), was "
+              + (name == null ? "null" : "'" + name + "'"));
     }
-    String json = codec.encodePayload(payload);
+    return signalQuietly(runId, name, codec.encodePayload(payload));
+  }
+
+  /** Stores a signal (JSON text) and wakes the run, waiting up to 5 s for one that is executing. */
+  private boolean signalQuietly(UUID runId, String name, String json) {
     io.pgjobs.store.WorkflowStore store = new io.pgjobs.store.WorkflowStore(dataSource, schema());
     return call(() -> {
       boolean stored = store.signal(runId, name, json);
@@ -384,24 +388,26 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   }
 
   /**
-   * Cancels workflow run {@code runId} with compensation: its job's cancel flag is set and, if it sleeps or
-   * waits for a signal, it is made due at once; its next execution replays its recorded steps (registering
-   * their compensations), stops at the first step that has not run, compensates the done ones, the last
-   * first, and the run ends {@code cancelled}. A running run is stopped as any cancelled job is, and
-   * compensated the same way. ({@link #cancel(UUID)} on a waiting run would end it at once, without
-   * compensating.)
+   * Cancels workflow run {@code runId} with compensation: a marker is stored beside its steps and, if it
+   * sleeps or waits for a signal, it is made due at once; its next execution replays its recorded steps
+   * (registering their compensations), stops at the first step that has not run, compensates the done
+   * ones, the last first, and ends the run {@code cancelled}. An execution under way sees the marker at
+   * its next step, sleep or wait, and does the same (a run between its look and its sleep is waited for,
+   * 5 s at most, as {@link #signalWorkflow} does). ({@link #cancel(UUID)} on a waiting run would end it at
+   * once, without compensating.)
    *
    * @return true if the cancellation was asked now, false if it had been asked before
    * @throws InvalidJobException naming {@code id} if the run has ended or does not exist
    */
   public boolean cancelWorkflow(UUID runId) {
     Objects.requireNonNull(runId, "runId");
-    io.pgjobs.store.WorkflowStore store = new io.pgjobs.store.WorkflowStore(dataSource, schema());
-    Boolean asked = call(() -> store.cancel(runId));
-    if (asked == null) {
+    Optional<Job> run = get(runId);
+    if (run.isEmpty() || run.get().state().isTerminal()) {
       throw new InvalidJobException("id", "workflow run " + runId + " has ended or does not exist");
     }
-    return asked;
+    // A marker signal: an execution under way sees it before it sleeps, a sleeping run is woken to
+    // see it.
+    return signalQuietly(runId, "(cancel)", "true");
   }
 
   /** The recorded steps of workflow run {@code runId}, in the order they first ran (none: an unknown run). */

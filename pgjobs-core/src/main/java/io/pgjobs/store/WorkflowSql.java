@@ -66,24 +66,17 @@ final class WorkflowSql {
       DELETE FROM {schema}.workflow_signals WHERE run_id = ANY (?)""";
 
   /**
-   * Asks a run to cancel: its job's cancel flag, and if it waits (asleep, or due later) it is made due now,
-   * so that an execution replays its recorded steps, compensates them and ends it cancelled; a running
-   * one's worker is told by the flag's trigger. Returns the job's state (no row: it has ended) and whether
-   * the flag was set now. Parameters: the run, twice.
+   * Ends a run cancelled: its job's cancel flag, set by the run's own execution once it compensated, so
+   * that the failure it throws next is written {@code cancelled}. Parameter: the run.
    */
-  static final String CANCEL = """
-      WITH flagged AS (
-          UPDATE {schema}.jobs
-             SET cancel_requested = true,
-                 run_at = CASE WHEN state IN ('queued', 'retrying') THEN least(run_at, now()) ELSE run_at END
-           WHERE id = ? AND NOT cancel_requested AND state IN ('queued', 'retrying', 'running')
-          RETURNING queue, state
-      )
-      SELECT (SELECT j.state FROM {schema}.jobs AS j WHERE j.id = ?),
-             (SELECT count(*) FROM flagged),
-             (SELECT pg_notify('{schema}_jobs_ready', f.queue) FROM flagged AS f WHERE f.state <> 'running')""";
+  static final String FLAG_CANCELLED = """
+      UPDATE {schema}.jobs SET cancel_requested = true WHERE id = ? AND NOT cancel_requested""";
 
-  /** Whether a run's cancellation was asked. Parameter: the run. */
+  /**
+   * Whether a run's cancellation was asked: the marker signal {@code (cancel)} (JobClient.cancelWorkflow)
+   * or its job's cancel flag (a plain job cancel of a running run). Parameters: the run, twice.
+   */
   static final String CANCEL_REQUESTED = """
-      SELECT cancel_requested FROM {schema}.jobs WHERE id = ?""";
+      SELECT EXISTS (SELECT 1 FROM {schema}.workflow_signals WHERE run_id = ? AND name = '(cancel)')
+          OR coalesce((SELECT cancel_requested FROM {schema}.jobs WHERE id = ?), false)""";
 }

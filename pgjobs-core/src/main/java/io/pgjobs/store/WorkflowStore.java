@@ -23,7 +23,7 @@ public final class WorkflowStore {
   private final String signal;
   private final String findSignal;
   private final String wake;
-  private final String cancel;
+  private final String flagCancelled;
   private final String cancelRequested;
 
   /**
@@ -56,7 +56,7 @@ public final class WorkflowStore {
     this.signal = JobSql.forSchema(WorkflowSql.SIGNAL, schema);
     this.findSignal = JobSql.forSchema(WorkflowSql.FIND_SIGNAL, schema);
     this.wake = JobSql.forSchema(WorkflowSql.WAKE, schema);
-    this.cancel = JobSql.forSchema(WorkflowSql.CANCEL, schema);
+    this.flagCancelled = JobSql.forSchema(WorkflowSql.FLAG_CANCELLED, schema);
     this.cancelRequested = JobSql.forSchema(WorkflowSql.CANCEL_REQUESTED, schema);
   }
 
@@ -180,21 +180,12 @@ public final class WorkflowStore {
     }
   }
 
-  /**
-   * Asks run {@code runId} to cancel ({@link WorkflowSql#CANCEL}).
-   *
-   * @return null if the run has ended (or never existed), else whether the cancellation was asked now
-   *     (false: it had been asked before)
-   */
-  public Boolean cancel(UUID runId) throws SQLException {
+  /** Sets run {@code runId}'s job's cancel flag (its execution compensated and ends it cancelled). */
+  public void flagCancelled(UUID runId) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(cancel)) {
+        PreparedStatement ps = c.prepareStatement(flagCancelled)) {
       ps.setObject(1, runId);
-      ps.setObject(2, runId);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getString(1) == null ? null : rs.getLong(2) > 0;
-      }
+      ps.executeUpdate();
     }
   }
 
@@ -203,6 +194,7 @@ public final class WorkflowStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(cancelRequested)) {
       ps.setObject(1, runId);
+      ps.setObject(2, runId);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() && rs.getBoolean(1);
       }

@@ -215,6 +215,15 @@ public final class WorkflowContext {
 
   /** Thrown instead of running step {@code name} (or sleeping, or waiting) when the run is cancelling. */
   void stopIfCancelling(String name) {
+    if (!cancelling) {
+      // A cancellation asked while this execution runs is seen at its next step that has not run.
+      try {
+        cancelling = store.cancelRequested(runId());
+      } catch (SQLException e) {
+        throw new PgJobsException(
+            "could not read whether run " + runId() + " was cancelled: " + e.getMessage(), e);
+      }
+    }
     if (cancelling) {
       throw new WorkflowCancelledException(
           "run " + runId() + " was cancelled before " + name + "; its done steps are compensated");

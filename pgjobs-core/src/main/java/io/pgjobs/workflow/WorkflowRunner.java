@@ -36,12 +36,12 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
       s = new WorkflowStore(job.dataSource(), schema.get());
       store = s;
     }
-    // A run cancelled before it started has its thread interrupted by the worker (the cancel stops
-    // the
-    // attempt): cleared here, so that the replay can read its steps and compensate them.
+    // A plain job cancel interrupts the attempt's thread: cleared, so that the replay can read its
+    // steps
+    // and compensate them; restored at the end.
     boolean interrupted = job.isCancelled() && Thread.interrupted();
     WorkflowContext ctx = new WorkflowContext(job, s, mapper.get());
-    // Asked to cancel (JobClient.cancelWorkflow) while it slept or waited: replay to compensate.
+    // Asked to cancel (JobClient.cancelWorkflow, or a job cancel): replay to compensate.
     ctx.cancelling(job.isCancelled() || s.cancelRequested(job.jobId()));
     try {
       Object output = workflow.run(ctx, input);
@@ -53,7 +53,17 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
       }
       return output;
     } catch (SnoozeJobException sleeping) {
-      throw sleeping; // a sleep: the lane is let go, nothing failed
+      // About to sleep or wait: a cancellation asked since this execution began compensates now.
+      if (!s.cancelRequested(job.jobId())) {
+        throw sleeping; // the lane is let go, nothing failed
+      }
+      ctx.cancelling(true);
+      interrupted |= Thread.interrupted();
+      WorkflowCancelledException cancelled = new WorkflowCancelledException("run " + job.jobId()
+          + " was cancelled while it went to sleep or wait; its steps are compensated");
+      ctx.compensate(cancelled);
+      s.flagCancelled(job.jobId());
+      throw cancelled;
     } catch (Exception e) {
       if (job.isLastAttempt()
           || job.isCancelled()
@@ -62,6 +72,9 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
         // A cancel interrupts the thread; the compensations need the database all the same.
         interrupted |= Thread.interrupted();
         ctx.compensate(e);
+      }
+      if (ctx.isCancelling()) {
+        s.flagCancelled(job.jobId()); // so that this failure is written cancelled
       }
       throw e;
     } finally {

@@ -278,4 +278,49 @@ class WorkflowTest extends PgJobsTestBase {
         .isInstanceOf(io.pgjobs.InvalidJobException.class)
         .hasMessageContaining("has ended");
   }
+
+  @Test
+  void aRunCancelledWhileAStepRunsStopsAtItsNextStepAndCompensates() throws Exception {
+    WorkflowType<Order> order = WorkflowType.of("wf-order", Order.class);
+    java.util.concurrent.CountDownLatch inStep = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    start(worker().workflow(order, (ctx, o) -> {
+      ctx.step("reserve", String.class, () -> "R" + call("reserve"))
+          .compensate(r -> log.add("release " + r))
+          .run();
+      ctx.step("slow", String.class, () -> {
+            inStep.countDown();
+            release.await(); // the cancel arrives while this step runs
+            return "S" + call("slow");
+          })
+          .compensate(r -> log.add("undo " + r))
+          .run();
+      ctx.step("ship", Void.class, () -> {
+            call("ship");
+            return null;
+          })
+          .run();
+      return null;
+    }));
+
+    UUID run = client.enqueue(order.jobType(), new Order("o-7")).job().id();
+    assertThat(inStep.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    Thread cancel = Thread.ofVirtual().start(() -> client.cancelWorkflow(run));
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> count(
+                "SELECT count(*) FROM pgjobs.workflow_signals WHERE name = '(cancel)' AND run_id = '"
+                    + run + "'")
+            == 1);
+    release.countDown();
+    cancel.join();
+    awaitState(run, JobState.CANCELLED, Duration.ofSeconds(30));
+
+    assertThat(calls("ship")).as("the step after the cancel never ran").isZero();
+    assertThat(log.stream()
+            .filter(l -> l.startsWith("undo") || l.startsWith("release"))
+            .toList())
+        .containsExactly("undo S1", "release R1");
+    assertThat(recorded(run)).containsExactly("reserve compensated", "slow compensated");
+  }
 }
