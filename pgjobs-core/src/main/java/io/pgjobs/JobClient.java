@@ -58,6 +58,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   private final WorkerStore workerStore;
   private final io.pgjobs.store.LimitsStore limitsStore;
   private final io.pgjobs.store.DependencyStore dependencyStore;
+  private final io.pgjobs.store.WorkflowStore workflowStore;
   private final PartitionRules partitionRules;
   private final PayloadCodec codec;
   private final JobMetrics metrics;
@@ -75,6 +76,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     this.workerStore = new WorkerStore(builder.dataSource, builder.schema, codec);
     this.limitsStore = new io.pgjobs.store.LimitsStore(builder.dataSource, builder.schema);
     this.dependencyStore = new io.pgjobs.store.DependencyStore(builder.schema);
+    this.workflowStore = new io.pgjobs.store.WorkflowStore(builder.dataSource, builder.schema);
     this.partitionRules = new PartitionRules(limitsStore, builder.mapper);
     this.metrics = builder.metrics;
     this.knownTypes = Map.copyOf(builder.knownTypes);
@@ -370,11 +372,10 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
 
   /** Stores a signal (JSON text) and wakes the run, waiting up to 5 s for one that is executing. */
   private boolean signalQuietly(UUID runId, String name, String json) {
-    io.pgjobs.store.WorkflowStore store = new io.pgjobs.store.WorkflowStore(dataSource, schema());
     return call(() -> {
-      boolean stored = store.signal(runId, name, json);
+      boolean stored = workflowStore.signal(runId, name, json);
       long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
-      while ("running".equals(store.wake(runId)) && System.nanoTime() < until) {
+      while ("running".equals(workflowStore.wake(runId)) && System.nanoTime() < until) {
         try {
           Thread.sleep(
               50); // the run is executing: it finds the signal, or goes to sleep within moments
@@ -413,8 +414,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   /** The recorded steps of workflow run {@code runId}, in the order they first ran (none: an unknown run). */
   public List<io.pgjobs.workflow.WorkflowStep> workflowSteps(UUID runId) {
     Objects.requireNonNull(runId, "runId");
-    io.pgjobs.store.WorkflowStore store = new io.pgjobs.store.WorkflowStore(dataSource, schema());
-    return call(() -> store.steps(runId)).stream()
+    return call(() -> workflowStore.steps(runId)).stream()
         .map(r -> new io.pgjobs.workflow.WorkflowStep(
             r.name(), r.kind(), r.state(), r.result(), r.error(), r.seq(), r.finishedAt()))
         .toList();

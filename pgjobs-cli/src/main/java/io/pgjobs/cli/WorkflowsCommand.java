@@ -31,6 +31,14 @@ final class WorkflowsCommand extends Subcommand {
     return PgJobsCommand.USAGE;
   }
 
+  /** Run {@code id}, or the command fails saying it is gone. */
+  static Job run(Database db, UUID id) {
+    return db.client()
+        .get(id)
+        .orElseThrow(() -> new CommandFailedException(
+            "run " + id + " not found (finished runs are pruned after the retention period)"));
+  }
+
   /** {@code pgjobs workflows show ID}. */
   @Command(
       name = "show",
@@ -49,10 +57,7 @@ final class WorkflowsCommand extends Subcommand {
     public Integer call() {
       try (Database db = Database.open(settings(Map.of()), false, List.of())) {
         UUID id = JobIdArgument.resolve(this, db, idText);
-        Job job = db.client()
-            .get(id)
-            .orElseThrow(() -> new CommandFailedException(
-                "run " + id + " not found (finished runs are pruned after the retention period)"));
+        Job job = run(db, id);
         out()
             .printf(
                 "run %s of workflow %s: %s, attempt %d of %d%n",
@@ -115,9 +120,7 @@ final class WorkflowsCommand extends Subcommand {
       }
       try (Database db = Database.open(settings(Map.of()), false, List.of())) {
         UUID id = JobIdArgument.resolve(this, db, idText);
-        Job job = db.client()
-            .get(id)
-            .orElseThrow(() -> new CommandFailedException("run " + id + " not found"));
+        Job job = run(db, id);
         if (job.state().isTerminal()) {
           throw new CommandFailedException(
               "run " + id + " has ended (" + job.state().value() + "); it waits for no signal");

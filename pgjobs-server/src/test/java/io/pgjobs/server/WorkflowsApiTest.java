@@ -124,6 +124,16 @@ class WorkflowsApiTest {
             "{\"input\": {\"note\": \"seed\"}, \"priority\": \"high\"}"));
     assertThat(seed.status()).as(seed.body()).isEqualTo(201);
 
+    // A name of pgjobs' own (its cancel marker) is not a signal a client may send.
+    Response reserved = conforming(
+        "POST",
+        "/workflows/{id}/signals/{signal}",
+        api.post(
+            "/workflows/" + seed.json().path("id").asString() + "/signals/(cancel)",
+            "{\"payload\": 1}"));
+    assertThat(reserved.status()).as(reserved.body()).isEqualTo(422);
+    assertThat(reserved.body()).contains("\"signal\"").contains("not starting with '('");
+
     List<Long> before = api.rowCounts();
     Response unknown = conforming(
         "POST",

@@ -99,21 +99,30 @@ public final class WorkflowsApi {
 
   private Reply cancel(Context ctx) {
     UUID id = QueryParams.uuid(ctx, "id");
-    Job job =
-        client.get(id).orElseThrow(() -> ApiProblem.notFound("no workflow run with id " + id));
-    if (job.state().isTerminal()) {
-      throw ApiProblem.conflict(
-          "run-ended",
-          "Run ended",
-          "workflow run " + id + " has ended (" + job.state().value() + ")",
-          job.state().value());
-    }
+    unendedRun(id, "");
     try {
       return Reply.of(202, new CancelView(client.cancelWorkflow(id)));
     } catch (io.pgjobs.InvalidJobException e) {
       // It ended between the read and the cancel.
       throw ApiProblem.conflict("run-ended", "Run ended", e.getMessage(), "ended");
     }
+  }
+
+  /** The run {@code id}, or 404; 409 if it has ended ({@code why}: what that means for the request). */
+  private Job unendedRun(UUID id, String why) {
+    Job job = run(id);
+    if (job.state().isTerminal()) {
+      throw ApiProblem.conflict(
+          "run-ended",
+          "Run ended",
+          "workflow run " + id + " has ended (" + job.state().value() + ")" + why,
+          job.state().value());
+    }
+    return job;
+  }
+
+  private Job run(UUID id) {
+    return client.get(id).orElseThrow(() -> ApiProblem.notFound("no workflow run with id " + id));
   }
 
   private Reply start(Context ctx, Routes routes) {
@@ -144,31 +153,22 @@ public final class WorkflowsApi {
   }
 
   private Reply get(Context ctx) {
-    UUID id = QueryParams.uuid(ctx, "id");
-    Job job =
-        client.get(id).orElseThrow(() -> ApiProblem.notFound("no workflow run with id " + id));
-    return Reply.ok(view(job));
+    return Reply.ok(view(run(QueryParams.uuid(ctx, "id"))));
   }
 
   private Reply signal(Context ctx, Routes routes) {
     UUID id = QueryParams.uuid(ctx, "id");
     String signal = ctx.pathParam("signal");
-    if (signal.isEmpty() || signal.length() > 200) {
+    if (signal.isEmpty() || signal.length() > 200 || signal.startsWith("(")) {
       throw ApiProblem.invalidField(
-          "signal", "a signal's name is 1 to 200 characters, was " + signal.length());
+          "signal",
+          "a signal's name is 1 to 200 characters, not starting with '(' (pgjobs' own), was '"
+              + (signal.length() > 200 ? signal.substring(0, 200) + "…" : signal) + "'");
     }
     JsonBody body = JsonBody.read(ctx, routes.json(), SIGNAL_FIELDS);
     JsonNode payload = body.any("payload", true);
     body.done();
-    Job job =
-        client.get(id).orElseThrow(() -> ApiProblem.notFound("no workflow run with id " + id));
-    if (job.state().isTerminal()) {
-      throw ApiProblem.conflict(
-          "run-ended",
-          "Run ended",
-          "workflow run " + id + " has ended (" + job.state().value() + "); it waits for no signal",
-          job.state().value());
-    }
+    unendedRun(id, "; it waits for no signal");
     return Reply.of(202, new SignalView(client.signalWorkflow(id, signal, payload)));
   }
 
