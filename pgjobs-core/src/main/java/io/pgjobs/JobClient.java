@@ -361,11 +361,15 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    */
   public boolean signalWorkflow(UUID runId, String name, Object payload) {
     Objects.requireNonNull(runId, "runId");
-    if (name == null || name.isEmpty() || name.length() > 200 || name.startsWith("(")) {
+    if (name == null
+        || name.isEmpty()
+        || name.length() > 200
+        || name.startsWith("(")
+        || name.indexOf('\u0000') >= 0) {
       throw new InvalidJobException(
           "name",
-          "a signal's name is 1 to 200 characters, not starting with" + " '(' (pgjobs' own), was "
-              + (name == null ? "null" : "'" + name + "'"));
+          "a signal's name is 1 to 200 characters, not starting with '(' (pgjobs' own), without"
+              + " U+0000, was " + (name == null ? "null" : name.length() + " characters"));
     }
     return signalQuietly(runId, name, codec.encodePayload(payload));
   }

@@ -145,10 +145,14 @@ public final class JobGraph {
         Object payload,
         EnqueueOptions options,
         Dependency[] after) {
-      if (name == null || name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
+      if (name == null
+          || name.isEmpty()
+          || name.length() > MAX_NAME_LENGTH
+          || name.indexOf('\u0000') >= 0) {
         throw new InvalidJobException(
             "graph.name",
-            "a job's name in the graph is 1 to " + MAX_NAME_LENGTH + " characters, was "
+            "a job's name in the graph is 1 to " + MAX_NAME_LENGTH + " characters, none of them"
+                + " U+0000 (PostgreSQL text cannot hold it), was "
                 + (name == null ? "null" : name.length() + " characters"));
       }
       String field = "graph[" + name + "]";

@@ -263,7 +263,24 @@ class JobGraphTest extends PgJobsTestBase {
                 EnqueueOptions.builder().idempotencyKey("k").build()))
         .hasMessageContaining("graph[a].idempotency_key");
     assertThatThrownBy(() -> JobGraph.builder().add("x".repeat(256), STEP, new Step("a", false)))
-        .hasMessageContaining("1 to 255 characters, was 256");
+        .hasMessageContaining("1 to 255 characters, none of them U+0000")
+        .hasMessageContaining("was 256");
+    assertThatThrownBy(() -> JobGraph.builder().add("a\u0000b", STEP, new Step("a", false)))
+        .hasMessageContaining("U+0000");
+    // The longest name allowed, with awkward characters, goes in and reads back.
+    String longest = "é\"'\\ ;\t💥".repeat(30).substring(0, 255);
+    Map<String, UUID> named = client
+        .enqueueGraph(JobGraph.builder()
+            .add(
+                longest,
+                STEP,
+                new Step("n", false),
+                EnqueueOptions.builder().queue("graph-unserved").build())
+            .build())
+        .ids();
+    assertThat(client.dependencyGraph(named.get(longest), 10).jobs().get(0).name())
+        .isEqualTo(longest);
+    jobs += 1;
     UUID unknown = UUID.randomUUID();
     JobGraph dangling = JobGraph.builder()
         .add("first", STEP, new Step("first", false))

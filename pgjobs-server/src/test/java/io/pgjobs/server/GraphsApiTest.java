@@ -194,6 +194,11 @@ class GraphsApiTest {
             400,
             "jobs[0].unique"),
         new Bad(
+            "name with U+0000",
+            "{\"jobs\": [{\"name\": \"a\\u0000b\", " + task + "}]}",
+            422,
+            "jobs[0].name"),
+        new Bad(
             "name too long",
             "{\"jobs\": [{\"name\": \"" + "n".repeat(256) + "\", " + task + "}]}",
             422,

@@ -247,6 +247,10 @@ public final class GraphsApi {
           ? ApiProblem.badRequest(detail, errors)
           : ApiProblem.validation(detail, errors);
     }
+    if (e.field().equals("graph.name")) {
+      return ApiProblem.invalidField(
+          at + ".name", e.getMessage().substring("graph.name: ".length()));
+    }
     String prefix = "graph[" + name + "]";
     String field = e.field().startsWith(prefix)
         ? at + e.field().substring(prefix.length())

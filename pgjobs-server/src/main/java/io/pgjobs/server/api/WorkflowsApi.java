@@ -159,11 +159,15 @@ public final class WorkflowsApi {
   private Reply signal(Context ctx, Routes routes) {
     UUID id = QueryParams.uuid(ctx, "id");
     String signal = ctx.pathParam("signal");
-    if (signal.isEmpty() || signal.length() > 200 || signal.startsWith("(")) {
+    if (signal.isEmpty()
+        || signal.length() > 200
+        || signal.startsWith("(")
+        || signal.indexOf('\u0000') >= 0) {
       throw ApiProblem.invalidField(
           "signal",
-          "a signal's name is 1 to 200 characters, not starting with '(' (pgjobs' own), was '"
-              + (signal.length() > 200 ? signal.substring(0, 200) + "…" : signal) + "'");
+          "a signal's name is 1 to 200 characters, not starting with '(' (pgjobs' own), without"
+              + " U+0000, was " + signal.length() + " characters"
+              + (signal.startsWith("(") ? " starting with '('" : ""));
     }
     JsonBody body = JsonBody.read(ctx, routes.json(), SIGNAL_FIELDS);
     JsonNode payload = body.any("payload", true);
