@@ -579,14 +579,7 @@ final class ExecutionSql {
            WHERE id = ? AND claim_token = ? AND locked_by IS NOT NULL
           RETURNING id, type, queue, attempts, progress_percent, left(progress_message, 1000) AS message
       )
-      SELECT pg_notify('{schema}_job_events', json_build_object(
-                 'op', 'progress', 'count', 1, 'truncated', false,
-                 'jobs', json_build_array(json_build_object(
-                     'id', id, 'state', 'running', 'type', left(type, 255), 'queue', left(queue, 255),
-                     'attempts', attempts, 'progress', progress_percent,
-                     'message', CASE WHEN octet_length(to_json(message)::text) <= 4002 THEN message
-                                     ELSE left(message, 666) END)))::text)
-        FROM p""";
+      """ + JobSql.progressEvent("p");
 
   /** A heartbeat of one running attempt, asked for by its handler. */
   static final String HEARTBEAT = """

@@ -89,6 +89,25 @@ final class JobSql {
          GROUP BY t.total""".formatted(from, eventJobs(from));
   }
 
+  /**
+   * A query that sends one {@code progress} job event for each row of CTE {@code from} (columns id, type,
+   * queue, attempts, progress_percent, message: the progress message cut to 1,000 characters): what a
+   * running job's progress write, and a workflow run's recorded step, tell the job's followers. A message
+   * whose JSON would pass 4,002 bytes (control characters escape to 6 bytes each) is cut to 666
+   * characters, so the event stays under PostgreSQL's 8,000-byte payload limit.
+   */
+  static String progressEvent(String from) {
+    return """
+        SELECT pg_notify('{schema}_job_events', json_build_object(
+                   'op', 'progress', 'count', 1, 'truncated', false,
+                   'jobs', json_build_array(json_build_object(
+                       'id', id, 'state', 'running', 'type', left(type, 255), 'queue', left(queue, 255),
+                       'attempts', attempts, 'progress', progress_percent,
+                       'message', CASE WHEN octet_length(to_json(message)::text) <= 4002 THEN message
+                                       ELSE left(message, 666) END)))::text)
+          FROM %s""".formatted(from);
+  }
+
   /** Both tables; at most one row exists since a move is one statement. */
   static final String GET = "SELECT " + HOT_COLUMNS + "\n  FROM {schema}.jobs WHERE id = ?\n"
       + "UNION ALL\n"

@@ -14,15 +14,21 @@ final class WorkflowSql {
 
   /**
    * Records a step's outcome unless one is recorded already (two executions of one run, as at-least-once
-   * allows, keep the first record; the caller reads it back). Returns a row if this one was recorded.
+   * allows, keep the first record; the caller reads it back). Returns a row if this one was recorded, and
+   * then tells the run's followers (a job event, see {@link #stepEvent}).
    * Parameters: run, name, run (for the sequence), kind, state, result (JSON text or null), error.
    */
   static final String RECORD = """
-      INSERT INTO {schema}.workflow_steps AS s (run_id, name, seq, kind, state, result, error)
-      VALUES (?, ?, (SELECT coalesce(max(p.seq), 0) + 1 FROM {schema}.workflow_steps AS p WHERE p.run_id = ?),
-              ?, ?, ?::jsonb, ?)
-      ON CONFLICT (run_id, name) DO NOTHING
-      RETURNING 1""";
+      WITH s AS (
+          INSERT INTO {schema}.workflow_steps AS s (run_id, name, seq, kind, state, result, error)
+          VALUES (?, ?, (SELECT coalesce(max(p.seq), 0) + 1 FROM {schema}.workflow_steps AS p WHERE p.run_id = ?),
+                  ?, ?, ?::jsonb, ?)
+          ON CONFLICT (run_id, name) DO NOTHING
+          RETURNING run_id
+      ), announced AS (
+      """ + stepEvent() + """
+      )
+      SELECT 1 FROM s CROSS JOIN (SELECT count(*) FROM announced) AS n""";
 
   /** One recorded step: state, result. Parameters: run, name. */
   static final String STEP = """
@@ -34,9 +40,26 @@ final class WorkflowSql {
    * state, error, run, name.
    */
   static final String COMPENSATED = """
-      UPDATE {schema}.workflow_steps SET state = ?, error = ?, finished_at = now()
-       WHERE run_id = ? AND name = ? AND state = 'done'
-      RETURNING 1""";
+      WITH s AS (
+          UPDATE {schema}.workflow_steps SET state = ?, error = ?, finished_at = now()
+           WHERE run_id = ? AND name = ? AND state = 'done'
+          RETURNING run_id
+      ), announced AS (
+      """ + stepEvent() + """
+      )
+      SELECT 1 FROM s CROSS JOIN (SELECT count(*) FROM announced) AS n""";
+
+  /**
+   * The job event of a recorded step (or compensation), for the rows of CTE {@code s} (column run_id): a
+   * {@code progress} event of the run's job, its progress as it stands, so that its followers (the
+   * browser tracker's {@code trackWorkflow}, the dashboard's job page) read the run's steps again.
+   */
+  private static String stepEvent() {
+    return JobSql.progressEvent("""
+        (SELECT j.id, j.type, j.queue, j.attempts, j.progress_percent,
+                left(j.progress_message, 1000) AS message
+           FROM {schema}.jobs AS j JOIN s ON j.id = s.run_id) AS r""");
+  }
 
   /** Stores a signal unless one of that name came before. Parameters: run, name, payload (JSON). */
   static final String SIGNAL = """

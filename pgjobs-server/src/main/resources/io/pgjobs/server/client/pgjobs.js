@@ -6,6 +6,8 @@
 //   job.subscribe(s => console.log(s.state, s.progress_percent, s.progress_message, s.output, s.last_error));
 //   await job.done;   // the final state, once
 //   job.cancel(); job.close();
+//   const run = await pgjobs.startWorkflow('fulfil_order', {order: 42});   // or subscribeWorkflow(id, fn)
+//   run.subscribe(r => console.log(r.state, r.steps.map(s => s.name + ' ' + s.state)));
 //
 // Transport: the WebSocket /ws (docs/API.md, "WebSocket /ws"). When the server answers HTTP but a
 // WebSocket cannot be opened (a proxy without upgrade support, say), it falls back to the Server-Sent
@@ -223,6 +225,141 @@ export class JobTracker {
 }
 
 /**
+ * What a workflow subscriber gets: the run as GET /workflows/{id} returns it, with its recorded steps.
+ *
+ * @typedef {Object} WorkflowStatus
+ * @property {string} id the run's id (its job's)
+ * @property {string} workflow the workflow's name
+ * @property {'queued'|'running'|'retrying'|'succeeded'|'failed'|'cancelled'} state the run's job's state
+ *   (a sleeping or waiting run is queued or retrying, due when it wakes)
+ * @property {number} attempts executions started so far
+ * @property {*} output the workflow's result once it succeeded, or null
+ * @property {Array<{name: string, kind: string, state: string, result: *, error: ?string, seq: number,
+ *   finished_at: string}>} steps the recorded steps, in the order they first ran
+ * @property {boolean} terminal true for succeeded, failed and cancelled
+ * @property {?JobStatus} job the run's job status (progress, last error)
+ */
+
+/**
+ * One followed workflow run. Get one from {@link PgJobsClient#startWorkflow} or
+ * {@link PgJobsClient#trackWorkflow}. It follows the run's job over the client's connection; each
+ * event of it (a change of state, a recorded step or compensation) makes it read the run again
+ * (GET /workflows/{id}), so subscribers see every step as it is recorded and the final state once.
+ */
+export class WorkflowTracker {
+  /** @param {PgJobsClient} client @param {string} id */
+  constructor(client, id) {
+    /** @type {string} */ this.id = id;
+    /** The latest status, or null before the first one arrived. @type {?WorkflowStatus} */
+    this.latest = null;
+    this._client = client;
+    this._subscribers = new Set();
+    this._closed = false;
+    this._reading = false;
+    this._again = false;
+    this._seen = null;
+    let resolve, reject;
+    /**
+     * Resolves once, with the first terminal status; rejects when the run does not exist or the token
+     * is refused.
+     * @type {Promise<WorkflowStatus>}
+     */
+    this.done = new Promise((res, rej) => { resolve = res; reject = rej; });
+    this.done.catch(() => {});
+    this._resolve = resolve;
+    this._reject = reject;
+    this._settled = false;
+    this._job = client.track(id);
+    this._job.subscribe(() => this._read());
+    this._job.done.catch(e => this._fail(e));
+  }
+
+  /**
+   * Calls fn with every new status, at once with the latest one if known. Returns the unsubscribe function.
+   * @param {(status: WorkflowStatus) => void} fn
+   * @returns {() => void}
+   */
+  subscribe(fn) {
+    this._subscribers.add(fn);
+    if (this.latest) call(fn, this.latest);
+    return () => this._subscribers.delete(fn);
+  }
+
+  /**
+   * Asks the server to cancel the run with compensation (POST /workflows/{id}/cancel): its done steps
+   * are compensated, the last first, and it ends cancelled.
+   * @returns {Promise<Object>} the server's answer ({cancel_requested})
+   */
+  async cancel() {
+    return (await this._client._request('POST', `/workflows/${encodeURIComponent(this.id)}/cancel`)).body;
+  }
+
+  /**
+   * Sends signal `name` with `payload` to the run (POST /workflows/{id}/signals/{name}); the first of a
+   * name counts.
+   * @param {string} name
+   * @param {*} payload
+   * @returns {Promise<Object>} the server's answer ({stored})
+   */
+  async signal(name, payload) {
+    const path = `/workflows/${encodeURIComponent(this.id)}/signals/${encodeURIComponent(name)}`;
+    return (await this._client._request('POST', path, {payload})).body;
+  }
+
+  /** Stops following the run; subscribers get nothing more. */
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    this._subscribers.clear();
+    this._job.close();
+  }
+
+  /** Reads the run again; events that come meanwhile make one more read after it. */
+  async _read() {
+    if (this._reading) {
+      this._again = true;
+      return;
+    }
+    this._reading = true;
+    try {
+      do {
+        this._again = false;
+        const run = (await this._client._request('GET', `/workflows/${encodeURIComponent(this.id)}`)).body;
+        this._update(run);
+      } while (this._again && !this._closed);
+    } catch (e) {
+      // Not found or refused: the run's job tracker fails too. Otherwise (the server went away) the
+      // job tracker's snapshot after the reconnection reads the run again.
+      if (e instanceof PgJobsError && (e.status === 404 || e.status === 401 || e.status === 403)) this._fail(e);
+    } finally {
+      this._reading = false;
+    }
+  }
+
+  /** @param {Object} run the run as GET /workflows/{id} answered */
+  _update(run) {
+    if (this._closed) return;
+    const seen = JSON.stringify(run) + '|' + JSON.stringify(this._job.latest?.job ?? null);
+    if (seen === this._seen) return;
+    this._seen = seen;
+    const status = {...run, terminal: TERMINAL_STATES.includes(run.state), job: this._job.latest};
+    this.latest = status;
+    for (const fn of [...this._subscribers]) call(fn, status);
+    if (status.terminal && !this._settled) {
+      this._settled = true;
+      this._resolve(status);
+    }
+  }
+
+  _fail(error) {
+    if (!this._settled) {
+      this._settled = true;
+      this._reject(error);
+    }
+  }
+}
+
+/**
  * A live stream of the server's job events (the events of GET /events), over the client's
  * connection. Names: `snapshot`, `state`, `progress`, `resync`, and `status` ('connecting', 'live',
  * 'reconnecting').
@@ -344,6 +481,32 @@ export class PgJobsClient {
     const tracker = this.track(res.body.id);
     tracker._update(res.body);
     return tracker;
+  }
+
+  /**
+   * Starts a run of workflow `name` with `input` (POST /workflows/{name}/start) and follows it.
+   * @param {string} name a workflow the server knows
+   * @param {*} [input] the run's input
+   * @param {{token?: string, queue?: string, priority?: number|string, context?: string}} [options]
+   * @returns {Promise<WorkflowTracker>}
+   * @throws {PgJobsError} when the server refuses the run (unknown workflow, bad input, bad token)
+   */
+  async startWorkflow(name, input = {}, options = {}) {
+    const {token, ...start} = options;
+    if (token) this.token = token;
+    const res = await this._request('POST', `/workflows/${encodeURIComponent(name)}/start`, {input, ...start});
+    const tracker = this.trackWorkflow(res.body.id);
+    tracker._update(res.body);
+    return tracker;
+  }
+
+  /**
+   * Follows an existing workflow run: its state and its steps as they are recorded.
+   * @param {string} id the run's id
+   * @returns {WorkflowTracker}
+   */
+  trackWorkflow(id) {
+    return new WorkflowTracker(this, id);
   }
 
   /**
@@ -679,4 +842,30 @@ export function start(type, args, options = {}) {
  */
 export function track(id, options = {}) {
   return client({token: options.token}).track(id);
+}
+
+/**
+ * Follows workflow run `id` on the default client and calls `fn` with its status at every recorded step
+ * and state change, the last time with its final state. Returns the tracker (`done`, `cancel()`,
+ * `signal()`, `close()`).
+ * @param {string} id
+ * @param {(status: WorkflowStatus) => void} fn
+ * @param {{token?: string}} [options]
+ * @returns {WorkflowTracker}
+ */
+export function subscribeWorkflow(id, fn, options = {}) {
+  const tracker = client({token: options.token}).trackWorkflow(id);
+  tracker.subscribe(fn);
+  return tracker;
+}
+
+/**
+ * Starts a run of workflow `name` and follows it, on the default client.
+ * @param {string} name
+ * @param {*} [input]
+ * @param {{token?: string, queue?: string, priority?: number|string, context?: string}} [options]
+ * @returns {Promise<WorkflowTracker>}
+ */
+export function startWorkflow(name, input, options = {}) {
+  return client({token: options.token}).startWorkflow(name, input, options);
 }

@@ -95,7 +95,10 @@ final class DashboardFixture implements AutoCloseable {
       for (String name : moreTypes) {
         types.add(JobType.of(name, Task.class).withRetryPolicy(TASK.retryPolicy()));
       }
-      JobClient client = JobClient.builder(db.dataSource()).knownTypes(types).build();
+      JobClient client = JobClient.builder(db.dataSource())
+          .knownTypes(types)
+          .knownTypes(FLOW.jobType())
+          .build();
       ApiServer api = server
           .apply(ApiServer.builder(client).host("127.0.0.1").port(0))
           .build()
@@ -104,9 +107,20 @@ final class DashboardFixture implements AutoCloseable {
       JobWorker.Builder w = JobWorker.builder(db.dataSource())
           .register(TASK, f::handle)
           .workflow(FLOW, (ctx, t) -> {
+            // Note "steps": each of the last two steps waits for releaseStep(key, 1 and 2).
+            boolean gated = t.note().equals("steps");
             ctx.step("fetch", String.class, () -> "fetched " + t.key()).run();
-            ctx.step("store", Integer.class, () -> 42).run();
+            ctx.step("store", Integer.class, () -> {
+                  if (gated) {
+                    pass(f.gates(t.key())[0]);
+                  }
+                  return 42;
+                })
+                .run();
             ctx.step("enrich", String.class, () -> {
+                  if (gated) {
+                    pass(f.gates(t.key())[1]);
+                  }
                   throw new IllegalStateException("enrichment service down");
                 })
                 .optional()
@@ -217,7 +231,10 @@ final class DashboardFixture implements AutoCloseable {
     return "http://127.0.0.1:" + server.port() + "/" + (hashPath.isEmpty() ? "" : "#" + hashPath);
   }
 
-  /** A workflow of three steps (the last optional, and failing): its runs show their steps. */
+  /**
+   * A workflow of three steps (the last optional, and failing): its runs show their steps. A run with note
+   * {@code steps} waits for {@link #releaseStep} before its second and third steps.
+   */
   static final io.pgjobs.workflow.WorkflowType<Task> FLOW =
       io.pgjobs.workflow.WorkflowType.of("dash_flow", Task.class).withMaxAttempts(1);
 

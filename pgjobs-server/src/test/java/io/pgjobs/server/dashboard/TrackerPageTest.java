@@ -64,6 +64,44 @@ class TrackerPageTest extends BrowserTest {
     assertThat(app.job(id).state()).isEqualTo(JobState.SUCCEEDED);
   }
 
+  /** The recorded steps the page lists, as "name state". */
+  private static java.util.List<String> listedSteps() {
+    java.util.List<String> names = browser.attributes("#steps li", "data-step");
+    java.util.List<String> states = browser.attributes("#steps li", "data-state");
+    java.util.List<String> out = new java.util.ArrayList<>();
+    for (int i = 0; i < names.size() && i < states.size(); i++) {
+      out.add(names.get(i) + " " + states.get(i));
+    }
+    return out;
+  }
+
+  @Test
+  void aWorkflowStartedFromThePageShowsEachStepAsItIsRecordedAndItsFinalState() {
+    String key = key();
+    String input = "{\"note\":\"steps\",\"key\":\"" + key + "\"}";
+    browser.openOther("http://127.0.0.1:" + app.server.port() + "/client/tracker.html?workflow="
+        + DashboardFixture.FLOW.name() + "&input="
+        + URLEncoder.encode(input, StandardCharsets.UTF_8));
+    browser.visible("#start");
+    UUID id = startJob();
+
+    // The run waits in its second step: the first is listed while the run is still running.
+    browser.waitFor(d -> listedSteps().equals(java.util.List.of("fetch done")));
+    assertThat(browser.text("#state")).isEqualTo("running");
+    app.releaseStep(key, 1);
+    browser.waitFor(d -> listedSteps().equals(java.util.List.of("fetch done", "store done")));
+    assertThat(browser.text("#state")).isEqualTo("running");
+    app.releaseStep(key, 2);
+
+    browser.waitForAttribute("body", "data-done", "succeeded");
+    assertThat(listedSteps()).containsExactly("fetch done", "store done", "enrich skipped");
+    assertThat(browser.text("#steps")).contains("enrichment service down");
+    assertThat(browser.text("#output")).contains("\"ok\": true");
+    assertThat(browser.attribute("body", "data-transport")).isEqualTo("websocket");
+    assertThat(app.job(id).state()).isEqualTo(JobState.SUCCEEDED);
+    assertThat(browser.driver.getCurrentUrl()).contains("?run=" + id);
+  }
+
   @Test
   void cancelStopsTheRunningJobAndTheCancelledStateArrives() {
     openPage("block", key(), "");

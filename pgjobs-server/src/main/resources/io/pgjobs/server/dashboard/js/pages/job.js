@@ -334,6 +334,8 @@ export default function jobPage(root, {params: [id], events, navigate, confirm, 
       if (e.job_id !== id || !job) return;
       job.progress = {percent: e.progress, message: e.message};
       renderProgress(e.progress, e.message);
+      // A workflow run's recorded step (or compensation) comes as a progress event of its job.
+      loadSteps();
     }),
     events.on('snapshot', () => load()),
     // Heartbeats and ages change without events while a job runs, and why a job waits changes as
