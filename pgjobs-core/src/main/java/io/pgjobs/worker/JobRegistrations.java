@@ -24,4 +24,14 @@ import java.util.List;
 public interface JobRegistrations {
   /** The job types this provider handles, each with its handler. Called once per worker that loads it. */
   List<JobWorker.Registration<?>> registrations();
+
+  /**
+   * The workflows among {@link #registrations()} (their runners' registrations are there), so that a process
+   * that loads this provider knows them as workflows: {@code pgjobs serve} lists them
+   * ({@code GET /workflow-types}), lists their runs ({@code GET /workflows}, {@code pgjobs workflows list})
+   * and starts them by name. Default: none.
+   */
+  default List<io.pgjobs.workflow.WorkflowType<?>> workflows() {
+    return List.of();
+  }
 }
