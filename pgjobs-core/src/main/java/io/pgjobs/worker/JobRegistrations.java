@@ -26,10 +26,11 @@ public interface JobRegistrations {
   List<JobWorker.Registration<?>> registrations();
 
   /**
-   * The workflows among {@link #registrations()} (their runners' registrations are there), so that a process
-   * that loads this provider knows them as workflows: {@code pgjobs serve} lists them
-   * ({@code GET /workflow-types}), lists their runs ({@code GET /workflows}, {@code pgjobs workflows list})
-   * and starts them by name. Default: none.
+   * The workflows a process that loads this provider knows as workflows, normally those whose runners are
+   * among {@link #registrations()}: {@code pgjobs serve} lists them ({@code GET /workflow-types}), lists
+   * their runs ({@code GET /workflows}; {@code pgjobs workflows list} too) and starts them by name
+   * ({@code POST /workflows/{name}/start}), which it refuses for a name that is not a known workflow.
+   * Default: none.
    */
   default List<io.pgjobs.workflow.WorkflowType<?>> workflows() {
     return List.of();
