@@ -63,6 +63,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   private final PayloadCodec codec;
   private final JobMetrics metrics;
   private final Map<String, JobType<?>> knownTypes;
+  private final Map<String, io.pgjobs.workflow.WorkflowType<?>> knownWorkflows;
   private final JobTracing tracing;
   private final JsonMapper mapper;
 
@@ -80,6 +81,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     this.partitionRules = new PartitionRules(limitsStore, builder.mapper);
     this.metrics = builder.metrics;
     this.knownTypes = Map.copyOf(builder.knownTypes);
+    this.knownWorkflows = Map.copyOf(builder.knownWorkflows);
     this.tracing = builder.tracing != null ? builder.tracing : JobTracing.detect();
   }
 
@@ -117,9 +119,18 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     return adminStore.schema();
   }
 
-  /** The job types this client was told about, by name. */
+  /** The job types this client was told about, by name (the known workflows' job types among them). */
   public Map<String, JobType<?>> knownTypes() {
     return knownTypes;
+  }
+
+  /**
+   * The workflows this client was told about ({@link Builder#knownWorkflows}), by name: what an
+   * {@code ApiServer} over this client lists ({@code GET /workflow-types}), lists the runs of
+   * ({@code GET /workflows}) and starts by name. Empty if it was told of none.
+   */
+  public Map<String, io.pgjobs.workflow.WorkflowType<?>> knownWorkflows() {
+    return knownWorkflows;
   }
 
   // ---------------------------------------------------------------- enqueue
@@ -1000,6 +1011,8 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     private JsonMapper mapper = PayloadCodec.DEFAULT_MAPPER;
     private JobMetrics metrics = JobMetrics.NONE;
     private final Map<String, JobType<?>> knownTypes = new ConcurrentHashMap<>();
+    private final Map<String, io.pgjobs.workflow.WorkflowType<?>> knownWorkflows =
+        new ConcurrentHashMap<>();
     private JobTracing tracing;
 
     private Builder(DataSource dataSource) {
@@ -1061,6 +1074,31 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
     /** Same, from a collection. */
     public Builder knownTypes(Collection<? extends JobType<?>> types) {
       types.forEach(t -> knownTypes.put(t.name(), t));
+      return this;
+    }
+
+    /**
+     * The workflows this client knows (package {@code io.pgjobs.workflow}): their names, versions, input
+     * classes and examples, as {@link JobClient#knownWorkflows()}. Each workflow's job type
+     * ({@link io.pgjobs.workflow.WorkflowType#jobType()}) becomes a known type too ({@link #knownTypes}),
+     * so that a run started by name gets its defaults and its input is checked; a type or workflow of the
+     * same name given earlier is replaced. An {@code ApiServer} over this client lists them
+     * ({@code GET /workflow-types}), lists their runs ({@code GET /workflows}) and starts only them
+     * ({@code POST /workflows/{name}/start}) unless told to accept unknown types. Registering a workflow on a
+     * worker ({@code JobWorker.Builder.workflow}) does not make it known here: declare it on both.
+     */
+    public Builder knownWorkflows(io.pgjobs.workflow.WorkflowType<?>... workflows) {
+      return knownWorkflows(List.of(workflows));
+    }
+
+    /** Same, from a collection. */
+    public Builder knownWorkflows(
+        Collection<? extends io.pgjobs.workflow.WorkflowType<?>> workflows) {
+      for (io.pgjobs.workflow.WorkflowType<?> workflow : workflows) {
+        Objects.requireNonNull(workflow, "workflow");
+        knownWorkflows.put(workflow.name(), workflow);
+        knownTypes.put(workflow.name(), workflow.jobType());
+      }
       return this;
     }
 

@@ -8,9 +8,11 @@ import io.pgjobs.cli.config.Settings;
 import io.pgjobs.config.DatabaseUrl;
 import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.schema.Migrator;
+import io.pgjobs.workflow.WorkflowType;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Collection;
+import java.util.List;
 import javax.sql.DataSource;
 
 /**
@@ -58,6 +60,19 @@ final class Database implements AutoCloseable {
       boolean create,
       Collection<? extends JobType<?>> knownTypes,
       JobMetrics metrics) {
+    return open(settings, create, knownTypes, List.of(), metrics);
+  }
+
+  /**
+   * Same, with {@code knownWorkflows} known to the client as workflows (what the API lists, lists the runs
+   * of and starts).
+   */
+  static Database open(
+      Settings settings,
+      boolean create,
+      Collection<? extends JobType<?>> knownTypes,
+      Collection<? extends WorkflowType<?>> knownWorkflows,
+      JobMetrics metrics) {
     DatabaseUrl url = settings.databaseUrl();
     boolean created = false;
     try {
@@ -84,8 +99,10 @@ final class Database implements AutoCloseable {
       throw new CommandFailedException(
           "cannot connect to the database at " + url + ": " + Failures.describe(e), e);
     }
-    JobClient.Builder builder =
-        JobClient.builder(pool).schema(settings.schema()).knownTypes(knownTypes);
+    JobClient.Builder builder = JobClient.builder(pool)
+        .schema(settings.schema())
+        .knownTypes(knownTypes)
+        .knownWorkflows(knownWorkflows);
     if (metrics != null) {
       builder.metrics(metrics);
     }

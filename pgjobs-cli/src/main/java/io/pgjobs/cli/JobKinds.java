@@ -5,6 +5,7 @@ import io.pgjobs.cli.config.Settings;
 import io.pgjobs.cli.demo.DemoJobs;
 import io.pgjobs.worker.JobRegistrations;
 import io.pgjobs.worker.JobWorker;
+import io.pgjobs.workflow.WorkflowType;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -49,6 +50,42 @@ final class JobKinds {
         if (byName.put(type, registration) != null) {
           log.info("job type '{}' from {} replaces the built-in demo kind", type, providerName);
         }
+      }
+    }
+    return List.copyOf(byName.values());
+  }
+
+  /**
+   * The workflows a process with {@code registrations} ({@link #registrations}) knows: the demo's (unless a
+   * provider registers a type of its name) and every provider's {@link JobRegistrations#workflows()}; two
+   * providers declaring one name is an error.
+   */
+  static List<WorkflowType<?>> workflows(List<JobWorker.Registration<?>> registrations) {
+    Map<String, JobType<?>> registered = new LinkedHashMap<>();
+    registrations.forEach(r -> registered.put(r.type().name(), r.type()));
+    Map<String, WorkflowType<?>> byName = new LinkedHashMap<>();
+    for (WorkflowType<?> workflow : DemoJobs.workflows()) {
+      if (registered.get(workflow.name()) == workflow.jobType()) {
+        byName.put(workflow.name(), workflow);
+      }
+    }
+    Map<String, String> providerOf = new LinkedHashMap<>();
+    for (JobRegistrations provider : providers()) {
+      String providerName = provider.getClass().getName();
+      List<WorkflowType<?>> declared;
+      try {
+        declared = provider.workflows();
+      } catch (RuntimeException e) {
+        throw new CommandFailedException(
+            "job handler provider " + providerName + " failed: " + Failures.describe(e), e);
+      }
+      for (WorkflowType<?> workflow : declared) {
+        String earlier = providerOf.put(workflow.name(), providerName);
+        if (earlier != null) {
+          throw new CommandFailedException("workflow '" + workflow.name()
+              + "' is declared by two providers, " + earlier + " and " + providerName);
+        }
+        byName.put(workflow.name(), workflow);
       }
     }
     return List.copyOf(byName.values());

@@ -72,8 +72,13 @@ final class ServeCommand extends Subcommand {
     // One registry for the client (enqueues), the workers, the pool and the API: /metrics shows
     // them all.
     MicrometerJobMetrics metrics = new MicrometerJobMetrics(registry);
+    // The API's client knows the workflows too: it lists them and their runs and starts only them.
     Database db = Database.open(
-        settings, true, registrations.stream().map(JobWorker.Registration::type).toList(), metrics);
+        settings,
+        true,
+        registrations.stream().map(JobWorker.Registration::type).toList(),
+        JobKinds.workflows(registrations),
+        metrics);
     if (db.created()) {
       command.out().println("created database " + db.url().database());
     }

@@ -114,6 +114,16 @@ class DemoProcessTest {
         .body();
   }
 
+  private static HttpResponse<String> post(HttpClient http, String url, String json)
+      throws Exception {
+    return http.send(
+        HttpRequest.newBuilder(URI.create(url))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(json))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
   /** {@code --log-level debug} adds one line per job start and finish. */
   @Test
   void debugLogLevelWritesALinePerJobStartAndFinish() throws Exception {
@@ -231,6 +241,34 @@ class DemoProcessTest {
                   steps.add(st.path("name").asString() + " " + st.path("state").asString()));
           assertThat(steps).containsExactly("summarize done", "email done", "notify done");
         });
+    // The demo's server knows its workflow: it lists it with its example and its runs, starts it by
+    // name and refuses to start a plain job type as one.
+    JsonNode workflowTypes = json.readTree(get(http, base + "/workflow-types")).path("workflows");
+    List<String> workflowNames = new java.util.ArrayList<>();
+    workflowTypes.forEach(w -> workflowNames.add(w.path("name").asString()));
+    assertThat(workflowNames).as(workflowTypes.toString()).contains("demo_digest");
+    JsonNode digestType = null;
+    for (JsonNode w : workflowTypes) {
+      if (w.path("name").asString().equals("demo_digest")) {
+        digestType = w;
+      }
+    }
+    assertThat(digestType.path("input_template").path("to").asString())
+        .as("the example input")
+        .isEqualTo("ada@example.com");
+    assertThat(json.readTree(get(http, base + "/workflows?workflow=demo_digest&state=succeeded"))
+            .path("runs")
+            .size())
+        .isPositive();
+    HttpResponse<String> started = post(
+        http,
+        base + "/workflows/demo_digest/start",
+        "{\"input\": " + digestType.path("input_template") + "}");
+    assertThat(started.statusCode()).as(started.body()).isEqualTo(201);
+    HttpResponse<String> plain =
+        post(http, base + "/workflows/summarize_text/start", "{\"input\": {}}");
+    assertThat(plain.statusCode()).as(plain.body()).isEqualTo(422);
+    assertThat(plain.body()).contains("unknown-workflow");
     HttpResponse<String> metrics = http.send(
         HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString());

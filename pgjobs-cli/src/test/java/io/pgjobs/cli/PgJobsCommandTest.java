@@ -235,6 +235,132 @@ class PgJobsCommandTest {
         .isEqualTo(2);
   }
 
+  /**
+   * {@code workflows list}: without --workflow the runs of the workflows this pgjobs knows (the demo's
+   * demo_digest, the test provider's echo_flow), newest first, and no plain job nor run of another
+   * workflow; --workflow names any workflow, --state filters, --limit pages with a cursor; bad flags exit 2.
+   */
+  @Test
+  void workflowsListShowsRunsNewestFirstByWorkflowAndStateAPageAtATime() {
+    UUID digest1 = client
+        .enqueue(
+            io.pgjobs.cli.demo.DigestWorkflow.TYPE.jobType(),
+            new io.pgjobs.cli.demo.DigestWorkflow.Digest(
+                "One. Two.", "ada@example.com", "http://127.0.0.1:1/hook", "s"))
+        .job()
+        .id();
+    UUID echo = client
+        .enqueue(EchoJobs.ECHO_FLOW.jobType(), new EchoJobs.Echo("hi"))
+        .job()
+        .id();
+    UUID digest2 = client
+        .enqueue(
+            io.pgjobs.cli.demo.DigestWorkflow.TYPE.jobType(),
+            new io.pgjobs.cli.demo.DigestWorkflow.Digest(
+                "Three. Four.", "bob@example.com", "http://127.0.0.1:1/hook", "s"))
+        .job()
+        .id();
+    UUID other = run("enqueue", "approval_flow", "--allow-unknown-type", "--payload", "{}", "-q")
+        .firstId();
+    UUID plain = run(
+            "enqueue", "summarize_text", "--payload", "{\"text\":\"A. B.\",\"sentences\":1}", "-q")
+        .firstId();
+    client.cancel(digest1);
+
+    CommandRun all = run("workflows", "list");
+    assertThat(all.exitCode()).as(all.toString()).isZero();
+    assertThat(all.out())
+        .containsPattern("ID +WORKFLOW +STATE +ATTEMPTS +CREATED +FINISHED")
+        .containsPattern(digest2 + " +demo_digest +queued +0/3 +\\S+ +-")
+        .containsPattern(echo + " +echo_flow +queued")
+        .containsPattern(digest1 + " +demo_digest +cancelled +0/3 +\\S+ +\\d{4}-")
+        .doesNotContain(other.toString())
+        .doesNotContain(plain.toString())
+        .doesNotContain("next page");
+    assertThat(all.out().indexOf(digest2.toString()))
+        .as("newest first")
+        .isLessThan(all.out().indexOf(echo.toString()));
+    assertThat(all.out().indexOf(echo.toString()))
+        .isLessThan(all.out().indexOf(digest1.toString()));
+
+    CommandRun named = run("workflows", "list", "--workflow", "approval_flow");
+    assertThat(named.exitCode()).as(named.toString()).isZero();
+    assertThat(named.out()).contains(other.toString()).doesNotContain(digest2.toString());
+
+    CommandRun cancelled =
+        run("workflows", "list", "--workflow", "demo_digest", "--state", "cancelled");
+    assertThat(cancelled.out()).contains(digest1.toString()).doesNotContain(digest2.toString());
+    assertThat(run("workflows", "list", "--workflow", "demo_digest", "--state", "failed")
+            .out())
+        .contains("no runs of demo_digest");
+
+    CommandRun first = run("workflows", "list", "--workflow", "demo_digest", "--limit", "1");
+    assertThat(first.out()).contains(digest2.toString()).doesNotContain(digest1.toString());
+    java.util.regex.Matcher cursor =
+        java.util.regex.Pattern.compile("next page: --cursor (\\S+)").matcher(first.out());
+    assertThat(cursor.find()).as(first.toString()).isTrue();
+    CommandRun second = run(
+        "workflows",
+        "list",
+        "--workflow",
+        "demo_digest",
+        "--limit",
+        "1",
+        "--cursor",
+        cursor.group(1));
+    assertThat(second.out()).contains(digest1.toString()).doesNotContain(digest2.toString());
+
+    Map<String[], String> bad = new java.util.LinkedHashMap<>();
+    bad.put(new String[] {"--limit", "0"}, "invalid --limit: must be between 1 and 1000, was 0");
+    bad.put(new String[] {"--limit", "ten"}, "--limit");
+    bad.put(new String[] {"--state", "sleeping"}, "invalid --state");
+    bad.put(new String[] {"--workflow", "has space"}, "invalid --workflow 'has space'");
+    bad.put(new String[] {"--cursor", "nope"}, "invalid --cursor");
+    bad.forEach((flags, message) -> {
+      String[] args = new String[flags.length + 2];
+      args[0] = "workflows";
+      args[1] = "list";
+      System.arraycopy(flags, 0, args, 2, flags.length);
+      CommandRun refused = run(args);
+      assertThat(refused.exitCode()).as(refused.toString()).isEqualTo(PgJobsCommand.USAGE);
+      assertThat(refused.err()).as(refused.toString()).contains(message);
+    });
+  }
+
+  /**
+   * {@code workflows cancel}: a waiting run gets its cancellation asked (exit 0, once; a second ask says so),
+   * an ended or unknown run exits 1, a bad id 2.
+   */
+  @Test
+  void workflowsCancelAsksAWaitingRunToCompensateAndRefusesAnEndedOrUnknownRun() {
+    UUID waiting = run("enqueue", "approval_flow", "--allow-unknown-type", "--payload", "{}", "-q")
+        .firstId();
+    CommandRun cancel = run("workflows", "cancel", waiting.toString());
+    assertThat(cancel.exitCode()).as(cancel.toString()).isZero();
+    assertThat(cancel.out())
+        .contains("cancellation of run " + waiting + " asked: it compensates its done steps");
+    assertThat(job(waiting).state())
+        .as("not ended at once: its execution compensates")
+        .isEqualTo(JobState.QUEUED);
+    CommandRun again = run("workflows", "cancel", waiting.toString().substring(0, 13));
+    assertThat(again.exitCode()).as(again.toString()).isZero();
+    assertThat(again.out()).contains("had already been asked");
+
+    UUID ended = run("enqueue", "approval_flow", "--allow-unknown-type", "--payload", "{}", "-q")
+        .firstId();
+    client.cancel(ended);
+    CommandRun late = run("workflows", "cancel", ended.toString());
+    assertThat(late.exitCode()).as(late.toString()).isEqualTo(PgJobsCommand.FAILED);
+    assertThat(late.err()).contains("run " + ended + " has ended (cancelled)");
+
+    CommandRun unknown = run("workflows", "cancel", UUID.randomUUID().toString());
+    assertThat(unknown.exitCode()).as(unknown.toString()).isEqualTo(PgJobsCommand.FAILED);
+    assertThat(unknown.err()).contains("not found");
+
+    CommandRun badId = run("workflows", "cancel", "xyz");
+    assertThat(badId.exitCode()).as(badId.toString()).isEqualTo(PgJobsCommand.USAGE);
+  }
+
   @Test
   void enqueueWithDelayOrRunAtSchedulesTheJob() {
     UUID delayed =

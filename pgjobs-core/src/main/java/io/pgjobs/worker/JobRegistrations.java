@@ -24,4 +24,15 @@ import java.util.List;
 public interface JobRegistrations {
   /** The job types this provider handles, each with its handler. Called once per worker that loads it. */
   List<JobWorker.Registration<?>> registrations();
+
+  /**
+   * The workflows a process that loads this provider knows as workflows, normally those whose runners are
+   * among {@link #registrations()}: {@code pgjobs serve} lists them ({@code GET /workflow-types}), lists
+   * their runs ({@code GET /workflows}; {@code pgjobs workflows list} too) and starts them by name
+   * ({@code POST /workflows/{name}/start}), which it refuses for a name that is not a known workflow.
+   * Default: none.
+   */
+  default List<io.pgjobs.workflow.WorkflowType<?>> workflows() {
+    return List.of();
+  }
 }

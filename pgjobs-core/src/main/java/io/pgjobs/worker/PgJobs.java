@@ -181,6 +181,24 @@ public final class PgJobs {
       return this;
     }
 
+    /**
+     * The client's known workflows, their job types among its known types (see
+     * {@link JobClient.Builder#knownWorkflows(io.pgjobs.workflow.WorkflowType[])}). As with job types, a
+     * workflow registered on a worker of this root ({@link JobWorker.Builder#workflow}) is known to the
+     * root's client only if it is declared here too: declare the same {@code WorkflowType} constant on both.
+     */
+    public Builder knownWorkflows(io.pgjobs.workflow.WorkflowType<?>... workflows) {
+      client.knownWorkflows(workflows);
+      return this;
+    }
+
+    /** Same, from a collection. */
+    public Builder knownWorkflows(
+        Collection<? extends io.pgjobs.workflow.WorkflowType<?>> workflows) {
+      client.knownWorkflows(new ArrayList<>(workflows));
+      return this;
+    }
+
     Builder tracing(JobTracing tracing) {
       if (tracing != null) {
         client.tracing(tracing);

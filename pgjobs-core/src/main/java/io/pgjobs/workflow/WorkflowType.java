@@ -1,16 +1,23 @@
 package io.pgjobs.workflow;
 
 import io.pgjobs.JobType;
+import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A workflow: its name (also its job type's), its input class and its version. Its runs are jobs of
  * {@link #jobType()}: start one with {@code client.enqueue(type.jobType(), input)}, register its code on a
- * worker with {@code JobWorker.Builder.workflow(type, workflow)}.
+ * worker with {@code JobWorker.Builder.workflow(type, workflow)}, and tell the client about it with
+ * {@code JobClient.Builder.knownWorkflows(type)} (or {@code PgJobs.Builder.knownWorkflows}) so that an
+ * {@code ApiServer} over that client lists it ({@code GET /workflow-types}), lists its runs
+ * ({@code GET /workflows}) and starts it by name.
  *
  * <pre>{@code
  * static final WorkflowType<Order> FULFIL = WorkflowType.of("fulfil_order", Order.class).withMaxAttempts(5);
  * }</pre>
+ *
+ * Instances are immutable; the {@code with*} methods return copies.
  *
  * @param <I> its input
  */
@@ -34,6 +41,24 @@ public final class WorkflowType<I> {
     return new WorkflowType<>(jobType.withMaxAttempts(maxAttempts), version);
   }
 
+  /**
+   * The same workflow whose runs' executions may each last {@code timeout} (positive, at most
+   * {@link JobType#MAX_TIMEOUT}): its job type's timeout per attempt ({@link JobType#withTimeout}). A sleep
+   * or a wait for a signal ends the execution, so it does not count toward the timeout.
+   */
+  public WorkflowType<I> withTimeout(Duration timeout) {
+    return new WorkflowType<>(jobType.withTimeout(timeout), version);
+  }
+
+  /**
+   * The same workflow with an example input: what {@code GET /workflow-types} offers as a starting point
+   * for {@code POST /workflows/{name}/start} (its job type's example, {@link JobType#withExample}). Without
+   * one it offers the input class's fields with empty values.
+   */
+  public WorkflowType<I> withExample(I example) {
+    return new WorkflowType<>(jobType.withExample(example), version);
+  }
+
   /** The same workflow at {@code version} (1 or more), recorded with its runs' steps' readers in mind. */
   public WorkflowType<I> withVersion(int version) {
     if (version < 1) {
@@ -52,8 +77,33 @@ public final class WorkflowType<I> {
     return version;
   }
 
+  /** The class of its input. */
+  public Class<I> inputClass() {
+    return jobType.payloadClass();
+  }
+
+  /** Attempts per run (its job type's {@link JobType#maxAttempts()}). */
+  public int maxAttempts() {
+    return jobType.maxAttempts();
+  }
+
+  /** How long one execution of a run may last (its job type's {@link JobType#timeout()}). */
+  public Duration timeout() {
+    return jobType.timeout();
+  }
+
+  /** The example input given with {@link #withExample}, if any. */
+  public Optional<I> example() {
+    return jobType.example();
+  }
+
   /** The job type of its runs. */
   public JobType<I> jobType() {
     return jobType;
+  }
+
+  @Override
+  public String toString() {
+    return "WorkflowType[" + name() + ", version=" + version + ", " + jobType + "]";
   }
 }

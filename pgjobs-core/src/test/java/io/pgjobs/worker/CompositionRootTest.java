@@ -3,12 +3,17 @@ package io.pgjobs.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.EnqueueOptions;
+import io.pgjobs.InvalidPayloadException;
+import io.pgjobs.Job;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.metrics.JobMetrics;
+import io.pgjobs.workflow.WorkflowType;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -47,6 +52,58 @@ class CompositionRootTest extends PgJobsTestBase {
     assertThat(rootEnqueues.byType).containsEntry("parent", 1).containsEntry("numbered", 1);
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE type = 'numbered'"))
         .isEqualTo(1);
+  }
+
+  /** A workflow's input. */
+  public record Greeting(String to) {}
+
+  /**
+   * A workflow declared on the root is known to its client, with its version, settings and example, and
+   * its job type is a known type: a run started by name gets the workflow's attempts, its input is read
+   * strictly into the input class, and the root's worker runs it.
+   */
+  @Test
+  void aWorkflowDeclaredOnTheRootIsKnownToItsClientAndARunStartedByNameGetsItsDefaults() {
+    WorkflowType<Greeting> greet = WorkflowType.of("root-greet", Greeting.class)
+        .withMaxAttempts(4)
+        .withTimeout(Duration.ofMinutes(3))
+        .withExample(new Greeting("ada@example.com"))
+        .withVersion(2);
+    PgJobs root = PgJobs.builder(db.dataSource()).knownWorkflows(greet).build();
+
+    assertThat(root.client().knownWorkflows()).containsOnlyKeys("root-greet");
+    WorkflowType<?> known = root.client().knownWorkflows().get("root-greet");
+    assertThat(known.version()).as("withVersion kept the settings before it").isEqualTo(2);
+    assertThat(known.maxAttempts()).isEqualTo(4);
+    assertThat(known.timeout()).isEqualTo(Duration.ofMinutes(3));
+    assertThat(known.example().orElseThrow()).isEqualTo(new Greeting("ada@example.com"));
+    assertThat(known.inputClass()).isEqualTo(Greeting.class);
+    assertThat(root.client().knownTypes()).containsEntry("root-greet", greet.jobType());
+
+    start(root.workerBuilder()
+        .shutdownGrace(Duration.ofSeconds(2))
+        .workflow(
+            greet,
+            (ctx, g) -> ctx.step("hello", String.class, () -> "hello " + g.to()).run()));
+    UUID run = root.client()
+        .enqueue("root-greet", Map.of("to", "bob@example.com"), EnqueueOptions.DEFAULTS)
+        .job()
+        .id();
+    Job ended = awaitState(run, JobState.SUCCEEDED);
+    assertThat(ended.maxAttempts())
+        .as("the workflow's attempts, not the default 3")
+        .isEqualTo(4);
+    assertThat(ended.output().asString()).isEqualTo("hello bob@example.com");
+    long jobs = count("pgjobs.jobs") + count("pgjobs.finished_jobs");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() ->
+            root.client().enqueue("root-greet", Map.of("colour", "red"), EnqueueOptions.DEFAULTS))
+        .as("an input that does not read into the input class")
+        .isInstanceOf(InvalidPayloadException.class);
+    assertThat(count("pgjobs.jobs") + count("pgjobs.finished_jobs")).isEqualTo(jobs);
+
+    assertThat(PgJobs.builder(db.dataSource()).build().client().knownWorkflows())
+        .as("a root told of none")
+        .isEmpty();
   }
 
   @Test

@@ -33,16 +33,28 @@ final class ApiTestSupport implements AutoCloseable {
 
   /** Starts a server configured by {@code configure} (on top of port 0 and host 127.0.0.1). */
   static ApiTestSupport start(java.util.function.UnaryOperator<ApiServer.Builder> configure) {
+    return start(c -> c, configure);
+  }
+
+  /**
+   * Starts a server whose client, knowing the test types, is also configured by {@code client} (its known
+   * workflows), and the server by {@code configure}.
+   */
+  static ApiTestSupport start(
+      java.util.function.UnaryOperator<JobClient.Builder> client,
+      java.util.function.UnaryOperator<ApiServer.Builder> configure) {
     TestDatabase db = MigratedDatabase.create();
     try {
-      JobClient client = JobClient.builder(db.dataSource())
-          .knownTypes(TestTypes.SEND_EMAIL, TestTypes.TASK, TestTypes.EXPLOSIVE, TestTypes.CHARGE)
+      JobClient built = client
+          .apply(JobClient.builder(db.dataSource())
+              .knownTypes(
+                  TestTypes.SEND_EMAIL, TestTypes.TASK, TestTypes.EXPLOSIVE, TestTypes.CHARGE))
           .build();
       ApiServer server = configure
-          .apply(ApiServer.builder(client).host("127.0.0.1").port(0))
+          .apply(ApiServer.builder(built).host("127.0.0.1").port(0))
           .build()
           .start();
-      return new ApiTestSupport(db, client, server);
+      return new ApiTestSupport(db, built, server);
     } catch (RuntimeException e) {
       db.close();
       throw e;

@@ -28,6 +28,14 @@ public final class DemoJobs {
   }
 
   /**
+   * The demo's workflows ({@link DigestWorkflow}), for {@code JobClient.Builder.knownWorkflows}: a server
+   * over that client lists them and starts them by name.
+   */
+  public static List<io.pgjobs.workflow.WorkflowType<?>> workflows() {
+    return List.of(DigestWorkflow.TYPE);
+  }
+
+  /**
    * The limits the demo kinds' queues need, for {@code JobWorker.Builder.limits}: webhook deliveries per
    * target host ({@link WebhookDeliveryJob#LIMITS} on {@value WebhookDeliveryJob#QUEUE}). Declared by every
    * worker that runs them, so the limits hold (and the dashboard's Queues page shows them) however the

@@ -24,9 +24,17 @@ public final class DigestWorkflow {
    */
   public record Digest(String text, String to, String webhookUrl, String secret) {}
 
-  /** The workflow (its runs are jobs of type {@code demo_digest}). */
-  public static final WorkflowType<Digest> TYPE =
-      WorkflowType.of("demo_digest", Digest.class).withMaxAttempts(3);
+  /**
+   * The workflow (its runs are jobs of type {@code demo_digest}), with an example input for
+   * {@code GET /workflow-types} (its webhook goes to the demo's receiver on the default port).
+   */
+  public static final WorkflowType<Digest> TYPE = WorkflowType.of("demo_digest", Digest.class)
+      .withMaxAttempts(3)
+      .withExample(new Digest(
+          "Jobs are rows. Workers claim them with SKIP LOCKED. A crash never loses a job.",
+          "ada@example.com",
+          "http://127.0.0.1:8080/demo/webhook",
+          "demo-webhook-secret"));
 
   private final SummarizeTextJob summarizer;
   private final SendEmailJob mailer;

@@ -48,9 +48,18 @@ public final class JobTypesApi {
         type.priority(),
         type.maxAttempts(),
         type.timeout().toMillis(),
-        type.example()
-            .<JsonNode>map(e -> io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.valueToTree(e))
-            .orElseGet(() -> template(type.payloadClass(), 0)));
+        templateOf(type));
+  }
+
+  /**
+   * What a client is offered as a starting point for a payload of {@code type}: its example
+   * ({@link JobType#withExample}) if it has one, else {@link #template} of its payload class. Also the
+   * input template of a workflow ({@code GET /workflow-types}), whose runs are jobs of its type.
+   */
+  static JsonNode templateOf(JobType<?> type) {
+    return type.example()
+        .<JsonNode>map(e -> io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER.valueToTree(e))
+        .orElseGet(() -> template(type.payloadClass(), 0));
   }
 
   /**

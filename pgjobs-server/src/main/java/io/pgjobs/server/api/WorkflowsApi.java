@@ -5,25 +5,37 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.EnqueuedJob;
 import io.pgjobs.Job;
 import io.pgjobs.JobClient;
+import io.pgjobs.JobFilter;
+import io.pgjobs.JobPage;
+import io.pgjobs.JobState;
 import io.pgjobs.server.problem.ApiProblem;
 import io.pgjobs.workflow.WorkflowStep;
+import io.pgjobs.workflow.WorkflowType;
 import java.time.Instant;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.regex.Pattern;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Durable step workflows over HTTP ({@code io.pgjobs.workflow}): start a run
- * ({@code POST /workflows/{name}/start}, and the seed's {@code POST /_api/workflows/{name}/start}), read it
- * with its recorded steps ({@code GET /workflows/{id}}), signal it
- * ({@code POST /workflows/{id}/signals/{name}}), cancel it with compensation
- * ({@code POST /workflows/{id}/cancel}). A run is a job of the workflow's type: list runs through
- * {@code /jobs}.
+ * Durable step workflows over HTTP ({@code io.pgjobs.workflow}): the workflows the server knows
+ * ({@code GET /workflow-types}: {@code JobClient.knownWorkflows()}), their runs ({@code GET /workflows}),
+ * start a run ({@code POST /workflows/{name}/start}, and the seed's
+ * {@code POST /_api/workflows/{name}/start}), read it with its recorded steps ({@code GET /workflows/{id}}),
+ * signal it ({@code POST /workflows/{id}/signals/{name}}), cancel it with compensation
+ * ({@code POST /workflows/{id}/cancel}). A run is a job of the workflow's type.
+ *
+ * <p>A server whose client knows workflows starts only those, unless it accepts unknown types; one whose
+ * client knows none starts any known job type as a workflow, as before workflows could be declared.
  */
 public final class WorkflowsApi {
   private static final Set<String> START_FIELDS = Set.of("input", "queue", "priority", "context");
   private static final Set<String> SIGNAL_FIELDS = Set.of("payload");
+  /** A job type's name, as {@code JobType} allows it. */
+  private static final Pattern TYPE_NAME = Pattern.compile("[A-Za-z0-9_.:\\-/]{1,255}");
 
   private final JobClient client;
   private final boolean acceptUnknownTypes;
@@ -38,6 +50,8 @@ public final class WorkflowsApi {
   public void register(Routes routes) {
     routes.post("/workflows/{name}/start", ctx -> start(ctx, routes));
     routes.post("/_api/workflows/{name}/start", ctx -> start(ctx, routes));
+    routes.get("/workflow-types", ctx -> workflowTypes());
+    routes.get("/workflows", this::list);
     routes.get("/workflows/{id}", this::get);
     routes.post("/workflows/{id}/signals/{signal}", ctx -> signal(ctx, routes));
     routes.post("/workflows/{id}/cancel", this::cancel);
@@ -84,6 +98,60 @@ public final class WorkflowsApi {
       Instant finishedAt) {}
 
   /**
+   * A workflow the server knows.
+   *
+   * @param name its name (its runs' job type)
+   * @param version its version
+   * @param queue its runs' default queue
+   * @param maxAttempts attempts per run
+   * @param timeoutMs how long one execution of a run may last
+   * @param inputTemplate its example input if it has one, else its input class's members with empty values
+   *     (as {@code GET /job-types} makes a payload template)
+   */
+  public record WorkflowTypeView(
+      String name,
+      int version,
+      String queue,
+      int maxAttempts,
+      long timeoutMs,
+      JsonNode inputTemplate) {}
+
+  /**
+   * The workflows the server knows, by name.
+   *
+   * @param workflows each workflow
+   */
+  public record WorkflowTypeListView(List<WorkflowTypeView> workflows) {}
+
+  /**
+   * A run in a list (its steps are on {@code GET /workflows/{id}}).
+   *
+   * @param id its id (its job's)
+   * @param workflow the workflow's name
+   * @param state its job's state
+   * @param attempts attempts so far
+   * @param maxAttempts attempts allowed
+   * @param createdAt when it was started
+   * @param finishedAt when it ended, or null
+   */
+  public record RunSummaryView(
+      UUID id,
+      String workflow,
+      String state,
+      int attempts,
+      int maxAttempts,
+      Instant createdAt,
+      Instant finishedAt) {}
+
+  /**
+   * A page of runs, newest first.
+   *
+   * @param runs the runs
+   * @param nextCursor pass as {@code cursor} for the next page; null on the last page
+   */
+  public record RunPageView(List<RunSummaryView> runs, String nextCursor) {}
+
+  /**
    * A signal's reception.
    *
    * @param stored false when a signal of that name had come before (this one was not stored)
@@ -96,6 +164,85 @@ public final class WorkflowsApi {
    * @param cancelRequested false when it had been asked before
    */
   public record CancelView(boolean cancelRequested) {}
+
+  private Reply workflowTypes() {
+    return Reply.ok(new WorkflowTypeListView(client.knownWorkflows().values().stream()
+        .sorted(Comparator.comparing(WorkflowType::name))
+        .map(w -> new WorkflowTypeView(
+            w.name(),
+            w.version(),
+            w.jobType().queue(),
+            w.maxAttempts(),
+            w.timeout().toMillis(),
+            JobTypesApi.templateOf(w.jobType())))
+        .toList()));
+  }
+
+  /**
+   * {@code GET /workflows}: runs of the known workflows (or of those {@code workflow} names), newest first,
+   * a page at a time as {@code GET /jobs} pages.
+   */
+  private Reply list(Context ctx) {
+    Map<String, WorkflowType<?>> known = client.knownWorkflows();
+    List<String> names = QueryParams.list(ctx, "workflow");
+    for (String name : names) {
+      if (known.containsKey(name)) {
+        continue;
+      }
+      if (!acceptUnknownTypes) {
+        throw ApiProblem.badField(
+            "workflow",
+            "'" + name + "' is not a workflow this server knows; known workflows: "
+                + (known.isEmpty() ? "(none)" : String.join(", ", knownWorkflows())));
+      }
+      if (!TYPE_NAME.matcher(name).matches()) {
+        throw ApiProblem.badField(
+            "workflow",
+            "'" + name + "' is not a workflow's name; allowed: 1 to 255 characters of letters,"
+                + " digits and _ . : - /");
+      }
+    }
+    JobFilter.Builder filter = JobFilter.builder();
+    for (String state : QueryParams.list(ctx, "state")) {
+      try {
+        filter.state(JobState.parse(state));
+      } catch (IllegalArgumentException e) {
+        throw ApiProblem.badField("state", e.getMessage());
+      }
+    }
+    List<String> types = names.isEmpty() ? knownWorkflows() : names;
+    filter.type(types.toArray(String[]::new));
+    filter.limit(
+        QueryParams.integer(ctx, "limit", JobFilter.DEFAULT_LIMIT, 1, JobFilter.MAX_LIMIT));
+    JobFilter built;
+    try {
+      built = filter.cursor(QueryParams.single(ctx, "cursor")).build();
+    } catch (io.pgjobs.InvalidJobException e) {
+      throw ApiProblem.badField(e.field(), e.getMessage().substring(e.field().length() + 2));
+    }
+    if (types.isEmpty()) {
+      // No workflow known and none named: no run (an empty type filter would match every job).
+      return Reply.ok(new RunPageView(List.of(), null));
+    }
+    JobPage page = client.list(built);
+    return Reply.ok(new RunPageView(
+        page.jobs().stream()
+            .map(j -> new RunSummaryView(
+                j.id(),
+                j.type(),
+                j.state().value(),
+                j.attempts(),
+                j.maxAttempts(),
+                j.createdAt(),
+                j.finishedAt()))
+            .toList(),
+        page.nextCursor()));
+  }
+
+  /** The known workflows' names, sorted. */
+  private List<String> knownWorkflows() {
+    return client.knownWorkflows().keySet().stream().sorted().toList();
+  }
 
   private Reply cancel(Context ctx) {
     UUID id = QueryParams.uuid(ctx, "id");
@@ -143,9 +290,17 @@ public final class WorkflowsApi {
       options.context(context);
     }
     body.done();
-    if (!acceptUnknownTypes && !client.knownTypes().containsKey(name)) {
-      throw ApiProblem.unknownType(
-          name, client.knownTypes().keySet().stream().sorted().toList());
+    if (!acceptUnknownTypes) {
+      if (!client.knownWorkflows().isEmpty()) {
+        if (!client.knownWorkflows().containsKey(name)) {
+          throw ApiProblem.unknownWorkflow(name, knownWorkflows());
+        }
+      } else if (!client.knownTypes().containsKey(name)) {
+        // A client told of no workflow: any known job type may be one, as before workflows were
+        // declared.
+        throw ApiProblem.unknownType(
+            name, client.knownTypes().keySet().stream().sorted().toList());
+      }
     }
     EnqueuedJob run = client.enqueue(name, input, options.build());
     return Reply.created(view(run.job()))

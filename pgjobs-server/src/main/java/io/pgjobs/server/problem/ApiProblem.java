@@ -106,6 +106,22 @@ public final class ApiProblem extends RuntimeException {
         Map.of("known_types", knownTypes));
   }
 
+  /**
+   * 422: {@code name} (a path parameter) names no workflow this server knows: a plain job type or no type
+   * at all. {@code known_workflows} lists the ones it knows.
+   */
+  public static ApiProblem unknownWorkflow(String name, List<String> knownWorkflows) {
+    String detail = "'" + name + "' is not a workflow this server knows; known workflows: "
+        + (knownWorkflows.isEmpty() ? "(none)" : String.join(", ", knownWorkflows));
+    return new ApiProblem(
+        422,
+        "unknown-workflow",
+        "Unknown workflow",
+        detail,
+        List.of(new Problem.FieldError("name", detail)),
+        Map.of("known_workflows", knownWorkflows));
+  }
+
   /** 401: no token, or not a token this server knows. */
   public static ApiProblem unauthorized(String detail) {
     return new ApiProblem(401, "unauthorized", "Unauthorized", detail, null, null);
