@@ -343,19 +343,38 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
         return new EnqueuedGraph(java.util.Collections.unmodifiableMap(first), true);
       }
     }
-    List<NewJob> keyed = partitionRules.keyed(jobs, c);
-    enqueueStore.insertAll(c, keyed);
-    for (NewJob job : keyed) {
-      metrics.enqueued(job.type(), 1);
-    }
+    // Each job goes in as the graph places it: blocked with its count of parents in the graph, and
+    // marked if a job of the graph waits for it; parents enqueued before (Dependency.onJob) are
+    // counted by link().
     List<io.pgjobs.store.DependencyStore.Edge> edges = new ArrayList<>();
+    Set<String> parentsInGraph = new java.util.HashSet<>();
+    List<io.pgjobs.store.EnqueueStore.GraphPlacement> placements =
+        new ArrayList<>(graph.nodes().size());
     for (JobGraph.Node node : graph.nodes()) {
       UUID id = ids.get(node.name());
+      int waitingOn = 0;
       for (Dependency d : node.after()) {
         UUID parent = d.node() != null ? ids.get(d.node()) : d.job();
         edges.add(new io.pgjobs.store.DependencyStore.Edge(
             parent, id, d.onFailure().value(), node.name()));
+        if (d.node() != null) {
+          waitingOn++;
+          parentsInGraph.add(d.node());
+        }
       }
+      placements.add(new io.pgjobs.store.EnqueueStore.GraphPlacement(waitingOn, false));
+    }
+    for (int i = 0; i < placements.size(); i++) {
+      if (parentsInGraph.contains(graph.nodes().get(i).name())) {
+        placements.set(
+            i,
+            new io.pgjobs.store.EnqueueStore.GraphPlacement(placements.get(i).waitingOn(), true));
+      }
+    }
+    List<NewJob> keyed = partitionRules.keyed(jobs, c);
+    enqueueStore.insertGraph(c, keyed, placements);
+    for (NewJob job : keyed) {
+      metrics.enqueued(job.type(), 1);
     }
     dependencyStore.link(c, ids, edges);
     return new EnqueuedGraph(java.util.Collections.unmodifiableMap(ids), false);

@@ -30,10 +30,13 @@ import java.util.Set;
  * claim reads it.
  */
 public final class JobGraph {
-  /** The most jobs one graph may hold. */
-  public static final int MAX_JOBS = 10_000;
-  /** The most parents one job may wait for. */
-  public static final int MAX_PARENTS = 1_000;
+  /**
+   * The most jobs one graph may hold (a graph is one transaction: its jobs go in by COPY, its edges in
+   * one statement; see docs/BENCHMARKS.md for the time a graph of this size takes).
+   */
+  public static final int MAX_JOBS = 1_000_000;
+  /** The most parents one job may wait for (a fan-in's callback, say). */
+  public static final int MAX_PARENTS = 100_000;
   /** The longest name of a job in a graph. */
   public static final int MAX_NAME_LENGTH = 255;
 

@@ -360,10 +360,11 @@ class JobGraphTest extends PgJobsTestBase {
 
   @Test
   void aGraphOfTenThousandJobsByTypeNameGoesInWhole() {
-    // The largest graph allowed, built as POST /graphs builds it: by type name, payloads as maps.
+    // The largest graph POST /graphs takes, built as it builds it: by type name, payloads as maps.
+    int size = 10_000;
     JobGraph.Builder graph =
         JobGraph.builder().add("start", "graph-step", Map.of("name", "start", "fail", false), null);
-    for (int i = 1; i < JobGraph.MAX_JOBS - 1; i++) {
+    for (int i = 1; i < size - 1; i++) {
       graph.add(
           "n" + i,
           "graph-step",
@@ -380,14 +381,41 @@ class JobGraphTest extends PgJobsTestBase {
         Dependency.on("n1").runAnyway());
     Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
 
-    assertThat(ids).hasSize(JobGraph.MAX_JOBS);
+    assertThat(ids).hasSize(size);
     assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE id = ANY('" + uuidArray(ids.values())
             + "'::uuid[]) AND state = 'blocked'"))
-        .isEqualTo(JobGraph.MAX_JOBS - 1);
+        .isEqualTo(size - 1);
     assertThat(count("SELECT waiting_on FROM pgjobs.jobs WHERE id = '" + ids.get("end") + "'"))
         .isEqualTo(2);
-    assertThatThrownBy(() -> graph.add("one-more", "graph-step", Map.of(), null))
-        .hasMessageContaining("at most 10000 jobs");
+  }
+
+  @Test
+  void aGraphStopsAtItsLargestSizeAndAJobAtItsMostParents() {
+    // Built only (the builder refuses; nothing reaches the database): one payload shared by every
+    // job.
+    Map<String, Object> payload = Map.of("name", "x", "fail", false);
+    JobGraph.Builder graph = JobGraph.builder();
+    for (int i = 0; i < JobGraph.MAX_JOBS; i++) {
+      graph.add("n" + i, "graph-step", payload, null);
+    }
+    assertThatThrownBy(() -> graph.add("one-more", "graph-step", payload, null))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("at most 1000000 jobs");
+
+    Dependency[] most = new Dependency[JobGraph.MAX_PARENTS];
+    for (int i = 0; i < most.length; i++) {
+      most[i] = Dependency.on("n" + i);
+    }
+    JobGraph.Builder fanIn = JobGraph.builder();
+    for (int i = 0; i <= JobGraph.MAX_PARENTS; i++) {
+      fanIn.add("n" + i, "graph-step", payload, null);
+    }
+    fanIn.add("callback", "graph-step", payload, null, most);
+    Dependency[] tooMany = java.util.Arrays.copyOf(most, most.length + 1);
+    tooMany[most.length] = Dependency.on("n" + JobGraph.MAX_PARENTS);
+    assertThatThrownBy(() -> fanIn.add("over", "graph-step", payload, null, tooMany))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("at most 100000 jobs, was 100001");
   }
 
   private static String uuidArray(java.util.Collection<UUID> ids) {

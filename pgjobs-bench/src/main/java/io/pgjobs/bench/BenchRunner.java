@@ -367,6 +367,13 @@ public final class BenchRunner {
                   .build(),
               1_000));
         }
+        case W3G -> {
+          out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
+          for (GraphShape shape : GraphShape.values()) {
+            out.accept(pgjobs.w3Graph(run, jobs, shape));
+          }
+          out.accept(pgjobs.enqueueGraph(run, jobs * 20));
+        }
         case W5 -> throw new IllegalArgumentException("W5 runs through w5(options, runs, sink)");
         case W4 -> {
           RawSqlWorkloads raw = new RawSqlWorkloads(ds, rawSchema);

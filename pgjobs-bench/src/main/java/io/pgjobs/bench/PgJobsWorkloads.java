@@ -103,6 +103,42 @@ final class PgJobsWorkloads {
     }
   }
 
+  /**
+   * W3 of a graph: {@code jobs} no-op jobs enqueued as one graph of {@code shape} on the paused queue, then
+   * the one-process drain, timed from the resume until the last job ended.
+   */
+  BenchResult w3Graph(int run, int jobs, GraphShape shape) throws Exception {
+    pause();
+    client.enqueueGraph(shape.graph(jobs, NOOP, Noop::new));
+    return drainWithProcesses(Workload.W3G, run, jobs, shape.label(jobs), 1, null);
+  }
+
+  /**
+   * The enqueue of one layered graph of {@code jobs} no-op jobs (layers of 1,000, two parents each in the
+   * layer before), timed from the call to its return (the graph built beforehand); the jobs are then
+   * deleted, not run.
+   */
+  BenchResult enqueueGraph(int run, int jobs) throws SQLException {
+    pause();
+    io.pgjobs.JobGraph graph = GraphShape.LAYERED.graph(jobs, NOOP, Noop::new);
+    long start = System.nanoTime();
+    client.enqueueGraph(graph);
+    long nanos = System.nanoTime() - start;
+    try (Connection c = dataSource.getConnection();
+        Statement st = c.createStatement()) {
+      st.execute("TRUNCATE " + schema + ".jobs, " + schema + ".job_dependencies, " + schema
+          + ".job_graph_names");
+    }
+    client.resumeQueue(JobType.DEFAULT_QUEUE);
+    return BenchResult.throughput(
+        "pgjobs",
+        "enqueueGraph of " + GraphShape.LAYERED.label(jobs) + " (enqueue only, jobs/s)",
+        Workload.W3G,
+        run,
+        jobs,
+        nanos);
+  }
+
   /** Pauses queue {@code default}: jobs enqueued now wait for {@link #drainWithProcesses}. */
   void pause() {
     client.pauseQueue(JobType.DEFAULT_QUEUE);

@@ -26,6 +26,14 @@ public enum Workload {
    * each limited to 2 at a time. Only when named.
    */
   W3L("drain under flow control", 50_000, false),
+  /**
+   * Job graphs (issue 30), only when named: the one-process drain of 50,000 no-op jobs without
+   * dependencies (the reference, same run), then of the same number as one graph of each shape — 1,000
+   * chains of 50, a fan-out (one root, every other job its child), a fan-in (every job but one its parent)
+   * and 50 layers of 1,000 with two parents each in the layer before — and the enqueue of a graph 20 times
+   * that size (1,000,000 jobs at full size: 1,000 layers of 1,000).
+   */
+  W3G("drain of job graphs", 50_000, false),
   /** Latency from enqueue to handler start, 200 jobs 50 ms apart, idle worker. */
   W4("latency", 200),
   /**

@@ -8,10 +8,9 @@ package io.pgjobs.store;
 final class DependencySql {
   private DependencySql() {}
 
-  /** The edges of a graph. Parameters: parent ids, child ids, on_failure values (arrays, one per edge). */
-  static final String INSERT_EDGES = """
-      INSERT INTO {schema}.job_dependencies (parent_id, child_id, on_failure)
-      SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[])""";
+  /** The edges of a graph, by COPY: parent, child, on_failure. */
+  static final String COPY_EDGES = """
+      COPY {schema}.job_dependencies (parent_id, child_id, on_failure) FROM STDIN""";
 
   /**
    * Takes a graph's idempotency key, or finds it taken (no row: then {@link #FIND_GRAPH_KEY}); waits for a
@@ -27,10 +26,9 @@ final class DependencySql {
   static final String FIND_GRAPH_KEY = """
       SELECT fingerprint, first_job, jobs::text FROM {schema}.graph_keys WHERE idempotency_key = ?""";
 
-  /** The names of a graph's jobs. Parameters: job ids, names (arrays, one per job). */
-  static final String INSERT_NAMES = """
-      INSERT INTO {schema}.job_graph_names (job_id, name)
-      SELECT * FROM unnest(?::uuid[], ?::text[])""";
+  /** The names of a graph's jobs, by COPY: job, name. */
+  static final String COPY_NAMES = """
+      COPY {schema}.job_graph_names (job_id, name) FROM STDIN""";
 
   /**
    * Marks the parents that are still in the hot table as having dependents, and locks their rows until
@@ -53,7 +51,10 @@ final class DependencySql {
         FROM unnest(?::uuid[], ?::text[]) AS e(id, state)
        WHERE d.parent_id = e.id AND d.child_id = ANY (?) AND d.parent_state IS NULL""";
 
-  /** Blocks the jobs of the graph that wait for a parent still running or waiting. Parameter: the graph's ids. */
+  /**
+   * Counts the edges not resolved of the graph's jobs that wait for jobs enqueued before it (their edges
+   * within the graph included) and blocks those with any. Parameter: those jobs' ids.
+   */
   static final String BLOCK_WAITING = """
       UPDATE {schema}.jobs AS j SET state = 'blocked', waiting_on = w.n
         FROM (SELECT d.child_id, count(*) AS n FROM {schema}.job_dependencies AS d

@@ -21,8 +21,8 @@ import java.util.UUID;
  * {@code jobs_resolve_dependents}).
  */
 public final class DependencyStore {
-  private final String insertEdges;
-  private final String insertNames;
+  private final String copyEdges;
+  private final String copyNames;
   private final String insertGraphKey;
   private final String findGraphKey;
   private final String markParents;
@@ -59,8 +59,8 @@ public final class DependencyStore {
 
   /** A store over {@code schema}. */
   public DependencyStore(String schema) {
-    this.insertEdges = JobSql.forSchema(DependencySql.INSERT_EDGES, schema);
-    this.insertNames = JobSql.forSchema(DependencySql.INSERT_NAMES, schema);
+    this.copyEdges = JobSql.forSchema(DependencySql.COPY_EDGES, schema);
+    this.copyNames = JobSql.forSchema(DependencySql.COPY_NAMES, schema);
     this.insertGraphKey = JobSql.forSchema(DependencySql.INSERT_GRAPH_KEY, schema);
     this.findGraphKey = JobSql.forSchema(DependencySql.FIND_GRAPH_KEY, schema);
     this.markParents = JobSql.forSchema(DependencySql.MARK_PARENTS, schema);
@@ -76,38 +76,41 @@ public final class DependencyStore {
   }
 
   /**
-   * Links the jobs of a graph, just inserted on {@code c} in its open transaction: stores {@code edges},
-   * marks their parents, resolves the edges from parents that had already ended, blocks the jobs that
-   * wait and cancels those whose parent had already failed (with {@code cancel}). Throws
-   * {@link InvalidJobException} for a parent that does not exist; the caller rolls back.
+   * Links the jobs of a graph, just inserted on {@code c} in its open transaction, already placed as
+   * their edges within the graph say ({@link EnqueueStore#insertGraph}): stores the names and
+   * {@code edges}; for parents enqueued before the graph, marks those still in the hot table (and locks
+   * them until commit), resolves the edges from those that had already ended, counts every edge not
+   * resolved into their children, and cancels the children whose parent had already failed (with
+   * {@code cancel}). Throws {@link InvalidJobException} for a parent that does not exist; the caller rolls
+   * back.
    *
    * @param graph the ids of the graph's jobs by their names there (the names are stored too)
    */
   public void link(Connection c, Map<String, UUID> graph, List<Edge> edges) throws SQLException {
     List<UUID> graphIds = List.copyOf(graph.values());
-    try (PreparedStatement ps = c.prepareStatement(insertNames)) {
-      ps.setArray(1, c.createArrayOf("uuid", graphIds.toArray()));
-      ps.setArray(2, c.createArrayOf("text", graph.keySet().toArray()));
-      ps.executeUpdate();
-    }
+    List<String> names = List.copyOf(graph.keySet());
+    CopyStatement.copy(
+        c, copyNames, names.size(), (i, row) -> row.uuid(graphIds.get(i)).text(names.get(i)));
     if (edges.isEmpty()) {
       return;
     }
-    UUID[] parentIds = new UUID[edges.size()];
-    UUID[] childIds = new UUID[edges.size()];
-    String[] policies = new String[edges.size()];
-    for (int i = 0; i < edges.size(); i++) {
-      parentIds[i] = edges.get(i).parent();
-      childIds[i] = edges.get(i).child();
-      policies[i] = edges.get(i).onFailure();
+    CopyStatement.copy(c, copyEdges, edges.size(), (i, row) -> {
+      Edge e = edges.get(i);
+      row.uuid(e.parent()).uuid(e.child()).text(e.onFailure());
+    });
+    // Parents from before the graph: the graph's own were placed by the COPY.
+    Set<UUID> inGraph = new HashSet<>(graphIds);
+    Set<UUID> distinctParents = new LinkedHashSet<>();
+    Set<UUID> waitingOnEarlier = new LinkedHashSet<>();
+    for (Edge e : edges) {
+      if (!inGraph.contains(e.parent())) {
+        distinctParents.add(e.parent());
+        waitingOnEarlier.add(e.child());
+      }
     }
-    try (PreparedStatement ps = c.prepareStatement(insertEdges)) {
-      ps.setArray(1, c.createArrayOf("uuid", parentIds));
-      ps.setArray(2, c.createArrayOf("uuid", childIds));
-      ps.setArray(3, c.createArrayOf("text", policies));
-      ps.executeUpdate();
+    if (distinctParents.isEmpty()) {
+      return;
     }
-    Set<UUID> distinctParents = new LinkedHashSet<>(List.of(parentIds));
     Set<UUID> marked = new HashSet<>();
     try (PreparedStatement ps = c.prepareStatement(markParents)) {
       ps.setArray(1, c.createArrayOf("uuid", distinctParents.toArray()));
@@ -139,12 +142,12 @@ public final class DependencyStore {
       try (PreparedStatement ps = c.prepareStatement(resolveEnded)) {
         ps.setArray(1, c.createArrayOf("uuid", ended.keySet().toArray()));
         ps.setArray(2, c.createArrayOf("text", ended.values().toArray()));
-        ps.setArray(3, c.createArrayOf("uuid", graphIds.toArray()));
+        ps.setArray(3, c.createArrayOf("uuid", waitingOnEarlier.toArray()));
         ps.executeUpdate();
       }
     }
     try (PreparedStatement ps = c.prepareStatement(blockWaiting)) {
-      ps.setArray(1, c.createArrayOf("uuid", graphIds.toArray()));
+      ps.setArray(1, c.createArrayOf("uuid", waitingOnEarlier.toArray()));
       ps.executeUpdate();
     }
     List<UUID> doomed = new ArrayList<>();

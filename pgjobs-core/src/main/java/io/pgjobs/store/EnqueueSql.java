@@ -323,6 +323,19 @@ final class EnqueueSql {
                           limit_key, run_at, created_at)
       FROM STDIN""";
 
+  /**
+   * {@code copy} ({@link #COPY_JOBS} or {@link #COPY_DUE_JOBS}) with a graph's columns after the others:
+   * state, waiting_on, has_dependents.
+   */
+  static String withGraphColumns(String copy) {
+    String withColumns =
+        copy.replaceFirst("\\)\\s*FROM STDIN$", ", state, waiting_on, has_dependents)\nFROM STDIN");
+    if (withColumns.equals(copy)) {
+      throw new IllegalStateException("not a COPY of jobs: " + copy);
+    }
+    return withColumns;
+  }
+
   /** Bulk insert of jobs due now: state, run_at and created_at take their defaults. */
   static final String COPY_DUE_JOBS = """
       COPY {schema}.jobs (id, type, queue, payload, priority, max_attempts, context, timeout_ms, capability, trace_context,

@@ -27,8 +27,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.postgresql.PGConnection;
-import org.postgresql.copy.CopyIn;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -39,7 +37,6 @@ import tools.jackson.databind.json.JsonMapper;
  * from the data source and runs in a transaction of its own.
  */
 public final class EnqueueStore {
-  private static final int COPY_CHUNK_CHARS = 1 << 20;
   /**
    * Writes the job events of bulk inserts: pgjobs' own format, whatever the application's mapper does
    * (an indenting mapper would make the payload longer than the entries measured).
@@ -473,8 +470,31 @@ public final class EnqueueStore {
     if (jobs.getFirst().idempotencyKey() != null) {
       return insertKeyed(connection, jobs);
     }
-    copy(connection, jobs, false);
+    copy(connection, jobs, false, null);
     return new UniqueBatch(jobs.stream().map(NewJob::id).toList(), jobs.size());
+  }
+
+  /**
+   * How a job of a graph goes in: {@code blocked} with {@code waitingOn} parents in its graph (0:
+   * {@code queued}), and whether a job of its graph waits for it.
+   *
+   * @param waitingOn its parents in the graph
+   * @param hasDependents whether it is a parent in the graph
+   */
+  public record GraphPlacement(int waitingOn, boolean hasDependents) {}
+
+  /**
+   * Inserts the jobs of a graph with one COPY, each already as the graph places it ({@code placements},
+   * one per job, in order): a job waiting for parents of its graph goes in {@code blocked}, and a parent
+   * marked, so that the edges within the graph need no second write of either row. Jobs without keys.
+   */
+  public void insertGraph(Connection connection, List<NewJob> jobs, List<GraphPlacement> placements)
+      throws SQLException {
+    if (placements.size() != jobs.size()) {
+      throw new IllegalArgumentException(
+          placements.size() + " placements for " + jobs.size() + " jobs");
+    }
+    copy(connection, jobs, false, placements);
   }
 
   /**
@@ -513,7 +533,7 @@ public final class EnqueueStore {
     }
     List<NewJob> fresh = jobs.stream().filter(j -> inserted.contains(j.id())).toList();
     if (!fresh.isEmpty()) {
-      copy(connection, fresh, true);
+      copy(connection, fresh, true, null);
     }
     if (fresh.size() == n) {
       return new UniqueBatch(jobs.stream().map(NewJob::id).toList(), n);
@@ -558,9 +578,12 @@ public final class EnqueueStore {
 
   /**
    * The COPY of {@code jobs} and its notifications ({@link #announceCopied}); {@code keyed}: with each
-   * job's idempotency key in its row.
+   * job's idempotency key in its row; {@code graph} (or null): each job's state, count of parents and
+   * parent mark.
    */
-  private void copy(Connection connection, List<NewJob> jobs, boolean keyed) throws SQLException {
+  private void copy(
+      Connection connection, List<NewJob> jobs, boolean keyed, List<GraphPlacement> graph)
+      throws SQLException {
     // Jobs due now (the usual bulk enqueue) leave state, run_at and created_at to the columns'
     // defaults
     // ('queued', now(), now()): parsing two timestamps per row is a quarter of the server's COPY
@@ -578,58 +601,42 @@ public final class EnqueueStore {
     String copySql = keyed
         ? (allDueNow ? copyDueKeyedJobs : copyKeyedJobs)
         : (allDueNow ? copyDueJobs : copyJobs);
-    CopyIn copy = null;
-    try {
-      copy = connection.unwrap(PGConnection.class).getCopyAPI().copyIn(copySql);
-      CopyRows rowsOut = new CopyRows();
-      for (NewJob job : jobs) {
-        rowsOut
-            .uuid(job.id())
-            .text(job.type())
-            .text(job.queue())
-            .text(job.payloadJson())
-            .number(job.priority())
-            .number(job.maxAttempts())
-            .text(job.context())
-            .number(job.timeoutMs())
-            .text(job.capability())
-            .text(job.traceContext())
-            .text(job.limitKey());
-        if (keyed) {
-          rowsOut.text(job.idempotencyKey());
-        }
-        if (!allDueNow) {
-          Instant runAt = job.runAt() != null
-              ? job.runAt()
-              : job.delayMs() == null ? now : now.plusMillis(job.delayMs());
-          rowsOut.instant(runAt).instant(now);
-        }
-        rowsOut.endRow();
-        if (rowsOut.length() >= COPY_CHUNK_CHARS) {
-          byte[] chunk = rowsOut.drain();
-          copy.writeToCopy(chunk, 0, chunk.length);
-        }
-      }
-      byte[] chunk = rowsOut.drain();
-      if (chunk.length > 0) {
-        copy.writeToCopy(chunk, 0, chunk.length);
-      }
-      copy.endCopy();
-    } catch (Throwable e) {
-      if (copy != null && copy.isActive()) {
-        try {
-          copy.cancelCopy(); // the connection stays usable for the caller's rollback
-        } catch (SQLException | RuntimeException cancel) {
-          e.addSuppressed(cancel); // the failure that stopped the COPY is the one to report
-        }
-      }
-      if (BrokenConnections.connectionLost(e)) {
-        BrokenConnections.discard(
-            connection, e); // COPY runs below the pool's proxy: see BrokenConnections
-      }
-      throw e;
+    if (graph != null) {
+      copySql = EnqueueSql.withGraphColumns(copySql);
     }
-    announceCopied(connection, jobs, now);
+    Instant dueAt = now;
+    CopyStatement.copy(connection, copySql, jobs.size(), (i, rowsOut) -> {
+      NewJob job = jobs.get(i);
+      rowsOut
+          .uuid(job.id())
+          .text(job.type())
+          .text(job.queue())
+          .text(job.payloadJson())
+          .number(job.priority())
+          .number(job.maxAttempts())
+          .text(job.context())
+          .number(job.timeoutMs())
+          .text(job.capability())
+          .text(job.traceContext())
+          .text(job.limitKey());
+      if (keyed) {
+        rowsOut.text(job.idempotencyKey());
+      }
+      if (!allDueNow) {
+        Instant runAt = job.runAt() != null
+            ? job.runAt()
+            : job.delayMs() == null ? dueAt : dueAt.plusMillis(job.delayMs());
+        rowsOut.instant(runAt).instant(dueAt);
+      }
+      if (graph != null) {
+        GraphPlacement place = graph.get(i);
+        rowsOut
+            .text(place.waitingOn() > 0 ? "blocked" : "queued")
+            .number(place.waitingOn() > 0 ? Long.valueOf(place.waitingOn()) : null)
+            .text(place.hasDependents() ? "t" : "f");
+      }
+    });
+    announceCopied(connection, jobs, now, graph);
   }
 
   /**
@@ -637,25 +644,29 @@ public final class EnqueueStore {
    * entries, listed while their UTF-8 bytes stay within {@link JobSql#EVENT_JOBS_MAX_BYTES}, so the
    * notification can never abort the caller's transaction for being too long.
    */
-  private void announceCopied(Connection connection, List<NewJob> jobs, Instant now)
+  private void announceCopied(
+      Connection connection, List<NewJob> jobs, Instant now, List<GraphPlacement> graph)
       throws SQLException {
     Set<String> dueQueues = new java.util.LinkedHashSet<>();
     List<Map<String, Object>> listed =
         new ArrayList<>(Math.min(JobSql.EVENT_JOBS_MAX_COUNT, jobs.size()));
     long listedBytes = 0;
     boolean full = false;
-    for (NewJob job : jobs) {
-      boolean due = now == null
-          || (job.runAt() != null
-              ? !job.runAt().isAfter(now)
-              : job.delayMs() == null || job.delayMs() <= 0);
+    for (int i = 0; i < jobs.size(); i++) {
+      NewJob job = jobs.get(i);
+      boolean blocked = graph != null && graph.get(i).waitingOn() > 0;
+      boolean due = !blocked
+          && (now == null
+              || (job.runAt() != null
+                  ? !job.runAt().isAfter(now)
+                  : job.delayMs() == null || job.delayMs() <= 0));
       if (due) {
         dueQueues.add(job.queue());
       }
       if (!full && listed.size() < JobSql.EVENT_JOBS_MAX_COUNT) {
         Map<String, Object> event = new LinkedHashMap<>();
         event.put("id", job.id());
-        event.put("state", "queued");
+        event.put("state", blocked ? "blocked" : "queued");
         event.put("type", eventName(job.type()));
         event.put("queue", eventName(job.queue()));
         event.put("attempts", 0);

@@ -26,6 +26,12 @@ import tools.jackson.databind.node.ObjectNode;
  * none; {@code GET /jobs/{id}/parents} lists the jobs one waits or waited for, with how each ended.
  */
 public final class GraphsApi {
+  /**
+   * The most jobs one {@code POST /graphs} may hold: a request body of that many jobs is a few megabytes
+   * already. The Java API takes graphs of up to {@link JobGraph#MAX_JOBS}.
+   */
+  public static final int MAX_JOBS = 10_000;
+
   private static final Set<String> GRAPH_FIELDS = Set.of("jobs");
   private static final Set<String> NODE_FIELDS = new LinkedHashSet<>(List.of(
       "name",
@@ -93,9 +99,11 @@ public final class GraphsApi {
     if (!jobs.isArray()) {
       throw ApiProblem.badField("jobs", "must be an array of jobs, was " + JsonBody.kind(jobs));
     }
-    if (jobs.isEmpty() || jobs.size() > JobGraph.MAX_JOBS) {
+    if (jobs.isEmpty() || jobs.size() > MAX_JOBS) {
       throw ApiProblem.invalidField(
-          "jobs", "must hold 1 to " + JobGraph.MAX_JOBS + " jobs, held " + jobs.size());
+          "jobs",
+          "must hold 1 to " + MAX_JOBS + " jobs (larger graphs, up to " + JobGraph.MAX_JOBS
+              + " jobs, through JobClient.enqueueGraph), held " + jobs.size());
     }
     JobGraph.Builder graph = JobGraph.builder();
     String key = ctx.header(JobsApi.IDEMPOTENCY_KEY);
