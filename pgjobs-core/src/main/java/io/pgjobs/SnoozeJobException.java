@@ -12,6 +12,7 @@ import java.util.Objects;
  */
 public class SnoozeJobException extends RuntimeException {
   private final Duration delay;
+  private final boolean untilDependenciesEnd;
 
   /** @param delay how long to wait; zero or positive, at most {@link RetryPolicy#MAX_DELAY} */
   public SnoozeJobException(Duration delay) {
@@ -28,6 +29,28 @@ public class SnoozeJobException extends RuntimeException {
           + RetryPolicy.MAX_DELAY.toDays() + " days (RetryPolicy.MAX_DELAY), was " + delay);
     }
     this.delay = delay;
+    this.untilDependenciesEnd = false;
+  }
+
+  private SnoozeJobException() {
+    super("snoozed until the jobs it waits for end", null, false, false);
+    this.delay = Duration.ZERO;
+    this.untilDependenciesEnd = true;
+  }
+
+  /**
+   * Snoozes the job until every job it waits for has ended: it goes {@code blocked}, counted down by
+   * their ends as a job of a graph is, and is queued by the last of them (at once if none is left). A
+   * workflow awaiting the jobs it started ({@code WorkflowContext.awaitJobs}) waits so, without a lane; a
+   * job that waits for nothing is queued again at once.
+   */
+  public static SnoozeJobException untilDependenciesEnd() {
+    return new SnoozeJobException();
+  }
+
+  /** True when the job waits for the jobs it depends on ({@link #untilDependenciesEnd()}), not for a delay. */
+  public boolean waitsForDependencies() {
+    return untilDependenciesEnd;
   }
 
   /** How long the job waits before it can be claimed again. */

@@ -541,6 +541,39 @@ final class ExecutionSql {
       SELECT state FROM moved UNION ALL SELECT state FROM snoozed""";
 
   /**
+   * Back to waiting without spending the attempt, until the jobs this one depends on have ended (a
+   * workflow awaiting the jobs it started): {@code blocked} with its count of edges not resolved, or
+   * {@code queued} and its queue's workers woken if none is left. The edges are locked first: a parent
+   * whose end is being written waits for this, or has resolved its edge and is not counted (its count-down
+   * found this job running, not blocked, and left it). A job whose cancellation was asked meanwhile ends
+   * cancelled instead ({@link #LOCK_MINE}). Returns the state written.
+   *
+   * <p>Parameters: id, claim token.
+   */
+  static final String SNOOZE_BLOCKED =
+      LOCK_MINE + insertFinished("cancelled", "'cancelled'", "errors", "NULL", "claim_token") + """
+
+          RETURNING state
+      ), waiting AS (
+          SELECT d.parent_id FROM {schema}.job_dependencies AS d
+           WHERE d.child_id = (SELECT id FROM mine WHERE NOT cancel_requested) AND d.parent_state IS NULL
+             FOR UPDATE
+      ), blocked AS (
+          UPDATE {schema}.jobs
+             SET state = CASE WHEN (SELECT count(*) FROM waiting) > 0 THEN 'blocked' ELSE 'queued' END,
+                 waiting_on = nullif((SELECT count(*) FROM waiting), 0)::integer,
+                 attempts = attempts - 1, snoozes = snoozes + 1, run_at = now(),
+                 locked_by = NULL, heartbeat_at = NULL
+           WHERE id = (SELECT id FROM mine WHERE NOT cancel_requested)
+          RETURNING state, queue
+      ), woken AS (
+          SELECT pg_notify('{schema}_jobs_ready', queue) FROM blocked WHERE state = 'queued'
+      )
+      SELECT state FROM moved
+      UNION ALL
+      SELECT state FROM blocked WHERE (SELECT count(*) FROM woken) >= 0""";
+
+  /**
    * A worker that is shutting down (or about to be presumed dead) gives a running job back, due at
    * once. The attempt stays counted (the handler did start, and may have done part of its work) unless
    * it was the last one: a job is never failed because its worker stopped. A job whose cancellation was

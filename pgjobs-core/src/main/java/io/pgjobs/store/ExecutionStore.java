@@ -54,6 +54,7 @@ public final class ExecutionStore {
   private final String finishUnsuccessful;
   private final String retryLater;
   private final String snooze;
+  private final String snoozeBlocked;
   private final String release;
   private final String progress;
   private final String heartbeat;
@@ -127,6 +128,7 @@ public final class ExecutionStore {
     this.finishUnsuccessful = JobSql.forSchema(ExecutionSql.FINISH_UNSUCCESSFUL, schema);
     this.retryLater = JobSql.forSchema(ExecutionSql.RETRY_LATER, schema);
     this.snooze = JobSql.forSchema(ExecutionSql.SNOOZE, schema);
+    this.snoozeBlocked = JobSql.forSchema(ExecutionSql.SNOOZE_BLOCKED, schema);
     this.release = JobSql.forSchema(ExecutionSql.RELEASE, schema);
     this.progress = JobSql.forSchema(ExecutionSql.PROGRESS, schema);
     this.heartbeat = JobSql.forSchema(ExecutionSql.HEARTBEAT, schema);
@@ -839,6 +841,9 @@ public final class ExecutionStore {
    *     that claim
    */
   public JobState snooze(UUID id, long claimToken, long delayMs) throws SQLException {
+    if (delayMs < 0) {
+      return writeState(snoozeBlocked, id, claimToken);
+    }
     return writeState(snooze, id, claimToken, delayMs);
   }
   /** {@link #snooze(UUID, long, long)} of the claim {@code job}. */

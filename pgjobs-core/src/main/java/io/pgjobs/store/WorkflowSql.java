@@ -77,12 +77,38 @@ final class WorkflowSql {
    */
   static final String WAKE = """
       WITH woken AS (
-          UPDATE {schema}.jobs SET run_at = now()
-           WHERE id = ? AND state IN ('queued', 'retrying') AND run_at > now()
+          UPDATE {schema}.jobs SET run_at = now(), state = CASE WHEN state = 'blocked' THEN 'queued' ELSE state END,
+                 waiting_on = CASE WHEN state = 'blocked' THEN NULL ELSE waiting_on END
+           WHERE id = ? AND ((state IN ('queued', 'retrying') AND run_at > now()) OR state = 'blocked')
           RETURNING queue
       )
       SELECT (SELECT state FROM {schema}.jobs WHERE id = ?),
              (SELECT pg_notify('{schema}_jobs_ready', queue) FROM woken)""";
+
+  /**
+   * Makes the jobs a run just started (in this transaction) its parents: an edge from each to the run
+   * ({@code run}: it waits for them whatever their outcome), and each marked as having a dependent.
+   * Parameters: the run, the jobs' ids.
+   */
+  static final String AWAIT_JOBS = """
+      WITH edges AS (
+          INSERT INTO {schema}.job_dependencies (parent_id, child_id, on_failure)
+          SELECT p.id, ?, 'run' FROM unnest(?::uuid[]) AS p(id)
+          RETURNING parent_id
+      )
+      UPDATE {schema}.jobs SET has_dependents = true WHERE id IN (SELECT parent_id FROM edges)""";
+
+  /** A recorded step's result, set in the transaction that recorded it. Parameters: result, run, name. */
+  static final String SET_RESULT = """
+      UPDATE {schema}.workflow_steps SET result = ?::jsonb WHERE run_id = ? AND name = ?""";
+
+  /**
+   * The jobs of {@code ids} that have ended: id, type, state, output, the message of the last error.
+   * Parameter: the ids.
+   */
+  static final String ENDED_JOBS = """
+      SELECT id, type, state, output::text, errors -> -1 ->> 'message'
+        FROM {schema}.finished_jobs WHERE id = ANY (?)""";
 
   /** Deletes a pruned run's signals. Parameter: the run ids. */
   static final String PRUNE_SIGNALS = """

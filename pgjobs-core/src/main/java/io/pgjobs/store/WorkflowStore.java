@@ -25,6 +25,27 @@ public final class WorkflowStore {
   private final String wake;
   private final String flagCancelled;
   private final String cancelRequested;
+  private final String awaitJobs;
+  private final String setResult;
+  private final String endedJobs;
+
+  /** Starts jobs on a connection in its open transaction; returns their ids. */
+  @FunctionalInterface
+  public interface JobStarter {
+    /** Enqueues the jobs on {@code transaction}. */
+    List<UUID> start(Connection transaction) throws SQLException;
+  }
+
+  /**
+   * A job a run awaited, as it ended.
+   *
+   * @param id its id
+   * @param type its type
+   * @param state {@code succeeded}, {@code failed} or {@code cancelled}
+   * @param output its output as JSON text, or null
+   * @param lastError the message of its last error, or null
+   */
+  public record EndedJob(UUID id, String type, String state, String output, String lastError) {}
 
   /**
    * A recorded step.
@@ -58,6 +79,95 @@ public final class WorkflowStore {
     this.wake = JobSql.forSchema(WorkflowSql.WAKE, schema);
     this.flagCancelled = JobSql.forSchema(WorkflowSql.FLAG_CANCELLED, schema);
     this.cancelRequested = JobSql.forSchema(WorkflowSql.CANCEL_REQUESTED, schema);
+    this.awaitJobs = JobSql.forSchema(WorkflowSql.AWAIT_JOBS, schema);
+    this.setResult = JobSql.forSchema(WorkflowSql.SET_RESULT, schema);
+    this.endedJobs = JobSql.forSchema(WorkflowSql.ENDED_JOBS, schema);
+  }
+
+  /**
+   * Starts the jobs a run awaits as its step {@code name}, once: in one transaction, records the step
+   * (kind {@code jobs}), enqueues the jobs with {@code starter}, makes them the run's parents and records
+   * their ids as the step's result. If the step was recorded before (an earlier execution started them),
+   * starts nothing. Returns the ids recorded, as JSON text.
+   */
+  public String startJobs(UUID runId, String name, JobStarter starter) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        boolean mine;
+        try (PreparedStatement ps = c.prepareStatement(record)) {
+          ps.setObject(1, runId);
+          ps.setString(2, name);
+          ps.setObject(3, runId);
+          ps.setString(4, "jobs");
+          ps.setString(5, "done");
+          ps.setString(6, "[]");
+          ps.setString(7, null);
+          try (ResultSet rs = ps.executeQuery()) {
+            mine = rs.next();
+          }
+        }
+        if (!mine) {
+          c.rollback();
+          try (PreparedStatement ps = c.prepareStatement(step)) {
+            ps.setObject(1, runId);
+            ps.setString(2, name);
+            try (ResultSet rs = ps.executeQuery()) {
+              rs.next();
+              return rs.getString(2);
+            }
+          }
+        }
+        List<UUID> ids = starter.start(c);
+        try (PreparedStatement ps = c.prepareStatement(awaitJobs)) {
+          ps.setObject(1, runId);
+          ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
+          ps.executeUpdate();
+        }
+        StringBuilder json = new StringBuilder("[");
+        for (UUID id : ids) {
+          json.append(json.length() > 1 ? "," : "").append('"').append(id).append('"');
+        }
+        String result = json.append(']').toString();
+        try (PreparedStatement ps = c.prepareStatement(setResult)) {
+          ps.setString(1, result);
+          ps.setObject(2, runId);
+          ps.setString(3, name);
+          ps.executeUpdate();
+        }
+        c.commit();
+        return result;
+      } catch (SQLException | RuntimeException e) {
+        try {
+          c.rollback();
+        } catch (SQLException rollback) {
+          e.addSuppressed(rollback);
+        }
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    }
+  }
+
+  /** The jobs of {@code ids} that have ended (those not ended yet are left out). */
+  public List<EndedJob> endedJobs(List<UUID> ids) throws SQLException {
+    List<EndedJob> out = new ArrayList<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(endedJobs)) {
+      ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(new EndedJob(
+              rs.getObject(1, UUID.class),
+              rs.getString(2),
+              rs.getString(3),
+              rs.getString(4),
+              rs.getString(5)));
+        }
+      }
+    }
+    return out;
   }
 
   /** Every recorded step of run {@code runId}, in the order they first ran. */

@@ -416,7 +416,9 @@ final class JobRunner {
       return succeeded(attempt, output, started);
     }
     if (failure instanceof SnoozeJobException snooze) {
-      return new Outcome.Snooze(job, snooze.delay().toMillis());
+      // -1: until the jobs it waits for end (ExecutionStore.snooze).
+      return new Outcome.Snooze(
+          job, snooze.waitsForDependencies() ? -1 : snooze.delay().toMillis());
     }
     if (failure instanceof DiscardJobException discard) {
       return new Outcome.Discarded(job, error(job, "discarded", discard, null));

@@ -24,7 +24,8 @@ sealed interface Outcome {
 
   /**
    * Run again in {@code delayMs} without spending the attempt ({@code SNOOZE}): the handler asked, or no
-   * handler here knows the job's type yet.
+   * handler here knows the job's type yet. A negative delay: once the jobs it waits for have ended
+   * ({@code SnoozeJobException.untilDependenciesEnd()}).
    */
   record Snooze(ClaimedJob job, long delayMs) implements Outcome {}
 

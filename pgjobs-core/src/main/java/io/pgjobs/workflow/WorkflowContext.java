@@ -201,6 +201,119 @@ public final class WorkflowContext {
     return mapper.readValue(json, type);
   }
 
+  /**
+   * The jobs of one {@link #awaitJobs} step, added by its {@code jobs} callback: each runs on the whole
+   * fleet, as a child of the run ({@code parent_id}).
+   */
+  public static final class JobBatch {
+    private final java.util.List<Object[]> jobs = new java.util.ArrayList<>();
+
+    JobBatch() {}
+
+    /** Adds a job of {@code type} with its defaults. */
+    public <P> JobBatch add(io.pgjobs.JobType<P> type, P payload) {
+      return add(type, payload, io.pgjobs.EnqueueOptions.DEFAULTS);
+    }
+
+    /** Adds a job of {@code type} with {@code options} (its parent is the run whatever they say). */
+    public <P> JobBatch add(
+        io.pgjobs.JobType<P> type, P payload, io.pgjobs.EnqueueOptions options) {
+      Objects.requireNonNull(type, "type");
+      if (jobs.size() >= MAX_AWAITED_JOBS) {
+        throw new IllegalArgumentException(
+            "a workflow awaits at most " + MAX_AWAITED_JOBS + " jobs in one step");
+      }
+      jobs.add(new Object[] {type, payload, options});
+      return this;
+    }
+  }
+
+  /** The most jobs one {@link #awaitJobs} step may start. */
+  public static final int MAX_AWAITED_JOBS = 10_000;
+
+  /**
+   * Starts the jobs {@code jobs} adds, on the whole fleet, and waits for all of them to end without
+   * holding a worker's lane; returns them as they ended, in the order they were added. The first time, the
+   * jobs are enqueued together with the step's record (step {@code jobs:<name>}, its result their ids) in
+   * one transaction, so a run that executes again never starts them twice; the run's job then waits
+   * {@code blocked} as a job of a graph waits for its parents, and the last of them to end queues it once.
+   * A job that fails or is cancelled does not fail the step: look at {@link AwaitedJob#state()}.
+   *
+   * @param name the step's name, unique in the workflow (1–200 characters)
+   */
+  public java.util.List<AwaitedJob> awaitJobs(
+      String name, java.util.function.Consumer<JobBatch> jobs) {
+    Objects.requireNonNull(jobs, "jobs");
+    if (name == null || name.isEmpty() || name.length() > 200) {
+      throw new IllegalArgumentException("an awaitJobs step's name is 1 to 200 characters, was "
+          + (name == null ? "null" : "'" + name + "'"));
+    }
+    String step = "jobs:" + name;
+    if (!seen.add(step)) {
+      throw new IllegalStateException(
+          "jobs '" + name + "' awaited twice in one execution of run " + runId());
+    }
+    WorkflowStore.StepRecord r = recorded.get(step);
+    String idsJson;
+    if (r != null) {
+      idsJson = r.result();
+    } else {
+      stopIfCancelling(step);
+      JobBatch batch = new JobBatch();
+      jobs.accept(batch);
+      try {
+        idsJson = store.startJobs(runId(), step, c -> {
+          java.util.List<UUID> ids = new java.util.ArrayList<>();
+          for (Object[] j : batch.jobs) {
+            ids.add(enqueue(c, j).job().id());
+          }
+          return ids;
+        });
+      } catch (SQLException e) {
+        throw new PgJobsException(
+            "could not start the jobs of step '" + step + "' of run " + runId() + ": "
+                + e.getMessage(),
+            e);
+      }
+      recorded.put(
+          step,
+          new WorkflowStore.StepRecord(step, "jobs", "done", idsJson, null, 0, Instant.now()));
+    }
+    java.util.List<UUID> ids = java.util.Arrays.asList(mapper.readValue(idsJson, UUID[].class));
+    java.util.Map<UUID, WorkflowStore.EndedJob> ended = new HashMap<>();
+    try {
+      for (WorkflowStore.EndedJob e : store.endedJobs(ids)) {
+        ended.put(e.id(), e);
+      }
+    } catch (SQLException e) {
+      throw new PgJobsException(
+          "could not read the jobs of step '" + step + "' of run " + runId() + ": "
+              + e.getMessage(),
+          e);
+    }
+    if (ended.size() < ids.size()) {
+      stopIfCancelling(step); // cancelled while it waited: compensate instead of waiting on
+      throw SnoozeJobException.untilDependenciesEnd();
+    }
+    java.util.List<AwaitedJob> out = new java.util.ArrayList<>(ids.size());
+    for (UUID id : ids) {
+      WorkflowStore.EndedJob e = ended.get(id);
+      out.add(new AwaitedJob(
+          e.id(),
+          e.type(),
+          io.pgjobs.JobState.parse(e.state()),
+          e.output(),
+          e.lastError(),
+          mapper));
+    }
+    return out;
+  }
+
+  @SuppressWarnings("unchecked")
+  private io.pgjobs.EnqueuedJob enqueue(java.sql.Connection c, Object[] j) {
+    return job.enqueue(c, (io.pgjobs.JobType<Object>) j[0], j[1], (io.pgjobs.EnqueueOptions) j[2]);
+  }
+
   /** True when this execution replays the run only to compensate it: its cancellation was asked. */
   public boolean isCancelling() {
     return cancelling;

@@ -151,6 +151,70 @@ class WorkflowTest extends PgJobsTestBase {
     assertThat(recorded(run)).containsExactly("before done", "sleep#1 done", "after done");
   }
 
+  /** A job a workflow awaits: it doubles {@code n}, or fails when {@code n} is negative. */
+  public record Half(int n) {}
+
+  @Test
+  void aRunAwaitsTheJobsItStartedWithoutALaneAndResumesOnceWhenTheLastEnds() throws Exception {
+    WorkflowType<Order> fanOut = WorkflowType.of("wf-fan-out", Order.class);
+    JobType<Half> half = JobType.of("wf-half", Half.class).withMaxAttempts(1);
+    AtomicInteger executions = new AtomicInteger();
+    AtomicInteger halves = new AtomicInteger();
+    // One lane for the run and its 20 jobs: they can only run if the waiting run let the lane go.
+    start(worker()
+        .queue("default", 1)
+        .register(half, (ctx, h) -> {
+          halves.incrementAndGet();
+          if (h.n() < 0) {
+            throw new IllegalStateException("no half of " + h.n());
+          }
+          return Map.of("doubled", h.n() * 2);
+        })
+        .workflow(fanOut, (ctx, order) -> {
+          executions.incrementAndGet();
+          ctx.step("before", Void.class, () -> {
+                call("before");
+                return null;
+              })
+              .run();
+          List<AwaitedJob> done = ctx.awaitJobs("halves", jobs -> {
+            call("spawn");
+            for (int i = 1; i <= 19; i++) {
+              jobs.add(half, new Half(i));
+            }
+            jobs.add(half, new Half(-1));
+          });
+          int sum = 0;
+          int failed = 0;
+          for (AwaitedJob j : done) {
+            if (j.succeeded()) {
+              sum += ((Number) j.output(Map.class).get("doubled")).intValue();
+            } else {
+              failed++;
+              assertThat(j.lastError()).contains("no half of -1");
+            }
+          }
+          return Map.of("sum", sum, "failed", failed);
+        }));
+
+    UUID run = client.enqueue(fanOut.jobType(), new Order("o-fan")).job().id();
+    Job done = awaitState(run, JobState.SUCCEEDED, Duration.ofSeconds(60));
+
+    assertThat(done.output().get("sum").asInt()).isEqualTo(19 * 20); // 2 * (1 + ... + 19)
+    assertThat(done.output().get("failed").asInt()).isOne();
+    assertThat(halves.get()).as("each awaited job ran once").isEqualTo(20);
+    assertThat(calls("spawn")).as("the jobs were started once").isOne();
+    assertThat(calls("before")).isOne();
+    assertThat(executions.get())
+        .as("the run executed to start them, then once more when the last ended")
+        .isEqualTo(2);
+    assertThat(done.attempts()).as("waiting spends no attempt").isOne();
+    assertThat(recorded(run)).containsExactly("before done", "jobs:halves done");
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE parent_id = '" + run + "'"))
+        .as("the awaited jobs are the run's children")
+        .isEqualTo(20);
+  }
+
   @Test
   void anOptionalStepsFailureIsRecordedAndTheClockIsTheSameInEveryExecution() throws Exception {
     WorkflowType<Order> report = WorkflowType.of("wf-report", Order.class).withMaxAttempts(2);

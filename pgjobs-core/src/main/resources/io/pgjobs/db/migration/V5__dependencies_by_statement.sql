@@ -22,10 +22,22 @@
 -- kept half empty let that update stay on the edge's page without new index entries (a HOT update).
 ALTER TABLE job_dependencies SET (fillfactor = 50);
 
+-- A workflow run awaiting the jobs it started (WorkflowContext.awaitJobs) records them as a step of kind
+-- 'jobs' (their ids), and waits for them as a job of a graph waits for its parents.
+ALTER TABLE workflow_steps DROP CONSTRAINT workflow_steps_kind_check;
+ALTER TABLE workflow_steps ADD CONSTRAINT workflow_steps_kind_check
+    CHECK (kind IN ('step', 'sleep', 'signal', 'jobs'));
+
 DROP TRIGGER jobs_resolve_dependents ON jobs;
 DROP FUNCTION resolve_dependents();
 
-CREATE FUNCTION resolve_dependents() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Plans: every statement is planned for its arrays at each call (a generic plan cached while the tables
+-- were small kept reading job_dependencies whole, 196 sequential scans in 10 s, once it held 350,000
+-- edges that autovacuum had not yet analyzed), and never by a sequential scan of the large tables.
+CREATE FUNCTION resolve_dependents() RETURNS trigger LANGUAGE plpgsql
+    SET plan_cache_mode = force_custom_plan
+    SET enable_seqscan = off
+AS $$
 DECLARE
     parents  uuid[];
     states   text[];
