@@ -51,7 +51,7 @@ public final class WorkflowStore {
    * A recorded step.
    *
    * @param name its name
-   * @param kind {@code step} or {@code sleep}
+   * @param kind {@code step}, {@code sleep}, {@code signal} or {@code jobs}
    * @param state {@code done}, {@code skipped}, {@code compensated} or {@code compensation_failed}
    * @param result its result as JSON text (a sleep's: its wake-up instant), or null
    * @param error a skipped step's or failed compensation's error, or null

@@ -782,7 +782,8 @@ public final class JobWorker implements AutoCloseable {
       Objects.requireNonNull(workflow, "workflow");
       return register(
           type.jobType(),
-          new io.pgjobs.workflow.WorkflowRunner<>(workflow, () -> schema, () -> mapper));
+          new io.pgjobs.workflow.WorkflowRunner<>(
+              workflow, type.version(), () -> schema, () -> mapper));
     }
 
     /** Runs jobs of {@code type} with {@code handler}. One handler per type name. */

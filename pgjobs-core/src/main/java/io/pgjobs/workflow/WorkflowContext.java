@@ -34,19 +34,25 @@ public final class WorkflowContext {
   /** The name of the step that records the instant the run first started ({@link #workflowTime()}). */
   static final String STARTED = "(started)";
 
+  /** The name of the step that records the version the run started under ({@link #version()}). */
+  static final String VERSION = "(version)";
+
   private final JobContext job;
   private final WorkflowStore store;
   private final JsonMapper mapper;
   private final Map<String, WorkflowStore.StepRecord> recorded = new HashMap<>();
   private final Set<String> seen = new HashSet<>();
   private final Deque<Runnable> compensations = new ArrayDeque<>();
+  private final int codeVersion;
   private int sleeps;
   private boolean cancelling;
 
-  WorkflowContext(JobContext job, WorkflowStore store, JsonMapper mapper) throws SQLException {
+  WorkflowContext(JobContext job, WorkflowStore store, JsonMapper mapper, int codeVersion)
+      throws SQLException {
     this.job = job;
     this.store = store;
     this.mapper = mapper;
+    this.codeVersion = codeVersion;
     for (WorkflowStore.StepRecord r : store.steps(job.jobId())) {
       recorded.put(r.name(), r);
     }
@@ -77,6 +83,38 @@ public final class WorkflowContext {
   }
 
   /**
+   * The version of the workflow this run follows, for a workflow changed while runs are under way: the
+   * first call records it (step {@code (version)}), and every later execution gets the same, whatever
+   * version the code running it has by then. A run that had already recorded steps this execution has
+   * not reached yet when it first asks started under code that did not ask: it gets 1. Otherwise it gets
+   * the code's version ({@link WorkflowType#withVersion}). Branch on it where the steps changed:
+   *
+   * <pre>{@code
+   * if (ctx.version() >= 2) {
+   *   ctx.step("notify", Void.class, () -> notifier.send(order)).run(); // new in version 2
+   * }
+   * }</pre>
+   */
+  public int version() {
+    WorkflowStore.StepRecord r = recorded.get(VERSION);
+    if (r == null) {
+      boolean replayingPastThisPoint = recorded.keySet().stream()
+          .anyMatch(name -> !seen.contains(name) && !name.equals(STARTED));
+      int version = replayingPastThisPoint ? 1 : codeVersion;
+      r = new WorkflowStore.StepRecord(
+          VERSION,
+          "step",
+          "done",
+          record(VERSION, "step", "done", String.valueOf(version), null)[1],
+          null,
+          0,
+          Instant.now());
+    }
+    seen.add(VERSION);
+    return Integer.parseInt(r.result().trim());
+  }
+
+  /**
    * A step named {@code name} (unique in the workflow, 1–255 characters) whose action returns a
    * {@code resultClass} (JSON-serialisable; {@code Void.class} for none): configure it, then
    * {@link Step#run()}.
@@ -84,8 +122,13 @@ public final class WorkflowContext {
   public <T> Step<T> step(String name, Class<T> resultClass, Callable<T> action) {
     Objects.requireNonNull(resultClass, "resultClass");
     Objects.requireNonNull(action, "action");
-    if (name == null || name.isEmpty() || name.length() > 255 || name.equals(STARTED)) {
+    if (name == null
+        || name.isEmpty()
+        || name.length() > 255
+        || name.equals(STARTED)
+        || name.equals(VERSION)) {
       throw new IllegalArgumentException("a step's name is 1 to 255 characters, and not " + STARTED
+          + " or " + VERSION
           + "; was " + (name == null ? "null" : "'" + name + "'"));
     }
     if (!seen.add(name)) {
@@ -156,6 +199,7 @@ public final class WorkflowContext {
       throw new IllegalStateException(
           "signal '" + name + "' awaited twice in one execution of run " + runId());
     }
+    seen.add("signal-deadline:" + name); // recorded with the wait (version() reads what was passed)
     WorkflowStore.StepRecord r = recorded.get(step);
     if (r != null) {
       return signalled(name, timeout, r.state(), r.result(), payloadClass);

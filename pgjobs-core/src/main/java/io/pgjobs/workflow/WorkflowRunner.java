@@ -17,6 +17,7 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class WorkflowRunner<I> implements JobHandler<I> {
   private final Workflow<I, ?> workflow;
+  private final int version;
   private final Supplier<String> schema;
   private final Supplier<JsonMapper> mapper;
   private volatile WorkflowStore store;
@@ -24,7 +25,17 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
   /** Runs {@code workflow}; the schema and mapper are the worker's, read when the first run starts. */
   public WorkflowRunner(
       Workflow<I, ?> workflow, Supplier<String> schema, Supplier<JsonMapper> mapper) {
+    this(workflow, 1, schema, mapper);
+  }
+
+  /**
+   * Runs {@code workflow} at {@code version} (recorded by each run's first execution, see
+   * {@link WorkflowContext#version()}); the schema and mapper are the worker's.
+   */
+  public WorkflowRunner(
+      Workflow<I, ?> workflow, int version, Supplier<String> schema, Supplier<JsonMapper> mapper) {
     this.workflow = workflow;
+    this.version = version;
     this.schema = schema;
     this.mapper = mapper;
   }
@@ -40,7 +51,7 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
     // steps
     // and compensate them; restored at the end.
     boolean interrupted = job.isCancelled() && Thread.interrupted();
-    WorkflowContext ctx = new WorkflowContext(job, s, mapper.get());
+    WorkflowContext ctx = new WorkflowContext(job, s, mapper.get(), version);
     // Asked to cancel (JobClient.cancelWorkflow, or a job cancel): replay to compensate.
     ctx.cancelling(job.isCancelled() || s.cancelRequested(job.jobId()));
     try {

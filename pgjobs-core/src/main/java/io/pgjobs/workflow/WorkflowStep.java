@@ -7,7 +7,7 @@ import java.time.Instant;
  *
  * @param name its name ({@code sleep#n}, {@code signal:<name>} and {@code signal-deadline:<name>} for
  *     sleeps and signal waits, {@code (started)} for the workflow clock)
- * @param kind {@code step}, {@code sleep} or {@code signal}
+ * @param kind {@code step}, {@code sleep}, {@code signal} or {@code jobs} (awaitJobs)
  * @param state {@code done}, {@code skipped}, {@code compensated} or {@code compensation_failed}
  * @param resultJson its result as JSON text (a sleep's: when it wakes; a signal's: its payload), or null
  * @param error a skipped step's or failed compensation's error, or null

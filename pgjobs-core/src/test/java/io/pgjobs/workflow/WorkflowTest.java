@@ -151,6 +151,52 @@ class WorkflowTest extends PgJobsTestBase {
     assertThat(recorded(run)).containsExactly("before done", "sleep#1 done", "after done");
   }
 
+  @Test
+  void aRunKeepsTheVersionItStartedUnderWhenNewerCodeResumesIt() throws Exception {
+    WorkflowType<Order> v1 = WorkflowType.of("wf-versioned", Order.class);
+    WorkflowType<Order> v2 = v1.withVersion(2);
+    // Version 1's code never asks for the version; version 2 adds a step for new runs.
+    io.pgjobs.worker.JobWorker old = start(worker().workflow(v1, (ctx, order) -> {
+      ctx.step("a", Void.class, () -> null).run();
+      ctx.sleep(Duration.ofSeconds(2));
+      ctx.step("b", Void.class, () -> null).run();
+      return null;
+    }));
+    UUID started = client.enqueue(v1.jobType(), new Order("old")).job().id();
+    await().atMost(Duration.ofSeconds(20)).until(() -> recorded(started).contains("sleep#1 done"));
+    old.close();
+
+    Map<String, Integer> versions = new ConcurrentHashMap<>();
+    start(worker().workflow(v2, (ctx, order) -> {
+      ctx.step("a", Void.class, () -> null).run();
+      int version = ctx.version();
+      versions.put(order.id(), version);
+      if (version >= 2) {
+        ctx.step("new", Void.class, () -> {
+              call("new " + order.id());
+              return null;
+            })
+            .run();
+      }
+      ctx.sleep(Duration.ofSeconds(2));
+      ctx.step("b", Void.class, () -> null).run();
+      return null;
+    }));
+    awaitState(started, JobState.SUCCEEDED, Duration.ofSeconds(30));
+    UUID fresh = client.enqueue(v2.jobType(), new Order("new")).job().id();
+    awaitState(fresh, JobState.SUCCEEDED, Duration.ofSeconds(30));
+
+    assertThat(versions).containsEntry("old", 1).containsEntry("new", 2);
+    assertThat(calls("new old"))
+        .as("the run started under version 1 keeps its steps")
+        .isZero();
+    assertThat(calls("new new")).isOne();
+    assertThat(recorded(started))
+        .containsExactly("a done", "sleep#1 done", "(version) done", "b done");
+    assertThat(recorded(fresh))
+        .containsExactly("a done", "(version) done", "new done", "sleep#1 done", "b done");
+  }
+
   /** A job a workflow awaits: it doubles {@code n}, or fails when {@code n} is negative. */
   public record Half(int n) {}
 

@@ -81,7 +81,7 @@ public final class WorkflowsApi {
    * A recorded step.
    *
    * @param name its name
-   * @param kind {@code step}, {@code sleep} or {@code signal}
+   * @param kind {@code step}, {@code sleep}, {@code signal} or {@code jobs} (awaitJobs)
    * @param state {@code done}, {@code skipped}, {@code compensated} or {@code compensation_failed}
    * @param result its result (a sleep's: when it wakes; a signal's: its payload), or null
    * @param error a skipped step's or failed compensation's error, or null
