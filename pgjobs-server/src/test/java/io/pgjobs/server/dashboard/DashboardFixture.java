@@ -97,7 +97,7 @@ final class DashboardFixture implements AutoCloseable {
       }
       JobClient client = JobClient.builder(db.dataSource())
           .knownTypes(types)
-          .knownTypes(FLOW.jobType())
+          .knownWorkflows(FLOW)
           .build();
       ApiServer api = server
           .apply(ApiServer.builder(client).host("127.0.0.1").port(0))
