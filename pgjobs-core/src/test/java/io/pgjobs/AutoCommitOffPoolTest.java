@@ -144,6 +144,59 @@ class AutoCommitOffPoolTest extends PgJobsTestBase {
   }
 
   @Test
+  void aGraphAndAWorkflowThatSleepsWaitsForASignalAndAwaitsJobsCommitEveryWrite() throws Exception {
+    io.pgjobs.workflow.WorkflowType<Numbered> flow =
+        io.pgjobs.workflow.WorkflowType.of("off-flow", Numbered.class);
+    JobClient offClient =
+        JobClient.builder(pool).knownTypes(PLAIN).knownWorkflows(flow).build();
+    start(JobWorker.builder(pool)
+        .queue("default", 4)
+        .pollInterval(Duration.ofMillis(100))
+        .register(PLAIN, (ctx, n) -> {
+          count(ctx);
+          return Map.of("n", n.n());
+        })
+        .workflow(flow, (ctx, n) -> {
+          int one = ctx.step("one", Integer.class, () -> n.n() + 1).run();
+          ctx.sleep(Duration.ofMillis(200));
+          int signalled = ctx.awaitSignal("go", Integer.class, Duration.ofMinutes(1));
+          List<io.pgjobs.workflow.AwaitedJob> done = ctx.awaitJobs("fan", jobs -> {
+            for (int i = 0; i < 5; i++) {
+              jobs.add(PLAIN, new Numbered(i));
+            }
+          });
+          return Map.of("sum", one + signalled + done.size());
+        }));
+
+    // A graph: a root and two children, through the auto-commit-off pool.
+    Map<String, UUID> graph = offClient
+        .enqueueGraph(JobGraph.builder()
+            .add("root", PLAIN, new Numbered(1))
+            .add("left", PLAIN, new Numbered(2), Dependency.on("root"))
+            .add("right", PLAIN, new Numbered(3), Dependency.on("root"))
+            .build())
+        .ids();
+    UUID run = offClient.enqueue(flow.jobType(), new Numbered(10)).job().id();
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() ->
+            offClient.workflowSteps(run).stream().anyMatch(st -> st.name().equals("sleep#1")));
+    assertThat(offClient.signalWorkflow(run, "go", 100)).as("signal stored").isTrue();
+    Job done = awaitState(run, JobState.SUCCEEDED, Duration.ofSeconds(60));
+    for (UUID id : graph.values()) {
+      awaitState(id, JobState.SUCCEEDED);
+    }
+
+    assertThat(done.output().get("sum").asInt()).isEqualTo(11 + 100 + 5);
+    assertThat(offClient.workflowSteps(run).stream().map(st -> st.name()).toList())
+        .containsExactly("one", "sleep#1", "signal-deadline:go", "signal:go", "jobs:fan");
+    for (UUID id : graph.values()) {
+      assertThat(runs.get(id)).as("graph job %s", id).hasValue(1);
+    }
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.jobs")).isZero();
+  }
+
+  @Test
   void pausingAndResumingAQueueCommits() {
     JobClient offClient = JobClient.builder(pool).knownTypes(PLAIN).build();
     offClient.pauseQueue("default");

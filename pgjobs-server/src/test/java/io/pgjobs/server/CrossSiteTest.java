@@ -200,6 +200,32 @@ class CrossSiteTest {
   }
 
   @Test
+  void aForeignOriginCannotEnqueueAGraphNorStartSignalOrCancelAWorkflow() {
+    long before = open.client
+        .list(io.pgjobs.JobFilter.builder().limit(1000).build())
+        .jobs()
+        .size();
+    assertThat(simplePost(open, "/graphs", "Origin", EVIL).status()).isEqualTo(403);
+    assertThat(simplePost(open, "/workflows/anything/start", "Origin", EVIL).status())
+        .isEqualTo(403);
+    assertThat(
+            simplePost(open, "/_api/workflows/anything/start", "Origin", EVIL).status())
+        .isEqualTo(403);
+    String queue = uniqueQueue();
+    UUID job = queuedJobIn(open, queue);
+    assertThat(simplePost(open, "/workflows/" + job + "/signals/go", "Origin", EVIL)
+            .status())
+        .isEqualTo(403);
+    assertThat(simplePost(open, "/workflows/" + job + "/cancel", "Origin", EVIL).status())
+        .isEqualTo(403);
+    assertThat(state(open, job)).isEqualTo(JobState.QUEUED);
+    assertThat(
+            open.client.list(io.pgjobs.JobFilter.builder().limit(1000).build()).jobs())
+        .as("nothing stored but the test's own job")
+        .hasSize((int) before + 1);
+  }
+
+  @Test
   void aCrossSiteFetchWithoutAnOriginIsRefused() {
     String queue = uniqueQueue();
     queuedJobIn(open, queue);
