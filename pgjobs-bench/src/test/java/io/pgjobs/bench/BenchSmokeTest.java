@@ -82,7 +82,9 @@ class BenchSmokeTest {
       assertThat(results)
           .filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("pgjobs"))
           .isNotEmpty();
-      if (w != Workload.W3S && w != Workload.W3L) { // no raw reference for these
+      if (w != Workload.W3S
+          && w != Workload.W3L
+          && w != Workload.W3G) { // no raw reference for these
         assertThat(results)
             .filteredOn(r -> r.workload().equals(w.name()) && r.system().equals("raw"))
             .isNotEmpty();

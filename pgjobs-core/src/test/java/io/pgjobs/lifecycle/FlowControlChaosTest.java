@@ -94,7 +94,9 @@ class FlowControlChaosTest extends LifecycleTestBase {
       int victim = await("a worker in the middle of a run")
           .pollInterval(Duration.ofMillis(100))
           .atMost(Duration.ofSeconds(60))
-          .until(() -> finished() >= jobs ? -2 : mostOpenRuns(workers, logs), v -> v != -1);
+          .until(
+              () -> finished() >= jobs ? -2 : ChaosWorkers.mostOpenRuns(workers, logs, 5),
+              v -> v != -1);
       if (victim == -2) {
         break;
       }
@@ -102,7 +104,7 @@ class FlowControlChaosTest extends LifecycleTestBase {
       workers[victim].jvm().process().waitFor();
       killedAt.put(workers[victim].id(), Instant.now());
       kills++;
-      cutRuns += openRuns(logs, workers[victim].id());
+      cutRuns += ChaosWorkers.openRuns(logs, workers[victim].id(), 5);
       System.out.printf(
           "kill %d: %s, %d of %d jobs finished%n", kills, workers[victim].id(), finished(), jobs);
       workers[victim] = start(logs, "flow-w" + started++);
@@ -138,38 +140,6 @@ class FlowControlChaosTest extends LifecycleTestBase {
         FlowControlWorkerMain.class,
         List.of(
             "url=" + db.jdbcUrl(), "id=" + id, "lanes=200", "log=" + logs.resolve(id + ".log")));
-  }
-
-  /**
-   * The worker with the most runs started and not ended in its execution log (the one whose kill cuts the
-   * most runs short), or -1 if none has one.
-   */
-  private static int mostOpenRuns(WorkerProcess[] workers, Path logs) throws IOException {
-    int best = -1;
-    long most = 0;
-    for (int i = 0; i < workers.length; i++) {
-      long open = openRuns(logs, workers[i].id());
-      if (open > most) {
-        most = open;
-        best = i;
-      }
-    }
-    return best;
-  }
-
-  /** The runs started and not ended in process {@code id}'s execution log (0 without a log). */
-  private static long openRuns(Path logs, String id) throws IOException {
-    Path file = logs.resolve(id + ".log");
-    if (!Files.exists(file)) {
-      return 0;
-    }
-    long open = 0;
-    for (String line : Files.readAllLines(file)) {
-      if (line.split(" ").length == 5) {
-        open += line.startsWith("S ") ? 1 : -1;
-      }
-    }
-    return open;
   }
 
   private static long finished() {

@@ -111,7 +111,7 @@ class GraphChaosTest extends LifecycleTestBase {
     long cutRuns = 0;
     while (ended() < jobs) {
       await().pollDelay(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> true);
-      int victim = mostOpenRuns(workers, logs);
+      int victim = ChaosWorkers.mostOpenRuns(workers, logs, 4);
       if (victim < 0 || ended() >= jobs) {
         continue;
       }
@@ -119,7 +119,7 @@ class GraphChaosTest extends LifecycleTestBase {
       workers[victim].jvm().process().waitFor();
       killedAt.put(workers[victim].id(), micros());
       kills++;
-      cutRuns += openRuns(logs, workers[victim].id());
+      cutRuns += ChaosWorkers.openRuns(logs, workers[victim].id(), 4);
       System.out.printf(
           "kill %d: %s, %d of %d jobs ended%n", kills, workers[victim].id(), ended(), jobs);
       workers[victim] = start(logs, "graph-w" + started++);
@@ -307,34 +307,6 @@ class GraphChaosTest extends LifecycleTestBase {
   private static long micros() {
     return java.time.temporal.ChronoUnit.MICROS.between(
         java.time.Instant.EPOCH, java.time.Instant.now());
-  }
-
-  /** The worker with the most runs started and not ended in its log, or -1 if none has one. */
-  private static int mostOpenRuns(WorkerProcess[] workers, Path logs) throws IOException {
-    int best = -1;
-    long most = 0;
-    for (int i = 0; i < workers.length; i++) {
-      long open = openRuns(logs, workers[i].id());
-      if (open > most) {
-        most = open;
-        best = i;
-      }
-    }
-    return best;
-  }
-
-  private static long openRuns(Path logs, String id) throws IOException {
-    Path file = logs.resolve(id + ".log");
-    if (!Files.exists(file)) {
-      return 0;
-    }
-    long open = 0;
-    for (String line : Files.readAllLines(file)) {
-      if (line.split(" ").length == 4) {
-        open += line.startsWith("S ") ? 1 : -1;
-      }
-    }
-    return open;
   }
 
   /** Every run of every process's log; a run without an end (its process was killed) ends at MAX_VALUE. */

@@ -1,20 +1,9 @@
 package io.pgjobs.lifecycle;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.DiscardJobException;
 import io.pgjobs.JobType;
 import io.pgjobs.worker.JobWorker;
-import java.io.BufferedWriter;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.time.Duration;
-import java.time.Instant;
-import java.time.temporal.ChronoUnit;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
@@ -36,58 +25,28 @@ public final class GraphWorkerMain {
   private GraphWorkerMain() {}
 
   public static void main(String[] args) throws Exception {
-    Map<String, String> a = new HashMap<>();
-    for (String arg : args) {
-      int eq = arg.indexOf('=');
-      a.put(arg.substring(0, eq), arg.substring(eq + 1));
-    }
+    Map<String, String> a = ChaosWorkers.arguments(args);
     String id = a.get("id");
     int lanes = Integer.parseInt(a.getOrDefault("lanes", "8"));
-    BufferedWriter log = Files.newBufferedWriter(
-        Path.of(a.get("log")), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(a.get("url"));
-    config.setMaximumPoolSize(10);
-    config.setMinimumIdle(1);
-    config.setPoolName(id);
-    HikariDataSource dataSource = new HikariDataSource(config);
-
-    JobWorker worker = JobWorker.builder(dataSource)
-        .workerId(id)
-        .register(NODE, (ctx, node) -> {
-          write(log, "S", ctx.jobId() + " " + ctx.attempt());
-          Thread.sleep(node.sleepMs());
-          write(log, "E", ctx.jobId() + " " + ctx.attempt());
-          if (node.fail()) {
-            throw new DiscardJobException("node " + node.name() + " fails");
-          }
-          return null;
-        })
-        .queue("graphs", lanes)
-        .staleThreshold(Duration.ofMillis(2500))
-        .heartbeatInterval(Duration.ofMillis(250))
-        .workerDeadAfter(Duration.ofSeconds(3))
-        .leaseTtl(Duration.ofSeconds(2))
-        .pollInterval(Duration.ofMillis(200))
+    ChaosWorkers.ExecutionLog log = new ChaosWorkers.ExecutionLog(Path.of(a.get("log")));
+    JobWorker worker = ChaosWorkers.quickRescue(JobWorker.builder(
+                ChaosWorkers.pool(a.get("url"), id, 10))
+            .workerId(id)
+            .register(NODE, (ctx, node) -> {
+              log.write("S", ctx.jobId() + " " + ctx.attempt());
+              Thread.sleep(node.sleepMs());
+              log.write("E", ctx.jobId() + " " + ctx.attempt());
+              if (node.fail()) {
+                throw new DiscardJobException("node " + node.name() + " fails");
+              }
+              return null;
+            })
+            .queue("graphs", lanes))
         .build();
     worker.closeOnShutdown();
     worker.start();
     System.out.println(
         "graph worker " + id + " started, pid " + ProcessHandle.current().pid());
     new CountDownLatch(1).await();
-  }
-
-  /** One log line, written and flushed under the writer's lock (lanes share it). */
-  private static void write(BufferedWriter log, String kind, String run) {
-    long micros = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
-    synchronized (log) {
-      try {
-        log.write(kind + " " + run + " " + micros + "\n");
-        log.flush();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
   }
 }

@@ -1,21 +1,10 @@
 package io.pgjobs.lifecycle;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.DiscardJobException;
 import io.pgjobs.worker.JobWorker;
 import io.pgjobs.workflow.WorkflowContext;
 import io.pgjobs.workflow.WorkflowType;
-import java.io.BufferedWriter;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.time.Duration;
-import java.time.Instant;
-import java.time.temporal.ChronoUnit;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
@@ -39,31 +28,14 @@ public final class WorkflowWorkerMain {
   private WorkflowWorkerMain() {}
 
   public static void main(String[] args) throws Exception {
-    Map<String, String> a = new HashMap<>();
-    for (String arg : args) {
-      int eq = arg.indexOf('=');
-      a.put(arg.substring(0, eq), arg.substring(eq + 1));
-    }
+    Map<String, String> a = ChaosWorkers.arguments(args);
     String id = a.get("id");
-    BufferedWriter log = Files.newBufferedWriter(
-        Path.of(a.get("log")), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(a.get("url"));
-    config.setMaximumPoolSize(8);
-    config.setMinimumIdle(1);
-    config.setPoolName(id);
-    HikariDataSource dataSource = new HikariDataSource(config);
-
-    JobWorker worker = JobWorker.builder(dataSource)
-        .workerId(id)
-        .workflow(FLOW, (ctx, order) -> run(ctx, order, log))
-        .queue(FLOW.jobType().queue(), 1)
-        .staleThreshold(Duration.ofMillis(2500))
-        .heartbeatInterval(Duration.ofMillis(250))
-        .workerDeadAfter(Duration.ofSeconds(3))
-        .leaseTtl(Duration.ofSeconds(2))
-        .pollInterval(Duration.ofMillis(200))
+    ChaosWorkers.ExecutionLog log = new ChaosWorkers.ExecutionLog(Path.of(a.get("log")));
+    JobWorker worker = ChaosWorkers.quickRescue(
+            JobWorker.builder(ChaosWorkers.pool(a.get("url"), id, 8))
+                .workerId(id)
+                .workflow(FLOW, (ctx, order) -> run(ctx, order, log))
+                .queue(FLOW.jobType().queue(), 1))
         .build();
     worker.closeOnShutdown();
     worker.start();
@@ -72,7 +44,7 @@ public final class WorkflowWorkerMain {
     new CountDownLatch(1).await();
   }
 
-  private static Integer run(WorkflowContext ctx, Order order, BufferedWriter log)
+  private static Integer run(WorkflowContext ctx, Order order, ChaosWorkers.ExecutionLog log)
       throws Exception {
     String run = ctx.runId().toString();
     Integer one = ctx.step("one", Integer.class, () -> act(log, run, "one", 20, order.n()))
@@ -96,24 +68,11 @@ public final class WorkflowWorkerMain {
   }
 
   /** Logs the start of {@code what}, takes {@code ms}, logs its end; returns {@code value}. */
-  private static int act(BufferedWriter log, String run, String what, int ms, int value)
+  private static int act(ChaosWorkers.ExecutionLog log, String run, String what, int ms, int value)
       throws InterruptedException {
-    write(log, "S", run + " " + what);
+    log.write("S", run + " " + what);
     Thread.sleep(ms);
-    write(log, "E", run + " " + what);
+    log.write("E", run + " " + what);
     return value;
-  }
-
-  /** One log line, written and flushed under the writer's lock. */
-  private static void write(BufferedWriter log, String kind, String action) {
-    long micros = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
-    synchronized (log) {
-      try {
-        log.write(kind + " " + action + " " + micros + "\n");
-        log.flush();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
   }
 }
