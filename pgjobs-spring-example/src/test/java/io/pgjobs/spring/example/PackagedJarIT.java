@@ -195,6 +195,50 @@ class PackagedJarIT {
   }
 
   @Test
+  void aJobGraphPostedToTheJarRunsItsChildAfterItsParent() throws Exception {
+    // The graph storage and its statement trigger (migrations V3 and V5) found in the nested jar,
+    // the
+    // jobs run by the app's own handler bean.
+    HttpResponse<String> posted = http.send(
+        HttpRequest.newBuilder(url("/jobs/graphs"))
+            .header("Authorization", "Bearer " + TOKEN)
+            .header("content-type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString("{\"jobs\": ["
+                + "{\"name\": \"first\", \"type\": \"send_receipt\","
+                + " \"payload\": {\"orderId\": 0, \"email\": \"graph@example.com\"}},"
+                + "{\"name\": \"second\", \"type\": \"send_receipt\","
+                + " \"payload\": {\"orderId\": 0, \"email\": \"graph@example.com\"},"
+                + " \"after\": [\"first\"]}]}"))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(posted.statusCode()).as(describe(posted)).isEqualTo(201);
+    Matcher ids = Pattern.compile("\"(first|second)\":\"([0-9a-f-]{36})\"").matcher(posted.body());
+    java.util.Map<String, String> byName = new java.util.HashMap<>();
+    while (ids.find()) {
+      byName.put(ids.group(1), ids.group(2));
+    }
+    assertThat(byName).as(posted.body()).containsKeys("first", "second");
+    for (String name : List.of("first", "second")) {
+      await("job " + name + " succeeded")
+          .atMost(Duration.ofSeconds(60))
+          .pollInterval(Duration.ofMillis(250))
+          .until(() -> http.send(
+                  HttpRequest.newBuilder(url("/jobs/jobs/" + byName.get(name)))
+                      .header("Authorization", "Bearer " + TOKEN)
+                      .build(),
+                  HttpResponse.BodyHandlers.ofString())
+              .body()
+              .contains("\"state\":\"succeeded\""));
+    }
+    HttpResponse<String> parents = http.send(
+        HttpRequest.newBuilder(url("/jobs/jobs/" + byName.get("second") + "/parents"))
+            .header("Authorization", "Bearer " + TOKEN)
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(parents.body()).contains(byName.get("first")).contains("succeeded");
+  }
+
+  @Test
   void dashboardAndSwaggerUiRenderInABrowserFromTheJar() throws Exception {
     HttpResponse<String> placed = http.send(
         HttpRequest.newBuilder(url("/orders"))
