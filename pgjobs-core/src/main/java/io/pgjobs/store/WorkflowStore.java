@@ -91,9 +91,9 @@ public final class WorkflowStore {
    * starts nothing. Returns the ids recorded, as JSON text.
    */
   public String startJobs(UUID runId, String name, JobStarter starter) throws SQLException {
+    String[] result = new String[1];
     try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      try {
+      Transactions.inTransaction(c, () -> {
         boolean mine;
         try (PreparedStatement ps = c.prepareStatement(record)) {
           ps.setObject(1, runId);
@@ -108,15 +108,16 @@ public final class WorkflowStore {
           }
         }
         if (!mine) {
-          c.rollback();
+          // An earlier execution started them (its record committed): read what it recorded.
           try (PreparedStatement ps = c.prepareStatement(step)) {
             ps.setObject(1, runId);
             ps.setString(2, name);
             try (ResultSet rs = ps.executeQuery()) {
               rs.next();
-              return rs.getString(2);
+              result[0] = rs.getString(2);
             }
           }
+          return;
         }
         List<UUID> ids = starter.start(c);
         try (PreparedStatement ps = c.prepareStatement(awaitJobs)) {
@@ -128,26 +129,16 @@ public final class WorkflowStore {
         for (UUID id : ids) {
           json.append(json.length() > 1 ? "," : "").append('"').append(id).append('"');
         }
-        String result = json.append(']').toString();
+        result[0] = json.append(']').toString();
         try (PreparedStatement ps = c.prepareStatement(setResult)) {
-          ps.setString(1, result);
+          ps.setString(1, result[0]);
           ps.setObject(2, runId);
           ps.setString(3, name);
           ps.executeUpdate();
         }
-        c.commit();
-        return result;
-      } catch (SQLException | RuntimeException e) {
-        try {
-          c.rollback();
-        } catch (SQLException rollback) {
-          e.addSuppressed(rollback);
-        }
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
+      });
     }
+    return result[0];
   }
 
   /** The jobs of {@code ids} that have ended (those not ended yet are left out). */
