@@ -47,14 +47,14 @@ import org.junit.jupiter.api.io.TempDir;
  *       did not.
  * </ul>
  *
- * <p>CI runs 400 graphs ({@code -Dpgjobs.graphs.count=10000} for the issue's 10,000; that run's figures are
+ * <p>CI runs 200 graphs ({@code -Dpgjobs.graphs.count=10000} for the issue's 10,000; that run's figures are
  * in the issue's closing note).
  */
 @Tag(Tags.PROCESS)
 @Tag(Tags.SOAK)
 @Exclusive
 class GraphChaosTest extends LifecycleTestBase {
-  private static final int GRAPHS = Integer.getInteger("pgjobs.graphs.count", 400);
+  private static final int GRAPHS = Integer.getInteger("pgjobs.graphs.count", 200);
   private static final int WORKERS = 4;
   private static final int GRAPHS_PER_ENQUEUE = 20;
 
