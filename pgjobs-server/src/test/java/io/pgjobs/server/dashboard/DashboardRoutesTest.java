@@ -70,8 +70,13 @@ class DashboardRoutesTest {
 
     assertThat(r.status()).isEqualTo(200);
     JsonNode types = r.json().path("types");
-    assertThat(types.size()).isEqualTo(2);
-    JsonNode email = types.get(0);
+    // Sorted by name: the known workflow's job type (DashboardFixture.FLOW, knownWorkflows) is a
+    // known
+    // type too, so a run can be started by POST /jobs as well as by its own route.
+    assertThat(types.size()).isEqualTo(3);
+    assertThat(types.get(0).path("name").asString()).isEqualTo("dash_flow");
+    assertThat(types.get(0).path("max_attempts").asInt()).isEqualTo(1);
+    JsonNode email = types.get(1);
     assertThat(email.path("name").asString()).isEqualTo("send_email");
     assertThat(email.path("queue").asString()).isEqualTo("emails");
     assertThat(email.path("priority").asInt()).isEqualTo(50);
@@ -81,9 +86,9 @@ class DashboardRoutesTest {
     // empty values.
     assertThat(email.path("payload_template").toString())
         .isEqualTo("{\"to\":\"ada@example.com\",\"subject\":\"Hello\"}");
-    assertThat(types.get(1).path("payload_template").toString())
+    assertThat(types.get(2).path("payload_template").toString())
         .isEqualTo("{\"note\":\"\",\"key\":\"\"}");
-    assertThat(types.get(1).path("name").asString()).isEqualTo("task");
+    assertThat(types.get(2).path("name").asString()).isEqualTo("task");
     assertThat(r.json().path("accepts_unknown_types").asBoolean()).isFalse();
   }
 
