@@ -369,10 +369,21 @@ public final class BenchRunner {
         }
         case W3G -> {
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
+          // -Dpgjobs.bench.graphShapes=CHAINS,FAN_OUT runs only those shapes, and not the large
+          // enqueue
+          // (for profiling one shape).
+          String only = System.getProperty("pgjobs.bench.graphShapes");
           for (GraphShape shape : GraphShape.values()) {
-            out.accept(pgjobs.w3Graph(run, jobs, shape));
+            if (only == null || java.util.Arrays.asList(only.split(",")).contains(shape.name())) {
+              out.accept(pgjobs.w3Graph(run, jobs, shape));
+            }
           }
-          out.accept(pgjobs.enqueueGraph(run, jobs * 20));
+          if (only == null || only.contains("FLOOR")) {
+            out.accept(pgjobs.w3UnblockFloor(run, jobs));
+          }
+          if (only == null) {
+            out.accept(pgjobs.enqueueGraph(run, jobs * 20));
+          }
         }
         case W5 -> throw new IllegalArgumentException("W5 runs through w5(options, runs, sink)");
         case W4 -> {

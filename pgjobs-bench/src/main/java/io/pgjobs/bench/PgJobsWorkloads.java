@@ -114,6 +114,36 @@ final class PgJobsWorkloads {
   }
 
   /**
+   * The floor of any graph drain that keeps blocked jobs in the hot table: {@code jobs} no-op jobs stored
+   * blocked (enqueued, set blocked, vacuumed: one live version each, as a graph's COPY leaves them), then,
+   * on the clock, one statement that makes them all queued (what an unblock must write at least: no edge,
+   * no count, no trigger) and the one-process drain.
+   */
+  BenchResult w3UnblockFloor(int run, int jobs) throws Exception {
+    pause();
+    enqueueDue(jobs);
+    try (Connection c = dataSource.getConnection();
+        Statement st = c.createStatement()) {
+      st.execute("UPDATE " + schema + ".jobs SET state = 'blocked', waiting_on = 1");
+      st.execute("VACUUM " + schema + ".jobs");
+    }
+    return drainWithProcesses(
+        Workload.W3G,
+        run,
+        jobs,
+        "floor: " + String.format("%,d", jobs) + " blocked jobs queued in one UPDATE, then drained",
+        1,
+        null,
+        () -> {
+          try (Connection c = dataSource.getConnection();
+              Statement st = c.createStatement()) {
+            st.execute("UPDATE " + schema + ".jobs SET state = 'queued', waiting_on = NULL,"
+                + " run_at = greatest(run_at, clock_timestamp()) WHERE state = 'blocked'");
+          }
+        });
+  }
+
+  /**
    * The enqueue of one layered graph of {@code jobs} no-op jobs (layers of 1,000, two parents each in the
    * layer before), timed from the call to its return (the graph built beforehand); the jobs are then
    * deleted, not run.
@@ -156,6 +186,18 @@ final class PgJobsWorkloads {
    */
   BenchResult drainWithProcesses(
       Workload w, int run, int jobs, String label, int processes, UUID after) throws Exception {
+    return drainWithProcesses(w, run, jobs, label, processes, after, null);
+  }
+
+  /** What runs on the clock before the resume ({@link #w3UnblockFloor}). */
+  interface OnTheClock {
+    void run() throws SQLException;
+  }
+
+  /** Same, with {@code first} (if not null) run on the clock just before the resume. */
+  BenchResult drainWithProcesses(
+      Workload w, int run, int jobs, String label, int processes, UUID after, OnTheClock first)
+      throws Exception {
     List<WorkerProcess> children = new ArrayList<>();
     try {
       for (int i = 1; i <= processes; i++) {
@@ -165,6 +207,9 @@ final class PgJobsWorkloads {
         child.awaitReady(WORKER_READY_TIMEOUT);
       }
       long start = System.nanoTime();
+      if (first != null) {
+        first.run();
+      }
       client.resumeQueue(JobType.DEFAULT_QUEUE);
       awaitDrained(after, DRAIN_TIMEOUT, () -> children.forEach(WorkerProcess::checkAlive));
       long nanos = System.nanoTime() - start;

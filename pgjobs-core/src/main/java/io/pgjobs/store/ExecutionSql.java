@@ -348,10 +348,14 @@ final class ExecutionSql {
    * them, and a count is cheaper to send back than a thousand ids; when some are missing, the caller
    * asks {@link #CLAIM_STATUS} which.
    *
-   * <p>This is the fast form, run with a short query timeout: a row another transaction holds (a
+   * <p>This is the fast form, run with a short lock timeout (its last parameter, set for this statement's
+   * own transaction by the one-time filter before any row is read): a row another transaction holds (a
    * handler's own open transaction, an operator's cancel in a long transaction) makes it wait, and when
-   * the timeout cancels it the batch is written again with {@link #SUCCEED_BATCH_SKIP_LOCKED}, so one
-   * locked row never holds up every success of the worker for long. Locking the rows first in every
+   * the lock timeout ends the wait (SQLState 55P03) the batch is written again with
+   * {@link #SUCCEED_BATCH_SKIP_LOCKED}, so one locked row never holds up every success of the worker for
+   * long. A lock timeout, not a statement timeout: the statement may rightly run long without waiting for
+   * anyone, when a job it ends unblocks a large graph (a fan-out of 50,000 children takes about a second in
+   * the dependency trigger), and cancelling that work to do it again would double it. Locking the rows first in every
    * batch (what the skip-locked form does) would write a lock record per row before its delete.
    *
    * <p>The shape is chosen for a plan that cannot go wrong with the hot table's ever-stale statistics:
@@ -366,6 +370,7 @@ final class ExecutionSql {
       WITH done AS (
           DELETE FROM {schema}.jobs AS j
            WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
+             AND (SELECT set_config('lock_timeout', ?, true)) IS NOT NULL
           RETURNING j.*
       ), moved AS (
       """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """

@@ -648,8 +648,8 @@ public final class ExecutionStore {
    * Writes many successes of worker {@code workerId} in one statement.
    *
    * @param lockWait how long the statement may wait for a row another transaction holds, or null to skip
-   *     such rows instead (see {@link ExecutionSql#SUCCEED_BATCH}); past it the statement is cancelled
-   *     (SQLState 57014) and nothing is written
+   *     such rows instead (see {@link ExecutionSql#SUCCEED_BATCH}); past it the wait ends in an error
+   *     (SQLState 55P03) and nothing is written. It bounds lock waits only, not the statement's own work
    * @return how many were written; if fewer than given, some were skipped (their row is locked by another
    *     transaction) or are no longer their claim's: ask {@link #claimStatus} which
    */
@@ -664,13 +664,14 @@ public final class ExecutionStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps =
             c.prepareStatement(lockWait == null ? succeedBatchSkipLocked : succeedBatch)) {
+      int p = 1;
+      ps.setArray(p++, c.createArrayOf("uuid", ids));
+      ps.setString(p++, workerId);
+      ps.setObject(p++, jsonb(tokens));
       if (lockWait != null) {
-        ps.setQueryTimeout((int) Math.max(1, lockWait.toSeconds()));
+        ps.setString(p++, Math.max(1, lockWait.toMillis()) + "ms");
       }
-      ps.setArray(1, c.createArrayOf("uuid", ids));
-      ps.setString(2, workerId);
-      ps.setObject(3, jsonb(tokens));
-      ps.setObject(4, jsonb(outputs));
+      ps.setObject(p, jsonb(outputs));
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getInt(1);

@@ -235,8 +235,8 @@ final class JobCompleter {
         }
         return;
       } catch (SQLException | RuntimeException e) {
-        if (!skipLocked && e instanceof SQLException sql && "57014".equals(sql.getSQLState())) {
-          // Cancelled by its timeout: a row is locked by another transaction. Write around it.
+        if (!skipLocked && e instanceof SQLException sql && "55P03".equals(sql.getSQLState())) {
+          // Its lock timeout ran out: a row is locked by another transaction. Write around it.
           skipLocked = true;
           continue;
         }

@@ -150,6 +150,45 @@ class WritePathTest extends LifecycleTestBase {
   }
 
   @Test
+  void aSuccessWhoseStatementWorksLongerThanTheLockWaitIsWrittenOnceNotCancelledAndDoneAgain()
+      throws Exception {
+    // A statement that ends a job may rightly work for seconds without waiting for any lock: a
+    // parent
+    // whose end unblocks a large graph. Here a trigger of the test's stands in for that work,
+    // longer than
+    // the completer's lock wait (1 s), and counts its runs in a sequence (which a rollback does not
+    // undo).
+    // A statement timeout would cancel the first run and do it again with the skip-locked form: two
+    // runs.
+    try (Connection c = db.dataSource().getConnection();
+        Statement st = c.createStatement()) {
+      st.execute("CREATE SEQUENCE public.long_success_runs");
+      st.execute(
+          "CREATE FUNCTION public.long_success() RETURNS trigger LANGUAGE plpgsql AS $$"
+              + " BEGIN IF EXISTS (SELECT 1 FROM ended WHERE payload ->> 'output' = 'long-statement') THEN"
+              + " PERFORM nextval('public.long_success_runs'); PERFORM pg_sleep(1.5); END IF; RETURN NULL; END $$");
+      st.execute(
+          "CREATE TRIGGER long_success AFTER DELETE ON pgjobs.jobs REFERENCING OLD TABLE AS ended"
+              + " FOR EACH STATEMENT EXECUTE FUNCTION public.long_success()");
+    }
+    try {
+      UUID id = client.enqueue(TASK, new Task("long-statement", 0)).job().id();
+      start(worker().register(TASK, (ctx, t) -> t.output()));
+      awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(20));
+      assertThat(db.queryLong("SELECT last_value FROM public.long_success_runs"))
+          .isEqualTo(1L);
+      assertThat(job(id).attempts()).isEqualTo(1);
+    } finally {
+      try (Connection c = db.dataSource().getConnection();
+          Statement st = c.createStatement()) {
+        st.execute("DROP TRIGGER long_success ON pgjobs.jobs");
+        st.execute("DROP FUNCTION public.long_success()");
+        st.execute("DROP SEQUENCE public.long_success_runs");
+      }
+    }
+  }
+
+  @Test
   void aHandlerThatKeepsATransactionOpenOnItsOwnRowAfterCompletingDoesNotStallTheOthersHeartbeat()
       throws Exception {
     UUID holder = client.enqueue(TASK, new Task("holder", 0)).job().id();
