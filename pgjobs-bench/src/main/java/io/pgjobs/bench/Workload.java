@@ -30,8 +30,10 @@ public enum Workload {
    * Job graphs (issue 30), only when named: the one-process drain of 50,000 no-op jobs without
    * dependencies (the reference, same run), then of the same number as one graph of each shape — 1,000
    * chains of 50, a fan-out (one root, every other job its child), a fan-in (every job but one its parent)
-   * and 50 layers of 1,000 with two parents each in the layer before — and the enqueue of a graph 20 times
-   * that size (1,000,000 jobs at full size: 1,000 layers of 1,000).
+   * and 50 layers of 1,000 with two parents each in the layer before — then the unblock floor (the same
+   * number stored blocked, made queued by one UPDATE on the clock, then drained) and the enqueue of a graph
+   * 20 times that size (1,000,000 jobs at full size: 1,000 layers of 1,000).
+   * {@code -Dpgjobs.bench.graphShapes=CHAINS,FLOOR} runs only the named shapes, without the large enqueue.
    */
   W3G("drain of job graphs", 50_000, false),
   /** Latency from enqueue to handler start, 200 jobs 50 ms apart, idle worker. */
