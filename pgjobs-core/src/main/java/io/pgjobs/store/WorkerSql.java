@@ -105,8 +105,12 @@ final class WorkerSql {
    * <p>Jobs that never started (marked {@code prefetched} by the worker's last heartbeat) go back to the
    * queue as they were, the claim's attempt given back. Jobs that did start go back to 'retrying', due
    * now, the attempt counted and a worker_lost error recorded, or are failed when they have no attempts
-   * left; if cancellation was asked they end cancelled. The claim token is cleared, so a late write of the
-   * old claim matches nothing. Rows another transaction holds are skipped (SKIP LOCKED): a completion in
+   * left; if cancellation was asked they end cancelled. A workflow run lost in its last attempt with done
+   * steps (which may have compensations) is not failed here, where its compensations cannot run: it gets
+   * one execution more ({@code max_attempts} raised to its attempts + 1) and the marker signal
+   * {@code (rescued)}, with which that execution replays the done steps, stops at the first one not done,
+   * compensates and fails (WorkflowRunner); once only, so a run whose every execution kills its worker still
+   * ends. The claim token is cleared, so a late write of the old claim matches nothing. Rows another transaction holds are skipped (SKIP LOCKED): a completion in
    * flight wins. Idle workers of the jobs' queues are woken.
    *
    * <p>Parameters: dead-worker threshold (ms), stale threshold (ms), batch size.
@@ -117,7 +121,14 @@ final class WorkerSql {
                  now() - ?::bigint * interval '1 millisecond' AS stale_before,
                  pg_postmaster_start_time() AS server_started
       ), lost AS (
-          SELECT j.id FROM {schema}.jobs AS j, bounds AS b
+          SELECT j.id,
+                 (NOT j.prefetched AND NOT j.cancel_requested AND j.attempts >= j.max_attempts
+                  AND EXISTS (SELECT 1 FROM {schema}.workflow_steps AS s
+                               WHERE s.run_id = j.id AND s.kind = 'step' AND s.state = 'done'
+                                 AND s.name NOT IN ('(started)', '(version)'))
+                  AND NOT EXISTS (SELECT 1 FROM {schema}.workflow_signals AS g
+                                   WHERE g.run_id = j.id AND g.name = '(rescued)')) AS compensate
+            FROM {schema}.jobs AS j, bounds AS b
            WHERE j.state = 'running'
              AND ((b.server_started < b.dead_before
                    AND (NOT EXISTS (SELECT 1 FROM {schema}.workers AS w
@@ -148,10 +159,30 @@ final class WorkerSql {
             FROM lost
            WHERE j.id = lost.id AND NOT j.prefetched AND j.attempts < j.max_attempts AND NOT j.cancel_requested
           RETURNING j.queue
+      ), compensating AS (
+          UPDATE {schema}.jobs AS j
+             SET state = 'retrying', run_at = now(), max_attempts = j.attempts + 1, locked_by = NULL,
+                 heartbeat_at = NULL, claim_token = NULL,
+                 errors = j.errors || """
+      + JobSql.errorEntry(
+          "worker_lost",
+          "'worker ' || locked_by || ' stopped heartbeating during the last attempt; job rescued for one"
+              + " more execution, which compensates the done steps'")
+      + """
+
+            FROM lost
+           WHERE j.id = lost.id AND lost.compensate
+          RETURNING j.id, j.queue
+      ), marked AS ( -- run to completion whether read or not, as every data-modifying WITH is
+          INSERT INTO {schema}.workflow_signals (run_id, name, payload)
+          SELECT id, '(rescued)', '{}'::jsonb FROM compensating
+          ON CONFLICT (run_id, name) DO NOTHING
+          RETURNING 1
       ), ended AS (
           DELETE FROM {schema}.jobs AS j
            USING lost
-           WHERE j.id = lost.id AND (j.cancel_requested OR (NOT j.prefetched AND j.attempts >= j.max_attempts))
+           WHERE j.id = lost.id AND NOT lost.compensate
+             AND (j.cancel_requested OR (NOT j.prefetched AND j.attempts >= j.max_attempts))
           RETURNING j.*
       ), moved AS (
       """
@@ -167,10 +198,12 @@ final class WorkerSql {
           RETURNING id
       ), woken AS (
           SELECT pg_notify('{schema}_jobs_ready', queue)
-            FROM (SELECT queue FROM requeued UNION SELECT queue FROM unclaimed) AS q
+            FROM (SELECT queue FROM requeued UNION SELECT queue FROM compensating
+                  UNION SELECT queue FROM unclaimed) AS q
       )
-      SELECT (SELECT count(*) FROM requeued) AS requeued, (SELECT count(*) FROM moved) AS ended,
-             (SELECT count(*) FROM unclaimed) AS unclaimed, (SELECT count(*) FROM woken) AS woken""";
+      SELECT (SELECT count(*) FROM requeued) + (SELECT count(*) FROM compensating) AS requeued,
+             (SELECT count(*) FROM moved) AS ended, (SELECT count(*) FROM unclaimed) AS unclaimed,
+             (SELECT count(*) FROM woken) AS woken""";
 
   /**
    * Fails waiting jobs that no live worker will ever run: due jobs created longer than the unknown-type

@@ -128,4 +128,11 @@ final class WorkflowSql {
   static final String CANCEL_REQUESTED = """
       SELECT EXISTS (SELECT 1 FROM {schema}.workflow_signals WHERE run_id = ? AND name = '(cancel)')
           OR coalesce((SELECT cancel_requested FROM {schema}.jobs WHERE id = ?), false)""";
+
+  /**
+   * Whether a run was given one execution more to compensate, its worker lost during its last attempt:
+   * the marker signal {@code (rescued)} (WorkerSql.RESCUE). Parameter: the run.
+   */
+  static final String RESCUED_TO_COMPENSATE = """
+      SELECT EXISTS (SELECT 1 FROM {schema}.workflow_signals WHERE run_id = ? AND name = '(rescued)')""";
 }

@@ -25,6 +25,7 @@ public final class WorkflowStore {
   private final String wake;
   private final String flagCancelled;
   private final String cancelRequested;
+  private final String rescuedToCompensate;
   private final String awaitJobs;
   private final String setResult;
   private final String endedJobs;
@@ -79,6 +80,7 @@ public final class WorkflowStore {
     this.wake = JobSql.forSchema(WorkflowSql.WAKE, schema);
     this.flagCancelled = JobSql.forSchema(WorkflowSql.FLAG_CANCELLED, schema);
     this.cancelRequested = JobSql.forSchema(WorkflowSql.CANCEL_REQUESTED, schema);
+    this.rescuedToCompensate = JobSql.forSchema(WorkflowSql.RESCUED_TO_COMPENSATE, schema);
     this.awaitJobs = JobSql.forSchema(WorkflowSql.AWAIT_JOBS, schema);
     this.setResult = JobSql.forSchema(WorkflowSql.SET_RESULT, schema);
     this.endedJobs = JobSql.forSchema(WorkflowSql.ENDED_JOBS, schema);
@@ -296,6 +298,20 @@ public final class WorkflowStore {
         PreparedStatement ps = c.prepareStatement(cancelRequested)) {
       ps.setObject(1, runId);
       ps.setObject(2, runId);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    }
+  }
+
+  /**
+   * Whether run {@code runId} was rescued after its worker died during its last attempt, and given one
+   * execution more to compensate its done steps (the marker {@code (rescued)}, WorkerSql.RESCUE).
+   */
+  public boolean rescuedToCompensate(UUID runId) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(rescuedToCompensate)) {
+      ps.setObject(1, runId);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() && rs.getBoolean(1);
       }

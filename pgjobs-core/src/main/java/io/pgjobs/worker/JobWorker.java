@@ -783,7 +783,7 @@ public final class JobWorker implements AutoCloseable {
       return register(
           type.jobType(),
           new io.pgjobs.workflow.WorkflowRunner<>(
-              workflow, type.version(), () -> schema, () -> mapper));
+              workflow, type.version(), type.deadline().orElse(null), () -> schema, () -> mapper));
     }
 
     /** Runs jobs of {@code type} with {@code handler}. One handler per type name. */

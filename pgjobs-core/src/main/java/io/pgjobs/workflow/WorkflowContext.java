@@ -44,10 +44,23 @@ public final class WorkflowContext {
   private final Set<String> seen = new HashSet<>();
   private final Deque<Runnable> compensations = new ArrayDeque<>();
   private final int codeVersion;
+  private final Instant deadline;
   private int sleeps;
   private boolean cancelling;
+  private boolean compensatingAfterLoss;
 
   WorkflowContext(JobContext job, WorkflowStore store, JsonMapper mapper, int codeVersion)
+      throws SQLException {
+    this(job, store, mapper, codeVersion, null);
+  }
+
+  /** With {@code runDeadline} (null: none), counted from {@link #workflowTime()}, recorded now if not yet. */
+  WorkflowContext(
+      JobContext job,
+      WorkflowStore store,
+      JsonMapper mapper,
+      int codeVersion,
+      java.time.Duration runDeadline)
       throws SQLException {
     this.job = job;
     this.store = store;
@@ -56,6 +69,7 @@ public final class WorkflowContext {
     for (WorkflowStore.StepRecord r : store.steps(job.jobId())) {
       recorded.put(r.name(), r);
     }
+    this.deadline = runDeadline == null ? null : workflowTime().plus(runDeadline);
   }
 
   /** The run's id: its job's id. */
@@ -165,8 +179,8 @@ public final class WorkflowContext {
     }
     Duration left = Duration.between(Instant.now(), wake);
     if (left.isPositive()) {
-      stopIfCancelling(name); // cancelled while it slept: compensate instead of sleeping on
-      throw new SnoozeJobException(left);
+      stopIfCancelling(name); // cancelled while it slept (or past its deadline): compensate instead
+      throw new SnoozeJobException(untilDeadline(left));
     }
   }
 
@@ -233,7 +247,9 @@ public final class WorkflowContext {
           record(step, "signal", "skipped", null, "no signal '" + name + "' within " + timeout);
       return signalled(name, timeout, kept[0], kept[1], payloadClass);
     }
-    throw new SnoozeJobException(left.compareTo(SIGNAL_LOOK_MAX) < 0 ? left : SIGNAL_LOOK_MAX);
+    stopIfPastDeadline(step); // past the run's deadline while it waited: compensate instead
+    throw new SnoozeJobException(
+        untilDeadline(left.compareTo(SIGNAL_LOOK_MAX) < 0 ? left : SIGNAL_LOOK_MAX));
   }
 
   private <T> T signalled(String name, Duration timeout, String state, String json, Class<T> type)
@@ -370,7 +386,32 @@ public final class WorkflowContext {
     this.cancelling = cancelling;
   }
 
-  /** Thrown instead of running step {@code name} (or sleeping, or waiting) when the run is cancelling. */
+  /**
+   * Set for the execution that rescue gave a run whose worker died during its last attempt: it replays the
+   * done steps and stops at the first one not done with a {@link io.pgjobs.DiscardJobException}, so its
+   * done steps are compensated and the run fails (a run whose every step had ended ends as it would have).
+   */
+  void compensatingAfterLoss(boolean compensating) {
+    this.compensatingAfterLoss = compensating;
+  }
+
+  /**
+   * {@code snooze}, or less: up to the run's deadline (at least a millisecond), so that a run sleeping or
+   * waiting past it wakes at it and stops.
+   */
+  private Duration untilDeadline(Duration snooze) {
+    if (deadline == null) {
+      return snooze;
+    }
+    Duration left = Duration.between(Instant.now(), deadline);
+    Duration atLeast = left.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : left;
+    return snooze.compareTo(atLeast) < 0 ? snooze : atLeast;
+  }
+
+  /**
+   * Thrown instead of running step {@code name} (or sleeping, or waiting) when the run is cancelling
+   * ({@link WorkflowCancelledException}) or past its deadline ({@link WorkflowDeadlineException}).
+   */
   void stopIfCancelling(String name) {
     if (!cancelling) {
       // A cancellation asked while this execution runs is seen at its next step that has not run.
@@ -385,6 +426,26 @@ public final class WorkflowContext {
       throw new WorkflowCancelledException(
           "run " + runId() + " was cancelled before " + name + "; its done steps are compensated");
     }
+    if (compensatingAfterLoss) {
+      throw new io.pgjobs.DiscardJobException("run " + runId() + " lost its worker during its last"
+          + " attempt; this execution, given by the rescue, stops before " + name
+          + " and compensates its done steps");
+    }
+    stopIfPastDeadline(name);
+  }
+
+  /** Thrown instead of running step {@code name} (or sleeping, or waiting) past the run's deadline. */
+  private void stopIfPastDeadline(String name) {
+    if (deadline != null && !Instant.now().isBefore(deadline)) {
+      throw new WorkflowDeadlineException("run " + runId() + " passed its deadline ("
+          + Duration.between(workflowTime(), deadline) + " from its start at " + workflowTime()
+          + ", so " + deadline + ") before " + name + "; its done steps are compensated");
+    }
+  }
+
+  /** The instant this run must have ended by ({@link WorkflowType#withDeadline}), if it has a deadline. */
+  public java.util.Optional<Instant> deadline() {
+    return java.util.Optional.ofNullable(deadline);
   }
 
   WorkflowStore.StepRecord recorded(String name) {

@@ -10,7 +10,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * The job handler of a workflow's runs: executes the {@link Workflow} with a {@link WorkflowContext}
  * over the run's recorded steps; when an execution fails and it was the run's last attempt (or the run was
- * cancelled), runs the compensations of its done steps, the last first, before the job ends failed.
+ * cancelled, or past its deadline), runs the compensations of its done steps, the last first, before the
+ * job ends failed.
  * Registered by {@code JobWorker.Builder.workflow}.
  *
  * @param <I> the workflow's input
@@ -18,6 +19,7 @@ import tools.jackson.databind.json.JsonMapper;
 public final class WorkflowRunner<I> implements JobHandler<I> {
   private final Workflow<I, ?> workflow;
   private final int version;
+  private final java.time.Duration deadline;
   private final Supplier<String> schema;
   private final Supplier<JsonMapper> mapper;
   private volatile WorkflowStore store;
@@ -34,8 +36,22 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
    */
   public WorkflowRunner(
       Workflow<I, ?> workflow, int version, Supplier<String> schema, Supplier<JsonMapper> mapper) {
+    this(workflow, version, null, schema, mapper);
+  }
+
+  /**
+   * Runs {@code workflow} at {@code version}, each run ending within {@code deadline} of its first start
+   * (null: no deadline; see {@link WorkflowType#withDeadline}).
+   */
+  public WorkflowRunner(
+      Workflow<I, ?> workflow,
+      int version,
+      java.time.Duration deadline,
+      Supplier<String> schema,
+      Supplier<JsonMapper> mapper) {
     this.workflow = workflow;
     this.version = version;
+    this.deadline = deadline;
     this.schema = schema;
     this.mapper = mapper;
   }
@@ -51,9 +67,12 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
     // steps
     // and compensate them; restored at the end.
     boolean interrupted = job.isCancelled() && Thread.interrupted();
-    WorkflowContext ctx = new WorkflowContext(job, s, mapper.get(), version);
+    WorkflowContext ctx = new WorkflowContext(job, s, mapper.get(), version, deadline);
     // Asked to cancel (JobClient.cancelWorkflow, or a job cancel): replay to compensate.
     ctx.cancelling(job.isCancelled() || s.cancelRequested(job.jobId()));
+    // The execution rescue gave a run whose worker died in its last attempt: replay, then
+    // compensate.
+    ctx.compensatingAfterLoss(job.isLastAttempt() && s.rescuedToCompensate(job.jobId()));
     try {
       Object output = workflow.run(ctx, input);
       if (ctx.isCancelling()) {

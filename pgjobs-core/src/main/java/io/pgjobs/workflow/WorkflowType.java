@@ -22,23 +22,28 @@ import java.util.Optional;
  * @param <I> its input
  */
 public final class WorkflowType<I> {
+  /** The longest deadline a run may have ({@link #withDeadline}): 366 days. */
+  public static final Duration MAX_DEADLINE = Duration.ofDays(366);
+
   private final JobType<I> jobType;
   private final int version;
+  private final Duration deadline;
 
-  private WorkflowType(JobType<I> jobType, int version) {
+  private WorkflowType(JobType<I> jobType, int version, Duration deadline) {
     this.jobType = jobType;
     this.version = version;
+    this.deadline = deadline;
   }
 
   /** A workflow named {@code name} (a job type name) taking {@code inputClass}, version 1, 3 attempts. */
   public static <I> WorkflowType<I> of(String name, Class<I> inputClass) {
     return new WorkflowType<>(
-        JobType.of(name, Objects.requireNonNull(inputClass, "inputClass")), 1);
+        JobType.of(name, Objects.requireNonNull(inputClass, "inputClass")), 1, null);
   }
 
   /** The same workflow with {@code maxAttempts} attempts per run (the last one's failure compensates). */
   public WorkflowType<I> withMaxAttempts(int maxAttempts) {
-    return new WorkflowType<>(jobType.withMaxAttempts(maxAttempts), version);
+    return new WorkflowType<>(jobType.withMaxAttempts(maxAttempts), version, deadline);
   }
 
   /**
@@ -47,7 +52,7 @@ public final class WorkflowType<I> {
    * or a wait for a signal ends the execution, so it does not count toward the timeout.
    */
   public WorkflowType<I> withTimeout(Duration timeout) {
-    return new WorkflowType<>(jobType.withTimeout(timeout), version);
+    return new WorkflowType<>(jobType.withTimeout(timeout), version, deadline);
   }
 
   /**
@@ -56,7 +61,7 @@ public final class WorkflowType<I> {
    * one it offers the input class's fields with empty values.
    */
   public WorkflowType<I> withExample(I example) {
-    return new WorkflowType<>(jobType.withExample(example), version);
+    return new WorkflowType<>(jobType.withExample(example), version, deadline);
   }
 
   /** The same workflow at {@code version} (1 or more), recorded with its runs' steps' readers in mind. */
@@ -64,7 +69,31 @@ public final class WorkflowType<I> {
     if (version < 1) {
       throw new IllegalArgumentException("workflow version must be 1 or more, was " + version);
     }
-    return new WorkflowType<>(jobType, version);
+    return new WorkflowType<>(jobType, version, deadline);
+  }
+
+  /**
+   * The same workflow whose runs must end within {@code deadline} (positive, at most
+   * {@link #MAX_DEADLINE}) of the instant they first started ({@link WorkflowContext#workflowTime()},
+   * recorded by each run's first execution): the seed's overall timeout, across every attempt, sleep and
+   * wait. A run past it stops at the next step, sleep or wait it has not done yet
+   * ({@link WorkflowDeadlineException}), compensates its done steps, the last first, and ends
+   * {@code failed} without another attempt. A sleep or a wait for a signal that would last past the deadline
+   * wakes the run at the deadline to do so. Neither a step that is running nor a wait for jobs
+   * ({@link WorkflowContext#awaitJobs}) is cut short: the first is bounded by the timeout of each execution
+   * ({@link #withTimeout}), and the second is checked when its jobs have ended.
+   */
+  public WorkflowType<I> withDeadline(Duration deadline) {
+    if (deadline == null || !deadline.isPositive() || deadline.compareTo(MAX_DEADLINE) > 0) {
+      throw new IllegalArgumentException("a workflow's deadline must be positive and at most "
+          + MAX_DEADLINE + ", was " + deadline);
+    }
+    return new WorkflowType<>(jobType, version, deadline);
+  }
+
+  /** How long a run may take from its first start to its end ({@link #withDeadline}), if limited. */
+  public Optional<Duration> deadline() {
+    return Optional.ofNullable(deadline);
   }
 
   /** Its name. */
@@ -104,6 +133,7 @@ public final class WorkflowType<I> {
 
   @Override
   public String toString() {
-    return "WorkflowType[" + name() + ", version=" + version + ", " + jobType + "]";
+    return "WorkflowType[" + name() + ", version=" + version
+        + (deadline == null ? "" : ", deadline=" + deadline) + ", " + jobType + "]";
   }
 }

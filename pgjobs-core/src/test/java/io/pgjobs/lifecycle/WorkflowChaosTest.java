@@ -162,6 +162,58 @@ class WorkflowChaosTest extends LifecycleTestBase {
         RUNS, killsInTwo, killsInUndo, cutBy);
   }
 
+  @Test
+  void aRunWhoseWorkerDiesDuringItsLastAttemptIsCompensatedByOneMoreExecutionAndFails(
+      @TempDir Path logs) throws Exception {
+    UUID run = client
+        .enqueue(WorkflowWorkerMain.ONE_ATTEMPT.jobType(), new Order(7, false))
+        .job()
+        .id();
+    WorkerProcess[] workers = {start(logs, "last-w0")};
+    await("the worker in the middle of step two of the run's only attempt")
+        .pollInterval(Duration.ofMillis(20))
+        .atMost(Duration.ofSeconds(60))
+        .until(() -> busyWith(workers, logs, "two") == 0);
+    workers[0].kill();
+    workers[0].jvm().process().waitFor();
+    start(logs, "last-w1");
+
+    awaitState(run, JobState.FAILED, Duration.ofSeconds(60));
+    List<Line> lines = read(logs);
+    // Step one ended once and was not run again; its compensation ran to its end once, in the
+    // execution rescue gave; step two, cut by the kill, never ended and was not compensated; step
+    // three never started.
+    assertThat(ends(lines, run, "one")).isEqualTo(1);
+    assertThat(starts(lines, run, "one")).isEqualTo(1);
+    assertThat(starts(lines, run, "two")).isEqualTo(1);
+    assertThat(ends(lines, run, "two")).isZero();
+    assertThat(starts(lines, run, "three")).isZero();
+    assertThat(ends(lines, run, "undo-one")).isEqualTo(1);
+    assertThat(starts(lines, run, "undo-two")).isZero();
+    assertThat(lines.stream()
+            .filter(l -> l.run().equals(run) && l.what().equals("undo-one"))
+            .map(Line::process)
+            .distinct()
+            .toList())
+        .containsExactly("last-w1");
+    Map<String, String> steps = new HashMap<>();
+    for (WorkflowStep step : client.workflowSteps(run)) {
+      steps.put(step.name(), step.state());
+    }
+    assertThat(steps).containsEntry("one", "compensated").doesNotContainKeys("two", "three");
+    Job job = job(run);
+    assertThat(job.attempts())
+        .as("the killed attempt and the rescue's execution")
+        .isEqualTo(2);
+    assertThat(job.maxAttempts()).isEqualTo(2);
+    assertThat(job.errors()).hasSize(2);
+    assertThat(job.errors().get(0).kind()).isEqualTo("worker_lost");
+    assertThat(job.errors().get(0).message()).contains("during the last attempt");
+    assertThat(job.errors().get(1).message())
+        .contains("lost its worker during its last attempt")
+        .contains("before step 'two'");
+  }
+
   private WorkerProcess start(Path logs, String id) {
     return processes.startMain(
         id,

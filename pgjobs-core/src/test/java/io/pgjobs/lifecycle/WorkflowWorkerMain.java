@@ -13,7 +13,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * A worker JVM of {@code WorkflowChaosTest}: one lane on the workflow's queue, running {@link #FLOW}, a
  * three-step workflow whose steps and compensations write an execution log line when they start and end
  * ({@code S|E runId what epochMicros}, {@code what} one of {@code one two three undo-one undo-two}),
- * flushed at once, so the log of a process killed with -9 holds every action it started. Step two and
+ * flushed at once, so the log of a process killed with -9 holds every action it started; the same steps
+ * as {@link #ONE_ATTEMPT}, with one attempt. Step two and
  * the compensation of step two take 300–800 ms (where the test kills); the others 20 ms. Arguments
  * {@code key=value}: url, id, log (the file).
  */
@@ -25,6 +26,10 @@ public final class WorkflowWorkerMain {
   public static final WorkflowType<Order> FLOW =
       WorkflowType.of("chaos_flow", Order.class).withMaxAttempts(30);
 
+  /** The same steps with one attempt: a kill during it leaves the run to rescue's extra execution. */
+  public static final WorkflowType<Order> ONE_ATTEMPT =
+      WorkflowType.of("chaos_flow_one_attempt", Order.class).withMaxAttempts(1);
+
   private WorkflowWorkerMain() {}
 
   public static void main(String[] args) throws Exception {
@@ -35,6 +40,7 @@ public final class WorkflowWorkerMain {
             JobWorker.builder(ChaosWorkers.pool(a.get("url"), id, 8))
                 .workerId(id)
                 .workflow(FLOW, (ctx, order) -> run(ctx, order, log))
+                .workflow(ONE_ATTEMPT, (ctx, order) -> run(ctx, order, log))
                 .queue(FLOW.jobType().queue(), 1))
         .build();
     worker.closeOnShutdown();

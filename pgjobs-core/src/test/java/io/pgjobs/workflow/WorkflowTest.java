@@ -352,6 +352,93 @@ class WorkflowTest extends PgJobsTestBase {
   }
 
   @Test
+  void aRunPastItsDeadlineWakesFromItsSleepCompensatesItsDoneStepsAndFailsWithoutAnotherAttempt()
+      throws Exception {
+    WorkflowType<Order> trip = WorkflowType.of("wf-trip-deadline", Order.class)
+        .withMaxAttempts(3)
+        .withDeadline(Duration.ofSeconds(2));
+    start(worker().workflow(trip, (ctx, order) -> {
+      ctx.step("flight", String.class, () -> "F" + call("flight"))
+          .compensate(f -> log.add("cancel " + f))
+          .run();
+      ctx.step("hotel", String.class, () -> "H" + call("hotel"))
+          .compensate(h -> log.add("cancel " + h))
+          .run();
+      ctx.sleep(Duration.ofHours(1)); // past the deadline: the run wakes at the deadline and stops
+      ctx.step("pay", Void.class, () -> {
+            call("pay");
+            return null;
+          })
+          .run();
+      return null;
+    }));
+
+    UUID run = client.enqueue(trip.jobType(), new Order("o-deadline")).job().id();
+    awaitState(run, JobState.FAILED, Duration.ofSeconds(30));
+
+    Job failed = client.get(run).orElseThrow();
+    assertThat(failed.errors()).hasSize(1); // no other attempt, though it had 3
+    assertThat(failed.errors().get(0).message())
+        .contains("passed its deadline (PT2S from its start")
+        .contains("before sleep#1");
+    assertThat(log.stream().filter(l -> l.startsWith("cancel")).toList())
+        .containsExactly("cancel H1", "cancel F1");
+    assertThat(calls("pay")).isZero();
+    assertThat(calls("flight")).isOne();
+    assertThat(recorded(run))
+        .containsExactly(
+            "(started) done", "flight compensated", "hotel compensated", "sleep#1 done");
+  }
+
+  @Test
+  void aRunWaitingForASignalPastItsDeadlineStopsAtTheDeadlineAndARunWithinItsDeadlineEndsAsUsual()
+      throws Exception {
+    WorkflowType<Order> approve =
+        WorkflowType.of("wf-approve-deadline", Order.class).withDeadline(Duration.ofSeconds(2));
+    start(worker().workflow(approve, (ctx, order) -> {
+      ctx.step("prepare", String.class, () -> "P" + call("prepare " + order.id()))
+          .compensate(p -> log.add("undo " + p + " " + order.id()))
+          .run();
+      if (order.id().equals("waits")) {
+        ctx.awaitSignal("approved", String.class, Duration.ofHours(1));
+      }
+      return "done " + order.id();
+    }));
+
+    UUID waits = client.enqueue(approve.jobType(), new Order("waits")).job().id();
+    UUID quick = client.enqueue(approve.jobType(), new Order("quick")).job().id();
+    awaitState(quick, JobState.SUCCEEDED, Duration.ofSeconds(20));
+    awaitState(waits, JobState.FAILED, Duration.ofSeconds(30));
+
+    assertThat(client.get(waits).orElseThrow().errors().get(0).message())
+        .contains("passed its deadline")
+        .contains("before signal:approved");
+    assertThat(log.stream().filter(l -> l.startsWith("undo")).toList())
+        .containsExactly("undo P1 waits");
+    assertThat(calls("prepare waits")).isOne();
+    assertThat(recorded(quick)).containsExactly("(started) done", "prepare done");
+  }
+
+  @Test
+  void aDeadlineIsPositiveAndAtMost366Days() {
+    WorkflowType<Order> w = WorkflowType.of("wf-limits", Order.class);
+    for (Duration bad :
+        new Duration[] {null, Duration.ZERO, Duration.ofSeconds(-1), Duration.ofDays(367)}) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> w.withDeadline(bad))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("a workflow's deadline must be positive and at most PT8784H, was " + bad);
+    }
+    assertThat(w.withDeadline(Duration.ofDays(366)).deadline()).contains(Duration.ofDays(366));
+    assertThat(w.deadline()).isEmpty();
+    assertThat(w.withDeadline(Duration.ofMinutes(5))
+            .withMaxAttempts(2)
+            .withVersion(2)
+            .deadline())
+        .as("kept by the other with* methods")
+        .contains(Duration.ofMinutes(5));
+  }
+
+  @Test
   void aRunCancelledWhileItSleepsCompensatesItsDoneStepsAndEndsCancelled() throws Exception {
     WorkflowType<Order> trip = WorkflowType.of("wf-trip", Order.class);
     start(worker().workflow(trip, (ctx, order) -> {

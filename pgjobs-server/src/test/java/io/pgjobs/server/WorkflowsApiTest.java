@@ -39,7 +39,8 @@ class WorkflowsApiTest {
       .withMaxAttempts(2)
       .withTimeout(Duration.ofMinutes(10))
       .withExample(new Digest("Jobs are rows.", 1))
-      .withVersion(3);
+      .withVersion(3)
+      .withDeadline(Duration.ofDays(2));
 
   static ApiTestSupport api;
   static SpecValidator spec;
@@ -213,6 +214,9 @@ class WorkflowsApiTest {
     assertThat(task.path("queue").asString()).isEqualTo("default");
     assertThat(task.path("max_attempts").asInt()).isEqualTo(3);
     assertThat(task.path("timeout_ms").asLong()).isEqualTo(Duration.ofHours(1).toMillis());
+    assertThat(task.has("deadline_ms") && task.path("deadline_ms").isNull())
+        .as("no deadline: null")
+        .isTrue();
     // Without an example: the input class's template, exactly as /job-types makes it.
     JsonNode taskType = null;
     for (JsonNode t : api.get("/job-types").json().path("types")) {
@@ -230,6 +234,7 @@ class WorkflowsApiTest {
     assertThat(digest.path("max_attempts").asInt()).isEqualTo(2);
     assertThat(digest.path("timeout_ms").asLong())
         .isEqualTo(Duration.ofMinutes(10).toMillis());
+    assertThat(digest.path("deadline_ms").asLong()).isEqualTo(Duration.ofDays(2).toMillis());
     assertThat(digest.path("input_template").toString())
         .as("its example")
         .isEqualTo("{\"text\":\"Jobs are rows.\",\"sentences\":1}");

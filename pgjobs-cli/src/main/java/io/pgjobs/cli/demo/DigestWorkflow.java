@@ -26,10 +26,12 @@ public final class DigestWorkflow {
 
   /**
    * The workflow (its runs are jobs of type {@code demo_digest}), with an example input for
-   * {@code GET /workflow-types} (its webhook goes to the demo's receiver on the default port).
+   * {@code GET /workflow-types} (its webhook goes to the demo's receiver on the default port); a run that
+   * has not ended 10 minutes after it started compensates and fails.
    */
   public static final WorkflowType<Digest> TYPE = WorkflowType.of("demo_digest", Digest.class)
       .withMaxAttempts(3)
+      .withDeadline(java.time.Duration.ofMinutes(10))
       .withExample(new Digest(
           "Jobs are rows. Workers claim them with SKIP LOCKED. A crash never loses a job.",
           "ada@example.com",
@@ -52,7 +54,12 @@ public final class DigestWorkflow {
   public JobWorker.Registration<Digest> registration(String schema) {
     return new JobWorker.Registration<>(
         TYPE.jobType(),
-        new WorkflowRunner<>(this::run, () -> schema, () -> PayloadCodec.DEFAULT_MAPPER));
+        new WorkflowRunner<>(
+            this::run,
+            TYPE.version(),
+            TYPE.deadline().orElse(null),
+            () -> schema,
+            () -> PayloadCodec.DEFAULT_MAPPER));
   }
 
   @SuppressWarnings("unchecked")

@@ -105,6 +105,7 @@ public final class WorkflowsApi {
    * @param queue its runs' default queue
    * @param maxAttempts attempts per run
    * @param timeoutMs how long one execution of a run may last
+   * @param deadlineMs how long a run may take from its first start to its end, or null for no limit
    * @param inputTemplate its example input if it has one, else its input class's members with empty values
    *     (as {@code GET /job-types} makes a payload template)
    */
@@ -114,6 +115,7 @@ public final class WorkflowsApi {
       String queue,
       int maxAttempts,
       long timeoutMs,
+      Long deadlineMs,
       JsonNode inputTemplate) {}
 
   /**
@@ -174,6 +176,7 @@ public final class WorkflowsApi {
             w.jobType().queue(),
             w.maxAttempts(),
             w.timeout().toMillis(),
+            w.deadline().map(java.time.Duration::toMillis).orElse(null),
             JobTypesApi.templateOf(w.jobType())))
         .toList()));
   }
