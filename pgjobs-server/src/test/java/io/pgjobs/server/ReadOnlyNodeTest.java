@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A worker and an API server whose database is a read-only standby: readiness fails with the reason,
- * {@code POST /jobs} answers 503 {@code database-read-only}, the worker (which cannot register, so claims
+ * {@code POST /jobs}, a graph ({@code POST /graphs}) and a workflow's start answer 503
+ * {@code database-read-only}, the worker (which cannot register, so claims
  * nothing), each listener and the maintenance lease say once what they wait for, and
  * both work again by themselves once the standby is promoted. Runs on a private primary and standby
  * ({@link PostgresCluster}); the primary is crashed so that the standby is the only server left.
@@ -78,7 +79,10 @@ class ReadOnlyNodeTest {
       cluster.crashPrimary();
 
       try (HikariDataSource standby = pool(cluster.jdbcUrl(Node.STANDBY, "jobs"))) {
-        JobClient client = JobClient.builder(standby).knownTypes(TestTypes.TASK).build();
+        JobClient client = JobClient.builder(standby)
+            .knownTypes(TestTypes.TASK)
+            .knownWorkflows(READ_ONLY_FLOW)
+            .build();
         try (ApiServer server =
                 ApiServer.builder(client).host("127.0.0.1").port(0).build().start();
             JobWorker worker = JobWorker.builder(standby)
@@ -104,6 +108,17 @@ class ReadOnlyNodeTest {
           assertThat(refused.json().path("type").asString())
               .isEqualTo("urn:pgjobs:problem:database-read-only");
           assertThat(refused.json().path("detail").asString()).contains("read-only");
+          // A graph and a workflow run are refused the same way (their storage is written in one
+          // transaction, refused whole).
+          for (String[] write : new String[][] {
+            {"/graphs", GRAPH.formatted("while read-only")},
+            {"/workflows/ro_flow/start", "{\"input\": {\"note\": \"while read-only\"}}"}
+          }) {
+            Response r = post(server, write[0], write[1]);
+            assertThat(r.status()).as(write[0] + ": " + r.body()).isEqualTo(503);
+            assertThat(r.json().path("type").asString())
+                .isEqualTo("urn:pgjobs:problem:database-read-only");
+          }
 
           // The worker cannot register on a standby, so it claims nothing: several failed beats,
           // one warning
@@ -149,6 +164,9 @@ class ReadOnlyNodeTest {
           Response accepted = postJob(server, "after promotion");
           assertThat(accepted.status()).as(accepted.body()).isEqualTo(201);
           await().atMost(WAIT).until(() -> done.contains("after promotion"));
+          Response graph = post(server, "/graphs", GRAPH.formatted("graph after promotion"));
+          assertThat(graph.status()).as(graph.body()).isEqualTo(201);
+          await().atMost(WAIT).until(() -> done.contains("graph after promotion child"));
           assertThat(snapshot(heartbeatEvents))
               .anySatisfy(event ->
                   assertThat(event.getFormattedMessage()).contains("accepts writes again"));
@@ -191,6 +209,24 @@ class ReadOnlyNodeTest {
 
   private Response get(ApiServer server, String path) throws Exception {
     return send(HttpRequest.newBuilder(uri(server, path)).GET().build());
+  }
+
+  /** A known workflow: its start is a write the standby must refuse. */
+  private static final io.pgjobs.workflow.WorkflowType<TestTypes.Task> READ_ONLY_FLOW =
+      io.pgjobs.workflow.WorkflowType.of("ro_flow", TestTypes.Task.class);
+
+  /** A graph of two task jobs, the second after the first; %s: the first's note. */
+  private static final String GRAPH = """
+      {"jobs": [
+        {"name": "a", "type": "task", "payload": {"note": "%1$s"}},
+        {"name": "b", "type": "task", "payload": {"note": "%1$s child"}, "after": ["a"]}
+      ]}""";
+
+  private Response post(ApiServer server, String path, String json) throws Exception {
+    return send(HttpRequest.newBuilder(uri(server, path))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(json))
+        .build());
   }
 
   private Response postJob(ApiServer server, String note) throws Exception {
