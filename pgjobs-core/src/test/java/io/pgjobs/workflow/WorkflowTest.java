@@ -45,6 +45,26 @@ class WorkflowTest extends PgJobsTestBase {
         .steps(run).stream().map(s -> s.name() + " " + s.state()).toList();
   }
 
+  /**
+   * A trip: book a flight and a hotel (each compensated by a "cancel" line in the log), sleep an hour,
+   * then pay.
+   */
+  private Void trip(WorkflowContext ctx, Order order) throws Exception {
+    ctx.step("flight", String.class, () -> "F" + call("flight"))
+        .compensate(f -> log.add("cancel " + f))
+        .run();
+    ctx.step("hotel", String.class, () -> "H" + call("hotel"))
+        .compensate(h -> log.add("cancel " + h))
+        .run();
+    ctx.sleep(Duration.ofHours(1));
+    ctx.step("pay", Void.class, () -> {
+          call("pay");
+          return null;
+        })
+        .run();
+    return null;
+  }
+
   @Test
   void aStepThatEndedIsNotRunAgainWhenTheRunIsRetried() throws Exception {
     WorkflowType<Order> fulfil = WorkflowType.of("wf-fulfil", Order.class).withMaxAttempts(3);
@@ -357,21 +377,7 @@ class WorkflowTest extends PgJobsTestBase {
     WorkflowType<Order> trip = WorkflowType.of("wf-trip-deadline", Order.class)
         .withMaxAttempts(3)
         .withDeadline(Duration.ofSeconds(2));
-    start(worker().workflow(trip, (ctx, order) -> {
-      ctx.step("flight", String.class, () -> "F" + call("flight"))
-          .compensate(f -> log.add("cancel " + f))
-          .run();
-      ctx.step("hotel", String.class, () -> "H" + call("hotel"))
-          .compensate(h -> log.add("cancel " + h))
-          .run();
-      ctx.sleep(Duration.ofHours(1)); // past the deadline: the run wakes at the deadline and stops
-      ctx.step("pay", Void.class, () -> {
-            call("pay");
-            return null;
-          })
-          .run();
-      return null;
-    }));
+    start(worker().workflow(trip, this::trip)); // its sleep outlasts the deadline
 
     UUID run = client.enqueue(trip.jobType(), new Order("o-deadline")).job().id();
     awaitState(run, JobState.FAILED, Duration.ofSeconds(30));
@@ -441,21 +447,7 @@ class WorkflowTest extends PgJobsTestBase {
   @Test
   void aRunCancelledWhileItSleepsCompensatesItsDoneStepsAndEndsCancelled() throws Exception {
     WorkflowType<Order> trip = WorkflowType.of("wf-trip", Order.class);
-    start(worker().workflow(trip, (ctx, order) -> {
-      ctx.step("flight", String.class, () -> "F" + call("flight"))
-          .compensate(f -> log.add("cancel " + f))
-          .run();
-      ctx.step("hotel", String.class, () -> "H" + call("hotel"))
-          .compensate(h -> log.add("cancel " + h))
-          .run();
-      ctx.sleep(Duration.ofHours(1));
-      ctx.step("pay", Void.class, () -> {
-            call("pay");
-            return null;
-          })
-          .run();
-      return null;
-    }));
+    start(worker().workflow(trip, this::trip));
 
     UUID run = client.enqueue(trip.jobType(), new Order("o-6")).job().id();
     await().atMost(Duration.ofSeconds(20)).until(() -> {
