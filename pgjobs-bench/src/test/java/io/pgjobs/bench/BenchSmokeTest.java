@@ -245,7 +245,8 @@ class BenchSmokeTest {
         1,
         new PrintStream(progress, true, StandardCharsets.UTF_8));
     // Small: 200 jobs/s, 4 lanes of 1 ms jobs, phases of 4 s in windows of 0.5 s; one peak probe of
-    // 2 lanes. Phases of 1 s, then of 2 s, were too short beside the other test lanes on two cores
+    // 2 lanes, 4 s too (its 2 s once finished nothing, at a load average of 11). Phases of 1 s,
+    // then of 2 s, were too short beside the other test lanes on two cores
     // (2 s on a machine half as fast, at a load average of 20): a phase in which the starved
     // workers
     // finished nothing failed the run.
@@ -262,7 +263,7 @@ class BenchSmokeTest {
       {"--window", "0.5"},
       {"--peak-lanes", "2"},
       {"--peak-depth", "100"},
-      {"--peak", "2"}
+      {"--peak", "4"}
     };
     for (String[] flag : flags) {
       options = options.with(flag[0], flag[1]);
@@ -421,7 +422,7 @@ class BenchSmokeTest {
       {"--window", "0.5"},
       {"--peak-lanes", "2"},
       {"--peak-depth", "100"},
-      {"--peak", "2"},
+      {"--peak", "4"},
       {"--partitions", "10"},
       {"--global-concurrency", "50"}
     };

@@ -165,18 +165,22 @@ class WorkflowChaosTest extends LifecycleTestBase {
   @Test
   void aRunWhoseWorkerDiesDuringItsLastAttemptIsCompensatedByOneMoreExecutionAndFails(
       @TempDir Path logs) throws Exception {
+    // A queue of its own: the other test's workers, if still running, serve only theirs.
     UUID run = client
-        .enqueue(WorkflowWorkerMain.ONE_ATTEMPT.jobType(), new Order(7, false))
+        .enqueue(
+            WorkflowWorkerMain.ONE_ATTEMPT.jobType(),
+            new Order(7, false),
+            io.pgjobs.EnqueueOptions.builder().queue(LAST_QUEUE).build())
         .job()
         .id();
-    WorkerProcess[] workers = {start(logs, "last-w0")};
-    await("the worker in the middle of step two of the run's only attempt")
-        .pollInterval(Duration.ofMillis(20))
-        .atMost(Duration.ofSeconds(60))
+    WorkerProcess[] workers = {start(logs, "last-w0", LAST_QUEUE)};
+    await("the worker in the middle of step two (a minute long) of the run's only attempt")
+        .pollInterval(Duration.ofMillis(100))
+        .atMost(Duration.ofSeconds(120))
         .until(() -> busyWith(workers, logs, "two") == 0);
     workers[0].kill();
     workers[0].jvm().process().waitFor();
-    start(logs, "last-w1");
+    start(logs, "last-w1", LAST_QUEUE);
 
     awaitState(run, JobState.FAILED, Duration.ofSeconds(60));
     List<Line> lines = read(logs);
@@ -214,11 +218,21 @@ class WorkflowChaosTest extends LifecycleTestBase {
         .contains("before step 'two'");
   }
 
+  private static final String LAST_QUEUE = "chaos_last_attempt";
+
   private WorkerProcess start(Path logs, String id) {
+    return start(logs, id, WorkflowWorkerMain.FLOW.jobType().queue());
+  }
+
+  private WorkerProcess start(Path logs, String id, String queue) {
     return processes.startMain(
         id,
         WorkflowWorkerMain.class,
-        List.of("url=" + db.jdbcUrl(), "id=" + id, "log=" + logs.resolve(id + ".log")));
+        List.of(
+            "url=" + db.jdbcUrl(),
+            "id=" + id,
+            "log=" + logs.resolve(id + ".log"),
+            "queue=" + queue));
   }
 
   /** The worker whose last log line starts {@code what} (its lane is in it), or -1. */

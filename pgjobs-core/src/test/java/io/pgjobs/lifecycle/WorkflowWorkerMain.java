@@ -16,7 +16,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * flushed at once, so the log of a process killed with -9 holds every action it started; the same steps
  * as {@link #ONE_ATTEMPT}, with one attempt. Step two and
  * the compensation of step two take 300–800 ms (where the test kills); the others 20 ms. Arguments
- * {@code key=value}: url, id, log (the file).
+ * {@code key=value}: url, id, log (the file), queue (the one queue it serves; default FLOW's).
  */
 public final class WorkflowWorkerMain {
   /** A run's input: {@code failAtThree} makes step three discard the run, which then compensates. */
@@ -26,7 +26,10 @@ public final class WorkflowWorkerMain {
   public static final WorkflowType<Order> FLOW =
       WorkflowType.of("chaos_flow", Order.class).withMaxAttempts(30);
 
-  /** The same steps with one attempt: a kill during it leaves the run to rescue's extra execution. */
+  /**
+   * The same steps with one attempt, whose step two lasts a minute (the test kills the worker in it): a
+   * kill during it leaves the run to rescue's extra execution.
+   */
   public static final WorkflowType<Order> ONE_ATTEMPT =
       WorkflowType.of("chaos_flow_one_attempt", Order.class).withMaxAttempts(1);
 
@@ -39,9 +42,9 @@ public final class WorkflowWorkerMain {
     JobWorker worker = ChaosWorkers.quickRescue(
             JobWorker.builder(ChaosWorkers.pool(a.get("url"), id, 8))
                 .workerId(id)
-                .workflow(FLOW, (ctx, order) -> run(ctx, order, log))
-                .workflow(ONE_ATTEMPT, (ctx, order) -> run(ctx, order, log))
-                .queue(FLOW.jobType().queue(), 1))
+                .workflow(FLOW, (ctx, order) -> run(ctx, order, log, slow()))
+                .workflow(ONE_ATTEMPT, (ctx, order) -> run(ctx, order, log, 60_000))
+                .queue(a.getOrDefault("queue", FLOW.jobType().queue()), 1))
         .build();
     worker.closeOnShutdown();
     worker.start();
@@ -50,13 +53,14 @@ public final class WorkflowWorkerMain {
     new CountDownLatch(1).await();
   }
 
-  private static Integer run(WorkflowContext ctx, Order order, ChaosWorkers.ExecutionLog log)
-      throws Exception {
+  /** Runs the steps; step two takes {@code twoMs} (its compensation the usual 300–800 ms). */
+  private static Integer run(
+      WorkflowContext ctx, Order order, ChaosWorkers.ExecutionLog log, int twoMs) throws Exception {
     String run = ctx.runId().toString();
     Integer one = ctx.step("one", Integer.class, () -> act(log, run, "one", 20, order.n()))
         .compensate(r -> act(log, run, "undo-one", 20, r))
         .run();
-    Integer two = ctx.step("two", Integer.class, () -> act(log, run, "two", slow(), one * 10))
+    Integer two = ctx.step("two", Integer.class, () -> act(log, run, "two", twoMs, one * 10))
         .compensate(r -> act(log, run, "undo-two", slow(), r))
         .run();
     return ctx.step("three", Integer.class, () -> {
