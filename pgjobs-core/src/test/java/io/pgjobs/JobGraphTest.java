@@ -342,11 +342,7 @@ class JobGraphTest extends PgJobsTestBase {
     String edges =
         "SELECT count(*) FROM pgjobs.job_dependencies WHERE child_id = '" + ids.get("c") + "'";
     assertThat(count(edges)).isEqualTo(1);
-    new io.pgjobs.store.WorkerStore(
-            db.dataSource(),
-            "pgjobs",
-            new io.pgjobs.json.PayloadCodec(io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER))
-        .pruneFinished(Duration.ZERO, 10_000);
+    pruneAllFinishedRowByRow();
     assertThat(client.get(ids.get("c"))).isEmpty();
     assertThat(count(edges)).isZero();
     assertThat(count(
@@ -638,13 +634,24 @@ class JobGraphTest extends PgJobsTestBase {
 
     // The key goes with the graph's first job when its finished row is pruned.
     client.cancel(first.id("a"));
+    pruneAllFinishedRowByRow();
+    assertThat(count(
+            "SELECT count(*) FROM pgjobs.graph_keys WHERE idempotency_key = 'nightly-2026-11-29'"))
+        .isZero();
+  }
+
+  /**
+   * Prunes every finished job through the history's row-by-row path: moved into the default partition
+   * (no partition covers 2001), then deleted from it with their side rows as retention would. The drop of
+   * whole partitions deletes the same side rows: HistoryPartitionsTest.
+   */
+  private static void pruneAllFinishedRowByRow() throws Exception {
+    db.execute(
+        "UPDATE pgjobs.finished_jobs SET finished_at = timestamptz '2001-01-01 00:00:00+00'");
     new io.pgjobs.store.WorkerStore(
             db.dataSource(),
             "pgjobs",
             new io.pgjobs.json.PayloadCodec(io.pgjobs.json.PayloadCodec.DEFAULT_MAPPER))
-        .pruneFinished(Duration.ZERO, 10_000);
-    assertThat(count(
-            "SELECT count(*) FROM pgjobs.graph_keys WHERE idempotency_key = 'nightly-2026-11-29'"))
-        .isZero();
+        .pruneDefaultPartition(Duration.ZERO, 10_000);
   }
 }

@@ -335,15 +335,33 @@ final class WorkerSql {
       VACUUM (SKIP_LOCKED, TRUNCATE true) {schema}.jobs""";
 
   /**
-   * Finished jobs past retention, oldest first, a bounded batch at a time, with their idempotency keys and
+   * Makes the partitions of {@code finished_jobs} ahead of time (V7__partitioned_history.sql): parameters
+   * the width and how far ahead, in milliseconds. Returns how many were made.
+   */
+  static final String ENSURE_HISTORY_PARTITIONS = """
+      SELECT {schema}.ensure_history_partitions(?::bigint * interval '1 millisecond',
+                                                ?::bigint * interval '1 millisecond')""";
+
+  /**
+   * Drops the oldest partition of {@code finished_jobs} whose upper bound is past the retention (parameter,
+   * ms), with its jobs' rows in the side tables; its name and estimated row count, or no row.
+   */
+  static final String DROP_HISTORY_PARTITION = """
+      SELECT partition_name, approximate_rows
+        FROM {schema}.drop_history_partition(now() - ?::bigint * interval '1 millisecond')""";
+
+  /**
+   * Rows of the default partition of {@code finished_jobs} (those no partition's range covered when they
+   * were written, V7__partitioned_history.sql) past retention, oldest first, a bounded batch at a time,
+   * with their idempotency keys and
    * the dependency edges they were the child of (a graph's edges go with the job that waited), their
    * names in their graphs, the idempotency keys of the graphs they were the first job of, and the
    * recorded steps of the workflow runs they were.
    */
-  static final String PRUNE_FINISHED = """
+  static final String PRUNE_DEFAULT_PARTITION = """
       WITH gone AS (
-          DELETE FROM {schema}.finished_jobs
-           WHERE id IN (SELECT id FROM {schema}.finished_jobs
+          DELETE FROM {schema}.finished_jobs_default
+           WHERE id IN (SELECT id FROM {schema}.finished_jobs_default
                          WHERE finished_at < now() - ?::bigint * interval '1 millisecond'
                          ORDER BY finished_at
                          LIMIT ?)

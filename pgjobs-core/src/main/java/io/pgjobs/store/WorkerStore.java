@@ -12,6 +12,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import javax.sql.DataSource;
 import tools.jackson.core.type.TypeReference;
@@ -28,7 +29,9 @@ public final class WorkerStore {
   private final String rescue;
   private final String removeDeadWorkers;
   private final String failUnknownTypes;
-  private final String pruneFinished;
+  private final String ensureHistoryPartitions;
+  private final String dropHistoryPartition;
+  private final String pruneDefaultPartition;
   private final String pruneUniqueKeys;
   private final String hotTableState;
   private final String analyzeHotTable;
@@ -48,7 +51,9 @@ public final class WorkerStore {
     this.rescue = JobSql.forSchema(WorkerSql.RESCUE, schema);
     this.failUnknownTypes = JobSql.forSchema(WorkerSql.FAIL_UNKNOWN_TYPES, schema);
     this.removeDeadWorkers = JobSql.forSchema(WorkerSql.REMOVE_DEAD_WORKERS, schema);
-    this.pruneFinished = JobSql.forSchema(WorkerSql.PRUNE_FINISHED, schema);
+    this.ensureHistoryPartitions = JobSql.forSchema(WorkerSql.ENSURE_HISTORY_PARTITIONS, schema);
+    this.dropHistoryPartition = JobSql.forSchema(WorkerSql.DROP_HISTORY_PARTITION, schema);
+    this.pruneDefaultPartition = JobSql.forSchema(WorkerSql.PRUNE_DEFAULT_PARTITION, schema);
     this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
     this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
     this.analyzeHotTable = JobSql.forSchema(WorkerSql.ANALYZE_HOT_TABLE, schema);
@@ -360,10 +365,56 @@ public final class WorkerStore {
     }
   }
 
-  /** Deletes up to {@code limit} finished jobs older than {@code retention}; returns how many. */
-  public long pruneFinished(Duration retention, int limit) throws SQLException {
+  /**
+   * Makes the partitions of the history ({@code finished_jobs}) that cover from the last one to now +
+   * {@code ahead}, each {@code width} wide (V7__partitioned_history.sql). A lock on the table that is not
+   * granted within 200 ms fails the call with SQLState 55P03 (lock_not_available).
+   *
+   * @return how many were made
+   */
+  public int ensureHistoryPartitions(Duration width, Duration ahead) throws SQLException {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(pruneFinished))) {
+        PreparedStatement ps =
+            StatementDeadline.apply(c.prepareStatement(ensureHistoryPartitions))) {
+      ps.setLong(1, width.toMillis());
+      ps.setLong(2, ahead.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1);
+      }
+    }
+  }
+
+  /** A partition of the history dropped past retention, and its row count as the statistics put it. */
+  public record DroppedPartition(String name, long approximateRows) {}
+
+  /**
+   * Drops the oldest partition of the history whose every row finished longer ago than {@code
+   * retention}, with its jobs' idempotency keys, dependency edges, graph names and keys and workflow
+   * steps and signals. Waits at most 200 ms for its lock on the table (else SQLState 55P03).
+   *
+   * @return the partition dropped, or empty when none is past retention
+   */
+  public Optional<DroppedPartition> dropHistoryPartition(Duration retention) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(dropHistoryPartition))) {
+      ps.setLong(1, retention.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next()
+            ? Optional.of(new DroppedPartition(rs.getString(1), rs.getLong(2)))
+            : Optional.empty();
+      }
+    }
+  }
+
+  /**
+   * Deletes up to {@code limit} rows older than {@code retention} from the history's default partition
+   * (rows written when no partition covered their time), with their jobs' side rows as {@link
+   * #dropHistoryPartition} deletes them; returns how many.
+   */
+  public long pruneDefaultPartition(Duration retention, int limit) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(pruneDefaultPartition))) {
       ps.setLong(1, retention.toMillis());
       ps.setInt(2, limit);
       try (ResultSet rs = ps.executeQuery()) {
