@@ -9,7 +9,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.List;
 
 /**
- * {@code run-bench --workload W1|W2|W3|W4|W3S|W3L|W5|all --runs N [--out FILE] [--scale S]}: runs the workloads
+ * {@code run-bench --workload W1|W2|W3|W4|W3S|W3L|W3G|W3H|W5|all --runs N [--out FILE] [--scale S]}: runs the workloads
  * against the database of {@code DATABASE_URL} (default {@value DatabaseUrl#DEFAULT}), prints a table of
  * medians and ratios, and appends one JSON object per run to FILE. {@code all} is W1–W4; W3S (about a
  * minute at full size, most of it filling 6M rows) runs only when named. Its claim plans go to stderr with
@@ -47,7 +47,7 @@ public final class BenchMain {
                 .toList();
           case "--help", "-h" -> {
             System.out.println(
-                "usage: run-bench [--workload W1|W2|W3|W4|W3S|W3L|all] [--runs N] [--out FILE] [--scale S]"
+                "usage: run-bench [--workload W1|W2|W3|W4|W3S|W3L|W3G|W3H|W5|all] [--runs N] [--out FILE] [--scale S]"
                     + " [--w4-warmup-jobs N]"
                     + " | --sweep [--runs N] [--chart FILE.png] [--out FILE] [--scale S]"
                     + " | --workload W5 [W5 flags] [--runs N] [--out FILE] [--chart FILE.png]"

@@ -311,6 +311,34 @@ public final class BenchRunner {
     out.accept(filled.withPlan(busy + idle));
   }
 
+  /**
+   * W3H: the one-process W3 drain on an empty history (the reference), then in the same schema: a history
+   * of {@link HistoryFill#FULL} finished jobs at {@code scale}, the list's filters timed over it, the same
+   * drain again, and the retention's pruning of a day.
+   */
+  private void w3h(
+      HikariDataSource ds,
+      PgJobsWorkloads pgjobs,
+      String schema,
+      int run,
+      int jobs,
+      Consumer<BenchResult> out)
+      throws Exception {
+    out.accept(pgjobs.w3Processes(Workload.W3H, run, jobs, "empty history (reference)", 1));
+    long rows = Math.max(HistoryFill.HOURS, Math.round(HistoryFill.FULL * scale));
+    long ms = new HistoryFill(ds, schema, progress).fill(rows);
+    progress.printf(Locale.ROOT, "  W3H: %,d finished jobs written in %,d ms%n", rows, ms);
+    HistoryProbe probe = new HistoryProbe(ds, schema, progress);
+    probe.listFilters();
+    out.accept(pgjobs.w3Processes(
+        Workload.W3H,
+        run,
+        jobs,
+        String.format(Locale.ROOT, "history of %,d finished jobs", rows),
+        1));
+    probe.prune();
+  }
+
   private void runOnce(
       HikariDataSource ds, Workload w, int run, int jobs, Consumer<BenchResult> out)
       throws Exception {
@@ -349,6 +377,7 @@ public final class BenchRunner {
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_TWO_PROCESSES, 2));
         }
         case W3S -> w3s(ds, pgjobs, pgSchema, run, jobs, out);
+        case W3H -> w3h(ds, pgjobs, pgSchema, run, jobs, out);
         case W3L -> {
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
           out.accept(pgjobs.w3Limited(

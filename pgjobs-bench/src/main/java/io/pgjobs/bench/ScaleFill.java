@@ -49,7 +49,7 @@ final class ScaleFill {
    * UUIDv7 text from timestamp expression {@code ts}: 48 bits of Unix milliseconds, version 7, the rest
    * from gen_random_uuid() (whose variant bits are already RFC 9562's).
    */
-  private static String uuidV7(String ts) {
+  static String uuidV7(String ts) {
     return "overlay(overlay(replace(gen_random_uuid()::text, '-', '') placing lpad(to_hex(floor(extract(epoch FROM "
         + ts + ") * 1000)::bigint), 12, '0') from 1 for 12) placing '7' from 13 for 1)::uuid";
   }
@@ -96,6 +96,9 @@ final class ScaleFill {
           + " f - interval '2 seconds', f - interval '2 seconds', f - interval '1 second', 'bench-filler', '[]', f"
           + " FROM (SELECT i, now() - interval '1 minute' - ((%d - i)::float8 / %d) * interval '24 hours' AS f"
           + " FROM generate_series(%d, %d) AS i) g";
+      // The history's partitions for those hours, as a running maintenance leader would have made
+      // them.
+      HistoryFill.pastHourPartitions(st, schema, 25);
       for (int lo = 1; lo <= finished; lo += CHUNK) {
         int hi = Math.min(finished, lo + CHUNK - 1);
         st.executeUpdate(String.format(Locale.ROOT, done, finished, finished, lo, hi));

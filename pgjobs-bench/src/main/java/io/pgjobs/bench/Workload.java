@@ -36,6 +36,14 @@ public enum Workload {
    * {@code -Dpgjobs.bench.graphShapes=CHAINS,FLOOR} runs only the named shapes, without the large enqueue.
    */
   W3G("drain of job graphs", 50_000, false),
+  /**
+   * The history at scale (issue 31, section 3), only when named: the one-process drain of 50,000 no-op
+   * jobs on an empty history (the reference, same run); then 100,000,000 finished jobs written into 25
+   * past 1-hour partitions ({@link HistoryFill}); the job list's filters and a lookup by id timed over
+   * them ({@link HistoryProbe}); the same drain again; and the retention's work for a day: one hour
+   * deleted row by row as before V7, then a day of partitions dropped whole.
+   */
+  W3H("drain and reads over a history of 100M finished jobs, and its pruning", 50_000, false),
   /** Latency from enqueue to handler start, 200 jobs 50 ms apart, idle worker. */
   W4("latency", 200),
   /**

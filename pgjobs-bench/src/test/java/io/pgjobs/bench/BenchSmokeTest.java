@@ -60,9 +60,11 @@ class BenchSmokeTest {
         0.01,
         new PrintStream(progress, true, StandardCharsets.UTF_8));
 
-    // W5 has its own entry point (and its own test below).
+    // W5 has its own entry point, and W3H writes a history of 1,000,000 jobs at this scale: each
+    // has a
+    // test of its own below.
     Workload[] workloads = java.util.Arrays.stream(Workload.values())
-        .filter(w -> w != Workload.W5)
+        .filter(w -> w != Workload.W5 && w != Workload.W3H)
         .toArray(Workload[]::new);
     // W3G: its reference and one shape (each shape is one more worker process; GraphShape's own
     // code is
@@ -172,6 +174,33 @@ class BenchSmokeTest {
                 p -> p.info().commandLine().orElse("").contains(BenchWorkerMain.class.getName())))
         .as("worker processes left running")
         .isEmpty();
+  }
+
+  @Test
+  void w3hFillsPastPartitionsTimesTheListAndADrainOverThemAndDropsADayOfPartitions()
+      throws Exception {
+    ByteArrayOutputStream progress = new ByteArrayOutputStream();
+    BenchRunner runner = new BenchRunner(
+        DatabaseUrl.parse(db.jdbcUrl()),
+        0.0001,
+        new PrintStream(progress, true, StandardCharsets.UTF_8));
+    List<BenchResult> results = runner.run(new Workload[] {Workload.W3H}, 1, r -> {});
+    assertThat(results)
+        .extracting(BenchResult::variant)
+        .containsExactly("empty history (reference)", "history of 10,000 finished jobs");
+    assertThat(results).allSatisfy(r -> assertThat(r.jobsPerS()).isPositive());
+    String printed = progress.toString(StandardCharsets.UTF_8);
+    assertThat(printed)
+        .contains(
+            "W3H fill: finished_jobs_",
+            "of 10,000 finished jobs",
+            "| `type=report_export` (rare: 1 in 1,000,000) |",
+            "`JobClient.get(id)`",
+            "Before V7, row by row: the 400 rows of one hour",
+            "- V7: ",
+            "dead tuples left in the history: 0");
+    assertThat(db.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_%'"))
+        .isZero();
   }
 
   @Test

@@ -208,9 +208,18 @@ public final class PgJobsSettings {
       .setBy("JobWorker.Builder.maintenance")
       .springProperty("pgjobs.worker.maintenance");
 
-  /** How long finished jobs are kept. */
+  /**
+   * How long finished jobs are kept at least: the history is dropped a partition at a time, each about a
+   * twelfth of the retention wide, once its newest job is past it.
+   */
   public static final Setting<Duration> RETENTION = Setting.duration(
-          "retention", "retention", "24h", "1s", "3650d", "how long finished jobs are kept")
+          "retention",
+          "retention",
+          "24h",
+          "1s",
+          "3650d",
+          "how long finished jobs are kept at least (at most about 1/12 longer: the history is dropped a"
+              + " partition at a time)")
       .setBy("JobWorker.Builder.retention", "Maintenance.Builder.retention")
       .onCommandLine()
       .springProperty("pgjobs.worker.retention");
@@ -242,7 +251,8 @@ public final class PgJobsSettings {
           "1m",
           "1s",
           "1d",
-          "how often the maintenance leader deletes finished jobs past `retention`")
+          "how often the maintenance leader makes the history's partitions ahead and drops those past"
+              + " `retention`")
       .setBy("Maintenance.Builder.pruneInterval");
 
   /** How often the leader fires the due slots of recurring schedules. */

@@ -19,8 +19,8 @@ final class AdminSql {
 
   /**
    * Whether the list's optional trigram index (named by the parameter, schema-qualified) exists and is
-   * valid: one that {@code CREATE INDEX CONCURRENTLY} is still building, or that a failed build left
-   * behind, cannot serve a query.
+   * valid: a partitioned index that some partition of the history has no part of yet (an operator's
+   * build by hand midway, docs/operations.md), or one a failed build left behind, cannot serve a query.
    */
   static final String TEXT_INDEX_USABLE = """
       SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(?) AND indisvalid)""";

@@ -313,7 +313,7 @@ public final class AdminStore {
    * Whether the trigram index over the searched text exists and can serve queries. It is the
    * operator's to create (docs/operations.md), so the answer is asked again at most every
    * {@link #TEXT_INDEX_RECHECK_NANOS}: an index created (or dropped) while the server runs is used (or no
-   * longer relied on) without a restart. An index still being built by {@code CREATE INDEX CONCURRENTLY},
+   * longer relied on) without a restart. An index that some partition of the history has no part of yet,
    * or left invalid by a build that failed, does not count: the planner cannot use it, and the list's
    * read "through the index" would then read and sort every match instead of stopping at a page.
    */
