@@ -119,8 +119,18 @@ final class HistoryProbe {
         ms[lookups / 2],
         ms[(int) Math.ceil(lookups * 0.95) - 1],
         ms[lookups - 1]);
-    // The queue overview counts the whole history per queue and state (the server caches it): not a
-    // list query, and not index-driven; timed three times.
+    // The queue overview: the counts the maintenance leader keeps for closed partitions, plus a
+    // count of
+    // the others. First, as a leader's prune pass would, the closed partitions are counted once.
+    long countMs;
+    try (Connection c = dataSource.getConnection();
+        Statement st = c.createStatement()) {
+      long t = System.nanoTime();
+      st.execute("SELECT " + schema + ".count_history_partitions(interval '10 minutes')");
+      countMs = (System.nanoTime() - t) / 1_000_000;
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
     long[] overview = new long[3];
     for (int i = 0; i < overview.length; i++) {
       long t = System.nanoTime();
@@ -130,7 +140,9 @@ final class HistoryProbe {
     Arrays.sort(overview);
     out.printf(
         Locale.ROOT,
-        "| `JobClient.queues()` (the queue overview: counts the whole history) | %d | — | %d | — |%n",
+        "| `JobClient.queues()` (the queue overview), after the closed partitions were counted once in"
+            + " %,d ms | %d | — | %d | — |%n",
+        countMs,
         overview[1],
         overview[2]);
     out.println();

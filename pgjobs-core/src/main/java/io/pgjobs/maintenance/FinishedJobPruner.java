@@ -16,6 +16,7 @@ import org.slf4j.LoggerFactory;
  *
  * <ol>
  *   <li>makes the history's partitions ahead of time, each {@link #partitionWidth} wide;
+ *   <li>counts each partition {@link #COUNT_GRACE} past its upper bound, once, for the queue overview;
  *   <li>drops every partition whose upper bound is past the retention, whole: no dead tuple is left and
  *       the cost does not grow with the history (a job is kept at least the retention and at most the
  *       retention plus one partition's width);
@@ -47,6 +48,12 @@ final class FinishedJobPruner implements MaintenanceTask {
       Duration.ofHours(6),
       Duration.ofDays(1),
       Duration.ofDays(7));
+
+  /**
+   * How long after its upper bound a partition is counted for the queue overview: a transaction that
+   * began before the bound may still write into it until it commits.
+   */
+  static final Duration COUNT_GRACE = Duration.ofMinutes(10);
 
   /** At most this many partitions are made ahead, whatever the prune interval. */
   private static final int MAX_AHEAD = 48;
@@ -141,6 +148,10 @@ final class FinishedJobPruner implements MaintenanceTask {
       int made = store.ensureHistoryPartitions(width, ahead);
       if (made > 0) {
         log.debug("made {} history partitions {} wide", made, width);
+      }
+      int counted = store.countHistoryPartitions(COUNT_GRACE);
+      if (counted > 0) {
+        log.debug("counted {} closed history partitions for the queue overview", counted);
       }
       for (int i = 0; i < MAX_BATCHES_PER_PASS; i++) {
         Optional<DroppedPartition> dropped = store.dropHistoryPartition(retention);

@@ -159,9 +159,12 @@ final class AdminSql {
                WHERE state = 'blocked') AS hot
        GROUP BY queue, state""";
 
-  /** Finished jobs per queue and state (planned as usual: a count of a large table reads all of it). */
+  /**
+   * Finished jobs per queue and state: the counts kept for the history's closed partitions plus a count
+   * of the others (V7__partitioned_history.sql, history_overview), not a read of the whole history.
+   */
   static final String FINISHED_COUNTS = """
-      SELECT queue, state, count(*) FROM {schema}.finished_jobs GROUP BY queue, state""";
+      SELECT queue, state, jobs FROM {schema}.history_overview()""";
 
   /** Pause or resume a queue (upsert). */
   static final String SET_QUEUE_PAUSED = """
@@ -179,7 +182,7 @@ final class AdminSql {
    */
   static final String QUEUE_OVERVIEW = """
       WITH done AS (
-          SELECT queue, state, count(*) AS jobs FROM {schema}.finished_jobs GROUP BY queue, state
+          SELECT queue, state, jobs FROM {schema}.history_overview()
       )
       SELECT coalesce(d.queue, q.name), d.state, coalesce(d.jobs, 0), coalesce(q.paused, false)
         FROM done AS d

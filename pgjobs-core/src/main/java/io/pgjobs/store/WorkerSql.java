@@ -343,6 +343,13 @@ final class WorkerSql {
                                                 ?::bigint * interval '1 millisecond')""";
 
   /**
+   * Counts per queue and state, once, each partition of {@code finished_jobs} whose upper bound is more
+   * than the parameter (ms) past, for the queue overview; returns how many it counted.
+   */
+  static final String COUNT_HISTORY_PARTITIONS = """
+      SELECT {schema}.count_history_partitions(?::bigint * interval '1 millisecond')""";
+
+  /**
    * Drops the oldest partition of {@code finished_jobs} whose upper bound is past the retention (parameter,
    * ms), with its jobs' rows in the side tables; its name and estimated row count, or no row.
    */

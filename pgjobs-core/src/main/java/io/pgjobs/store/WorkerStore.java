@@ -31,6 +31,7 @@ public final class WorkerStore {
   private final String failUnknownTypes;
   private final String ensureHistoryPartitions;
   private final String dropHistoryPartition;
+  private final String countHistoryPartitions;
   private final String pruneDefaultPartition;
   private final String pruneUniqueKeys;
   private final String hotTableState;
@@ -53,6 +54,7 @@ public final class WorkerStore {
     this.removeDeadWorkers = JobSql.forSchema(WorkerSql.REMOVE_DEAD_WORKERS, schema);
     this.ensureHistoryPartitions = JobSql.forSchema(WorkerSql.ENSURE_HISTORY_PARTITIONS, schema);
     this.dropHistoryPartition = JobSql.forSchema(WorkerSql.DROP_HISTORY_PARTITION, schema);
+    this.countHistoryPartitions = JobSql.forSchema(WorkerSql.COUNT_HISTORY_PARTITIONS, schema);
     this.pruneDefaultPartition = JobSql.forSchema(WorkerSql.PRUNE_DEFAULT_PARTITION, schema);
     this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
     this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
@@ -378,6 +380,24 @@ public final class WorkerStore {
             StatementDeadline.apply(c.prepareStatement(ensureHistoryPartitions))) {
       ps.setLong(1, width.toMillis());
       ps.setLong(2, ahead.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1);
+      }
+    }
+  }
+
+  /**
+   * Counts, once, each partition of the history whose upper bound is more than {@code grace} past, for the
+   * queue overview (V7__partitioned_history.sql, count_history_partitions): one read of each partition.
+   *
+   * @return how many partitions it counted
+   */
+  public int countHistoryPartitions(Duration grace) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            StatementDeadline.apply(c.prepareStatement(countHistoryPartitions))) {
+      ps.setLong(1, grace.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getInt(1);

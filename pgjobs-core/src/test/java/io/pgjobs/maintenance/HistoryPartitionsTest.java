@@ -237,6 +237,85 @@ class HistoryPartitionsTest extends PgJobsTestBase {
         .isGreaterThanOrEqualTo(3);
   }
 
+  /** The overview's counts equal a count of the whole history, queue by queue and state by state. */
+  private static void assertOverviewIsExact() {
+    assertThat(db.queryLong("""
+            SELECT count(*) FROM (
+                (SELECT queue, state, jobs FROM pgjobs.history_overview()
+                 EXCEPT SELECT queue, state, count(*) FROM pgjobs.finished_jobs GROUP BY 1, 2)
+                UNION ALL
+                (SELECT queue, state, count(*) FROM pgjobs.finished_jobs GROUP BY 1, 2
+                 EXCEPT SELECT queue, state, jobs FROM pgjobs.history_overview())) AS d""")).as("history_overview() against count(*)").isZero();
+  }
+
+  @Test
+  void theOverviewCountsAClosedPartitionOnceAndTakesRetriesDeletesAndDropsOffItsCounts()
+      throws Exception {
+    WorkerStore store = store();
+    // A partition three hours old with four jobs of queue q1 (one failed), and two jobs finished
+    // now.
+    db.execute(
+        "CREATE TABLE pgjobs.finished_jobs_closed (LIKE pgjobs.finished_jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
+        "ALTER TABLE pgjobs.finished_jobs ATTACH PARTITION pgjobs.finished_jobs_closed FOR VALUES"
+            + " FROM (now() - interval '3 hours') TO (now() - interval '2 hours')");
+    for (int i = 0; i < 3; i++) {
+      db.execute(ROW.formatted("now() - interval '150 minutes'").replace("'default'", "'q1'"));
+    }
+    db.execute(ROW.formatted("now() - interval '150 minutes'")
+        .replace("'default'", "'q1'")
+        .replace("'succeeded'", "'failed'"));
+    finishedAt("now()");
+    finishedAt("now()");
+    assertOverviewIsExact();
+
+    assertThat(store.countHistoryPartitions(Duration.ofMinutes(10))).isEqualTo(1);
+    assertThat(store.countHistoryPartitions(Duration.ofMinutes(10)))
+        .as("counted once")
+        .isZero();
+    assertThat(db.queryLong("SELECT coalesce(sum(jobs), 0) FROM pgjobs.history_counts"
+            + " WHERE partition_name = 'finished_jobs_closed'"))
+        .isEqualTo(4);
+    assertOverviewIsExact();
+    assertThat(client.queues().stream()
+            .filter(q -> q.name().equals("q1"))
+            .findFirst()
+            .orElseThrow()
+            .counts())
+        .containsEntry(JobState.SUCCEEDED, 3L)
+        .containsEntry(JobState.FAILED, 1L);
+
+    // A retry by hand moves the failed job back to jobs: off the kept count.
+    UUID failed;
+    try (Connection c = db.dataSource().getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs =
+            st.executeQuery("SELECT id FROM pgjobs.finished_jobs WHERE state = 'failed'")) {
+      rs.next();
+      failed = rs.getObject(1, UUID.class);
+    }
+    client.retry(failed);
+    assertOverviewIsExact();
+    // An operator's delete, and a row finished now.
+    db.execute(
+        "DELETE FROM pgjobs.finished_jobs WHERE id IN (SELECT id FROM pgjobs.finished_jobs_closed LIMIT 1)");
+    finishedAt("now()");
+    assertOverviewIsExact();
+    assertThat(db.queryLong("SELECT coalesce(sum(jobs), 0) FROM pgjobs.history_counts"))
+        .isEqualTo(2);
+    // The drop takes the partition's counts with it; a TRUNCATE all of them.
+    assertThat(db.queryLong(
+            "SELECT count(*) FROM pgjobs.drop_history_partition(now() - interval '2 hours')"))
+        .isEqualTo(1);
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.history_counted")).isZero();
+    assertOverviewIsExact();
+    db.execute(
+        "INSERT INTO pgjobs.history_counted VALUES ('finished_jobs_x')",
+        "INSERT INTO pgjobs.history_counts VALUES ('finished_jobs_x', 'q9', 'succeeded', 7)",
+        "TRUNCATE pgjobs.finished_jobs");
+    assertThat(db.queryLong("SELECT count(*) FROM pgjobs.history_counts")).isZero();
+    assertOverviewIsExact();
+  }
+
   @Test
   void newPartitionsStartAboveTheDefaultPartitionsNewestRowAndTheWidthIsChecked() {
     db.execute("SELECT pgjobs.ensure_history_partitions(interval '1 hour', interval '2 hours')");

@@ -169,6 +169,8 @@ BEGIN
     EXECUTE format('DELETE FROM %1$I.graph_keys AS g USING %1$I.%2$I AS f WHERE g.first_job = f.id', s, victim);
     EXECUTE format('DELETE FROM %1$I.workflow_steps AS w USING %1$I.%2$I AS f WHERE w.run_id = f.id', s, victim);
     EXECUTE format('DELETE FROM %1$I.workflow_signals AS w USING %1$I.%2$I AS f WHERE w.run_id = f.id', s, victim);
+    DELETE FROM ${flyway:defaultSchema}.history_counts AS c WHERE c.partition_name = victim;
+    DELETE FROM ${flyway:defaultSchema}.history_counted AS c WHERE c.partition_name = victim;
     partition_name := victim;
     SELECT greatest(c.reltuples, 0)::bigint INTO approximate_rows
       FROM pg_class AS c WHERE c.oid = format('%I.%I', s, victim)::regclass;
@@ -176,6 +178,120 @@ BEGIN
     RETURN NEXT;
 END
 $$;
+
+-- ============================================================== counts of the history per queue and state
+
+-- The queue overview counts finished jobs per queue and state. Counting the whole history at each call
+-- reads all of it (about 100 s at 100 million rows). A partition past its upper bound takes no more rows
+-- (every row is written with finished_at = now() of its transaction), so its counts are taken once, by
+-- the maintenance leader, and kept here; the overview adds the counts of the partitions not counted yet
+-- (the current one, those ahead, the default one). Deletes from a counted partition (a retry by hand, an
+-- operator's delete) take their rows off its counts in the same transaction (history_counts_deleted).
+-- The edge: a transaction that began before a partition's upper bound and wrote a finished job into it
+-- more than `grace` (10 min) later, after the partition was counted, is not in its counts.
+CREATE TABLE history_counts (
+    partition_name text   NOT NULL,
+    queue          text   NOT NULL,
+    state          text   NOT NULL,
+    jobs           bigint NOT NULL,
+    PRIMARY KEY (partition_name, queue, state)
+);
+
+-- The partitions whose counts are in history_counts (a counted partition may have no rows there: empty).
+CREATE TABLE history_counted (
+    partition_name text PRIMARY KEY
+);
+
+-- Counts each partition whose upper bound is more than `grace` past and that is not counted yet, oldest
+-- first; returns how many it counted. Holds an EXCLUSIVE lock on history_counts until its transaction
+-- ends: a delete's trigger (which takes ROW EXCLUSIVE) waits, or is waited for, so that each deleted row is
+-- either left out of the count or taken off it, never both nor neither. Readers are not blocked.
+CREATE FUNCTION count_history_partitions(grace interval) RETURNS integer
+    LANGUAGE plpgsql
+AS $$
+DECLARE
+    s    text := '${flyway:defaultSchema}';
+    part record;
+    n    integer := 0;
+BEGIN
+    LOCK TABLE ${flyway:defaultSchema}.history_counts IN EXCLUSIVE MODE;
+    FOR part IN
+        SELECT p.partition_name
+          FROM ${flyway:defaultSchema}.history_partitions() AS p
+         WHERE p.hi <= now() - grace
+           AND NOT EXISTS (SELECT FROM ${flyway:defaultSchema}.history_counted AS c
+                            WHERE c.partition_name = p.partition_name)
+         ORDER BY p.hi
+    LOOP
+        EXECUTE format('INSERT INTO %1$I.history_counts (partition_name, queue, state, jobs)
+                        SELECT %2$L, queue, state, count(*) FROM %1$I.%2$I GROUP BY queue, state',
+                       s, part.partition_name);
+        INSERT INTO ${flyway:defaultSchema}.history_counted (partition_name) VALUES (part.partition_name);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+-- Finished jobs per queue and state: the kept counts of the counted partitions, plus a count of each
+-- partition not counted (the current one, those ahead, the default one), all in the caller's snapshot.
+CREATE FUNCTION history_overview() RETURNS TABLE (queue text, state text, jobs bigint)
+    LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    s    text := '${flyway:defaultSchema}';
+    part record;
+    sql  text := 'SELECT queue, state, jobs FROM ${flyway:defaultSchema}.history_counts';
+BEGIN
+    FOR part IN
+        SELECT c.relname AS name
+          FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+         WHERE i.inhparent = '${flyway:defaultSchema}.finished_jobs'::regclass
+           AND NOT EXISTS (SELECT FROM ${flyway:defaultSchema}.history_counted AS k WHERE k.partition_name = c.relname)
+    LOOP
+        sql := sql || format(' UNION ALL SELECT queue, state, count(*) FROM %I.%I GROUP BY queue, state', s, part.name);
+    END LOOP;
+    RETURN QUERY EXECUTE 'SELECT queue, state, sum(jobs)::bigint FROM (' || sql || ') AS c'
+                         ' GROUP BY queue, state HAVING sum(jobs) > 0';
+END
+$$;
+
+-- Takes deleted finished jobs off the counts of their counted partitions. Fires on every DELETE from
+-- finished_jobs (retries by hand, operators' deletes, the default partition's pruning), which are rare;
+-- not on the completion path, which only inserts.
+CREATE FUNCTION history_counts_deleted() RETURNS trigger
+    LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ${flyway:defaultSchema}.history_counts AS c SET jobs = c.jobs - d.n
+      FROM (SELECT p.partition_name, o.queue, o.state, count(*) AS n
+              FROM gone_rows AS o
+              JOIN ${flyway:defaultSchema}.history_partitions() AS p
+                ON o.finished_at >= coalesce(p.lo, '-infinity') AND o.finished_at < p.hi
+             GROUP BY 1, 2, 3) AS d
+     WHERE c.partition_name = d.partition_name AND c.queue = d.queue AND c.state = d.state;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER finished_jobs_counts_delete
+    AFTER DELETE ON finished_jobs REFERENCING OLD TABLE AS gone_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION history_counts_deleted();
+
+-- A TRUNCATE of the history empties the counts with it.
+CREATE FUNCTION history_counts_truncated() RETURNS trigger
+    LANGUAGE plpgsql
+AS $$
+BEGIN
+    DELETE FROM ${flyway:defaultSchema}.history_counts;
+    DELETE FROM ${flyway:defaultSchema}.history_counted;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER finished_jobs_counts_truncate
+    AFTER TRUNCATE ON finished_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION history_counts_truncated();
 
 -- The trigram index for ?text= (docs/operations.md), built partition by partition: CREATE INDEX
 -- CONCURRENTLY cannot build an index on a partitioned table. The parent's index is made on it alone
