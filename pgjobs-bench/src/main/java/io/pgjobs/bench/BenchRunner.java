@@ -324,10 +324,24 @@ public final class BenchRunner {
       int jobs,
       Consumer<BenchResult> out)
       throws Exception {
-    out.accept(pgjobs.w3Processes(Workload.W3H, run, jobs, "empty history (reference)", 1));
-    long rows = Math.max(HistoryFill.HOURS, Math.round(HistoryFill.FULL * scale));
-    long ms = new HistoryFill(ds, schema, progress).fill(rows);
-    progress.printf(Locale.ROOT, "  W3H: %,d finished jobs written in %,d ms%n", rows, ms);
+    long rows;
+    if (System.getProperty("pgjobs.bench.history") != null) {
+      // The history of an earlier run's fill: no reference drain here (run W3H at a tiny scale
+      // beside).
+      try (var c = ds.getConnection();
+          var st = c.createStatement();
+          var rs = st.executeQuery("SELECT count(*) FROM " + schema + ".finished_jobs")) {
+        rs.next();
+        rows = rs.getLong(1);
+      }
+      progress.printf(
+          Locale.ROOT, "  W3H: the history of schema %s, %,d finished jobs%n", schema, rows);
+    } else {
+      out.accept(pgjobs.w3Processes(Workload.W3H, run, jobs, "empty history (reference)", 1));
+      rows = Math.max(HistoryFill.HOURS, Math.round(HistoryFill.FULL * scale));
+      long ms = new HistoryFill(ds, schema, progress).fill(rows);
+      progress.printf(Locale.ROOT, "  W3H: %,d finished jobs written in %,d ms%n", rows, ms);
+    }
     HistoryProbe probe = new HistoryProbe(ds, schema, progress);
     probe.listFilters();
     out.accept(pgjobs.w3Processes(
@@ -343,7 +357,11 @@ public final class BenchRunner {
       HikariDataSource ds, Workload w, int run, int jobs, Consumer<BenchResult> out)
       throws Exception {
     String suffix = UUID.randomUUID().toString().substring(0, 8);
-    String pgSchema = "bench_pgjobs_" + suffix;
+    // -Dpgjobs.bench.history=SCHEMA: W3H over the history already in SCHEMA (a W3H run stopped
+    // after its
+    // fill), which is kept afterwards; see w3h.
+    String history = w == Workload.W3H ? System.getProperty("pgjobs.bench.history") : null;
+    String pgSchema = history != null ? history : "bench_pgjobs_" + suffix;
     String rawSchema = "bench_raw_" + suffix;
     try {
       PgJobsWorkloads pgjobs = new PgJobsWorkloads(database, ds, pgSchema);
@@ -422,7 +440,11 @@ public final class BenchRunner {
         }
       }
     } finally {
-      drop(ds, pgSchema, rawSchema);
+      if (history != null) {
+        drop(ds, rawSchema);
+      } else {
+        drop(ds, pgSchema, rawSchema);
+      }
     }
   }
 }
