@@ -326,8 +326,8 @@ public final class BenchRunner {
       throws Exception {
     long rows;
     if (System.getProperty("pgjobs.bench.history") != null) {
-      // The history of an earlier run's fill: no reference drain here (run W3H at a tiny scale
-      // beside).
+      // The history of an earlier run's fill: no reference drain here (run W3 beside it: its
+      // one-process drain is the same drain on an empty history).
       try (var c = ds.getConnection();
           var st = c.createStatement();
           var rs = st.executeQuery("SELECT count(*) FROM " + schema + ".finished_jobs")) {

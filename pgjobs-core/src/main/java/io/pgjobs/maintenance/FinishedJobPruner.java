@@ -145,6 +145,10 @@ final class FinishedJobPruner implements MaintenanceTask {
   /** Makes the partitions ahead, then drops those past retention; a lock not granted waits a pass. */
   private void partitions() throws SQLException {
     try {
+      int leftovers = store.dropDetachedHistoryTables();
+      if (leftovers > 0) {
+        log.info("dropped {} history partitions detached by an earlier pass", leftovers);
+      }
       int made = store.ensureHistoryPartitions(width, ahead);
       if (made > 0) {
         log.debug("made {} history partitions {} wide", made, width);

@@ -350,12 +350,17 @@ final class WorkerSql {
       SELECT {schema}.count_history_partitions(?::bigint * interval '1 millisecond')""";
 
   /**
-   * Drops the oldest partition of {@code finished_jobs} whose upper bound is past the retention (parameter,
-   * ms), with its jobs' rows in the side tables; its name and estimated row count, or no row.
+   * Detaches the oldest partition of {@code finished_jobs} whose upper bound is past the retention
+   * (parameter, ms), after deleting its jobs' rows in the side tables; its name and estimated row count,
+   * or no row. The caller drops the detached table in a transaction of its own.
    */
   static final String DROP_HISTORY_PARTITION = """
       SELECT partition_name, approximate_rows
         FROM {schema}.drop_history_partition(now() - ?::bigint * interval '1 millisecond')""";
+
+  /** Tables of the history detached and not dropped yet (a process died between the two). */
+  static final String DETACHED_HISTORY_TABLES = """
+      SELECT {schema}.detached_history_tables()""";
 
   /**
    * Rows of the default partition of {@code finished_jobs} (those no partition's range covered when they

@@ -32,6 +32,8 @@ public final class WorkerStore {
   private final String ensureHistoryPartitions;
   private final String dropHistoryPartition;
   private final String countHistoryPartitions;
+  private final String detachedHistoryTables;
+  private final String schema;
   private final String pruneDefaultPartition;
   private final String pruneUniqueKeys;
   private final String hotTableState;
@@ -55,6 +57,8 @@ public final class WorkerStore {
     this.ensureHistoryPartitions = JobSql.forSchema(WorkerSql.ENSURE_HISTORY_PARTITIONS, schema);
     this.dropHistoryPartition = JobSql.forSchema(WorkerSql.DROP_HISTORY_PARTITION, schema);
     this.countHistoryPartitions = JobSql.forSchema(WorkerSql.COUNT_HISTORY_PARTITIONS, schema);
+    this.detachedHistoryTables = JobSql.forSchema(WorkerSql.DETACHED_HISTORY_TABLES, schema);
+    this.schema = JobSql.requireSchema(schema);
     this.pruneDefaultPartition = JobSql.forSchema(WorkerSql.PRUNE_DEFAULT_PARTITION, schema);
     this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
     this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
@@ -411,19 +415,53 @@ public final class WorkerStore {
   /**
    * Drops the oldest partition of the history whose every row finished longer ago than {@code
    * retention}, with its jobs' idempotency keys, dependency edges, graph names and keys and workflow
-   * steps and signals. Waits at most 200 ms for its lock on the table (else SQLState 55P03).
+   * steps and signals: detached in one statement (which waits at most 200 ms for its lock on the table,
+   * else SQLState 55P03), then dropped in another, so that the unlinking of its files at commit holds no
+   * lock on the history.
    *
    * @return the partition dropped, or empty when none is past retention
    */
   public Optional<DroppedPartition> dropHistoryPartition(Duration retention) throws SQLException {
+    DroppedPartition detached;
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(dropHistoryPartition))) {
       ps.setLong(1, retention.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next()
-            ? Optional.of(new DroppedPartition(rs.getString(1), rs.getLong(2)))
-            : Optional.empty();
+        if (!rs.next()) {
+          return Optional.empty();
+        }
+        detached = new DroppedPartition(rs.getString(1), rs.getLong(2));
       }
+    }
+    dropDetachedTable(detached.name());
+    return Optional.of(detached);
+  }
+
+  /**
+   * Drops the tables of the history that a pass detached and did not drop (its process died between
+   * the two statements).
+   *
+   * @return how many it dropped
+   */
+  public int dropDetachedHistoryTables() throws SQLException {
+    List<String> names = new ArrayList<>();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(detachedHistoryTables));
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        names.add(rs.getString(1));
+      }
+    }
+    for (String name : names) {
+      dropDetachedTable(name);
+    }
+    return names.size();
+  }
+
+  private void dropDetachedTable(String name) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        java.sql.Statement st = StatementDeadline.apply(c.createStatement())) {
+      st.execute("DROP TABLE IF EXISTS " + schema + ".\"" + name.replace("\"", "\"\"") + "\"");
     }
   }
 

@@ -43,7 +43,8 @@ class HistoryPartitionsTest extends PgJobsTestBase {
         DO $$
         DECLARE p text;
         BEGIN
-          FOR p IN SELECT partition_name FROM pgjobs.history_partitions() LOOP
+          FOR p IN SELECT partition_name FROM pgjobs.history_partitions()
+                   UNION ALL SELECT pgjobs.detached_history_tables() LOOP
             EXECUTE format('DROP TABLE pgjobs.%I', p);
           END LOOP;
         END
@@ -204,8 +205,7 @@ class HistoryPartitionsTest extends PgJobsTestBase {
     awaitState(old, JobState.SUCCEEDED);
     awaitState(recent, JobState.SUCCEEDED);
     db.execute(
-        "CREATE TABLE pgjobs.finished_jobs_aged (LIKE pgjobs.finished_jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
-        "ALTER TABLE pgjobs.finished_jobs ATTACH PARTITION pgjobs.finished_jobs_aged FOR VALUES"
+        "CREATE TABLE pgjobs.finished_jobs_aged PARTITION OF pgjobs.finished_jobs FOR VALUES"
             + " FROM (now() - interval '2 days') TO (now() - interval '1 day')",
         "UPDATE pgjobs.finished_jobs SET finished_at = now() - interval '36 hours' WHERE id = '"
             + old + "'");
@@ -214,7 +214,20 @@ class HistoryPartitionsTest extends PgJobsTestBase {
     assertThat(db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs_default"))
         .isEqualTo(1);
 
+    // A partition an earlier pass detached and did not drop (its process died in between).
+    db.execute(
+        "CREATE TABLE pgjobs.finished_jobs_leftover PARTITION OF pgjobs.finished_jobs FOR VALUES"
+            + " FROM ('2000-01-01 00:00:00+00') TO ('2000-01-01 01:00:00+00')",
+        "ALTER TABLE pgjobs.finished_jobs DETACH PARTITION pgjobs.finished_jobs_leftover");
+
     new FinishedJobPruner(store, Duration.ofHours(24), Duration.ofMinutes(1)).run();
+
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM pg_class WHERE oid IN"
+                    + " (to_regclass('pgjobs.finished_jobs_aged'), to_regclass('pgjobs.finished_jobs_leftover'))"))
+        .as("detached, then dropped in a statement of its own; the leftover dropped too")
+        .isZero();
 
     assertThat(db.queryLong("SELECT count(*) FROM pgjobs.history_partitions()"
             + " WHERE partition_name = 'finished_jobs_aged'"))
@@ -255,8 +268,7 @@ class HistoryPartitionsTest extends PgJobsTestBase {
     // A partition three hours old with four jobs of queue q1 (one failed), and two jobs finished
     // now.
     db.execute(
-        "CREATE TABLE pgjobs.finished_jobs_closed (LIKE pgjobs.finished_jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
-        "ALTER TABLE pgjobs.finished_jobs ATTACH PARTITION pgjobs.finished_jobs_closed FOR VALUES"
+        "CREATE TABLE pgjobs.finished_jobs_closed PARTITION OF pgjobs.finished_jobs FOR VALUES"
             + " FROM (now() - interval '3 hours') TO (now() - interval '2 hours')");
     for (int i = 0; i < 3; i++) {
       db.execute(ROW.formatted("now() - interval '150 minutes'").replace("'default'", "'q1'"));

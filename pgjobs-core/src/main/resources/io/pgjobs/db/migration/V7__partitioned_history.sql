@@ -137,14 +137,17 @@ BEGIN
 END
 $$;
 
--- Drops the oldest partition whose upper bound is at or before the cutoff (now() - retention), with what
--- belongs to its jobs in the side tables (as PRUNE_FINISHED deletes them for pruned rows): idempotency
--- keys, the dependency edges they were the child of, their names in their graphs, the keys of the graphs
--- they were the first job of, the steps and signals of the workflow runs they were. The side tables are
--- emptied first and the DROP comes last: it takes an ACCESS EXCLUSIVE lock on finished_jobs (completions
--- wait for it) only for the drop itself and the commit, and waits at most 200 ms for it, else fails (the
--- next pass tries again). Returns the partition's name and its row count as the statistics estimate it
--- (counting would read the partition), or no row when no partition is past the cutoff.
+-- Detaches the oldest partition whose upper bound is at or before the cutoff (now() - retention), after
+-- deleting what belongs to its jobs in the side tables (as the default partition's pruning deletes them
+-- for its rows): idempotency keys, the dependency edges they were the child of, their names in their
+-- graphs, the keys of the graphs they were the first job of, the steps and signals of the workflow runs
+-- they were, and its counts. The caller then drops the detached table in a transaction of its own
+-- (WorkerStore.dropHistoryPartition): a DROP unlinks the table's files at commit, about 1 s for a
+-- partition of 4,000,000 jobs here, and done in this transaction it would hold the ACCESS EXCLUSIVE lock
+-- on finished_jobs that the DETACH takes (completions wait for it) for that long. The DETACH comes last
+-- and waits at most 200 ms for its lock, else fails (the next pass tries again). Returns the partition's
+-- name and its row count as the statistics estimate it (counting would read the partition), or no row
+-- when no partition is past the cutoff.
 CREATE FUNCTION drop_history_partition(cutoff timestamptz)
     RETURNS TABLE (partition_name text, approximate_rows bigint)
     LANGUAGE plpgsql
@@ -174,7 +177,7 @@ BEGIN
     partition_name := victim;
     SELECT greatest(c.reltuples, 0)::bigint INTO approximate_rows
       FROM pg_class AS c WHERE c.oid = format('%I.%I', s, victim)::regclass;
-    EXECUTE format('DROP TABLE %I.%I', s, victim);
+    EXECUTE format('ALTER TABLE %I.finished_jobs DETACH PARTITION %I.%I', s, s, victim);
     RETURN NEXT;
 END
 $$;
@@ -292,6 +295,19 @@ $$;
 CREATE TRIGGER finished_jobs_counts_truncate
     AFTER TRUNCATE ON finished_jobs
     FOR EACH STATEMENT EXECUTE FUNCTION history_counts_truncated();
+
+-- Tables named like the history's partitions that are no longer attached: detached by
+-- drop_history_partition and not dropped yet (the process died in between). The pruner drops them.
+CREATE FUNCTION detached_history_tables() RETURNS SETOF text
+    LANGUAGE sql STABLE
+AS $$
+    SELECT c.relname::text
+      FROM pg_class AS c
+     WHERE c.relnamespace = '${flyway:defaultSchema}'::regnamespace
+       AND c.relkind = 'r'
+       AND c.relname LIKE 'finished\_jobs\_%'
+       AND NOT c.relispartition
+$$;
 
 -- The trigram index for ?text= (docs/operations.md), built partition by partition: CREATE INDEX
 -- CONCURRENTLY cannot build an index on a partitioned table. The parent's index is made on it alone
