@@ -312,8 +312,9 @@ class FlowControlTest extends PgJobsTestBase {
         log.stream().sorted(java.util.Comparator.comparingLong(Run::startNanos)).toList();
     // The claims' own times (attempted_at: the instant the rate was checked) hold the bound
     // exactly.
-    // The handlers start after their claim (milliseconds; more on a loaded machine: 127 in one CI
-    // run), so their log may shift some starts of one second into the next: 10 % of the rate.
+    // The handlers start after their claim (milliseconds; more on a loaded machine: 127 and 136 in
+    // two CI runs), so their log may shift some starts of one second into the next: 25 % of the rate.
+    // Without the limit the two workers' 40 lanes start thousands a second.
     assertThat(db.queryLong("SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY attempted_at"
             + " RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
             + " FROM pgjobs.finished_jobs) AS w"))
@@ -321,7 +322,7 @@ class FlowControlTest extends PgJobsTestBase {
         .isLessThanOrEqualTo(100 + burst);
     assertThat(maxInAnySecond(byStart))
         .as("handler starts in any second")
-        .isLessThanOrEqualTo(100 + burst + 10);
+        .isLessThanOrEqualTo(100 + burst + 25);
     Map<String, List<Run>> byKey = new HashMap<>();
     byStart.forEach(
         r -> byKey.computeIfAbsent(r.account(), a -> new ArrayList<>()).add(r));
