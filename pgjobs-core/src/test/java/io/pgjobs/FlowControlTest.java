@@ -313,7 +313,8 @@ class FlowControlTest extends PgJobsTestBase {
     // The claims' own times (attempted_at: the instant the rate was checked) hold the bound
     // exactly.
     // The handlers start after their claim (milliseconds; more on a loaded machine: 127 and 136 in
-    // two CI runs), so their log may shift some starts of one second into the next: 25 % of the rate.
+    // two CI runs), so their log may shift some starts of one second into the next: 25 % of the
+    // rate.
     // Without the limit the two workers' 40 lanes start thousands a second.
     assertThat(db.queryLong("SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY attempted_at"
             + " RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
