@@ -14,8 +14,14 @@ import java.util.UUID;
  * @param states states to include; empty for all
  * @param types type names to include; empty for all
  * @param queues queues to include; empty for all
- * @param createdAfter only jobs created after this instant, or null
- * @param createdBefore only jobs created before this instant, or null
+ * @param createdAfter only jobs created after this instant, or null. Creation time here is the time in
+ *     the job's id (a UUIDv7, made when the enqueue was called), which orders the list, so the filter is a
+ *     range of ids read through the id index. Compared to the millisecond, which is all an id holds, and
+ *     exclusive: a job of the bound's own millisecond is neither before nor after it. The id's time is
+ *     usually a little earlier than {@link Job#createdAt()} (the enqueue transaction's start, from the
+ *     database's clock), and later for a job enqueued in a transaction that was already open.
+ * @param createdBefore only jobs created before this instant, or null; creation time as for {@code
+ *     createdAfter}
  * @param limit page size, 1 to {@value #MAX_LIMIT}
  * @param cursor the {@link JobPage#nextCursor()} of the previous page, or null for the first
  * @param text only jobs whose payload (as JSON text) or context contains this text, ignoring case; null
@@ -163,13 +169,13 @@ public record JobFilter(
       return this;
     }
 
-    /** Only jobs created after this instant. */
+    /** Only jobs created after this instant (the time in the job's id: see {@link JobFilter}). */
     public Builder createdAfter(Instant instant) {
       this.createdAfter = instant;
       return this;
     }
 
-    /** Only jobs created before this instant. */
+    /** Only jobs created before this instant (the time in the job's id: see {@link JobFilter}). */
     public Builder createdBefore(Instant instant) {
       this.createdBefore = instant;
       return this;

@@ -8,6 +8,7 @@ import io.pgjobs.testkit.JobRows;
 import io.pgjobs.worker.JobWorker;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
@@ -186,10 +187,16 @@ class ClientQueriesTest extends PgJobsTestBase {
     startWorker();
     UUID ok1 = enqueue(OK, 1);
     UUID fail1 = enqueue(FAILS, 2);
-    Job lastOfFirstBatch = client.enqueue(PARKED, new Numbered(3)).job();
-    UUID parked1 = lastOfFirstBatch.id();
-    Job firstOfSecondBatch = client.enqueue(PARKED, new Numbered(4)).job();
-    UUID parked2 = firstOfSecondBatch.id();
+    UUID parked1 = enqueue(PARKED, 3);
+    // The creation-time bounds compare the millisecond in a job's id (UUIDv7) with the bound's, and
+    // a
+    // job of the bound's own millisecond is neither before nor after it: each bound is taken in a
+    // millisecond of its own, between the jobs' milliseconds.
+    Instant afterFirstBatch = nextMillisecondThenNow();
+    nextMillisecondThenNow();
+    UUID parked2 = enqueue(PARKED, 4);
+    Instant afterParked2 = nextMillisecondThenNow();
+    nextMillisecondThenNow();
     UUID ok2 = enqueue(OK, 5);
     awaitState(ok1, JobState.SUCCEEDED);
     awaitState(fail1, JobState.FAILED);
@@ -218,19 +225,23 @@ class ClientQueriesTest extends PgJobsTestBase {
             listAll(JobFilter.builder().queue("work").state(JobState.SUCCEEDED).type("fails")))
         .isEmpty();
 
-    // Bounds are exclusive and compare the stored instants (the JVM runs in America/Sao_Paulo).
-    assertThat(listAll(JobFilter.builder().createdAfter(lastOfFirstBatch.createdAt())))
+    // (The JVM runs in America/Sao_Paulo: bounds are instants.)
+    assertThat(listAll(JobFilter.builder().createdAfter(afterFirstBatch)))
         .containsExactlyInAnyOrder(parked2, ok2);
-    assertThat(listAll(JobFilter.builder().createdBefore(firstOfSecondBatch.createdAt())))
+    assertThat(listAll(JobFilter.builder().createdBefore(afterFirstBatch)))
         .containsExactlyInAnyOrder(ok1, fail1, parked1);
-    assertThat(listAll(JobFilter.builder()
-            .createdAfter(lastOfFirstBatch.createdAt())
-            .createdBefore(firstOfSecondBatch.createdAt().plusNanos(1_000))))
+    assertThat(
+            listAll(JobFilter.builder().createdAfter(afterFirstBatch).createdBefore(afterParked2)))
         .containsExactly(parked2);
-    assertThat(listAll(JobFilter.builder()
-            .createdAfter(lastOfFirstBatch.createdAt())
-            .state(JobState.SUCCEEDED)))
+    assertThat(listAll(JobFilter.builder().createdAfter(afterFirstBatch).state(JobState.SUCCEEDED)))
         .containsExactly(ok2);
+  }
+
+  /** Waits until the clock is in a later millisecond than when called, then returns the time. */
+  private static Instant nextMillisecondThenNow() {
+    long now = System.currentTimeMillis();
+    await().atMost(Duration.ofSeconds(5)).until(() -> System.currentTimeMillis() > now);
+    return Instant.now();
   }
 
   @Test

@@ -1,6 +1,7 @@
 package io.pgjobs.store;
 
 import java.security.SecureRandom;
+import java.time.Instant;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -38,6 +39,48 @@ public final class UuidV7 {
     long msb = (millis << 16) | 0x7000L | sequence;
     long lsb = 0x8000000000000000L | (BLOCKS.get().nextLong() >>> 2);
     return new UUID(msb, lsb);
+  }
+
+  /** The largest millisecond a UUIDv7 holds: 48 bits. */
+  static final long MAX_MILLIS = (1L << 48) - 1;
+
+  /**
+   * The smallest UUID of the millisecond {@code millis} (clamped to 0 and {@link #MAX_MILLIS}): every
+   * UUIDv7 of that millisecond or later sorts at or above it, every one of an earlier millisecond below
+   * it, as PostgreSQL orders uuids (their bytes, unsigned).
+   */
+  public static UUID floorOf(long millis) {
+    long clamped = Math.max(0, Math.min(MAX_MILLIS, millis));
+    return new UUID(clamped << 16, 0L);
+  }
+
+  /**
+   * The bound on ids of jobs created before {@code t}, to the millisecond: an id is less than it exactly
+   * when its millisecond is before {@code t}'s. Ids hold no finer time, so a job of {@code t}'s own
+   * millisecond is neither before nor after {@code t} ({@link #after}).
+   */
+  public static UUID before(Instant t) {
+    return floorOf(millisFloor(t));
+  }
+
+  /**
+   * The bound on ids of jobs created after {@code t}, to the millisecond: an id is greater than or equal
+   * to it exactly when its millisecond is after {@code t}'s.
+   */
+  public static UUID after(Instant t) {
+    return floorOf(millisFloor(t) + 1);
+  }
+
+  /** {@code t} in Unix milliseconds, rounded down, saturating far outside what a UUIDv7 holds. */
+  private static long millisFloor(Instant t) {
+    long seconds = t.getEpochSecond();
+    if (seconds > MAX_MILLIS / 1000 + 1) {
+      return MAX_MILLIS + 1;
+    }
+    if (seconds < -1) {
+      return -1;
+    }
+    return seconds * 1000 + t.getNano() / 1_000_000; // nanos are never negative: this rounds down
   }
 
   /** Random bytes fetched from SecureRandom a block at a time, used by one thread. */

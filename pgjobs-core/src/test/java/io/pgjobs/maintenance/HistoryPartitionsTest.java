@@ -253,6 +253,64 @@ class HistoryPartitionsTest extends PgJobsTestBase {
         .isGreaterThanOrEqualTo(3);
   }
 
+  @Test
+  void aPassThatCannotHaveTheHistorysLockWithin200MsChangesNothingAndTheNextPassDrops()
+      throws Exception {
+    WorkerStore store = store();
+    UUID old = client
+        .enqueue(
+            NUMBERED,
+            new Numbered(1),
+            EnqueueOptions.builder().idempotencyKey("locked-key").build())
+        .job()
+        .id();
+    start(worker().maintenance(false).register(NUMBERED, (ctx, p) -> null));
+    awaitState(old, JobState.SUCCEEDED);
+    db.execute(
+        "CREATE TABLE pgjobs.finished_jobs_aged PARTITION OF pgjobs.finished_jobs FOR VALUES"
+            + " FROM (now() - interval '2 days') TO (now() - interval '1 day')",
+        "UPDATE pgjobs.finished_jobs SET finished_at = now() - interval '36 hours' WHERE id = '"
+            + old + "'");
+    // Every partition the pass would make exists already, so the detach is the statement that
+    // waits.
+    db.execute("SELECT pgjobs.ensure_history_partitions(interval '1 hour', interval '4 hours')");
+    FinishedJobPruner pruner =
+        new FinishedJobPruner(store, Duration.ofHours(24), Duration.ofMinutes(1));
+
+    // A reader in an open transaction (a report, a pg_dump) holds ACCESS SHARE on the history.
+    try (Connection reader = DriverManager.getConnection(db.jdbcUrl())) {
+      reader.setAutoCommit(false);
+      try (Statement st = reader.createStatement()) {
+        st.executeQuery("SELECT count(*) FROM pgjobs.finished_jobs").close();
+      }
+      long started = System.nanoTime();
+      pruner.run(); // does not throw: the lock's timeout waits for the next pass
+      assertThat(Duration.ofNanos(System.nanoTime() - started))
+          .as("the pass gave up the lock after its 200 ms timeout, not at the reader's commit")
+          .isLessThan(Duration.ofSeconds(20));
+      assertThat(db.queryLong("SELECT count(*) FROM pgjobs.history_partitions()"
+              + " WHERE partition_name = 'finished_jobs_aged'"))
+          .as("still attached")
+          .isEqualTo(1);
+      assertThat(client.get(old)).as("its job still readable").isPresent();
+      assertThat(db.queryLong(
+              "SELECT count(*) FROM pgjobs.job_keys WHERE idempotency_key = 'locked-key'"))
+          .as("the side rows deleted before the detach were rolled back with it")
+          .isEqualTo(1);
+      reader.commit();
+    }
+
+    pruner.run();
+    assertThat(db.queryLong("SELECT count(*) FROM pg_class"
+            + " WHERE oid = to_regclass('pgjobs.finished_jobs_aged')"))
+        .as("the next pass detached and dropped it")
+        .isZero();
+    assertThat(client.get(old)).isEmpty();
+    assertThat(db.queryLong(
+            "SELECT count(*) FROM pgjobs.job_keys WHERE idempotency_key = 'locked-key'"))
+        .isZero();
+  }
+
   /** The overview's counts equal a count of the whole history, queue by queue and state by state. */
   private static void assertOverviewIsExact() {
     assertThat(db.queryLong("""

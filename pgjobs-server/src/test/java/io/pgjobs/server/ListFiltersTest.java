@@ -38,18 +38,21 @@ class ListFiltersTest {
     // 30,000 ordinary finished jobs over the last day, and a few rare ones: enough rows that
     // reading the
     // primary key newest first would be the wrong plan for a filter that few of them match.
-    api.db.execute("""
+    api.db.execute(
+        """
         INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                run_at, created_at, context, errors, finished_at)
-        SELECT gen_random_uuid(), 'common', 'default', jsonb_build_object('to', 'user' || g || '@example.com'),
+        SELECT %s, 'common', 'default', jsonb_build_object('to', 'user' || g || '@example.com'),
                50, 'succeeded', 1, 3, t, t, 'bulk ' || g, '[]', t
-          FROM (SELECT g, now() - g * interval '2 seconds' AS t FROM generate_series(1, 30000) AS g) AS s""", """
+          FROM (SELECT g, now() - g * interval '2 seconds' AS t FROM generate_series(1, 30000) AS g) AS s""".formatted(TestDatabase.uuidV7("t")),
+        """
         INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
                run_at, created_at, context, errors, finished_at)
-        SELECT gen_random_uuid(), 'rare_kind', 'rare-queue', jsonb_build_object('code', 'Needle-' || g || ' 50%_off'),
+        SELECT %s, 'rare_kind', 'rare-queue', jsonb_build_object('code', 'Needle-' || g || ' 50%%_off'),
                50, 'failed', 3, 3, t, t, NULL, '[]', t
           FROM (SELECT g, now() - interval '3 days' - g * interval '1 minute' AS t
-                  FROM generate_series(1, 5) AS g) AS s""", "VACUUM ANALYZE pgjobs.finished_jobs");
+                  FROM generate_series(1, 5) AS g) AS s""".formatted(TestDatabase.uuidV7("t")),
+        "VACUUM ANALYZE pgjobs.finished_jobs");
   }
 
   /**
@@ -77,7 +80,6 @@ class ListFiltersTest {
   void eachFilterReadsItsIndexAndFindsTheRareJobs() {
     long typeBefore = indexScans("finished_jobs_type_id_idx");
     long queueBefore = indexScans("finished_jobs_queue_id_idx");
-    long createdBefore = indexScans("finished_jobs_created_at_idx");
     long textBefore = indexScans("finished_jobs_text_trgm_idx");
 
     assertRare(list("type=rare_kind"));
@@ -117,13 +119,54 @@ class ListFiltersTest {
           assertThat(indexScans("finished_jobs_queue_id_idx"))
               .as("queue index")
               .isGreaterThan(queueBefore);
-          assertThat(indexScans("finished_jobs_created_at_idx"))
-              .as("created_at index")
-              .isGreaterThan(createdBefore);
           assertThat(indexScans("finished_jobs_text_trgm_idx"))
               .as("trigram index")
               .isGreaterThan(textBefore);
         });
+  }
+
+  /**
+   * created_after and created_before compare the time in the job's id (UUIDv7: when the enqueue was
+   * called), to the millisecond the id holds and exclusive at both ends: a job of the bound's millisecond
+   * is neither before nor after it. created_at (the enqueue transaction's start, shown with the job) is
+   * not what they read.
+   */
+  @Test
+  void creationTimeBoundsAreExclusiveAndReadTheMillisecondInTheJobsId() {
+    Instant t = Instant.parse("2026-03-01T12:00:00.500Z");
+    long ms = t.toEpochMilli();
+    // One job in each of the milliseconds t - 1, t and t + 1; created_at a day off, to show it is
+    // not
+    // read.
+    for (long m : List.of(ms - 1, ms, ms + 1)) {
+      api.db.execute("""
+          INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
+                 run_at, created_at, context, errors, finished_at)
+          VALUES ('%s'::uuid, 'bounded', 'default', '{}', 50, 'succeeded', 1, 3, now(),
+                  now() - interval '1 day', 'ms %d', '[]', now())""".formatted(
+              String.format("%012x-7abc-8def-0123456789ab", m).replaceFirst("^(.{8})", "$1-"), m));
+    }
+    java.util.function.Function<String, List<String>> contexts =
+        q -> list("type=bounded&" + q).stream()
+            .map(j -> j.path("context").asString())
+            .toList();
+    assertThat(contexts.apply("created_before=" + t)).containsExactly("ms " + (ms - 1));
+    assertThat(contexts.apply("created_after=" + t)).containsExactly("ms " + (ms + 1));
+    assertThat(contexts.apply(
+            "created_after=" + t.minusMillis(1) + "&created_before=" + t.plusMillis(1)))
+        .containsExactly("ms " + ms);
+    // A bound inside a millisecond: that millisecond is neither before nor after it (ids hold no
+    // finer
+    // time).
+    assertThat(contexts.apply("created_before=" + t.plusNanos(300_000)))
+        .containsExactly("ms " + (ms - 1));
+    assertThat(contexts.apply("created_after=" + t.plusNanos(300_000)))
+        .containsExactly("ms " + (ms + 1));
+    // created_at, a day earlier, is not what they compare.
+    assertThat(contexts.apply("created_before=" + t.minus(Duration.ofHours(12))))
+        .isEmpty();
+    api.db.execute(
+        "DELETE FROM pgjobs.finished_jobs WHERE type = 'bounded'"); // the other tests' rows
   }
 
   @Test
@@ -239,7 +282,7 @@ class ListFiltersTest {
             .isZero();
         assertThat(db.queryLong("""
             SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname IN
-              ('finished_jobs_type_id_idx', 'finished_jobs_queue_id_idx', 'finished_jobs_created_at_idx')""")).isEqualTo(3);
+              ('finished_jobs_type_id_idx', 'finished_jobs_queue_id_idx', 'finished_jobs_id_idx')""")).isEqualTo(3);
         assertThat(
                 db.queryLong(
                     "SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgjobs' AND indexname = 'finished_jobs_text_trgm_idx'"))

@@ -109,6 +109,18 @@ public final class TestDatabase implements AutoCloseable {
         + UUID.randomUUID().toString().replace("-", "").substring(0, 12).toLowerCase(Locale.ROOT);
   }
 
+  /**
+   * SQL for a UUIDv7 whose time is the timestamp expression {@code ts} (48 bits of its Unix milliseconds,
+   * version 7, the rest random), as pgjobs makes job ids: for rows a test writes into the job tables
+   * directly, whose creation time the list's filters read from the id.
+   */
+  public static String uuidV7(String ts) {
+    return "overlay(overlay(replace(gen_random_uuid()::text, '-', '') placing lpad(to_hex(floor("
+        + "extract(epoch FROM " + ts
+        + ") * 1000)::bigint), 12, '0') from 1 for 12) placing '7' from 13"
+        + " for 1)::uuid";
+  }
+
   /** The database's name. */
   public String name() {
     return name;

@@ -27,7 +27,10 @@ ALTER INDEX finished_jobs_finished_at_idx RENAME TO finished_jobs_before_v7_fini
 ALTER INDEX finished_jobs_failed_idx RENAME TO finished_jobs_before_v7_failed_idx;
 ALTER INDEX finished_jobs_type_id_idx RENAME TO finished_jobs_before_v7_type_id_idx;
 ALTER INDEX finished_jobs_queue_id_idx RENAME TO finished_jobs_before_v7_queue_id_idx;
-ALTER INDEX finished_jobs_created_at_idx RENAME TO finished_jobs_before_v7_created_at_idx;
+-- The created_after/created_before filters of the list read the jobs' ids (UUIDv7, whose first 48 bits are
+-- the time the enqueue was called) from V7 on, through the id index: this index is no longer read, and no
+-- longer written by every finished job.
+DROP INDEX finished_jobs_created_at_idx;
 ALTER INDEX finished_jobs_parent_idx RENAME TO finished_jobs_before_v7_parent_idx;
 ALTER INDEX IF EXISTS finished_jobs_text_trgm_idx RENAME TO finished_jobs_before_v7_text_trgm_idx;
 DROP TRIGGER finished_jobs_events_insert ON finished_jobs_before_v7;
@@ -35,13 +38,13 @@ DROP TRIGGER finished_jobs_events_insert ON finished_jobs_before_v7;
 CREATE TABLE finished_jobs (LIKE finished_jobs_before_v7 INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
     PARTITION BY RANGE (finished_at);
 
--- The same indexes as V1's, and one on id in place of the primary key. Each partition has its own.
+-- V1's indexes but the one on created_at (above), and one on id in place of the primary key. Each partition
+-- has its own.
 CREATE INDEX finished_jobs_id_idx ON finished_jobs (id);
 CREATE INDEX finished_jobs_finished_at_idx ON finished_jobs (finished_at);
 CREATE INDEX finished_jobs_failed_idx ON finished_jobs (type, finished_at DESC) WHERE state = 'failed';
 CREATE INDEX finished_jobs_type_id_idx ON finished_jobs (type, id);
 CREATE INDEX finished_jobs_queue_id_idx ON finished_jobs (queue, id);
-CREATE INDEX finished_jobs_created_at_idx ON finished_jobs (created_at);
 CREATE INDEX finished_jobs_parent_idx ON finished_jobs (parent_id) WHERE parent_id IS NOT NULL;
 
 CREATE TRIGGER finished_jobs_events_insert
