@@ -313,8 +313,9 @@ public final class BenchRunner {
 
   /**
    * W3H: the one-process W3 drain on an empty history (the reference), then in the same schema: a history
-   * of {@link HistoryFill#FULL} finished jobs at {@code scale}, the list's filters timed over it, the same
-   * drain again, and the retention's pruning of a day.
+   * of {@link HistoryFill#FULL} finished jobs at {@code scale}, the list's filters timed over it, the
+   * partitions past the retention dropped (as the leader keeps the history), the same drain again, and the
+   * retention's pruning of a day.
    */
   private void w3h(
       HikariDataSource ds,
@@ -344,6 +345,7 @@ public final class BenchRunner {
     }
     HistoryProbe probe = new HistoryProbe(ds, schema, progress);
     probe.listFilters();
+    probe.dropPastRetention();
     out.accept(pgjobs.w3Processes(
         Workload.W3H,
         run,

@@ -165,6 +165,38 @@ final class HistoryProbe {
   }
 
   /**
+   * Drops the partitions past the default 24 h retention, as the maintenance leader's pass does, so that
+   * the drain after it runs over the history the leader keeps (counted by {@link #listFilters}, nothing
+   * past retention): a drop happens once a partition's width (an hour) in a steady state, while the fill's
+   * oldest partition, already past the retention, would be dropped during the drain.
+   */
+  void dropPastRetention() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement st = c.createStatement()) {
+      long t = System.nanoTime();
+      int dropped = 0;
+      while (true) {
+        List<String[]> d = rows(
+            st,
+            "SELECT partition_name FROM " + schema
+                + ".drop_history_partition(now() - interval '24 hours')");
+        if (d.isEmpty()) {
+          break;
+        }
+        st.execute("DROP TABLE " + schema + "." + d.getFirst()[0]);
+        dropped++;
+      }
+      out.printf(
+          Locale.ROOT,
+          "- Before the drain over the history: %d partition(s) past the 24 h retention dropped as the"
+              + " leader's pass would (%,d ms); %s finished jobs left%n",
+          dropped,
+          (System.nanoTime() - t) / 1_000_000,
+          one(st, "SELECT count(*) FROM " + schema + ".finished_jobs"));
+    }
+  }
+
+  /**
    * The retention's work for one day: first the pre-V7 way on the oldest partition (the rows of its
    * hour deleted 10,000 at a time, oldest first, as {@code PRUNE_FINISHED} did), then the oldest
    * partitions dropped whole until a day of them is gone. Prints times, sizes and dead tuples.
