@@ -56,6 +56,29 @@ class HistoryPartitionsTest extends PgJobsTestBase {
         db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
   }
 
+  /** Enqueues a job with an idempotency key (a side row its partition's drop must delete). */
+  private static UUID keyed(int n, String key) {
+    return client
+        .enqueue(
+            NUMBERED,
+            new Numbered(n),
+            EnqueueOptions.builder().idempotencyKey(key).build())
+        .job()
+        .id();
+  }
+
+  /**
+   * Moves a finished job 36 hours back, into a partition of two days ago to one day ago made for it (as a
+   * day-old history would have it): past the 24 h retention as a whole.
+   */
+  private static void agedIntoAPartitionOfTwoDaysAgo(UUID finished) {
+    db.execute(
+        "CREATE TABLE pgjobs.finished_jobs_aged PARTITION OF pgjobs.finished_jobs FOR VALUES"
+            + " FROM (now() - interval '2 days') TO (now() - interval '1 day')",
+        "UPDATE pgjobs.finished_jobs SET finished_at = now() - interval '36 hours' WHERE id = '"
+            + finished + "'");
+  }
+
   /** A history row finished at the timestamptz expression {@code at}. */
   private static void finishedAt(String at) {
     db.execute(ROW.formatted(at));
@@ -187,31 +210,15 @@ class HistoryPartitionsTest extends PgJobsTestBase {
     // Two jobs finish now with an idempotency key each; one of them is then aged 36 h into a
     // partition
     // of two days ago (made here as a day-old history would have it).
-    UUID old = client
-        .enqueue(
-            NUMBERED,
-            new Numbered(1),
-            EnqueueOptions.builder().idempotencyKey("old-key").build())
-        .job()
-        .id();
-    UUID recent = client
-        .enqueue(
-            NUMBERED,
-            new Numbered(2),
-            EnqueueOptions.builder().idempotencyKey("recent-key").build())
-        .job()
-        .id();
+    UUID old = keyed(1, "old-key");
+    UUID recent = keyed(2, "recent-key");
     // Without maintenance: this test's own pass is the only pruner (a leader's pass running beside
     // it
     // could be between its detach and its drop when the assertions look).
     start(worker().maintenance(false).register(NUMBERED, (ctx, p) -> null));
     awaitState(old, JobState.SUCCEEDED);
     awaitState(recent, JobState.SUCCEEDED);
-    db.execute(
-        "CREATE TABLE pgjobs.finished_jobs_aged PARTITION OF pgjobs.finished_jobs FOR VALUES"
-            + " FROM (now() - interval '2 days') TO (now() - interval '1 day')",
-        "UPDATE pgjobs.finished_jobs SET finished_at = now() - interval '36 hours' WHERE id = '"
-            + old + "'");
+    agedIntoAPartitionOfTwoDaysAgo(old);
     // And one row no partition covers: it lands in the default partition, pruned row by row.
     finishedAt("timestamptz '2001-01-01 00:00:00+00'");
     assertThat(db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs_default"))
@@ -257,20 +264,10 @@ class HistoryPartitionsTest extends PgJobsTestBase {
   void aPassThatCannotHaveTheHistorysLockWithin200MsChangesNothingAndTheNextPassDrops()
       throws Exception {
     WorkerStore store = store();
-    UUID old = client
-        .enqueue(
-            NUMBERED,
-            new Numbered(1),
-            EnqueueOptions.builder().idempotencyKey("locked-key").build())
-        .job()
-        .id();
+    UUID old = keyed(1, "locked-key");
     start(worker().maintenance(false).register(NUMBERED, (ctx, p) -> null));
     awaitState(old, JobState.SUCCEEDED);
-    db.execute(
-        "CREATE TABLE pgjobs.finished_jobs_aged PARTITION OF pgjobs.finished_jobs FOR VALUES"
-            + " FROM (now() - interval '2 days') TO (now() - interval '1 day')",
-        "UPDATE pgjobs.finished_jobs SET finished_at = now() - interval '36 hours' WHERE id = '"
-            + old + "'");
+    agedIntoAPartitionOfTwoDaysAgo(old);
     // Every partition the pass would make exists already, so the detach is the statement that
     // waits.
     db.execute("SELECT pgjobs.ensure_history_partitions(interval '1 hour', interval '4 hours')");
