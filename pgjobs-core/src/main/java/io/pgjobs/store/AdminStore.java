@@ -47,7 +47,7 @@ public final class AdminStore {
   private final String schema;
   private final JobRowMapper rows;
 
-  private final String get;
+  private final JobLookup lookup;
   private final String cancel;
   private final String cancelMatching;
   private final String retryFinished;
@@ -71,7 +71,7 @@ public final class AdminStore {
     this.dataSource = AutoCommitDataSource.of(dataSource);
     this.schema = JobSql.requireSchema(schema);
     this.rows = new JobRowMapper(codec);
-    this.get = JobSql.forSchema(JobSql.GET, schema);
+    this.lookup = new JobLookup(schema, this.rows);
     this.cancel = JobSql.forSchema(AdminSql.CANCEL, schema);
     this.cancelMatching = JobSql.forSchema(AdminSql.CANCEL_MATCHING, schema);
     this.retryFinished = JobSql.forSchema(AdminSql.RETRY_FINISHED, schema);
@@ -121,18 +121,7 @@ public final class AdminStore {
 
   /** The job, in the caller's connection. */
   public Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    // Planned at every execution (CustomPlan): a generic plan made while the hot table was nearly
-    // empty
-    // is a sequential scan, which a dashboard's lookup would keep while a long transaction grows
-    // the table.
-    try (PreparedStatement ps =
-        CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
-      ps.setObject(1, id);
-      ps.setObject(2, id);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? Optional.of(rows.map(rs)) : Optional.empty();
-      }
-    }
+    return lookup.get(connection, id);
   }
 
   /**

@@ -61,7 +61,7 @@ public final class EnqueueStore {
   private final String findKeys;
   private final String copyKeyedJobs;
   private final String copyDueKeyedJobs;
-  private final String get;
+  private final JobLookup lookup;
   private final String notifyCopied;
 
   /** A store over {@code schema} (lowercase letters, digits, underscores). */
@@ -84,7 +84,7 @@ public final class EnqueueStore {
     this.findKeys = JobSql.forSchema(EnqueueSql.FIND_KEYS, schema);
     this.copyKeyedJobs = JobSql.forSchema(EnqueueSql.COPY_KEYED_JOBS, schema);
     this.copyDueKeyedJobs = JobSql.forSchema(EnqueueSql.COPY_DUE_KEYED_JOBS, schema);
-    this.get = JobSql.forSchema(JobSql.GET, schema);
+    this.lookup = new JobLookup(schema, this.rows);
     this.notifyCopied = JobSql.forSchema(EnqueueSql.NOTIFY_COPIED, schema);
   }
 
@@ -701,14 +701,7 @@ public final class EnqueueStore {
 
   /** The job, in the caller's connection (as {@link AdminStore#get(Connection, UUID)} reads it). */
   private Optional<Job> get(Connection connection, UUID id) throws SQLException {
-    try (PreparedStatement ps =
-        CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(get)))) {
-      ps.setObject(1, id);
-      ps.setObject(2, id);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? Optional.of(rows.map(rs)) : Optional.empty();
-      }
-    }
+    return lookup.get(connection, id);
   }
 
   /**

@@ -114,6 +114,13 @@ final class JobSql {
       + "SELECT " + FINISHED_COLUMNS + "\n  FROM {schema}.finished_jobs WHERE id = ?";
 
   /**
+   * {@link #GET} with the history read from a time on ({@code finished_at >= ?}, the third parameter):
+   * planned with its value, it leaves out the partitions of the history that end before it ({@link
+   * JobLookup}).
+   */
+  static final String GET_SINCE = GET + " AND finished_at >= ?";
+
+  /**
    * The second half of every move into finished_jobs by someone other than the job's worker (cancel of a
    * waiting job, rescue): as {@link #insertFinished(String, String, String, String, String)} with no claim
    * token, so the row does not read as written by the job's last claim.

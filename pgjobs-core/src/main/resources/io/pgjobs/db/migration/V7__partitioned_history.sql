@@ -15,9 +15,10 @@
 --
 -- What changes for readers: the table has no primary key any more (a partitioned table's unique index
 -- must hold the partition key; a job id is still in at most one row, as every finished row is moved out
--- of jobs by the statement that deletes it there), and a lookup by id reads each partition's id index.
--- Lookups on a hot path bound finished_at so that run-time pruning reads one partition (V7's
--- resolve_dependents below).
+-- of jobs by the statement that deletes it there), and a lookup by id alone reads each partition's id
+-- index. Lookups bound finished_at so that pruning leaves the other partitions out: the dependency
+-- trigger to now()'s partition (V7's resolve_dependents below), a lookup of one job to the partitions
+-- from its creation on (JobLookup).
 
 -- ============================================================== the old table becomes the first partition
 
