@@ -241,12 +241,10 @@ public final class AdminStore {
       where.add("queue = ANY(?)");
       params.add(c.createArrayOf("text", filter.queues().toArray()));
     }
-    // The creation time filters read the id (UUIDv7: the time the enqueue was called), through the
-    // index
-    // the list walks anyway: a range of ids. created_at (the enqueue transaction's start) has no
-    // index on
-    // the partitioned history, where a filter on it read every partition's rows newer than the
-    // bound.
+    // The creation time filters read the id (UUIDv7: the time the enqueue was called) through the
+    // index the list walks anyway: a range of ids. created_at (the enqueue transaction's start) has
+    // no index on the partitioned history, where a filter on it read every partition's rows newer
+    // than the bound.
     if (filter.createdAfter() != null) {
       where.add("id >= ?");
       params.add(UuidV7.after(filter.createdAfter()));
