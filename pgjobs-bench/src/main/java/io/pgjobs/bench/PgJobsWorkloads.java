@@ -206,6 +206,10 @@ final class PgJobsWorkloads {
       for (WorkerProcess child : children) {
         child.awaitReady(WORKER_READY_TIMEOUT);
       }
+      DrainProfile profile = DrainProfile.enabled()
+          ? DrainProfile.start(
+              dataSource, children.stream().map(WorkerProcess::pid).toList())
+          : null;
       long start = System.nanoTime();
       if (first != null) {
         first.run();
@@ -213,6 +217,9 @@ final class PgJobsWorkloads {
       client.resumeQueue(JobType.DEFAULT_QUEUE);
       awaitDrained(after, DRAIN_TIMEOUT, () -> children.forEach(WorkerProcess::checkAlive));
       long nanos = System.nanoTime() - start;
+      if (profile != null) {
+        profile.finish(label, jobs, System.err);
+      }
       // VmHWM before STOP: the graceful shutdown is not part of the measurement.
       double peakRss =
           children.stream().mapToDouble(WorkerProcess::peakRssMib).max().orElse(0);

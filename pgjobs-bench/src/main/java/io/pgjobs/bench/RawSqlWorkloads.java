@@ -138,6 +138,8 @@ final class RawSqlWorkloads {
     try (Connection c = dataSource.getConnection();
         PreparedStatement claimPs = c.prepareStatement(claim);
         PreparedStatement donePs = c.prepareStatement(done)) {
+      DrainProfile profile =
+          DrainProfile.enabled() ? DrainProfile.start(dataSource, List.of()) : null;
       long start = System.nanoTime();
       int total = 0;
       while (true) {
@@ -163,8 +165,11 @@ final class RawSqlWorkloads {
             case UPDATE_DONE -> "UPDATE to done";
             case MOVE -> "move to finished table";
           };
-      return BenchResult.throughput(
-          "raw", label, Workload.W3, run, total, System.nanoTime() - start);
+      long nanos = System.nanoTime() - start;
+      if (profile != null) {
+        profile.finish("raw " + label, total, System.err);
+      }
+      return BenchResult.throughput("raw", label, Workload.W3, run, total, nanos);
     }
   }
 
