@@ -41,6 +41,7 @@ final class DrainProfile {
 
   private static final String STATEMENTS = """
       select calls, total_exec_time, rows, wal_bytes, shared_blks_hit + shared_blks_read, toplevel,
+             plans, total_plan_time,
              regexp_replace(query, '\\s+', ' ', 'g')
         from pg_stat_statements
        where dbid = (select oid from pg_database where datname = current_database())
@@ -134,20 +135,23 @@ final class DrainProfile {
         perJob(idle, jobs),
         perJob(busy + idle, jobs));
     out.println("  statements (pg_stat_statements), per job: calls, execution µs, rows, WAL bytes,"
-        + " buffers; top-level or nested; text");
+        + " buffers, plans, planning µs (with pg_stat_statements.track_planning); top-level or"
+        + " nested; text");
     try (Connection c = dataSource.getConnection();
         PreparedStatement s = c.prepareStatement(STATEMENTS);
         ResultSet rs = s.executeQuery()) {
       while (rs.next()) {
-        String text = rs.getString(7);
+        String text = rs.getString(9);
         out.printf(
             Locale.ROOT,
-            "  %8.4f %8.2f %8.3f %8.1f %8.2f %s %s%n",
+            "  %8.4f %8.2f %8.3f %8.1f %8.2f %8.4f %6.2f %s %s%n",
             rs.getLong(1) / (double) jobs,
             rs.getDouble(2) * 1000 / jobs,
             rs.getLong(3) / (double) jobs,
             rs.getDouble(4) / jobs,
             rs.getLong(5) / (double) jobs,
+            rs.getLong(7) / (double) jobs,
+            rs.getDouble(8) * 1000 / jobs,
             rs.getBoolean(6) ? "top " : "nest",
             text.length() > 160 ? text.substring(0, 160) + "…" : text);
       }
