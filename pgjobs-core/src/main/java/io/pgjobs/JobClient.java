@@ -8,6 +8,7 @@ import io.pgjobs.store.AutoCommitDataSource;
 import io.pgjobs.store.Channels;
 import io.pgjobs.store.EnqueueStore;
 import io.pgjobs.store.NewJob;
+import io.pgjobs.store.StreamedJobs;
 import io.pgjobs.store.UuidV7;
 import io.pgjobs.store.WorkerStore;
 import io.pgjobs.tracing.JobTracing;
@@ -188,6 +189,10 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * payload's job is the new one or the existing one that holds its key, and payloads with equal keys in
    * one call become one job (one INSERT statement instead of COPY).
    *
+   * <p>Without keys or unique jobs, each payload is checked and encoded as the COPY sends its row, while
+   * the server stores the rows sent before it: a payload refused ({@link InvalidJobException}) then
+   * cancels the COPY, and its transaction is rolled back.
+   *
    * <p>A call that throws stored none of the jobs, except when it throws
    * {@link EnqueueOutcomeUnknownException}: the connection was lost while the COMMIT was under way, and
    * the server may have committed (the whole batch) before the answer was lost. Call again with the same
@@ -200,7 +205,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    */
   public <P> List<UUID> enqueueAll(
       JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
-    List<NewJob> jobs = newJobs(type, payloads, options);
+    List<NewJob> jobs = streamedJobs(type, payloads, options);
     EnqueueStore.UniqueBatch batch = tracedAll(jobs, null);
     metrics.enqueued(type.name(), batch.inserted());
     return batch.ids();
@@ -843,7 +848,9 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
       List<NewJob> untraced = call(() -> partitionRules.keyed(jobs, connection));
       List<NewJob> traced = traceContext == null
           ? untraced
-          : untraced.stream().map(j -> j.withTraceContext(traceContext)).toList();
+          : untraced instanceof StreamedJobs streamed
+              ? streamed.map(j -> j.withTraceContext(traceContext))
+              : untraced.stream().map(j -> j.withTraceContext(traceContext)).toList();
       if (!traced.isEmpty() && traced.getFirst().unique() != null) {
         batch = connection == null
             ? withConnection(c -> committingItself(() -> enqueueStore.insertAllUnique(c, traced)))
@@ -915,6 +922,37 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
 
   private <P> List<NewJob> newJobs(
       JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+    EnqueueOptions opts = batchOptions(type, payloads, options);
+    List<NewJob> jobs = new ArrayList<>(payloads.size());
+    for (P payload : payloads) {
+      jobs.add(batchJob(type, payload, opts));
+    }
+    return jobs;
+  }
+
+  /**
+   * The jobs of an {@code enqueueAll} in a transaction of its own, made as its COPY reads them
+   * ({@link StreamedJobs}: the payloads are encoded and checked while the server stores the rows sent
+   * before) when no job needs the others first; jobs with keys from their payload, or unique jobs,
+   * are all made now (their statements run before the COPY). A payload refused then fails the
+   * enqueue in the middle of the COPY, which is rolled back: nothing is stored, as before.
+   */
+  private <P> List<NewJob> streamedJobs(
+      JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
+    EnqueueOptions opts = batchOptions(type, payloads, options);
+    if (type.idempotencyKeyFrom() != null || opts.unique() != null || type.unique() != null) {
+      return newJobs(type, payloads, opts);
+    }
+    @SuppressWarnings("unchecked") // the array holds the collection's elements, each a P
+    P[] items = (P[]) payloads.toArray();
+    boolean dueNow =
+        opts.runAt() == null && (opts.delay() == null || opts.delay().toMillis() == 0);
+    return new StreamedJobs(items.length, i -> batchJob(type, items[i], opts), dueNow);
+  }
+
+  /** Checks what a batch's jobs share; returns the options in effect. */
+  private static <P> EnqueueOptions batchOptions(
+      JobType<P> type, Collection<? extends P> payloads, EnqueueOptions options) {
     if (type == null) {
       throw new InvalidJobException("type", "is required");
     }
@@ -925,15 +963,16 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
           "idempotencyKey",
           "is per job; enqueueAll cannot give one key to many jobs (use enqueue)");
     }
-    List<NewJob> jobs = new ArrayList<>(payloads.size());
-    for (P payload : payloads) {
-      if (payload != null) {
-        type.validate(payload);
-      }
-      jobs.add(partitioned(
-          newJob(type.name(), type, codec.encodePayload(payload), opts), type, payload));
+    return opts;
+  }
+
+  /** One job of a batch: its payload checked and encoded, its id drawn. */
+  private <P> NewJob batchJob(JobType<P> type, P payload, EnqueueOptions opts) {
+    if (payload != null) {
+      type.validate(payload);
     }
-    return jobs;
+    return partitioned(
+        newJob(type.name(), type, codec.encodePayload(payload), opts), type, payload);
   }
 
   private static NewJob newJob(

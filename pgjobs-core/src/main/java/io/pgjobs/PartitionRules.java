@@ -49,12 +49,14 @@ final class PartitionRules {
     if (current.isEmpty()) {
       return jobs;
     }
-    return jobs.stream()
-        .map(j -> {
-          String rule = j.limitKey() == null ? current.get(j.queue()) : null;
-          return rule == null ? j : j.withLimitKey(keyOf(rule, j.type(), j.payloadJson()));
-        })
-        .toList();
+    java.util.function.UnaryOperator<NewJob> keyed = j -> {
+      String rule = j.limitKey() == null ? current.get(j.queue()) : null;
+      return rule == null ? j : j.withLimitKey(keyOf(rule, j.type(), j.payloadJson()));
+    };
+    // Streamed jobs are keyed as the COPY reads them, like the rest of their making.
+    return jobs instanceof io.pgjobs.store.StreamedJobs streamed
+        ? streamed.map(keyed)
+        : jobs.stream().map(keyed).toList();
   }
 
   /**

@@ -222,6 +222,43 @@ class BulkEnqueueTest extends PgJobsTestBase {
     assertThat(count("pgjobs.jobs")).isEqualTo(500);
   }
 
+  /**
+   * The jobs of a bulk enqueue in its own transaction are made as the COPY reads them (StreamedJobs):
+   * a payload refused past the first megabyte of rows, which the server has begun storing, still stores
+   * nothing, and leaves the pool's connections fit for the next enqueue.
+   */
+  @Test
+  void aPayloadRefusedInTheMiddleOfTheCopyStoresNothingOfTheBatch() throws Exception {
+    java.util.concurrent.atomic.AtomicLong copiesWhenRefused =
+        new java.util.concurrent.atomic.AtomicLong(-1);
+    JobType<Numbered> refusing = NUMBERED.withValidator(p -> {
+      if (p.n() != 40_000) {
+        return List.of();
+      }
+      copiesWhenRefused.set(count("SELECT count(*) FROM pg_stat_activity"
+          + " WHERE state = 'active' AND query LIKE 'COPY pgjobs.jobs %'"));
+      return List.of(new PayloadValidator.FieldProblem("n", "must not be 40000"));
+    });
+    List<Numbered> payloads = numbered(50_000);
+
+    assertThatThrownBy(() -> client.enqueueAll(refusing, payloads, EnqueueOptions.DEFAULTS))
+        .isInstanceOf(InvalidPayloadException.class)
+        .hasMessageContaining("must not be 40000");
+    assertThat(copiesWhenRefused.get())
+        .as("COPYs of jobs under way when the payload was refused")
+        .isEqualTo(1);
+    List<Numbered> withNull = new java.util.ArrayList<>(numbered(30_000));
+    withNull.set(25_000, null);
+    assertThatThrownBy(() -> client.enqueueAll(NUMBERED, withNull, EnqueueOptions.DEFAULTS))
+        .isInstanceOf(InvalidJobException.class)
+        .satisfies(e -> assertThat(((InvalidJobException) e).field()).isEqualTo("payload"));
+
+    assertThat(count("pgjobs.jobs")).as("jobs stored by the refused batches").isZero();
+    List<UUID> ids = client.enqueueAll(NUMBERED, numbered(1_000), EnqueueOptions.DEFAULTS);
+    assertThat(storedInPayloadOrder(ids)).as("the next batch, stored whole").isEqualTo(1_000);
+    assertThat(count("pgjobs.jobs")).isEqualTo(1_000);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static List<Numbered> numbered(int count) {

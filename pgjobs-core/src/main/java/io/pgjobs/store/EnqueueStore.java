@@ -588,8 +588,11 @@ public final class EnqueueStore {
     // defaults
     // ('queued', now(), now()): parsing two timestamps per row is a quarter of the server's COPY
     // time.
-    boolean allDueNow =
-        jobs.stream().allMatch(j -> j.runAt() == null && (j.delayMs() == null || j.delayMs() == 0));
+    // Streamed jobs are not made yet (that is the point): their batch knows.
+    boolean allDueNow = jobs instanceof StreamedJobs streamed
+        ? streamed.dueNow()
+        : jobs.stream()
+            .allMatch(j -> j.runAt() == null && (j.delayMs() == null || j.delayMs() == 0));
     Instant now = null;
     if (!allDueNow) {
       try (Statement st = connection.createStatement();
