@@ -174,18 +174,7 @@ final class HistoryProbe {
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {
       long t = System.nanoTime();
-      int dropped = 0;
-      while (true) {
-        List<String[]> d = rows(
-            st,
-            "SELECT partition_name FROM " + schema
-                + ".drop_history_partition(now() - interval '24 hours')");
-        if (d.isEmpty()) {
-          break;
-        }
-        st.execute("DROP TABLE " + schema + "." + d.getFirst()[0]);
-        dropped++;
-      }
+      int dropped = dropUntil(st, "now() - interval '24 hours'").dropped();
       out.printf(
           Locale.ROOT,
           "- Before the drain over the history: %d partition(s) past the 24 h retention dropped as the"
@@ -243,49 +232,60 @@ final class HistoryProbe {
           deleteMs,
           dead);
       // V7: a day of partitions dropped whole (the emptied one first, then 24 more).
-      long total = 0;
-      long unlink = 0;
-      long worst = 0;
-      int dropped = 0;
-      long rows = 0;
       String cutoff = parts.get(Math.min(parts.size(), 25) - 1)[1];
-      while (true) {
-        long t1 = System.nanoTime();
-        List<String[]> d = rows(
-            st,
-            "SELECT partition_name, approximate_rows::text FROM " + schema
-                + ".drop_history_partition('" + cutoff + "'::timestamptz)");
-        long took = System.nanoTime() - t1;
-        if (d.isEmpty()) {
-          break;
-        }
-        // The detached table is dropped in a statement of its own, as the pruner does: no lock on
-        // the
-        // history while its files are unlinked.
-        long t2 = System.nanoTime();
-        st.execute("DROP TABLE " + schema + "." + d.getFirst()[0]);
-        unlink += System.nanoTime() - t2;
-        dropped++;
-        rows += Long.parseLong(d.getFirst()[1]);
-        total += took;
-        worst = Math.max(worst, took);
-      }
+      Drops drops = dropUntil(st, "'" + cutoff + "'::timestamptz");
       out.printf(
           Locale.ROOT,
           "- V7: %d partitions (about %,d finished jobs) detached in %,d ms in all (the lock on the"
               + " history), the slowest %,d ms; the detached tables dropped in %,d ms; dead tuples left"
               + " in the history: %s%n",
-          dropped,
-          rows,
-          total / 1_000_000,
-          worst / 1_000_000,
-          unlink / 1_000_000,
+          drops.dropped(),
+          drops.rows(),
+          drops.detachNanos() / 1_000_000,
+          drops.worstDetachNanos() / 1_000_000,
+          drops.dropNanos() / 1_000_000,
           one(
               st,
               "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relid IN"
                   + " (SELECT format('%I.%I', '" + schema + "', partition_name)::regclass FROM "
                   + schema
                   + ".history_partitions())"));
+    }
+  }
+
+  /** What {@link #dropUntil} did: partitions, their rows as estimated, and the times it took. */
+  private record Drops(
+      int dropped, long rows, long detachNanos, long worstDetachNanos, long dropNanos) {}
+
+  /**
+   * Detaches and drops the oldest partitions while one ends at or before {@code cutoffSql} (an SQL
+   * expression), as the maintenance leader's pass does: {@code drop_history_partition} detaches one (the
+   * lock on the history), then its table is dropped in a statement of its own, with no lock on the history
+   * while its files are unlinked.
+   */
+  private Drops dropUntil(Statement st, String cutoffSql) throws SQLException {
+    int dropped = 0;
+    long rows = 0;
+    long detach = 0;
+    long worst = 0;
+    long drop = 0;
+    while (true) {
+      long t1 = System.nanoTime();
+      List<String[]> d = rows(
+          st,
+          "SELECT partition_name, approximate_rows::text FROM " + schema
+              + ".drop_history_partition(" + cutoffSql + ")");
+      long took = System.nanoTime() - t1;
+      if (d.isEmpty()) {
+        return new Drops(dropped, rows, detach, worst, drop);
+      }
+      long t2 = System.nanoTime();
+      st.execute("DROP TABLE " + schema + "." + d.getFirst()[0]);
+      drop += System.nanoTime() - t2;
+      dropped++;
+      rows += Long.parseLong(d.getFirst()[1]);
+      detach += took;
+      worst = Math.max(worst, took);
     }
   }
 
