@@ -63,6 +63,16 @@ final class DrainProfile {
     this.workerPids = workerPids;
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
+      try (ResultSet rs = s.executeQuery(
+          "select count(*) from pg_extension where extname = 'pg_stat_statements'")) {
+        rs.next();
+        if (rs.getLong(1) == 0) {
+          throw new IllegalStateException("-D" + PROPERTY + "=true needs the pg_stat_statements"
+              + " extension in this database: ALTER SYSTEM SET shared_preload_libraries ="
+              + " 'pg_stat_statements', restart PostgreSQL, then CREATE EXTENSION pg_stat_statements"
+              + " (docs/BENCHMARKS.md, How to reproduce)");
+        }
+      }
       s.execute("select pg_stat_statements_reset()");
     }
     this.machineStart = machineTicks();
