@@ -284,7 +284,8 @@ public final class PgJobsSettings {
           "1s",
           "1h",
           "how often the maintenance leader looks at the hot table's dead row versions and vacuums it at"
-              + " 10,000 or more (`.hotTableVacuum(false)` turns it off; see docs/operations.md)")
+              + " 10,000 or more, or at 1,000 or more and twice its live rows (`.hotTableVacuum(false)` turns it"
+              + " off; see docs/operations.md)")
       .setBy("Maintenance.Builder.vacuumInterval");
 
   /** Address the HTTP API listens on. */

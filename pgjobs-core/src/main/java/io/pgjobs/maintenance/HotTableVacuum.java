@@ -8,7 +8,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Vacuums the hot table ({@code jobs}) whenever it holds {@link #MIN_DEAD_ROWS} dead row versions or more,
- * looked at every {@link #interval()}, instead of waiting for autovacuum.
+ * or {@link #SMALL_TABLE_MIN_DEAD_ROWS} or more and twice its live rows ({@link #worthVacuuming}), looked
+ * at every {@link #interval()}, instead of waiting for autovacuum.
  *
  * <p>Why: every job leaves about two dead row versions in the hot table (its claim and its finish). At
  * thousands of jobs a second they outrun autovacuum, which looks at each database at most once per
@@ -57,6 +58,15 @@ final class HotTableVacuum implements MaintenanceTask {
   private static final Logger log = LoggerFactory.getLogger(HotTableVacuum.class);
   /** Fewer dead row versions than this are left to autovacuum: a vacuum would cost more than it saves. */
   static final long MIN_DEAD_ROWS = 10_000;
+  /**
+   * ... unless there are at least this many and twice as many as live rows: a small table mostly dead, as
+   * a quiet queue's is after a burst. Each job that comes next is claimed alone, and its claim steps over
+   * those versions and inserts into index pages full of them: after 3,000 jobs (about 6,000 dead versions,
+   * under {@link #MIN_DEAD_ROWS}, and under autovacuum's threshold of 5,000 plus 1 % until its next look),
+   * an idle worker's claim executed in 0.46 ms against 0.19 on a vacuumed table
+   * (docs/bench-journal/per-job-cost.md). Vacuuming a table that small takes milliseconds.
+   */
+  static final long SMALL_TABLE_MIN_DEAD_ROWS = 1_000;
   /** The longest wait after vacuums that could not remove what they found. */
   static final Duration MAX_BACKOFF = Duration.ofMinutes(1);
   /** A table this many times the size the planner last saw is analyzed (see the class comment). */
@@ -139,7 +149,7 @@ final class HotTableVacuum implements MaintenanceTask {
     }
     long dead = table.deadRows();
     boolean givePagesBack = emptied(table) && System.nanoTime() - shrinkAllowedFrom >= 0;
-    if (dead < MIN_DEAD_ROWS && !givePagesBack) {
+    if (!worthVacuuming(table) && !givePagesBack) {
       return;
     }
     if (givePagesBack) {
@@ -148,6 +158,16 @@ final class HotTableVacuum implements MaintenanceTask {
     inFlight = Thread.ofVirtual()
         .name("pgjobs-vacuum")
         .start(() -> vacuum(dead, givePagesBack ? table.pages() : -1));
+  }
+
+  /**
+   * Whether the table's dead row versions are worth a vacuum: {@link #MIN_DEAD_ROWS} or more, or
+   * {@link #SMALL_TABLE_MIN_DEAD_ROWS} or more and at least twice its live rows.
+   */
+  static boolean worthVacuuming(WorkerStore.HotTable table) {
+    long dead = table.deadRows();
+    return dead >= MIN_DEAD_ROWS
+        || (dead >= SMALL_TABLE_MIN_DEAD_ROWS && dead >= 2 * table.liveRows());
   }
 
   /** Whether the table has emptied after a peak: its pages are worth giving back (see the class comment). */
@@ -218,7 +238,7 @@ final class HotTableVacuum implements MaintenanceTask {
             after.pages());
       }
       // A vacuum for the pages alone (few dead rows before) is not judged by what it removed.
-      if (deadBefore >= MIN_DEAD_ROWS && deadAfter * 2 > deadBefore) {
+      if (deadBefore >= SMALL_TABLE_MIN_DEAD_ROWS && deadAfter * 2 > deadBefore) {
         // A transaction elsewhere holds the dead versions: wait longer before reading the table
         // again.
         backoffNanos =

@@ -316,7 +316,8 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
 
     /**
      * How often the leader looks at the hot table's dead row versions and vacuums it when they number
-     * 10,000 or more ({@link PgJobsSettings#VACUUM_INTERVAL}). At thousands of jobs a second they outrun autovacuum
+     * 10,000 or more, or 1,000 or more and twice its live rows (a small table mostly dead, whose next
+     * claims would step over them) ({@link PgJobsSettings#VACUUM_INTERVAL}). At thousands of jobs a second they outrun autovacuum
      * (at most once a minute per database by default), and claims slow down as they pile up. The database
      * user must own the table; if it does not, the leader says so once and leaves the table to autovacuum.
      */

@@ -218,11 +218,26 @@ class HotTableVacuumTest extends PgJobsTestBase {
   @Test
   void belowTheThresholdOrTurnedOffTheTableIsLeftToAutovacuum() throws Exception {
     WorkerStore store = store();
-    deadRows(store, 2_000);
+    deadRows(store, 500);
     HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
     long before = count(MANUAL_VACUUMS);
     vacuum.run();
-    assertThat(vacuum.vacuuming()).isFalse();
+    assertThat(vacuum.vacuuming()).as("a vacuum for 500 dead rows").isFalse();
+
+    // 2,000 dead rows beside 1,500 live ones: not a table mostly dead.
+    deadRows(store, 2_000);
+    client.enqueueAll(
+        NUMBERED, Collections.nCopies(1_500, new Numbered(2)), EnqueueOptions.DEFAULTS);
+    await("the statistics count the live rows")
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(200))
+        .until(() -> store.hotTable().liveRows() >= 1_500);
+    assertThat(HotTableVacuum.worthVacuuming(store.hotTable())).isFalse();
+    vacuum.run();
+    assertThat(vacuum.vacuuming())
+        .as("a vacuum for 2,000 dead rows beside 1,500 live")
+        .isFalse();
+    db.execute("DELETE FROM pgjobs.jobs");
 
     deadRows(store, 12_000);
     try (Maintenance off =
@@ -231,6 +246,29 @@ class HotTableVacuumTest extends PgJobsTestBase {
       await().atMost(Duration.ofSeconds(20)).until(() -> off.passes() >= passes + 3);
     }
     assertThat(count(MANUAL_VACUUMS)).as("manual vacuums of the hot table").isEqualTo(before);
+  }
+
+  /**
+   * A small table mostly dead (as a quiet queue's after a burst) is vacuumed well before 10,000 dead rows:
+   * the claims of the jobs that come one by one afterwards would otherwise step over those rows.
+   */
+  @Test
+  void aSmallTableMostlyDeadIsVacuumedBelowTheThreshold() throws Exception {
+    WorkerStore store = store();
+    deadRows(store, 2_000);
+    assertThat(store.hotTable().liveRows()).isLessThan(1_000);
+    HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofSeconds(1));
+    long before = count(MANUAL_VACUUMS);
+
+    vacuum.run();
+
+    await("a vacuum of the hot table")
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 1);
+    await("its dead rows gone from the statistics")
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(200))
+        .until(() -> store.hotTableDeadRows() < HotTableVacuum.SMALL_TABLE_MIN_DEAD_ROWS);
   }
 
   @Test
