@@ -41,7 +41,7 @@ final class JobLookup {
   /** The job with this id, in the caller's connection. */
   Optional<Job> get(Connection connection, UUID id) throws SQLException {
     if (id.version() == 7) {
-      Instant created = Instant.ofEpochMilli(id.getMostSignificantBits() >>> 16);
+      Instant created = UuidV7.timeOf(id);
       Optional<Job> found = read(connection, getSince, id, created.minus(CLOCK_MARGIN));
       if (found.isPresent()) {
         return found;
@@ -54,8 +54,8 @@ final class JobLookup {
       throws SQLException {
     // Planned at every execution (CustomPlan): a generic plan made while the hot table was nearly
     // empty is a sequential scan, which a dashboard's lookup would keep while a long transaction
-    // grows
-    // the table; and the history's bound prunes its partitions only in a plan made with its value.
+    // grows the table; and the history's bound prunes its partitions only in a plan made with its
+    // value.
     try (PreparedStatement ps =
         CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(sql)))) {
       ps.setObject(1, id);

@@ -45,6 +45,14 @@ public final class UuidV7 {
   static final long MAX_MILLIS = (1L << 48) - 1;
 
   /**
+   * The time a UUIDv7 holds (its first 48 bits, Unix milliseconds): when {@link #generate} made it.
+   * Meaningless for an id of another version.
+   */
+  public static Instant timeOf(UUID id) {
+    return Instant.ofEpochMilli(id.getMostSignificantBits() >>> 16);
+  }
+
+  /**
    * The smallest UUID of the millisecond {@code millis} (clamped to 0 and {@link #MAX_MILLIS}): every
    * UUIDv7 of that millisecond or later sorts at or above it, every one of an earlier millisecond below
    * it, as PostgreSQL orders uuids (their bytes, unsigned).

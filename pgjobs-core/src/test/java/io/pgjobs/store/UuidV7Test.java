@@ -42,6 +42,7 @@ class UuidV7Test {
     long millis = id.getMostSignificantBits() >>> 16;
     // The sequence may have pushed the clock field ahead when earlier tests filled milliseconds.
     assertThat(millis).isBetween(before, after + 100);
+    assertThat(UuidV7.timeOf(id).toEpochMilli()).as("the time read back").isEqualTo(millis);
   }
 
   @Test
