@@ -194,15 +194,34 @@ class GraphChaosTest extends LifecycleTestBase {
         }
       }
     }
+    long sentBack = attempts.values().stream().filter(a -> a > 1).count();
     System.out.printf(
-        "%d graphs, %d jobs (%s), %d runs, %d kills cutting %d runs; %d callbacks, %d of them ran%n",
-        GRAPHS, jobs, counts(expected), runs.size(), kills, cutRuns, callbacks, callbacksRun);
+        "%d graphs, %d jobs (%s), %d runs, %d kills (%d handlers running at the kill, %d jobs"
+            + " sent back); %d callbacks, %d of them ran%n",
+        GRAPHS,
+        jobs,
+        counts(expected),
+        runs.size(),
+        kills,
+        cutRuns,
+        sentBack,
+        callbacks,
+        callbacksRun);
     assertThat(wrongState).as("jobs not in the state their policies say").isEmpty();
     assertThat(early).as("jobs started before a parent ended").isEmpty();
     assertThat(uncounted).as("runs not counted in attempts").isEmpty();
     assertThat(twice).as("jobs run to their end twice without a kill").isEmpty();
     assertThat(kills).as("kills during the run").isGreaterThanOrEqualTo(2);
-    assertThat(cutRuns).as("runs the kills cut short").isPositive();
+    // A kill cuts a job short whether its handler was running or it was claimed and not yet
+    // recorded
+    // ended (its end line may already be in the log while the outcome waits in the completer's
+    // batch):
+    // either way the job is rescued and claimed again, with one more attempt. No job here is
+    // retried
+    // (a failing node is discarded), so a second attempt is the kills' mark.
+    assertThat(sentBack)
+        .as("jobs the kills sent back to the queue (attempts above 1)")
+        .isPositive();
     assertThat(callbacksRun).as("callbacks that ran").isPositive();
   }
 
