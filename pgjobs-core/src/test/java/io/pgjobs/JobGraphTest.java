@@ -11,9 +11,14 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -581,6 +586,115 @@ class JobGraphTest extends PgJobsTestBase {
     awaitState(ids.get("first"), JobState.SUCCEEDED);
     awaitState(ids.get("second"), JobState.SUCCEEDED);
     assertThat(runsByName()).doesNotContainKey("watcher");
+  }
+
+  @Test
+  void aCascadeAndAnotherEndOfTheSameJobsParentsLockInOneOrder() throws Exception {
+    // p1's cancellation (transaction A) cancels c and y, and g through c; p2 and p3, cancelled
+    // together
+    // in one statement (B), count themselves off y and g ('run' edges). Ids grow in the order of
+    // add, so
+    // c < g < y. A third transaction holds c's row, so that A waits there; then B runs. Before V8,
+    // A had
+    // locked y first (a child waiting for two parents) and locked c and g only as its cascade
+    // deleted
+    // them: B locked g, waited for y, and once c was free A waited for g, a deadlock PostgreSQL
+    // ended by
+    // aborting one of them. Now A's first lock takes c, g and y in id order: it holds nothing while
+    // it
+    // waits for c, B goes through, then A cancels the three.
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add(
+                "p1",
+                STEP,
+                new Step("p1", false),
+                EnqueueOptions.builder().queue("cascade-a").build())
+            .add(
+                "p2",
+                STEP,
+                new Step("p2", false),
+                EnqueueOptions.builder().queue("cascade-b").build())
+            .add(
+                "p3",
+                STEP,
+                new Step("p3", false),
+                EnqueueOptions.builder().queue("cascade-b").build())
+            .add("c", STEP, new Step("c", false), Dependency.on("p1"))
+            .add(
+                "g",
+                STEP,
+                new Step("g", false),
+                Dependency.on("c"),
+                Dependency.on("p3").runAnyway())
+            .add(
+                "y",
+                STEP,
+                new Step("y", false),
+                Dependency.on("p1"),
+                Dependency.on("p2").runAnyway())
+            .build())
+        .ids();
+    assertThat(count("SELECT count(*) FROM (SELECT '" + ids.get("c") + "'::uuid < '" + ids.get("g")
+            + "'::uuid AND '" + ids.get("g") + "'::uuid < '" + ids.get("y") + "'::uuid AS ordered)"
+            + " AS o WHERE ordered"))
+        .as("c < g < y, as PostgreSQL orders uuids")
+        .isOne();
+
+    ExecutorService ends = Executors.newFixedThreadPool(2);
+    try (Connection holder = db.dataSource().getConnection();
+        Connection a = db.dataSource().getConnection()) {
+      holder.setAutoCommit(false);
+      try (var lock =
+          holder.prepareStatement("SELECT 1 FROM pgjobs.jobs WHERE id = ? FOR UPDATE")) {
+        lock.setObject(1, ids.get("c"));
+        lock.executeQuery().close();
+      }
+      a.setAutoCommit(false);
+      long aPid = backendPid(a);
+      Future<CancelResult> endA = ends.submit(() -> {
+        CancelResult r = client.cancel(a, ids.get("p1"));
+        a.commit();
+        return r;
+      });
+      await("A waits for c's row")
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + aPid
+                  + " AND wait_event_type = 'Lock'")
+              == 1);
+      Future<CancelCounts> endB =
+          ends.submit(() -> client.cancelAll(Set.of(), Set.of("cascade-b"), Set.of()));
+      // B either went through (it waits for nothing A holds) or waits for a row A holds.
+      await("B ended or waits")
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> endB.isDone()
+              || count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                      + " AND datname = current_database()")
+                  >= 2);
+      holder.commit();
+
+      assertThat(endB.get(30, TimeUnit.SECONDS).cancelled())
+          .as("B's cancellations")
+          .isEqualTo(2);
+      assertThat(endA.get(30, TimeUnit.SECONDS).outcome())
+          .as("A's cancellation")
+          .isEqualTo(CancelResult.Outcome.CANCELLED);
+    } finally {
+      ends.shutdownNow();
+    }
+    for (String name : List.of("p1", "p2", "p3", "c", "g", "y")) {
+      assertThat(client.get(ids.get(name)).orElseThrow().state())
+          .as(name)
+          .isEqualTo(JobState.CANCELLED);
+    }
+  }
+
+  private static long backendPid(Connection c) throws Exception {
+    try (var s = c.createStatement();
+        var rs = s.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return rs.getLong(1);
+    }
   }
 
   @Test
