@@ -285,7 +285,7 @@ public final class PgJobsSettings {
           "1h",
           "the shortest time between two of the maintenance leader's vacuums of the hot table at 10,000"
               + " dead row versions or more, or mostly dead (1,000 or more and twice its live rows); it looks"
-              + " every second, and vacuums a table mostly dead with fewer than 10,000 live rows at once"
+              + " every second, and vacuums a table mostly dead with fewer than 10,000 due jobs waiting at once"
               + " (`.hotTableVacuum(false)` turns it off; see docs/operations.md)")
       .setBy("Maintenance.Builder.vacuumInterval");
 

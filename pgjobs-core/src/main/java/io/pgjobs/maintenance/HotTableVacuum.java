@@ -9,17 +9,20 @@ import org.slf4j.LoggerFactory;
 /**
  * Vacuums the hot table ({@code jobs}) instead of waiting for autovacuum. Looked at every {@link
  * #LOOK_INTERVAL}, it is vacuumed at once when it is <em>mostly dead</em> ({@link
- * #MOSTLY_DEAD_MIN_DEAD_ROWS} dead row versions or more and twice its live rows) with no backlog (fewer
- * than {@link #BACKLOG_ROWS} live rows); otherwise, once the vacuum interval has passed since the last
- * vacuum, when it is mostly dead or holds {@link #MIN_DEAD_ROWS} dead row versions or more ({@link
- * #worthVacuuming}).
+ * #MOSTLY_DEAD_MIN_DEAD_ROWS} dead row versions or more and twice its live rows) without a backlog (fewer
+ * than {@link #BACKLOG_ROWS} due jobs waiting); otherwise, once the vacuum interval has passed since the
+ * last vacuum, when it is mostly dead or holds {@link #MIN_DEAD_ROWS} dead row versions or more ({@link
+ * #worthVacuuming}). The backlog is counted (up to {@link #BACKLOG_ROWS}, through the ready indexes) only
+ * when the statistics say the table has that many live rows: under churn they overstate them many times
+ * (vacuum extrapolates its count over the pages it skipped; 31,000 "live" rows in a table holding 400),
+ * so the statistics alone would take churn for a backlog.
  *
  * <p>Why two paces: a table mostly dead with few jobs waiting is what steady churn leaves (tens of
- * thousands of jobs a second passing through), and every second of its dead versions is read again by
- * what scans the ready index whole, such as {@code queueDepth()}, and holds pages the next rows could have
- * used. Looked at every 5 s, the table of the independent harness's 64-lane peak (31,000 jobs/s) grew to
- * 160 MB and its ready index to 1,467 pages, and the producer's {@code queueDepth()} call took 0.85–0.90
- * ms (p50); looked at every second, 0.34–0.46 ms, and 12 % more jobs a second
+ * thousands of jobs a second passing through), and its dead versions are read again by what scans the
+ * ready index whole, such as {@code queueDepth()}, and hold pages the next rows could have used. Looked at
+ * every 5 s, the table of the independent harness's 64-lane peak (about 31,000 jobs/s) held 13,000–37,000
+ * dead row versions between vacuums and the producer's {@code queueDepth()} call took 0.63–1.20 ms (p50);
+ * vacuumed at each second's look, 0.25–0.49 ms, and the cell ran 7–14 % more jobs a second
  * (docs/bench-journal/independent-harness.md). With a backlog, the dead versions lie behind the claims'
  * cursor (claims do not read them), and each vacuum reads the backlog's pages and index entries again: a
  * drain of 300,000 jobs, vacuumed as soon as it was mostly dead, drained 8 % slower (median of five). It
@@ -86,8 +89,8 @@ final class HotTableVacuum implements MaintenanceTask {
    */
   static final long MOSTLY_DEAD_MIN_DEAD_ROWS = 1_000;
   /**
-   * A table with this many live rows or more holds a backlog: even mostly dead, it is vacuumed at most
-   * once per vacuum interval (see the class comment).
+   * A table with this many due jobs or more waiting holds a backlog: even mostly dead, it is vacuumed at
+   * most once per vacuum interval (see the class comment).
    */
   static final long BACKLOG_ROWS = 10_000;
   /** How often the table's statistics are read (a read of one row of {@code pg_stat_user_tables}). */
@@ -179,7 +182,13 @@ final class HotTableVacuum implements MaintenanceTask {
     boolean givePagesBack = emptied(table) && System.nanoTime() - shrinkAllowedFrom >= 0;
     boolean intervalPassed =
         lastVacuumStart == null || System.nanoTime() - lastVacuumStart >= interval.toNanos();
-    if (!worthVacuuming(table, intervalPassed) && !givePagesBack) {
+    // The backlog is counted only when it could decide: mostly dead, within the interval, and the
+    // statistics' live rows (which overstate, never much understate) reach the mark.
+    boolean backlog = !intervalPassed
+        && mostlyDead(table)
+        && table.liveRows() >= BACKLOG_ROWS
+        && store.dueJobsUpTo(BACKLOG_ROWS) >= BACKLOG_ROWS;
+    if (!worthVacuuming(table, intervalPassed, backlog) && !givePagesBack) {
       return;
     }
     if (givePagesBack) {
@@ -192,15 +201,16 @@ final class HotTableVacuum implements MaintenanceTask {
   }
 
   /**
-   * Whether the table's dead row versions are worth a vacuum now: the table is {@link #mostlyDead} with
-   * fewer than {@link #BACKLOG_ROWS} live rows; or the vacuum interval has passed since the last vacuum
-   * ({@code intervalPassed}) and it is mostly dead or holds {@link #MIN_DEAD_ROWS} or more.
+   * Whether the table's dead row versions are worth a vacuum now: the table is {@link #mostlyDead} without
+   * a {@code backlog}; or the vacuum interval has passed since the last vacuum ({@code intervalPassed})
+   * and it is mostly dead or holds {@link #MIN_DEAD_ROWS} or more.
    */
-  static boolean worthVacuuming(WorkerStore.HotTable table, boolean intervalPassed) {
+  static boolean worthVacuuming(
+      WorkerStore.HotTable table, boolean intervalPassed, boolean backlog) {
     if (intervalPassed) {
       return mostlyDead(table) || table.deadRows() >= MIN_DEAD_ROWS;
     }
-    return mostlyDead(table) && table.liveRows() < BACKLOG_ROWS;
+    return mostlyDead(table) && !backlog;
   }
 
   /** {@link #MOSTLY_DEAD_MIN_DEAD_ROWS} dead row versions or more, and at least twice its live rows. */

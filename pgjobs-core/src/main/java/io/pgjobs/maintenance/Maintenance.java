@@ -317,7 +317,7 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
     /**
      * The shortest time between two vacuums of the hot table, at 10,000 dead row versions or more or
      * mostly dead (1,000 or more and twice its live rows) ({@link PgJobsSettings#VACUUM_INTERVAL}). The
-     * leader looks at the table every second, and a table mostly dead with fewer than 10,000 live rows
+     * leader looks at the table every second, and a table mostly dead with fewer than 10,000 due jobs waiting
      * (steady churn, or a small table after a burst, whose next claims would step over them) is vacuumed
      * at once; with a backlog, each vacuum reads the backlog again, so it waits. At thousands of
      * jobs a second dead versions outrun autovacuum (at most once a minute per database by default), and
