@@ -81,11 +81,11 @@ final class HotTableVacuum implements MaintenanceTask {
   /**
    * A table with at least this many dead row versions and twice as many as live rows is mostly dead, and
    * vacuumed at the next look unless it holds a backlog: a table under steady churn (see the class
-   * comment), or a small one, as a quiet queue's is after a burst. Each job that comes next is claimed alone, and its claim steps over
-   * those versions and inserts into index pages full of them: after 3,000 jobs (about 6,000 dead versions,
-   * under {@link #MIN_DEAD_ROWS}, and under autovacuum's threshold of 5,000 plus 1 % until its next look),
-   * an idle worker's claim executed in 0.46 ms against 0.19 on a vacuumed table
-   * (docs/bench-journal/per-job-cost.md). Vacuuming a table that small takes milliseconds.
+   * comment), or a small one, as a quiet queue's is after a burst. Each job that comes next is claimed
+   * alone, and its claim steps over those versions and inserts into index pages full of them: after 3,000
+   * jobs (about 6,000 dead versions, under {@link #MIN_DEAD_ROWS}, and under autovacuum's threshold of
+   * 5,000 plus 1 % until its next look), an idle worker's claim executed in 0.46 ms against 0.19 on a
+   * vacuumed table (docs/bench-journal/per-job-cost.md). Vacuuming a table that small takes milliseconds.
    */
   static final long MOSTLY_DEAD_MIN_DEAD_ROWS = 1_000;
   /**
@@ -183,7 +183,7 @@ final class HotTableVacuum implements MaintenanceTask {
     boolean intervalPassed =
         lastVacuumStart == null || System.nanoTime() - lastVacuumStart >= interval.toNanos();
     // The backlog is counted only when it could decide: mostly dead, within the interval, and the
-    // statistics' live rows (which overstate, never much understate) reach the mark.
+    // statistics' live rows (which under churn overstate them many times) reach the mark.
     boolean backlog = !intervalPassed
         && mostlyDead(table)
         && table.liveRows() >= BACKLOG_ROWS
