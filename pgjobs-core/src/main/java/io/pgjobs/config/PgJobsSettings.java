@@ -276,17 +276,16 @@ public final class PgJobsSettings {
               + " schedule's missed-slots policy")
       .setBy("Maintenance.Builder.recurringMissedAfter");
 
-  /** The shortest time between two vacuums of the hot table but those of a mostly dead one without a backlog. */
+  /** How often the leader looks at the hot table's dead row versions. */
   public static final Setting<Duration> VACUUM_INTERVAL = Setting.duration(
           "vacuum_interval",
           "vacuum interval",
           "5s",
           "1s",
           "1h",
-          "the shortest time between two of the maintenance leader's vacuums of the hot table at 10,000"
-              + " dead row versions or more, or mostly dead (1,000 or more and twice its live rows); it looks"
-              + " every second, and vacuums a table mostly dead with fewer than 10,000 due jobs waiting at once"
-              + " (`.hotTableVacuum(false)` turns it off; see docs/operations.md)")
+          "how often the maintenance leader looks at the hot table's dead row versions and vacuums it at"
+              + " 10,000 or more, or at 1,000 or more and twice its live rows (`.hotTableVacuum(false)` turns it"
+              + " off; see docs/operations.md)")
       .setBy("Maintenance.Builder.vacuumInterval");
 
   /** Address the HTTP API listens on. */

@@ -7,26 +7,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Vacuums the hot table ({@code jobs}) instead of waiting for autovacuum. Looked at every {@link
- * #LOOK_INTERVAL}, it is vacuumed at once when it is <em>mostly dead</em> ({@link
- * #MOSTLY_DEAD_MIN_DEAD_ROWS} dead row versions or more and twice its live rows) without a backlog (fewer
- * than {@link #BACKLOG_ROWS} due jobs waiting); otherwise, once the vacuum interval has passed since the
- * last vacuum, when it is mostly dead or holds {@link #MIN_DEAD_ROWS} dead row versions or more ({@link
- * #worthVacuuming}). The backlog is counted (up to {@link #BACKLOG_ROWS}, through the ready indexes) only
- * when the statistics say the table has that many live rows: under churn they overstate them many times
- * (vacuum extrapolates its count over the pages it skipped; 31,000 "live" rows in a table holding 400),
- * so the statistics alone would take churn for a backlog.
- *
- * <p>Why two paces: a table mostly dead with few jobs waiting is what steady churn leaves (tens of
- * thousands of jobs a second passing through), and its dead versions are read again by what scans the
- * ready index whole, such as {@code queueDepth()}, and hold pages the next rows could have used. Looked at
- * every 5 s, the table of the independent harness's 64-lane peak (about 31,000 jobs/s) held 13,000–37,000
- * dead row versions between vacuums and the producer's {@code queueDepth()} call took 0.63–1.20 ms (p50);
- * vacuumed at each second's look, 0.25–0.49 ms, and the cell ran 7–14 % more jobs a second
- * (docs/bench-journal/independent-harness.md). With a backlog, the dead versions lie behind the claims'
- * cursor (claims do not read them), and each vacuum reads the backlog's pages and index entries again: a
- * drain of 300,000 jobs, vacuumed as soon as it was mostly dead, drained 8 % slower (median of five). It
- * keeps the interval's pace (5 s by default).
+ * Vacuums the hot table ({@code jobs}) whenever it holds {@link #MIN_DEAD_ROWS} dead row versions or more,
+ * or {@link #SMALL_TABLE_MIN_DEAD_ROWS} or more and twice its live rows ({@link #worthVacuuming}), looked
+ * at every {@link #interval()}, instead of waiting for autovacuum.
  *
  * <p>Why: every job leaves about two dead row versions in the hot table (its claim and its finish). At
  * thousands of jobs a second they outrun autovacuum, which looks at each database at most once per
@@ -73,28 +56,17 @@ import org.slf4j.LoggerFactory;
  */
 final class HotTableVacuum implements MaintenanceTask {
   private static final Logger log = LoggerFactory.getLogger(HotTableVacuum.class);
-  /**
-   * Fewer dead row versions than this are left to autovacuum, unless the table is mostly dead: a vacuum
-   * would cost more than it saves.
-   */
+  /** Fewer dead row versions than this are left to autovacuum: a vacuum would cost more than it saves. */
   static final long MIN_DEAD_ROWS = 10_000;
   /**
-   * A table with at least this many dead row versions and twice as many as live rows is mostly dead, and
-   * vacuumed at the next look unless it holds a backlog: a table under steady churn (see the class
-   * comment), or a small one, as a quiet queue's is after a burst. Each job that comes next is claimed
-   * alone, and its claim steps over those versions and inserts into index pages full of them: after 3,000
-   * jobs (about 6,000 dead versions, under {@link #MIN_DEAD_ROWS}, and under autovacuum's threshold of
-   * 5,000 plus 1 % until its next look), an idle worker's claim executed in 0.46 ms against 0.19 on a
-   * vacuumed table (docs/bench-journal/per-job-cost.md). Vacuuming a table that small takes milliseconds.
+   * ... unless there are at least this many and twice as many as live rows: a small table mostly dead, as
+   * a quiet queue's is after a burst. Each job that comes next is claimed alone, and its claim steps over
+   * those versions and inserts into index pages full of them: after 3,000 jobs (about 6,000 dead versions,
+   * under {@link #MIN_DEAD_ROWS}, and under autovacuum's threshold of 5,000 plus 1 % until its next look),
+   * an idle worker's claim executed in 0.46 ms against 0.19 on a vacuumed table
+   * (docs/bench-journal/per-job-cost.md). Vacuuming a table that small takes milliseconds.
    */
-  static final long MOSTLY_DEAD_MIN_DEAD_ROWS = 1_000;
-  /**
-   * A table with this many due jobs or more waiting holds a backlog: even mostly dead, it is vacuumed at
-   * most once per vacuum interval (see the class comment).
-   */
-  static final long BACKLOG_ROWS = 10_000;
-  /** How often the table's statistics are read (a read of one row of {@code pg_stat_user_tables}). */
-  static final Duration LOOK_INTERVAL = Duration.ofSeconds(1);
+  static final long SMALL_TABLE_MIN_DEAD_ROWS = 1_000;
   /** The longest wait after vacuums that could not remove what they found. */
   static final Duration MAX_BACKOFF = Duration.ofMinutes(1);
   /** A table this many times the size the planner last saw is analyzed (see the class comment). */
@@ -123,8 +95,6 @@ final class HotTableVacuum implements MaintenanceTask {
   private volatile String blockedBy;
   /** When the next vacuum that gives pages back may start (nanoTime; read and set by the maintenance thread). */
   private long shrinkAllowedFrom;
-  /** When the last vacuum started (nanoTime; read and set by the maintenance thread); none yet: null. */
-  private Long lastVacuumStart;
 
   /** The shortest time between two vacuums that give pages back: {@link #SHRINK_INTERVAL}. */
   private final Duration shrinkInterval;
@@ -151,10 +121,9 @@ final class HotTableVacuum implements MaintenanceTask {
     return "vacuum";
   }
 
-  /** How often the task looks at the table: {@link #LOOK_INTERVAL}, or the vacuum interval if shorter. */
   @Override
   public Duration interval() {
-    return interval.compareTo(LOOK_INTERVAL) < 0 ? interval : LOOK_INTERVAL;
+    return interval;
   }
 
   @Override
@@ -180,43 +149,25 @@ final class HotTableVacuum implements MaintenanceTask {
     }
     long dead = table.deadRows();
     boolean givePagesBack = emptied(table) && System.nanoTime() - shrinkAllowedFrom >= 0;
-    boolean intervalPassed =
-        lastVacuumStart == null || System.nanoTime() - lastVacuumStart >= interval.toNanos();
-    // The backlog is counted only when it could decide: mostly dead, within the interval, and the
-    // statistics' live rows (which under churn overstate them many times) reach the mark.
-    boolean backlog = !intervalPassed
-        && mostlyDead(table)
-        && table.liveRows() >= BACKLOG_ROWS
-        && store.dueJobsUpTo(BACKLOG_ROWS) >= BACKLOG_ROWS;
-    if (!worthVacuuming(table, intervalPassed, backlog) && !givePagesBack) {
+    if (!worthVacuuming(table) && !givePagesBack) {
       return;
     }
     if (givePagesBack) {
       shrinkAllowedFrom = System.nanoTime() + shrinkInterval.toNanos();
     }
-    lastVacuumStart = System.nanoTime();
     inFlight = Thread.ofVirtual()
         .name("pgjobs-vacuum")
         .start(() -> vacuum(dead, givePagesBack ? table.pages() : -1));
   }
 
   /**
-   * Whether the table's dead row versions are worth a vacuum now: the table is {@link #mostlyDead} without
-   * a {@code backlog}; or the vacuum interval has passed since the last vacuum ({@code intervalPassed})
-   * and it is mostly dead or holds {@link #MIN_DEAD_ROWS} or more.
+   * Whether the table's dead row versions are worth a vacuum: {@link #MIN_DEAD_ROWS} or more, or
+   * {@link #SMALL_TABLE_MIN_DEAD_ROWS} or more and at least twice its live rows.
    */
-  static boolean worthVacuuming(
-      WorkerStore.HotTable table, boolean intervalPassed, boolean backlog) {
-    if (intervalPassed) {
-      return mostlyDead(table) || table.deadRows() >= MIN_DEAD_ROWS;
-    }
-    return mostlyDead(table) && !backlog;
-  }
-
-  /** {@link #MOSTLY_DEAD_MIN_DEAD_ROWS} dead row versions or more, and at least twice its live rows. */
-  static boolean mostlyDead(WorkerStore.HotTable table) {
+  static boolean worthVacuuming(WorkerStore.HotTable table) {
     long dead = table.deadRows();
-    return dead >= MOSTLY_DEAD_MIN_DEAD_ROWS && dead >= 2 * table.liveRows();
+    return dead >= MIN_DEAD_ROWS
+        || (dead >= SMALL_TABLE_MIN_DEAD_ROWS && dead >= 2 * table.liveRows());
   }
 
   /** Whether the table has emptied after a peak: its pages are worth giving back (see the class comment). */
@@ -287,7 +238,7 @@ final class HotTableVacuum implements MaintenanceTask {
             after.pages());
       }
       // A vacuum for the pages alone (few dead rows before) is not judged by what it removed.
-      if (deadBefore >= MOSTLY_DEAD_MIN_DEAD_ROWS && deadAfter * 2 > deadBefore) {
+      if (deadBefore >= SMALL_TABLE_MIN_DEAD_ROWS && deadAfter * 2 > deadBefore) {
         // A transaction elsewhere holds the dead versions: wait longer before reading the table
         // again.
         backoffNanos =

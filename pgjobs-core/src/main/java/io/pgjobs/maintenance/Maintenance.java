@@ -67,8 +67,8 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
   public static final Duration DEFAULT_UNKNOWN_TYPE_GRACE =
       PgJobsSettings.UNKNOWN_TYPE_GRACE.defaultValue();
   /**
-   * The shortest time between two vacuums of the hot table but those of a mostly dead one without a
-   * backlog ({@link PgJobsSettings#VACUUM_INTERVAL}, {@link Builder#vacuumInterval}).
+   * How often the leader looks at the hot table's dead row versions, and vacuums it if needed
+   * ({@link PgJobsSettings#VACUUM_INTERVAL}).
    */
   public static final Duration DEFAULT_VACUUM_INTERVAL =
       PgJobsSettings.VACUUM_INTERVAL.defaultValue();
@@ -315,14 +315,11 @@ public final class Maintenance implements BackgroundService, AutoCloseable {
     }
 
     /**
-     * The shortest time between two vacuums of the hot table, at 10,000 dead row versions or more or
-     * mostly dead (1,000 or more and twice its live rows) ({@link PgJobsSettings#VACUUM_INTERVAL}). The
-     * leader looks at the table every second, and a table mostly dead with fewer than 10,000 due jobs waiting
-     * (steady churn, or a small table after a burst, whose next claims would step over them) is vacuumed
-     * at once; with a backlog, each vacuum reads the backlog again, so it waits. At thousands of
-     * jobs a second dead versions outrun autovacuum (at most once a minute per database by default), and
-     * claims slow down as they pile up. The database user must own the table; if it does not, the leader
-     * says so once and leaves the table to autovacuum.
+     * How often the leader looks at the hot table's dead row versions and vacuums it when they number
+     * 10,000 or more, or 1,000 or more and twice its live rows (a small table mostly dead, whose next
+     * claims would step over them) ({@link PgJobsSettings#VACUUM_INTERVAL}). At thousands of jobs a second they outrun autovacuum
+     * (at most once a minute per database by default), and claims slow down as they pile up. The database
+     * user must own the table; if it does not, the leader says so once and leaves the table to autovacuum.
      */
     public Builder vacuumInterval(Duration interval) {
       this.vacuumInterval = PgJobsSettings.VACUUM_INTERVAL.require(interval);

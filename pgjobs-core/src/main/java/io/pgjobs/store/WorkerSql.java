@@ -280,21 +280,6 @@ final class WorkerSql {
         FROM pg_class AS c
        WHERE c.oid = '{schema}.jobs'::regclass""";
 
-  /**
-   * Due waiting jobs, counted up to the parameter (each ready index's part is limited to it: the sum is
-   * at least the parameter when that many are due). Each part reads its index in order and stops at its
-   * limit, so the count costs at most that many entries, whatever the table holds.
-   */
-  static final String DUE_JOBS_UP_TO = """
-      SELECT count(*) FROM (
-          (SELECT 1 FROM {schema}.jobs
-            WHERE state IN ('queued', 'retrying') AND capability IS NULL AND run_at <= now()
-            ORDER BY queue LIMIT ?)
-          UNION ALL
-          (SELECT 1 FROM {schema}.jobs
-            WHERE state IN ('queued', 'retrying') AND capability IS NOT NULL AND run_at <= now()
-            ORDER BY capability, queue LIMIT ?)) AS due""";
-
   /** Refreshes the hot table's planner statistics; {@code SKIP_LOCKED} as {@link #VACUUM_HOT_TABLE}. */
   static final String ANALYZE_HOT_TABLE = """
       ANALYZE (SKIP_LOCKED) {schema}.jobs""";

@@ -37,7 +37,6 @@ public final class WorkerStore {
   private final String pruneDefaultPartition;
   private final String pruneUniqueKeys;
   private final String hotTableState;
-  private final String dueJobsUpTo;
   private final String analyzeHotTable;
   private final String vacuumHotTable;
   private final String vacuumHotTableGivingPagesBack;
@@ -63,7 +62,6 @@ public final class WorkerStore {
     this.pruneDefaultPartition = JobSql.forSchema(WorkerSql.PRUNE_DEFAULT_PARTITION, schema);
     this.pruneUniqueKeys = JobSql.forSchema(WorkerSql.PRUNE_UNIQUE_KEYS, schema);
     this.hotTableState = JobSql.forSchema(WorkerSql.HOT_TABLE_STATE, schema);
-    this.dueJobsUpTo = JobSql.forSchema(WorkerSql.DUE_JOBS_UP_TO, schema);
     this.analyzeHotTable = JobSql.forSchema(WorkerSql.ANALYZE_HOT_TABLE, schema);
     this.vacuumHotTable = JobSql.forSchema(WorkerSql.VACUUM_HOT_TABLE, schema);
     this.vacuumHotTableGivingPagesBack =
@@ -296,22 +294,6 @@ public final class WorkerStore {
         ResultSet rs = ps.executeQuery()) {
       rs.next();
       return new HotTable(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
-    }
-  }
-
-  /**
-   * Due waiting jobs, counted up to {@code limit} ({@link WorkerSql#DUE_JOBS_UP_TO}): at least {@code
-   * limit} when that many or more are due.
-   */
-  public long dueJobsUpTo(long limit) throws SQLException {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(dueJobsUpTo))) {
-      ps.setLong(1, limit);
-      ps.setLong(2, limit);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1);
-      }
     }
   }
 

@@ -232,7 +232,7 @@ class HotTableVacuumTest extends PgJobsTestBase {
         .atMost(Duration.ofSeconds(30))
         .pollInterval(Duration.ofMillis(200))
         .until(() -> store.hotTable().liveRows() >= 1_500);
-    assertThat(HotTableVacuum.worthVacuuming(store.hotTable(), true, false)).isFalse();
+    assertThat(HotTableVacuum.worthVacuuming(store.hotTable())).isFalse();
     vacuum.run();
     assertThat(vacuum.vacuuming())
         .as("a vacuum for 2,000 dead rows beside 1,500 live")
@@ -268,68 +268,7 @@ class HotTableVacuumTest extends PgJobsTestBase {
     await("its dead rows gone from the statistics")
         .atMost(Duration.ofSeconds(30))
         .pollInterval(Duration.ofMillis(200))
-        .until(() -> store.hotTableDeadRows() < HotTableVacuum.MOSTLY_DEAD_MIN_DEAD_ROWS);
-  }
-
-  /**
-   * A table with a backlog (10,000 due jobs or more) is vacuumed at most once per vacuum interval, even
-   * mostly dead: each vacuum reads the backlog again. Mostly dead without a backlog, at the next look,
-   * even with 12,000 live rows (scheduled for later: not a backlog to drain).
-   */
-  @Test
-  void aTableWithABacklogWaitsTheIntervalBetweenVacuumsAndAMostlyDeadOneWithoutDoesNot()
-      throws Exception {
-    WorkerStore store = store();
-    db.execute("DELETE FROM pgjobs.jobs", "VACUUM pgjobs.jobs");
-    client.enqueueAll(
-        NUMBERED, Collections.nCopies(12_000, new Numbered(3)), EnqueueOptions.DEFAULTS);
-    deadRowsBeside(store, 12_000, 12_000);
-    HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofHours(1));
-    assertThat(vacuum.interval()).as("how often it looks").isEqualTo(Duration.ofSeconds(1));
-    long before = count(MANUAL_VACUUMS);
-
-    vacuum.run();
-    await("the first vacuum")
-        .atMost(Duration.ofSeconds(30))
-        .until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 1);
-
-    deadRowsBeside(store, 30_000, 12_000);
-    assertThat(HotTableVacuum.mostlyDead(store.hotTable()))
-        .as("30,000 dead beside 12,000 live")
-        .isTrue();
-    vacuum.run();
-    assertThat(vacuum.vacuuming())
-        .as("a second vacuum of a table with a backlog within the hour's interval")
-        .isFalse();
-    assertThat(count(MANUAL_VACUUMS)).isEqualTo(before + 1);
-
-    db.execute("UPDATE pgjobs.jobs SET run_at = now() + interval '1 day'", "ANALYZE pgjobs.jobs");
-    assertThat(store.dueJobsUpTo(HotTableVacuum.BACKLOG_ROWS)).as("due jobs").isZero();
-    await("the statistics see the table mostly dead, with 12,000 live rows")
-        .atMost(Duration.ofSeconds(30))
-        .pollInterval(Duration.ofMillis(200))
-        .until(() -> HotTableVacuum.mostlyDead(store.hotTable())
-            && store.hotTable().liveRows() >= HotTableVacuum.BACKLOG_ROWS);
-    vacuum.run();
-    await("a vacuum of the mostly dead table without a backlog, within the interval")
-        .atMost(Duration.ofSeconds(30))
-        .until(() -> !vacuum.vacuuming() && count(MANUAL_VACUUMS) == before + 2);
-  }
-
-  /**
-   * Leaves {@code dead} dead row versions beside the {@code live} jobs already waiting, and waits until the
-   * statistics count both.
-   */
-  private static void deadRowsBeside(WorkerStore store, int dead, int live) {
-    client.enqueueAll(
-        NUMBERED,
-        Collections.nCopies(dead, new Numbered(1)),
-        EnqueueOptions.builder().queue("vacuum-gone").build());
-    db.execute("DELETE FROM pgjobs.jobs WHERE queue = 'vacuum-gone'", "ANALYZE pgjobs.jobs");
-    await("the statistics count the dead and the live rows")
-        .atMost(Duration.ofSeconds(30))
-        .pollInterval(Duration.ofMillis(200))
-        .until(() -> store.hotTableDeadRows() >= dead && store.hotTable().liveRows() >= live);
+        .until(() -> store.hotTableDeadRows() < HotTableVacuum.SMALL_TABLE_MIN_DEAD_ROWS);
   }
 
   @Test
