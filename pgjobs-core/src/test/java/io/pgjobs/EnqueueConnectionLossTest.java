@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.lifecycle.TcpProxy;
+import io.pgjobs.testkit.TestDatabase;
 import java.net.URI;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -404,11 +405,8 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
   /** Terminates the backend of the pool's (only) connection while it waits in the pool, and waits until it is gone. */
   private static void terminateBackendOf(HikariDataSource pool) throws SQLException {
     long pid;
-    try (Connection c = pool.getConnection();
-        Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
-      rs.next();
-      pid = rs.getLong(1);
+    try (Connection c = pool.getConnection()) {
+      pid = TestDatabase.backendPid(c);
     }
     // pg_terminate_backend with a timeout waits until the backend has exited.
     assertThat(count("SELECT count(*) FROM (SELECT pg_terminate_backend(" + pid

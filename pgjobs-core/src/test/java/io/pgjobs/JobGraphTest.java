@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
 import java.sql.Connection;
 import java.time.Duration;
@@ -651,7 +652,7 @@ class JobGraphTest extends PgJobsTestBase {
         lock.executeQuery().close();
       }
       a.setAutoCommit(false);
-      long aPid = backendPid(a);
+      long aPid = TestDatabase.backendPid(a);
       Future<CancelResult> endA = ends.submit(() -> {
         CancelResult r = client.cancel(a, ids.get("p1"));
         a.commit();
@@ -686,14 +687,6 @@ class JobGraphTest extends PgJobsTestBase {
       assertThat(client.get(ids.get(name)).orElseThrow().state())
           .as(name)
           .isEqualTo(JobState.CANCELLED);
-    }
-  }
-
-  private static long backendPid(Connection c) throws Exception {
-    try (var s = c.createStatement();
-        var rs = s.executeQuery("SELECT pg_backend_pid()")) {
-      rs.next();
-      return rs.getLong(1);
     }
   }
 

@@ -11,7 +11,6 @@ import io.pgjobs.store.WorkerStore;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.testkit.TestDatabase;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Collections;
@@ -341,17 +340,10 @@ class HotTableVacuumTest extends PgJobsTestBase {
       try (Statement s = here.createStatement()) {
         s.execute("SELECT txid_current()");
       }
-      assertThat(store.horizonHolder()).startsWith("session " + pid(here) + " ");
+      assertThat(store.horizonHolder())
+          .startsWith("session " + TestDatabase.backendPid(here) + " ");
       here.rollback();
       elsewhere.rollback();
-    }
-  }
-
-  private static String pid(Connection c) throws SQLException {
-    try (Statement s = c.createStatement();
-        var rs = s.executeQuery("SELECT pg_backend_pid()")) {
-      rs.next();
-      return rs.getString(1);
     }
   }
 

@@ -174,6 +174,15 @@ public final class TestDatabase implements AutoCloseable {
     }
   }
 
+  /** The process id of {@code connection}'s server backend ({@code pg_backend_pid()}). */
+  public static long backendPid(Connection connection) throws SQLException {
+    try (Statement st = connection.createStatement();
+        var rs = st.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
   /** Closes every pool and drops the database, ending any session still connected to it. */
   @Override
   public void close() {
