@@ -65,7 +65,10 @@ def _no_build(_skip: bool) -> None:
 
 
 def _launch_pgjobs(manifest, overrides):
-    return LaunchSpec(argv=[os.environ["PGJOBS_ADAPTER_CMD"]], env=_base_env(manifest, overrides))
+    env = _base_env(manifest, overrides)
+    # The adapter's own settings (PGJOBS_ENQUEUE_RETRY, ...), which the harness's allowlist does not know.
+    env.update({k: v for k, v in os.environ.items() if k.startswith("PGJOBS_") and k not in env})
+    return LaunchSpec(argv=[os.environ["PGJOBS_ADAPTER_CMD"]], env=env)
 
 
 def _launch_pgboss(manifest, overrides):

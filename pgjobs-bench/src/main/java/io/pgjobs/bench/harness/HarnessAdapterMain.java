@@ -1,8 +1,10 @@
 package io.pgjobs.bench.harness;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.EnqueueOptions;
+import io.pgjobs.EnqueueOutcomeUnknownException;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
 import io.pgjobs.config.DatabaseUrl;
@@ -21,6 +23,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -49,6 +52,14 @@ import org.HdrHistogram.Recorder;
  * next completion batch, milliseconds later). Besides the contract's metrics it emits
  * {@code queue_depth_call_p50_ms}/{@code _p99_ms}: what {@code queueDepth()} cost over the window.
  *
+ * <p>{@code PGJOBS_ENQUEUE_RETRY=idempotent} makes the producer enqueue as docs/guarantees.md tells a
+ * careful caller to ("When an enqueue fails"): every job carries an idempotency key (this process's
+ * random id and the job's sequence number, {@link JobType#withIdempotencyKeyFrom}), and a batch whose
+ * call ended in {@link EnqueueOutcomeUnknownException} is sent again, with the same keys, until an answer
+ * comes; any other failure means nothing was stored, and the batch is dropped as before. The default
+ * ({@code none}) enqueues without keys and drops a failed batch, as the harness's other adapters do.
+ * {@code run-native audit} then counts, in the database, jobs stored twice.
+ *
  * <p>Run it with {@code pgjobs-bench/harness/run-native}; {@code PGJOBS_VERSION} names the build in the
  * descriptor.
  */
@@ -56,12 +67,22 @@ public final class HarnessAdapterMain {
   /** The job type of every job the adapter makes. */
   static final JobType<BenchJob> BENCH_JOB = JobType.of("harness_bench", BenchJob.class);
 
+  /** The same type, each job keyed by its {@link BenchJob#key()} ({@code PGJOBS_ENQUEUE_RETRY=idempotent}). */
+  static final JobType<BenchJob> KEYED_BENCH_JOB = BENCH_JOB.withIdempotencyKeyFrom("key");
+
   // Forensics only (the descriptor's schema_version): the last migration pgjobs applied.
   private static final String SCHEMA_VERSION_SQL =
       "SELECT version FROM pgjobs.pgjobs_schema_history WHERE success ORDER BY installed_rank DESC LIMIT 1";
 
-  /** A job's payload: its sequence number, when it was enqueued (µs since the epoch) and padding. */
-  public record BenchJob(long seq, long enqueuedAtMicros, String padding) {}
+  /**
+   * A job's payload: its sequence number, when it was enqueued (µs since the epoch), padding, and its
+   * idempotency key when the producer retries ({@code PGJOBS_ENQUEUE_RETRY=idempotent}; absent otherwise).
+   */
+  public record BenchJob(
+      long seq,
+      long enqueuedAtMicros,
+      String padding,
+      @JsonInclude(JsonInclude.Include.NON_NULL) String key) {}
 
   private final Settings settings;
   private final PrintStream out;
@@ -71,6 +92,10 @@ public final class HarnessAdapterMain {
   private final AtomicLong queueDepth = new AtomicLong();
   private final AtomicLong targetRate = new AtomicLong();
   private final AtomicLong seq = new AtomicLong();
+  /** Makes this process's idempotency keys differ from those of a replica or of its own restart. */
+  private final String processKey = UUID.randomUUID().toString();
+
+  private final LongAdder enqueueRetries = new LongAdder();
   private final Recorder claimMicros = new Recorder(3);
   private final Recorder endToEndMicros = new Recorder(3);
   private final Recorder enqueueCallMicros = new Recorder(3);
@@ -111,7 +136,9 @@ public final class HarnessAdapterMain {
     config.setMaximumPoolSize(settings.workerCount() + 8);
     config.setPoolName("pgjobs-harness");
     HikariDataSource ds = new HikariDataSource(config);
-    JobClient client = JobClient.builder(ds).knownTypes(BENCH_JOB).build();
+    JobClient client = JobClient.builder(ds)
+        .knownTypes(settings.idempotentRetry() ? KEYED_BENCH_JOB : BENCH_JOB)
+        .build();
     client.migrate();
     Instant started = Instant.now();
     out.println(
@@ -210,14 +237,34 @@ public final class HarnessAdapterMain {
     }
   }
 
-  private void enqueue(JobClient client, int count) {
+  private void enqueue(JobClient client, int count) throws InterruptedException {
     List<BenchJob> jobs = new ArrayList<>(count);
     long stamp = nowMicros();
+    boolean keyed = settings.idempotentRetry();
     for (int i = 0; i < count; i++) {
-      jobs.add(new BenchJob(seq.incrementAndGet(), stamp, padding));
+      long n = seq.incrementAndGet();
+      jobs.add(new BenchJob(n, stamp, padding, keyed ? processKey + ":" + n : null));
     }
     long t0 = System.nanoTime();
-    client.enqueueAll(BENCH_JOB, jobs, EnqueueOptions.DEFAULTS);
+    if (keyed) {
+      // The documented safe retry: the same jobs, so the same keys, until the database answers.
+      while (true) {
+        try {
+          client.enqueueAll(KEYED_BENCH_JOB, jobs, EnqueueOptions.DEFAULTS);
+          break;
+        } catch (EnqueueOutcomeUnknownException e) {
+          enqueueRetries.increment();
+          System.err.println("pgjobs harness adapter: producer: outcome unknown, sending the batch"
+              + " of " + count + " again with the same keys: " + e.getMessage());
+          if (stopping.get()) {
+            return;
+          }
+          Thread.sleep(200);
+        }
+      }
+    } else {
+      client.enqueueAll(BENCH_JOB, jobs, EnqueueOptions.DEFAULTS);
+    }
     long callMicros = (System.nanoTime() - t0) / 1_000;
     // Per job, as the pg-boss adapter reports its producer latency.
     enqueueCallMicros.recordValue(callMicros / count);
@@ -313,6 +360,11 @@ public final class HarnessAdapterMain {
         emit(t, "producer_p99_ms", enqueueCall.percentileMs(99), w);
         emit(t, "enqueue_rate", (enq - lastEnqueued) / seconds, every);
         emit(t, "completion_rate", (done - lastCompleted) / seconds, every);
+        if (settings.idempotentRetry()) {
+          // Cumulative: batches sent again after an unknown outcome
+          // (PGJOBS_ENQUEUE_RETRY=idempotent).
+          emit(t, "enqueue_outcome_unknown_retries", enqueueRetries.sum(), 0);
+        }
         if (settings.observer()) {
           // Global observations: only instance 0 reports them, as the other adapters do.
           emit(t, "queue_depth", queueDepth.get(), 0);
@@ -381,7 +433,8 @@ public final class HarnessAdapterMain {
       int instanceId,
       boolean harnessPacing,
       String rateControlFile,
-      String version) {
+      String version,
+      boolean idempotentRetry) {
 
     boolean observer() {
       return instanceId == 0;
@@ -403,6 +456,11 @@ public final class HarnessAdapterMain {
         throw new IllegalArgumentException(
             "PRODUCER_MODE '" + mode + "' is not supported; allowed: fixed, depth-target");
       }
+      String retry = env.getOrDefault("PGJOBS_ENQUEUE_RETRY", "none");
+      if (!retry.equals("none") && !retry.equals("idempotent")) {
+        throw new IllegalArgumentException(
+            "PGJOBS_ENQUEUE_RETRY '" + retry + "' is not supported; allowed: none, idempotent");
+      }
       String pacing = env.getOrDefault("PRODUCER_PACING", "adapter");
       if (!pacing.equals("harness") && !pacing.equals("adapter")) {
         throw new IllegalArgumentException(
@@ -422,7 +480,8 @@ public final class HarnessAdapterMain {
           (int) number(env, "BENCH_INSTANCE_ID", 0, 0, 10_000),
           pacing.equals("harness") && mode.equals("fixed"),
           env.get("PRODUCER_RATE_CONTROL_FILE"),
-          env.getOrDefault("PGJOBS_VERSION", "unknown"));
+          env.getOrDefault("PGJOBS_VERSION", "unknown"),
+          retry.equals("idempotent"));
     }
 
     private static long number(

@@ -79,6 +79,15 @@ class HarnessSamplesTest {
     assertThat(s.workMs()).isEqualTo(1);
     assertThat(s.sampleEverySeconds()).isEqualTo(5);
     assertThat(s.observer()).isTrue();
+    assertThat(s.idempotentRetry()).isFalse();
+  }
+
+  @Test
+  void idempotentRetryIsChosenByName() {
+    assertThat(HarnessAdapterMain.Settings.fromEnvironment(
+                Map.of("DATABASE_URL", "postgres://u@h/db", "PGJOBS_ENQUEUE_RETRY", "idempotent"))
+            .idempotentRetry())
+        .isTrue();
   }
 
   @Test
@@ -89,6 +98,9 @@ class HarnessSamplesTest {
     assertThatThrownBy(() -> HarnessAdapterMain.Settings.fromEnvironment(
             Map.of("DATABASE_URL", "postgres://u@h/db", "WORKER_COUNT", "0")))
         .hasMessage("WORKER_COUNT 0 is out of range; allowed: 1 to 10000");
+    assertThatThrownBy(() -> HarnessAdapterMain.Settings.fromEnvironment(
+            Map.of("DATABASE_URL", "postgres://u@h/db", "PGJOBS_ENQUEUE_RETRY", "always")))
+        .hasMessage("PGJOBS_ENQUEUE_RETRY 'always' is not supported; allowed: none, idempotent");
     assertThatThrownBy(() -> HarnessAdapterMain.Settings.fromEnvironment(Map.of()))
         .hasMessageStartingWith("DATABASE_URL must be set");
   }
