@@ -7,6 +7,7 @@ import io.pgjobs.EnqueueOptions;
 import io.pgjobs.EnqueueOutcomeUnknownException;
 import io.pgjobs.JobClient;
 import io.pgjobs.JobType;
+import io.pgjobs.PgJobsException;
 import io.pgjobs.config.DatabaseUrl;
 import io.pgjobs.worker.JobWorker;
 import java.io.BufferedReader;
@@ -55,8 +56,9 @@ import org.HdrHistogram.Recorder;
  * <p>{@code PGJOBS_ENQUEUE_RETRY=idempotent} makes the producer enqueue as docs/guarantees.md tells a
  * careful caller to ("When an enqueue fails"): every job carries an idempotency key (this process's
  * random id and the job's sequence number, {@link JobType#withIdempotencyKeyFrom}), and a batch whose
- * call ended in {@link EnqueueOutcomeUnknownException} is sent again, with the same keys, until an answer
- * comes; any other failure means nothing was stored, and the batch is dropped as before. The default
+ * call ended in {@link EnqueueOutcomeUnknownException} is sent again, with the same keys, until a call
+ * succeeds (a plain failure of such a retry does not settle what the first call did); a batch whose first
+ * call failed otherwise stored nothing, and is dropped as before. The default
  * ({@code none}) enqueues without keys and drops a failed batch, as the harness's other adapters do.
  * {@code run-native audit} then counts, in the database, jobs stored twice.
  *
@@ -248,11 +250,19 @@ public final class HarnessAdapterMain {
     long t0 = System.nanoTime();
     if (keyed) {
       // The documented safe retry: the same jobs, so the same keys, until the database answers.
+      // Once
+      // an outcome was unknown, a later plain failure does not settle it (the first call may have
+      // stored the jobs): that is sent again too.
+      boolean unknown = false;
       while (true) {
         try {
           client.enqueueAll(KEYED_BENCH_JOB, jobs, EnqueueOptions.DEFAULTS);
           break;
-        } catch (EnqueueOutcomeUnknownException e) {
+        } catch (PgJobsException e) {
+          if (!unknown && !(e instanceof EnqueueOutcomeUnknownException)) {
+            throw e; // nothing was stored: the batch is dropped, as without keys
+          }
+          unknown = true;
           enqueueRetries.increment();
           System.err.println("pgjobs harness adapter: producer: outcome unknown, sending the batch"
               + " of " + count + " again with the same keys: " + e.getMessage());
