@@ -243,6 +243,11 @@ public final class BenchRunner {
   }
 
   private void drop(HikariDataSource ds, String... schemas) {
+    if (Boolean.getBoolean("pgjobs.bench.keepSchemas")) {
+      progress.println(
+          "kept the bench schemas (-Dpgjobs.bench.keepSchemas): " + String.join(", ", schemas));
+      return;
+    }
     try (Connection c = ds.getConnection();
         Statement st = c.createStatement()) {
       for (String schema : schemas) {

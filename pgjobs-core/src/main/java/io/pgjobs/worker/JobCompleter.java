@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -62,7 +63,7 @@ import org.slf4j.LoggerFactory;
  * halves until the job that cannot be written is found; that job is failed with an error that says why
  * and every other job is written. A worker never stops claiming because one job cannot be written.
  * While more than the backlog limit of successes wait, {@link #isBacklogged()} tells the pollers to stop
- * claiming.
+ * claiming; {@link #onBacklogCleared} wakes them as soon as the completer is below the limit again.
  */
 final class JobCompleter {
   private static final Logger log = LoggerFactory.getLogger(JobCompleter.class);
@@ -88,6 +89,11 @@ final class JobCompleter {
 
   private final LinkedBlockingQueue<Outcome.Succeeded> queue = new LinkedBlockingQueue<>();
   private final AtomicInteger pending = new AtomicInteger();
+  /**
+   * Told when the successes waiting fall below the backlog limit again: the pollers, which stop claiming
+   * while it is reached and would otherwise sleep out their poll interval with their lanes idle.
+   */
+  private final List<Runnable> backlogCleared = new CopyOnWriteArrayList<>();
   /** Claimed jobs whose give-back is to be tried again on the completer's thread (see {@link #unclaim}). */
   private final ConcurrentLinkedQueue<ClaimedJob> giveBacks = new ConcurrentLinkedQueue<>();
   /** When the completer's thread tries {@link #giveBacks} next (System.nanoTime()), and its backoff. */
@@ -171,6 +177,19 @@ final class JobCompleter {
     return pending.get() >= backlogLimit;
   }
 
+  /** Runs {@code listener} each time the backlog falls below its limit (on the completer's thread). */
+  void onBacklogCleared(Runnable listener) {
+    backlogCleared.add(listener);
+  }
+
+  /** Counts {@code written} successes as no longer pending; tells the listeners if the backlog cleared. */
+  private void written(int written) {
+    int left = pending.addAndGet(-written);
+    if (left < backlogLimit && left + written >= backlogLimit) {
+      backlogCleared.forEach(Runnable::run);
+    }
+  }
+
   // ---------------------------------------------------------------- successes, in batches
 
   private void run() {
@@ -211,7 +230,7 @@ final class JobCompleter {
         busy.forEach(s -> held.remove(s.job()));
         busy.clear();
       }
-      pending.addAndGet(-(size - busy.size()));
+      written(size - busy.size());
       busyBackoffMs = busy.isEmpty() ? 0 : Math.min(Math.max(busyBackoffMs * 2, 20), 1_000);
     }
   }

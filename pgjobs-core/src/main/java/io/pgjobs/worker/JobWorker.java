@@ -213,6 +213,10 @@ public final class JobWorker implements AutoCloseable {
           b.prefetchHold);
       poller.pickupListener(b.pickupListener);
       poller.limitedQueues(limitedQueues);
+      // A poller stops claiming while the completer is backlogged; the backlog's end wakes it at
+      // once
+      // (waiting out its poll interval left every lane idle for up to a second, W3G's fan-in).
+      completions.onBacklogCleared(poller::wake);
       pollers.add(poller);
       pollersByQueue.put(queue, poller);
     });
