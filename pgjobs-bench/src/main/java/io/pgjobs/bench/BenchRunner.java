@@ -423,9 +423,8 @@ public final class BenchRunner {
         }
         case W3G -> {
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
-          // -Dpgjobs.bench.graphShapes=CHAINS,FAN_OUT runs only those shapes, and not the large
-          // enqueue
-          // (for profiling one shape).
+          // -Dpgjobs.bench.graphShapes=CHAINS,FAN_OUT runs only those shapes (FLOOR: the floor;
+          // ENQUEUE: the large graph's enqueue), for profiling one of them.
           String only = System.getProperty("pgjobs.bench.graphShapes");
           for (GraphShape shape : GraphShape.values()) {
             if (only == null || java.util.Arrays.asList(only.split(",")).contains(shape.name())) {
@@ -435,7 +434,7 @@ public final class BenchRunner {
           if (only == null || only.contains("FLOOR")) {
             out.accept(pgjobs.w3UnblockFloor(run, jobs));
           }
-          if (only == null) {
+          if (only == null || only.contains("ENQUEUE")) {
             out.accept(pgjobs.enqueueGraph(run, jobs * 20));
           }
         }
