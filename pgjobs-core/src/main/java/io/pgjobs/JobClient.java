@@ -238,6 +238,11 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
    * same graph again under the same {@link JobGraph.Builder#idempotencyKey idempotency key} to store it
    * exactly once (without a key, look its jobs up first).
    *
+   * <p>Without a key, each job is made as the COPY sends it and not kept: beyond the graph itself, the
+   * call holds about 90 bytes a job (the ids it returns), so the largest graph, {@link JobGraph#MAX_JOBS}
+   * jobs, goes in from a 512 MB heap. A payload refused then is found mid-COPY: the COPY is cancelled and
+   * the transaction rolled back, nothing is stored.
+   *
    * @return each job's id by its name in the graph, in the order the jobs were added, and whether the
    *     key replayed an earlier enqueue
    * @throws IdempotencyKeyReusedException when the key already enqueued a different graph
@@ -249,7 +254,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(false);
       try {
-        EnqueuedGraph ids = insertGraph(c, graph);
+        EnqueuedGraph ids = insertGraph(c, graph, true);
         try {
           c.commit();
         } catch (SQLException e) {
@@ -283,106 +288,185 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
   public EnqueuedGraph enqueueGraph(Connection connection, JobGraph graph) {
     Objects.requireNonNull(graph, "graph");
     Objects.requireNonNull(connection, "connection");
-    return call(() -> insertGraph(connection, graph));
+    return call(() -> insertGraph(connection, graph, false));
   }
 
   /**
    * The graph's jobs by COPY (as {@link #enqueueAll}: one round trip whatever their number, each row with
    * its own type and options), then its edges ({@link io.pgjobs.store.DependencyStore#link}), on
    * {@code c} in its open transaction.
+   *
+   * <p>In a transaction of its own ({@code ownTransaction}) and without an idempotency key, each job is
+   * made (its payload encoded and checked) as the COPY reads it and then let go, and each edge as its
+   * COPY reads it: at the limit of {@link JobGraph#MAX_JOBS} jobs and their two million edges, holding
+   * them all on top of the caller's graph took another ~450 MB of heap. A job that cannot be made throws
+   * in the middle of the COPY, which is cancelled; the transaction rolls back, nothing is stored. In the
+   * caller's transaction (which such a failure would leave aborted) or under a key (whose fingerprint
+   * reads every job first) the jobs are made and checked before anything is sent.
    */
-  private EnqueuedGraph insertGraph(Connection c, JobGraph graph) throws SQLException {
-    Map<String, UUID> ids = new java.util.LinkedHashMap<>();
-    List<NewJob> jobs = new ArrayList<>(graph.nodes().size());
-    for (JobGraph.Node node : graph.nodes()) {
-      NewJob job;
-      try {
-        job = node.type() != null
-            ? newJobUnchecked(node.type(), node.payload(), node.options())
-            : newJobByName(node.typeName(), node.payload(), node.options());
-      } catch (InvalidJobException e) {
-        // Which job of the graph: its name before the field ("graph[resize].payload.width").
-        String message = e.getMessage().startsWith(e.field() + ": ")
-            ? e.getMessage().substring(e.field().length() + 2)
-            : e.getMessage();
-        throw new InvalidJobException("graph[" + node.name() + "]." + e.field(), message, e);
-      }
-      if (job.unique() != null || job.idempotencyKey() != null) {
-        // A type known by name may bring either from its defaults.
-        throw new InvalidJobException(
-            "graph[" + node.name() + "].unique",
-            "type '" + job.type() + "' makes unique or keyed jobs, which a graph does not take:"
-                + " a job that stands for another could not wait as the graph says");
-      }
-      jobs.add(job);
-      ids.put(node.name(), job.id());
-    }
-    if (graph.idempotencyKey() != null) {
-      StringBuilder what = new StringBuilder("graph v1\n");
-      for (int i = 0; i < jobs.size(); i++) {
-        JobGraph.Node node = graph.nodes().get(i);
-        what.append(node.name())
-            .append('\n')
-            .append(IdempotencyFingerprint.of(
-                jobs.get(i).type(), jobs.get(i).payloadJson(), node.options()))
-            .append('\n');
-        for (Dependency d : node.after()) {
-          what.append(d.node() != null ? "node " + d.node() : "job " + d.job())
-              .append(' ')
-              .append(d.onFailure().value())
-              .append('\n');
-        }
-      }
-      String fingerprint = IdempotencyFingerprint.sha256(what.toString());
-      io.pgjobs.store.DependencyStore.GraphKey taken = dependencyStore.takeGraphKey(
-          c, graph.idempotencyKey(), fingerprint, jobs.get(0).id(), mapper.writeValueAsString(ids));
-      if (taken != null) {
-        if (!taken.fingerprint().equals(fingerprint)) {
-          throw new IdempotencyKeyReusedException(graph.idempotencyKey(), taken.firstJob());
-        }
-        Map<String, UUID> first = new java.util.LinkedHashMap<>();
-        mapper
-            .readTree(taken.jobsJson())
-            .properties()
-            .forEach(e -> first.put(e.getKey(), UUID.fromString(e.getValue().asString())));
-        return new EnqueuedGraph(java.util.Collections.unmodifiableMap(first), true);
-      }
-    }
+  private EnqueuedGraph insertGraph(Connection c, JobGraph graph, boolean ownTransaction)
+      throws SQLException {
+    List<JobGraph.Node> nodes = graph.nodes();
+    int n = nodes.size();
     // Each job goes in as the graph places it: blocked with its count of parents in the graph, and
     // marked if a job of the graph waits for it; parents enqueued before (Dependency.onJob) are
     // counted by link().
-    List<io.pgjobs.store.DependencyStore.Edge> edges = new ArrayList<>();
-    Set<String> parentsInGraph = new java.util.HashSet<>();
-    List<io.pgjobs.store.EnqueueStore.GraphPlacement> placements =
-        new ArrayList<>(graph.nodes().size());
-    for (JobGraph.Node node : graph.nodes()) {
-      UUID id = ids.get(node.name());
-      int waitingOn = 0;
-      for (Dependency d : node.after()) {
-        UUID parent = d.node() != null ? ids.get(d.node()) : d.job();
-        edges.add(new io.pgjobs.store.DependencyStore.Edge(
-            parent, id, d.onFailure().value(), node.name()));
-        if (d.node() != null) {
-          waitingOn++;
-          parentsInGraph.add(d.node());
+    int[] waitingOn = new int[n];
+    int[] firstEdge = new int[n + 1];
+    boolean[] hasDependents = new boolean[n];
+    boolean dueNow = true;
+    {
+      Set<String> parentsInGraph = new java.util.HashSet<>();
+      for (int i = 0; i < n; i++) {
+        JobGraph.Node node = nodes.get(i);
+        for (Dependency d : node.after()) {
+          if (d.node() != null) {
+            waitingOn[i]++;
+            parentsInGraph.add(d.node());
+          }
+        }
+        firstEdge[i + 1] = firstEdge[i] + node.after().size();
+        EnqueueOptions o = node.options();
+        dueNow &=
+            o == null || (o.runAt() == null && (o.delay() == null || o.delay().toMillis() == 0));
+      }
+      for (int i = 0; i < n; i++) {
+        hasDependents[i] = parentsInGraph.contains(nodes.get(i).name());
+      }
+    }
+    List<io.pgjobs.store.EnqueueStore.GraphPlacement> placements = new java.util.AbstractList<>() {
+      @Override
+      public io.pgjobs.store.EnqueueStore.GraphPlacement get(int i) {
+        return new io.pgjobs.store.EnqueueStore.GraphPlacement(waitingOn[i], hasDependents[i]);
+      }
+
+      @Override
+      public int size() {
+        return n;
+      }
+    };
+    Map<String, UUID> ids = java.util.LinkedHashMap.newLinkedHashMap(n);
+    Map<String, Integer> enqueuedByType = new java.util.HashMap<>();
+    List<NewJob> jobs;
+    if (ownTransaction && graph.idempotencyKey() == null) {
+      jobs = io.pgjobs.store.StreamedJobs.readOnce(
+          n,
+          i -> {
+            JobGraph.Node node = nodes.get(i);
+            NewJob job = graphJob(node);
+            ids.put(node.name(), job.id());
+            enqueuedByType.merge(job.type(), 1, Integer::sum);
+            return job;
+          },
+          dueNow);
+    } else {
+      List<NewJob> made = new ArrayList<>(n);
+      for (JobGraph.Node node : nodes) {
+        NewJob job = graphJob(node);
+        made.add(job);
+        ids.put(node.name(), job.id());
+        enqueuedByType.merge(job.type(), 1, Integer::sum);
+      }
+      jobs = made;
+      if (graph.idempotencyKey() != null) {
+        EnqueuedGraph replayed = takeGraphKey(c, graph, made, ids);
+        if (replayed != null) {
+          return replayed;
         }
       }
-      placements.add(new io.pgjobs.store.EnqueueStore.GraphPlacement(waitingOn, false));
     }
-    for (int i = 0; i < placements.size(); i++) {
-      if (parentsInGraph.contains(graph.nodes().get(i).name())) {
-        placements.set(
-            i,
-            new io.pgjobs.store.EnqueueStore.GraphPlacement(placements.get(i).waitingOn(), true));
+    enqueueStore.insertGraph(c, partitionRules.keyed(jobs, c), placements);
+    enqueuedByType.forEach(metrics::enqueued);
+    // The edges in the nodes' order, each made as the COPY reads it (node i's are firstEdge[i]...).
+    List<io.pgjobs.store.DependencyStore.Edge> edges = new java.util.AbstractList<>() {
+      @Override
+      public io.pgjobs.store.DependencyStore.Edge get(int k) {
+        int i = java.util.Arrays.binarySearch(firstEdge, k);
+        if (i < 0) {
+          i = -i - 2; // the node whose edges start before k
+        } else {
+          while (firstEdge[i + 1] == k) {
+            i++; // nodes without parents share their start with the next one
+          }
+        }
+        JobGraph.Node node = nodes.get(i);
+        Dependency d = node.after().get(k - firstEdge[i]);
+        return new io.pgjobs.store.DependencyStore.Edge(
+            d.node() != null ? ids.get(d.node()) : d.job(),
+            ids.get(node.name()),
+            d.onFailure().value(),
+            node.name(),
+            d.node() != null);
       }
-    }
-    List<NewJob> keyed = partitionRules.keyed(jobs, c);
-    enqueueStore.insertGraph(c, keyed, placements);
-    for (NewJob job : keyed) {
-      metrics.enqueued(job.type(), 1);
-    }
+
+      @Override
+      public int size() {
+        return firstEdge[n];
+      }
+    };
     dependencyStore.link(c, ids, edges);
     return new EnqueuedGraph(java.util.Collections.unmodifiableMap(ids), false);
+  }
+
+  /** The job a graph's node makes, its errors named after the node ("graph[resize].payload.width"). */
+  private NewJob graphJob(JobGraph.Node node) {
+    NewJob job;
+    try {
+      job = node.type() != null
+          ? newJobUnchecked(node.type(), node.payload(), node.options())
+          : newJobByName(node.typeName(), node.payload(), node.options());
+    } catch (InvalidJobException e) {
+      String message = e.getMessage().startsWith(e.field() + ": ")
+          ? e.getMessage().substring(e.field().length() + 2)
+          : e.getMessage();
+      throw new InvalidJobException("graph[" + node.name() + "]." + e.field(), message, e);
+    }
+    if (job.unique() != null || job.idempotencyKey() != null) {
+      // A type known by name may bring either from its defaults.
+      throw new InvalidJobException(
+          "graph[" + node.name() + "].unique",
+          "type '" + job.type() + "' makes unique or keyed jobs, which a graph does not take:"
+              + " a job that stands for another could not wait as the graph says");
+    }
+    return job;
+  }
+
+  /**
+   * Takes the graph's idempotency key for these jobs, or returns what an earlier enqueue under it made
+   * (null: the key was free, and is now this graph's).
+   */
+  private EnqueuedGraph takeGraphKey(
+      Connection c, JobGraph graph, List<NewJob> jobs, Map<String, UUID> ids) throws SQLException {
+    StringBuilder what = new StringBuilder("graph v1\n");
+    for (int i = 0; i < jobs.size(); i++) {
+      JobGraph.Node node = graph.nodes().get(i);
+      what.append(node.name())
+          .append('\n')
+          .append(IdempotencyFingerprint.of(
+              jobs.get(i).type(), jobs.get(i).payloadJson(), node.options()))
+          .append('\n');
+      for (Dependency d : node.after()) {
+        what.append(d.node() != null ? "node " + d.node() : "job " + d.job())
+            .append(' ')
+            .append(d.onFailure().value())
+            .append('\n');
+      }
+    }
+    String fingerprint = IdempotencyFingerprint.sha256(what.toString());
+    io.pgjobs.store.DependencyStore.GraphKey taken = dependencyStore.takeGraphKey(
+        c, graph.idempotencyKey(), fingerprint, jobs.get(0).id(), mapper.writeValueAsString(ids));
+    if (taken == null) {
+      return null;
+    }
+    if (!taken.fingerprint().equals(fingerprint)) {
+      throw new IdempotencyKeyReusedException(graph.idempotencyKey(), taken.firstJob());
+    }
+    Map<String, UUID> first = new java.util.LinkedHashMap<>();
+    mapper
+        .readTree(taken.jobsJson())
+        .properties()
+        .forEach(e -> first.put(e.getKey(), UUID.fromString(e.getValue().asString())));
+    return new EnqueuedGraph(java.util.Collections.unmodifiableMap(first), true);
   }
 
   /**

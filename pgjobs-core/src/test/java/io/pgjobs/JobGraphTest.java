@@ -235,6 +235,56 @@ class JobGraphTest extends PgJobsTestBase {
   }
 
   @Test
+  void aPayloadRefusedAfterTheFirstRowsWereSentStoresNothingAndNamesTheJob() {
+    // enqueueGraph makes each job as its COPY reads it: the last job's payload is refused after the
+    // first megabytes of rows went to the server. The COPY is cancelled, the transaction rolled
+    // back.
+    JobType<Step> checked = JobType.of("graph-checked", Step.class)
+        .withValidator(s -> s.fail()
+            ? List.of(new PayloadValidator.FieldProblem("fail", "must be false"))
+            : List.of());
+    long jobs = count("pgjobs.jobs");
+    long edges = count("SELECT count(*) FROM pgjobs.job_dependencies");
+    long names = count("SELECT count(*) FROM pgjobs.job_graph_names");
+    int n = 20_000; // ~2.4 MB of rows: the COPY sends them in chunks of ~1 MB
+    JobGraph.Builder graph = JobGraph.builder();
+    for (int i = 0; i < n; i++) {
+      Step step = new Step("n" + i, i == n - 1);
+      if (i == 0) {
+        graph.add("n" + i, checked, step);
+      } else {
+        graph.add("n" + i, checked, step, Dependency.on("n" + (i - 1)));
+      }
+    }
+    JobGraph refused = graph.build();
+    assertThatThrownBy(() -> client.enqueueGraph(refused))
+        .isInstanceOf(InvalidJobException.class)
+        .hasMessageContaining("graph[n" + (n - 1) + "]")
+        .hasMessageContaining("must be false");
+    assertThat(count("pgjobs.jobs")).isEqualTo(jobs);
+    assertThat(count("SELECT count(*) FROM pgjobs.job_dependencies")).isEqualTo(edges);
+    assertThat(count("SELECT count(*) FROM pgjobs.job_graph_names")).isEqualTo(names);
+    // The client's connection came back usable: the next graph goes in.
+    Map<String, UUID> next = client
+        .enqueueGraph(JobGraph.builder()
+            .add(
+                "a",
+                STEP,
+                new Step("a", false),
+                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add(
+                "b",
+                STEP,
+                new Step("b", false),
+                EnqueueOptions.builder().queue("graph-unserved").build(),
+                Dependency.on("a"))
+            .build())
+        .ids();
+    assertThat(client.get(next.get("b")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
+    assertThat(count("pgjobs.jobs")).isEqualTo(jobs + 2);
+  }
+
+  @Test
   void badGraphsAreRefusedNamingTheJobAndStoreNothing() {
     long jobs = count("SELECT count(*) FROM pgjobs.jobs");
     assertThatThrownBy(() -> JobGraph.builder().build())

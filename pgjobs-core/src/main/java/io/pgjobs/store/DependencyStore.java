@@ -43,8 +43,10 @@ public final class DependencyStore {
    * @param child the child's id
    * @param onFailure {@code cancel}, {@code run} or {@code only}
    * @param childName the child's name in its graph, for error messages
+   * @param parentInGraph whether the parent is a job of the same graph (else a job enqueued before it)
    */
-  public record Edge(UUID parent, UUID child, String onFailure, String childName) {}
+  public record Edge(
+      UUID parent, UUID child, String onFailure, String childName, boolean parentInGraph) {}
 
   /**
    * A parent of a job as its child sees it.
@@ -85,25 +87,32 @@ public final class DependencyStore {
    * back.
    *
    * @param graph the ids of the graph's jobs by their names there (the names are stored too)
+   * @param edges the edges, read in order (it may make each as it is read: a graph of a million jobs
+   *     has two million), once by the COPY and again only if a parent was enqueued before the graph
    */
   public void link(Connection c, Map<String, UUID> graph, List<Edge> edges) throws SQLException {
-    List<UUID> graphIds = List.copyOf(graph.values());
-    List<String> names = List.copyOf(graph.keySet());
-    CopyStatement.copy(
-        c, copyNames, names.size(), (i, row) -> row.uuid(graphIds.get(i)).text(names.get(i)));
+    java.util.Iterator<Map.Entry<String, UUID>> named = graph.entrySet().iterator();
+    CopyStatement.copy(c, copyNames, graph.size(), (i, row) -> {
+      Map.Entry<String, UUID> job = named.next(); // the COPY writes rows 0, 1, ... in turn
+      row.uuid(job.getValue()).text(job.getKey());
+    });
     if (edges.isEmpty()) {
       return;
     }
+    boolean[] earlier = {false};
     CopyStatement.copy(c, copyEdges, edges.size(), (i, row) -> {
       Edge e = edges.get(i);
+      earlier[0] |= !e.parentInGraph();
       row.uuid(e.parent()).uuid(e.child()).text(e.onFailure());
     });
+    if (!earlier[0]) {
+      return; // every parent is the graph's own: the COPY placed them
+    }
     // Parents from before the graph: the graph's own were placed by the COPY.
-    Set<UUID> inGraph = new HashSet<>(graphIds);
     Set<UUID> distinctParents = new LinkedHashSet<>();
     Set<UUID> waitingOnEarlier = new LinkedHashSet<>();
     for (Edge e : edges) {
-      if (!inGraph.contains(e.parent())) {
+      if (!e.parentInGraph()) {
         distinctParents.add(e.parent());
         waitingOnEarlier.add(e.child());
       }

@@ -577,7 +577,7 @@ public final class EnqueueStore {
   }
 
   /**
-   * The COPY of {@code jobs} and its notifications ({@link #announceCopied}); {@code keyed}: with each
+   * The COPY of {@code jobs} and its notifications ({@link CopiedAnnouncement}, gathered in the same pass); {@code keyed}: with each
    * job's idempotency key in its row; {@code graph} (or null): each job's state, count of parents and
    * parent mark.
    */
@@ -608,6 +608,7 @@ public final class EnqueueStore {
       copySql = EnqueueSql.withGraphColumns(copySql);
     }
     Instant dueAt = now;
+    CopiedAnnouncement announced = new CopiedAnnouncement(now);
     CopyStatement.copy(connection, copySql, jobs.size(), (i, rowsOut) -> {
       NewJob job = jobs.get(i);
       rowsOut
@@ -631,33 +632,42 @@ public final class EnqueueStore {
             : job.delayMs() == null ? dueAt : dueAt.plusMillis(job.delayMs());
         rowsOut.instant(runAt).instant(dueAt);
       }
+      boolean blocked = false;
       if (graph != null) {
         GraphPlacement place = graph.get(i);
+        blocked = place.waitingOn() > 0;
         rowsOut
-            .text(place.waitingOn() > 0 ? "blocked" : "queued")
-            .number(place.waitingOn() > 0 ? Long.valueOf(place.waitingOn()) : null)
+            .text(blocked ? "blocked" : "queued")
+            .number(blocked ? Long.valueOf(place.waitingOn()) : null)
             .text(place.hasDependents() ? "t" : "f");
       }
+      announced.add(job, blocked);
     });
-    announceCopied(connection, jobs, now, graph);
+    announced.send(connection, notifyCopied);
   }
 
   /**
    * What {@link JobSql#NOTIFY_INSERTED} does for a statement, for rows that came in by COPY: the same
    * entries, listed while their UTF-8 bytes stay within {@link JobSql#EVENT_JOBS_MAX_BYTES}, so the
-   * notification can never abort the caller's transaction for being too long.
+   * notification can never abort the caller's transaction for being too long. Gathered as the COPY
+   * writes each row ({@link #add}), in the same pass: a graph's jobs are made as the COPY reads them and
+   * not kept, so they cannot be read a second time.
    */
-  private void announceCopied(
-      Connection connection, List<NewJob> jobs, Instant now, List<GraphPlacement> graph)
-      throws SQLException {
-    Set<String> dueQueues = new java.util.LinkedHashSet<>();
-    List<Map<String, Object>> listed =
-        new ArrayList<>(Math.min(JobSql.EVENT_JOBS_MAX_COUNT, jobs.size()));
-    long listedBytes = 0;
-    boolean full = false;
-    for (int i = 0; i < jobs.size(); i++) {
-      NewJob job = jobs.get(i);
-      boolean blocked = graph != null && graph.get(i).waitingOn() > 0;
+  private static final class CopiedAnnouncement {
+    private final Instant now;
+    private final Set<String> dueQueues = new java.util.LinkedHashSet<>();
+    private final List<Map<String, Object>> listed = new ArrayList<>();
+    private long listedBytes;
+    private boolean full;
+    private int count;
+
+    /** {@code now}: the database's time the rows' run times were computed from, or null if all are due now. */
+    CopiedAnnouncement(Instant now) {
+      this.now = now;
+    }
+
+    void add(NewJob job, boolean blocked) {
+      count++;
       boolean due = !blocked
           && (now == null
               || (job.runAt() != null
@@ -681,16 +691,19 @@ public final class EnqueueStore {
         }
       }
     }
-    Map<String, Object> payload = new LinkedHashMap<>();
-    payload.put("op", "state");
-    payload.put("count", jobs.size());
-    payload.put("truncated", listed.size() < jobs.size());
-    payload.put("jobs", listed);
-    try (PreparedStatement ps =
-        StatementDeadline.apply(connection.prepareStatement(notifyCopied))) {
-      ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
-      ps.setString(2, EVENT_JSON.writeValueAsString(payload));
-      ps.execute();
+
+    void send(Connection connection, String notifyCopied) throws SQLException {
+      Map<String, Object> payload = new LinkedHashMap<>();
+      payload.put("op", "state");
+      payload.put("count", count);
+      payload.put("truncated", listed.size() < count);
+      payload.put("jobs", listed);
+      try (PreparedStatement ps =
+          StatementDeadline.apply(connection.prepareStatement(notifyCopied))) {
+        ps.setArray(1, connection.createArrayOf("text", dueQueues.toArray()));
+        ps.setString(2, EVENT_JSON.writeValueAsString(payload));
+        ps.execute();
+      }
     }
   }
 

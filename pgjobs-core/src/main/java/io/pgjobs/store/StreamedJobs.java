@@ -16,11 +16,14 @@ import java.util.function.UnaryOperator;
  * when the jobs were all made first. Use it only where the enqueue has a transaction of its own: the
  * caller's transaction would be left aborted.
  *
- * <p>Each job is made once and kept (later reads, such as the ids returned, see the same job). Not
- * thread-safe: one enqueue reads it.
+ * <p>Each job is made once and kept (later reads, such as the ids returned, see the same job), or, made
+ * by {@link #readOnce}, not kept: a graph's jobs, whose COPY reads each once and whose caller takes what it
+ * needs of each (its id) as it is made; a million of them would otherwise stay in memory until the end of
+ * the enqueue. Not thread-safe: one enqueue reads it.
  */
 public final class StreamedJobs extends AbstractList<NewJob> {
   private final NewJob[] made;
+  private final int size;
   private final IntFunction<NewJob> make;
   private final boolean dueNow;
 
@@ -29,27 +32,42 @@ public final class StreamedJobs extends AbstractList<NewJob> {
    * job is due now (no run time, no delay).
    */
   public StreamedJobs(int size, IntFunction<NewJob> make, boolean dueNow) {
-    this.made = new NewJob[size];
+    this(size, make, dueNow, true);
+  }
+
+  private StreamedJobs(int size, IntFunction<NewJob> make, boolean dueNow, boolean keep) {
+    this.made = keep ? new NewJob[size] : null;
+    this.size = size;
     this.make = make;
     this.dueNow = dueNow;
   }
 
+  /**
+   * {@code size} jobs made at each read and not kept: each must be read once, in order (a second read
+   * makes the job again). For a COPY that reads each row once ({@link EnqueueStore#insertGraph}).
+   */
+  public static StreamedJobs readOnce(int size, IntFunction<NewJob> make, boolean dueNow) {
+    return new StreamedJobs(size, make, dueNow, false);
+  }
+
   @Override
   public NewJob get(int index) {
-    NewJob job = made[index];
+    NewJob job = made == null ? null : made[index];
     if (job == null) {
       job = make.apply(index);
       if (job == null) {
         throw new IllegalStateException("no job made at position " + index);
       }
-      made[index] = job;
+      if (made != null) {
+        made[index] = job;
+      }
     }
     return job;
   }
 
   @Override
   public int size() {
-    return made.length;
+    return size;
   }
 
   /** Whether every job is due now: the COPY then leaves the run time to the column's default. */
@@ -62,6 +80,6 @@ public final class StreamedJobs extends AbstractList<NewJob> {
    * must not give it a run time).
    */
   public StreamedJobs map(UnaryOperator<NewJob> change) {
-    return new StreamedJobs(made.length, i -> change.apply(get(i)), dueNow);
+    return new StreamedJobs(size, i -> change.apply(get(i)), dueNow, made != null);
   }
 }

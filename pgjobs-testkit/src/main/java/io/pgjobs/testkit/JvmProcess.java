@@ -41,12 +41,35 @@ public final class JvmProcess implements AutoCloseable {
   }
 
   /**
+   * As {@link #start(String, Class, List, Map)} with {@code jvmFlags} after {@link #FLAGS} (a later
+   * {@code -Xmx} replaces theirs): for a test of what a bounded heap holds.
+   */
+  public static JvmProcess startWithFlags(
+      String name,
+      Class<?> mainClass,
+      List<String> jvmFlags,
+      List<String> args,
+      Map<String, String> env) {
+    return start(name, mainClass, jvmFlags, args, env, System.getProperty("java.class.path"));
+  }
+
+  /**
    * As {@link #start(String, Class, List, Map)} with the class path {@code classPath}: for a test that
    * runs code without some optional dependency (this JVM's class path minus its jars).
    */
   public static JvmProcess start(
       String name,
       Class<?> mainClass,
+      List<String> args,
+      Map<String, String> env,
+      String classPath) {
+    return start(name, mainClass, List.of(), args, env, classPath);
+  }
+
+  private static JvmProcess start(
+      String name,
+      Class<?> mainClass,
+      List<String> jvmFlags,
       List<String> args,
       Map<String, String> env,
       String classPath) {
@@ -57,6 +80,7 @@ public final class JvmProcess implements AutoCloseable {
     List<String> command = new ArrayList<>();
     command.add(java);
     command.addAll(FLAGS);
+    command.addAll(jvmFlags);
     command.add("-cp");
     command.add(classPath);
     command.add(mainClass.getName());
