@@ -32,14 +32,15 @@ class DashboardNewcomerTest extends BrowserTest {
           FROM (SELECT date_trunc('minute', now()) - interval '5 minutes' + interval '10 seconds' AS t,
                        generate_series(1, 10000)) AS s""");
     browser.open(app.url("/"));
-    WebElement label = browser.waitFor(d -> d.findElements(By.cssSelector("svg text.axis")).stream()
-        .filter(e -> e.getText().equals("10,000"))
-        .findFirst()
-        .orElse(null));
+    // Found and measured in one step in the page: the live chart re-renders its labels at any
+    // moment, so
+    // a label found by WebDriver can be gone by the time it is measured (a stale element in CI).
     @SuppressWarnings("unchecked")
-    Map<String, Number> box = (Map<String, Number>) browser.script("""
-        const label = arguments[0], chart = label.closest('svg').getBoundingClientRect(), r = label.getBoundingClientRect();
-        return {labelLeft: r.left, chartLeft: chart.left};""", label);
+    Map<String, Number> box = browser.waitFor(d -> (Map<String, Number>) browser.script("""
+        const label = [...document.querySelectorAll('svg text.axis')].find(e => e.textContent === '10,000');
+        if (!label) return null;
+        const chart = label.closest('svg').getBoundingClientRect(), r = label.getBoundingClientRect();
+        return {labelLeft: r.left, chartLeft: chart.left};"""));
     assertThat(box.get("labelLeft").doubleValue())
         .as("the label starts inside the chart")
         .isGreaterThanOrEqualTo(box.get("chartLeft").doubleValue());
