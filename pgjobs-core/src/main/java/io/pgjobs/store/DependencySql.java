@@ -81,11 +81,13 @@ final class DependencySql {
 
   /**
    * Queues jobs of a graph that run only if a parent fails ({@code only}) and whose parent had already
-   * failed or been cancelled before the graph. Parameter: their ids.
+   * failed or been cancelled before the graph. Parameter: their ids. The jobs are read by their key:
+   * {@code state = (SELECT 'blocked')} does not prove jobs_blocked_idx's predicate, which statistics taken
+   * before the graph's COPY would price at one row (V9__dependency_trigger_reads_children_by_key.sql).
    */
   static final String QUEUE_FIRED = """
       UPDATE {schema}.jobs SET state = 'queued', waiting_on = NULL
-       WHERE id = ANY (?) AND state = 'blocked'""";
+       WHERE id = ANY (?) AND state = (SELECT 'blocked')""";
 
   /**
    * The parents of a job and how each ended (NULL: not yet), in the order of their edges. Parameter: the
