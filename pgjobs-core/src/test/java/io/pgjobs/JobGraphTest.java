@@ -287,6 +287,60 @@ class JobGraphTest extends PgJobsTestBase {
   }
 
   @Test
+  void aSessionWhoseFirstEndWasOneParentLooksUpAThousandParentsInOneScan() throws Exception {
+    // The trigger learns how each parent ended from its finished row. Planned once per session at
+    // its
+    // first call (two parents: a nested loop), that look probed each parent through the partition's
+    // finished_at index, whose "= now()" matches every row the statement wrote: n parents, n * n
+    // index
+    // entries (V9 plans it at each call). The partition is this hour's, new and never analyzed,
+    // holding a
+    // busy hour's rows, as in W3G.
+    db.execute("SELECT pgjobs.ensure_history_partitions(interval '1 hour', interval '2 hours')");
+    db.execute(
+        "INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts,"
+            + " max_attempts, run_at, created_at, errors, finished_at)"
+            + " SELECT gen_random_uuid(), 'filler', 'graph-unserved', '{}', 50, 'succeeded', 1, 3, now(),"
+            + " now(), '[]', now() FROM generate_series(1, 50000)");
+    EnqueueOptions unserved = EnqueueOptions.builder().queue("graph-unserved").build();
+    int parents = 1_000;
+    JobGraph.Builder graph = JobGraph.builder();
+    for (int i = 0; i <= parents; i++) {
+      graph.add("p" + i, STEP, new Step("p" + i, false), unserved);
+      graph.add("c" + i, STEP, new Step("c" + i, false), unserved, Dependency.on("p" + i));
+    }
+    Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
+    String end = "WITH done AS (DELETE FROM pgjobs.jobs WHERE %s RETURNING *)"
+        + " INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts,"
+        + " max_attempts, run_at, created_at, errors, finished_at)"
+        + " SELECT id, type, queue, payload, priority, 'succeeded', 1, max_attempts, run_at,"
+        + " created_at, errors, now() FROM done";
+    long historyIndexRead;
+    try (Connection c = db.dataSource().getConnection();
+        java.sql.Statement st = c.createStatement()) {
+      // The session's first end: one parent (the trigger's statements are planned here).
+      st.execute(String.format(end, "id = '" + ids.get("p" + parents) + "'"));
+      c.setAutoCommit(false);
+      st.execute(String.format(end, "has_dependents"));
+      // This transaction's reads of every index of every history partition.
+      try (java.sql.ResultSet rs =
+          st.executeQuery("SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)"
+              + " FROM pg_inherits AS h JOIN pg_index AS i ON i.indrelid = h.inhrelid"
+              + " WHERE h.inhparent = 'pgjobs.finished_jobs'::regclass")) {
+        rs.next();
+        historyIndexRead = rs.getLong(1);
+      }
+      c.commit();
+    }
+    assertThat(historyIndexRead)
+        .as("history index entries read to learn how %d parents ended", parents)
+        .isLessThan(10L * parents);
+    assertThat(client.get(ids.get("c0")).orElseThrow().state()).isEqualTo(JobState.QUEUED);
+    assertThat(client.get(ids.get("c" + (parents - 1))).orElseThrow().state())
+        .isEqualTo(JobState.QUEUED);
+  }
+
+  @Test
   void aPayloadRefusedAfterTheFirstRowsWereSentStoresNothingAndNamesTheJob() {
     // enqueueGraph makes each job as its COPY reads it: the last job's payload is refused after the
     // first megabytes of rows went to the server. The COPY is cancelled, the transaction rolled
