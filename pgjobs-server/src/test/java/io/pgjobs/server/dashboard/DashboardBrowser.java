@@ -129,8 +129,14 @@ final class DashboardBrowser implements AutoCloseable {
         // few hundred milliseconds can do that to every attempt: click it in the page itself, where
         // the find and the click are one step. (Only an element found there, so the click still
         // needs the element to exist.)
+        // An SVG element (a node of the dependency graph) has no click(): a click event is
+        // dispatched,
+        // which bubbles to its link as a user's would.
         Object clicked = script(
-            "const e = document.querySelector(arguments[0]); if (e) e.click(); return e != null;",
+            "const e = document.querySelector(arguments[0]); if (!e) return false;"
+                + " if (typeof e.click === 'function') e.click();"
+                + " else e.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window}));"
+                + " return true;",
             css);
         return Boolean.TRUE.equals(clicked) ? true : null;
       }
