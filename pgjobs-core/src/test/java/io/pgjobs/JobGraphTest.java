@@ -234,6 +234,18 @@ class JobGraphTest extends PgJobsTestBase {
     assertThat(count("SELECT count(*) FROM pgjobs.job_dependencies")).isEqualTo(before);
   }
 
+  /**
+   * Ends the hot table's jobs matching {@code where} as succeeded in one statement, as a completion batch
+   * does (moved to the history; the dependency trigger runs at its end).
+   */
+  private static String succeedWhere(String where) {
+    return "WITH done AS (DELETE FROM pgjobs.jobs WHERE " + where + " RETURNING *)"
+        + " INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts,"
+        + " max_attempts, run_at, created_at, errors, finished_at)"
+        + " SELECT id, type, queue, payload, priority, 'succeeded', 1, max_attempts, run_at,"
+        + " created_at, errors, now() FROM done";
+  }
+
   @Test
   void parentsEndingFindTheirChildrenByKeyWhenTheStatisticsPredateTheBlockedJobs()
       throws Exception {
@@ -262,11 +274,7 @@ class JobGraphTest extends PgJobsTestBase {
         // 50 parents succeed in one statement, as a completion batch writes them; its trigger
         // unblocks
         // their 50 children among 2,000 blocked jobs.
-        st.execute("WITH done AS (DELETE FROM pgjobs.jobs WHERE id IN (" + String.join(",", ending)
-            + ") RETURNING *) INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority,"
-            + " state, attempts, max_attempts, run_at, created_at, errors, finished_at)"
-            + " SELECT id, type, queue, payload, priority, 'succeeded', 1, max_attempts, run_at,"
-            + " created_at, errors, now() FROM done");
+        st.execute(succeedWhere("id IN (" + String.join(",", ending) + ")"));
         // This transaction's reads of the index so far (its idx_tup_read, not yet in pg_stat_*).
         try (java.sql.ResultSet rs = st.executeQuery(
             "SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_blocked_idx'::regclass)")) {
@@ -294,8 +302,7 @@ class JobGraphTest extends PgJobsTestBase {
     // finished_at index, whose "= now()" matches every row the statement wrote: n parents, n * n
     // index
     // entries (V9 plans it at each call). The partition is this hour's, new and never analyzed,
-    // holding a
-    // busy hour's rows, as in W3G.
+    // holding a busy hour's rows, as in W3G.
     db.execute("SELECT pgjobs.ensure_history_partitions(interval '1 hour', interval '2 hours')");
     db.execute(
         "INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts,"
@@ -310,18 +317,13 @@ class JobGraphTest extends PgJobsTestBase {
       graph.add("c" + i, STEP, new Step("c" + i, false), unserved, Dependency.on("p" + i));
     }
     Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
-    String end = "WITH done AS (DELETE FROM pgjobs.jobs WHERE %s RETURNING *)"
-        + " INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts,"
-        + " max_attempts, run_at, created_at, errors, finished_at)"
-        + " SELECT id, type, queue, payload, priority, 'succeeded', 1, max_attempts, run_at,"
-        + " created_at, errors, now() FROM done";
     long historyIndexRead;
     try (Connection c = db.dataSource().getConnection();
         java.sql.Statement st = c.createStatement()) {
       // The session's first end: one parent (the trigger's statements are planned here).
-      st.execute(String.format(end, "id = '" + ids.get("p" + parents) + "'"));
+      st.execute(succeedWhere("id = '" + ids.get("p" + parents) + "'"));
       c.setAutoCommit(false);
-      st.execute(String.format(end, "has_dependents"));
+      st.execute(succeedWhere("has_dependents"));
       // This transaction's reads of every index of every history partition.
       try (java.sql.ResultSet rs =
           st.executeQuery("SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)"
