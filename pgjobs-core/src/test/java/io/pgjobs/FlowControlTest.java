@@ -13,6 +13,8 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -51,6 +53,12 @@ class FlowControlTest extends PgJobsTestBase {
   private final Map<String, AtomicInteger> runningByAccount = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> maxByAccount = new ConcurrentHashMap<>();
 
+  /**
+   * While set, a handler that has started waits for it to open before its sleep: a test fills the
+   * slots a limit allows and sees exactly how many, however late the two workers' claims fall.
+   */
+  private volatile CountDownLatch hold;
+
   @BeforeEach
   void noLimits() {
     db.execute("TRUNCATE pgjobs.queues, pgjobs.queue_rates");
@@ -70,6 +78,10 @@ class FlowControlTest extends PgJobsTestBase {
               .computeIfAbsent(w.account(), a -> new AtomicInteger())
               .accumulateAndGet(mine, Math::max);
           try {
+            CountDownLatch gate = hold;
+            if (gate != null && !gate.await(60, TimeUnit.SECONDS)) {
+              throw new IllegalStateException("the test never opened its hold");
+            }
             if (w.sleepMs() > 0) {
               Thread.sleep(w.sleepMs());
             }
@@ -379,15 +391,29 @@ class FlowControlTest extends PgJobsTestBase {
         .isEqualTo(1);
     assertThat(Duration.ofNanos(settled - lowered)).isLessThan(Duration.ofSeconds(2));
 
-    maxRunning.set(0);
-    client.setLimits("limited", QueueLimits.builder().globalConcurrency(12).build());
-    await().atMost(Duration.ofSeconds(10)).until(() -> maxRunning.get() >= 12);
-    assertThat(maxRunning.get()).isEqualTo(12);
+    // Raised to 12: every handler started from here holds, so the slots fill to exactly the new
+    // limit whenever each worker's next claim comes (20-ms jobs alone reached 12 at once only when
+    // the two workers' claims fell within 20 ms of each other; a loaded CI machine missed it once).
+    CountDownLatch gate = new CountDownLatch(1);
+    hold = gate;
+    try {
+      client.setLimits("limited", QueueLimits.builder().globalConcurrency(12).build());
+      await().atMost(Duration.ofSeconds(10)).until(() -> running.get() >= 12);
+      assertThat(count("SELECT count(*) FROM pgjobs.jobs WHERE state = 'running'"))
+          .as("running in the database while 12 handlers hold")
+          .isEqualTo(12);
+      assertThat(running.get()).as("12 of 16 lanes busy").isEqualTo(12);
 
-    client.clearLimits("limited");
-    assertThat(client.limits("limited")).isEmpty();
+      // Cleared: the four idle lanes claim at their next poll, all 16 hold.
+      client.clearLimits("limited");
+      assertThat(client.limits("limited")).isEmpty();
+      await().atMost(Duration.ofSeconds(10)).until(() -> running.get() == 16);
+    } finally {
+      hold = null;
+      gate.countDown();
+    }
     awaitAllSucceeded(300);
-    assertThat(maxRunning.get()).as("16 lanes, no limit").isGreaterThan(12);
+    assertThat(maxRunning.get()).as("16 lanes, no limit").isEqualTo(16);
   }
 
   @Test
