@@ -404,22 +404,34 @@ public final class BenchRunner {
         case W3S -> w3s(ds, pgjobs, pgSchema, run, jobs, out);
         case W3H -> w3h(ds, pgjobs, pgSchema, run, jobs, out);
         case W3L -> {
-          out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
-          out.accept(pgjobs.w3Limited(
-              run,
-              jobs,
-              "global concurrency 10,000 (above the lanes)",
-              io.pgjobs.QueueLimits.builder().globalConcurrency(10_000).build(),
-              0));
-          out.accept(pgjobs.w3Limited(
-              run,
-              jobs,
-              "1,000 partitions, 2 at a time each",
-              io.pgjobs.QueueLimits.builder()
-                  .partitionBy("partition")
-                  .partitionConcurrency(2)
-                  .build(),
-              1_000));
+          // -Dpgjobs.bench.limitVariants=NONE,PARTITIONED runs only those variants (GLOBAL: the
+          // global
+          // limit), for profiling one of them.
+          String only = System.getProperty("pgjobs.bench.limitVariants");
+          java.util.function.Predicate<String> wanted =
+              v -> only == null || java.util.Arrays.asList(only.split(",")).contains(v);
+          if (wanted.test("NONE")) {
+            out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
+          }
+          if (wanted.test("GLOBAL")) {
+            out.accept(pgjobs.w3Limited(
+                run,
+                jobs,
+                "global concurrency 10,000 (above the lanes)",
+                io.pgjobs.QueueLimits.builder().globalConcurrency(10_000).build(),
+                0));
+          }
+          if (wanted.test("PARTITIONED")) {
+            out.accept(pgjobs.w3Limited(
+                run,
+                jobs,
+                "1,000 partitions, 2 at a time each",
+                io.pgjobs.QueueLimits.builder()
+                    .partitionBy("partition")
+                    .partitionConcurrency(2)
+                    .build(),
+                1_000));
+          }
         }
         case W3G -> {
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));
