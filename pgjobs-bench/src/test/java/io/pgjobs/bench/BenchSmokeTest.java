@@ -651,7 +651,10 @@ class BenchSmokeTest {
     io.pgjobs.JobClient.builder(db.dataSource()).schema(schema).build().migrate();
     try (WorkerProcess child =
         WorkerProcess.start("stdin-worker", DatabaseUrl.parse(db.jdbcUrl()), schema)) {
-      child.awaitReady(java.time.Duration.ofSeconds(30));
+      // What is tested is the exit, not the start: a JVM starting beside three other test lanes on
+      // two
+      // slow cores took over 30 s once.
+      child.awaitReady(java.time.Duration.ofSeconds(120));
       ProcessHandle handle = ProcessHandle.of(child.pid()).orElseThrow();
       // What the child sees when the bench dies: its stdin closes, without a STOP line.
       child.closeStdin();
