@@ -51,7 +51,7 @@ public final class PgJobsSettings {
           1_000,
           1,
           10_000,
-          "most jobs claimed per statement (free slots plus a prefetch sized by the recent finish rate)")
+          "most jobs claimed per statement (free slots plus a prefetch sized by the speed of the lanes)")
       .setBy("JobWorker.Builder.claimBatch")
       .onCommandLine()
       .springProperty("pgjobs.worker.claim-batch");

@@ -66,7 +66,7 @@ public final class JobWorker implements AutoCloseable {
   public static final int DEFAULT_CONCURRENCY = PgJobsSettings.CONCURRENCY.defaultValue();
   /**
    * Most jobs claimed per statement unless said otherwise ({@link PgJobsSettings#CLAIM_BATCH}). A claim
-   * takes the free slots plus a prefetch sized by the queue's recent finish rate (see QueuePoller), so this
+   * takes the free slots plus a prefetch sized by the speed of the queue's lanes (see QueuePoller), so this
    * is a ceiling that only fast jobs reach.
    */
   public static final int DEFAULT_CLAIM_BATCH = PgJobsSettings.CLAIM_BATCH.defaultValue();

@@ -25,10 +25,11 @@ import org.slf4j.LoggerFactory;
 /**
  * The claim loop of one queue.
  *
- * <p><b>Claim ahead, sized by the observed rate.</b> The poller claims the jobs its free slots can start
- * plus a <em>prefetch</em>: about {@link #PREFETCH_WINDOW_NANOS} worth of work at the rate this queue has
- * been finishing jobs, at most the claim batch per statement. Fast jobs therefore go through in claims of
- * hundreds (one round trip and one commit for many jobs, and the next claim happens while the
+ * <p><b>Claim ahead, sized by the lanes' speed.</b> The poller claims the jobs its free slots can start
+ * plus a <em>prefetch</em>: about {@link #PREFETCH_WINDOW_NANOS} worth of work at the speed its lanes
+ * run this queue's jobs (its finish rate while they are all busy), at most the claim batch per
+ * statement; it grows at each claim that finds the lanes short, so a worker meeting a backlog reaches
+ * full claims within a few statements. Fast jobs therefore go through in claims of hundreds (one round trip and one commit for many jobs, and the next claim happens while the
  * prefetched jobs run); slow jobs get no prefetch at all, so they are not hoarded by one worker while
  * another is idle. Prefetched jobs are {@code running} in the database (claimed by this worker, their
  * heartbeat renewed); their timeout starts when their handler starts. Jobs that wait in the buffer
@@ -53,7 +54,7 @@ final class QueuePoller implements BackgroundService {
   private boolean waitingForWrites;
 
   private static final long MAX_ERROR_BACKOFF_MS = 5_000;
-  /** Prefetch this much work, at the recent rate: enough to cover the next claim's round trip. */
+  /** Prefetch this much work, at the lanes' speed: enough to cover the next claim's round trip. */
   static final long PREFETCH_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
   /** A prefetched job not started within this time goes back to the queue. */
   private final long prefetchHoldNanos;
@@ -77,6 +78,9 @@ final class QueuePoller implements BackgroundService {
 
   private final AtomicInteger buffered = new AtomicInteger();
   private final LongAdder finished = new LongAdder();
+  /** Time the lanes have spent running jobs (handler and outcome), for the lanes' speed. */
+  private final LongAdder busyNanos = new LongAdder();
+
   private volatile boolean moreExpected;
   private volatile boolean stopping;
   /** Where this queue's claims have got to (see ClaimCursor). Guarded by claimLock. */
@@ -92,9 +96,13 @@ final class QueuePoller implements BackgroundService {
 
   private Thread thread;
 
-  // Rate estimate: poller thread only (the prefetch it computes is read by the listener too).
-  private long windowStart = System.nanoTime();
-  private long finishedAtWindowStart;
+  // Rate estimate: written by the poller thread only (read by the listener's claims too).
+  private volatile long windowStart = System.nanoTime();
+  private volatile long finishedAtWindowStart;
+  private volatile long busyAtWindowStart;
+  /** What the lanes could run in a prefetch window at their speed in the last window with finishes. */
+  private volatile int lastLanesCanRun;
+
   private volatile int prefetch;
   /** One claim at a time per queue: the poller's, or one made on a notification by the listener. */
   private final ReentrantLock claimLock = new ReentrantLock();
@@ -477,14 +485,15 @@ final class QueuePoller implements BackgroundService {
       return ClaimOutcome.NOT_DUE;
     }
     long now = System.nanoTime();
-    if (lastClaimFull
-        && free == concurrency
-        && inBuffer == 0
-        && now - lastClaimAt < RATE_WINDOW_NANOS) {
-      // Every job of the last (full) claim has finished, within a rate window, and more is waiting:
-      // the jobs are fast, so grow the prefetch now instead of waiting for the window to end (quick
-      // ramp-up, which matters most while the JVM is still warming up). The window's rate caps it.
-      prefetch = Math.min(claimBatch, Math.max(concurrency, lastClaimSize * 2));
+    if (lastClaimFull && inBuffer == 0 && now - lastClaimAt < RATE_WINDOW_NANOS) {
+      // The lanes took every job of the last (full) claim within a rate window, and more waits:
+      // the prefetch did not cover the time to this claim, so the lanes went short. Grow it now,
+      // doubling per claim, not at the window's end: a worker meeting a backlog reaches full claims
+      // in a few statements, not after a second of windows whose rate the small claims themselves
+      // held down (W3's drain began with claims of 1 to 64 jobs for ~1 s). Capped by what the lanes
+      // can run in a prefetch window at the speed they run jobs: slow jobs still get none ahead.
+      prefetch =
+          Math.max(prefetch, Math.min(lanesCanRun(), Math.max(concurrency, lastClaimSize * 2)));
     }
     int limit = claimSize(Math.min(claimBatch, Math.max(1, free + prefetch - inBuffer)));
     lastClaimAt = now;
@@ -619,7 +628,9 @@ final class QueuePoller implements BackgroundService {
         if (probe != null) {
           probe.started(job.job().id(), System.nanoTime());
         }
+        long runFrom = System.nanoTime();
         runner.run(job);
+        busyNanos.add(System.nanoTime() - runFrom);
         finished.increment();
       }
     } finally {
@@ -630,7 +641,7 @@ final class QueuePoller implements BackgroundService {
     }
   }
 
-  /** Recomputes the prefetch from the finish rate of the last window. */
+  /** Recomputes the prefetch from the lanes' speed in the last window. */
   private void updatePrefetch() {
     long now = System.nanoTime();
     long elapsed = now - windowStart;
@@ -638,12 +649,35 @@ final class QueuePoller implements BackgroundService {
       return;
     }
     long done = finished.sum();
-    double perNano = (double) (done - finishedAtWindowStart) / elapsed;
-    int byRate = (int) Math.min(claimBatch, perNano * PREFETCH_WINDOW_NANOS);
-    // Follow the rate down at once (slow jobs must not be hoarded), up at most by doubling.
-    prefetch = Math.min(byRate, Math.max(prefetch * 2, concurrency));
+    long busy = busyNanos.sum();
+    long n = done - finishedAtWindowStart;
+    // What the lanes can run in a prefetch window: the window's finish rate if the lanes were busy
+    // all along; more if they stood idle for want of claimed jobs (the rate then says how fast the
+    // claims came, not how fast the lanes run).
+    int byLanes = n == 0 ? 0 : lanesCanRun(n, busy - busyAtWindowStart);
+    // Follow it down at once (slow jobs must not be hoarded), up at most by doubling.
+    prefetch = Math.min(byLanes, Math.max(prefetch * 2, concurrency));
+    if (n > 0) {
+      lastLanesCanRun = byLanes;
+    }
     windowStart = now;
     finishedAtWindowStart = done;
+    busyAtWindowStart = busy;
+  }
+
+  /**
+   * How many jobs the lanes can run in {@link #PREFETCH_WINDOW_NANOS}, at most the claim batch: from
+   * the jobs finished since the current window began, else from the last window with finishes.
+   */
+  private int lanesCanRun() {
+    long n = finished.sum() - finishedAtWindowStart;
+    return n > 0 ? lanesCanRun(n, busyNanos.sum() - busyAtWindowStart) : lastLanesCanRun;
+  }
+
+  /** {@code concurrency} lanes, each running {@code n / busy} jobs a nanosecond, for a prefetch window. */
+  private int lanesCanRun(long n, long busy) {
+    double perNano = (double) n * concurrency / Math.max(1, busy);
+    return (int) Math.min(claimBatch, perNano * PREFETCH_WINDOW_NANOS);
   }
 
   private void await(long millis) {
