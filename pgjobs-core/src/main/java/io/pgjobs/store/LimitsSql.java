@@ -154,7 +154,9 @@ final class LimitsSql {
   /**
    * Gives waiting jobs of partitioned queues that have no key the one their queue's rule gives them, at most
    * {@code ?} jobs: jobs a client enqueued without one (it had not read the rule yet, an older pgjobs,
-   * plain SQL). The limited claim visits keyed partitions only. Maintenance runs it every second.
+   * plain SQL). The limited claim visits keyed partitions only. It reads every waiting job of those queues
+   * (no index holds the unkeyed ones alone), so maintenance runs it every second only while it finds such
+   * jobs or a partition rule changed, else at gaps doubling up to a minute (PartitionKeyer).
    */
   static final String KEY_UNKEYED = """
       UPDATE {schema}.jobs AS j
@@ -178,12 +180,14 @@ final class LimitsSql {
        WHERE q.limited AND j.queue = q.name AND j.state = 'running' AND j.limit_key IS NULL""";
 
   /**
-   * How many queues are partitioned and how many limited: maintenance's partition keying runs its
-   * statements only when there are such queues (without, they would still read the hot table's ready jobs
-   * every second).
+   * How many queues are partitioned and how many limited, and when a partitioned queue's limits last
+   * changed: maintenance's partition keying runs its statements only when there are such queues (without,
+   * they would still read the hot table's ready jobs every second), and looks for unkeyed waiting jobs at
+   * once after a rule changed.
    */
   static final String LIMITED_COUNTS = """
-      SELECT count(*) FILTER (WHERE partition_by IS NOT NULL), count(*) FILTER (WHERE limited)
+      SELECT count(*) FILTER (WHERE partition_by IS NOT NULL), count(*) FILTER (WHERE limited),
+             max(limits_updated_at) FILTER (WHERE partition_by IS NOT NULL)
         FROM {schema}.queues""";
 
   /** Deletes rate state that says nothing any more (its next start is long past). */

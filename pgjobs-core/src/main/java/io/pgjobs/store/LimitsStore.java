@@ -121,23 +121,30 @@ public final class LimitsStore {
 
   /**
    * Keys at most {@code batch} waiting jobs of partitioned queues that have no partition key
-   * ({@link LimitsSql#KEY_UNKEYED}), counts in running jobs of limited queues that have none
-   * ({@link LimitsSql#COUNT_UNKEYED_RUNNING}) and prunes rate state that says nothing any more.
+   * ({@link LimitsSql#KEY_UNKEYED}) if {@code lookForWaiting} says so, counts in running jobs of limited
+   * queues that have none ({@link LimitsSql#COUNT_UNKEYED_RUNNING}) and prunes rate state that says
+   * nothing any more.
    *
-   * @return how many jobs were keyed
+   * @param lookForWaiting given when a partitioned queue's limits last changed (null: never), says
+   *     whether to look for waiting jobs without a key this time (a read of every waiting job of the
+   *     partitioned queues); not asked when no queue is partitioned
+   * @return how many jobs were keyed, or -1 if waiting jobs were not looked for
    */
-  public int keyUnkeyed(int batch) throws SQLException {
+  public int keyUnkeyed(int batch, java.util.function.Predicate<Instant> lookForWaiting)
+      throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       long partitioned;
       long limited;
+      Instant rulesChanged;
       try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(limitedCounts));
           ResultSet rs = ps.executeQuery()) {
         rs.next();
         partitioned = rs.getLong(1);
         limited = rs.getLong(2);
+        rulesChanged = JobRowMapper.instant(rs, 3);
       }
-      int keyed = 0;
-      if (partitioned > 0) {
+      int keyed = -1;
+      if (partitioned > 0 && lookForWaiting.test(rulesChanged)) {
         try (PreparedStatement ps = StatementDeadline.apply(c.prepareStatement(keyUnkeyed))) {
           ps.setInt(1, batch);
           keyed = ps.executeUpdate();
