@@ -31,17 +31,6 @@ class ClaimAheadTest extends PgJobsTestBase {
         db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
   }
 
-  private static String text(String sql) {
-    try (var connection = db.dataSource().getConnection();
-        var statement = connection.createStatement();
-        var rows = statement.executeQuery(sql)) {
-      rows.next();
-      return rows.getString(1);
-    } catch (java.sql.SQLException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
   private static List<UUID> enqueue(int n) {
     return client.enqueueAll(
         NUMBERED, IntStream.range(0, n).mapToObj(Numbered::new).toList(), EnqueueOptions.DEFAULTS);
@@ -84,7 +73,7 @@ class ClaimAheadTest extends PgJobsTestBase {
     String firstClaims = "SELECT count(*) AS n FROM (SELECT attempted_at FROM pgjobs.finished_jobs"
         + " ORDER BY attempted_at LIMIT 5000) AS f GROUP BY attempted_at";
     long claims = count("SELECT count(*) FROM (" + firstClaims + ") AS c");
-    String sizes = text(
+    String sizes = queryText(
         "SELECT string_agg(n::text, ', ') FROM (" + firstClaims + " ORDER BY attempted_at) AS c");
     assertThat(claims)
         .as("claims for the first 5,000 jobs (10 lanes, claim batch 1,000), their sizes: " + sizes)

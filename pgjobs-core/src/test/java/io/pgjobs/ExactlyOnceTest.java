@@ -7,10 +7,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.testkit.JvmProcess;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -188,17 +184,6 @@ class ExactlyOnceTest extends PgJobsTestBase {
       text.append(i == 0 ? "" : ",").append(ids.get(i));
     }
     return text.append('}').toString();
-  }
-
-  private static String queryText(String sql) {
-    try (Connection c = db.dataSource().getConnection();
-        Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery(sql)) {
-      rs.next();
-      return rs.getString(1);
-    } catch (SQLException e) {
-      throw new IllegalStateException(e.getMessage(), e);
-    }
   }
 
   /** Awaits {@code condition}, failing at once (with every process's output) if a worker process dies. */

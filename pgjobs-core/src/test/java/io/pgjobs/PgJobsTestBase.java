@@ -75,6 +75,18 @@ public abstract class PgJobsTestBase {
   }
 
   /** Counts rows of a table or any query returning one number. */
+  /** The first column of the first row of {@code sql}, as text. */
+  protected static String queryText(String sql) {
+    try (java.sql.Connection c = db.dataSource().getConnection();
+        java.sql.Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery(sql)) {
+      rs.next();
+      return rs.getString(1);
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e.getMessage(), e);
+    }
+  }
+
   protected static long count(String sqlOrTable) {
     String sql = sqlOrTable.trim().toLowerCase().startsWith("select")
         ? sqlOrTable
