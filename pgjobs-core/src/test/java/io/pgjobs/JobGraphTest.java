@@ -33,6 +33,10 @@ class JobGraphTest extends PgJobsTestBase {
   /** What a step returns: its name. */
   public record Done(String by) {}
 
+  /** A queue no worker of these tests serves: its jobs wait until a test ends them by hand. */
+  private static final EnqueueOptions UNSERVED =
+      EnqueueOptions.builder().queue("graph-unserved").build();
+
   static final JobType<Step> STEP = JobType.of("graph-step", Step.class).withMaxAttempts(1);
 
   /** One run of a step's handler: when it started and ended. */
@@ -98,11 +102,7 @@ class JobGraphTest extends PgJobsTestBase {
     // The parent waits in a queue nobody serves; the child is first in its queue.
     Map<String, UUID> ids = client
         .enqueueGraph(JobGraph.builder()
-            .add(
-                "parent",
-                STEP,
-                new Step("parent", false),
-                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add("parent", STEP, new Step("parent", false), UNSERVED)
             .add("child", STEP, new Step("child", false), Dependency.on("parent"))
             .build())
         .ids();
@@ -158,13 +158,8 @@ class JobGraphTest extends PgJobsTestBase {
     start(stepWorker(2));
     awaitState(ok, JobState.SUCCEEDED);
     awaitState(bad, JobState.FAILED);
-    UUID waiting = client
-        .enqueue(
-            STEP,
-            new Step("waiting", false),
-            EnqueueOptions.builder().queue("graph-unserved").build())
-        .job()
-        .id();
+    UUID waiting =
+        client.enqueue(STEP, new Step("waiting", false), UNSERVED).job().id();
 
     Map<String, UUID> ids = client
         .enqueueGraph(JobGraph.builder()
@@ -196,11 +191,7 @@ class JobGraphTest extends PgJobsTestBase {
   void cancellingABlockedJobCancelsWhatWaitsOnIt() {
     Map<String, UUID> ids = client
         .enqueueGraph(JobGraph.builder()
-            .add(
-                "p",
-                STEP,
-                new Step("p", false),
-                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add("p", STEP, new Step("p", false), UNSERVED)
             .add("q", STEP, new Step("q", false), Dependency.on("p"))
             .add("r", STEP, new Step("r", false), Dependency.on("q"))
             .build())
@@ -252,15 +243,14 @@ class JobGraphTest extends PgJobsTestBase {
     // The hot table analyzed while it held queued jobs and no blocked one (a busy queue); then a
     // graph's
     // blocked jobs come in by COPY, which no analyze has seen yet.
-    EnqueueOptions unserved = EnqueueOptions.builder().queue("graph-unserved").build();
     client.enqueueAll(
-        STEP, java.util.Collections.nCopies(5_000, new Step("plain", false)), unserved);
+        STEP, java.util.Collections.nCopies(5_000, new Step("plain", false)), UNSERVED);
     db.execute("ANALYZE pgjobs.jobs");
     int pairs = 2_000;
     JobGraph.Builder graph = JobGraph.builder();
     for (int i = 0; i < pairs; i++) {
-      graph.add("p" + i, STEP, new Step("p" + i, false), unserved);
-      graph.add("c" + i, STEP, new Step("c" + i, false), unserved, Dependency.on("p" + i));
+      graph.add("p" + i, STEP, new Step("p" + i, false), UNSERVED);
+      graph.add("c" + i, STEP, new Step("c" + i, false), UNSERVED, Dependency.on("p" + i));
     }
     Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
     List<String> ending = new ArrayList<>();
@@ -307,12 +297,11 @@ class JobGraphTest extends PgJobsTestBase {
    */
   @Test
   void aParentsEndUpdatesItsEdgesInPlace() throws Exception {
-    EnqueueOptions unserved = EnqueueOptions.builder().queue("graph-unserved").build();
     int children = 1_000;
     JobGraph.Builder graph = JobGraph.builder();
-    graph.add("root", STEP, new Step("root", false), unserved);
+    graph.add("root", STEP, new Step("root", false), UNSERVED);
     for (int i = 0; i < children; i++) {
-      graph.add("c" + i, STEP, new Step("c" + i, false), unserved, Dependency.on("root"));
+      graph.add("c" + i, STEP, new Step("c" + i, false), UNSERVED, Dependency.on("root"));
     }
     Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
     // This connection's counts of updates of the edges, and of heap-only ones among them (they
@@ -360,14 +349,13 @@ class JobGraphTest extends PgJobsTestBase {
     db.execute(
         "INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts,"
             + " max_attempts, run_at, created_at, errors, finished_at)"
-            + " SELECT gen_random_uuid(), 'filler', 'graph-unserved', '{}', 50, 'succeeded', 1, 3, now(),"
+            + " SELECT gen_random_uuid(), 'filler', 'graph-UNSERVED', '{}', 50, 'succeeded', 1, 3, now(),"
             + " now(), '[]', now() FROM generate_series(1, 50000)");
-    EnqueueOptions unserved = EnqueueOptions.builder().queue("graph-unserved").build();
     int parents = 1_000;
     JobGraph.Builder graph = JobGraph.builder();
     for (int i = 0; i <= parents; i++) {
-      graph.add("p" + i, STEP, new Step("p" + i, false), unserved);
-      graph.add("c" + i, STEP, new Step("c" + i, false), unserved, Dependency.on("p" + i));
+      graph.add("p" + i, STEP, new Step("p" + i, false), UNSERVED);
+      graph.add("c" + i, STEP, new Step("c" + i, false), UNSERVED, Dependency.on("p" + i));
     }
     Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
     long historyIndexRead;
@@ -428,17 +416,8 @@ class JobGraphTest extends PgJobsTestBase {
     // The client's connection came back usable: the next graph goes in.
     Map<String, UUID> next = client
         .enqueueGraph(JobGraph.builder()
-            .add(
-                "a",
-                STEP,
-                new Step("a", false),
-                EnqueueOptions.builder().queue("graph-unserved").build())
-            .add(
-                "b",
-                STEP,
-                new Step("b", false),
-                EnqueueOptions.builder().queue("graph-unserved").build(),
-                Dependency.on("a"))
+            .add("a", STEP, new Step("a", false), UNSERVED)
+            .add("b", STEP, new Step("b", false), UNSERVED, Dependency.on("a"))
             .build())
         .ids();
     assertThat(client.get(next.get("b")).orElseThrow().state()).isEqualTo(JobState.BLOCKED);
@@ -488,11 +467,7 @@ class JobGraphTest extends PgJobsTestBase {
     String longest = "é\"'\\ ;\t💥".repeat(30).substring(0, 255);
     Map<String, UUID> named = client
         .enqueueGraph(JobGraph.builder()
-            .add(
-                longest,
-                STEP,
-                new Step("n", false),
-                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add(longest, STEP, new Step("n", false), UNSERVED)
             .build())
         .ids();
     assertThat(client.dependencyGraph(named.get(longest), 10).jobs().get(0).name())
@@ -515,11 +490,7 @@ class JobGraphTest extends PgJobsTestBase {
     Map<String, UUID> ids = client
         .enqueueGraph(JobGraph.builder()
             .add("flaky", STEP, new Step("flaky", true))
-            .add(
-                "gate",
-                STEP,
-                new Step("gate", false),
-                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add("gate", STEP, new Step("gate", false), UNSERVED)
             .add(
                 "child",
                 STEP,
@@ -546,11 +517,7 @@ class JobGraphTest extends PgJobsTestBase {
   void pruningAFinishedChildRemovesItsEdges() throws Exception {
     Map<String, UUID> ids = client
         .enqueueGraph(JobGraph.builder()
-            .add(
-                "p",
-                STEP,
-                new Step("p", false),
-                EnqueueOptions.builder().queue("graph-unserved").build())
+            .add("p", STEP, new Step("p", false), UNSERVED)
             .add("c", STEP, new Step("c", false), Dependency.on("p"))
             .build())
         .ids();
@@ -582,7 +549,7 @@ class JobGraphTest extends PgJobsTestBase {
           "n" + i,
           "graph-step",
           Map.of("name", "n" + i, "fail", false),
-          EnqueueOptions.builder().queue("graph-unserved").build(),
+          UNSERVED,
           Dependency.on("start"));
     }
     graph.add(
@@ -906,11 +873,7 @@ class JobGraphTest extends PgJobsTestBase {
       throws Exception {
     JobGraph graph = JobGraph.builder()
         .idempotencyKey("nightly-2026-11-29")
-        .add(
-            "a",
-            STEP,
-            new Step("a", false),
-            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add("a", STEP, new Step("a", false), UNSERVED)
         .add("b", STEP, new Step("b", false), Dependency.on("a"))
         .build();
     EnqueuedGraph first = client.enqueueGraph(graph);
@@ -936,11 +899,7 @@ class JobGraphTest extends PgJobsTestBase {
     // job.
     JobGraph other = JobGraph.builder()
         .idempotencyKey("nightly-2026-11-29")
-        .add(
-            "a",
-            STEP,
-            new Step("a", true),
-            EnqueueOptions.builder().queue("graph-unserved").build())
+        .add("a", STEP, new Step("a", true), UNSERVED)
         .add("b", STEP, new Step("b", false), Dependency.on("a"))
         .build();
     assertThatThrownBy(() -> client.enqueueGraph(other))
