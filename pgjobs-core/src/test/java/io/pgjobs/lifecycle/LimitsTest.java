@@ -613,7 +613,10 @@ class LimitsTest extends LifecycleTestBase {
             runs.computeIfAbsent(ctx.jobId(), k -> new AtomicInteger()).incrementAndGet();
             if (w.mode().equals("block")) {
               blocked.add(ctx.jobId());
-              long until = System.nanoTime() + WAIT.toNanos();
+              // Until cancelled (or the worker's shutdown): the deadline is only a safety net, far
+              // past the test's own waits. At WAIT, a machine that took most of a WAIT to fail the
+              // jobs below could see the first handlers return before their cancel came.
+              long until = System.nanoTime() + Duration.ofMinutes(10).toNanos();
               while (!ctx.isCancelled() && System.nanoTime() < until) {
                 try {
                   Thread.sleep(5);
@@ -647,7 +650,11 @@ class LimitsTest extends LifecycleTestBase {
 
       // Cancel of running jobs: half one by one, half with cancelAll of the running state.
       for (UUID id : blockIds.subList(0, blocking / 2)) {
-        assertThat(client.cancel(id).outcome()).isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
+        CancelResult result = client.cancel(id);
+        assertThat(result.outcome())
+            .as(() -> "cancel of running job " + id + " gave " + result + "; runs " + runs.get(id)
+                + "; now " + job(id))
+            .isEqualTo(CancelResult.Outcome.PENDING_ON_WORKER);
       }
       assertThat(client.cancelAll(Set.of(TYPE3.name()), Set.of(QR), Set.of(JobState.RUNNING)))
           .isEqualTo(new CancelCounts(0, blocking - blocking / 2));
