@@ -103,9 +103,9 @@ class LongTransactionClaimTest extends PgJobsTestBase {
     client.enqueueAll(NUMBERED, Collections.nCopies(10, new Numbered(0)), EnqueueOptions.DEFAULTS);
     List<ClaimedJob> first = store.claim(JobType.DEFAULT_QUEUE, 10, "w", cursor);
     assertThat(first).hasSize(10);
-    // As under a long transaction: claims only resume. (With the probe cheap, a full pass would come
-    // again a second after the first claim, and a loaded machine can take that long to get to the
-    // claim below.)
+    // As under a long transaction: claims only resume. (With the probe cheap, a full pass would
+    // come again a second after the first claim, and a loaded machine can take that long to get
+    // to the claim below.)
     cursor.probed(List.of(), System.nanoTime(), SLOW_PROBE);
     // Given back by someone else (not through this cursor): due again, but behind the cursor.
     store.unclaim("w", first.subList(0, 3));
