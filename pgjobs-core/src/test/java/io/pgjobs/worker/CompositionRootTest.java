@@ -148,9 +148,13 @@ class CompositionRootTest extends PgJobsTestBase {
     await().atMost(Duration.ofSeconds(20)).until(worker::isMaintenanceLeader);
     await().atMost(Duration.ofSeconds(20)).until(worker::isListening);
 
+    assertThat(pollerThreadAlive()).as("the default queue's poller thread").isTrue();
     Thread closing = Thread.ofPlatform().start(worker::close);
-    // The pollers (started last) stop first: a job enqueued now is not claimed.
-    Thread.sleep(500);
+    // The pollers (started last) stop first: a job enqueued once their thread has ended is not
+    // claimed. (Awaited, not slept: a loaded machine can take longer than any fixed pause.)
+    await("the poller's thread ended")
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> !pollerThreadAlive());
     UUID later = client.enqueue(NUMBERED, new Numbered(2)).job().id();
     Thread.sleep(500);
     assertThat(closing.isAlive())
@@ -176,5 +180,10 @@ class CompositionRootTest extends PgJobsTestBase {
         .as("deregistered last")
         .isZero();
     assertThat(worker.stopOrder()).isEqualTo(List.of());
+  }
+
+  private static boolean pollerThreadAlive() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .anyMatch(t -> t.isAlive() && t.getName().equals("pgjobs-poller-default"));
   }
 }
