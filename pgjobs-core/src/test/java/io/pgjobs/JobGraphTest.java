@@ -485,6 +485,57 @@ class JobGraphTest extends PgJobsTestBase {
     assertThat(count("SELECT count(*) FROM pgjobs.jobs")).isEqualTo(jobs);
   }
 
+  /**
+   * One statement that ends several parents counts each child as often as it ended that child's parents:
+   * a child of two parents ended together is queued at once, a child of one of them counts down and
+   * waits for its other; children of parents that share none each count one; a child that was to run
+   * only if its parent failed is cancelled when it succeeds. (A completion batch ends many parents in one
+   * statement; the dependency trigger runs once for all of them.)
+   */
+  @Test
+  void aStatementEndingParentsCountsEachChildAsOftenAsItEndedItsParents() throws Exception {
+    Map<String, UUID> ids = client
+        .enqueueGraph(JobGraph.builder()
+            .add("a", STEP, new Step("a", false), UNSERVED)
+            .add("b", STEP, new Step("b", false), UNSERVED)
+            .add("c", STEP, new Step("c", false), UNSERVED)
+            .add("d", STEP, new Step("d", false), UNSERVED)
+            .add(
+                "ab", STEP, new Step("ab", false), UNSERVED, Dependency.on("a"), Dependency.on("b"))
+            .add(
+                "ac", STEP, new Step("ac", false), UNSERVED, Dependency.on("a"), Dependency.on("c"))
+            .add("e", STEP, new Step("e", false), UNSERVED)
+            .add("c1", STEP, new Step("c1", false), UNSERVED, Dependency.on("c"))
+            .add(
+                "ce", STEP, new Step("ce", false), UNSERVED, Dependency.on("c"), Dependency.on("e"))
+            .add("d1", STEP, new Step("d1", false), UNSERVED, Dependency.on("d"))
+            .add(
+                "dOnly",
+                STEP,
+                new Step("dOnly", false),
+                UNSERVED,
+                Dependency.on("d").onlyIfItFails())
+            .build())
+        .ids();
+    java.util.function.Function<String, String> waiting = name -> queryText(
+        "SELECT state || ':' || coalesce(waiting_on::text, '-') FROM pgjobs.jobs WHERE id = '"
+            + ids.get(name) + "'");
+
+    // a and b in one statement: "ab" counts two, "ac" one of its two.
+    db.execute(succeedWhere("id IN ('" + ids.get("a") + "', '" + ids.get("b") + "')"));
+    assertThat(waiting.apply("ab")).isEqualTo("queued:-");
+    assertThat(waiting.apply("ac")).isEqualTo("blocked:1");
+
+    // c and d in one statement, their children distinct: "ac" and "c1" end their wait, "d1" too,
+    // "ce" still waits for e; "dOnly" was to run only if d failed: cancelled.
+    db.execute(succeedWhere("id IN ('" + ids.get("c") + "', '" + ids.get("d") + "')"));
+    assertThat(waiting.apply("ac")).isEqualTo("queued:-");
+    assertThat(waiting.apply("c1")).isEqualTo("queued:-");
+    assertThat(waiting.apply("d1")).isEqualTo("queued:-");
+    assertThat(waiting.apply("ce")).isEqualTo("blocked:1");
+    assertThat(client.get(ids.get("dOnly")).orElseThrow().state()).isEqualTo(JobState.CANCELLED);
+  }
+
   @Test
   void aParentThatIsRetriedAfterItFailedResolvesItsEdgesOnce() {
     Map<String, UUID> ids = client
