@@ -129,6 +129,9 @@ class CompositionRootTest extends PgJobsTestBase {
 
   @Test
   void closeStopsALoopStartedLaterBeforeThoseStartedEarlier() throws Exception {
+    // This worker's poller thread: the one that was not there before it started (a worker of an
+    // earlier test in this JVM may still be letting its own go).
+    java.util.Set<Thread> before = pollerThreads();
     CountDownLatch running = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
     JobWorker worker = start(worker()
@@ -148,13 +151,15 @@ class CompositionRootTest extends PgJobsTestBase {
     await().atMost(Duration.ofSeconds(20)).until(worker::isMaintenanceLeader);
     await().atMost(Duration.ofSeconds(20)).until(worker::isListening);
 
-    assertThat(pollerThreadAlive()).as("the default queue's poller thread").isTrue();
+    java.util.Set<Thread> mine = pollerThreads();
+    mine.removeAll(before);
+    assertThat(mine).as("this worker's poller thread for the default queue").hasSize(1);
     Thread closing = Thread.ofPlatform().start(worker::close);
     // The pollers (started last) stop first: a job enqueued once their thread has ended is not
     // claimed. (Awaited, not slept: a loaded machine can take longer than any fixed pause.)
     await("the poller's thread ended")
         .atMost(Duration.ofSeconds(20))
-        .until(() -> !pollerThreadAlive());
+        .until(() -> mine.stream().noneMatch(Thread::isAlive));
     UUID later = client.enqueue(NUMBERED, new Numbered(2)).job().id();
     Thread.sleep(500);
     assertThat(closing.isAlive())
@@ -182,8 +187,10 @@ class CompositionRootTest extends PgJobsTestBase {
     assertThat(worker.stopOrder()).isEqualTo(List.of());
   }
 
-  private static boolean pollerThreadAlive() {
+  /** The live poller threads of queue {@code default} in this JVM. */
+  private static java.util.Set<Thread> pollerThreads() {
     return Thread.getAllStackTraces().keySet().stream()
-        .anyMatch(t -> t.isAlive() && t.getName().equals("pgjobs-poller-default"));
+        .filter(t -> t.isAlive() && t.getName().equals("pgjobs-poller-default"))
+        .collect(java.util.stream.Collectors.toCollection(java.util.HashSet::new));
   }
 }
