@@ -411,9 +411,10 @@ class WritePathTest extends LifecycleTestBase {
       closed = java.util.concurrent.CompletableFuture.runAsync(worker::close);
       await("the release waiting for the row lock")
           .atMost(Duration.ofSeconds(10))
-          .until(() -> count(
-                  "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%released AS%'")
-              > 0);
+          .until(
+              () -> count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                      + " AND wait_event_type = 'Lock' AND query LIKE '%released AS%'")
+                  > 0);
       letOut
           .countDown(); // the handler returns: nothing but the release is left for close() to wait
       // for
