@@ -265,8 +265,7 @@ class JobGraphTest extends PgJobsTestBase {
         // unblocks
         // their 50 children among 2,000 blocked jobs.
         // This connection's reads of the index (its idx_tup_read, not yet in pg_stat_*; they
-        // include
-        // its earlier transactions' until the server collects them: read before and after).
+        // include its earlier transactions' until the server collects them: read before and after).
         String reads =
             "SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_blocked_idx'::regclass)";
         long before;
@@ -305,8 +304,7 @@ class JobGraphTest extends PgJobsTestBase {
     }
     Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
     // This connection's counts of updates of the edges, and of heap-only ones among them (they
-    // include
-    // its earlier transactions' until the server collects them: read before and after).
+    // include its earlier transactions' until the server collects them: read before and after).
     String counts = "SELECT pg_stat_get_xact_tuples_updated('pgjobs.job_dependencies'::regclass),"
         + " pg_stat_get_xact_tuples_hot_updated('pgjobs.job_dependencies'::regclass)";
     long updated;

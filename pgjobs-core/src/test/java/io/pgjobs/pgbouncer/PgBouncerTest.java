@@ -192,10 +192,8 @@ class PgBouncerTest extends PgJobsTestBase {
     // 18 client connections and 24 lanes, but never more backends at once than the pooler's server
     // connections: the transactions really were multiplexed over shared backends. At once, not in
     // all: the pooler replaces a server connection whose client went away mid-transaction (6
-    // distinct
-    // backends, never more than 4 alive together, in one CI run on a machine at load 27). A backend
-    // is
-    // alive from its start to its last effect here.
+    // distinct backends, never more than 4 alive together, in one CI run on a machine at load 27).
+    // A backend is alive from its start to its last effect here.
     assertThat(count("SELECT count(DISTINCT backend) FROM effects"))
         .as("PostgreSQL backends that ran the handlers' transactions")
         .isBetween(1L, 17L);
