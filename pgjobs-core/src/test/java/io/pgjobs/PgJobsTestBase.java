@@ -43,8 +43,7 @@ public abstract class PgJobsTestBase {
   @BeforeEach
   void emptyTables() {
     db.execute(
-        "TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys, pgjobs.workers, pgjobs.leases, pgjobs.unique_keys,"
-            + " pgjobs.pending_edges");
+        "TRUNCATE pgjobs.jobs, pgjobs.finished_jobs, pgjobs.job_keys, pgjobs.workers, pgjobs.leases, pgjobs.unique_keys");
   }
 
   @AfterEach
@@ -75,6 +74,7 @@ public abstract class PgJobsTestBase {
     return awaitState(id, state, Duration.ofSeconds(20));
   }
 
+  /** Counts rows of a table or any query returning one number. */
   /** The first column of the first row of {@code sql}, as text. */
   protected static String queryText(String sql) {
     try (java.sql.Connection c = db.dataSource().getConnection();
@@ -87,7 +87,6 @@ public abstract class PgJobsTestBase {
     }
   }
 
-  /** Counts rows of a table or any query returning one number. */
   protected static long count(String sqlOrTable) {
     String sql = sqlOrTable.trim().toLowerCase().startsWith("select")
         ? sqlOrTable

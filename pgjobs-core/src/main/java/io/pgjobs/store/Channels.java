@@ -21,12 +21,4 @@ public final class Channels {
   public static String events(String schema) {
     return JobSql.requireSchema(schema) + "_job_events";
   }
-
-  /**
-   * The LISTEN channel on which a parent that succeeded with more children than a chunk announces that
-   * its edges are owed (resolved by the workers after its commit, a chunk at a time).
-   */
-  public static String edgesPending(String schema) {
-    return JobSql.requireSchema(schema) + "_edges_pending";
-  }
 }

@@ -41,15 +41,6 @@ final class DependencySql {
        WHERE id = ANY (?)
       RETURNING id""";
 
-  /**
-   * Resolves one chunk of the edges owed by a parent that succeeded with more children than a chunk (the
-   * function of V10: it takes the oldest owed parent no other transaction holds, resolves its next chunk
-   * of edges, counts them down on their children). Returns the edges resolved, or -1 when no owed parent
-   * was free.
-   */
-  static final String RESOLVE_PENDING = """
-      SELECT {schema}.resolve_pending_edges()""";
-
   /** The final states of parents that have already ended. Parameter: their ids. */
   static final String ENDED_PARENTS = """
       SELECT id, state FROM {schema}.finished_jobs WHERE id = ANY (?)""";

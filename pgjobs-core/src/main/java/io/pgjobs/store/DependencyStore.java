@@ -35,7 +35,6 @@ public final class DependencyStore {
   private final String graphIds;
   private final String graphNodes;
   private final String graphEdges;
-  private final String resolvePending;
 
   /**
    * One edge to store: {@code child} waits for {@code parent}.
@@ -76,22 +75,6 @@ public final class DependencyStore {
     this.graphIds = JobSql.forSchema(DependencySql.GRAPH_IDS, schema);
     this.graphNodes = JobSql.forSchema(DependencySql.GRAPH_NODES, schema);
     this.graphEdges = JobSql.forSchema(DependencySql.GRAPH_EDGES, schema);
-    this.resolvePending = JobSql.forSchema(DependencySql.RESOLVE_PENDING, schema);
-  }
-
-  /**
-   * Resolves one chunk of the edges that a parent with more children than a chunk owes since it
-   * succeeded (its children are unblocked in chunks after its commit, beside the drain: V10's
-   * {@code pending_edges}). One statement; in auto-commit mode it is its own transaction.
-   *
-   * @return the edges resolved (0 is possible), or -1 when no owed parent was free to take
-   */
-  public int resolvePendingChunk(Connection c) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(resolvePending);
-        ResultSet rs = ps.executeQuery()) {
-      rs.next();
-      return rs.getInt(1);
-    }
   }
 
   /**

@@ -123,9 +123,6 @@ public final class JobWorker implements AutoCloseable {
   private final HttpSupport http;
   private final ScheduledExecutorService timers;
   private final JobNotificationListener listener;
-  /** Unblocks the children of large fan-outs after their parent's commit, a chunk at a time. */
-  private final PendingEdgesResolver pendingEdges;
-
   private final WorkerHeartbeat heartbeat;
   private final Maintenance maintenance;
   private Phase phase = Phase.NEW;
@@ -224,7 +221,6 @@ public final class JobWorker implements AutoCloseable {
       pollersByQueue.put(queue, poller);
     });
     PickupListener pickup = b.pickupListener;
-    this.pendingEdges = new PendingEdgesResolver(root.dataSource(), root.schema(), workerId);
     this.listener = new JobNotificationListener(
         // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct
         // connection.
@@ -249,9 +245,7 @@ public final class JobWorker implements AutoCloseable {
               } catch (IllegalArgumentException e) {
                 log.warn("ignoring cancel notification with payload '{}'", jobId);
               }
-            },
-            Channels.edgesPending(root.schema()),
-            (payload, connection) -> pendingEdges.wake()));
+            }));
     WorkerStore workerStore = root.workerStore();
     WorkerStore.Registration registration = new WorkerStore.Registration(
         workerId,
@@ -327,10 +321,6 @@ public final class JobWorker implements AutoCloseable {
     if (listen) {
       services.add("listener", listener, Duration.ofSeconds(5));
     }
-    // Every worker owes its share of the large fan-outs' edges, whatever queues it serves: a child
-    // is
-    // unblocked by whichever worker looks first.
-    services.add("dependents", pendingEdges, Duration.ofSeconds(10));
     // The lanes' budget is the grace, 10 s for those that ignore the interrupt, 10 s for let-go
     // writes.
     services.add("lanes", new LanesService(), shutdownGrace.plusSeconds(21));

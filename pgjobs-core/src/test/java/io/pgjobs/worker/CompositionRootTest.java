@@ -144,8 +144,7 @@ class CompositionRootTest extends PgJobsTestBase {
           return null;
         }));
     assertThat(worker.stopOrder())
-        .containsExactly(
-            "pollers", "lanes", "dependents", "listener", "maintenance", "completer", "heartbeat");
+        .containsExactly("pollers", "lanes", "listener", "maintenance", "completer", "heartbeat");
 
     UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
     assertThat(running.await(20, TimeUnit.SECONDS)).isTrue();
