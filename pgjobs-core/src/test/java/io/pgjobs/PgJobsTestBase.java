@@ -74,7 +74,6 @@ public abstract class PgJobsTestBase {
     return awaitState(id, state, Duration.ofSeconds(20));
   }
 
-  /** Counts rows of a table or any query returning one number. */
   /** The first column of the first row of {@code sql}, as text. */
   protected static String queryText(String sql) {
     try (java.sql.Connection c = db.dataSource().getConnection();
@@ -87,6 +86,7 @@ public abstract class PgJobsTestBase {
     }
   }
 
+  /** Counts rows of a table or any query returning one number. */
   protected static long count(String sqlOrTable) {
     String sql = sqlOrTable.trim().toLowerCase().startsWith("select")
         ? sqlOrTable
