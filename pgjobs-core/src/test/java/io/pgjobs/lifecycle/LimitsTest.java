@@ -92,6 +92,7 @@ class LimitsTest extends LifecycleTestBase {
    * failing run waits it out.
    */
   static final Duration WAIT = Duration.ofMinutes(3);
+
   static final PayloadCodec CODEC = new PayloadCodec(PayloadCodec.DEFAULT_MAPPER);
 
   /**
