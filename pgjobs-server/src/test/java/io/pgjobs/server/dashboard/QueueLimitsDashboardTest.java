@@ -14,6 +14,9 @@ import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.WebElement;
+import org.openqa.selenium.interactions.Actions;
+import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
  * The Queues page's flow-control limits (issue 29) in a real headless Chromium against a real server,
@@ -121,6 +124,38 @@ class QueueLimitsDashboardTest extends BrowserTest {
     browser.waitForText("#action-result", "has no limits now");
     browser.waitForText(row(queue) + " td.limits", "none");
     assertThat(app.client.limits(queue)).isEmpty();
+  }
+
+  /**
+   * The page re-renders its table every 2 s and on job events; the open form must stay in the document
+   * through it. A form row taken out and put back loses the focus, and what the user goes on typing lands
+   * nowhere: on a slow machine the form test above sent "1" of a period "1s" and got a 422.
+   */
+  @Test
+  void aFieldBeingTypedInKeepsTheFocusThroughTheLiveUpdates() {
+    String queue = "images";
+    app.awaitState(app.enqueue("ok", "img", queue), JobState.SUCCEEDED);
+    browser.open(app.url("/queues"));
+    browser.waitForText(row(queue) + " td.limits", "none");
+    browser.click(row(queue) + " button.edit-limits");
+    String form = "tr.limits-edit[data-editing='" + queue + "'] form";
+    WebElement period = browser.visible(form + " input[name='rate_period']");
+    period.sendKeys("1");
+
+    // A re-render replaces the queue's row with a new one: wait for one.
+    WebElement before = browser.find(row(queue));
+    new WebDriverWait(browser.driver, Duration.ofSeconds(20))
+        .until(ExpectedConditions.stalenessOf(before));
+    assertThat(browser.script("return document.activeElement.getAttribute('name')"))
+        .as("the focused element after a live update")
+        .isEqualTo("rate_period");
+    // Typing on goes to the focused element, as a user's keys do.
+    new Actions(browser.driver).sendKeys("s").perform();
+    assertThat(browser.find(form + " input[name='rate_period']").getAttribute("value"))
+        .isEqualTo("1s");
+    browser.click(form + " button[type='button']:not(.remove-limits)");
+    browser.waitFor(d ->
+        d.findElements(org.openqa.selenium.By.cssSelector("tr.limits-edit")).isEmpty());
   }
 
   @Test

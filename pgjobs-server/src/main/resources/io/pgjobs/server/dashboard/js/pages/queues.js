@@ -82,8 +82,18 @@ export default function queuesPage(root, {events}) {
               : h('button', {type: 'button', class: 'pause danger', onclick: () => setPaused(q.name, true)}, 'Pause')))));
       if (editing && editing.queue === q.name) rows.push(editing.row);
     }
-    body.replaceChildren(...(rows.length ? rows
-      : [h('tr', null, h('td', {class: 'empty', colspan: 7}, 'No queues yet.'))]));
+    const kept = editing && rows.includes(editing.row) && editing.row.parentNode === body ? editing.row : null;
+    if (!kept) {
+      body.replaceChildren(...(rows.length ? rows
+        : [h('tr', null, h('td', {class: 'empty', colspan: 7}, 'No queues yet.'))]));
+      return;
+    }
+    // The open form stays in the document: a row taken out and put back loses the focus of the field
+    // being typed in, and the keys that follow land nowhere. The rows around it are replaced.
+    for (const row of [...body.children]) if (row !== kept) row.remove();
+    const at = rows.indexOf(kept);
+    kept.before(...rows.slice(0, at));
+    kept.after(...rows.slice(at + 1));
   }
 
   // A limited queue's limits, their use now, why its jobs wait, and its busiest partitions.
