@@ -41,6 +41,18 @@ class QueueLimitsDashboardTest extends BrowserTest {
     return "#queues-admin-table tr[data-queue='" + queue + "']";
   }
 
+  /**
+   * Runs a job on {@code queue} (so the page lists it, without limits), opens the Queues page and the
+   * queue's limits form; returns the form's selector.
+   */
+  private String openLimitsFormOfANewQueue(String queue) {
+    app.awaitState(app.enqueue("ok", "img", queue), JobState.SUCCEEDED);
+    browser.open(app.url("/queues"));
+    browser.waitForText(row(queue) + " td.limits", "none");
+    browser.click(row(queue) + " button.edit-limits");
+    return "tr.limits-edit[data-editing='" + queue + "'] form";
+  }
+
   @Test
   void aLimitLoweredThroughTheApiShowsOnTheQueuesPageWithUsageWhyJobsWaitAndBusiestPartitions()
       throws Exception {
@@ -89,12 +101,7 @@ class QueueLimitsDashboardTest extends BrowserTest {
   @Test
   void theEditLimitsFormShowsARefusalInPlaceThenSetsAndRemovesTheLimits() {
     String queue = "images";
-    app.awaitState(app.enqueue("ok", "img", queue), JobState.SUCCEEDED);
-    browser.open(app.url("/queues"));
-    browser.waitForText(row(queue) + " td.limits", "none");
-
-    browser.click(row(queue) + " button.edit-limits");
-    String form = "tr.limits-edit[data-editing='" + queue + "'] form";
+    String form = openLimitsFormOfANewQueue(queue);
     browser.visible(form + " input[name='global_concurrency']").sendKeys("0");
     browser.expectFailedRequest("/queues/" + queue + "/limits", 422);
     browser.click(form + " button.save-limits");
@@ -134,11 +141,7 @@ class QueueLimitsDashboardTest extends BrowserTest {
   @Test
   void aFieldBeingTypedInKeepsTheFocusThroughTheLiveUpdates() {
     String queue = "images";
-    app.awaitState(app.enqueue("ok", "img", queue), JobState.SUCCEEDED);
-    browser.open(app.url("/queues"));
-    browser.waitForText(row(queue) + " td.limits", "none");
-    browser.click(row(queue) + " button.edit-limits");
-    String form = "tr.limits-edit[data-editing='" + queue + "'] form";
+    String form = openLimitsFormOfANewQueue(queue);
     WebElement period = browser.visible(form + " input[name='rate_period']");
     period.sendKeys("1");
 
