@@ -190,13 +190,16 @@ class PriorityAndSchedulingTest extends PgJobsTestBase {
 
   @Test
   void higherPriorityJobThatIsNotYetDueDoesNotJumpAheadOfADueOne() {
+    // Not due for 4 s: the worker below claims long before that even on a loaded CI machine (with
+    // 800 ms, a slow start let job 1 fall due first, and then it rightly ran first).
     Job later = enqueue(
-        1, EnqueueOptions.builder().priority(Priority.CRITICAL).delay(Duration.ofMillis(800)));
+        1, EnqueueOptions.builder().priority(Priority.CRITICAL).delay(Duration.ofSeconds(4)));
     enqueue(2, EnqueueOptions.builder().priority(Priority.BACKGROUND));
 
     startOneSlotWorker();
     awaitRuns(2);
 
+    assertThat(startedAt.get(2)).isBefore(later.runAt());
     assertThat(runOrder).containsExactly(2, 1);
     assertThat(startedAt.get(1)).isAfterOrEqualTo(later.runAt());
   }

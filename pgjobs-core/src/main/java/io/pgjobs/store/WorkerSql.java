@@ -48,6 +48,16 @@ final class WorkerSql {
        WHERE j.id = ANY (ARRAY(SELECT id FROM mine)) AND EXISTS (SELECT 1 FROM worker)
       RETURNING j.id, j.cancel_requested""";
 
+  /**
+   * Whether the server session {@code pid} (of this user: another user's state reads as NULL) has been
+   * waiting for its client for at least the given milliseconds: not running a statement, and no change of
+   * state since. No row: no such session, or its state cannot be read.
+   */
+  static final String SESSION_WAITS_FOR_CLIENT = """
+      SELECT state <> 'active' AND state_change < now() - ?::bigint * interval '1 millisecond'
+        FROM pg_stat_activity
+       WHERE pid = ? AND state IS NOT NULL""";
+
   static final String DEREGISTER = """
       DELETE FROM {schema}.workers WHERE id = ?""";
 

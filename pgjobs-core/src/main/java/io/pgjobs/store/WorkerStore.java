@@ -163,6 +163,23 @@ public final class WorkerStore {
     }
   }
 
+  /**
+   * Asks, on {@code probe}, whether the server session {@code pid} has been waiting for its client for at
+   * least {@code idleFor} (not running a statement): while its client waits for a reply, that means the
+   * connection between them is lost. Empty when it cannot be told (no such session seen, or not this
+   * user's).
+   */
+  public Optional<Boolean> sessionWaitsForClient(Connection probe, int pid, Duration idleFor)
+      throws SQLException {
+    try (PreparedStatement ps = probe.prepareStatement(WorkerSql.SESSION_WAITS_FOR_CLIENT)) {
+      ps.setLong(1, idleFor.toMillis());
+      ps.setInt(2, pid);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(rs.getBoolean(1)) : Optional.empty();
+      }
+    }
+  }
+
   /** Removes the worker's row (clean shutdown). */
   public void deregister(String workerId) throws SQLException {
     try (Connection c = dataSource.getConnection();

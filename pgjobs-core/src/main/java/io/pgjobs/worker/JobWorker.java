@@ -275,7 +275,9 @@ public final class JobWorker implements AutoCloseable {
         runner,
         held,
         heartbeatInterval,
-        b.workerDeadAfter.minus(heartbeatInterval),
+        // Fenced before either rescue can take its jobs: the dead-worker route or the stale route.
+        (b.workerDeadAfter.compareTo(b.staleThreshold) <= 0 ? b.workerDeadAfter : b.staleThreshold)
+            .minus(heartbeatInterval),
         new WorkerHeartbeat.Fence() {
           @Override
           public void suspend() {

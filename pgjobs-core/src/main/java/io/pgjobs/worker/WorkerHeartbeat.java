@@ -11,6 +11,7 @@ import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
+import org.postgresql.PGConnection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,9 +19,11 @@ import org.slf4j.LoggerFactory;
  * Liveness. Registers the worker and, every heartbeat interval, renews its row and the heartbeat of every
  * job it holds ({@link HeldJobs}: running, waiting for a lane, or waiting for their outcome write) in one
  * statement. That statement cannot be blocked: it runs on a connection of its own, held for the worker's
- * life and opened again after a failure without waiting for the handlers' pool ({@link LivenessConnector}),
- * with a network timeout; it skips job rows another transaction holds, and bounds any other lock wait
- * with a lock timeout.
+ * life and opened again after a failure without waiting for the handlers' pool ({@link LivenessConnector});
+ * it skips job rows another transaction holds, and bounds any other lock wait with a lock timeout. A beat
+ * may be slow (a busy server, thousands of held jobs) and still count: it may take until the worker would
+ * fence itself. But a beat whose connection is lost fails within about a second or the interval: a watch
+ * asks the server whether the beat's session is running it, and drops the connection if it is not.
  *
  * <p>The worker claims nothing until its first heartbeat has registered it: rescue takes a running job
  * whose worker has no row for a dead worker's, so a job claimed before would be taken back while it runs.
@@ -157,15 +160,25 @@ final class WorkerHeartbeat implements BackgroundService {
 
   private boolean beatLocked() {
     HeldJobs.Snapshot snapshot = held.snapshot();
+    long started = System.nanoTime();
+    long replyWithinMs = Math.max(1_000, Math.min(10_000, interval.toMillis()));
+    Thread watch = null;
     try {
       if (connection == null) {
-        // A connection that hangs (a network partition that drops packets rather than resetting)
-        // must
-        // fail the beat rather than block it, or the worker could never notice it is cut off.
-        long timeoutMs = Math.max(1_000, Math.min(10_000, interval.toMillis()));
-        connection = connector.connect(Duration.ofMillis(timeoutMs));
-        connection.setNetworkTimeout(Runnable::run, (int) timeoutMs);
+        connection = connector.connect(Duration.ofMillis(replyWithinMs));
       }
+      // A slow reply is not a lost one. Under load (thousands of held jobs, a busy server) a beat
+      // can
+      // take longer than the interval; failing it then would fail every beat after it the same way,
+      // until the worker fenced itself while alive. So the beat may take the whole time left before
+      // the
+      // fence. A connection that hangs (a partition that drops packets rather than resetting) must
+      // still fail the beat early, so that the next one can try a new connection: the watch finds
+      // it.
+      long leftMs = TimeUnit.NANOSECONDS.toMillis(fenceAfterNanos - (started - lastSuccessNanos));
+      connection.setNetworkTimeout(
+          Runnable::run, (int) Math.min(Integer.MAX_VALUE, Math.max(replyWithinMs, leftMs)));
+      watch = watch(connection, replyWithinMs);
       // Bounded: a lock on the worker's own row must not stall the heartbeat for long.
       Duration lockTimeout =
           interval.compareTo(Duration.ofSeconds(2)) < 0 ? interval : Duration.ofSeconds(2);
@@ -183,6 +196,15 @@ final class WorkerHeartbeat implements BackgroundService {
       });
       lastSuccessNanos = System.nanoTime();
       beats++;
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(lastSuccessNanos - started);
+      if (tookMs > interval.toMillis()) {
+        log.warn(
+            "heartbeat of worker {} took {} ms for {} jobs, longer than its {} ms interval",
+            registration.id(),
+            tookMs,
+            snapshot.tokens().size(),
+            interval.toMillis());
+      }
       if (readOnly) {
         readOnly = false;
         log.info(
@@ -215,7 +237,12 @@ final class WorkerHeartbeat implements BackgroundService {
               "heartbeat of worker {} failed: the database is still read-only", registration.id());
         }
       } else {
-        log.warn("heartbeat of worker {} failed: {}", registration.id(), e.getMessage());
+        log.warn(
+            "heartbeat of worker {} failed after {} ms ({} jobs): {}",
+            registration.id(),
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
+            snapshot.tokens().size(),
+            e.getMessage());
       }
       closeConnection();
       long silentFor = System.nanoTime() - lastSuccessNanos;
@@ -230,7 +257,61 @@ final class WorkerHeartbeat implements BackgroundService {
         fence.suspend();
       }
       return false;
+    } finally {
+      if (watch != null) {
+        watch.interrupt();
+      }
     }
+  }
+
+  /**
+   * Watches the beat on {@code beat}: once it has waited {@code afterMs} for its reply, and then every half
+   * of that, asks the server on a connection of its own whether the beat's session is running a statement.
+   * A session that has been waiting for its client (running nothing) for half that time while the client
+   * waits for it means the two have lost each other: the beat's connection is aborted, so the beat fails
+   * now and the next one opens a new connection, rather than hang until the fence. A session that is
+   * running the beat is left to finish it. Null (no watch) if the session cannot be named.
+   */
+  private Thread watch(Connection beat, long afterMs) {
+    int pid;
+    try {
+      pid = beat.unwrap(PGConnection.class).getBackendPID();
+    } catch (SQLException | RuntimeException e) {
+      return null;
+    }
+    Duration idleFor = Duration.ofMillis(afterMs / 2);
+    return Thread.ofVirtual().name("pgjobs-heartbeat-watch").start(() -> {
+      try {
+        Thread.sleep(afterMs);
+        while (true) {
+          boolean lost;
+          try (Connection probe = connector.connect(Duration.ofMillis(afterMs))) {
+            lost = store.sessionWaitsForClient(probe, pid, idleFor).orElse(false);
+          } catch (SQLException | RuntimeException e) {
+            // The server cannot be asked now: the beat's own network timeout decides.
+            lost = false;
+          }
+          if (Thread.currentThread().isInterrupted()) {
+            return;
+          }
+          if (lost) {
+            log.warn(
+                "worker {}: the heartbeat has had no reply for {} ms and its server session {} is not"
+                    + " running it: the connection is lost; a new one is opened for the next beat",
+                registration.id(),
+                afterMs,
+                pid);
+            beat.abort(Runnable::run);
+            return;
+          }
+          Thread.sleep(idleFor.toMillis());
+        }
+      } catch (InterruptedException e) {
+        // the beat ended
+      } catch (SQLException | RuntimeException e) {
+        log.debug("heartbeat watch of worker {} ended: {}", registration.id(), e.toString());
+      }
+    });
   }
 
   private void closeConnection() {

@@ -11,6 +11,7 @@ import io.pgjobs.JobType;
 import io.pgjobs.PgJobsTestBase;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
+import java.net.URI;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -203,5 +204,149 @@ class LivenessTest extends PgJobsTestBase {
     assertThat(done.attempts()).isEqualTo(1);
     assertThat(done.errors()).isEmpty();
     assertThat(runs.get(id)).hasValue(1);
+  }
+  /** A handler that holds its lane until {@code release}; {@code started} counts down when it runs. */
+  private JobWorker.Builder holdingUntil(
+      JobWorker.Builder builder, CountDownLatch started, CountDownLatch release) {
+    return builder
+        .shutdownGrace(Duration.ofSeconds(2))
+        .queue("default", 1)
+        .listen(false)
+        .maintenance(false)
+        .workerDeadAfter(Duration.ofSeconds(9))
+        .heartbeatInterval(Duration.ofSeconds(1))
+        .pollInterval(Duration.ofMillis(100))
+        .register(HOLDING, (ctx, p) -> {
+          countRun(ctx.jobId());
+          started.countDown();
+          if (!release.await(60, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("never released");
+          }
+          return null;
+        });
+  }
+
+  /** The job ran once, to success, never interrupted: its worker never fenced itself. */
+  private void assertRanOnceUninterrupted(UUID id) {
+    Job done = awaitState(id, JobState.SUCCEEDED);
+    assertThat(done.attempts()).isEqualTo(1);
+    assertThat(done.errors()).isEmpty();
+    assertThat(runs.get(id)).hasValue(1);
+  }
+
+  @Test
+  void aHeartbeatSlowerThanItsIntervalStillKeepsTheWorkerAlive() throws Exception {
+    // The server takes 3 s over each beat (a trigger on the workers row sleeps, as a busy server or
+    // a
+    // beat of thousands of jobs would): three times the interval, less than the 8 s before the
+    // worker
+    // would fence itself. Each beat must be waited for, not failed at the interval and sent again
+    // (every try would fail the same way, and the worker fence itself while alive).
+    db.execute(
+        "CREATE TABLE slow_beats (ms int NOT NULL)",
+        "CREATE TABLE slow_beats_done (at timestamptz NOT NULL)",
+        """
+        CREATE FUNCTION slow_beat() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE d int;
+        BEGIN
+          SELECT max(ms) INTO d FROM slow_beats;
+          IF d > 0 THEN
+            PERFORM pg_sleep(d / 1000.0);
+            INSERT INTO slow_beats_done VALUES (now());
+          END IF;
+          RETURN NEW;
+        END $$""",
+        "CREATE TRIGGER slow_beat BEFORE UPDATE ON pgjobs.workers FOR EACH ROW EXECUTE FUNCTION slow_beat()");
+    try {
+      CountDownLatch started = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      JobWorker worker = start(holdingUntil(JobWorker.builder(db.dataSource()), started, release));
+      UUID id = client.enqueue(HOLDING, new Numbered(1)).job().id();
+      assertThat(started.await(20, TimeUnit.SECONDS)).isTrue();
+
+      db.execute("INSERT INTO slow_beats VALUES (3000)");
+      // Three slow beats written (the row of each is inserted in the beat's own transaction), well
+      // past
+      // the time the worker would have fenced itself had it given up on them.
+      await()
+          .atMost(Duration.ofSeconds(40))
+          .until(() -> db.queryLong("SELECT count(*) FROM slow_beats_done") >= 3);
+      assertThat(worker.isFenced()).isFalse();
+      db.execute("DELETE FROM slow_beats");
+      release.countDown();
+      assertRanOnceUninterrupted(id);
+    } finally {
+      db.execute(
+          "DROP TRIGGER slow_beat ON pgjobs.workers",
+          "DROP FUNCTION slow_beat()",
+          "DROP TABLE slow_beats, slow_beats_done");
+    }
+  }
+
+  @Test
+  void aHeartbeatWhoseConnectionStopsAnsweringIsSentAgainOnANewOneBeforeTheWorkerFences()
+      throws Exception {
+    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
+    try (TcpProxy proxy = new TcpProxy("127.0.0.1", direct.getPort())) {
+      HikariConfig config = new HikariConfig();
+      config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?"
+          + direct.getQuery());
+      config.setMaximumPoolSize(4);
+      config.setPoolName("liveness-proxied");
+      smallPool = new HikariDataSource(config);
+      CountDownLatch started = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      JobWorker worker = start(holdingUntil(JobWorker.builder(smallPool), started, release));
+      UUID id = client.enqueue(HOLDING, new Numbered(1)).job().id();
+      assertThat(started.await(20, TimeUnit.SECONDS)).isTrue();
+
+      // The next beat's statement (the only message naming the job as a key of its claim tokens
+      // while
+      // it runs) is held by the network for a minute: its connection is as good as cut, with no
+      // reset.
+      proxy.delayMessage("\"" + id + "\":", Duration.ofMinutes(1));
+      await().atMost(Duration.ofSeconds(10)).until(() -> !proxy.delayArmed());
+      long beats = worker.heartbeats();
+      // Beats resume on a new connection, well before the 8 s after which the worker would fence.
+      await().atMost(Duration.ofSeconds(20)).until(() -> worker.heartbeats() >= beats + 2);
+      assertThat(worker.isFenced()).isFalse();
+      release.countDown();
+      assertRanOnceUninterrupted(id);
+    }
+  }
+
+  @Test
+  void aWorkerWhoseStaleThresholdIsTheShorterFencesItselfBeforeItsJobsGoStale() throws Exception {
+    // Rescue takes a running job whose own heartbeat is older than the stale threshold, whatever
+    // its
+    // worker's row says: with a 3-s stale threshold and a 20-s dead-worker threshold, a worker that
+    // cannot beat must stop its handlers before 3 s, not 20.
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    JobWorker worker = start(worker()
+        .queue("default", 1)
+        .maintenance(false)
+        .staleThreshold(Duration.ofSeconds(3))
+        .workerDeadAfter(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(100))
+        .register(HOLDING, (ctx, p) -> {
+          countRun(ctx.jobId());
+          started.countDown();
+          release.await(60, TimeUnit.SECONDS);
+          return null;
+        }));
+    client.enqueue(HOLDING, new Numbered(1));
+    assertThat(started.await(20, TimeUnit.SECONDS)).isTrue();
+    try (Connection locker = db.dataSource().getConnection();
+        Statement st = locker.createStatement()) {
+      locker.setAutoCommit(false);
+      // Every beat now waits on this lock past its lock timeout and fails.
+      st.execute("LOCK TABLE pgjobs.workers IN ACCESS EXCLUSIVE MODE");
+      await().atMost(Duration.ofSeconds(10)).until(worker::isFenced);
+      locker.rollback();
+    } finally {
+      release.countDown();
+    }
+    await().atMost(Duration.ofSeconds(10)).until(() -> !worker.isFenced());
   }
 }

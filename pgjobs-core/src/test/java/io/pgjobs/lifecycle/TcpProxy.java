@@ -87,6 +87,11 @@ public final class TcpProxy implements AutoCloseable {
     delay.set(new Delay(marker, duration));
   }
 
+  /** True until the message armed by {@link #delayMessage(String, Duration)} has been seen. */
+  public boolean delayArmed() {
+    return delay.get() != null;
+  }
+
   /** Closes every connection through the proxy, and refuses new ones. */
   public void cut() {
     cut = true;
