@@ -36,6 +36,9 @@ public interface JobMetrics {
   /** Offers the number of stuck lanes of worker {@code workerId}, for a gauge. Called once per worker. */
   default void stuckLanes(String workerId, java.util.function.IntSupplier stuckLanes) {}
 
+  /** Offers how many times worker {@code workerId} has fenced itself, for a counter. Called once per worker. */
+  default void fences(String workerId, java.util.function.LongSupplier fences) {}
+
   /** A worker serves {@code queue}: report its depth from now on. */
   default void watchQueue(String queue) {}
 }

@@ -46,6 +46,12 @@ public final class MetricNames {
    */
   public static final String STUCK_LANES = "pgjobs_worker_stuck_lanes";
 
+  /**
+   * Counter: times the worker fenced itself (no heartbeat for the fence time: it stopped claiming and
+   * interrupted its handlers, whose jobs run again), tag {@code worker}. Any increase deserves a look.
+   */
+  public static final String WORKER_FENCES = "pgjobs_worker_fences";
+
   /** Gauge: a limited queue's running jobs, tag {@code queue}. */
   public static final String LIMITED_RUNNING = "pgjobs_queue_limit_running";
   /**

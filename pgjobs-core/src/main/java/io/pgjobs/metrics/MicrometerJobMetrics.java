@@ -145,6 +145,17 @@ public final class MicrometerJobMetrics implements JobMetrics {
   }
 
   @Override
+  public void fences(String workerId, java.util.function.LongSupplier fences) {
+    io.micrometer.core.instrument.FunctionCounter.builder(
+            MetricNames.WORKER_FENCES, fences, f -> f.getAsLong())
+        .description(
+            "Times the worker fenced itself: no heartbeat for the fence time, so it stopped"
+                + " claiming and interrupted its handlers")
+        .tag("worker", workerId)
+        .register(registry);
+  }
+
+  @Override
   public void watchQueue(String queue) {
     if (depthQueues.add(queue)) {
       Gauge.builder(MetricNames.QUEUE_DEPTH, () -> depth(queue))

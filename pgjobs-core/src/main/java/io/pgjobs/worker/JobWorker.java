@@ -483,6 +483,7 @@ public final class JobWorker implements AutoCloseable {
     phase = Phase.RUNNING;
     pollersByQueue.keySet().forEach(metrics::watchQueue);
     metrics.stuckLanes(workerId, runner::stuckLanes);
+    metrics.fences(workerId, heartbeat::fences);
     metrics.queueDepth(() -> {
       try {
         return store.readyDepth();
@@ -674,6 +675,15 @@ public final class JobWorker implements AutoCloseable {
   /** True while the worker has stopped itself because it could not heartbeat for too long. */
   public boolean isFenced() {
     return heartbeat.isFenced();
+  }
+
+  /**
+   * Times this worker has fenced itself since it started: it could not heartbeat for the fence time, so it
+   * stopped claiming and interrupted its handlers (their jobs run again). Also the counter
+   * {@code pgjobs_worker_fences}.
+   */
+  public long fences() {
+    return heartbeat.fences();
   }
 
   /** Heartbeats written so far (for tests: await a heartbeat instead of sleeping). */

@@ -58,6 +58,7 @@ final class WorkerHeartbeat implements BackgroundService {
   private volatile long beats;
   private volatile long lastSuccessNanos = System.nanoTime();
   private volatile boolean fenced;
+  private volatile long fences;
   /** The last beat failed because the database is read-only (reported once). */
   private boolean readOnly;
 
@@ -120,6 +121,11 @@ final class WorkerHeartbeat implements BackgroundService {
   /** Heartbeats written so far (a test hook). */
   long beats() {
     return beats;
+  }
+
+  /** Times the worker has fenced itself after its heartbeat went silent for the fence time. */
+  long fences() {
+    return fences;
   }
 
   /** True while the worker has fenced itself (no heartbeat for too long). */
@@ -248,6 +254,7 @@ final class WorkerHeartbeat implements BackgroundService {
       long silentFor = System.nanoTime() - lastSuccessNanos;
       if (!fenced && silentFor > fenceAfterNanos && !stopping) {
         fenced = true;
+        fences++;
         log.error(
             "worker {}: no heartbeat for {} ms; it will be presumed dead, so it stops claiming and stops"
                 + " its {} running jobs (they go back to the queue)",

@@ -5,10 +5,13 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.pgjobs.Job;
 import io.pgjobs.JobState;
 import io.pgjobs.JobType;
 import io.pgjobs.PgJobsTestBase;
+import io.pgjobs.metrics.MetricNames;
+import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
 import java.net.URI;
@@ -227,7 +230,8 @@ class LivenessTest extends PgJobsTestBase {
   }
 
   /** The job ran once, to success, never interrupted: its worker never fenced itself. */
-  private void assertRanOnceUninterrupted(UUID id) {
+  private void assertRanOnceUninterrupted(JobWorker worker, UUID id) {
+    assertThat(worker.fences()).as("times the worker fenced itself").isZero();
     Job done = awaitState(id, JobState.SUCCEEDED);
     assertThat(done.attempts()).isEqualTo(1);
     assertThat(done.errors()).isEmpty();
@@ -274,7 +278,7 @@ class LivenessTest extends PgJobsTestBase {
       assertThat(worker.isFenced()).isFalse();
       db.execute("DELETE FROM slow_beats");
       release.countDown();
-      assertRanOnceUninterrupted(id);
+      assertRanOnceUninterrupted(worker, id);
     } finally {
       db.execute(
           "DROP TRIGGER slow_beat ON pgjobs.workers",
@@ -311,7 +315,7 @@ class LivenessTest extends PgJobsTestBase {
       await().atMost(Duration.ofSeconds(20)).until(() -> worker.heartbeats() >= beats + 2);
       assertThat(worker.isFenced()).isFalse();
       release.countDown();
-      assertRanOnceUninterrupted(id);
+      assertRanOnceUninterrupted(worker, id);
     }
   }
 
@@ -323,7 +327,9 @@ class LivenessTest extends PgJobsTestBase {
     // cannot beat must stop its handlers before 3 s, not 20.
     CountDownLatch started = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
     JobWorker worker = start(worker()
+        .metrics(new MicrometerJobMetrics(registry))
         .queue("default", 1)
         .maintenance(false)
         .staleThreshold(Duration.ofSeconds(3))
@@ -348,5 +354,8 @@ class LivenessTest extends PgJobsTestBase {
       release.countDown();
     }
     await().atMost(Duration.ofSeconds(10)).until(() -> !worker.isFenced());
+    assertThat(worker.fences()).isEqualTo(1);
+    assertThat(registry.get(MetricNames.WORKER_FENCES).functionCounter().count())
+        .isEqualTo(1.0);
   }
 }
