@@ -23,10 +23,13 @@ final class WorkerSql {
    * its row must not stall the heartbeat of every other job); the caller also bounds the wait for the
    * worker's own row with a lock timeout. The held jobs it did not renew are named in the worker's row
    * ({@code held_locked}), so {@link #RESCUE} leaves them to it. Returns the jobs renewed with their
-   * cancel flags, so a missed cancel notification is seen here at the latest.
+   * cancel flags, so a missed cancel notification is seen here at the latest; and, with a NULL flag, the
+   * held jobs that are no longer this worker's under that token (rescued or claimed again while the
+   * worker was silent: a paused process, a frozen VM), read without a lock, so that their handlers stop.
    *
    * <p>Parameters: held ids, worker id, tokens (jsonb), then the worker's row (id, host, pid, queues,
-   * job types, stuck lanes, capabilities, held ids, dead-worker threshold in ms), then the waiting ids.
+   * job types, stuck lanes, capabilities, held ids, dead-worker threshold in ms), then the waiting ids,
+   * then the worker id and the tokens again.
    */
   static final String HEARTBEAT = """
       WITH mine AS (
@@ -41,12 +44,18 @@ final class WorkerSql {
                   ARRAY(SELECT h FROM unnest(?::uuid[]) AS h EXCEPT SELECT id FROM mine), ?)
           ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), stuck_lanes = EXCLUDED.stuck_lanes,
                                          held_locked = EXCLUDED.held_locked, dead_after_ms = EXCLUDED.dead_after_ms
-          RETURNING id
+          RETURNING id, held_locked
+      ), renewed AS (
+          UPDATE {schema}.jobs AS j
+             SET heartbeat_at = now(), prefetched = (j.id = ANY (?))
+           WHERE j.id = ANY (ARRAY(SELECT id FROM mine)) AND EXISTS (SELECT 1 FROM worker)
+          RETURNING j.id, j.cancel_requested
       )
-      UPDATE {schema}.jobs AS j
-         SET heartbeat_at = now(), prefetched = (j.id = ANY (?))
-       WHERE j.id = ANY (ARRAY(SELECT id FROM mine)) AND EXISTS (SELECT 1 FROM worker)
-      RETURNING j.id, j.cancel_requested""";
+      SELECT id, cancel_requested FROM renewed
+      UNION ALL
+      SELECT h, NULL FROM worker, unnest(worker.held_locked) AS h
+       WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs AS j
+                          WHERE j.id = h AND j.locked_by = ? AND j.claim_token = (? ->> h::text)::bigint)""";
 
   /**
    * Whether the server session {@code pid} (of this user: another user's state reads as NULL) has been

@@ -10,9 +10,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
 import tools.jackson.core.type.TypeReference;
@@ -102,9 +104,10 @@ public final class WorkerStore {
    * @param held every job the worker holds, mapped to its claim token
    * @param waiting those of them claimed but not started
    * @param stuckLanes lanes held by handlers the worker had to let go (reported in its row)
-   * @return for each job renewed, whether its cancellation was asked
+   * @return for each job renewed, whether its cancellation was asked; and the held jobs that are no
+   *     longer this worker's claim
    */
-  public Map<UUID, Boolean> heartbeat(
+  public Beat heartbeat(
       Connection connection,
       Registration worker,
       Map<UUID, Long> held,
@@ -122,7 +125,8 @@ public final class WorkerStore {
         set.setString(1, lockTimeout.toMillis() + "ms");
         set.execute();
       }
-      Map<UUID, Boolean> result = new HashMap<>();
+      Map<UUID, Boolean> cancelRequested = new HashMap<>();
+      Set<UUID> lost = new HashSet<>();
       try (PreparedStatement ps =
           CustomPlan.apply(StatementDeadline.apply(connection.prepareStatement(heartbeat)))) {
         java.sql.Array heldIds = connection.createArrayOf("uuid", ids);
@@ -139,14 +143,22 @@ public final class WorkerStore {
         ps.setArray(11, heldIds);
         ps.setLong(12, worker.deadAfter().toMillis());
         ps.setArray(13, connection.createArrayOf("uuid", waiting.toArray()));
+        ps.setString(14, worker.id());
+        ps.setObject(15, ExecutionStore.jsonb(tokens));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
-            result.put(rs.getObject(1, UUID.class), rs.getBoolean(2));
+            UUID id = rs.getObject(1, UUID.class);
+            boolean cancel = rs.getBoolean(2);
+            if (rs.wasNull()) {
+              lost.add(id);
+            } else {
+              cancelRequested.put(id, cancel);
+            }
           }
         }
       }
       connection.commit();
-      return result;
+      return new Beat(cancelRequested, lost);
     } catch (SQLException | RuntimeException e) {
       try {
         connection.rollback();
@@ -179,6 +191,16 @@ public final class WorkerStore {
       }
     }
   }
+
+  /**
+   * What a heartbeat found.
+   *
+   * @param cancelRequested the jobs renewed, each with whether its cancellation was asked
+   * @param lost held jobs that are no longer this worker's under the claim token it holds them by
+   *     (rescued, or claimed again, while the worker was silent); held jobs in neither were skipped
+   *     because another transaction holds their row (the worker's own outcome write, or its handler's)
+   */
+  public record Beat(Map<UUID, Boolean> cancelRequested, Set<UUID> lost) {}
 
   /** Removes the worker's row (clean shutdown). */
   public void deregister(String workerId) throws SQLException {

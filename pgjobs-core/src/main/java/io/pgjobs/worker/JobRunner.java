@@ -149,7 +149,7 @@ final class JobRunner {
                     "cancelled",
                     null,
                     "cancelled while running; the handler ignored the interrupt"));
-          case SHUTDOWN, LOST -> release(job, reason, null);
+          case SHUTDOWN, LOST, CLAIM_LOST -> release(job, reason, null);
         };
         metrics.completed(job.type(), completer.record(outcome), Duration.ZERO);
       } finally {
@@ -233,6 +233,26 @@ final class JobRunner {
     HeldJob h = held.get(id);
     if (h != null) {
       h.requestCancel();
+    }
+  }
+
+  /**
+   * Stops the handlers of jobs that are no longer this worker's claim ({@link StopReason#CLAIM_LOST}): each
+   * given with the claim token the worker held it by, so that a later claim of the same job, running here
+   * meanwhile, is left alone. Jobs not running here are ignored (a lane that starts one finds its claim
+   * gone when it clears the job's prefetched mark).
+   */
+  void abandon(Map<UUID, Long> lost) {
+    for (RunningJob job : running) {
+      Long token = lost.get(job.job().id());
+      if (token != null && token == job.job().claimToken()) {
+        log.warn(
+            "job {} attempt {} is no longer this worker's claim (it was rescued while the worker was"
+                + " silent past the dead-worker threshold: a paused process?); stopping its handler",
+            job.job().id(),
+            job.job().attempt());
+        job.stop(StopReason.CLAIM_LOST);
+      }
     }
   }
 
@@ -466,7 +486,9 @@ final class JobRunner {
 
   private Outcome failed(RunningJob attempt, JobType<?> type, Throwable failure) {
     StopReason reason = attempt.stopReason();
-    if (reason == StopReason.SHUTDOWN || reason == StopReason.LOST) {
+    if (reason == StopReason.SHUTDOWN
+        || reason == StopReason.LOST
+        || reason == StopReason.CLAIM_LOST) {
       return release(attempt.job(), reason, failure);
     }
     if (reason == StopReason.CANCEL) {
@@ -481,12 +503,16 @@ final class JobRunner {
   }
 
   private Outcome release(ClaimedJob job, StopReason reason, Throwable failure) {
-    String why = reason == StopReason.LOST
-        ? "interrupted: the worker lost contact with the database for too long and stopped its jobs"
-        : "interrupted: the worker shut down before the job finished";
+    String why = switch (reason) {
+      case LOST ->
+        "interrupted: the worker lost contact with the database for too long and stopped its jobs";
+      case CLAIM_LOST ->
+        "interrupted: the job was rescued while its worker was silent (no longer its claim)";
+      default -> "interrupted: the worker shut down before the job finished";
+    };
     log.info("job {} interrupted ({}); back to the queue", job.id(), reason);
     return new Outcome.Released(
-        job, error(job, reason == StopReason.LOST ? "worker_lost" : "shutdown", failure, why));
+        job, error(job, reason == StopReason.SHUTDOWN ? "shutdown" : "worker_lost", failure, why));
   }
 
   private Outcome failed(RunningJob attempt, JobType<?> type, Throwable failure, String kind) {

@@ -188,18 +188,23 @@ final class WorkerHeartbeat implements BackgroundService {
       // Bounded: a lock on the worker's own row must not stall the heartbeat for long.
       Duration lockTimeout =
           interval.compareTo(Duration.ofSeconds(2)) < 0 ? interval : Duration.ofSeconds(2);
-      Map<UUID, Boolean> cancelFlags = store.heartbeat(
+      WorkerStore.Beat found = store.heartbeat(
           connection,
           registration,
           snapshot.tokens(),
           snapshot.waiting(),
           runner.stuckLanes(),
           lockTimeout);
-      cancelFlags.forEach((id, cancel) -> {
+      found.cancelRequested().forEach((id, cancel) -> {
         if (cancel) {
           runner.cancel(id);
         }
       });
+      if (!found.lost().isEmpty()) {
+        Map<UUID, Long> lost = new java.util.HashMap<>();
+        found.lost().forEach(id -> lost.put(id, snapshot.tokens().get(id)));
+        runner.abandon(lost);
+      }
       lastSuccessNanos = System.nanoTime();
       beats++;
       long tookMs = TimeUnit.NANOSECONDS.toMillis(lastSuccessNanos - started);

@@ -88,8 +88,9 @@ class FenceTest extends LifecycleTestBase {
     try (Connection hb = db.dataSource().getConnection()) {
       WorkerStore.Registration reg =
           new WorkerStore.Registration("worker-a", "host", 1, Map.of("default", 1), List.of());
-      assertThat(workers.heartbeat(
-              hb, reg, Map.of(id, a.claimToken()), List.of(id), 0, Duration.ofSeconds(1)))
+      assertThat(workers
+              .heartbeat(hb, reg, Map.of(id, a.claimToken()), List.of(id), 0, Duration.ofSeconds(1))
+              .cancelRequested())
           .isEmpty();
     }
     assertThat(store.claimStatus(Map.of(id, a.claimToken()))).isEmpty();
@@ -132,7 +133,9 @@ class FenceTest extends LifecycleTestBase {
     WorkerStore.Registration reg =
         new WorkerStore.Registration("doomed", "host", 1, Map.of("default", 2), List.of());
     try (Connection hb = db.dataSource().getConnection()) {
-      assertThat(workers.heartbeat(hb, reg, tokens, waiting, 0, Duration.ofSeconds(1)))
+      assertThat(workers
+              .heartbeat(hb, reg, tokens, waiting, 0, Duration.ofSeconds(1))
+              .cancelRequested())
           .hasSize(4);
     }
     // A live worker's jobs stay where they are.

@@ -816,14 +816,16 @@ class LimitsTest extends LifecycleTestBase {
     claimed.forEach(j -> held.put(j.id(), j.claimToken()));
     WorkerStore workers = new WorkerStore(db.dataSource(), "pgjobs", CODEC);
     try (Connection c = db.dataSource().getConnection()) {
-      Map<UUID, Boolean> renewed = workers.heartbeat(
-          c,
-          new WorkerStore.Registration(
-              DEAD_WORKER, "host", 1, Map.of(Q4, CONCURRENCY_MAX), List.of(TYPE4.name())),
-          held,
-          notStarted,
-          0,
-          Duration.ofSeconds(5));
+      Map<UUID, Boolean> renewed = workers
+          .heartbeat(
+              c,
+              new WorkerStore.Registration(
+                  DEAD_WORKER, "host", 1, Map.of(Q4, CONCURRENCY_MAX), List.of(TYPE4.name())),
+              held,
+              notStarted,
+              0,
+              Duration.ofSeconds(5))
+          .cancelRequested();
       assertThat(renewed).hasSize(BULK);
     }
     db.execute("DELETE FROM pgjobs.workers");

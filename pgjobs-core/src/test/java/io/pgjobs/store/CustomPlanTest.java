@@ -90,7 +90,9 @@ class CustomPlanTest extends PgJobsTestBase {
         claimed.stream().collect(Collectors.toMap(ClaimedJob::id, ClaimedJob::claimToken));
     assertPlannedAtEveryExecution("WITH worker AS", () -> {
       try (Connection c = oneSession.getConnection()) {
-        assertThat(store.heartbeat(c, worker, held, List.of(), 0, Duration.ofSeconds(1)))
+        assertThat(store
+                .heartbeat(c, worker, held, List.of(), 0, Duration.ofSeconds(1))
+                .cancelRequested())
             .hasSize(5);
       }
     });
