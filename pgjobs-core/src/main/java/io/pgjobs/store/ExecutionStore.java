@@ -661,7 +661,7 @@ public final class ExecutionStore {
     UUID[] ids = completions.stream().map(Completion::id).toArray(UUID[]::new);
     String tokens = jsonObject(ids, i -> Long.toString(completions.get(i).claimToken()));
     String outputs = jsonObject(ids, i -> completions.get(i).outputJson());
-    try (Connection c = dataSource.getConnection();
+    try (Connection c = StatementTimeoutLift.connection(dataSource);
         PreparedStatement ps =
             c.prepareStatement(lockWait == null ? succeedBatchSkipLocked : succeedBatch)) {
       int p = 1;
@@ -970,7 +970,7 @@ public final class ExecutionStore {
    * Parameters are bound in order (uuid, bigint and text, as their Java types say).
    */
   private JobState writeState(String sql, Object... params) throws SQLException {
-    try (Connection c = dataSource.getConnection();
+    try (Connection c = StatementTimeoutLift.connection(dataSource);
         PreparedStatement ps = CustomPlan.apply(c.prepareStatement(sql))) {
       for (int i = 0; i < params.length; i++) {
         ps.setObject(i + 1, params[i]);

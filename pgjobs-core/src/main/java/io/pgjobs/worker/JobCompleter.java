@@ -5,6 +5,7 @@ import io.pgjobs.metrics.JobMetrics;
 import io.pgjobs.store.ClaimedJob;
 import io.pgjobs.store.Completion;
 import io.pgjobs.store.ExecutionStore;
+import io.pgjobs.store.StatementTimeoutLift;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
@@ -244,9 +245,12 @@ final class JobCompleter {
   private void writeSuccesses(
       List<Outcome.Succeeded> batch, List<Outcome.Succeeded> busy, boolean skipLocked) {
     long backoffMs = 50;
+    boolean lifted = false;
     while (true) {
       try {
-        int written = store.succeed(workerId, completions(batch), skipLocked ? null : LOCK_WAIT);
+        boolean skip = skipLocked;
+        int written = lifting(
+            lifted, () -> store.succeed(workerId, completions(batch), skip ? null : LOCK_WAIT));
         if (written == batch.size()) {
           batch.forEach(s -> done(s, "succeeded"));
         } else {
@@ -257,6 +261,15 @@ final class JobCompleter {
         if (!skipLocked && e instanceof SQLException sql && "55P03".equals(sql.getSQLState())) {
           // Its lock timeout ran out: a row is locked by another transaction. Write around it.
           skipLocked = true;
+          continue;
+        }
+        if (!lifted && StatementTimeoutLift.isCancel(e)) {
+          lifted = true;
+          log.warn(
+              "recording {} successes was cancelled ({}): a statement timeout of the database or role?"
+                  + " Written again with the timeout lifted for that one transaction",
+              batch.size(),
+              e.getMessage());
           continue;
         }
         if (!isTransient(e)) {
@@ -392,10 +405,11 @@ final class JobCompleter {
     long backoffMs = 50;
     int stillOurs = 0;
     boolean ambiguous = false;
+    boolean lifted = false;
     try {
       while (true) {
         try {
-          JobState state = write.run();
+          JobState state = lifting(lifted, write::run);
           if (state == null) {
             // Matched nothing: the job is no longer this claim's, or an earlier try committed and
             // its
@@ -439,6 +453,16 @@ final class JobCompleter {
           }
           return label(state, intent.label);
         } catch (SQLException | RuntimeException e) {
+          if (!lifted && StatementTimeoutLift.isCancel(e)) {
+            lifted = true;
+            log.warn(
+                "recording outcome '{}' of job {} was cancelled ({}): a statement timeout of the"
+                    + " database or role? Written again with the timeout lifted for that one transaction",
+                intent.label,
+                job.id(),
+                e.getMessage());
+            continue;
+          }
           if (!isTransient(e)) {
             log.error(
                 "could not record outcome '{}' of job {} ({}); the job is left to rescue",
@@ -692,6 +716,12 @@ final class JobCompleter {
    * server during a fail-over (25006), and the pool's
    * own time-outs.
    */
+  /** Runs {@code write}, free of the server's statement timeout if {@code lifted} ({@link StatementTimeoutLift}). */
+  private static <T> T lifting(boolean lifted, StatementTimeoutLift.SqlWork<T> write)
+      throws SQLException {
+    return lifted ? StatementTimeoutLift.call(write) : write.run();
+  }
+
   static boolean isTransient(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof SQLTransientException

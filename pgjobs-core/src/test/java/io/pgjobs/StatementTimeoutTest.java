@@ -1,0 +1,117 @@
+package io.pgjobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.pgjobs.testkit.Tags;
+import io.pgjobs.worker.JobWorker;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A database whose {@code statement_timeout} is set (as teams set it on the database or the application's
+ * role, against runaway queries), shorter than an outcome write that ends a parent of 100,000 children:
+ * the write, cancelled by the server, is written again with the timeout lifted for its own transaction,
+ * so the parent ends and its children run (or are cancelled). Before, it was cancelled again at every try:
+ * the parent never ended and its children never ran.
+ */
+@Tag(Tags.SLOW)
+class StatementTimeoutTest extends PgJobsTestBase {
+  private static final int CHILDREN = 100_000;
+  /** Far above any claim, heartbeat or plain outcome write; below ending a parent of 100,000 children. */
+  private static final String TIMEOUT = "250ms";
+
+  static final JobType<Numbered> PARENT =
+      JobType.of("timeout_parent", Numbered.class).withMaxAttempts(1);
+  static final JobType<Numbered> CHILD = JobType.of("timeout_child", Numbered.class);
+
+  private HikariDataSource pool;
+
+  /** Sets the timeout on the database: sessions opened from now on have it. */
+  private static void setTimeout() {
+    db.execute("ALTER DATABASE \"" + db.name() + "\" SET statement_timeout = '" + TIMEOUT + "'");
+  }
+
+  @AfterEach
+  void resetTimeout() {
+    if (pool != null) {
+      pool.close();
+    }
+    db.execute("ALTER DATABASE \"" + db.name() + "\" RESET statement_timeout");
+  }
+
+  /** A pool opened after the setting: its sessions have the timeout, as the application's would. */
+  private HikariDataSource pool() throws Exception {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(db.jdbcUrl());
+    config.setMaximumPoolSize(12);
+    pool = new HikariDataSource(config);
+    try (Connection c = pool.getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SHOW statement_timeout")) {
+      rs.next();
+      assertThat(rs.getString(1)).isEqualTo(TIMEOUT);
+    }
+    return pool;
+  }
+
+  /**
+   * A parent and its children, enqueued before the timeout is set (how long the caller's own enqueue may
+   * take is the caller's business).
+   */
+  private static Map<String, UUID> fanOut(int parent) {
+    JobGraph.Builder graph = JobGraph.builder();
+    graph.add("parent", PARENT, new Numbered(parent));
+    for (int i = 0; i < CHILDREN; i++) {
+      graph.add("c" + i, CHILD, new Numbered(i), Dependency.on("parent"));
+    }
+    Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
+    setTimeout();
+    return ids;
+  }
+
+  private JobWorker worker(HikariDataSource pool) {
+    return start(JobWorker.builder(pool)
+        .shutdownGrace(Duration.ofSeconds(2))
+        .queue("default", 10)
+        .register(PARENT, (ctx, p) -> {
+          if (p.n() < 0) {
+            throw new IllegalStateException("the parent fails");
+          }
+          return null;
+        })
+        .register(CHILD, (ctx, p) -> null));
+  }
+
+  @Test
+  void aParentWhoseSuccessOutlastsTheStatementTimeoutStillUnblocksItsHundredThousandChildren()
+      throws Exception {
+    Map<String, UUID> ids = fanOut(1);
+    worker(pool());
+    awaitState(ids.get("parent"), JobState.SUCCEEDED, Duration.ofMinutes(2));
+    awaitState(ids.get("c" + (CHILDREN - 1)), JobState.SUCCEEDED, Duration.ofMinutes(3));
+    assertThat(count("pgjobs.jobs")).isZero();
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'succeeded'"))
+        .isEqualTo(CHILDREN + 1);
+    assertThat(client.get(ids.get("parent")).orElseThrow().attempts()).isEqualTo(1);
+  }
+
+  @Test
+  void aParentWhoseFailureOutlastsTheStatementTimeoutStillCancelsItsHundredThousandChildren()
+      throws Exception {
+    Map<String, UUID> ids = fanOut(-1);
+    worker(pool());
+    awaitState(ids.get("parent"), JobState.FAILED, Duration.ofMinutes(2));
+    assertThat(count("pgjobs.jobs")).isZero();
+    assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'cancelled'"))
+        .isEqualTo(CHILDREN);
+  }
+}
