@@ -1,5 +1,6 @@
 package io.pgjobs.maintenance;
 
+import io.pgjobs.store.StatementTimeoutLift;
 import io.pgjobs.store.WorkerStore;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -45,7 +46,7 @@ final class JobRescuer implements MaintenanceTask {
   public void run() throws SQLException {
     WorkerStore.RescueCounts counts;
     do {
-      counts = store.rescue(workerDeadAfter, staleThreshold, BATCH);
+      counts = rescueBatch();
       if (counts.total() > 0) {
         log.warn(
             "rescued running jobs no live worker holds (worker or job silent for {} while the server was up,"
@@ -58,5 +59,25 @@ final class JobRescuer implements MaintenanceTask {
             counts.unclaimed());
       }
     } while (counts.total() >= BATCH);
+  }
+
+  /**
+   * One batch. Ending a job with children ends or unblocks them in the same statement, which can outlast a
+   * {@code statement_timeout} of the database or role; cancelled, the batch runs again with the timeout
+   * lifted for its own transaction ({@link StatementTimeoutLift}), or it would be cancelled at every pass.
+   */
+  private WorkerStore.RescueCounts rescueBatch() throws SQLException {
+    try {
+      return store.rescue(workerDeadAfter, staleThreshold, BATCH);
+    } catch (SQLException e) {
+      if (!StatementTimeoutLift.isCancel(e)) {
+        throw e;
+      }
+      log.warn(
+          "rescue was cancelled ({}): a statement timeout of the database or role? Run again with the"
+              + " timeout lifted for that one transaction",
+          e.getMessage());
+      return StatementTimeoutLift.call(() -> store.rescue(workerDeadAfter, staleThreshold, BATCH));
+    }
   }
 }

@@ -278,7 +278,7 @@ public final class WorkerStore {
    */
   public RescueCounts rescue(Duration deadAfter, Duration staleAfter, int limit)
       throws SQLException {
-    try (Connection c = dataSource.getConnection();
+    try (Connection c = StatementTimeoutLift.connection(dataSource);
         PreparedStatement ps =
             CustomPlan.apply(StatementDeadline.apply(c.prepareStatement(rescue)))) {
       ps.setLong(1, deadAfter.toMillis());
