@@ -138,4 +138,44 @@ class StatementTimeoutTest extends PgJobsTestBase {
     assertThat(count("SELECT count(*) FROM pgjobs.finished_jobs WHERE state = 'cancelled'"))
         .isEqualTo(CHILDREN);
   }
+
+  @Test
+  void aHeartbeatThatOutlastsTheStatementTimeoutStillCounts() throws Exception {
+    // Each beat takes 600 ms in the server (a trigger on the workers row sleeps, as a beat of tens
+    // of
+    // thousands of jobs would take), longer than the 250-ms timeout.
+    db.execute(
+        """
+        CREATE FUNCTION slow_beat() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          PERFORM pg_sleep(0.6);
+          INSERT INTO slow_beats_done VALUES (now());
+          RETURN NEW;
+        END $$""",
+        "CREATE TABLE slow_beats_done (at timestamptz NOT NULL)",
+        "CREATE TRIGGER slow_beat BEFORE UPDATE ON pgjobs.workers FOR EACH ROW EXECUTE FUNCTION slow_beat()");
+    try {
+      setTimeout();
+      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+      JobWorker worker = start(JobWorker.builder(pool())
+          .shutdownGrace(Duration.ofSeconds(2))
+          .maintenance(false)
+          .workerDeadAfter(Duration.ofSeconds(4))
+          .heartbeatInterval(Duration.ofMillis(500))
+          .register(CHILD, (ctx, p) -> release.await(60, java.util.concurrent.TimeUnit.SECONDS)));
+      UUID id = client.enqueue(CHILD, new Numbered(1)).job().id();
+      // Five beats written, past the 3.5 s after which a worker whose beats all failed fences
+      // itself.
+      await().atMost(Duration.ofSeconds(30)).until(() -> count("slow_beats_done") >= 5);
+      release.countDown();
+      Job done = awaitState(id, JobState.SUCCEEDED, Duration.ofSeconds(30));
+      assertThat(done.attempts()).isEqualTo(1);
+      assertThat(worker.fences()).isZero();
+    } finally {
+      db.execute(
+          "DROP TRIGGER slow_beat ON pgjobs.workers",
+          "DROP FUNCTION slow_beat()",
+          "DROP TABLE slow_beats_done");
+    }
+  }
 }
