@@ -98,6 +98,11 @@ class OperationsApiTest {
     assertThat(created.json().path("capability").asString()).isEqualTo("gpu");
     String id = created.json().path("id").asString();
 
+    // GET /queues serves its overview from a short cache: the new queue may not be listed at once.
+    await()
+        .atMost(WAIT)
+        .ignoreExceptions()
+        .until(() -> queue(queue).path("unrunnable").path("count").asLong() == 1);
     JsonNode unrunnable = queue(queue).path("unrunnable");
     assertThat(unrunnable.path("count").asLong()).isEqualTo(1);
     assertThat(unrunnable.path("capabilities").toString()).isEqualTo("[\"gpu\"]");
@@ -138,6 +143,8 @@ class OperationsApiTest {
         "/jobs", "{\"type\":\"task\",\"payload\":{\"note\":\"typo\"},\"queue\":\"" + queue + "\"}");
     assertThat(created.status()).isEqualTo(201);
     String id = created.json().path("id").asString();
+    // The overview's short cache may not list the new queue at once.
+    await().atMost(WAIT).ignoreExceptions().until(() -> queue(queue) != null);
     assertThat(queue(queue).path("unserved").asBoolean())
         .as("nobody serves %s", queue)
         .isTrue();
