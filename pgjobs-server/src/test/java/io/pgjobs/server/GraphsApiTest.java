@@ -1,8 +1,10 @@
 package io.pgjobs.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.pgjobs.server.ApiTestSupport.Response;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -83,15 +85,18 @@ class GraphsApiTest {
         .containsExactlyInAnyOrder(
             ids.path("b").asString() + " run true", earlier + " cancel true");
 
-    // The queue's counts show them.
-    Response queues = conforming("GET", "/queues", api.get("/queues"));
-    long blocked = -1;
-    for (JsonNode queue : queues.json().path("queues")) {
-      if (queue.path("name").asString().equals(q)) {
-        blocked = queue.path("counts").path("blocked").asLong();
+    // The queue's counts show them (GET /queues serves its overview from a short cache on a loaded
+    // machine: the new queue may take a moment to be listed).
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+      Response queues = conforming("GET", "/queues", api.get("/queues"));
+      long blocked = -1;
+      for (JsonNode queue : queues.json().path("queues")) {
+        if (queue.path("name").asString().equals(q)) {
+          blocked = queue.path("counts").path("blocked").asLong();
+        }
       }
-    }
-    assertThat(blocked).as(queues.body()).isEqualTo(2);
+      assertThat(blocked).as(queues.body()).isEqualTo(2);
+    });
     // And the metrics (refreshed at most once a second).
     org.awaitility.Awaitility.await()
         .atMost(java.time.Duration.ofSeconds(10))
