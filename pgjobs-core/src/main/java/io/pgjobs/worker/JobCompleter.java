@@ -411,12 +411,10 @@ final class JobCompleter {
         try {
           JobState state = lifting(lifted, write::run);
           if (state == null) {
-            // Matched nothing: the job is no longer this claim's, or an earlier try committed and
-            // its
-            // reply was lost (the row carries our token), or the claim still holds it. Only the
-            // first
-            // is "not recorded"; the last is tried again, never dropped while the heartbeat could
-            // keep it.
+            // Matched nothing: the job is no longer this claim's, or an earlier try committed
+            // and its reply was lost (the row carries our token), or the claim still holds it.
+            // Only the first is "not recorded"; the last is tried again, never dropped while the
+            // heartbeat could keep it.
             JobState now = store.claimStatus(List.of(job)).get(job.id());
             if (now == JobState.RUNNING) {
               if (++stillOurs > STILL_OURS_TRIES) {

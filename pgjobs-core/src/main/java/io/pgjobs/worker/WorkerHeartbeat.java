@@ -173,14 +173,12 @@ final class WorkerHeartbeat implements BackgroundService {
       if (connection == null) {
         connection = connector.connect(Duration.ofMillis(replyWithinMs));
       }
-      // A slow reply is not a lost one. Under load (thousands of held jobs, a busy server) a beat
-      // can
-      // take longer than the interval; failing it then would fail every beat after it the same way,
-      // until the worker fenced itself while alive. So the beat may take the whole time left before
-      // the
-      // fence. A connection that hangs (a partition that drops packets rather than resetting) must
-      // still fail the beat early, so that the next one can try a new connection: the watch finds
-      // it.
+      // A slow reply is not a lost one. Under load (thousands of held jobs, a busy server) a
+      // beat can take longer than the interval; failing it then would fail every beat after it
+      // the same way, until the worker fenced itself while alive. So the beat may take the whole
+      // time left before the fence. A connection that hangs (a partition that drops packets
+      // rather than resetting) must still fail the beat early, so that the next one can try a
+      // new connection: the watch finds it.
       long leftMs = TimeUnit.NANOSECONDS.toMillis(fenceAfterNanos - (started - lastSuccessNanos));
       connection.setNetworkTimeout(
           Runnable::run, (int) Math.min(Integer.MAX_VALUE, Math.max(replyWithinMs, leftMs)));
@@ -232,9 +230,8 @@ final class WorkerHeartbeat implements BackgroundService {
       return true;
     } catch (SQLException | RuntimeException e) {
       if (DatabaseRole.isReadOnlyError(e)) {
-        // A standby (before a failover completes, or a URL that reaches one): every beat fails the
-        // same
-        // way until it is promoted; say so once, not at every retry.
+        // A standby (before a failover completes, or a URL that reaches one): every beat fails
+        // the same way until it is promoted; say so once, not at every retry.
         if (!readOnly) {
           readOnly = true;
           log.warn(
