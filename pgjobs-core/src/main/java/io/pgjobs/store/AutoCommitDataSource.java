@@ -1,10 +1,6 @@
 package io.pgjobs.store;
 
 import java.io.PrintWriter;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
@@ -75,71 +71,31 @@ public final class AutoCommitDataSource implements DataSource {
       }
       throw e;
     }
-    return (Connection) Proxy.newProxyInstance(
-        AutoCommitDataSource.class.getClassLoader(),
-        new Class<?>[] {Connection.class},
-        new RestoreOnClose(connection));
+    return ClosingConnection.wrap(new RestoreOnClose(connection));
   }
 
-  /** Restores auto-commit off before the connection goes back to its pool; every other call goes through. */
-  private static final class RestoreOnClose implements InvocationHandler {
-    private final Connection connection;
-    private boolean closed;
-
+  /** Restores auto-commit off before the connection goes back to its pool. */
+  private static final class RestoreOnClose extends ClosingConnection {
     RestoreOnClose(Connection connection) {
-      this.connection = connection;
+      super(connection);
     }
 
     @Override
-    public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-      switch (method.getName()) {
-        case "close" -> {
-          if (closed) {
-            return null;
-          }
-          closed = true;
-          try {
-            if (!connection.isClosed()) {
-              connection.setAutoCommit(false);
-            }
-          } catch (SQLException ignored) {
-            // A broken connection: the pool discards it whatever its mode.
-          } finally {
-            connection.close();
-          }
-          return null;
-        }
-        case "isClosed" -> {
-          if (closed) {
-            return true;
-          }
-        }
-        case "unwrap" -> {
-          if (((Class<?>) args[0]).isInstance(connection)) {
-            return connection;
-          }
-        }
-        case "isWrapperFor" -> {
-          if (((Class<?>) args[0]).isInstance(connection)) {
-            return true;
-          }
-        }
-        case "equals" -> {
-          return proxy == args[0];
-        }
-        case "hashCode" -> {
-          return System.identityHashCode(proxy);
-        }
-        case "toString" -> {
-          return "AutoCommit(" + connection + ")";
-        }
-        default -> {}
-      }
+    void onClose(Connection connection) throws SQLException {
       try {
-        return method.invoke(connection, args);
-      } catch (InvocationTargetException e) {
-        throw e.getCause();
+        if (!connection.isClosed()) {
+          connection.setAutoCommit(false);
+        }
+      } catch (SQLException ignored) {
+        // A broken connection: the pool discards it whatever its mode.
+      } finally {
+        connection.close();
       }
+    }
+
+    @Override
+    String name() {
+      return "AutoCommit";
     }
   }
 

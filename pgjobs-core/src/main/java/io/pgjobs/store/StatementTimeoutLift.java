@@ -1,9 +1,5 @@
 package io.pgjobs.store;
 
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -84,66 +80,34 @@ public final class StatementTimeoutLift {
       }
       throw e;
     }
-    return (Connection) Proxy.newProxyInstance(
-        StatementTimeoutLift.class.getClassLoader(),
-        new Class<?>[] {Connection.class},
-        new CommitOnClose(c));
+    return ClosingConnection.wrap(new CommitOnClose(c));
   }
 
-  /** Commits the lifted transaction when the write closes its connection; every other call goes through. */
-  private static final class CommitOnClose implements InvocationHandler {
-    private final Connection connection;
-    private boolean closed;
-
+  /** Commits the lifted transaction when the write closes its connection. */
+  private static final class CommitOnClose extends ClosingConnection {
     CommitOnClose(Connection connection) {
-      this.connection = connection;
+      super(connection);
     }
 
     @Override
-    public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-      switch (method.getName()) {
-        case "close" -> {
-          if (closed) {
-            return null;
-          }
-          closed = true;
-          try {
-            // After a failed statement the transaction is aborted and COMMIT rolls it back: the
-            // write's own exception is what the caller sees.
-            connection.commit();
-          } finally {
-            try {
-              connection.setAutoCommit(true);
-            } catch (SQLException ignored) {
-              // a broken connection: the pool discards it
-            }
-            connection.close();
-          }
-          return null;
-        }
-        case "isClosed" -> {
-          if (closed) {
-            return true;
-          }
-        }
-        case "unwrap" -> {
-          if (((Class<?>) args[0]).isInstance(connection)) {
-            return connection;
-          }
-        }
-        case "equals" -> {
-          return proxy == args[0];
-        }
-        case "hashCode" -> {
-          return System.identityHashCode(proxy);
-        }
-        default -> {}
-      }
+    void onClose(Connection connection) throws SQLException {
       try {
-        return method.invoke(connection, args);
-      } catch (InvocationTargetException e) {
-        throw e.getCause();
+        // After a failed statement the transaction is aborted and COMMIT rolls it back: the write's
+        // own exception is what the caller sees.
+        connection.commit();
+      } finally {
+        try {
+          connection.setAutoCommit(true);
+        } catch (SQLException ignored) {
+          // a broken connection: the pool discards it
+        }
+        connection.close();
       }
+    }
+
+    @Override
+    String name() {
+      return "StatementTimeoutLifted";
     }
   }
 }
