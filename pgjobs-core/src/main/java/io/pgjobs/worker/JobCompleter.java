@@ -707,6 +707,12 @@ final class JobCompleter {
     return intended;
   }
 
+  /** Runs {@code write}, free of the server's statement timeout if {@code lifted} ({@link StatementTimeoutLift}). */
+  private static <T> T lifting(boolean lifted, StatementTimeoutLift.SqlWork<T> write)
+      throws SQLException {
+    return lifted ? StatementTimeoutLift.call(write) : write.run();
+  }
+
   /**
    * Transient: worth trying the same write again. Connection errors (SQLState class 08, or none with an
    * I/O cause), the server shutting down (57P), lock and statement timeouts (55P03, 57014),
@@ -714,12 +720,6 @@ final class JobCompleter {
    * server during a fail-over (25006), and the pool's
    * own time-outs.
    */
-  /** Runs {@code write}, free of the server's statement timeout if {@code lifted} ({@link StatementTimeoutLift}). */
-  private static <T> T lifting(boolean lifted, StatementTimeoutLift.SqlWork<T> write)
-      throws SQLException {
-    return lifted ? StatementTimeoutLift.call(write) : write.run();
-  }
-
   static boolean isTransient(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof SQLTransientException

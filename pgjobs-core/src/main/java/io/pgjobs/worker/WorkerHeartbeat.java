@@ -6,6 +6,7 @@ import io.pgjobs.store.WorkerStore;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
@@ -199,7 +200,7 @@ final class WorkerHeartbeat implements BackgroundService {
         }
       });
       if (!found.lost().isEmpty()) {
-        Map<UUID, Long> lost = new java.util.HashMap<>();
+        Map<UUID, Long> lost = new HashMap<>();
         found.lost().forEach(id -> lost.put(id, snapshot.tokens().get(id)));
         runner.abandon(lost);
       }
