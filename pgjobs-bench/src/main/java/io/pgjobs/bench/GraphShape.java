@@ -23,6 +23,21 @@ enum GraphShape {
       return i % 50 == 0 ? NONE : new Dependency[] {Dependency.on("n" + (i - 1))};
     }
   },
+  /**
+   * Ten chains of a tenth of the jobs each: bound by each link's latency (a link can start only once the
+   * one before it has ended), with ten links at most to run at any time.
+   */
+  LONG_CHAINS {
+    @Override
+    String label(int jobs) {
+      return String.format("10 chains of %,d", jobs / 10);
+    }
+
+    @Override
+    Dependency[] after(int i, int jobs) {
+      return i % (jobs / 10) == 0 ? NONE : new Dependency[] {Dependency.on("n" + (i - 1))};
+    }
+  },
   /** One root; every other job waits for it. */
   FAN_OUT {
     @Override

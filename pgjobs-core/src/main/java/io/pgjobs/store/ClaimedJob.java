@@ -10,6 +10,9 @@ import java.util.UUID;
  * @param claimToken the claim's fence token: every later write to the running job matches on it, so a
  *     write from a claim that is no longer the job's current one changes nothing (see {@link ExecutionSql})
  * @param traceContext the W3C trace context stored at enqueue ({@code traceparent[;tracestate]}), or null
+ * @param snoozes how many times the job was snoozed before this attempt
+ * @param hasDependents whether jobs of a graph wait on this one (its success may unblock them), as
+ *     far as the claim said (a limited queue's claim does not say: false)
  */
 public record ClaimedJob(
     UUID id,
@@ -25,7 +28,42 @@ public record ClaimedJob(
     Long timeoutMs,
     long claimToken,
     String traceContext,
-    int snoozes) {
+    int snoozes,
+    boolean hasDependents) {
+
+  /** A claimed job with no dependents (the components before {@code hasDependents}). */
+  public ClaimedJob(
+      UUID id,
+      String type,
+      String queue,
+      String payloadJson,
+      int priority,
+      int attempt,
+      int maxAttempts,
+      Instant runAt,
+      Instant createdAt,
+      String context,
+      Long timeoutMs,
+      long claimToken,
+      String traceContext,
+      int snoozes) {
+    this(
+        id,
+        type,
+        queue,
+        payloadJson,
+        priority,
+        attempt,
+        maxAttempts,
+        runAt,
+        createdAt,
+        context,
+        timeoutMs,
+        claimToken,
+        traceContext,
+        snoozes,
+        false);
+  }
 
   /** A claimed job never snoozed (the components before {@code snoozes}). */
   public ClaimedJob(

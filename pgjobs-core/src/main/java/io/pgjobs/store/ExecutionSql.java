@@ -120,13 +120,14 @@ final class ExecutionSql {
   static final String CLAIM_TAIL = """
           RETURNING j.id, j.type, j.queue, j.payload::text AS payload, j.priority, j.attempts, j.max_attempts,
                     j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context, j.state,
-                    j.snoozes
+                    j.snoozes, j.has_dependents
       ), announced AS (
       """ + JobSql.stateEvent("claimed") + """
 
       )
       SELECT id, type, queue, payload, priority, attempts, max_attempts, run_at, created_at, context,
-             timeout_ms, claim_token, trace_context, (SELECT count(*) FROM announced) AS announced, snoozes
+             timeout_ms, claim_token, trace_context, (SELECT count(*) FROM announced) AS announced, snoozes,
+             has_dependents
         FROM claimed""";
 
   /**
@@ -399,6 +400,64 @@ final class ExecutionSql {
           RETURNING 1
       )
       SELECT count(*) FROM moved""";
+
+  /**
+   * {@link #SUCCEED_BATCH} that also hands this worker the children the batch's successes unblocked, at
+   * once: a child whose last unresolved parent is among the jobs ended here (so no other parent can be
+   * ending at the same time: {@code waiting_on = 1}), whose edge runs it after a success (not
+   * {@code 'only'}), due now, needing no capability, of a queue this worker serves and has room in
+   * (the third array parameter, its queues), of a type it runs ({@code {types}}), in a queue neither
+   * paused nor limited, and not held by another transaction (SKIP LOCKED: such a child is left to the
+   * dependency trigger, as every child is without this statement). Such a child goes from
+   * {@code blocked} straight to {@code running} under this worker, with a claim token of its own, in the
+   * statement that ends its parent: one write instead of two (blocked to queued by the trigger, queued to
+   * running by a claim), and no claim between a chain's links. Temporal calls the same move eager
+   * dispatch. The dependency trigger, which runs at the statement's end, finds these children no longer
+   * blocked and leaves them (their edges it resolves as before); the events trigger announces them
+   * {@code running}. At most {@code ?} (the fourth parameter) children are handed over.
+   *
+   * <p>Result: one row per child handed over (the claim columns, {@code ExecutionStore.readClaimedRow}),
+   * or one row of NULLs if none was, each with the count of successes written in column 17.
+   * Parameters: ids, worker id, tokens, lock wait, outputs (as {@link #SUCCEED_BATCH}); worker id, queues,
+   * limit.
+   */
+  static final String SUCCEED_BATCH_HANDING_OFF =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs AS j
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
+             AND (SELECT set_config('lock_timeout', ?, true)) IS NOT NULL
+          RETURNING j.*
+      ), moved AS (
+      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
+
+          RETURNING 1
+      ), handed AS (
+          UPDATE {schema}.jobs AS j
+             SET state = 'running', waiting_on = NULL, attempts = j.attempts + 1, attempted_at = now(),
+                 heartbeat_at = now(), locked_by = ?, prefetched = false,
+                 claim_token = (SELECT nextval('{schema}.claim_tokens'))
+           WHERE j.id = ANY (ARRAY(
+                 SELECT c.id FROM {schema}.jobs AS c
+                  WHERE c.id = ANY (ARRAY(
+                            SELECT d.child_id FROM done AS p
+                              JOIN {schema}.job_dependencies AS d ON d.parent_id = p.id
+                             WHERE p.has_dependents AND d.parent_state IS NULL AND d.on_failure <> 'only'))
+                    AND c.state = (SELECT 'blocked') AND c.waiting_on = 1 AND c.capability IS NULL
+                    AND c.run_at <= now() AND c.attempts < c.max_attempts AND c.queue = ANY (?){types}
+                    AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
+                                     WHERE q.name = c.queue AND (q.paused OR q.limited))
+                  LIMIT ?
+                    FOR UPDATE OF c SKIP LOCKED))
+          RETURNING j.id, j.type, j.queue, j.payload::text AS payload, j.priority, j.attempts, j.max_attempts,
+                    j.run_at, j.created_at, j.context, j.timeout_ms, j.claim_token, j.trace_context, j.state,
+                    j.snoozes, j.has_dependents
+      )
+      SELECT h.id, h.type, h.queue, h.payload, h.priority, h.attempts, h.max_attempts, h.run_at, h.created_at,
+             h.context, h.timeout_ms, h.claim_token, h.trace_context, 0 AS announced, h.snoozes,
+             h.has_dependents, m.n
+        FROM (SELECT count(*) AS n FROM moved) AS m
+        LEFT JOIN handed AS h ON true""";
 
   /**
    * Where each (job, claim token) pair stands now: {@code running} if the job still runs that claim (the

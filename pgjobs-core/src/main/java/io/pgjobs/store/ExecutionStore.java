@@ -47,6 +47,7 @@ public final class ExecutionStore {
   private final String firstClaimable;
   private final String succeedBatch;
   private final String succeedBatchSkipLocked;
+  private final String succeedBatchHandingOff;
   private final String claimStatus;
   private final String unclaimBatch;
   private final String unknownClaims;
@@ -121,6 +122,8 @@ public final class ExecutionStore {
     this.firstClaimable = JobSql.forSchema(ExecutionSql.FIRST_CLAIMABLE, schema);
     this.succeedBatch = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH, schema);
     this.succeedBatchSkipLocked = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_SKIP_LOCKED, schema);
+    this.succeedBatchHandingOff = JobSql.forSchema(ExecutionSql.SUCCEED_BATCH_HANDING_OFF, schema)
+        .replace("{types}", typeFilter);
     this.claimStatus = JobSql.forSchema(ExecutionSql.CLAIM_STATUS, schema);
     this.unclaimBatch = JobSql.forSchema(ExecutionSql.UNCLAIM_BATCH, schema);
     this.unknownClaims = JobSql.forSchema(ExecutionSql.UNKNOWN_CLAIMS, schema);
@@ -326,7 +329,7 @@ public final class ExecutionStore {
       }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          rows.add(new ClaimedRow(readClaimedRow(rs), rs.getString(16)));
+          rows.add(new ClaimedRow(readClaimedRow(rs, false), rs.getString(16)));
           resumable &= rs.getBoolean(17);
         }
       }
@@ -501,14 +504,19 @@ public final class ExecutionStore {
     List<ClaimedJob> claimed = new ArrayList<>(Math.min(limit, 1_024));
     try (ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
-        claimed.add(readClaimedRow(rs));
+        claimed.add(readClaimedRow(rs, true));
       }
     }
     return claimed;
   }
 
-  /** One claimed row, in the column order of every claim statement (ExecutionSql.CLAIM_TAIL). */
-  private static ClaimedJob readClaimedRow(ResultSet rs) throws SQLException {
+  /**
+   * One claimed row, in the column order of every claim statement (ExecutionSql.CLAIM_TAIL);
+   * {@code withDependents}: column 16 says whether the job has dependents (not in the limited claim's
+   * rows, whose column 16 is the partition).
+   */
+  private static ClaimedJob readClaimedRow(ResultSet rs, boolean withDependents)
+      throws SQLException {
     long timeoutMs = rs.getLong(11);
     Long timeout = rs.wasNull() ? null : timeoutMs; // wasNull() speaks of the last column read
     return new ClaimedJob(
@@ -525,7 +533,8 @@ public final class ExecutionStore {
         timeout,
         rs.getLong(12),
         rs.getString(13),
-        rs.getInt(15));
+        rs.getInt(15),
+        withDependents && rs.getBoolean(16));
   }
 
   private List<ClaimedJob> claimWithoutCapability(
@@ -676,6 +685,52 @@ public final class ExecutionStore {
         rs.next();
         return rs.getInt(1);
       }
+    }
+  }
+
+  /**
+   * What {@link #succeedHandingOff} did: how many successes it wrote, and the children it handed to the
+   * worker, each now running under a claim of its own.
+   */
+  public record SuccessBatch(int written, List<ClaimedJob> handed) {}
+
+  /**
+   * {@link #succeed(String, List, Duration)} that also hands worker {@code workerId} up to {@code limit}
+   * of the children these successes unblock, of the queues {@code queues} (see
+   * {@link ExecutionSql#SUCCEED_BATCH_HANDING_OFF}). The children handed over are running under this
+   * worker once the statement returns: the caller runs them or gives them back.
+   */
+  public SuccessBatch succeedHandingOff(
+      String workerId, List<Completion> completions, Duration lockWait, String[] queues, int limit)
+      throws SQLException {
+    if (completions.isEmpty()) {
+      return new SuccessBatch(0, List.of());
+    }
+    UUID[] ids = completions.stream().map(Completion::id).toArray(UUID[]::new);
+    String tokens = jsonObject(ids, i -> Long.toString(completions.get(i).claimToken()));
+    String outputs = jsonObject(ids, i -> completions.get(i).outputJson());
+    try (Connection c = StatementTimeoutLift.connection(dataSource);
+        PreparedStatement ps = c.prepareStatement(succeedBatchHandingOff)) {
+      int p = 1;
+      ps.setArray(p++, c.createArrayOf("uuid", ids));
+      ps.setString(p++, workerId);
+      ps.setObject(p++, jsonb(tokens));
+      ps.setString(p++, Math.max(1, lockWait.toMillis()) + "ms");
+      ps.setObject(p++, jsonb(outputs));
+      ps.setString(p++, workerId);
+      ps.setArray(p++, c.createArrayOf("text", queues));
+      ps.setInt(p, Math.max(0, limit));
+      int written = 0;
+      List<ClaimedJob> handed = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          written = rs.getInt(17);
+          if (rs.getObject(1) != null) {
+            handed.add(readClaimedRow(rs, true));
+          }
+        }
+      }
+      return new SuccessBatch(written, handed);
     }
   }
 

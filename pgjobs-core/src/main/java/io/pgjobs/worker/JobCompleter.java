@@ -13,6 +13,7 @@ import java.sql.SQLTransientException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -108,6 +109,11 @@ final class JobCompleter {
 
   private volatile String workerId;
   private Thread thread;
+  /**
+   * The pollers that take the children a success batch hands to this worker, by queue (see
+   * {@link #handOffTo}); empty: successes hand nothing over.
+   */
+  private volatile Map<String, QueuePoller> handOffs = Map.of();
 
   /** The write an outcome asks for, and the metric label of the outcome written as meant. */
   enum Intent {
@@ -167,6 +173,14 @@ final class JobCompleter {
       case Outcome.Released r ->
         write(r.job(), Intent.RELEASE, () -> store.release(r.job(), r.errorJson()));
     };
+  }
+
+  /**
+   * Lets success batches hand this worker the children they unblock, into the pollers of their queues
+   * ({@link ExecutionStore#succeedHandingOff}); set before the completer starts.
+   */
+  void handOffTo(Map<String, QueuePoller> pollersByQueue) {
+    this.handOffs = Map.copyOf(pollersByQueue);
   }
 
   /** Successes not yet written. */
@@ -249,8 +263,31 @@ final class JobCompleter {
     while (true) {
       try {
         boolean skip = skipLocked;
-        int written = lifting(
-            lifted, () -> store.succeed(workerId, completions(batch), skip ? null : LOCK_WAIT));
+        Map<String, Integer> room = skip ? Map.of() : handOffRoom(batch);
+        String[] handOffQueues = room.keySet().toArray(NO_QUEUES);
+        int handOffLimit = room.values().stream().mapToInt(Integer::intValue).sum();
+        int written;
+        if (handOffQueues.length == 0) {
+          written = lifting(
+              lifted, () -> store.succeed(workerId, completions(batch), skip ? null : LOCK_WAIT));
+        } else {
+          ExecutionStore.SuccessBatch result;
+          try {
+            result = lifting(
+                lifted,
+                () -> store.succeedHandingOff(
+                    workerId, completions(batch), LOCK_WAIT, handOffQueues, handOffLimit));
+          } catch (SQLException | RuntimeException e) {
+            // It may have committed with children handed over whose rows never reached us: their
+            // queues look for jobs this worker holds and does not know, before their next claim.
+            for (String queue : handOffQueues) {
+              handOffs.get(queue).reconcileLater();
+            }
+            throw e;
+          }
+          written = result.written();
+          takeHandedOver(result.handed());
+        }
         if (written == batch.size()) {
           batch.forEach(s -> done(s, "succeeded"));
         } else {
@@ -295,6 +332,72 @@ final class JobCompleter {
         }
         backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
       }
+    }
+  }
+
+  private static final String[] NO_QUEUES = new String[0];
+
+  /**
+   * The largest success batch that hands children over. A larger one means the worker drains a backlog:
+   * there its poller's claims, running beside the completer's statements, keep both the worker and the
+   * database busy, and a hand-off would put the claim's work on the completer's one thread instead
+   * (W3G, 1,000 chains of 50 and 50 layers of 1,000: 12 % and 20 % slower when every batch handed
+   * over). A small batch is a graph whose links wait on each other: there the hand-off saves each link
+   * a claim and a commit (W3G, 10 chains of 5,000: 40 % faster).
+   */
+  static final int HAND_OFF_MAX_BATCH = 64;
+
+  /**
+   * The queues whose pollers take handed-over children now, with how many each takes, if a job of
+   * {@code batch} has dependents (else none: the batch is written with the plain statement, and jobs
+   * outside graphs pay nothing for the hand-off).
+   */
+  private Map<String, Integer> handOffRoom(List<Outcome.Succeeded> batch) {
+    Map<String, QueuePoller> targets = handOffs;
+    if (targets.isEmpty() || stopping || batch.size() > HAND_OFF_MAX_BATCH) {
+      return Map.of();
+    }
+    boolean parents = false;
+    for (Outcome.Succeeded s : batch) {
+      if (s.job().hasDependents()) {
+        parents = true;
+        break;
+      }
+    }
+    if (!parents) {
+      return Map.of();
+    }
+    Map<String, Integer> room = new LinkedHashMap<>();
+    targets.forEach((queue, poller) -> {
+      int n = poller.handOffRoom();
+      if (n > 0) {
+        room.put(queue, n);
+      }
+    });
+    return room;
+  }
+
+  /**
+   * Puts the children a success batch handed over into their queues' lanes; those a poller no longer
+   * takes (it began to stop meanwhile) are given back to their queues at once.
+   */
+  private void takeHandedOver(List<ClaimedJob> handed) {
+    if (handed.isEmpty()) {
+      return;
+    }
+    Map<String, List<ClaimedJob>> byQueue = new LinkedHashMap<>();
+    for (ClaimedJob job : handed) {
+      byQueue.computeIfAbsent(job.queue(), q -> new ArrayList<>()).add(job);
+    }
+    List<ClaimedJob> refused = new ArrayList<>();
+    byQueue.forEach((queue, jobs) -> {
+      QueuePoller poller = handOffs.get(queue);
+      if (poller == null || !poller.accept(jobs)) {
+        refused.addAll(jobs);
+      }
+    });
+    if (!refused.isEmpty()) {
+      unclaim(refused);
     }
   }
 

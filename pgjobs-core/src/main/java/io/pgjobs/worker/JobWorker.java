@@ -220,6 +220,9 @@ public final class JobWorker implements AutoCloseable {
       pollers.add(poller);
       pollersByQueue.put(queue, poller);
     });
+    // A success that unblocks a graph's child hands it to this worker's poller of its queue at once
+    // (ExecutionSql.SUCCEED_BATCH_HANDING_OFF): no claim between a chain's links.
+    completions.handOffTo(pollersByQueue);
     PickupListener pickup = b.pickupListener;
     this.listener = new JobNotificationListener(
         // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct

@@ -392,7 +392,8 @@ final class QueuePoller implements BackgroundService {
       cursor.rewind(unknown); // given back behind the cursor
       int back = completions.unclaim(unknown);
       log.warn(
-          "queue '{}': a claim whose reply was lost had taken {} jobs; {} given back to the queue",
+          "queue '{}': a claim (or a success handing jobs over) whose reply was lost had taken {}"
+              + " jobs; {} given back to the queue",
           queue,
           unknown.size(),
           back);
@@ -548,6 +549,56 @@ final class QueuePoller implements BackgroundService {
     buffer.addAll(claimed);
     startLanes();
     return full ? ClaimOutcome.FULL : ClaimOutcome.PARTIAL;
+  }
+
+  /**
+   * How many children handed over by a success batch (ExecutionSql.SUCCEED_BATCH_HANDING_OFF) this
+   * queue takes now: what a claim would take (free lanes and the prefetch, less what waits in the
+   * buffer), so a handed child does not wait in the buffer while another worker could run it; none
+   * while stopping or fenced, and none for a limited queue (the hand-off does not count limits).
+   */
+  int handOffRoom() {
+    if (stopping || suspended || isLimited()) {
+      return 0;
+    }
+    return Math.max(0, slots.availablePermits() + prefetch - buffered.get());
+  }
+
+  /**
+   * Takes children a success batch handed to this worker (already running under its claims in the
+   * database) into the lanes, as a claim's jobs are taken. Under the claim lock, like a claim: a
+   * reconcile never sees them half-held. Returns false, taking none, if the poller is stopping or
+   * fenced: the caller gives them back.
+   */
+  boolean accept(List<ClaimedJob> jobs) {
+    claimLock.lock();
+    try {
+      if (stopping || suspended) {
+        return false;
+      }
+      List<HeldJob> taken = held.add(jobs);
+      buffered.addAndGet(taken.size());
+      buffer.addAll(taken);
+      moreExpected = true;
+      startLanes();
+      return true;
+    } finally {
+      claimLock.unlock();
+    }
+  }
+
+  /**
+   * A statement that may have handed this worker jobs of this queue failed, its outcome unknown: look
+   * for jobs the database says this worker holds and it does not know before the next claim.
+   */
+  void reconcileLater() {
+    claimLock.lock();
+    try {
+      reconcileNeeded = true;
+    } finally {
+      claimLock.unlock();
+    }
+    signal();
   }
 
   private boolean isLimited() {
