@@ -92,6 +92,26 @@ class HandOffTest extends PgJobsTestBase {
     }
   }
 
+  @Test
+  void aWorkerWithoutTheHandOffQueuesEveryChildForItsNextClaim() throws Exception {
+    List<JobEvent> events = new CopyOnWriteArrayList<>();
+    try (JobEventListener listener = listening(events)) {
+      Map<String, UUID> ids = client
+          .enqueueGraph(JobGraph.builder()
+              .add("first", LINK, new Link("first"))
+              .add("second", LINK, new Link("second"), Dependency.on("first"))
+              .build())
+          .ids();
+      start(linkWorker("default", 1).handOff(false));
+      UUID second = ids.get("second");
+      awaitState(second, JobState.SUCCEEDED);
+      awaitEvent(events, second, JobState.SUCCEEDED);
+      assertThat(of(events, second).stream().map(e -> e.state().value()))
+          .containsExactly("blocked", "queued", "running", "succeeded");
+      assertThat(runs.get("second").get()).isEqualTo(1);
+    }
+  }
+
   /** What a root of {@link #aSuccessWhoseReplyIsLostAfterItHandedAChildOverGivesTheChildBackAndItRunsOnce} returns. */
   public record Marked(String marker) {}
 

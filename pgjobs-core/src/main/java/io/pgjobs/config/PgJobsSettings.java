@@ -100,6 +100,20 @@ public final class PgJobsSettings {
       .setBy("JobWorker.Builder.listen")
       .springProperty("pgjobs.worker.listen");
 
+  /**
+   * Whether a small batch of successes starts the children it unblocks on this worker at once (the
+   * hand-off), rather than queueing them for the next claim.
+   */
+  public static final Setting<Boolean> HAND_OFF = Setting.flag(
+          "hand_off",
+          "hand off",
+          true,
+          "start a graph's child on the worker that ended its last parent, in the statement that records"
+              + " the parent's success (when the worker has room and would claim the child itself);"
+              + " without it every child is queued for the next claim, in strict priority order")
+      .setBy("JobWorker.Builder.handOff")
+      .springProperty("pgjobs.worker.hand-off");
+
   /** A running job whose own heartbeat is this old is rescued. */
   public static final Setting<Duration> STALE_THRESHOLD = Setting.duration(
           "stale_threshold",
@@ -367,6 +381,7 @@ public final class PgJobsSettings {
       POLL_INTERVAL,
       SHUTDOWN_GRACE,
       LISTEN,
+      HAND_OFF,
       STALE_THRESHOLD,
       WORKER_DEAD_AFTER,
       HEARTBEAT_INTERVAL,

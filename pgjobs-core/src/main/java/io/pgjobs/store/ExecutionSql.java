@@ -406,15 +406,17 @@ final class ExecutionSql {
    * once: a child whose last unresolved parent is among the jobs ended here (so no other parent can be
    * ending at the same time: {@code waiting_on = 1}), whose edge runs it after a success (not
    * {@code 'only'}), due now, needing no capability, of a queue this worker serves and has room in
-   * (the third array parameter, its queues), of a type it runs ({@code {types}}), in a queue neither
+   * (the queues parameter), of a type it runs ({@code {types}}), in a queue neither
    * paused nor limited, and not held by another transaction (SKIP LOCKED: such a child is left to the
    * dependency trigger, as every child is without this statement). Such a child goes from
    * {@code blocked} straight to {@code running} under this worker, with a claim token of its own, in the
    * statement that ends its parent: one write instead of two (blocked to queued by the trigger, queued to
-   * running by a claim), and no claim between a chain's links. Temporal calls the same move eager
-   * dispatch. The dependency trigger, which runs at the statement's end, finds these children no longer
+   * running by a claim), and no claim between a chain's links (Temporal's eager activity dispatch
+   * does the same for activities). The dependency trigger, which runs at the statement's end, finds these children no longer
    * blocked and leaves them (their edges it resolves as before); the events trigger announces them
-   * {@code running}. At most {@code ?} (the fourth parameter) children are handed over.
+   * {@code running}. As the trigger does for a child it queues, the child's {@code run_at} becomes the
+   * moment it was unblocked (it waited for its parents, not for a worker). At most as many children as the
+   * last parameter says are handed over.
    *
    * <p>Result: one row per child handed over (the claim columns, {@code ExecutionStore.readClaimedRow}),
    * or one row of NULLs if none was, each with the count of successes written in column 17.
@@ -435,7 +437,7 @@ final class ExecutionSql {
       ), handed AS (
           UPDATE {schema}.jobs AS j
              SET state = 'running', waiting_on = NULL, attempts = j.attempts + 1, attempted_at = now(),
-                 heartbeat_at = now(), locked_by = ?, prefetched = false,
+                 run_at = greatest(j.run_at, now()), heartbeat_at = now(), locked_by = ?, prefetched = false,
                  claim_token = (SELECT nextval('{schema}.claim_tokens'))
            WHERE j.id = ANY (ARRAY(
                  SELECT c.id FROM {schema}.jobs AS c

@@ -12,6 +12,7 @@ import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -23,6 +24,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -114,6 +116,13 @@ final class JobCompleter {
    * {@link #handOffTo}); empty: successes hand nothing over.
    */
   private volatile Map<String, QueuePoller> handOffs = Map.of();
+  /**
+   * Held from before a success batch that may hand jobs over until those it handed are in
+   * {@link HeldJobs}: a queue's reconcile ({@link #whileNoHandOffIsUnderWay}), which gives back the jobs
+   * the database says this worker holds and {@link HeldJobs} does not know, must not take a child
+   * handed over a moment ago for one whose reply was lost (it would run twice).
+   */
+  private final ReentrantLock handOffLock = new ReentrantLock();
 
   /** The write an outcome asks for, and the metric label of the outcome written as meant. */
   enum Intent {
@@ -272,11 +281,14 @@ final class JobCompleter {
               lifted, () -> store.succeed(workerId, completions(batch), skip ? null : LOCK_WAIT));
         } else {
           ExecutionStore.SuccessBatch result;
+          List<HeldJob> handed;
+          handOffLock.lock();
           try {
             result = lifting(
                 lifted,
                 () -> store.succeedHandingOff(
                     workerId, completions(batch), LOCK_WAIT, handOffQueues, handOffLimit));
+            handed = held.add(result.handed());
           } catch (SQLException | RuntimeException e) {
             // It may have committed with children handed over whose rows never reached us: their
             // queues look for jobs this worker holds and does not know, before their next claim.
@@ -284,9 +296,11 @@ final class JobCompleter {
               handOffs.get(queue).reconcileLater();
             }
             throw e;
+          } finally {
+            handOffLock.unlock();
           }
           written = result.written();
-          takeHandedOver(result.handed());
+          takeHandedOver(handed);
         }
         if (written == batch.size()) {
           batch.forEach(s -> done(s, "succeeded"));
@@ -358,18 +372,17 @@ final class JobCompleter {
       return Map.of();
     }
     boolean parents = false;
+    Map<String, Integer> finished = new HashMap<>();
     for (Outcome.Succeeded s : batch) {
-      if (s.job().hasDependents()) {
-        parents = true;
-        break;
-      }
+      parents |= s.job().hasDependents();
+      finished.merge(s.job().queue(), 1, Integer::sum);
     }
     if (!parents) {
       return Map.of();
     }
     Map<String, Integer> room = new LinkedHashMap<>();
     targets.forEach((queue, poller) -> {
-      int n = poller.handOffRoom();
+      int n = poller.handOffRoom(finished.getOrDefault(queue, 0));
       if (n > 0) {
         room.put(queue, n);
       }
@@ -378,26 +391,42 @@ final class JobCompleter {
   }
 
   /**
-   * Puts the children a success batch handed over into their queues' lanes; those a poller no longer
-   * takes (it began to stop meanwhile) are given back to their queues at once.
+   * Puts the children a success batch handed over (already in {@link HeldJobs}) into their queues'
+   * lanes; those a poller no longer takes (it began to stop meanwhile) are given back to their queues at
+   * once.
    */
-  private void takeHandedOver(List<ClaimedJob> handed) {
+  private void takeHandedOver(List<HeldJob> handed) {
     if (handed.isEmpty()) {
       return;
     }
-    Map<String, List<ClaimedJob>> byQueue = new LinkedHashMap<>();
-    for (ClaimedJob job : handed) {
-      byQueue.computeIfAbsent(job.queue(), q -> new ArrayList<>()).add(job);
+    Map<String, List<HeldJob>> byQueue = new LinkedHashMap<>();
+    for (HeldJob job : handed) {
+      byQueue.computeIfAbsent(job.job().queue(), q -> new ArrayList<>()).add(job);
     }
     List<ClaimedJob> refused = new ArrayList<>();
     byQueue.forEach((queue, jobs) -> {
       QueuePoller poller = handOffs.get(queue);
       if (poller == null || !poller.accept(jobs)) {
-        refused.addAll(jobs);
+        jobs.forEach(j -> refused.add(j.job()));
       }
     });
     if (!refused.isEmpty()) {
       unclaim(refused);
+    }
+  }
+
+  /**
+   * Runs {@code work} (a queue's reconcile) while no success batch that may hand jobs over is under way:
+   * every job handed over so far is in {@link HeldJobs}. Called under the queue's claim lock; the
+   * completer takes no claim lock while it holds the hand-off lock (it calls nothing of a poller then
+   * but {@link QueuePoller#reconcileLater}, which takes no lock), so the two cannot wait on each other.
+   */
+  <T> T whileNoHandOffIsUnderWay(StatementTimeoutLift.SqlWork<T> work) throws SQLException {
+    handOffLock.lock();
+    try {
+      return work.run();
+    } finally {
+      handOffLock.unlock();
     }
   }
 

@@ -222,7 +222,9 @@ public final class JobWorker implements AutoCloseable {
     });
     // A success that unblocks a graph's child hands it to this worker's poller of its queue at once
     // (ExecutionSql.SUCCEED_BATCH_HANDING_OFF): no claim between a chain's links.
-    completions.handOffTo(pollersByQueue);
+    if (b.handOff) {
+      completions.handOffTo(pollersByQueue);
+    }
     PickupListener pickup = b.pickupListener;
     this.listener = new JobNotificationListener(
         // Behind a transaction-pooling PgBouncer, LISTEN needs a session of its own: a direct
@@ -726,6 +728,7 @@ public final class JobWorker implements AutoCloseable {
     private Duration unknownTypeGrace = DEFAULT_UNKNOWN_TYPE_GRACE;
     private Duration progressThrottle = DEFAULT_PROGRESS_THROTTLE;
     private boolean listen = PgJobsSettings.LISTEN.defaultValue();
+    private boolean handOff = PgJobsSettings.HAND_OFF.defaultValue();
     private DataSource listenDataSource;
     private RandomGenerator random = new Random();
     private Duration staleThreshold = Maintenance.DEFAULT_STALE_THRESHOLD;
@@ -935,6 +938,20 @@ public final class JobWorker implements AutoCloseable {
     /** Whether to LISTEN for new jobs ({@link PgJobsSettings#LISTEN}). Without it the worker relies on polling alone. */
     public Builder listen(boolean listen) {
       this.listen = listen;
+      return this;
+    }
+
+    /**
+     * Whether a small batch of successes starts the graph children it unblocks on this worker at once
+     * ({@link PgJobsSettings#HAND_OFF}; default true): a child whose last parent just succeeded here,
+     * that this worker would claim itself (due, of a queue it serves, neither paused nor limited, with
+     * room, of a type it runs, needing no capability), goes from {@code blocked} to {@code running} in
+     * the statement that records the parent's success. A chain's links then wait for no claim; such a
+     * child may start ahead of higher-priority jobs waiting in its queue. {@code false}: every child is
+     * queued for the next claim.
+     */
+    public Builder handOff(boolean handOff) {
+      this.handOff = handOff;
       return this;
     }
 

@@ -87,8 +87,11 @@ final class QueuePoller implements BackgroundService {
   private final ClaimCursor cursor = new ClaimCursor();
   /** Set while the worker cannot heartbeat: it may be presumed dead any moment, so it claims nothing. */
   private volatile boolean suspended;
-  /** A claim failed and may have committed: reconcile before the next one. Guarded by claimLock. */
-  private boolean reconcileNeeded;
+  /**
+   * A claim (or a success handing jobs over) failed and may have committed: reconcile before the next
+   * claim. Written without the claim lock by {@link #reconcileLater}, read under it.
+   */
+  private volatile boolean reconcileNeeded;
 
   private volatile long claims; // written under claimLock
   /** Null unless the worker was given one; set before the poller starts. */
@@ -386,18 +389,24 @@ final class QueuePoller implements BackgroundService {
    * claim of this queue is in flight, and every job a claim returned is in {@link HeldJobs} already.
    */
   private void reconcile() throws SQLException {
-    List<ClaimedJob> unknown = store.unknownClaims(workerId, queue, held.idsOf(queue));
-    reconcileNeeded = false;
-    if (!unknown.isEmpty()) {
-      cursor.rewind(unknown); // given back behind the cursor
-      int back = completions.unclaim(unknown);
-      log.warn(
-          "queue '{}': a claim (or a success handing jobs over) whose reply was lost had taken {}"
-              + " jobs; {} given back to the queue",
-          queue,
-          unknown.size(),
-          back);
-    }
+    // Not while a success batch may be handing jobs over: a child it handed a moment ago may not be
+    // in
+    // HeldJobs yet, and would be given back while the worker runs it.
+    completions.whileNoHandOffIsUnderWay(() -> {
+      List<ClaimedJob> unknown = store.unknownClaims(workerId, queue, held.idsOf(queue));
+      reconcileNeeded = false;
+      if (!unknown.isEmpty()) {
+        cursor.rewind(unknown); // given back behind the cursor
+        int back = completions.unclaim(unknown);
+        log.warn(
+            "queue '{}': a claim (or a success handing jobs over) whose reply was lost had taken {}"
+                + " jobs; {} given back to the queue",
+            queue,
+            unknown.size(),
+            back);
+      }
+      return null;
+    });
   }
 
   /**
@@ -554,31 +563,30 @@ final class QueuePoller implements BackgroundService {
   /**
    * How many children handed over by a success batch (ExecutionSql.SUCCEED_BATCH_HANDING_OFF) this
    * queue takes now: what a claim would take (free lanes and the prefetch, less what waits in the
-   * buffer), so a handed child does not wait in the buffer while another worker could run it; none
-   * while stopping or fenced, and none for a limited queue (the hand-off does not count limits).
+   * buffer), and at least one per job of the batch that ran in this queue ({@code justFinished}: their
+   * lanes are free, or about to be, once the success is handed to the completer). None while stopping
+   * or fenced, and none for a limited queue (the hand-off does not count limits).
    */
-  int handOffRoom() {
+  int handOffRoom(int justFinished) {
     if (stopping || suspended || isLimited()) {
       return 0;
     }
-    return Math.max(0, slots.availablePermits() + prefetch - buffered.get());
+    return Math.max(justFinished, slots.availablePermits() + prefetch - buffered.get());
   }
 
   /**
    * Takes children a success batch handed to this worker (already running under its claims in the
-   * database) into the lanes, as a claim's jobs are taken. Under the claim lock, like a claim: a
-   * reconcile never sees them half-held. Returns false, taking none, if the poller is stopping or
-   * fenced: the caller gives them back.
+   * database, and in {@link HeldJobs}) into the lanes, as a claim's jobs are taken. Returns false,
+   * taking none, if the poller is stopping or fenced: the caller gives them back.
    */
-  boolean accept(List<ClaimedJob> jobs) {
+  boolean accept(List<HeldJob> jobs) {
     claimLock.lock();
     try {
       if (stopping || suspended) {
         return false;
       }
-      List<HeldJob> taken = held.add(jobs);
-      buffered.addAndGet(taken.size());
-      buffer.addAll(taken);
+      buffered.addAndGet(jobs.size());
+      buffer.addAll(jobs);
       moreExpected = true;
       startLanes();
       return true;
@@ -592,12 +600,9 @@ final class QueuePoller implements BackgroundService {
    * for jobs the database says this worker holds and it does not know before the next claim.
    */
   void reconcileLater() {
-    claimLock.lock();
-    try {
-      reconcileNeeded = true;
-    } finally {
-      claimLock.unlock();
-    }
+    // Not under the claim lock: the completer calls this while it holds its hand-off lock, which a
+    // reconcile takes under the claim lock.
+    reconcileNeeded = true;
     signal();
   }
 

@@ -106,6 +106,7 @@ public class PgJobsAutoConfiguration {
           .workerBuilder()
           .metrics(metrics.getIfAvailable(() -> JobMetrics.NONE))
           .listen(w.isListen())
+          .handOff(w.isHandOff())
           .maintenance(w.isMaintenance());
       set(
           PgJobsSettings.POLL_INTERVAL.springProperty(),

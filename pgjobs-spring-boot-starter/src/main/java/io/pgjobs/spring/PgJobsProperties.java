@@ -206,6 +206,12 @@ public class PgJobsProperties {
     /** LISTEN for new jobs; without it the worker relies on polling alone. */
     private boolean listen = PgJobsSettings.LISTEN.defaultValue();
 
+    /**
+     * Start a graph's child on the worker that ended its last parent, in the statement that records the
+     * parent's success; without it every child is queued for the next claim.
+     */
+    private boolean handOff = PgJobsSettings.HAND_OFF.defaultValue();
+
     /** Take part in maintenance: rescue of stale jobs, pruning of finished jobs, removal of dead workers. */
     private boolean maintenance = PgJobsSettings.MAINTENANCE.defaultValue();
 
@@ -285,6 +291,14 @@ public class PgJobsProperties {
 
     public void setListen(boolean listen) {
       this.listen = listen;
+    }
+
+    public boolean isHandOff() {
+      return handOff;
+    }
+
+    public void setHandOff(boolean handOff) {
+      this.handOff = handOff;
     }
 
     public boolean isMaintenance() {
