@@ -23,23 +23,10 @@ import org.junit.jupiter.api.Test;
  */
 class ClaimEventsTest extends PgJobsTestBase {
 
-  private static List<JobEvent> of(List<JobEvent> events, UUID id) {
-    return events.stream().filter(e -> e.jobId().equals(id)).toList();
-  }
-
-  /** A started listener on the job events channel that adds every event to {@code events}. */
-  private static JobEventListener listening(List<JobEvent> events) {
-    JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel());
-    listener.subscribe(batch -> events.addAll(batch.events()));
-    listener.start();
-    await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
-    return listener;
-  }
-
   @Test
   void everyClaimedJobIsAnnouncedRunningExactlyOnceBetweenQueuedAndItsOutcome() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
-    try (JobEventListener listener = listening(events)) {
+    try (JobEventListener listener = listeningToJobEvents(events)) {
       // Enqueued while no worker runs: the first claim takes a batch of them in one statement. 40:
       // an
       // event lists at most 50 jobs (JobSql.EVENT_JOBS_MAX_COUNT), so every job is named in every
@@ -55,11 +42,11 @@ class ClaimEventsTest extends PgJobsTestBase {
       await()
           .atMost(Duration.ofSeconds(10))
           .until(() -> ids.stream()
-              .allMatch(
-                  id -> of(events, id).stream().anyMatch(e -> e.state() == JobState.SUCCEEDED)));
+              .allMatch(id ->
+                  jobEventsOf(events, id).stream().anyMatch(e -> e.state() == JobState.SUCCEEDED)));
 
       for (UUID id : ids) {
-        List<JobEvent> mine = of(events, id);
+        List<JobEvent> mine = jobEventsOf(events, id);
         assertThat(mine)
             .as("events of job %s", id)
             .filteredOn(e -> e.state() == JobState.RUNNING)
@@ -89,7 +76,7 @@ class ClaimEventsTest extends PgJobsTestBase {
             ? QueueLimits.builder().partitionBy("type").partitionConcurrency(50).build()
             : QueueLimits.builder().globalConcurrency(50).build());
     List<JobEvent> events = new CopyOnWriteArrayList<>();
-    try (JobEventListener listener = listening(events)) {
+    try (JobEventListener listener = listeningToJobEvents(events)) {
       List<UUID> ids = client.enqueueAll(
           NUMBERED,
           IntStream.range(0, 40).mapToObj(Numbered::new).toList(),
@@ -98,10 +85,10 @@ class ClaimEventsTest extends PgJobsTestBase {
       await()
           .atMost(Duration.ofSeconds(20))
           .until(() -> ids.stream()
-              .allMatch(
-                  id -> of(events, id).stream().anyMatch(e -> e.state() == JobState.SUCCEEDED)));
+              .allMatch(id ->
+                  jobEventsOf(events, id).stream().anyMatch(e -> e.state() == JobState.SUCCEEDED)));
       for (UUID id : ids) {
-        List<JobEvent> mine = of(events, id);
+        List<JobEvent> mine = jobEventsOf(events, id);
         assertThat(mine)
             .as("events of job %s", id)
             .filteredOn(e -> e.state() == JobState.RUNNING)
@@ -126,7 +113,7 @@ class ClaimEventsTest extends PgJobsTestBase {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     UUID claimed = client.enqueue(NUMBERED, new Numbered(1)).job().id();
     UUID later = client.enqueue(NUMBERED, new Numbered(2)).job().id();
-    try (JobEventListener listener = listening(events);
+    try (JobEventListener listener = listeningToJobEvents(events);
         Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement()) {
       c.setAutoCommit(false);
@@ -139,7 +126,8 @@ class ClaimEventsTest extends PgJobsTestBase {
       c.commit();
       await()
           .atMost(Duration.ofSeconds(10))
-          .until(() -> of(events, later).stream().anyMatch(e -> e.state() == JobState.RETRYING));
+          .until(() ->
+              jobEventsOf(events, later).stream().anyMatch(e -> e.state() == JobState.RETRYING));
     } finally {
       client.clearLimits(NUMBERED.queue());
     }
@@ -153,7 +141,7 @@ class ClaimEventsTest extends PgJobsTestBase {
   void anUpdateAfterAClaimOnTheSameConnectionIsStillAnnouncedByTheTrigger() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     UUID id = client.enqueue(NUMBERED, new Numbered(1)).job().id();
-    try (JobEventListener listener = listening(events);
+    try (JobEventListener listener = listeningToJobEvents(events);
         Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement()) {
       c.setAutoCommit(true);
@@ -167,7 +155,8 @@ class ClaimEventsTest extends PgJobsTestBase {
 
       await()
           .atMost(Duration.ofSeconds(10))
-          .until(() -> of(events, id).stream().anyMatch(e -> e.state() == JobState.RETRYING));
+          .until(
+              () -> jobEventsOf(events, id).stream().anyMatch(e -> e.state() == JobState.RETRYING));
     }
   }
 
@@ -177,7 +166,7 @@ class ClaimEventsTest extends PgJobsTestBase {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     UUID quiet = client.enqueue(NUMBERED, new Numbered(1)).job().id();
     UUID marker = client.enqueue(NUMBERED, new Numbered(2)).job().id();
-    try (JobEventListener listener = listening(events);
+    try (JobEventListener listener = listeningToJobEvents(events);
         Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement()) {
       c.setAutoCommit(false);
@@ -190,8 +179,9 @@ class ClaimEventsTest extends PgJobsTestBase {
 
       await()
           .atMost(Duration.ofSeconds(10))
-          .until(() -> of(events, marker).stream().anyMatch(e -> e.state() == JobState.RETRYING));
-      assertThat(of(events, quiet)).noneMatch(e -> e.state() == JobState.RETRYING);
+          .until(() ->
+              jobEventsOf(events, marker).stream().anyMatch(e -> e.state() == JobState.RETRYING));
+      assertThat(jobEventsOf(events, quiet)).noneMatch(e -> e.state() == JobState.RETRYING);
     }
   }
 }

@@ -7,7 +7,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.lifecycle.TcpProxy;
 import io.pgjobs.testkit.TestDatabase;
-import java.net.URI;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -348,18 +347,15 @@ class EnqueueConnectionLossTest extends PgJobsTestBase {
   }
 
   private TcpProxy proxy() throws java.io.IOException {
-    TcpProxy proxy = new TcpProxy(
-        "127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());
+    TcpProxy proxy = TcpProxy.before(db.jdbcUrl());
     closeables.add(proxy);
     return proxy;
   }
 
   /** A pool of its own whose connections go through {@code proxy}. */
   private HikariDataSource poolThrough(TcpProxy proxy) {
-    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(
-        "jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setJdbcUrl(proxy.through(db.jdbcUrl()));
     config.setMaximumPoolSize(2);
     config.setMinimumIdle(0);
     config.setConnectionTimeout(5_000);

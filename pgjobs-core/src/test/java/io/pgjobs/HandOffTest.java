@@ -9,7 +9,6 @@ import io.pgjobs.events.JobEvent;
 import io.pgjobs.events.JobEventListener;
 import io.pgjobs.lifecycle.TcpProxy;
 import io.pgjobs.worker.JobWorker;
-import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -42,29 +41,17 @@ class HandOffTest extends PgJobsTestBase {
     });
   }
 
-  private static List<JobEvent> of(List<JobEvent> events, UUID id) {
-    return events.stream().filter(e -> e.jobId().equals(id)).toList();
-  }
-
-  private static JobEventListener listening(List<JobEvent> events) {
-    JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel());
-    listener.subscribe(batch -> events.addAll(batch.events()));
-    listener.start();
-    await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
-    return listener;
-  }
-
   private static void awaitEvent(List<JobEvent> events, UUID id, JobState state) {
     await()
         .atMost(Duration.ofSeconds(20))
-        .until(() -> of(events, id).stream().anyMatch(e -> e.state() == state));
+        .until(() -> jobEventsOf(events, id).stream().anyMatch(e -> e.state() == state));
   }
 
   @Test
   void aChainsChildrenGoFromBlockedToRunningUnderTheWorkerThatEndedTheirParentAndRunOnce()
       throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
-    try (JobEventListener listener = listening(events)) {
+    try (JobEventListener listener = listeningToJobEvents(events)) {
       JobGraph.Builder graph = JobGraph.builder().add("l0", LINK, new Link("l0"));
       for (int i = 1; i < 10; i++) {
         graph.add("l" + i, LINK, new Link("l" + i), Dependency.on("l" + (i - 1)));
@@ -78,7 +65,7 @@ class HandOffTest extends PgJobsTestBase {
       for (int i = 1; i < 10; i++) {
         UUID id = ids.get("l" + i);
         List<String> states =
-            of(events, id).stream().map(e -> e.state().value()).toList();
+            jobEventsOf(events, id).stream().map(e -> e.state().value()).toList();
         assertThat(states)
             .as("events of link %d", i)
             .containsExactly("blocked", "running", "succeeded");
@@ -95,7 +82,7 @@ class HandOffTest extends PgJobsTestBase {
   @Test
   void aWorkerWithoutTheHandOffQueuesEveryChildForItsNextClaim() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
-    try (JobEventListener listener = listening(events)) {
+    try (JobEventListener listener = listeningToJobEvents(events)) {
       Map<String, UUID> ids = client
           .enqueueGraph(JobGraph.builder()
               .add("first", LINK, new Link("first"))
@@ -106,7 +93,7 @@ class HandOffTest extends PgJobsTestBase {
       UUID second = ids.get("second");
       awaitState(second, JobState.SUCCEEDED);
       awaitEvent(events, second, JobState.SUCCEEDED);
-      assertThat(of(events, second).stream().map(e -> e.state().value()))
+      assertThat(jobEventsOf(events, second).stream().map(e -> e.state().value()))
           .containsExactly("blocked", "queued", "running", "succeeded");
       assertThat(runs.get("second").get()).isEqualTo(1);
     }
@@ -125,11 +112,9 @@ class HandOffTest extends PgJobsTestBase {
   @Test
   void aSuccessWhoseReplyIsLostAfterItHandedAChildOverGivesTheChildBackAndItRunsOnce()
       throws Exception {
-    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
-    try (TcpProxy proxy = new TcpProxy("127.0.0.1", direct.getPort())) {
+    try (TcpProxy proxy = TcpProxy.before(db.jdbcUrl())) {
       HikariConfig config = new HikariConfig();
-      config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?"
-          + direct.getQuery());
+      config.setJdbcUrl(proxy.through(db.jdbcUrl()));
       config.setMaximumPoolSize(8);
       config.setMinimumIdle(0);
       try (HikariDataSource pool = new HikariDataSource(config)) {
@@ -165,7 +150,7 @@ class HandOffTest extends PgJobsTestBase {
   void childrenTheWorkerCouldNotClaimGoThroughTheirQueue() throws Exception {
     List<JobEvent> events = new CopyOnWriteArrayList<>();
     client.pauseQueue("hand-off-paused");
-    try (JobEventListener listener = listening(events)) {
+    try (JobEventListener listener = listeningToJobEvents(events)) {
       Map<String, UUID> ids = client
           .enqueueGraph(JobGraph.builder()
               .add("root", LINK, new Link("root"))
@@ -210,7 +195,8 @@ class HandOffTest extends PgJobsTestBase {
       // "second" had root as its only parent: handed over; "both" waited for second too, and
       // second's end was its last: handed over then.
       awaitEvent(events, ids.get("both"), JobState.SUCCEEDED);
-      assertThat(of(events, ids.get("second")).stream().map(e -> e.state().value()))
+      assertThat(
+              jobEventsOf(events, ids.get("second")).stream().map(e -> e.state().value()))
           .containsExactly("blocked", "running", "succeeded");
       assertThat(runs.keySet()).containsExactlyInAnyOrder("root", "second", "both");
     } finally {

@@ -1,5 +1,7 @@
 package io.pgjobs;
 
+import io.pgjobs.events.JobEvent;
+import io.pgjobs.events.JobEventListener;
 import io.pgjobs.testkit.Await;
 import io.pgjobs.testkit.TestDatabase;
 import io.pgjobs.worker.JobWorker;
@@ -72,6 +74,23 @@ public abstract class PgJobsTestBase {
   /** Same with 20 s. */
   protected static Job awaitState(UUID id, JobState state) {
     return awaitState(id, state, Duration.ofSeconds(20));
+  }
+
+  /**
+   * A started listener on the job events channel that adds every event to {@code events}; close it
+   * (try-with-resources) when done.
+   */
+  protected static JobEventListener listeningToJobEvents(List<JobEvent> events) {
+    JobEventListener listener = new JobEventListener(db.dataSource(), client.eventsChannel());
+    listener.subscribe(batch -> events.addAll(batch.events()));
+    listener.start();
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(listener::isListening);
+    return listener;
+  }
+
+  /** The events of job {@code id} among {@code events}, in the order they came. */
+  protected static List<JobEvent> jobEventsOf(List<JobEvent> events, UUID id) {
+    return events.stream().filter(e -> e.jobId().equals(id)).toList();
   }
 
   /** The first column of the first row of {@code sql}, as text. */

@@ -8,7 +8,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgjobs.UniqueOptions.Replace;
 import io.pgjobs.lifecycle.TcpProxy;
-import java.net.URI;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -359,9 +358,8 @@ class UniqueJobsTest extends PgJobsTestBase {
         .period(Duration.ofSeconds(1))
         .states(JobState.QUEUED, JobState.RUNNING, JobState.RETRYING, JobState.SUCCEEDED)
         .build();
-    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
-    try (TcpProxy proxy = new TcpProxy("127.0.0.1", direct.getPort());
-        HikariDataSource pool = poolThrough(proxy, direct)) {
+    try (TcpProxy proxy = TcpProxy.before(db.jdbcUrl());
+        HikariDataSource pool = poolThrough(proxy)) {
       JobClient producer = JobClient.builder(pool).build();
 
       // The default states: the key is the job's unique_key column.
@@ -420,10 +418,9 @@ class UniqueJobsTest extends PgJobsTestBase {
     }
   }
 
-  private static HikariDataSource poolThrough(TcpProxy proxy, URI direct) {
+  private static HikariDataSource poolThrough(TcpProxy proxy) {
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(
-        "jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setJdbcUrl(proxy.through(db.jdbcUrl()));
     config.setMaximumPoolSize(1);
     config.setMinimumIdle(0);
     return new HikariDataSource(config);

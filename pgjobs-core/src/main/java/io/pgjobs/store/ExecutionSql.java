@@ -343,6 +343,23 @@ final class ExecutionSql {
       """ + CLAIM_TAIL;
 
   /**
+   * The move of {@link #SUCCEED_BATCH} and {@link #SUCCEED_BATCH_HANDING_OFF}: CTEs {@code done} (the
+   * rows deleted, under the batch's lock timeout) and {@code moved} (their finished rows).
+   */
+  private static final String SUCCEED_BATCH_MOVE =
+      """
+      WITH done AS (
+          DELETE FROM {schema}.jobs AS j
+           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
+             AND (SELECT set_config('lock_timeout', ?, true)) IS NOT NULL
+          RETURNING j.*
+      ), moved AS (
+      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
+
+          RETURNING 1
+      )""";
+
+  /**
    * Success of many jobs in one round trip: each job in the id array that this worker still runs under
    * the claim token the first jsonb object maps its id to moves to finished_jobs with the output the
    * second object maps it to (absent: none). Returns how many were written: the usual answer is all of
@@ -366,18 +383,8 @@ final class ExecutionSql {
    * {@code locked_by} rather than {@code state = 'running'} (equivalent by the jobs_running_is_locked
    * CHECK) so that the partial index of running jobs is never a candidate either.
    */
-  static final String SUCCEED_BATCH =
-      """
-      WITH done AS (
-          DELETE FROM {schema}.jobs AS j
-           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
-             AND (SELECT set_config('lock_timeout', ?, true)) IS NOT NULL
-          RETURNING j.*
-      ), moved AS (
-      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
+  static final String SUCCEED_BATCH = SUCCEED_BATCH_MOVE + """
 
-          RETURNING 1
-      )
       SELECT count(*) FROM moved""";
 
   /**
@@ -423,18 +430,8 @@ final class ExecutionSql {
    * Parameters: ids, worker id, tokens, lock wait, outputs (as {@link #SUCCEED_BATCH}); worker id, queues,
    * limit.
    */
-  static final String SUCCEED_BATCH_HANDING_OFF =
-      """
-      WITH done AS (
-          DELETE FROM {schema}.jobs AS j
-           WHERE j.id = ANY (?) AND j.locked_by = ? AND j.claim_token = (? ->> j.id::text)::bigint
-             AND (SELECT set_config('lock_timeout', ?, true)) IS NOT NULL
-          RETURNING j.*
-      ), moved AS (
-      """ + insertFinished("done", "'succeeded'", "errors", "? -> id::text", "claim_token") + """
-
-          RETURNING 1
-      ), handed AS (
+  static final String SUCCEED_BATCH_HANDING_OFF = SUCCEED_BATCH_MOVE + """
+      , handed AS (
           UPDATE {schema}.jobs AS j
              SET state = 'running', waiting_on = NULL, attempts = j.attempts + 1, attempted_at = now(),
                  run_at = greatest(j.run_at, now()), heartbeat_at = now(), locked_by = ?, prefetched = false,

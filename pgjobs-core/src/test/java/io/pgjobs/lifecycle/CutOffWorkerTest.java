@@ -16,7 +16,6 @@ import io.pgjobs.SnoozeJobException;
 import io.pgjobs.metrics.MetricNames;
 import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.worker.JobWorker;
-import java.net.URI;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,10 +55,8 @@ class CutOffWorkerTest extends LifecycleTestBase {
   }
 
   private HikariDataSource poolThrough(TcpProxy proxy) {
-    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(
-        "jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?" + direct.getQuery());
+    config.setJdbcUrl(proxy.through(db.jdbcUrl()));
     config.setMaximumPoolSize(15);
     config.setMinimumIdle(0);
     config.setConnectionTimeout(1_000);
@@ -73,8 +70,7 @@ class CutOffWorkerTest extends LifecycleTestBase {
   void
       aWorkerCutOffWhileItsJobsAreRescuedRetriedAndRerunWritesNothingOverTheNewRunsWhenItComesBack()
           throws Exception {
-    TcpProxy proxy = new TcpProxy(
-        "127.0.0.1", URI.create(db.jdbcUrl().substring("jdbc:".length())).getPort());
+    TcpProxy proxy = TcpProxy.before(db.jdbcUrl());
     closeables.add(proxy);
     SimpleMeterRegistry registryA = new SimpleMeterRegistry();
     CountDownLatch aMayReturn = new CountDownLatch(1);

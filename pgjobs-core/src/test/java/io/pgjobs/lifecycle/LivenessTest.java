@@ -14,7 +14,6 @@ import io.pgjobs.metrics.MetricNames;
 import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.testkit.Tags;
 import io.pgjobs.worker.JobWorker;
-import java.net.URI;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -290,11 +289,9 @@ class LivenessTest extends PgJobsTestBase {
   @Test
   void aHeartbeatWhoseConnectionStopsAnsweringIsSentAgainOnANewOneBeforeTheWorkerFences()
       throws Exception {
-    URI direct = URI.create(db.jdbcUrl().substring("jdbc:".length()));
-    try (TcpProxy proxy = new TcpProxy("127.0.0.1", direct.getPort())) {
+    try (TcpProxy proxy = TcpProxy.before(db.jdbcUrl())) {
       HikariConfig config = new HikariConfig();
-      config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + direct.getPath() + "?"
-          + direct.getQuery());
+      config.setJdbcUrl(proxy.through(db.jdbcUrl()));
       config.setMaximumPoolSize(4);
       config.setPoolName("liveness-proxied");
       smallPool = new HikariDataSource(config);

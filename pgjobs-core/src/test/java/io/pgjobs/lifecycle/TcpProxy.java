@@ -7,6 +7,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Set;
@@ -57,6 +58,18 @@ public final class TcpProxy implements AutoCloseable {
     this.server = new ServerSocket();
     server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
     Thread.ofPlatform().daemon().name("tcp-proxy-accept").start(this::accept);
+  }
+
+  /** A proxy in front of the server that {@code jdbcUrl} (a test database's, on this host) names. */
+  public static TcpProxy before(String jdbcUrl) throws IOException {
+    return new TcpProxy(
+        "127.0.0.1", URI.create(jdbcUrl.substring("jdbc:".length())).getPort());
+  }
+
+  /** {@code jdbcUrl} (of this proxy's target) through this proxy: the same database and parameters. */
+  public String through(String jdbcUrl) {
+    URI direct = URI.create(jdbcUrl.substring("jdbc:".length()));
+    return "jdbc:postgresql://127.0.0.1:" + port() + direct.getPath() + "?" + direct.getQuery();
   }
 
   /** The port the proxy listens on. */
