@@ -5,9 +5,12 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.pgjobs.events.JobEvent;
 import io.pgjobs.events.JobEventListener;
 import io.pgjobs.lifecycle.TcpProxy;
+import io.pgjobs.metrics.MetricNames;
+import io.pgjobs.metrics.MicrometerJobMetrics;
 import io.pgjobs.worker.JobWorker;
 import java.time.Duration;
 import java.util.List;
@@ -57,7 +60,9 @@ class HandOffTest extends PgJobsTestBase {
         graph.add("l" + i, LINK, new Link("l" + i), Dependency.on("l" + (i - 1)));
       }
       Map<String, UUID> ids = client.enqueueGraph(graph.build()).ids();
-      JobWorker worker = start(linkWorker("default", 1));
+      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      JobWorker worker =
+          start(linkWorker("default", 1).metrics(new MicrometerJobMetrics(registry)));
       UUID last = ids.get("l9");
       awaitState(last, JobState.SUCCEEDED);
       awaitEvent(events, last, JobState.SUCCEEDED);
@@ -76,6 +81,13 @@ class HandOffTest extends PgJobsTestBase {
             .isEqualTo(worker.workerId());
       }
       assertThat(runs).hasSize(10).allSatisfy((name, n) -> assertThat(n.get()).isEqualTo(1));
+      assertThat(worker.handOffs()).as("children started by hand-off").isEqualTo(9);
+      assertThat(registry
+              .get(MetricNames.WORKER_HAND_OFFS)
+              .tag("worker", worker.workerId())
+              .functionCounter()
+              .count())
+          .isEqualTo(9.0);
     }
   }
 
@@ -89,13 +101,14 @@ class HandOffTest extends PgJobsTestBase {
               .add("second", LINK, new Link("second"), Dependency.on("first"))
               .build())
           .ids();
-      start(linkWorker("default", 1).handOff(false));
+      JobWorker worker = start(linkWorker("default", 1).handOff(false));
       UUID second = ids.get("second");
       awaitState(second, JobState.SUCCEEDED);
       awaitEvent(events, second, JobState.SUCCEEDED);
       assertThat(jobEventsOf(events, second).stream().map(e -> e.state().value()))
           .containsExactly("blocked", "queued", "running", "succeeded");
       assertThat(runs.get("second").get()).isEqualTo(1);
+      assertThat(worker.handOffs()).isZero();
     }
   }
 

@@ -39,6 +39,12 @@ public interface JobMetrics {
   /** Offers how many times worker {@code workerId} has fenced itself, for a counter. Called once per worker. */
   default void fences(String workerId, java.util.function.LongSupplier fences) {}
 
+  /**
+   * Offers how many graph children worker {@code workerId} has started by hand-off (in the statement
+   * that recorded their last parent's success), for a counter. Called once per worker.
+   */
+  default void handOffs(String workerId, java.util.function.LongSupplier handOffs) {}
+
   /** A worker serves {@code queue}: report its depth from now on. */
   default void watchQueue(String queue) {}
 }

@@ -52,6 +52,12 @@ public final class MetricNames {
    */
   public static final String WORKER_FENCES = "pgjobs_worker_fences";
 
+  /**
+   * Counter: graph children the worker started by hand-off (in the statement that recorded their last
+   * parent's success, without a claim), tag {@code worker}.
+   */
+  public static final String WORKER_HAND_OFFS = "pgjobs_worker_hand_offs";
+
   /** Gauge: a limited queue's running jobs, tag {@code queue}. */
   public static final String LIMITED_RUNNING = "pgjobs_queue_limit_running";
   /**

@@ -156,6 +156,17 @@ public final class MicrometerJobMetrics implements JobMetrics {
   }
 
   @Override
+  public void handOffs(String workerId, java.util.function.LongSupplier handOffs) {
+    io.micrometer.core.instrument.FunctionCounter.builder(
+            MetricNames.WORKER_HAND_OFFS, handOffs, h -> h.getAsLong())
+        .description(
+            "Graph children the worker started by hand-off, in the statement that recorded their last"
+                + " parent's success")
+        .tag("worker", workerId)
+        .register(registry);
+  }
+
+  @Override
   public void watchQueue(String queue) {
     if (depthQueues.add(queue)) {
       Gauge.builder(MetricNames.QUEUE_DEPTH, () -> depth(queue))

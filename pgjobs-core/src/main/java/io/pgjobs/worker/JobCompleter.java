@@ -123,6 +123,9 @@ final class JobCompleter {
    * handed over a moment ago for one whose reply was lost (it would run twice).
    */
   private final ReentrantLock handOffLock = new ReentrantLock();
+  /** Children handed over and taken into a poller's lanes, since the worker started. */
+  private final java.util.concurrent.atomic.AtomicLong handedOver =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /** The write an outcome asks for, and the metric label of the outcome written as meant. */
   enum Intent {
@@ -190,6 +193,11 @@ final class JobCompleter {
    */
   void handOffTo(Map<String, QueuePoller> pollersByQueue) {
     this.handOffs = Map.copyOf(pollersByQueue);
+  }
+
+  /** Children handed over to this worker and taken into its lanes so far. */
+  long handOffs() {
+    return handedOver.get();
   }
 
   /** Successes not yet written. */
@@ -408,6 +416,8 @@ final class JobCompleter {
       QueuePoller poller = handOffs.get(queue);
       if (poller == null || !poller.accept(jobs)) {
         jobs.forEach(j -> refused.add(j.job()));
+      } else {
+        handedOver.addAndGet(jobs.size());
       }
     });
     if (!refused.isEmpty()) {

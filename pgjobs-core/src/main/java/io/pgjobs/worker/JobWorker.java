@@ -489,6 +489,7 @@ public final class JobWorker implements AutoCloseable {
     pollersByQueue.keySet().forEach(metrics::watchQueue);
     metrics.stuckLanes(workerId, runner::stuckLanes);
     metrics.fences(workerId, heartbeat::fences);
+    metrics.handOffs(workerId, completions::handOffs);
     metrics.queueDepth(() -> {
       try {
         return store.readyDepth();
@@ -689,6 +690,15 @@ public final class JobWorker implements AutoCloseable {
    */
   public long fences() {
     return heartbeat.fences();
+  }
+
+  /**
+   * Graph children this worker has started by hand-off since it started: each went from {@code blocked}
+   * to {@code running} in the statement that recorded its last parent's success here
+   * ({@link Builder#handOff}). Also the counter {@code pgjobs_worker_hand_offs}.
+   */
+  public long handOffs() {
+    return completions.handOffs();
   }
 
   /** Heartbeats written so far (for tests: await a heartbeat instead of sleeping). */
