@@ -941,8 +941,7 @@ public final class JobClient implements io.pgjobs.recurring.ScheduleClient {
             : call(() -> enqueueStore.insertAllUnique(connection, traced));
       } else {
         // In a transaction of its own: the rows (and keys) with their wake-up notification. A
-        // COMMIT
-        // whose answer was lost is reported by the store (EnqueueOutcomeUnknownException).
+        // COMMIT whose answer was lost is reported by the store (EnqueueOutcomeUnknownException).
         batch = connection == null
             ? call(() -> enqueueStore.insertAll(traced))
             : call(() -> enqueueStore.insertAll(connection, traced));

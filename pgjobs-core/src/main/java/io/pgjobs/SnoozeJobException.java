@@ -23,8 +23,7 @@ public class SnoozeJobException extends RuntimeException {
     }
     if (delay.compareTo(RetryPolicy.MAX_DELAY) > 0) {
       // A longer snooze could not be written (the job stayed running until rescue): the handler's
-      // throw
-      // of this constructor fails the attempt instead, with this message.
+      // throw of this constructor fails the attempt instead, with this message.
       throw new IllegalArgumentException("snooze delay must be at most "
           + RetryPolicy.MAX_DELAY.toDays() + " days (RetryPolicy.MAX_DELAY), was " + delay);
     }

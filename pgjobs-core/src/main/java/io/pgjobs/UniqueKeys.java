@@ -56,8 +56,7 @@ final class UniqueKeys {
     b.append('\n').append(u.period() == null ? "-" : Long.toString(u.period().toMillis()));
     if (!u.finishedStates().isEmpty()) {
       // Only for sets with finished states: default keys are left without it, so the two kinds of
-      // rule
-      // (the hot table's unique index versus the unique_keys table) never share a key.
+      // rule (the hot table's unique index versus the unique_keys table) never share a key.
       b.append("\nstates:")
           .append(
               String.join(",", u.finishedStates().stream().map(JobState::value).toList()));

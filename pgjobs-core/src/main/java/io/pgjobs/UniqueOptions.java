@@ -116,8 +116,8 @@ public record UniqueOptions(
             "unique.states", "a state is null; allowed: " + JobState.allowedValues());
       }
       // River's rule too: a job moves between the unfinished states by itself (claimed, retried,
-      // rescued),
-      // and such a move must never meet a unique constraint, so every set holds all of them.
+      // rescued), and such a move must never meet a unique constraint, so every set holds all of
+      // them.
       EnumSet<JobState> missing = EnumSet.copyOf(UNFINISHED);
       missing.removeAll(states);
       if (!missing.isEmpty()) {

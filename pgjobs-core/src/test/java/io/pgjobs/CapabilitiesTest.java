@@ -81,9 +81,8 @@ class CapabilitiesTest extends PgJobsTestBase {
     UUID gpu = enqueue(
         NUMBERED, new Numbered(-1), EnqueueOptions.builder().capability("gpu").build());
     // 1,000 mixed jobs: a third need media, a third need general (both workers have it), a third
-    // none;
-    // enqueued in bulk per kind, interleaved in three batches so every kind is waiting while the
-    // others run.
+    // none; enqueued in bulk per kind, interleaved in three batches so every kind is waiting while
+    // the others run.
     Set<UUID> media = new HashSet<>();
     Set<UUID> all = new HashSet<>();
     EnqueueOptions needsMedia = EnqueueOptions.builder().capability("media").build();
@@ -198,8 +197,7 @@ class CapabilitiesTest extends PgJobsTestBase {
   void aWorkerWithManyCapabilitiesClaimsThemInTheOrderItDeclaredThemUpToSeventyThousand()
       throws Exception {
     // Up to 32 capabilities are bound one parameter each, more as one array (a statement may bind
-    // at most
-    // 65,535 parameters): the edges on both sides, and past the protocol's limit.
+    // at most 65,535 parameters): the edges on both sides, and past the protocol's limit.
     for (int count : new int[] {1, 32, 33, 70_000}) {
       db.execute("TRUNCATE pgjobs.jobs");
       List<String> capabilities = new ArrayList<>();
@@ -218,8 +216,7 @@ class CapabilitiesTest extends PgJobsTestBase {
 
       ExecutionStore store = store(capabilities);
       // One job a claim: the first declared capability's job goes first though the other is older
-      // (with
-      // one capability, both jobs need it and go by run_at); the next claim takes the other.
+      // (with one capability, both jobs need it and go by run_at); the next claim takes the other.
       UUID first = count == 1 ? needsLast : needsFirst;
       UUID second = count == 1 ? needsFirst : needsLast;
       assertThat(store.claim(JobType.DEFAULT_QUEUE, 1, "many-worker"))
@@ -259,9 +256,8 @@ class CapabilitiesTest extends PgJobsTestBase {
     db.execute("ANALYZE pgjobs.jobs");
 
     // A table this small is read whole whatever the indexes: forbid that, so the plan shows which
-    // index
-    // the claim's conditions can use (the partial ready index only if the claim says capability IS
-    // NULL).
+    // index the claim's conditions can use (the partial ready index only if the claim says
+    // capability IS NULL).
     String plan =
         explain(ExplainableClaim.of(store(List.of()), JobType.DEFAULT_QUEUE, 100, "explain", null));
 
@@ -336,8 +332,7 @@ class CapabilitiesTest extends PgJobsTestBase {
         EnqueueOptions.builder().capability("ocr").delay(Duration.ofHours(1)).build());
     enqueue(NUMBERED, new Numbered(5));
     // gpu: only a worker whose heartbeat is a minute old (dead); media: a live worker, of another
-    // queue;
-    // ocr: a live worker of this queue (not reported).
+    // queue; ocr: a live worker of this queue (not reported).
     db.execute(
         "INSERT INTO pgjobs.workers (id, host, pid, queues, job_types, last_heartbeat, capabilities) VALUES"
             + " ('dead', 'h', 1, '{\"default\": 1}', '[]', now() - interval '1 minute', '{gpu}'),"

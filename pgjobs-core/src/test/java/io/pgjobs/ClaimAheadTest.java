@@ -44,8 +44,8 @@ class ClaimAheadTest extends PgJobsTestBase {
     await().atMost(Duration.ofSeconds(60)).until(() -> count("pgjobs.finished_jobs") == 5_000);
 
     // Every claim statement stamps its jobs' attempted_at with its transaction time: distinct
-    // values
-    // count the claims. Without claiming ahead, 10 free slots would need at least 500 of them.
+    // values count the claims. Without claiming ahead, 10 free slots would need at least 500 of
+    // them.
     long claims = count("SELECT count(DISTINCT attempted_at) FROM pgjobs.finished_jobs");
     assertThat(claims).isLessThan(250);
     assertThat(count(
@@ -78,8 +78,7 @@ class ClaimAheadTest extends PgJobsTestBase {
     assertThat(claims)
         .as("claims for the first 5,000 jobs (10 lanes, claim batch 1,000), their sizes: " + sizes)
         // 21 in a run of this build; 44 and 47 in two runs of the build before (claims of 1 to 64
-        // jobs
-        // for the first 1,000).
+        // jobs for the first 1,000).
         .isLessThanOrEqualTo(30);
   }
 
@@ -96,8 +95,7 @@ class ClaimAheadTest extends PgJobsTestBase {
     await().atMost(Duration.ofSeconds(30)).until(() -> count("pgjobs.finished_jobs") == 8);
 
     // The jobs of one claim share its transaction time as attempted_at: no claim took more jobs
-    // than
-    // there were free slots.
+    // than there were free slots.
     assertThat(
             count(
                 "SELECT max(n) FROM (SELECT count(*) AS n FROM pgjobs.finished_jobs GROUP BY attempted_at) c"))
@@ -107,8 +105,7 @@ class ClaimAheadTest extends PgJobsTestBase {
   @Test
   void jobsClaimedAheadAndNotStartedGoBackUnchangedWhenTheWorkerStops() throws Exception {
     // Fast jobs first (they teach the worker to claim ahead), then one that blocks the only slot
-    // while
-    // the jobs claimed with it wait, then more fast jobs. Priority makes the order exact.
+    // while the jobs claimed with it wait, then more fast jobs. Priority makes the order exact.
     client.enqueueAll(
         NUMBERED,
         IntStream.range(0, 2_000).mapToObj(Numbered::new).toList(),

@@ -189,8 +189,7 @@ class ClientQueriesTest extends PgJobsTestBase {
     UUID fail1 = enqueue(FAILS, 2);
     UUID parked1 = enqueue(PARKED, 3);
     // The creation-time bounds compare the millisecond in a job's id (UUIDv7) with the bound's, and
-    // a
-    // job of the bound's own millisecond is neither before nor after it: each bound is taken in a
+    // a job of the bound's own millisecond is neither before nor after it: each bound is taken in a
     // millisecond of its own, between the jobs' milliseconds.
     Instant afterFirstBatch = nextMillisecondThenNow();
     nextMillisecondThenNow();

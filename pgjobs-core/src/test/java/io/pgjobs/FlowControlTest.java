@@ -297,8 +297,7 @@ class FlowControlTest extends PgJobsTestBase {
   @org.junit.jupiter.api.Tag(io.pgjobs.testkit.Tags.SERIAL) // the rate reached is a timing bound
   void queueAndPartitionRatesHoldInEverySecondAndTheQueueRunsAtItsRate() {
     // Issue 29, acceptance 2, scaled to 10 s: 100 a second in the queue, 5 a second per partition
-    // over
-    // 20 partitions, 1,000 jobs waiting.
+    // over 20 partitions, 1,000 jobs waiting.
     client.setLimits(
         "limited",
         QueueLimits.builder()
@@ -323,11 +322,9 @@ class FlowControlTest extends PgJobsTestBase {
     List<Run> byStart =
         log.stream().sorted(java.util.Comparator.comparingLong(Run::startNanos)).toList();
     // The claims' own times (attempted_at: the instant the rate was checked) hold the bound
-    // exactly.
-    // The handlers start after their claim (milliseconds; more on a loaded machine: 127 and 136 in
-    // two CI runs), so their log may shift some starts of one second into the next: 25 % of the
-    // rate.
-    // Without the limit the two workers' 40 lanes start thousands a second.
+    // exactly. The handlers start after their claim (milliseconds; more on a loaded machine: 127
+    // and 136 in two CI runs), so their log may shift some starts of one second into the next: 25 %
+    // of the rate. Without the limit the two workers' 40 lanes start thousands a second.
     assertThat(db.queryLong("SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY attempted_at"
             + " RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
             + " FROM pgjobs.finished_jobs) AS w"))
@@ -510,8 +507,7 @@ class FlowControlTest extends PgJobsTestBase {
             + " locked_by, claim_token, heartbeat_at) VALUES (gen_random_uuid(), 'flow_work', 'limited',"
             + " '{}', 50, 3, 'running', 1, '" + worker.workerId() + "', 1, now())");
     // Not counted while it has no key. The maintenance leader may key it at any moment, so the
-    // count is
-    // read before the keys: a job counted is a job keyed.
+    // count is read before the keys: a job counted is a job keyed.
     long running = client.limitsStatus("limited").orElseThrow().running();
     assertThat(running)
         .isLessThanOrEqualTo(db.queryLong(

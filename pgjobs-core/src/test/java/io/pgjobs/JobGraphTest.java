@@ -241,8 +241,7 @@ class JobGraphTest extends PgJobsTestBase {
   void parentsEndingFindTheirChildrenByKeyWhenTheStatisticsPredateTheBlockedJobs()
       throws Exception {
     // The hot table analyzed while it held queued jobs and no blocked one (a busy queue); then a
-    // graph's
-    // blocked jobs come in by COPY, which no analyze has seen yet.
+    // graph's blocked jobs come in by COPY, which no analyze has seen yet.
     client.enqueueAll(
         STEP, java.util.Collections.nCopies(5_000, new Step("plain", false)), UNSERVED);
     db.execute("ANALYZE pgjobs.jobs");
@@ -262,10 +261,9 @@ class JobGraphTest extends PgJobsTestBase {
       c.setAutoCommit(false);
       try (java.sql.Statement st = c.createStatement()) {
         // 50 parents succeed in one statement, as a completion batch writes them; its trigger
-        // unblocks
-        // their 50 children among 2,000 blocked jobs.
-        // This connection's reads of the index (its idx_tup_read, not yet in pg_stat_*; they
-        // include its earlier transactions' until the server collects them: read before and after).
+        // unblocks their 50 children among 2,000 blocked jobs. This connection's reads of the index
+        // (its idx_tup_read, not yet in pg_stat_*; they include its earlier transactions' until the
+        // server collects them: read before and after).
         String reads =
             "SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_blocked_idx'::regclass)";
         long before;
@@ -280,8 +278,7 @@ class JobGraphTest extends PgJobsTestBase {
       c.commit();
     }
     // Read whole, that index holds every blocked job: the planner, told by the statistics that none
-    // is
-    // blocked, priced it at one row (V9).
+    // is blocked, priced it at one row (V9).
     assertThat(blockedIndexRead)
         .as("entries of jobs_blocked_idx read to unblock 50 children of %d blocked jobs", pairs)
         .isZero();
@@ -337,12 +334,10 @@ class JobGraphTest extends PgJobsTestBase {
   @Test
   void aSessionWhoseFirstEndWasOneParentLooksUpAThousandParentsInOneScan() throws Exception {
     // The trigger learns how each parent ended from its finished row. Planned once per session at
-    // its
-    // first call (two parents: a nested loop), that look probed each parent through the partition's
-    // finished_at index, whose "= now()" matches every row the statement wrote: n parents, n * n
-    // index
-    // entries (V9 plans it at each call). The partition is this hour's, new and never analyzed,
-    // holding a busy hour's rows, as in W3G.
+    // its first call (two parents: a nested loop), that look probed each parent through the
+    // partition's finished_at index, whose "= now()" matches every row the statement wrote: n
+    // parents, n * n index entries (V9 plans it at each call). The partition is this hour's, new
+    // and never analyzed, holding a busy hour's rows, as in W3G.
     db.execute("SELECT pgjobs.ensure_history_partitions(interval '1 hour', interval '2 hours')");
     db.execute(
         "INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts,"
@@ -763,11 +758,10 @@ class JobGraphTest extends PgJobsTestBase {
   @Test
   void twoParentsSucceedingAtOnceInTwoTransactionsCountBothAndTheLastDecides() throws Exception {
     // The race a fan-in must survive, made to happen: parent "first" succeeds in its transaction
-    // and
-    // holds it open (its end has counted itself on the child's row); parent "second" succeeds in
-    // another
-    // and waits for that row; then "first" commits. The child runs only if a parent fails: both
-    // succeeded, so it must end cancelled as not needed, never queued and never left blocked.
+    // and holds it open (its end has counted itself on the child's row); parent "second" succeeds
+    // in another and waits for that row; then "first" commits. The child runs only if a parent
+    // fails: both succeeded, so it must end cancelled as not needed, never queued and never left
+    // blocked.
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
     Map<String, UUID> ids = client
         .enqueueGraph(JobGraph.builder()
@@ -819,18 +813,12 @@ class JobGraphTest extends PgJobsTestBase {
   @Test
   void aCascadeAndAnotherEndOfTheSameJobsParentsLockInOneOrder() throws Exception {
     // p1's cancellation (transaction A) cancels c and y, and g through c; p2 and p3, cancelled
-    // together
-    // in one statement (B), count themselves off y and g ('run' edges). Ids grow in the order of
-    // add, so
-    // c < g < y. A third transaction holds c's row, so that A waits there; then B runs. Before V8,
-    // A had
-    // locked y first (a child waiting for two parents) and locked c and g only as its cascade
-    // deleted
-    // them: B locked g, waited for y, and once c was free A waited for g, a deadlock PostgreSQL
-    // ended by
-    // aborting one of them. Now A's first lock takes c, g and y in id order: it holds nothing while
-    // it
-    // waits for c, B goes through, then A cancels the three.
+    // together in one statement (B), count themselves off y and g ('run' edges). Ids grow in the
+    // order of add, so c < g < y. A third transaction holds c's row, so that A waits there; then B
+    // runs. Before V8, A had locked y first (a child waiting for two parents) and locked c and g
+    // only as its cascade deleted them: B locked g, waited for y, and once c was free A waited for
+    // g, a deadlock PostgreSQL ended by aborting one of them. Now A's first lock takes c, g and y
+    // in id order: it holds nothing while it waits for c, B goes through, then A cancels the three.
     Map<String, UUID> ids = client
         .enqueueGraph(JobGraph.builder()
             .add(

@@ -74,8 +74,8 @@ class JobHttpTest extends PgJobsTestBase {
 
   private void startWorker() {
     // The slow receiver answers the first attempt after 10 s; the timeout is well under that and
-    // well
-    // over what the fast answer takes on a loaded machine (500 ms was not, in CI on a slow one).
+    // well over what the fast answer takes on a loaded machine (500 ms was not, in CI on a slow
+    // one).
     start(worker().httpRequestTimeout(Duration.ofSeconds(3)).register(CALL, (ctx, call) -> {
       HttpResponse<String> response = ctx.http()
           .send(

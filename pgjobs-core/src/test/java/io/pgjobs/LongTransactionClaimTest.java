@@ -59,9 +59,8 @@ class LongTransactionClaimTest extends PgJobsTestBase {
               + " start of the range%n",
           DEAD, resumed, fromTheStart);
       // Bounded by the jobs it claims, not by the dead entries: finding 100 jobs takes ~110
-      // buffers, and
-      // updating them (the new row versions and their primary-key and running-index entries) ~10 a
-      // job.
+      // buffers, and updating them (the new row versions and their primary-key and running-index
+      // entries) ~10 a job.
       assertThat(resumed).as("buffers of the resumed claim of 100 jobs").isLessThan(2_000);
       assertThat(fromTheStart)
           .as("the full pass does step over the dead entries")
@@ -337,8 +336,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
     try (Connection tx = db.dataSource().getConnection()) {
       tx.setAutoCommit(false);
       // Its run_at is this transaction's start: earlier than every job below, which are claimed
-      // first
-      // and move the worker's cursor past it before it commits.
+      // first and move the worker's cursor past it before it commits.
       UUID late = client
           .enqueue(tx, NUMBERED, new Numbered(-1), EnqueueOptions.DEFAULTS)
           .job()
@@ -352,8 +350,7 @@ class LongTransactionClaimTest extends PgJobsTestBase {
       tx.commit();
 
       // Its notification's claim finds nothing past the cursor and looks from the low end (cheap
-      // here);
-      // with a long transaction open elsewhere, the cursor's probe finds it within seconds.
+      // here); with a long transaction open elsewhere, the cursor's probe finds it within seconds.
       Job done = awaitState(late, JobState.SUCCEEDED, java.time.Duration.ofSeconds(15));
       assertThat(done.attempts()).isEqualTo(1);
       assertThat(ran).contains(-1);

@@ -199,8 +199,7 @@ class MetricsTest extends PgJobsTestBase {
         JobType.of("cancelled_then_fails", Numbered.class).withQueue("cancelled_then_fails");
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
     // No notifications and no heartbeat in the test's time: the worker never hears of the
-    // cancellation,
-    // so its retry statement is what finds the flag and ends the job cancelled.
+    // cancellation, so its retry statement is what finds the flag and ends the job cancelled.
     start(worker()
         .metrics(metrics)
         .listen(false)

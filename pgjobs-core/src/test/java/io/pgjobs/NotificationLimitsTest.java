@@ -134,8 +134,7 @@ class NotificationLimitsTest extends PgJobsTestBase {
       assertThat(count("pgjobs.jobs")).isZero();
 
       // Every claim and every success batch announced itself with its true count (their sum is
-      // every
-      // job), and at least one of them listed only part of its jobs.
+      // every job), and at least one of them listed only part of its jobs.
       raw.await(
           "claim and success events adding up to every job",
           events ->

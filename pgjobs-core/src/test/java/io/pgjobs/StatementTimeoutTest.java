@@ -121,8 +121,7 @@ class StatementTimeoutTest extends PgJobsTestBase {
       throws Exception {
     Map<String, UUID> ids = fanOut(1);
     // Claimed by a worker that never registered and never will: rescue takes the parent at once,
-    // and
-    // with its one attempt spent ends it failed, which cancels its 100,000 children in the same
+    // and with its one attempt spent ends it failed, which cancels its 100,000 children in the same
     // statement.
     ExecutionStore store = new ExecutionStore(
         db.dataSource(),
@@ -142,8 +141,7 @@ class StatementTimeoutTest extends PgJobsTestBase {
   @Test
   void aHeartbeatThatOutlastsTheStatementTimeoutStillCounts() throws Exception {
     // Each beat takes 600 ms in the server (a trigger on the workers row sleeps, as a beat of tens
-    // of
-    // thousands of jobs would take), longer than the 250-ms timeout.
+    // of thousands of jobs would take), longer than the 250-ms timeout.
     db.execute(
         """
         CREATE FUNCTION slow_beat() RETURNS trigger LANGUAGE plpgsql AS $$

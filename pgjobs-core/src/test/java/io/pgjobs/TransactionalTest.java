@@ -146,8 +146,7 @@ class TransactionalTest extends PgJobsTestBase {
           .job()
           .id();
       // While the transaction is open, a committed job enqueued after it runs: the worker is
-      // polling
-      // and does not see the uncommitted one.
+      // polling and does not see the uncommitted one.
       UUID during = client.enqueue(NUMBERED, new Numbered(100)).job().id();
       awaitState(during, JobState.SUCCEEDED);
       tx.rollback();

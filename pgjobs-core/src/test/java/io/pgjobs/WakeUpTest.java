@@ -40,8 +40,7 @@ class WakeUpTest extends PgJobsTestBase {
     JobWorker worker = startIdleListeningWorker();
 
     // Each job is enqueued while the worker sits idle in its 30 s poll wait (the previous job is
-    // done),
-    // so only the notification can get it started within 5 s.
+    // done), so only the notification can get it started within 5 s.
     for (int i = 0; i < 3; i++) {
       UUID id = client.enqueue(NUMBERED, new Numbered(i)).job().id();
       awaitStartWithinWakeDeadline(List.of(id));

@@ -394,8 +394,7 @@ public final class BenchRunner {
           out.accept(raw.w3(run, jobs, 100, RawSqlWorkloads.Finish.UPDATE_DONE));
           raw.truncate();
           // The same design and batch size as pgjobs' defaults, single-threaded: the honest peer of
-          // the
-          // default-settings row.
+          // the default-settings row.
           out.accept(raw.w3(run, jobs, 10, RawSqlWorkloads.Finish.MOVE));
           raw.truncate();
           out.accept(pgjobs.w3Processes(w, run, jobs, W3_ONE_PROCESS, 1));

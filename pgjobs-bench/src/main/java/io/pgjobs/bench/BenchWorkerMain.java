@@ -66,8 +66,7 @@ public final class BenchWorkerMain {
     config.setJdbcUrl(database.jdbcUrl());
     config.setDataSourceProperties(database.properties());
     // The JobWorker javadoc: size the pool for the total concurrency plus a few (listener,
-    // heartbeat,
-    // completions, claims, maintenance).
+    // heartbeat, completions, claims, maintenance).
     config.setMaximumPoolSize(JobWorker.DEFAULT_CONCURRENCY + 5);
     config.setPoolName("bench-worker");
     try (HikariDataSource ds = new HikariDataSource(config);

@@ -83,8 +83,7 @@ final class HistoryProbe {
     out.println("|---|---:|---:|---:|---:|");
     for (Case c : cases) {
       // Under the API's request timeout (30 s by default), as GET /jobs runs it: a filter that
-      // reads
-      // too much is cancelled there (504), and here said so, once.
+      // reads too much is cancelled there (504), and here said so, once.
       int found;
       try {
         found = io.pgjobs.SqlDeadline.call(API_TIMEOUT, () -> client.list(c.filter()))
@@ -136,8 +135,8 @@ final class HistoryProbe {
         ms[(int) Math.ceil(lookups * 0.95) - 1],
         ms[lookups - 1]);
     // The queue overview: the counts the maintenance leader keeps for closed partitions, plus a
-    // count of
-    // the others. First, as a leader's prune pass would, the closed partitions are counted once.
+    // count of the others. First, as a leader's prune pass would, the closed partitions are counted
+    // once.
     long countMs;
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {

@@ -282,8 +282,7 @@ final class PgJobsWorkloads {
       }
       if (warmup > 0) {
         // Each warm-up job alone as well (the worker is idle again within the 2 ms), so the code
-        // the
-        // timed jobs take is the code the JIT compiles; then forget them.
+        // the timed jobs take is the code the JIT compiles; then forget them.
         for (int i = 0; i < warmup; i++) {
           client.enqueue(NOOP, new Noop(-1 - i));
           LockSupport.parkNanos(Duration.ofMillis(2).toNanos());

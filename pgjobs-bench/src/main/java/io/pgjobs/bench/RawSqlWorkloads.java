@@ -237,8 +237,7 @@ final class RawSqlWorkloads {
       }
       if (warmup > 0) {
         // The reference keeps its claimed rows (as running), which its claim would step over: start
-        // the
-        // timed jobs on an empty table, as the cold run does.
+        // the timed jobs on an empty table, as the cold run does.
         try (Statement st = c.createStatement()) {
           st.execute("TRUNCATE " + schema + ".raw_jobs");
         }

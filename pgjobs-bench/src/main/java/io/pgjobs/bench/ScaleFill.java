@@ -63,8 +63,7 @@ final class ScaleFill {
     try (Connection c = dataSource.getConnection();
         Statement st = c.createStatement()) {
       // created_at spread over the 30 days before a minute ago, ascending with i (so are the ids);
-      // run_at
-      // random in now() + 1 day .. now() + 30 days.
+      // run_at random in now() + 1 day .. now() + 30 days.
       String jobs = "INSERT INTO " + schema
           + ".jobs (id, type, queue, payload, priority, state, max_attempts, run_at,"
           + " created_at)"
@@ -85,8 +84,7 @@ final class ScaleFill {
             seconds(t0));
       }
       // finished_at spread over the 24 hours before a minute ago, ascending with i; the job ran a
-      // second
-      // before it finished and was created (and due) a second before that.
+      // second before it finished and was created (and due) a second before that.
       String done = "INSERT INTO " + schema
           + ".finished_jobs (id, type, queue, payload, priority, state, attempts,"
           + " max_attempts, run_at, created_at, attempted_at, locked_by, errors, finished_at)"

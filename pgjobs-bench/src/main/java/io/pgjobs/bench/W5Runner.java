@@ -73,8 +73,7 @@ final class W5Runner {
     WorkerProcess worker = null;
     WorkerProcess producer = null;
     // The connection that holds the idle transactions, opened before anything starts, so that a
-    // server
-    // short of connections fails the run at once rather than in the middle of it.
+    // server short of connections fails the run at once rather than in the middle of it.
     Connection holder = phases.stream().anyMatch(W5Options.Phase::idleTransaction)
         ? DriverManager.getConnection(database.jdbcUrl(), database.properties())
         : null;

@@ -61,14 +61,12 @@ class BenchSmokeTest {
         new PrintStream(progress, true, StandardCharsets.UTF_8));
 
     // W5 has its own entry point, and W3H writes a history of 1,000,000 jobs at this scale: each
-    // has a
-    // test of its own below.
+    // has a test of its own below.
     Workload[] workloads = java.util.Arrays.stream(Workload.values())
         .filter(w -> w != Workload.W5 && w != Workload.W3H)
         .toArray(Workload[]::new);
     // W3G: its reference and one shape (each shape is one more worker process; GraphShape's own
-    // code is
-    // all that differs between them), not its 1,000,000-job enqueue at full scale.
+    // code is all that differs between them), not its 1,000,000-job enqueue at full scale.
     System.setProperty("pgjobs.bench.graphShapes", "CHAINS");
     List<BenchResult> results;
     try {
@@ -223,10 +221,8 @@ class BenchSmokeTest {
     assertThat(results).allSatisfy(r -> {
       assertThat(r.jobs()).isEqualTo(Workload.W4.jobs(0.05));
       // From the call's return, a pickup can come before it (the notification and the claim may
-      // beat the
-      // INSERT's reply to the producer: the raw claimer's p50 was -0.5 ms once); from the call's
-      // start it
-      // cannot.
+      // beat the INSERT's reply to the producer: the raw claimer's p50 was -0.5 ms once); from the
+      // call's start it cannot.
       assertThat(r.p50FromCallMs()).isPositive();
       assertThat(r.p50FromCallMs()).isGreaterThan(r.p50Ms());
     });
@@ -275,10 +271,9 @@ class BenchSmokeTest {
         new PrintStream(progress, true, StandardCharsets.UTF_8));
     // Small: 200 jobs/s, 4 lanes of 1 ms jobs, phases of 4 s in windows of 0.5 s; one peak probe of
     // 2 lanes, 4 s too (its 2 s once finished nothing, at a load average of 11). Phases of 1 s,
-    // then of 2 s, were too short beside the other test lanes on two cores
-    // (2 s on a machine half as fast, at a load average of 20): a phase in which the starved
-    // workers
-    // finished nothing failed the run.
+    // then of 2 s, were too short beside the other test lanes on two cores (2 s on a machine half
+    // as fast, at a load average of 20): a phase in which the starved workers finished nothing
+    // failed the run.
     W5Options options = W5Options.DEFAULTS;
     String[][] flags = {
       {"--rate", "200"},
@@ -439,9 +434,8 @@ class BenchSmokeTest {
         DatabaseUrl.parse(db.jdbcUrl()),
         1,
         new PrintStream(progress, true, StandardCharsets.UTF_8));
-    // Tiny, as the test above with one idle-transaction phase: 200 jobs/s, 4 lanes of 1 ms jobs,
-    // 10 partitions of 2 at a time each under a global concurrency of 50; one peak probe of 2
-    // lanes,
+    // Tiny, as the test above with one idle-transaction phase: 200 jobs/s, 4 lanes of 1 ms jobs, 10
+    // partitions of 2 at a time each under a global concurrency of 50; one peak probe of 2 lanes,
     // whose depth of 100 keeps jobs of every partition waiting.
     W5Options options = W5Options.DEFAULTS;
     String[][] flags = {
@@ -652,8 +646,7 @@ class BenchSmokeTest {
     try (WorkerProcess child =
         WorkerProcess.start("stdin-worker", DatabaseUrl.parse(db.jdbcUrl()), schema)) {
       // What is tested is the exit, not the start: a JVM starting beside three other test lanes on
-      // two
-      // slow cores took over 30 s once.
+      // two slow cores took over 30 s once.
       child.awaitReady(java.time.Duration.ofSeconds(120));
       ProcessHandle handle = ProcessHandle.of(child.pid()).orElseThrow();
       // What the child sees when the bench dies: its stdin closes, without a STOP line.

@@ -119,8 +119,7 @@ final class DemoCommand extends Subcommand {
     }
     if (settings.value(Settings.SMTP_HOST).source() == Settings.Source.DEFAULT) {
       // On smtp_port (1025 unless set) when it is free, which is where a `pgjobs work` beside this
-      // demo
-      // sends its e-mails by default; else on any free port, and the demo says how to point a
+      // demo sends its e-mails by default; else on any free port, and the demo says how to point a
       // worker at it.
       int wanted = settings.smtpPort();
       int smtpPort = portFree(wanted) ? wanted : freePort();
@@ -143,8 +142,7 @@ final class DemoCommand extends Subcommand {
     writeSampleImage(source);
     AtomicLong received = new AtomicLong();
     // The webhook receiver is a fixed path of the demo's own server, so sample jobs of an earlier
-    // run
-    // (on the same port) still reach it after a restart.
+    // run (on the same port) still reach it after a restart.
     return ServeCommand.run(
         this,
         effective,
@@ -207,8 +205,7 @@ final class DemoCommand extends Subcommand {
         if (round % 10 == 1) {
           // A job graph, the first round and every tenth: two jobs at once, an e-mail once both
           // succeeded, then a webhook whatever the e-mail's outcome. The dashboard draws it on each
-          // of
-          // its jobs' pages.
+          // of its jobs' pages.
           String context = "demo graph round " + round;
           client.enqueueGraph(JobGraph.builder()
               .add(
@@ -315,20 +312,16 @@ final class DemoCommand extends Subcommand {
         .setDataDirectory(data)
         .setCleanDataDirectory(false)
         // Its own hook would stop the server as soon as the JVM begins to exit, side by side with
-        // the
-        // worker's graceful shutdown (hooks run in parallel): the worker then spent its grace on a
-        // dead
-        // database, 10 s per pooled connection it waited for, and the demo took over a minute to
-        // exit.
-        // The hook below stops it once the worker is done.
+        // the worker's graceful shutdown (hooks run in parallel): the worker then spent its grace
+        // on a dead database, 10 s per pooled connection it waited for, and the demo took over a
+        // minute to exit. The hook below stops it once the worker is done.
         .setRegisterShutdownHook(false)
         .start();
     Runtime.getRuntime()
         .addShutdownHook(new Thread(
             () -> {
               // Shutdown hooks run side by side: let the worker finish its graceful shutdown on a
-              // live database
-              // (it gives its running jobs back) before the database goes.
+              // live database (it gives its running jobs back) before the database goes.
               ServeCommand.awaitClosed(java.time.Duration.ofSeconds(45));
               try {
                 postgres.close();

@@ -154,9 +154,8 @@ final class WorkCommand extends Subcommand {
     Map<String, Integer> queues = queues(settings, registrations);
     queues.forEach(builder::queue);
     // The demo kinds' limits (webhook deliveries per target host), declared in code for the queues
-    // this
-    // worker serves: each worker that starts states them again, so they hold after a restart, and a
-    // `pgjobs limits set` meanwhile wins until it is cleared.
+    // this worker serves: each worker that starts states them again, so they hold after a restart,
+    // and a `pgjobs limits set` meanwhile wins until it is cleared.
     DemoJobs.limits().forEach((queue, limits) -> {
       if (queues.containsKey(queue)) {
         builder.limits(queue, limits);

@@ -283,8 +283,7 @@ class DemoProcessTest {
             "pgjobs_jobs_enqueued_total{kind=\"webhook_delivery\"");
 
     // The sample webhooks go to a fixed path of the demo's own server (so they survive a restart on
-    // the
-    // same port), and a webhook enqueued through the API to that path with the demo's secret
+    // the same port), and a webhook enqueued through the API to that path with the demo's secret
     // succeeds.
     JsonNode webhooks = json.readTree(http.send(
                 HttpRequest.newBuilder(
@@ -296,8 +295,7 @@ class DemoProcessTest {
     assertThat(webhooks.get(0).path("payload").path("url").asString())
         .isEqualTo(base + "/demo/webhook");
     // Deliveries are limited per target host: the demo's workers declare it in code (so the
-    // dashboard's
-    // Queues page shows it), and each sample webhook carries its host, its partition.
+    // dashboard's Queues page shows it), and each sample webhook carries its host, its partition.
     assertThat(webhooks.get(0).path("payload").path("host").asString())
         .isEqualTo(URI.create(base).getHost());
     io.pgjobs.QueueLimitsStatus limits = io.pgjobs.JobClient.builder(db.dataSource())
@@ -330,11 +328,9 @@ class DemoProcessTest {
             .isEqualTo("succeeded"));
 
     // A second worker beside the demo, as `pgjobs work` with nothing configured, sends its e-mails
-    // to the
-    // demo's in-process SMTP server (on 1025 when that was free: the default smtp_port of `work`).
-    // It alone
-    // serves queue "mailroom", and claims only the types it runs, so the demo's jobs are not taken
-    // either.
+    // to the demo's in-process SMTP server (on 1025 when that was free: the default smtp_port of
+    // `work`). It alone serves queue "mailroom", and claims only the types it runs, so the demo's
+    // jobs are not taken either.
     Matcher smtpLine = Pattern.compile(
             "demo SMTP server \\(in process\\) on 127\\.0\\.0\\.1:(\\d+)")
         .matcher(demo.output());

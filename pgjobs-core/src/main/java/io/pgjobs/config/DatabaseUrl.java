@@ -85,9 +85,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
           "unsupported database URL '" + redact(text) + "'; " + ALLOWED);
     }
     // Split by hand rather than with java.net.URI: a password may hold '@' (the last '@' of the
-    // authority
-    // separates the user info from the host, as libpq and browsers read it) and URI would see no
-    // host.
+    // authority separates the user info from the host, as libpq and browsers read it) and URI would
+    // see no host.
     String rest = text.substring(text.indexOf("//") + 2);
     int at = lastAtOfUserInfo(rest);
     if (at < 0 && rest.indexOf('@') >= 0) {
@@ -110,8 +109,8 @@ public record DatabaseUrl(String jdbcUrl, String user, String password, String d
     String path = queryStart < 0 ? tail : tail.substring(0, queryStart);
     String rawQuery = queryStart < 0 ? null : tail.substring(queryStart + 1);
     // libpq's host and port parameters replace the authority's hosts and ports; the other
-    // parameters go
-    // to pgJDBC as they are, but for target_session_attrs, which pgJDBC names targetServerType.
+    // parameters go to pgJDBC as they are, but for target_session_attrs, which pgJDBC names
+    // targetServerType.
     Map<String, String> libpq = new LinkedHashMap<>();
     StringBuilder forwarded = new StringBuilder();
     if (rawQuery != null) {

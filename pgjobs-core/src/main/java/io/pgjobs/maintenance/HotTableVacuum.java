@@ -136,8 +136,7 @@ final class HotTableVacuum implements MaintenanceTask {
     if (table.pages() >= ANALYZE_MIN_PAGES
         && table.pages() >= ANALYZE_GROWTH * Math.max(1, table.plannedPages())) {
       // Checked before the backoff: a table that grows while a long transaction holds its dead
-      // versions
-      // is the case this is for.
+      // versions is the case this is for.
       inFlight = Thread.ofVirtual().name("pgjobs-analyze").start(this::analyze);
       return;
     }

@@ -230,9 +230,8 @@ public final class RecurringStore {
         List<Instant> enqueue;
         if (missed.count() > 0 && s.recurring().missed().latestOnly()) {
           // After a gap, "latest" is the latest due slot, whether it was missed or is on time: a
-          // restart
-          // after 42 s of a per-5-seconds schedule enqueues one job, not the eight slots of the
-          // gap.
+          // restart after 42 s of a per-5-seconds schedule enqueues one job, not the eight slots of
+          // the gap.
           enqueue = new ArrayList<>(List.of(newest));
         } else {
           enqueue = new ArrayList<>(newestMissed.subList(

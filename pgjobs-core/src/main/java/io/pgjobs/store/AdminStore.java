@@ -268,10 +268,8 @@ public final class AdminStore {
           + (FinishedRead.PROBE_ROWS - 1) + " LIMIT 1";
     }
     // The text last, so its parameter comes after the others in every form below. ILIKE over the
-    // expression
-    // of finished_jobs_text_trgm_idx, so that trigram index serves it where the operator created
-    // it;
-    // % _ and \ are escaped, so the text is matched literally.
+    // expression of finished_jobs_text_trgm_idx, so that trigram index serves it where the operator
+    // created it; % _ and \ are escaped, so the text is matched literally.
     String text = null;
     if (filter.text() != null) {
       text = JobSql.SEARCHED_TEXT + " ILIKE ?";
@@ -289,8 +287,7 @@ public final class AdminStore {
     }
     if (read == FinishedRead.THROUGH_TEXT_INDEX) {
       // Without the fence (OFFSET 0) the planner walks the primary key newest first, expecting a
-      // match
-      // soon, and a text that matches nothing (or only old jobs) reads the whole table.
+      // match soon, and a text that matches nothing (or only old jobs) reads the whole table.
       return "(SELECT " + columns + " FROM (SELECT * FROM " + from + where(where)
           + " OFFSET 0) AS matched ORDER BY id DESC LIMIT ?)";
     }

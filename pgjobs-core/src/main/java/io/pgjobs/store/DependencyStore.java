@@ -255,8 +255,7 @@ public final class DependencyStore {
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
           // Taken by an enqueue that rolled back between our insert and this read: rare; the
-          // caller's
-          // retry takes it.
+          // caller's retry takes it.
           throw new SQLException(
               "graph key '" + key + "' changed hands while it was read; try again", "40001");
         }

@@ -271,8 +271,7 @@ public final class EnqueueStore {
     NewJob first = jobs.getFirst();
     io.pgjobs.UniqueOptions u = first.unique();
     // Jobs are told apart by their keys' bases: the statement adds the period, from its own now(),
-    // as the
-    // single insert does (one period for the whole batch, so equal bases are equal keys).
+    // as the single insert does (one period for the whole batch, so equal bases are equal keys).
     Long periodMs = u.period() == null ? null : u.period().toMillis();
     boolean replacePayload = u.replaces(io.pgjobs.UniqueOptions.Replace.PAYLOAD);
     List<String> keys = new ArrayList<>(jobs.size());
@@ -585,10 +584,8 @@ public final class EnqueueStore {
       Connection connection, List<NewJob> jobs, boolean keyed, List<GraphPlacement> graph)
       throws SQLException {
     // Jobs due now (the usual bulk enqueue) leave state, run_at and created_at to the columns'
-    // defaults
-    // ('queued', now(), now()): parsing two timestamps per row is a quarter of the server's COPY
-    // time.
-    // Streamed jobs are not made yet (that is the point): their batch knows.
+    // defaults ('queued', now(), now()): parsing two timestamps per row is a quarter of the
+    // server's COPY time. Streamed jobs are not made yet (that is the point): their batch knows.
     boolean allDueNow = jobs instanceof StreamedJobs streamed
         ? streamed.dueNow()
         : jobs.stream()

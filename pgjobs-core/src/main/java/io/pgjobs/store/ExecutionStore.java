@@ -233,11 +233,9 @@ public final class ExecutionStore {
       return claimWithoutCapability(c, queue, limit, workerId, cursor);
     }
     // A worker with capabilities serves the jobs only workers like it can run first (by priority
-    // among
-    // them), then fills what is left of the batch with jobs any worker can run. Two statements,
-    // each a
-    // complete claim of its own; the cursor follows the second only (its index holds only those
-    // jobs).
+    // among them), then fills what is left of the batch with jobs any worker can run. Two
+    // statements, each a complete claim of its own; the cursor follows the second only (its index
+    // holds only those jobs).
     List<ClaimedJob> claimed = claimCapable(c, queue, limit, workerId);
     if (claimed.size() < limit) {
       claimed.addAll(claimWithoutCapability(c, queue, limit - claimed.size(), workerId, cursor));
@@ -336,8 +334,7 @@ public final class ExecutionStore {
     }
     if (resumable) {
       // A claim of the head alone comes back unordered (claim_limited leaves the sort to its
-      // caller, as
-      // the unlimited claim does): into claim order, each job with its partition.
+      // caller, as the unlimited claim does): into claim order, each job with its partition.
       rows.sort(java.util.Comparator.comparing(ClaimedRow::job, CLAIM_ORDER));
     }
     List<ClaimedJob> claimed = new ArrayList<>(rows.size());
@@ -441,8 +438,7 @@ public final class ExecutionStore {
           ? ps.unwrap(org.postgresql.PGStatement.class).getPrepareThreshold()
           : 0;
       // A threshold of 0 or less: never server-prepared, planned at each execution; one execution
-      // still
-      // loads the catalog entries the statement reads (most of the first execution's cost).
+      // still loads the catalog entries the statement reads (most of the first execution's cost).
       int executions = threshold > 0 ? threshold - 1 + CUSTOM_PLANS_BEFORE_GENERIC : 1;
       for (int i = 0; i < executions; i++) {
         binder.bind(ps);

@@ -36,8 +36,7 @@ final class Transactions {
       c.setAutoCommit(autoCommit);
     } catch (SQLException e) {
       // Committed: the work is done. Only a broken connection fails the reset (and its pool saw it
-      // fail,
-      // through the proxy); reporting a failure now would make the caller do the work again.
+      // fail, through the proxy); reporting a failure now would make the caller do the work again.
     }
   }
 

@@ -121,10 +121,9 @@ public final class WorkerStore {
     connection.setAutoCommit(false);
     try {
       // Its lock waits are bounded here, and the beat as a whole by the worker's network timeout
-      // and
-      // watch: a statement_timeout of the database or role (which a beat of tens of thousands of
-      // jobs
-      // could outlast, and then fail at every try until the worker fenced itself) does not apply.
+      // and watch: a statement_timeout of the database or role (which a beat of tens of thousands
+      // of jobs could outlast, and then fail at every try until the worker fenced itself) does not
+      // apply.
       try (PreparedStatement set = StatementDeadline.apply(
           connection.prepareStatement(
               "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', '0', true)"))) {

@@ -61,10 +61,8 @@ final class OtelJobTracing implements JobTracing {
     OpenTelemetry otel = fixed;
     if (otel == null) {
       // isSet(), not get(): get() would register the no-op instance for good when nothing is
-      // registered
-      // yet, and the application's later GlobalOpenTelemetry.set() would then fail. The Java agent
-      // makes
-      // isSet() answer true.
+      // registered yet, and the application's later GlobalOpenTelemetry.set() would then fail. The
+      // Java agent makes isSet() answer true.
       if (!GlobalOpenTelemetry.isSet()) {
         return null;
       }
@@ -148,8 +146,7 @@ final class OtelJobTracing implements JobTracing {
     String text =
         headers[1] == null || headers[1].isEmpty() ? headers[0] : headers[0] + ';' + headers[1];
     // A tracestate too long for the column is dropped (W3C lets an intermediary do so); the
-    // traceparent
-    // alone still links the spans.
+    // traceparent alone still links the spans.
     return text.length() <= TracingNames.TRACE_CONTEXT_MAX_CHARS ? text : headers[0];
   }
 

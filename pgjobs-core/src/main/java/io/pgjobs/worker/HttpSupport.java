@@ -54,8 +54,8 @@ final class HttpSupport {
           c = HttpClient.newBuilder()
               .connectTimeout(connectTimeout)
               // Redirects are not followed: a job's request goes where its payload says, and a 3xx
-              // is
-              // the handler's to judge (a redirect could otherwise carry a signed body elsewhere).
+              // is the handler's to judge (a redirect could otherwise carry a signed body
+              // elsewhere).
               .followRedirects(HttpClient.Redirect.NEVER)
               // HTTP/1.1: the client's default (HTTP/2) asks plain-http receivers to upgrade
               // ("Upgrade:

@@ -214,8 +214,7 @@ public final class JobWorker implements AutoCloseable {
       poller.pickupListener(b.pickupListener);
       poller.limitedQueues(limitedQueues);
       // A poller stops claiming while the completer is backlogged; the backlog's end wakes it at
-      // once
-      // (waiting out its poll interval left every lane idle for up to a second, W3G's fan-in).
+      // once (waiting out its poll interval left every lane idle for up to a second, W3G's fan-in).
       completions.onBacklogCleared(poller::wake);
       pollers.add(poller);
       pollersByQueue.put(queue, poller);
@@ -317,9 +316,8 @@ public final class JobWorker implements AutoCloseable {
     this.client = root.client();
     // Started in this order, stopped in reverse (ServiceGroup): the heartbeat first and last (the
     // worker is registered before it claims and deregistered after its last outcome is written),
-    // the
-    // completer inside it (outcomes are written while handlers drain), the pollers last and first
-    // (claiming stops before anything else).
+    // the completer inside it (outcomes are written while handlers drain), the pollers last and
+    // first (claiming stops before anything else).
     services.add("heartbeat", heartbeat, Duration.ofSeconds(5));
     services.add("completer", new CompleterService(), Duration.ofSeconds(10));
     if (maintenance != null) {
@@ -513,10 +511,9 @@ public final class JobWorker implements AutoCloseable {
       }
     });
     // What a lane needs the first time, made now rather than in the first job's pickup: each
-    // payload
-    // type's reader, and the scheduler of the lanes' virtual threads (created with the JVM's first
-    // one).
-    // W4's first job after a start: 27-45 ms before, ~14 ms after (the rest ~1.4 ms).
+    // payload type's reader, and the scheduler of the lanes' virtual threads (created with the
+    // JVM's first one). W4's first job after a start: 27-45 ms before, ~14 ms after (the rest ~1.4
+    // ms).
     runner.prepareHandlers();
     handlerThreads.execute(() -> {});
     if (listen) {
@@ -642,8 +639,7 @@ public final class JobWorker implements AutoCloseable {
         shutdownGrace);
     // Stops in reverse order of start, each awaited within its budget before the next: the pollers
     // (claiming ends), the lanes (running jobs drain within the grace; prefetched jobs go back),
-    // the
-    // listener, maintenance, the completer (pending outcomes written), the heartbeat
+    // the listener, maintenance, the completer (pending outcomes written), the heartbeat
     // (deregistered).
     services.stop();
     timers.shutdownNow();

@@ -269,8 +269,7 @@ final class QueuePoller implements BackgroundService {
         // Back off without holding the claim lock (a shutdown's drain must not wait for it).
         if (DatabaseRole.isReadOnlyError(failure)) {
           // A standby (or read-only sessions): every claim fails alike until a promotion, or until
-          // new
-          // connections reach the new primary. Say so once, not at every retry.
+          // new connections reach the new primary. Say so once, not at every retry.
           if (!waitingForWrites) {
             waitingForWrites = true;
             log.warn(
@@ -303,9 +302,9 @@ final class QueuePoller implements BackgroundService {
       errorBackoffMs = 100;
       if (outcome != ClaimOutcome.FULL) {
         // Not due (no free slot, enough buffered), or the queue is drained for now: the lanes
-        // finish
-        // the buffer; a free slot, a notification or the poll interval brings the next claim. While
-        // jobs wait in the buffer, look again soon enough to give back those held too long.
+        // finish the buffer; a free slot, a notification or the poll interval brings the next
+        // claim. While jobs wait in the buffer, look again soon enough to give back those held too
+        // long.
         long waitMs = pollInterval.toMillis();
         if (limitedShort) {
           waitMs = Math.min(waitMs, LIMITED_RECHECK_MS);
@@ -340,8 +339,7 @@ final class QueuePoller implements BackgroundService {
     }
     try {
       // Checked under the lock that drainBuffer() takes too: a claim either lands in the buffer
-      // before
-      // the stopping worker drains it, or does not happen.
+      // before the stopping worker drains it, or does not happen.
       if (stopping) {
         return;
       }
@@ -390,8 +388,7 @@ final class QueuePoller implements BackgroundService {
    */
   private void reconcile() throws SQLException {
     // Not while a success batch may be handing jobs over: a child it handed a moment ago may not be
-    // in
-    // HeldJobs yet, and would be given back while the worker runs it.
+    // in HeldJobs yet, and would be given back while the worker runs it.
     completions.whileNoHandOffIsUnderWay(() -> {
       List<ClaimedJob> unknown = store.unknownClaims(workerId, queue, held.idsOf(queue));
       reconcileNeeded = false;
@@ -512,8 +509,7 @@ final class QueuePoller implements BackgroundService {
     List<ClaimedJob> jobs;
     if (limited) {
       // The limited claim (claim_limited): as many as the limits allow of what this poller wants.
-      // Jobs
-      // it claims ahead count toward the limits until they end, as every claimed job does.
+      // Jobs it claims ahead count toward the limits until they end, as every claimed job does.
       ExecutionStore.LimitedClaim claim = store.claimLimited(
           connection, queue, limit, workerId, lastPartition, resumesAtCursor() ? cursor : null);
       lastPartition = claim.lastPartition();

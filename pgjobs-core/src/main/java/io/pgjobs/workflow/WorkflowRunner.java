@@ -64,8 +64,7 @@ public final class WorkflowRunner<I> implements JobHandler<I> {
       store = s;
     }
     // A plain job cancel interrupts the attempt's thread: cleared, so that the replay can read its
-    // steps
-    // and compensate them; restored at the end.
+    // steps and compensate them; restored at the end.
     boolean interrupted = job.isCancelled() && Thread.interrupted();
     WorkflowContext ctx = new WorkflowContext(job, s, mapper.get(), version, deadline);
     // Asked to cancel (JobClient.cancelWorkflow, or a job cancel): replay to compensate.

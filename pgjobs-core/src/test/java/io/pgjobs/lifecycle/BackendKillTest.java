@@ -272,8 +272,7 @@ class BackendKillTest extends LifecycleTestBase {
         long start = System.nanoTime();
         try {
           // The same payload on every call: a retry under an idempotency key must repeat the
-          // request
-          // (a different one is refused as a reused key).
+          // request (a different one is refused as a reused key).
           EnqueuedJob job = producer.enqueue(MARKED, new Marked(marker), options);
           calls.add(new Call(
               false, marker, call, start, System.nanoTime(), List.of(job.job().id()), null, false));
@@ -325,10 +324,10 @@ class BackendKillTest extends LifecycleTestBase {
     startWorker("kill-w2", db.newDataSource(12));
     // Two applications, each with a pool of its own: an importer enqueueing in bulk and a service
     // enqueueing one job at a time. Both use their connections more often than every 500 ms, so
-    // HikariCP
-    // hands them out without validating them (its alive-bypass window): a dead connection that went
-    // back to the pool is given out again. (In a pool shared with single enqueues, a single INSERT
-    // would hit the dead connection through Hikari's proxy and evict it: no stall to see.)
+    // HikariCP hands them out without validating them (its alive-bypass window): a dead connection
+    // that went back to the pool is given out again. (In a pool shared with single enqueues, a
+    // single INSERT would hit the dead connection through Hikari's proxy and evict it: no stall to
+    // see.)
     JobClient importer = JobClient.builder(db.newDataSource(4)).build();
     JobClient service = JobClient.builder(db.newDataSource(4)).build();
     AtomicInteger batches = new AtomicInteger();
@@ -380,8 +379,7 @@ class BackendKillTest extends LifecycleTestBase {
     // Recovery: the first bulk and the first single call started after the last kill that succeed.
     Predicate<Call> after = c -> c.startedAt() > lastKill && c.ok();
     // Waits past the bound, so that a failing run says how long recovery took (raise it to measure
-    // a
-    // long stall: -Dpgjobs.backendKill.recoveryWaitSeconds=90).
+    // a long stall: -Dpgjobs.backendKill.recoveryWaitSeconds=90).
     Duration recoveryWait =
         Duration.ofSeconds(Long.getLong("pgjobs.backendKill.recoveryWaitSeconds", 10));
     await("a bulk and a single enqueue succeed after the last kill")

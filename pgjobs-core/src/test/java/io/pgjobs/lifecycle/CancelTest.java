@@ -382,8 +382,7 @@ class CancelTest extends LifecycleTestBase {
     assertThat(cancelRequested(id)).isTrue();
 
     // A worker with a short stale threshold leads maintenance and rescues the silent job: as
-    // cancellation
-    // was asked, it ends cancelled rather than going back to the queue.
+    // cancellation was asked, it ends cancelled rather than going back to the queue.
     start(worker().register(NUMBERED, (ctx, p) -> null).staleThreshold(Duration.ofSeconds(1)));
     Job done = awaitState(id, JobState.CANCELLED, LONG);
     assertThat(errorKinds(id)).containsExactly("worker_lost");
@@ -427,8 +426,7 @@ class CancelTest extends LifecycleTestBase {
 
     // The cancel notification reaches the worker asynchronously; only once it interrupted both
     // handlers does their normal return count as cancelled (a handler that returns before its
-    // worker
-    // hears of the cancellation has done the work: its job succeeds).
+    // worker hears of the cancellation has done the work: its job succeeds).
     await().atMost(LONG).until(() -> interruptsIgnored.get() >= 2);
     release.countDown();
     for (UUID id : running) {

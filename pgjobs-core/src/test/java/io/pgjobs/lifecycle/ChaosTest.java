@@ -87,8 +87,7 @@ class ChaosTest extends LifecycleTestBase {
   @Test
   void everyJobSucceedsAndRunsAtMostOncePerAttemptWhileWorkersAreKilledAndRestarted() {
     // Each attempt takes 15 ms, so a kill always finds jobs in flight and the run lasts long enough
-    // for
-    // the kills to spread over it.
+    // for the kills to spread over it.
     List<UUID> ids = client.enqueueAll(
         Lifecycle.WORK,
         Collections.nCopies(JOBS, new Work(15, Integer.MAX_VALUE)),

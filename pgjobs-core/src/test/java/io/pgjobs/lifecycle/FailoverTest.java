@@ -148,9 +148,8 @@ class FailoverTest {
         Outcome o = run.failOver();
         Instant deadline = o.promotedAt().plus(DEAD_AFTER).plusSeconds(10);
         // Each job running on the new primary at promotion is, within the dead-worker threshold
-        // (plus the
-        // rescue's own interval), finished or back in the queue: never left running under its old
-        // claim.
+        // (plus the rescue's own interval), finished or back in the queue: never left running under
+        // its old claim.
         try {
           await("jobs running at the promotion are finished or requeued")
               .atMost(DEAD_AFTER.plusSeconds(20))

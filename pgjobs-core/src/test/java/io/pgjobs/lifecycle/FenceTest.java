@@ -46,8 +46,7 @@ class FenceTest extends LifecycleTestBase {
 
     ClaimedJob a = store.claim(JobType.DEFAULT_QUEUE, 1, "worker-a").get(0);
     // worker-a is cut off: it never registered a heartbeat row, so rescue takes its job at once;
-    // with no
-    // attempts left the job fails as worker_lost.
+    // with no attempts left the job fails as worker_lost.
     WorkerStore.RescueCounts rescued =
         workers.rescue(Duration.ofSeconds(20), Duration.ofMinutes(5), 100);
     assertThat(rescued.ended()).isEqualTo(1);

@@ -58,8 +58,7 @@ class FlowControlChaosTest extends LifecycleTestBase {
             .partitionConcurrency(PER_KEY)
             .build());
     // 10 lanes of jobs of 20-100 ms drain ~70-90 a second with the kills (a killed worker's jobs
-    // hold
-    // their slots until they are rescued): about the whole run.
+    // hold their slots until they are rescued): about the whole run.
     int jobs = SECONDS * 100;
     Random random = new Random(29);
     List<Keyed> work = new ArrayList<>();
@@ -78,10 +77,8 @@ class FlowControlChaosTest extends LifecycleTestBase {
     int kills = 0;
     long cutRuns = 0;
     // Until the time is up and a kill has cut a run short (what the test is for): a run of 20-100
-    // ms can
-    // end between the look that found it open and the kill, so a kill may cut nothing (CI at
-    // 9b76eb1,
-    // two kills, none cut); while jobs remain, the next kill tries again.
+    // ms can end between the look that found it open and the kill, so a kill may cut nothing (CI at
+    // 9b76eb1, two kills, none cut); while jobs remain, the next kill tries again.
     while ((System.nanoTime() < until || cutRuns == 0) && finished() < jobs) {
       await().pollDelay(Duration.ofSeconds(10)).atMost(Duration.ofSeconds(11)).until(() -> true);
       if (finished() >= jobs) {
@@ -89,8 +86,8 @@ class FlowControlChaosTest extends LifecycleTestBase {
       }
       // A worker in the middle of a run (its handler started and has not ended): a kill then cuts
       // runs short, which the test is for. On a loaded machine a worker the database counts busy
-      // may still be starting its handlers. The victim is the worker the check found (-2: every
-      // job finished meanwhile).
+      // may still be starting its handlers. The victim is the worker the check found (-2: every job
+      // finished meanwhile).
       int victim = await("a worker in the middle of a run")
           .pollInterval(Duration.ofMillis(100))
           .atMost(Duration.ofSeconds(60))

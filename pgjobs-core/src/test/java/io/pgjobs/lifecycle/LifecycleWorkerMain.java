@@ -61,8 +61,7 @@ public final class LifecycleWorkerMain {
         .maintenance(Boolean.parseBoolean(a.getOrDefault("maintenance", "true")));
     if (!"defaults".equals(a.get("timings"))) {
       // Short timings for tests; timings=defaults keeps the library's own (stale threshold,
-      // heartbeat,
-      // dead-worker threshold, lease, grace, poll interval).
+      // heartbeat, dead-worker threshold, lease, grace, poll interval).
       builder
           .staleThreshold(millis(a, "staleMs", 3000))
           .heartbeatInterval(millis(a, "heartbeatMs", 300))

@@ -200,8 +200,7 @@ class LimitsTest extends LifecycleTestBase {
         TYPE1, bulk, EnqueueOptions.builder().context(bulkContext).build());
     assertThat(bulkIds).hasSize(BULK).doesNotHaveDuplicates();
     // Single enqueues at the other limits of EnqueueOptions: the longest context and idempotency
-    // key, the
-    // extreme priorities, the most and the fewest attempts.
+    // key, the extreme priorities, the most and the fewest attempts.
     String longestContext = exactly(EnqueueOptions.MAX_CONTEXT_LENGTH, AWKWARD);
     Map<UUID, Work> singles = new LinkedHashMap<>();
     Map<UUID, EnqueueOptions> singleOptions = new HashMap<>();
@@ -224,9 +223,8 @@ class LimitsTest extends LifecycleTestBase {
                 });
         if (variant == 1) {
           // The most attempts a job may have; an always-failing job gets 4 instead: a thousand
-          // failed
-          // attempts, each appending to a growing error history, would be most of this class's
-          // time.
+          // failed attempts, each appending to a growing error history, would be most of this
+          // class's time.
           options.maxAttempts(mode.equals("fail") ? 4 : EnqueueOptions.MAX_MAX_ATTEMPTS);
         } else if (variant == 2) {
           options.maxAttempts(1);
@@ -402,9 +400,8 @@ class LimitsTest extends LifecycleTestBase {
       }
     }
     // A worker_lost error here was either the worker fencing itself (no heartbeat for the fence
-    // time)
-    // or a rescue by maintenance (its row older than the dead-worker threshold): the count says
-    // which.
+    // time) or a rescue by maintenance (its row older than the dead-worker threshold): the count
+    // says which.
     assertThat(problems)
         .as("jobs not as expected (outcomes: " + outcomes + "; times the worker fenced itself: "
             + worker.fences() + ")")
@@ -423,8 +420,7 @@ class LimitsTest extends LifecycleTestBase {
   void u0000InAPayloadContextOrIdempotencyKeyIsRefusedSinglyAndInBulkAndStoresNothing() {
     // jsonb and text cannot hold U+0000. pgjobs does not check for it before the database does: the
     // enqueue fails with the database's error (a PgJobsException), and a bulk enqueue stores none
-    // of
-    // its jobs, the good ones included.
+    // of its jobs, the good ones included.
     Work good = new Work("ok", 1, AWKWARD);
     Work nul = new Work("ok", 2, "before \u0000 after");
     EnqueueOptions nulContext =
@@ -809,8 +805,7 @@ class LimitsTest extends LifecycleTestBase {
         .isEqualTo(BULK);
 
     // Its last heartbeat, of all 10,000 jobs at once, said which had not started; then it died and
-    // its
-    // row went away.
+    // its row went away.
     Set<UUID> notStarted = new HashSet<>(retryableIds.subList(0, 2_000));
     Map<UUID, Long> held = new HashMap<>();
     claimed.forEach(j -> held.put(j.id(), j.claimToken()));
@@ -907,12 +902,10 @@ class LimitsTest extends LifecycleTestBase {
     Duration largest = Duration.ofSeconds(Long.MAX_VALUE, 999_999_999);
 
     // Past the limits: refused at once, naming the setting. (Before, each was accepted; a timeout
-    // past
-    // Long.MAX_VALUE ms, or a retry delay past it, made the worker's lane throw before the attempt
-    // ended,
-    // and the job stayed running, heartbeated, for as long as the worker lived; a longer snooze or
-    // retry
-    // delay that fit a long made the outcome unwritable, and the job stayed running until rescue.)
+    // past Long.MAX_VALUE ms, or a retry delay past it, made the worker's lane throw before the
+    // attempt ended, and the job stayed running, heartbeated, for as long as the worker lived; a
+    // longer snooze or retry delay that fit a long made the outcome unwritable, and the job stayed
+    // running until rescue.)
     for (Duration tooLong : List.of(maxTimeout.plusMillis(1), largest)) {
       assertThatThrownBy(() -> JobType.of("t", Work.class).withTimeout(tooLong))
           .isInstanceOf(InvalidJobException.class)

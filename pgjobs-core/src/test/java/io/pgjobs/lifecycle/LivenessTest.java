@@ -128,8 +128,7 @@ class LivenessTest extends PgJobsTestBase {
         .isTrue();
 
     // Cut the heartbeat's connection (the only one of the worker not in a transaction): the next
-    // beat
-    // needs a new one, which the pool has none of.
+    // beat needs a new one, which the pool has none of.
     await().atMost(Duration.ofSeconds(10)).until(() -> db.queryLong("""
         SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
          WHERE application_name = 'liveness-small' AND state = 'idle'""") > 0);
@@ -160,8 +159,7 @@ class LivenessTest extends PgJobsTestBase {
         }));
     await().until(() -> worker.heartbeats() > 0);
     // A claim the worker does not hold, as a failover or a lost give-back leaves one: running under
-    // the
-    // live worker's id with a token the worker never had.
+    // the live worker's id with a token the worker never had.
     UUID id = client
         .enqueue(
             NUMBERED,
@@ -240,11 +238,9 @@ class LivenessTest extends PgJobsTestBase {
   @Test
   void aHeartbeatSlowerThanItsIntervalStillKeepsTheWorkerAlive() throws Exception {
     // The server takes 3 s over each beat (a trigger on the workers row sleeps, as a busy server or
-    // a
-    // beat of thousands of jobs would): three times the interval, less than the 8 s before the
-    // worker
-    // would fence itself. Each beat must be waited for, not failed at the interval and sent again
-    // (every try would fail the same way, and the worker fence itself while alive).
+    // a beat of thousands of jobs would): three times the interval, less than the 8 s before the
+    // worker would fence itself. Each beat must be waited for, not failed at the interval and sent
+    // again (every try would fail the same way, and the worker fence itself while alive).
     db.execute(
         "CREATE TABLE slow_beats (ms int NOT NULL)",
         "CREATE TABLE slow_beats_done (at timestamptz NOT NULL)",
@@ -269,8 +265,7 @@ class LivenessTest extends PgJobsTestBase {
 
       db.execute("INSERT INTO slow_beats VALUES (3000)");
       // Three slow beats written (the row of each is inserted in the beat's own transaction), well
-      // past
-      // the time the worker would have fenced itself had it given up on them.
+      // past the time the worker would have fenced itself had it given up on them.
       await()
           .atMost(Duration.ofSeconds(40))
           .until(() -> db.queryLong("SELECT count(*) FROM slow_beats_done") >= 3);
@@ -302,9 +297,8 @@ class LivenessTest extends PgJobsTestBase {
       assertThat(started.await(20, TimeUnit.SECONDS)).isTrue();
 
       // The next beat's statement (the only message naming the job as a key of its claim tokens
-      // while
-      // it runs) is held by the network for a minute: its connection is as good as cut, with no
-      // reset.
+      // while it runs) is held by the network for a minute: its connection is as good as cut, with
+      // no reset.
       proxy.delayMessage("\"" + id + "\":", Duration.ofMinutes(1));
       await().atMost(Duration.ofSeconds(10)).until(() -> !proxy.delayArmed());
       long beats = worker.heartbeats();
@@ -319,9 +313,8 @@ class LivenessTest extends PgJobsTestBase {
   @Test
   void aWorkerWhoseStaleThresholdIsTheShorterFencesItselfBeforeItsJobsGoStale() throws Exception {
     // Rescue takes a running job whose own heartbeat is older than the stale threshold, whatever
-    // its
-    // worker's row says: with a 3-s stale threshold and a 20-s dead-worker threshold, a worker that
-    // cannot beat must stop its handlers before 3 s, not 20.
+    // its worker's row says: with a 3-s stale threshold and a 20-s dead-worker threshold, a worker
+    // that cannot beat must stop its handlers before 3 s, not 20.
     CountDownLatch started = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
     SimpleMeterRegistry registry = new SimpleMeterRegistry();

@@ -110,8 +110,7 @@ class OutageTest extends LifecycleTestBase {
           .ignoreExceptions()
           .until(() -> countFresh(url, "SELECT count(*) FROM pgjobs.finished_jobs") >= target);
       // Every other session on the test database: the workers' claims, handlers' inserts,
-      // completions,
-      // heartbeats, LISTEN and maintenance connections (and the test's own pool).
+      // completions, heartbeats, LISTEN and maintenance connections (and the test's own pool).
       terminated += countFresh(
           url,
           "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
@@ -243,8 +242,7 @@ class OutageTest extends LifecycleTestBase {
     }
     // Long enough for the server's own start (counted from its postmaster's), the 1.5 s the worker
     // stays cut off after it, and the worker's return: 5 s was too short beside other test JVMs on
-    // two
-    // cores (the worker came back after the rescue, and its jobs ran twice).
+    // two cores (the worker came back after the rescue, and its jobs ran twice).
     Duration deadAfter = Duration.ofSeconds(8);
     try (TcpProxy workerNetwork = new TcpProxy("127.0.0.1", port);
         Maintenance maintenance = Maintenance.builder(pool(url, "long-maintenance", 3))

@@ -106,8 +106,8 @@ class TimeoutTest extends LifecycleTestBase {
   @Test
   void finishedJobsAreNotHeldInMemoryByTheirTimeoutTimers() {
     // Every attempt schedules a timeout (default 1 h). A finished attempt's timer must not keep its
-    // job
-    // context (and payload) reachable until the hour is over, or a busy worker runs out of memory.
+    // job context (and payload) reachable until the hour is over, or a busy worker runs out of
+    // memory.
     JobType<Numbered> type = JobType.of("timeout_memory", Numbered.class);
     ConcurrentLinkedQueue<WeakReference<JobContext>> contexts = new ConcurrentLinkedQueue<>();
     start(worker().register(type, (ctx, p) -> {

@@ -153,13 +153,10 @@ class WritePathTest extends LifecycleTestBase {
   void aSuccessWhoseStatementWorksLongerThanTheLockWaitIsWrittenOnceNotCancelledAndDoneAgain()
       throws Exception {
     // A statement that ends a job may rightly work for seconds without waiting for any lock: a
-    // parent
-    // whose end unblocks a large graph. Here a trigger of the test's stands in for that work,
-    // longer than
-    // the completer's lock wait (1 s), and counts its runs in a sequence (which a rollback does not
-    // undo).
-    // A statement timeout would cancel the first run and do it again with the skip-locked form: two
-    // runs.
+    // parent whose end unblocks a large graph. Here a trigger of the test's stands in for that
+    // work, longer than the completer's lock wait (1 s), and counts its runs in a sequence (which a
+    // rollback does not undo). A statement timeout would cancel the first run and do it again with
+    // the skip-locked form: two runs.
     try (Connection c = db.dataSource().getConnection();
         Statement st = c.createStatement()) {
       st.execute("CREATE SEQUENCE public.long_success_runs");
@@ -292,8 +289,7 @@ class WritePathTest extends LifecycleTestBase {
     List<ClaimedJob> claimed = store.claim(JobType.DEFAULT_QUEUE, 10, "worker-lost-reply");
     assertThat(claimed).hasSize(3);
     // The worker's next claim fails (the claim token sequence is exhausted for a moment; a claim
-    // draws
-    // a token only when it finds a job, so one more is waiting).
+    // draws a token only when it finds a job, so one more is waiting).
     UUID next = client.enqueue(once, new Task("next", 0)).job().id();
     long current = db.queryLong("SELECT last_value FROM pgjobs.claim_tokens");
     db.execute("ALTER SEQUENCE pgjobs.claim_tokens MAXVALUE " + current);
@@ -332,8 +328,7 @@ class WritePathTest extends LifecycleTestBase {
     JobType<Task> slow = JobType.of("slow", Task.class);
     Map<UUID, String> ranOn = new ConcurrentHashMap<>();
     // One priority level: the quick jobs, enqueued first, come before the slow ones in claim order,
-    // and
-    // the claim that reaches the slow ones is still sized by the quick jobs' rate.
+    // and the claim that reaches the slow ones is still sized by the quick jobs' rate.
     List<UUID> quick = client.enqueueAll(
         TASK, Collections.nCopies(20_000, new Task("q", 0)), EnqueueOptions.DEFAULTS);
     List<UUID> slowJobs = client.enqueueAll(

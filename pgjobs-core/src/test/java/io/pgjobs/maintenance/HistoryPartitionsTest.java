@@ -118,8 +118,7 @@ class HistoryPartitionsTest extends PgJobsTestBase {
   void aPartitionIsDroppedOnlyWhenItsUpperBoundIsPastTheCutoffAndTheRowAtTheBoundStays() {
     db.execute("SELECT pgjobs.ensure_history_partitions(interval '1 hour', interval '3 hours')");
     // This hour's partition [h, h + 1 h): a row at its lower bound, one a microsecond before its
-    // upper
-    // bound; and one at the upper bound itself, which is the next partition's.
+    // upper bound; and one at the upper bound itself, which is the next partition's.
     String h = "date_bin('1 hour', now(), timestamptz '2000-01-01 00:00:00+00')";
     String justBefore = "(" + h + " + interval '1 hour' - interval '1 microsecond')";
     String bound = "(" + h + " + interval '1 hour')";
@@ -135,8 +134,7 @@ class HistoryPartitionsTest extends PgJobsTestBase {
     assertThat(db.queryLong("SELECT count(*) FROM pgjobs.finished_jobs")).isEqualTo(3);
 
     // Partitions before this hour's (none after the migration's first ones, which start this hour
-    // or
-    // earlier) go first, one per call, oldest first.
+    // or earlier) go first, one per call, oldest first.
     long dropped = 0;
     while (db.queryLong("SELECT count(*) FROM pgjobs.drop_history_partition(" + bound + ")") == 1) {
       dropped++;
@@ -208,13 +206,11 @@ class HistoryPartitionsTest extends PgJobsTestBase {
       throws Exception {
     WorkerStore store = store();
     // Two jobs finish now with an idempotency key each; one of them is then aged 36 h into a
-    // partition
-    // of two days ago (made here as a day-old history would have it).
+    // partition of two days ago (made here as a day-old history would have it).
     UUID old = keyed(1, "old-key");
     UUID recent = keyed(2, "recent-key");
     // Without maintenance: this test's own pass is the only pruner (a leader's pass running beside
-    // it
-    // could be between its detach and its drop when the assertions look).
+    // it could be between its detach and its drop when the assertions look).
     start(worker().maintenance(false).register(NUMBERED, (ctx, p) -> null));
     awaitState(old, JobState.SUCCEEDED);
     awaitState(recent, JobState.SUCCEEDED);

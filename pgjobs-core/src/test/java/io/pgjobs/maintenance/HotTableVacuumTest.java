@@ -144,10 +144,8 @@ class HotTableVacuumTest extends PgJobsTestBase {
           return null;
         }));
     // A trickle the worker keeps up with: at most 100 jobs waiting or running. Unbounded (10 every
-    // 10 ms),
-    // a worker starved of CPU in CI fell behind until the table held more live rows than an emptied
-    // one
-    // (one per 8 pages), and no cut was due for the whole minute.
+    // 10 ms), a worker starved of CPU in CI fell behind until the table held more live rows than an
+    // emptied one (one per 8 pages), and no cut was due for the whole minute.
     Thread producer = Thread.ofVirtual().start(() -> {
       while (enqueuing.get()) {
         if (enqueued.size() - runs.size() < 100) {
@@ -274,8 +272,7 @@ class HotTableVacuumTest extends PgJobsTestBase {
   void whileATransactionElsewhereKeepsTheDeadRowsTheNextVacuumWaitsUntilItEnds() throws Exception {
     WorkerStore store = store();
     // Looked at every minute: after a vacuum that removed nothing, the next one waits a minute at
-    // least,
-    // unless what held the horizon back lets go.
+    // least, unless what held the horizon back lets go.
     HotTableVacuum vacuum = new HotTableVacuum(store, Duration.ofMinutes(1));
     long before;
     try (Connection idle = db.dataSource().getConnection()) {
@@ -298,8 +295,7 @@ class HotTableVacuumTest extends PgJobsTestBase {
       idle.rollback();
     }
     // The transaction that held the horizon back has ended: the next round vacuums, without waiting
-    // out
-    // the backoff. (The dead rows it held were pruned as pages were read meanwhile: leave new
+    // out the backoff. (The dead rows it held were pruned as pages were read meanwhile: leave new
     // ones.)
     deadRows(store, 12_000);
     await().atMost(Duration.ofSeconds(30)).until(() -> {

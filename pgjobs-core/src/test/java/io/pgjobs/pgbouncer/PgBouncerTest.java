@@ -310,8 +310,7 @@ class PgBouncerTest extends PgJobsTestBase {
     long killedNanos = System.nanoTime();
     long doneAtKill = count("SELECT count(*) FROM effects");
     // The outage lasts until the workers noticed: without a heartbeat for nearly the dead-after
-    // time
-    // they stop claiming and stop their handlers (fenced).
+    // time they stop claiming and stop their handlers (fenced).
     await("the workers fenced themselves")
         .atMost(Duration.ofSeconds(20))
         .pollInterval(Duration.ofMillis(50))

@@ -58,8 +58,7 @@ class RecurringTest extends PgJobsTestBase {
             .enqueued())
         .isZero();
     // A second leader that read the schedule before the first one's write (here: its last slot put
-    // back)
-    // fires the same slots again: their keys already exist, no job is added.
+    // back) fires the same slots again: their keys already exist, no job is added.
     lastSlot("tick", T0);
     store.fire("tick", T0.plusSeconds(5), Maintenance.DEFAULT_RECURRING_MISSED_AFTER);
 

@@ -109,8 +109,7 @@ class CustomPlanTest extends PgJobsTestBase {
   void anApiCancellationOfOneJobIsPlannedForTheTableAsItIsAtEveryExecution() throws Exception {
     UUID id = claimed.get(0).id();
     // The first asks the running job's worker to stop; the others find the flag already set. Each
-    // runs the
-    // cancel statement and then reads the job.
+    // runs the cancel statement and then reads the job.
     assertPlannedAtEveryExecution(
         "SET cancel_requested = true",
         () -> assertThat(sessionClient.cancel(id).state()).isEqualTo(io.pgjobs.JobState.RUNNING));

@@ -52,8 +52,7 @@ class JobLookupTest extends PgJobsTestBase {
     awaitState(recent, JobState.SUCCEEDED);
     awaitState(early, JobState.SUCCEEDED);
     // One job moved into a partition of two days ago: it "finished" long before its id's time, as a
-    // job
-    // enqueued on a host whose clock runs ahead would look. And a row whose id is not a UUIDv7.
+    // job enqueued on a host whose clock runs ahead would look. And a row whose id is not a UUIDv7.
     db.execute(
         "CREATE TABLE pgjobs.finished_jobs_old PARTITION OF pgjobs.finished_jobs FOR VALUES"
             + " FROM (now() - interval '2 days') TO (now() - interval '1 day')",

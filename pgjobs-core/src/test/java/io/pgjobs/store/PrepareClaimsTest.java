@@ -47,8 +47,7 @@ class PrepareClaimsTest extends PgJobsTestBase {
           .isGreaterThanOrEqualTo(6));
 
       // Claims of that size on the connection now, a full pass and then resumed ones (the cursor
-      // knows one
-      // level): PostgreSQL plans none of them again, each runs the plan it kept.
+      // knows one level): PostgreSQL plans none of them again, each runs the plan it kept.
       ClaimCursor cursor = new ClaimCursor();
       int claimed = 0;
       for (int i = 0; i < 5; i++) {
@@ -163,8 +162,7 @@ class PrepareClaimsTest extends PgJobsTestBase {
   void aListenerConnectionCutWhileItReadiesItsClaimsIsReplacedAndTheWorkerHearsJobsAgain()
       throws Exception {
     // Polls once an hour: only the listener (its notifications, or the poll it starts on
-    // connecting)
-    // can bring the job below to a lane in time.
+    // connecting) can bring the job below to a lane in time.
     io.pgjobs.worker.JobWorker worker =
         start(worker().pollInterval(Duration.ofHours(1)).register(NUMBERED, (ctx, p) -> null));
     await().atMost(Duration.ofSeconds(20)).until(worker::isListening);

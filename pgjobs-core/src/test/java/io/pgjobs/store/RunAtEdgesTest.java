@@ -82,8 +82,7 @@ class RunAtEdgesTest extends PgJobsTestBase {
       due.add(id);
     }
     // Never due, each the first claimable job of its own level: the cursor's probe reads their
-    // run_at as
-    // those levels' positions.
+    // run_at as those levels' positions.
     UUID never = client
         .enqueue(
             NUMBERED, new Numbered(-1), EnqueueOptions.builder().priority(7).build())
@@ -109,8 +108,7 @@ class RunAtEdgesTest extends PgJobsTestBase {
         assertThat(done.attempts()).isEqualTo(1);
       }
       // The cursor now holds those positions: later claims of the queue still work, one job at a
-      // time
-      // (each enqueue is picked up before the next, so each is a claim of its own).
+      // time (each enqueue is picked up before the next, so each is a claim of its own).
       for (int i = 0; i < 20; i++) {
         UUID id = client.enqueue(NUMBERED, new Numbered(100 + i)).job().id();
         assertThat(awaitState(id, JobState.SUCCEEDED).attempts()).isEqualTo(1);
@@ -119,8 +117,7 @@ class RunAtEdgesTest extends PgJobsTestBase {
       poller.detachAppender(warnings);
     }
     // Not one claim failed on the way (before the fix every claim of the queue failed, and the jobs
-    // ran
-    // only through the retries' full passes, seconds late).
+    // ran only through the retries' full passes, seconds late).
     assertThat(warnings.list)
         .extracting(ILoggingEvent::getFormattedMessage)
         .noneMatch(m -> m.contains("failed"));

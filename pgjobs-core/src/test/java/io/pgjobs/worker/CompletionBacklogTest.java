@@ -35,15 +35,13 @@ class CompletionBacklogTest extends PgJobsTestBase {
       holder.setAutoCommit(false);
       try (Statement st = holder.createStatement()) {
         // Successes insert into the history: a SHARE lock on it holds every success batch (claims
-        // do
-        // not touch it), so the lanes go on running jobs and the successes pile up.
+        // do not touch it), so the lanes go on running jobs and the successes pile up.
         st.execute("LOCK TABLE pgjobs.finished_jobs IN SHARE MODE");
       }
       client.enqueueAll(NUMBERED, payloads, EnqueueOptions.DEFAULTS);
       // An hour: a poller that waited out its interval after the backlog would not claim again in
-      // this
-      // test. No notification wakes it either: every job was enqueued (and announced) before it
-      // stopped.
+      // this test. No notification wakes it either: every job was enqueued (and announced) before
+      // it stopped.
       start(worker()
           .pollInterval(Duration.ofHours(1))
           .queue("default", 50)
@@ -52,8 +50,7 @@ class CompletionBacklogTest extends PgJobsTestBase {
             return null;
           }));
       // Every job it claimed has started (none waits in its buffer, so no lane will wake the
-      // poller)
-      // and the successes of 10,000 wait: the poller has stopped claiming.
+      // poller) and the successes of 10,000 wait: the poller has stopped claiming.
       await("the worker stops claiming at its completer's backlog limit, its lanes idle")
           .atMost(Duration.ofSeconds(60))
           .until(() -> started.get() >= 10_000

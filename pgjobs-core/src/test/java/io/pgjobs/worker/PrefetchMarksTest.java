@@ -44,8 +44,7 @@ class PrefetchMarksTest extends PgJobsTestBase {
     store = new ExecutionStore(
         db.dataSource(), "pgjobs", new PayloadCodec(PayloadCodec.DEFAULT_MAPPER));
     // One row per statement that turned marks off, with how many it turned off (no heartbeat runs
-    // here,
-    // so every such statement is PrefetchMarks').
+    // here, so every such statement is PrefetchMarks').
     sql("CREATE TABLE IF NOT EXISTS public.clear_log (n serial, cleared int)");
     sql("""
         CREATE OR REPLACE FUNCTION public.log_clears() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -307,8 +307,7 @@ public final class ApiServer implements AutoCloseable {
     }
     this.standalone = standalone;
     // Mounted in an application that brought its own registry, the application binds the JVM's
-    // metrics;
-    // binding them twice would count each GC pause twice.
+    // metrics; binding them twice would count each GC pause twice.
     if (standalone || ownRegistry) {
       bindJvmMetrics();
     }
@@ -318,8 +317,7 @@ public final class ApiServer implements AutoCloseable {
       cfg.concurrency.useVirtualThreads = true;
       cfg.startup.showJavalinBanner = false;
       // Mounted as a servlet no Jetty of Javalin's starts, by design: its "you never started it"
-      // hint
-      // would only mislead.
+      // hint would only mislead.
       cfg.startup.startupWatcherEnabled = standalone;
       cfg.jetty.host = host;
       cfg.jetty.port = requestedPort;
@@ -327,11 +325,9 @@ public final class ApiServer implements AutoCloseable {
       cfg.http.prefer405over404 = true;
       cfg.jsonMapper(new JavalinJackson3(json, true));
       // Javalin's own handler reads class path files through the class loader's URLs. The default
-      // (Jetty's
-      // ResourceHandler) needs a directory Resource as its base, and a directory inside a nested
-      // jar of a
-      // Spring Boot fat jar (jar:nested:...!/BOOT-INF/lib/...) is "an alias" to Jetty: it served
-      // nothing.
+      // (Jetty's ResourceHandler) needs a directory Resource as its base, and a directory inside a
+      // nested jar of a Spring Boot fat jar (jar:nested:...!/BOOT-INF/lib/...) is "an alias" to
+      // Jetty: it served nothing.
       cfg.resourceHandler(new JavalinStaticResourceHandler());
       cfg.staticFiles.enableWebjars();
       cfg.staticFiles.add(sf -> {
@@ -534,8 +530,7 @@ public final class ApiServer implements AutoCloseable {
         || path.equals("/dashboard/")
         || path.equals("/dashboard/index.html")) {
       // The dashboard's page lives at the root: its API calls are relative to the directory its
-      // scripts
-      // come from, which must be the root of the API (also when mounted under a path).
+      // scripts come from, which must be the root of the API (also when mounted under a path).
       ctx.status(302);
       ctx.header("Location", ctx.contextPath() + "/");
       ctx.skipRemainingHandlers();
@@ -635,8 +630,7 @@ public final class ApiServer implements AutoCloseable {
       Endpoint endpoint = ctx.endpoints().lastHttpEndpoint();
       int status = ctx.statusCode();
       // Unrouted answers get fixed labels, as Spring Boot's: the raw path would let any client grow
-      // the
-      // number of time series without bound.
+      // the number of time series without bound.
       String uri;
       if (endpoint != null && !endpoint.path.isEmpty() && !endpoint.path.equals("*")) {
         uri = endpoint.path;
@@ -652,8 +646,8 @@ public final class ApiServer implements AutoCloseable {
       long nanos = (long) (millis * 1_000_000L);
       if (!standalone && !ownRegistry) {
         // Mounted in an application that brought its registry: the application measures its
-        // requests under
-        // this name with tags of its own, and Prometheus takes one set of tag keys per name.
+        // requests under this name with tags of its own, and Prometheus takes one set of tag keys
+        // per name.
         logAccess(ctx, uri, status, millis);
         return;
       }
@@ -782,8 +776,7 @@ public final class ApiServer implements AutoCloseable {
           res);
       if (req.isAsyncStarted()) {
         // A client that goes away ends an event stream here and now; without this the container
-        // would
-        // dispatch the error to the application's error page, which cannot write to an event
+        // would dispatch the error to the application's error page, which cannot write to an event
         // stream.
         req.getAsyncContext().addListener(new jakarta.servlet.AsyncListener() {
           @Override

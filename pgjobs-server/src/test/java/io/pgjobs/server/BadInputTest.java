@@ -550,9 +550,8 @@ class BadInputTest {
   void bodyOverTheLimitIsReadToItsEndSoTheAnswerArrivesAndTheConnectionStaysUsable()
       throws Exception {
     // The server decides on the declared length before reading the body. Answering and closing
-    // while
-    // the client is still sending would reset the connection under it and lose the answer, so the
-    // server first reads the rest (up to twice the limit plus 64 KiB).
+    // while the client is still sending would reset the connection under it and lose the answer, so
+    // the server first reads the rest (up to twice the limit plus 64 KiB).
     byte[] body = ("{\"type\":\"task\",\"payload\":{},\"context\":\"" + "x".repeat(3 * MAX_BODY)
             + "\"}")
         .getBytes(StandardCharsets.UTF_8);
@@ -568,9 +567,8 @@ class BadInputTest {
           body, 0, MAX_BODY); // a first part now, the rest once the server has had time to decide
       out.flush();
       // Not a wait for a result: the pause is the condition under test (the rest of the body comes
-      // late).
-      // A server that answered from the declared length alone would have answered and closed by
-      // now.
+      // late). A server that answered from the declared length alone would have answered and closed
+      // by now.
       Thread.sleep(200);
       assertThat(in.available()).as("no answer before the body is complete").isZero();
       out.write(body, MAX_BODY, body.length - MAX_BODY);

@@ -158,10 +158,9 @@ class EventsApiTest {
   void subscriberOfAJobInAStatementWhoseEventListsOnlySomeJobsLearnsItsStateFromAResyncSnapshot()
       throws Exception {
     // With 255-character queue names a notification lists about a dozen jobs, so one statement
-    // changing
-    // 300 of them cannot name them all. The subscribed job is enqueued last (same priority), so the
-    // statement most likely reaches it last and leaves it out; either way the resync's snapshot
-    // shows it.
+    // changing 300 of them cannot name them all. The subscribed job is enqueued last (same
+    // priority), so the statement most likely reaches it last and leaves it out; either way the
+    // resync's snapshot shows it.
     String queue = "ev-long/" + "q".repeat(247);
     JobRows.in(api.db)
         .type("task")

@@ -401,8 +401,7 @@ class JobsApiTest {
       Response r = api.post("/jobs/" + id + "/cancel", null);
       assertThat(r.status()).isEqualTo(202);
       // The job as read right after the flag was set: still running with the flag, or, if its
-      // worker heard
-      // of it first (it listens), already cancelled.
+      // worker heard of it first (it listens), already cancelled.
       assertThat(r.json().path("cancel_requested").asBoolean()
               || r.json().path("state").asString().equals("cancelled"))
           .as(r.body())

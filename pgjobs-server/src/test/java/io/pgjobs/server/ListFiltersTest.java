@@ -36,8 +36,8 @@ class ListFiltersTest {
     // As an operator who wants fast text search over a long history does (docs/operations.md).
     api.db.execute(CREATE_TEXT_INDEX);
     // 30,000 ordinary finished jobs over the last day, and a few rare ones: enough rows that
-    // reading the
-    // primary key newest first would be the wrong plan for a filter that few of them match.
+    // reading the primary key newest first would be the wrong plan for a filter that few of them
+    // match.
     api.db.execute(
         """
         INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
@@ -136,8 +136,7 @@ class ListFiltersTest {
     Instant t = Instant.parse("2026-03-01T12:00:00.500Z");
     long ms = t.toEpochMilli();
     // One job in each of the milliseconds t - 1, t and t + 1; created_at a day off, to show it is
-    // not
-    // read.
+    // not read.
     for (long m : List.of(ms - 1, ms, ms + 1)) {
       api.db.execute("""
           INSERT INTO pgjobs.finished_jobs (id, type, queue, payload, priority, state, attempts, max_attempts,
@@ -156,8 +155,7 @@ class ListFiltersTest {
             "created_after=" + t.minusMillis(1) + "&created_before=" + t.plusMillis(1)))
         .containsExactly("ms " + ms);
     // A bound inside a millisecond: that millisecond is neither before nor after it (ids hold no
-    // finer
-    // time).
+    // finer time).
     assertThat(contexts.apply("created_before=" + t.plusNanos(300_000)))
         .containsExactly("ms " + (ms - 1));
     assertThat(contexts.apply("created_after=" + t.plusNanos(300_000)))
@@ -299,8 +297,7 @@ class ListFiltersTest {
         assertThat(client.list(JobFilter.builder().text("HAY").build()).jobs()).hasSize(2);
       } finally {
         // The role's objects in this database go first: a closed test database is dropped only when
-        // the
-        // JVM exits, and a role that owns objects cannot be dropped.
+        // the JVM exits, and a role that owns objects cannot be dropped.
         db.execute("DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '" + role
             + "') THEN EXECUTE 'DROP OWNED BY " + role + "'; END IF; END $$");
       }

@@ -127,8 +127,7 @@ class OperationsApiTest {
       assertThat(w).isNotNull();
       assertThat(w.path("capabilities").toString()).isEqualTo("[\"general\",\"gpu\"]");
       // GET /queues serves costly counts from a short cache (QueuesApi): on a loaded machine the
-      // count read
-      // before the job ran can still be served for a moment.
+      // count read before the job ran can still be served for a moment.
       await()
           .atMost(WAIT)
           .untilAsserted(() ->

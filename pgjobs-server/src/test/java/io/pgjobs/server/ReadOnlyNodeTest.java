@@ -121,8 +121,7 @@ class ReadOnlyNodeTest {
           }
 
           // The worker cannot register on a standby, so it claims nothing: several failed beats,
-          // one warning
-          // saying what the worker waits for.
+          // one warning saying what the worker waits for.
           await().atMost(WAIT).until(() -> readOnlyEvents(heartbeatEvents, Level.DEBUG) >= 3);
           assertThat(readOnlyEvents(heartbeatEvents, Level.WARN)).isEqualTo(1);
           assertThat(warnings(heartbeatEvents))

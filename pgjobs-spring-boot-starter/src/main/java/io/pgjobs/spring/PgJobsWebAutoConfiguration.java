@@ -64,9 +64,8 @@ public class PgJobsWebAutoConfiguration {
       PgJobsProperties.Web web = properties.getWeb();
       checkPath(web.getPath());
       // The API's own client knows the handler beans' job types, so POST /jobs validates their
-      // payloads and
-      // applies their defaults; the application's JobClient bean stays as the application
-      // configured it.
+      // payloads and applies their defaults; the application's JobClient bean stays as the
+      // application configured it.
       List<JobType<?>> types = new ArrayList<>();
       handlers.orderedStream().filter(h -> h.type() != null).forEach(h -> types.add(h.type()));
       registrations.orderedStream().forEach(r -> types.add(r.type()));

@@ -86,10 +86,8 @@ public final class TransactionalJobClient {
   private <T> T inTransaction(Function<Connection, T> joined, Supplier<T> alone) {
     if (!TransactionSynchronizationManager.isActualTransactionActive()) {
       // No transaction (or only a synchronization, e.g. PROPAGATION_SUPPORTS): the client's own, on
-      // a
-      // connection of its own. Joining a connection that merely has auto-commit off (a pool tuned
-      // so)
-      // would enqueue into a transaction nobody commits.
+      // a connection of its own. Joining a connection that merely has auto-commit off (a pool tuned
+      // so) would enqueue into a transaction nobody commits.
       return alone.get();
     }
     Connection connection = DataSourceUtils.getConnection(dataSource);
@@ -102,8 +100,7 @@ public final class TransactionalJobClient {
     }
     if (autoCommit) {
       // Synchronization without a database transaction (e.g. PROPAGATION_SUPPORTS): nothing to
-      // join,
-      // and enqueueAll must stay atomic in a transaction of its own.
+      // join, and enqueueAll must stay atomic in a transaction of its own.
       DataSourceUtils.releaseConnection(connection, dataSource);
       return alone.get();
     }

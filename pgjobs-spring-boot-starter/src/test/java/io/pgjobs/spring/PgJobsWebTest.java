@@ -233,10 +233,8 @@ class PgJobsWebTest {
       wait.until(d -> d.findElement(By.id("main")).getText().contains(name));
       // The live indicator turns "live" once the event stream at /jobs/events answers. Mounted as a
       // servlet there is no WebSocket: the client tries it twice (0.5 s apart, each attempt as long
-      // as
-      // the upgrade takes to be refused) before it falls back, so this wait is longer. In the CI
-      // lanes
-      // (four JVMs on two cores) the 30 s of the other waits ran out once, at 1a7dd36.
+      // as the upgrade takes to be refused) before it falls back, so this wait is longer. In the CI
+      // lanes (four JVMs on two cores) the 30 s of the other waits ran out once, at 1a7dd36.
       new WebDriverWait(driver, Duration.ofSeconds(90))
           .until(d -> "live".equals(d.findElement(By.id("live")).getAttribute("data-status")));
       assertThat(driver.findElement(By.id("main")).getText()).contains(name);

@@ -89,8 +89,7 @@ public final class PgBouncer implements AutoCloseable {
     String user = userOf(db.jdbcUrl());
     boolean root = "root".equals(System.getProperty("user.name"));
     // The free port is found by binding and closing it; another process may take it before
-    // PgBouncer
-    // binds it, so a start that fails for that reason is tried again on another port.
+    // PgBouncer binds it, so a start that fails for that reason is tried again on another port.
     for (int attempt = 1; ; attempt++) {
       PgBouncer bouncer = prepare(db, serverPoolSize, pgHost, pgPort, user, root);
       try {
@@ -138,8 +137,8 @@ public final class PgBouncer implements AutoCloseable {
               "reserve_pool_size = 0",
               "max_client_conn = 500",
               // pgjdbc sends extra_float_digits at startup when a URL sets
-              // assumeMinServerVersion=9.0 or
-              // later; PgBouncer 1.18 rejects startup parameters it does not know.
+              // assumeMinServerVersion=9.0 or later; PgBouncer 1.18 rejects startup parameters it
+              // does not know.
               "ignore_startup_parameters = extra_float_digits",
               // A killed PostgreSQL backend must not leave the pool unable to connect for long.
               "server_login_retry = 1",

@@ -133,8 +133,7 @@ public final class HarnessAdapterMain {
     config.setJdbcUrl(url.jdbcUrl());
     config.setDataSourceProperties(url.properties());
     // Handlers here do not use the database: the worker's own connections (see docs/operations.md)
-    // plus
-    // the producer and the depth reader.
+    // plus the producer and the depth reader.
     config.setMaximumPoolSize(settings.workerCount() + 8);
     config.setPoolName("pgjobs-harness");
     HikariDataSource ds = new HikariDataSource(config);
@@ -250,9 +249,8 @@ public final class HarnessAdapterMain {
     long t0 = System.nanoTime();
     if (keyed) {
       // The documented safe retry: the same jobs, so the same keys, until the database answers.
-      // Once
-      // an outcome was unknown, a later plain failure does not settle it (the first call may have
-      // stored the jobs): that is sent again too.
+      // Once an outcome was unknown, a later plain failure does not settle it (the first call may
+      // have stored the jobs): that is sent again too.
       boolean unknown = false;
       while (true) {
         try {

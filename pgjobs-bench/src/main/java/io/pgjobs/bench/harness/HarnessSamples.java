@@ -27,8 +27,7 @@ final class HarnessSamples {
   static final int LATENCY_WINDOW_S = 30;
 
   // The contract's timestamps carry milliseconds always ("2026-04-17T09:00:10.000Z");
-  // Instant.toString
-  // drops them on a whole second.
+  // Instant.toString drops them on a whole second.
   private static final DateTimeFormatter TIME =
       DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
 
@@ -68,8 +67,8 @@ final class HarnessSamples {
   }
 
   // Written by hand rather than with Jackson: the lines hold only strings, numbers and lists of
-  // strings,
-  // and pgjobs-bench has no JSON library of its own (nor had the older builds it is compiled into).
+  // strings, and pgjobs-bench has no JSON library of its own (nor had the older builds it is
+  // compiled into).
   private static String write(Map<String, Object> line) {
     StringBuilder json = new StringBuilder("{");
     line.forEach((key, value) -> {

@@ -137,9 +137,8 @@ public final class WebhookDeliveryJob {
       .withQueue(QUEUE)
       .withValidator(WebhookDeliveryJob::validate)
       // The host as the job's partition, computed from the payload as read (its url's host when the
-      // JSON
-      // has no host field): a client that knows this type (the demo's API server does) partitions a
-      // delivery by its host even when the JSON sent leaves the field out.
+      // JSON has no host field): a client that knows this type (the demo's API server does)
+      // partitions a delivery by its host even when the JSON sent leaves the field out.
       .withPartition(d -> d.host() == null ? "" : d.host());
 
   private static final JsonMapper JSON = JsonMapper.builder().build();
@@ -243,8 +242,7 @@ public final class WebhookDeliveryJob {
     String message = "webhook " + uri + " answered " + status + (head.isEmpty() ? "" : ": " + head);
     if (status >= 500 || status == 408 || status == 429) {
       // No "(will retry)": the same text ends the job's history when it was the last attempt; the
-      // job's
-      // state says whether it is retried.
+      // job's state says whether it is retried.
       throw new IOException(message);
     }
     throw new DiscardJobException(message + " (not retried)");

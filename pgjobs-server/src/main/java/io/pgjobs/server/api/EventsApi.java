@@ -76,8 +76,7 @@ public final class EventsApi {
         new HashSet<>(QueryParams.list(ctx, "queue")));
     ctx.attribute(FILTER, filter);
     // Last, so no check after it can leave the connection counted without a stream; and only for
-    // the
-    // stream itself (a browser asking for text/html gets a page, which opens the stream next).
+    // the stream itself (a browser asking for text/html gets a page, which opens the stream next).
     String accept = ctx.header("Accept");
     if (accept == null || !accept.contains("text/event-stream")) {
       return;

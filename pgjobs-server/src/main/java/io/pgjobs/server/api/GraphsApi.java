@@ -239,8 +239,7 @@ public final class GraphsApi {
   private static ApiProblem atIndex(InvalidJobException e, String name, String at) {
     if (e.getCause() instanceof io.pgjobs.InvalidPayloadException p) {
       // A payload its type refuses: one entry per field, as POST /jobs answers, under the job's
-      // place;
-      // 400 for a payload of the wrong shape, 422 for values its validator refuses.
+      // place; 400 for a payload of the wrong shape, 422 for values its validator refuses.
       List<io.pgjobs.server.problem.Problem.FieldError> errors = p.problems().stream()
           .map(f -> new io.pgjobs.server.problem.Problem.FieldError(
               at + "."

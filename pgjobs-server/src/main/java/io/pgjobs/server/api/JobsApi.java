@@ -193,8 +193,7 @@ public final class JobsApi {
       }
     }
     // The job's partition in a partitioned queue (its per-partition limits and turn), instead of
-    // the
-    // one the queue's partition_by gives it; any text up to the column's length.
+    // the one the queue's partition_by gives it; any text up to the column's length.
     String partition = body.text("partition", false, EnqueueOptions.MAX_PARTITION_LENGTH);
     if (partition != null) {
       b.partition(partition);

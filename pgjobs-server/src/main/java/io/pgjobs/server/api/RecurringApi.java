@@ -136,9 +136,8 @@ public final class RecurringApi {
         missed,
         catchUp == null ? null : catchUp.intValue());
     // The rules the library applies (cron with position and reason, zone, name, queue, payload of a
-    // known
-    // type), reported with the body's own problems in one document.
-    // A missing or mistyped member was reported above already.
+    // known type), reported with the body's own problems in one document. A missing or mistyped
+    // member was reported above already.
     schedules.problems(d).stream()
         .filter(p ->
             !p.reason().equals("is required") && (pathName == null || !p.field().equals("name")))

@@ -87,10 +87,9 @@ public final class WsApi {
     // there.
     routes.wsBeforeUpgrade("/ws", ctx -> {
       // Browsers apply no CORS to WebSockets: without this check any web page could read job
-      // updates
-      // from a server on the visitor's machine that has no tokens (cross-site WebSocket hijacking).
-      // The same checks as every write (OriginGuard): own pages, allowed and CORS origins; a
-      // rebound Host is 421.
+      // updates from a server on the visitor's machine that has no tokens (cross-site WebSocket
+      // hijacking). The same checks as every write (OriginGuard): own pages, allowed and CORS
+      // origins; a rebound Host is 421.
       originGuard.check(ctx, true);
       String header = ctx.header("Authorization");
       if (tokensRequired && header != null && !validToken.test(bearer(header))) {

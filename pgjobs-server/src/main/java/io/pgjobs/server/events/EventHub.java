@@ -383,8 +383,7 @@ public final class EventHub implements io.pgjobs.service.BackgroundService, Auto
         : waiting.stream().filter(s -> s.filter.jobId() != null).toList();
     if (!followers.isEmpty()) {
       // Off the listener's thread: the followers' fingerprints are read in one query, and each
-      // reads
-      // its snapshot after it, so a later truncated notification finds out whether their jobs
+      // reads its snapshot after it, so a later truncated notification finds out whether their jobs
       // changed.
       CompletableFuture<Void> read = CompletableFuture.runAsync(
           () -> {
@@ -434,8 +433,7 @@ public final class EventHub implements io.pgjobs.service.BackgroundService, Auto
     }
     if (batch.truncated()) {
       // The jobs left out are not named anywhere: any stream may want them; a follower of one job
-      // needs
-      // a resync only if its job changed, which one query over all followed jobs finds out.
+      // needs a resync only if its job changed, which one query over all followed jobs finds out.
       streams.forEach(s -> s.offer(Outgoing.resync(TRUNCATED)));
       resyncChangedFollowers(TRUNCATED);
     }
@@ -481,8 +479,7 @@ public final class EventHub implements io.pgjobs.service.BackgroundService, Auto
       String now = fingerprints.getOrDefault(id, GONE);
       for (Subscription s : byJob.getOrDefault(id, Set.of())) {
         // What the subscriber shows is at least as new as its fingerprint, which was read before
-        // its
-        // latest snapshot. Unchanged, there is nothing to re-read.
+        // its latest snapshot. Unchanged, there is nothing to re-read.
         if (!now.equals(s.fingerprint)) {
           s.fingerprint = now;
           s.offer(Outgoing.resync(reason));
@@ -517,8 +514,7 @@ public final class EventHub implements io.pgjobs.service.BackgroundService, Auto
   private void onConnected() {
     if (connects.incrementAndGet() > 1) {
       // Events sent while the listener was away are lost: streams resync, and so do the followers
-      // whose
-      // job changed (one query over all followed jobs finds them).
+      // whose job changed (one query over all followed jobs finds them).
       log.info(
           "job events listener reconnected; sending resync to {} streams and checking {} followed jobs",
           streams.size(),
@@ -806,8 +802,8 @@ public final class EventHub implements io.pgjobs.service.BackgroundService, Auto
       }
       if (fellBehind) {
         // Its writer is most likely stuck on a client that stopped reading: closing the connection
-        // now
-        // fails that write instead of waiting for a timeout, and frees what the connection holds.
+        // now fails that write instead of waiting for a timeout, and frees what the connection
+        // holds.
         Thread.ofVirtual().name("pgjobs-events-close-" + id).start(this::closeClient);
       }
     }

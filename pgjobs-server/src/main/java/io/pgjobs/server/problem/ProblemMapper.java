@@ -110,8 +110,7 @@ public final class ProblemMapper {
       String detail = String.join(
           "; ", errors.stream().map(f -> f.field() + ": " + f.reason()).toList());
       // The one rule (docs/API.md): a payload whose JSON has the wrong shape is 400, one whose
-      // values its
-      // validator refuses is 422.
+      // values its validator refuses is 422.
       return from(
           e.malformed()
               ? ApiProblem.badRequest(detail, errors)
@@ -146,8 +145,8 @@ public final class ProblemMapper {
     }
     if (error instanceof io.pgjobs.EnqueueOutcomeUnknownException) {
       // Neither "stored" nor "not stored": the client must be told to retry with the same key,
-      // which
-      // is what makes the retry safe (a plain 503 would invite a retry without one, a duplicate).
+      // which is what makes the retry safe (a plain 503 would invite a retry without one, a
+      // duplicate).
       log.warn(
           "{} failed: the database connection was lost while the enqueue committed: {}",
           what,

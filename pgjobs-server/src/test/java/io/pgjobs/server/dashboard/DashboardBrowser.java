@@ -125,13 +125,10 @@ final class DashboardBrowser implements AutoCloseable {
         element.click();
       } catch (org.openqa.selenium.StaleElementReferenceException replaced) {
         // Re-rendered between the find and the click. On a loaded machine a page that refreshes
-        // every
-        // few hundred milliseconds can do that to every attempt: click it in the page itself, where
-        // the find and the click are one step. (Only an element found there, so the click still
-        // needs the element to exist.)
-        // An SVG element (a node of the dependency graph) has no click(): a click event is
-        // dispatched,
-        // which bubbles to its link as a user's would.
+        // every few hundred milliseconds can do that to every attempt: click it in the page itself,
+        // where the find and the click are one step. (Only an element found there, so the click
+        // still needs the element to exist.) An SVG element (a node of the dependency graph) has no
+        // click(): a click event is dispatched, which bubbles to its link as a user's would.
         Object clicked = script(
             "const e = document.querySelector(arguments[0]); if (!e) return false;"
                 + " if (typeof e.click === 'function') e.click();"

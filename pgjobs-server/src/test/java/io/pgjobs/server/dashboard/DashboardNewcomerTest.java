@@ -33,8 +33,8 @@ class DashboardNewcomerTest extends BrowserTest {
                        generate_series(1, 10000)) AS s""");
     browser.open(app.url("/"));
     // Found and measured in one step in the page: the live chart re-renders its labels at any
-    // moment, so
-    // a label found by WebDriver can be gone by the time it is measured (a stale element in CI).
+    // moment, so a label found by WebDriver can be gone by the time it is measured (a stale element
+    // in CI).
     @SuppressWarnings("unchecked")
     Map<String, Number> box = browser.waitFor(d -> (Map<String, Number>) browser.script("""
         const label = [...document.querySelectorAll('svg text.axis')].find(e => e.textContent === '10,000');

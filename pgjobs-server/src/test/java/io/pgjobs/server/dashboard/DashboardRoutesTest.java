@@ -71,8 +71,7 @@ class DashboardRoutesTest {
     assertThat(r.status()).isEqualTo(200);
     JsonNode types = r.json().path("types");
     // Sorted by name: the known workflow's job type (DashboardFixture.FLOW, knownWorkflows) is a
-    // known
-    // type too, so a run can be started by POST /jobs as well as by its own route.
+    // known type too, so a run can be started by POST /jobs as well as by its own route.
     assertThat(types.size()).isEqualTo(3);
     assertThat(types.get(0).path("name").asString()).isEqualTo("dash_flow");
     assertThat(types.get(0).path("max_attempts").asInt()).isEqualTo(1);

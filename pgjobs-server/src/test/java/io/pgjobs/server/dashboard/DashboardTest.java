@@ -413,8 +413,7 @@ class DashboardTest extends BrowserTest {
     assertThat(browser.text("#throughput-chart .total-succeeded"))
         .isEqualTo(Long.toString(succeeded));
     // The bars of this minute (and maybe the last, across a minute boundary) hold the new
-    // completions.
-    // Read again if the live chart redraws between finding its bars and reading them.
+    // completions. Read again if the live chart redraws between finding its bars and reading them.
     await()
         .atMost(WAIT)
         .ignoreException(org.openqa.selenium.StaleElementReferenceException.class)
@@ -654,8 +653,7 @@ class DashboardTest extends BrowserTest {
     browser.waitForText(".field-error[data-for='payload']", "not valid JSON");
 
     // A bad option only the API can judge (the form checks numbers itself): its 422 names the
-    // field,
-    // shown next to it.
+    // field, shown next to it.
     browser.expectFailedRequest("/jobs", 422);
     payload.clear();
     payload.sendKeys("{\"to\": \"nobody\", \"subject\": \"\"}");

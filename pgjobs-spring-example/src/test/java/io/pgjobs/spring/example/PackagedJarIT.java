@@ -197,8 +197,7 @@ class PackagedJarIT {
   @Test
   void aJobGraphPostedToTheJarRunsItsChildAfterItsParent() throws Exception {
     // The graph storage and its statement trigger (migrations V3 and V5) found in the nested jar,
-    // the
-    // jobs run by the app's own handler bean.
+    // the jobs run by the app's own handler bean.
     HttpResponse<String> posted = http.send(
         HttpRequest.newBuilder(url("/jobs/graphs"))
             .header("Authorization", "Bearer " + TOKEN)
@@ -272,8 +271,7 @@ class PackagedJarIT {
     try {
       WebDriverWait wait = new WebDriverWait(driver, Duration.ofSeconds(30));
       // The dashboard's modules (js/*.js) load from the nested pgjobs-server jar, then it asks for
-      // a token
-      // and shows the receipt job through /jobs/jobs/{id}.
+      // a token and shows the receipt job through /jobs/jobs/{id}.
       driver.get(url("/jobs/#/jobs/" + job.group(1)).toString());
       wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input")))
           .sendKeys(TOKEN);
