@@ -146,22 +146,29 @@ public final class MicrometerJobMetrics implements JobMetrics {
 
   @Override
   public void fences(String workerId, java.util.function.LongSupplier fences) {
-    io.micrometer.core.instrument.FunctionCounter.builder(
-            MetricNames.WORKER_FENCES, fences, f -> f.getAsLong())
-        .description(
-            "Times the worker fenced itself: no heartbeat for the fence time, so it stopped"
-                + " claiming and interrupted its handlers")
-        .tag("worker", workerId)
-        .register(registry);
+    workerCounter(
+        MetricNames.WORKER_FENCES,
+        "Times the worker fenced itself: no heartbeat for the fence time, so it stopped claiming and"
+            + " interrupted its handlers",
+        workerId,
+        fences);
   }
 
   @Override
   public void handOffs(String workerId, java.util.function.LongSupplier handOffs) {
-    io.micrometer.core.instrument.FunctionCounter.builder(
-            MetricNames.WORKER_HAND_OFFS, handOffs, h -> h.getAsLong())
-        .description(
-            "Graph children the worker started by hand-off, in the statement that recorded their last"
-                + " parent's success")
+    workerCounter(
+        MetricNames.WORKER_HAND_OFFS,
+        "Graph children the worker started by hand-off, in the statement that recorded their last"
+            + " parent's success",
+        workerId,
+        handOffs);
+  }
+
+  /** A counter of one worker (tag {@code worker}) read from {@code count}. */
+  private void workerCounter(
+      String name, String description, String workerId, java.util.function.LongSupplier count) {
+    io.micrometer.core.instrument.FunctionCounter.builder(name, count, c -> c.getAsLong())
+        .description(description)
         .tag("worker", workerId)
         .register(registry);
   }

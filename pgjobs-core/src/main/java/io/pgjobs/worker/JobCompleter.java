@@ -379,14 +379,14 @@ final class JobCompleter {
     if (targets.isEmpty() || stopping || batch.size() > HAND_OFF_MAX_BATCH) {
       return Map.of();
     }
-    boolean parents = false;
+    // Every small batch passes here: jobs outside graphs stop at this look, before anything is
+    // built.
+    if (batch.stream().noneMatch(s -> s.job().hasDependents())) {
+      return Map.of();
+    }
     Map<String, Integer> finished = new HashMap<>();
     for (Outcome.Succeeded s : batch) {
-      parents |= s.job().hasDependents();
       finished.merge(s.job().queue(), 1, Integer::sum);
-    }
-    if (!parents) {
-      return Map.of();
     }
     Map<String, Integer> room = new LinkedHashMap<>();
     targets.forEach((queue, poller) -> {
